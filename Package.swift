@@ -1,0 +1,23 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "settle",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "settle", targets: ["settle"]),
+        .library(name: "SettleCore", targets: ["SettleCore"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+                       providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "libcrypto",
+                       providers: [.apt(["libssl-dev"])]),
+        .target(name: "SettleCore", dependencies: ["CSQLite", "CCurl", "COpenSSL"]),
+        .executableTarget(name: "settle", dependencies: ["SettleCore"]),
+        .testTarget(name: "SettleCoreTests", dependencies: ["SettleCore"]),
+        .testTarget(name: "settleTests", dependencies: ["SettleCore", "settle"]),
+    ]
+)

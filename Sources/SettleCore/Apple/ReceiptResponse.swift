@@ -1,0 +1,70 @@
+/// One in-app transaction of a verifyReceipt answer (an entry of `receipt.in_app` or
+/// `latest_receipt_info`), read leniently: Apple sends numbers as strings, ids sometimes as
+/// JSON numbers.
+/// https://developer.apple.com/documentation/appstorereceipts/responsebody/receipt/in_app
+public struct ReceiptTransaction: Sendable, Equatable {
+    public var transactionId: String
+    public var originalTransactionId: String
+    public var productId: String
+    public var quantity: Int
+    public var purchaseDateMs: Int64?
+    public var expiresDateMs: Int64?
+    public var cancellationDateMs: Int64?
+
+    init?(_ json: JSONValue) {
+        guard let txn = json["transaction_id"]?.looseString, !txn.isEmpty,
+              let product = json["product_id"]?.looseString, !product.isEmpty else { return nil }
+        transactionId = txn
+        originalTransactionId = json["original_transaction_id"]?.looseString ?? txn
+        productId = product
+        quantity = Int(json["quantity"]?.looseInt64 ?? 1)
+        purchaseDateMs = json["purchase_date_ms"]?.looseInt64
+        expiresDateMs = json["expires_date_ms"]?.looseInt64
+        // Present only when Apple refunded or revoked the transaction; an empty string means none.
+        cancellationDateMs = json["cancellation_date_ms"]?.looseInt64
+            ?? (json["cancellation_date"]?.looseString.flatMap { $0.isEmpty ? nil : Int64(0) })
+    }
+}
+
+/// The parts of a verifyReceipt answer settle relies on.
+/// https://developer.apple.com/documentation/appstorereceipts/responsebody
+public struct ReceiptResponse: Sendable, Equatable {
+    public var status: Int
+    public var environment: String?
+    public var bundleId: String?
+    public var hasReceipt: Bool
+    /// `is-retryable` as documented, or `is_retryable` as seen on the wire.
+    public var isRetryable: Bool?
+    /// Every transaction from `receipt.in_app` and `latest_receipt_info`, one per
+    /// transaction id (the two lists overlap and come in no guaranteed order).
+    public var transactions: [ReceiptTransaction]
+
+    /// Reads an answer; nil when it is not a verifyReceipt answer at all.
+    public init?(_ json: JSONValue) {
+        guard json.objectMembers != nil, let status = json["status"]?.looseInt64, let small = Int(exactly: status) else {
+            return nil
+        }
+        self.status = small
+        environment = json["environment"]?.looseString
+        let receipt = json["receipt"]
+        hasReceipt = receipt?.objectMembers != nil
+        bundleId = receipt?["bundle_id"]?.looseString
+        isRetryable = json["is-retryable"]?.looseBool ?? json["is_retryable"]?.looseBool
+        var merged: [String: ReceiptTransaction] = [:]
+        var order: [String] = []
+        let entries = (receipt?["in_app"]?.arrayValue ?? []) + (json["latest_receipt_info"]?.arrayValue ?? [])
+        for entry in entries.compactMap(ReceiptTransaction.init) {
+            if var existing = merged[entry.transactionId] {
+                // A duplicate may carry facts the other lacks (a refund seen only in latest_receipt_info).
+                existing.cancellationDateMs = existing.cancellationDateMs ?? entry.cancellationDateMs
+                existing.expiresDateMs = existing.expiresDateMs ?? entry.expiresDateMs
+                existing.purchaseDateMs = existing.purchaseDateMs ?? entry.purchaseDateMs
+                merged[entry.transactionId] = existing
+            } else {
+                merged[entry.transactionId] = entry
+                order.append(entry.transactionId)
+            }
+        }
+        transactions = order.compactMap { merged[$0] }
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+
+/// Re-verifies an order's app receipt with `verifyReceipt`: production first, one hop to
+/// sandbox on 21007 (or back to production on 21008 when starting in sandbox), never more.
+/// https://developer.apple.com/documentation/appstorereceipts/verifyreceipt
+public struct ReceiptVerifier: OrderVerifier {
+    public var productionURL: String
+    public var sandboxURL: String
+    public var sharedSecret: Secret
+    public var matcher: ReceiptMatcher
+    public var client: HTTPClient
+    /// Loads an order's stored receipt (base64 text).
+    public var receiptText: @Sendable (Order) throws -> String?
+
+    public init(productionURL: String, sandboxURL: String, sharedSecret: Secret, matcher: ReceiptMatcher,
+                client: HTTPClient, receiptText: @escaping @Sendable (Order) throws -> String?) {
+        self.productionURL = productionURL
+        self.sandboxURL = sandboxURL
+        self.sharedSecret = sharedSecret
+        self.matcher = matcher
+        self.client = client
+        self.receiptText = receiptText
+    }
+
+    enum Endpoint: String {
+        case production = "Production"
+        case sandbox = "Sandbox"
+    }
+
+    public func verify(_ order: Order, grantHolder: (String) throws -> String?) throws -> Verification {
+        let started = DispatchTime.now()
+        func elapsed() -> Int { Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000) }
+        guard let receipt = try receiptText(order) else {
+            return Verification(outcome: .retry("the order's receipt is missing from the ledger or does not match its sha256"))
+        }
+        // An order seen in sandbox before starts there; everything else starts in production,
+        // as Apple asks (apple-protocol.md 1.9).
+        let first: Endpoint = order.environment == "Sandbox" ? .sandbox : .production
+        var answer = post(receipt, to: first)
+        if case let .answered(response, _) = answer {
+            let status = ReceiptStatus(status: response.status, isRetryable: response.isRetryable)
+            if first == .production && status == .sandboxReceipt {
+                guard matcher.acceptSandbox else {
+                    return Verification(outcome: .rejected(reason: .sandboxNotAccepted,
+                                                           detail: "sandbox receipt (21007) and accept_sandbox is false"),
+                                        appleStatus: response.status, environment: "Sandbox", durationMs: elapsed(),
+                                        appleAnswered: true)
+                }
+                answer = post(receipt, to: .sandbox)
+            } else if first == .sandbox && status == .productionReceipt {
+                answer = post(receipt, to: .production)
+            }
+        }
+        var verification = try classify(answer, order: order, grantHolder: grantHolder)
+        verification.durationMs = elapsed()
+        return verification
+    }
+
+    enum Answer {
+        case answered(ReceiptResponse, Endpoint)
+        case failed(VerificationOutcome, Endpoint, answered: Bool)
+    }
+
+    private func post(_ receipt: String, to endpoint: Endpoint) -> Answer {
+        let body = JSONValue.object([
+            ("receipt-data", .string(receipt)),
+            ("password", .string(sharedSecret.value)),
+            ("exclude-old-transactions", .bool(true)),
+        ])
+        let url = endpoint == .production ? productionURL : sandboxURL
+        let request = HTTPRequest(method: "POST", url: url, headers: [HTTPHeader("Content-Type", "application/json")],
+                                  body: body.data)
+        let name = "\(endpoint.rawValue.lowercased()) verifyReceipt"
+        let response: HTTPResponse
+        do {
+            response = try client.send(request)
+        } catch {
+            if error.kind == .responseTooLarge {
+                return .failed(.retry("\(name): \(error)"), endpoint, answered: true)
+            }
+            return .failed(.appleUnavailable("\(name): \(error)", retryAfter: nil), endpoint, answered: false)
+        }
+        switch response.status {
+        case 200...299: break
+        case 429:
+            return .failed(.appleUnavailable("\(name) answered HTTP 429 (rate limited)",
+                                             retryAfter: RetryAfter.seconds(response.header("Retry-After"), now: Date())),
+                           endpoint, answered: false)
+        case 500...599:
+            return .failed(.appleUnavailable("\(name) answered HTTP \(response.status)", retryAfter: nil), endpoint, answered: false)
+        default:
+            return .failed(.configurationFault("\(name) answered HTTP \(response.status); check receipt_api URLs"),
+                           endpoint, answered: true)
+        }
+        guard let json = try? JSONValue.parse(response.body), let parsed = ReceiptResponse(json) else {
+            return .failed(.appleUnavailable("\(name) sent an answer that is not a verifyReceipt response (\(response.body.count) bytes)",
+                                             retryAfter: nil), endpoint, answered: false)
+        }
+        return .answered(parsed, endpoint)
+    }
+
+    private func classify(_ answer: Answer, order: Order, grantHolder: (String) throws -> String?) throws -> Verification {
+        switch answer {
+        case let .failed(outcome, endpoint, answered):
+            return Verification(outcome: outcome, environment: endpoint.rawValue, appleAnswered: answered)
+        case let .answered(response, endpoint):
+            let environment = response.environment ?? endpoint.rawValue
+            let name = "\(endpoint.rawValue.lowercased()) verifyReceipt"
+            let outcome: VerificationOutcome
+            switch ReceiptStatus(status: response.status, isRetryable: response.isRetryable) {
+            case .valid:
+                if response.hasReceipt {
+                    outcome = try matcher.match(response, environment: environment, order: order, grantHolder: grantHolder)
+                } else {
+                    outcome = .retry("\(name) answered status 0 without a receipt")
+                }
+            case .sandboxReceipt, .productionReceipt:
+                outcome = .retry("\(name) answered \(ReceiptStatus.explain(response.status)) after one hop; not hopping again")
+            case .retryOrder:
+                outcome = .retry("\(name): \(ReceiptStatus.explain(response.status))")
+            case .appleUnavailable:
+                outcome = .appleUnavailable("\(name): \(ReceiptStatus.explain(response.status))", retryAfter: nil)
+            case .invalid:
+                outcome = .rejected(reason: .receiptInvalid, detail: "\(name): \(ReceiptStatus.explain(response.status))")
+            case .configurationFault:
+                outcome = .configurationFault("\(name): \(ReceiptStatus.explain(response.status))")
+            case .unexpected:
+                outcome = .retry("\(name): \(ReceiptStatus.explain(response.status))")
+            }
+            return Verification(outcome: outcome, appleStatus: response.status, environment: environment, appleAnswered: true)
+        }
+    }
+}

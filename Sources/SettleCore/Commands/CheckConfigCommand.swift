@@ -1,0 +1,65 @@
+import Foundation
+
+/// `settle check-config`: validates everything a pass would need and prints what it
+/// understood, secrets redacted.
+enum CheckConfigCommand {
+    static let spec = ArgumentSpec(command: "check-config", options: [])
+
+    static let help = """
+    Usage: settle check-config [--config PATH]
+
+    Loads and validates the configuration, its secret files (which must exist and be readable
+    by their owner only), the delivery command and the ledger's folder; prints what it
+    understood with secrets redacted. Exit 0 when all is well, 78 otherwise.
+    """
+
+    static func run(_ context: CommandContext) throws {
+        let parsed = try ParsedArguments(context.arguments, spec: spec)
+        if parsed.wantsHelp { return context.print(help) }
+        let c = try context.loadConfiguration(parsed)
+        do {
+            _ = try c.receiptAPI?.sharedSecretFile.read()
+            _ = try c.serverAPI?.privateKeyFile.read()
+            if case let .webhook(_, secret) = c.delivery.method { _ = try secret.read() }
+        } catch {
+            throw CommandFailure.from(error)
+        }
+        if case let .command(argv) = c.delivery.method, access(argv[0], X_OK) != 0 {
+            throw CommandFailure(.config, "delivery.command[0]: \(argv[0]) is not an executable file")
+        }
+        let folder = (c.ledgerPath as NSString).deletingLastPathComponent
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw CommandFailure(.config, "ledger: folder \(folder) does not exist")
+        }
+        context.print(describe(c))
+        context.print("configuration OK")
+    }
+
+    static func describe(_ c: Configuration) -> String {
+        var lines = ["configuration: \(c.sourcePath)", "ledger: \(c.ledgerPath)", "bundle_id: \(c.bundleId)",
+                     "accept_sandbox: \(c.acceptSandbox)"]
+        if let r = c.receiptAPI {
+            lines += ["receipt_api.production_url: \(r.productionURL)", "receipt_api.sandbox_url: \(r.sandboxURL)",
+                      "receipt_api.shared_secret_file: \(r.sharedSecretFile.path) (contents redacted)"]
+        }
+        if let s = c.serverAPI {
+            lines += ["server_api.production_url: \(s.productionURL)", "server_api.sandbox_url: \(s.sandboxURL)",
+                      "server_api.issuer_id: \(s.issuerId)", "server_api.key_id: \(s.keyId)",
+                      "server_api.private_key_file: \(s.privateKeyFile.path) (contents redacted)",
+                      "server_api.root_certificates: \(s.rootCertificates.joined(separator: ", "))"]
+        }
+        for (id, product) in c.products.sorted(by: { $0.key < $1.key }) {
+            lines.append("product \(id): \(product.kind.rawValue)" + (product.grant.map { " grant \($0.serialized())" } ?? ""))
+        }
+        switch c.delivery.method {
+        case let .command(argv): lines.append("delivery.command: \(argv.joined(separator: " "))")
+        case let .webhook(url, secret): lines.append("delivery.webhook: \(url), secret \(secret.path) (contents redacted)")
+        }
+        lines.append("delivery.timeout_seconds: \(c.delivery.timeoutSeconds)")
+        let s = c.schedule
+        lines.append("schedule: every \(s.intervalSeconds) s, concurrency \(s.concurrency), max_attempts \(s.maxAttempts), backoff \(s.backoffBaseSeconds)...\(s.backoffMaxSeconds) s")
+        lines.append("http: connect timeout \(c.http.connectTimeoutSeconds) s, total timeout \(c.http.timeoutSeconds) s")
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+
+/// `settle demo`: settle end to end on a fresh machine with no Apple account.
+enum DemoCommand {
+    static let spec = ArgumentSpec(command: "demo", options: [.init(name: "--keep", takesValue: false)])
+
+    static let help = """
+    Usage: settle demo [--keep]
+
+    Creates a throwaway folder with a ledger, a configuration, a shared secret and a demo
+    hook; starts a local Apple simulator on 127.0.0.1; enqueues orders of every kind (valid,
+    sandbox, refunded, forged, a transaction already granted to another order, Apple briefly
+    unavailable); runs two reconcile passes an hour apart on a simulated clock; prints the
+    resulting status. The folder is deleted at the end unless --keep is given.
+    """
+
+    static let bundleId = "com.example.game"
+
+    static func run(_ context: CommandContext) throws {
+        let parsed = try ParsedArguments(context.arguments, spec: spec)
+        if parsed.wantsHelp { return context.print(help) }
+        let folder = try makeFolder()
+        defer {
+            if parsed.has("--keep") {
+                context.print("\nkept \(folder) (ledger.sqlite3, settle.json, shared-secret, grant-goods.sh, granted.log)")
+            } else {
+                try? FileManager.default.removeItem(atPath: folder)
+                context.print("\nremoved \(folder); nothing else was written")
+            }
+        }
+        let secret = "demo-shared-secret-\(UInt64.random(in: 0..<UInt64.max))"
+        let simulator: AppleSimulator
+        do {
+            simulator = try AppleSimulator(sharedSecret: secret)
+        } catch {
+            throw CommandFailure(.unavailable, "cannot start the Apple simulator on 127.0.0.1: \(error)")
+        }
+        defer { simulator.stop() }
+        let configPath = try writeFiles(folder: folder, secret: secret, simulator: simulator)
+        let time = ManualTimeSource(Date())
+        let orders = scriptOrders(simulator, now: time.now)
+        var quiet = context
+        quiet.time = time
+        let configuration = try quiet.loadConfiguration(try ParsedArguments(["--config", configPath], spec: spec))
+        let ledger = try Ledger(path: configuration.ledgerPath, time: time)
+        for order in orders { _ = try ledger.enqueue(order) }
+        let reconciler = try Reconciler.configured(configuration, ledger: ledger, environment: context.environment,
+                                                   log: Log(environment: [:], time: time, sink: { _ in }))
+        context.print("settle demo: Apple simulator at \(simulator.productionURL.replacingOccurrences(of: "/production/verifyReceipt", with: "")), ledger in \(folder)")
+        context.print("enqueued \(orders.count) orders: \(orders.map(\.orderId).joined(separator: ", "))\n")
+        let first = try reconciler.runPass()
+        context.print("pass 1: \(first.summaryLine)")
+        time.advance(by: 3600)
+        let second = try reconciler.runPass()
+        context.print("pass 2 (an hour later): \(second.summaryLine)\n")
+        context.print(StatusView.text(try ledger.summary(OrderFilter(limit: 50))))
+        if let record = try ledger.orderRecord("o-1005") {
+            context.print("o-1005, whose first verification met an Apple outage:\n")
+            context.print(StatusView.text(record.order, history: record.history))
+        }
+        let granted = (try? String(contentsOfFile: folder + "/granted.log", encoding: .utf8)) ?? ""
+        context.print("the demo hook was called \(granted.split(separator: "\n").count) times (idempotency key, order):\n" + granted)
+    }
+
+    static func makeFolder() throws(CommandFailure) -> String {
+        var template = Array(((NSTemporaryDirectory() as NSString).appendingPathComponent("settle-demo-XXXXXX")).utf8CString)
+        guard let made = mkdtemp(&template) else {
+            throw CommandFailure(.ioError, "cannot create a temporary folder: \(String(cString: strerror(errno)))")
+        }
+        return String(cString: made)
+    }
+
+    static func writeFiles(folder: String, secret: String, simulator: AppleSimulator) throws(CommandFailure) -> String {
+        let hook = """
+        #!/bin/sh
+        # The demo's delivery hook: a real backend would grant the goods idempotently by key.
+        payload=$(cat)
+        echo "$SETTLE_IDEMPOTENCY_KEY $SETTLE_ORDER_ID" >> "\(folder)/granted.log"
+        echo "granted $SETTLE_ORDER_ID: $payload"
+        """
+        let config = JSONValue.object([
+            ("ledger", .string(folder + "/ledger.sqlite3")),
+            ("bundle_id", .string(bundleId)),
+            ("accept_sandbox", .bool(true)),
+            ("receipt_api", .object([
+                ("production_url", .string(simulator.productionURL)),
+                ("sandbox_url", .string(simulator.sandboxURL)),
+                ("shared_secret_file", .string("shared-secret")),
+            ])),
+            ("products", .object([
+                ("com.example.game.coins100", .object([("type", .string("consumable")), ("grant", .object([("coins", .number(100))]))])),
+                ("com.example.game.premium", .object([("type", .string("non_consumable"))])),
+                ("com.example.game.monthly", .object([("type", .string("auto_renewable"))])),
+            ])),
+            ("delivery", .object([("command", .array([.string("/bin/sh"), .string(folder + "/grant-goods.sh")])),
+                                  ("timeout_seconds", .number(10))])),
+            ("schedule", .object([("concurrency", .number(4)), ("max_attempts", .number(5))])),
+            ("http", .object([("connect_timeout_seconds", .number(2)), ("timeout_seconds", .number(5))])),
+        ])
+        let fm = FileManager.default
+        let ok = fm.createFile(atPath: folder + "/shared-secret", contents: Data(secret.utf8), attributes: [.posixPermissions: 0o600])
+            && fm.createFile(atPath: folder + "/grant-goods.sh", contents: Data(hook.utf8), attributes: [.posixPermissions: 0o700])
+            && fm.createFile(atPath: folder + "/settle.json", contents: Data(config.serialized(pretty: true).utf8))
+        guard ok else { throw CommandFailure(.ioError, "cannot write the demo's files in \(folder)") }
+        return folder + "/settle.json"
+    }
+
+    /// Scripts the simulator and returns the orders to enqueue, one of every kind.
+    static func scriptOrders(_ simulator: AppleSimulator, now: Date) -> [NewOrder] {
+        let ms = Int64(now.timeIntervalSince1970 * 1000) - 600_000
+        func receipt(_ name: String) -> String { Data("demo receipt \(name)".utf8).base64EncodedString() }
+        let coins = "com.example.game.coins100", premium = "com.example.game.premium"
+        let valid = receipt("valid"), sandbox = receipt("sandbox"), refunded = receipt("refunded")
+        let forged = receipt("forged"), outage = receipt("outage")
+        simulator.script(valid, ReceiptScript(receipt: SimulatedReceipt(bundleId: bundleId, inApp: [
+            SimulatedTransaction(productId: coins, transactionId: "2000000100000001", purchaseDateMs: ms)])))
+        simulator.script(sandbox, ReceiptScript(receipt: SimulatedReceipt(bundleId: bundleId, environment: "Sandbox", inApp: [
+            SimulatedTransaction(productId: premium, transactionId: "2000000100000002", purchaseDateMs: ms)])))
+        simulator.script(refunded, ReceiptScript(receipt: SimulatedReceipt(bundleId: bundleId, inApp: [
+            SimulatedTransaction(productId: coins, transactionId: "2000000100000003", purchaseDateMs: ms,
+                                 cancellationDateMs: ms + 60_000)])))
+        simulator.script(forged, .forged)
+        simulator.script(outage, ReceiptScript(receipt: SimulatedReceipt(bundleId: bundleId, inApp: [
+            SimulatedTransaction(productId: coins, transactionId: "2000000100000005", purchaseDateMs: ms)]),
+                                               answers: [.status(21005)]))
+        return [
+            NewOrder(orderId: "o-1001", userId: "u-42", productId: coins, transactionId: "2000000100000001", receipt: valid),
+            NewOrder(orderId: "o-1002", userId: "u-43", productId: premium, receipt: sandbox),
+            NewOrder(orderId: "o-1003", userId: "u-44", productId: coins, transactionId: "2000000100000003", receipt: refunded),
+            NewOrder(orderId: "o-1004", userId: "u-45", productId: coins, receipt: forged),
+            NewOrder(orderId: "o-1005", userId: "u-46", productId: coins, transactionId: "2000000100000005", receipt: outage),
+            NewOrder(orderId: "o-1006", userId: "u-47", productId: coins, transactionId: "2000000100000001", receipt: valid),
+        ]
+    }
+}

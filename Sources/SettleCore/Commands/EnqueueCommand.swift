@@ -1,0 +1,97 @@
+import Foundation
+
+/// `settle enqueue`: records a paid order and its proof of purchase.
+enum EnqueueCommand {
+    static let spec = ArgumentSpec(command: "enqueue", options: [
+        .init(name: "--order", takesValue: true), .init(name: "--user", takesValue: true),
+        .init(name: "--product", takesValue: true), .init(name: "--transaction", takesValue: true),
+        .init(name: "--receipt-file", takesValue: true), .init(name: "--signed-transaction-file", takesValue: true),
+    ])
+
+    static let help = """
+    Usage: settle enqueue --order ID --user USER --product PRODUCT [--transaction TXN]
+                          [--receipt-file FILE|-] [--signed-transaction-file FILE|-]
+
+    Records a paid order and its proof of purchase: a base64 app receipt, a StoreKit 2 signed
+    transaction (JWS), or only the Apple transaction id. The same order twice with the same
+    content is a no-op (exit 0); with different content it is refused (exit 65).
+    """
+
+    /// Proofs larger than this are refused: no genuine receipt comes near it.
+    static let maxProofBytes = 16 << 20
+
+    static func run(_ context: CommandContext) throws {
+        let parsed = try ParsedArguments(context.arguments, spec: spec)
+        if parsed.wantsHelp { return context.print(help) }
+        func required(_ name: String) throws(UsageError) -> String {
+            guard let value = parsed.value(name), !value.isEmpty else {
+                throw UsageError(command: "enqueue", message: "missing required option '\(name)'")
+            }
+            return value
+        }
+        let orderId = try required("--order")
+        let userId = try required("--user")
+        let productId = try required("--product")
+        let transactionId = parsed.value("--transaction")
+        if parsed.value("--receipt-file") == "-" && parsed.value("--signed-transaction-file") == "-" {
+            throw UsageError(command: "enqueue", message: "only one of the proofs can be read from standard input")
+        }
+        let receipt = try parsed.value("--receipt-file").map { (path) throws(CommandFailure) in try readReceipt(path) }
+        let signed = try parsed.value("--signed-transaction-file").map { (path) throws(CommandFailure) in try readSignedTransaction(path) }
+        guard receipt != nil || signed != nil || transactionId != nil else {
+            throw UsageError(command: "enqueue", message: "a proof of purchase is required: --receipt-file, --signed-transaction-file or --transaction")
+        }
+        if let transactionId, transactionId.isEmpty || transactionId.count > 64 {
+            throw CommandFailure(.dataError, "--transaction: '\(transactionId.prefix(64))' is not an Apple transaction id")
+        }
+        let configuration = try context.loadConfiguration(parsed)
+        if configuration.products[productId] == nil {
+            context.printError("settle enqueue: warning: product \(productId) is not in the configuration's products; reconcile will reject it as unknown_product")
+        }
+        do {
+            let ledger = try Ledger(path: configuration.ledgerPath, time: context.time)
+            let result = try ledger.enqueue(NewOrder(orderId: orderId, userId: userId, productId: productId,
+                                                     transactionId: transactionId, receipt: receipt, signedTransaction: signed))
+            context.print(result == .created ? "enqueued \(orderId)" : "\(orderId) is already enqueued with the same content; nothing changed")
+        } catch {
+            throw CommandFailure.from(error)
+        }
+    }
+
+    static func read(_ path: String, what: String) throws(CommandFailure) -> String {
+        let data: Data?
+        if path == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            data = FileManager.default.contents(atPath: path)
+        }
+        guard let data else { throw CommandFailure(.dataError, "cannot read \(what) file \(path)") }
+        guard data.count <= maxProofBytes else {
+            throw CommandFailure(.dataError, "\(what) in \(path) is larger than \(maxProofBytes) bytes")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw CommandFailure(.dataError, "\(what) in \(path) is not text (a \(what) is uploaded as base64 text)")
+        }
+        return text.filter { !$0.isWhitespace }
+    }
+
+    /// A receipt must be base64 (the form devices upload and verifyReceipt takes).
+    static func readReceipt(_ path: String) throws(CommandFailure) -> String {
+        let text = try read(path, what: "receipt")
+        guard !text.isEmpty, let decoded = Data(base64Encoded: text), !decoded.isEmpty else {
+            throw CommandFailure(.dataError, "receipt in \(path == "-" ? "standard input" : path) is not base64")
+        }
+        return text
+    }
+
+    /// A signed transaction must look like a compact JWS: three base64url parts.
+    static func readSignedTransaction(_ path: String) throws(CommandFailure) -> String {
+        let text = try read(path, what: "signed transaction")
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        let base64url = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        guard parts.count == 3, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(base64url.contains) }) else {
+            throw CommandFailure(.dataError, "signed transaction in \(path == "-" ? "standard input" : path) is not a compact JWS (three base64url parts)")
+        }
+        return text
+    }
+}

@@ -1,0 +1,30 @@
+/// settle's exit codes (SPEC section 7), from sysexits.h.
+public enum ExitCode: Int32, Sendable {
+    case success = 0
+    case usage = 64
+    case dataError = 65
+    case unavailable = 69
+    case ioError = 74
+    case tempFail = 75
+    case config = 78
+}
+
+/// A command that could not do its work: the message for stderr and the exit code.
+public struct CommandFailure: Error, Sendable, CustomStringConvertible {
+    public var code: ExitCode
+    public var message: String
+    public init(_ code: ExitCode, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+    public var description: String { message }
+
+    static func from(_ error: LedgerError) -> CommandFailure {
+        switch error {
+        case .io, .newerSchema: return CommandFailure(.ioError, error.description)
+        case .conflictingOrder, .invalid: return CommandFailure(.dataError, error.description)
+        }
+    }
+
+    static func from(_ error: ConfigError) -> CommandFailure { CommandFailure(.config, error.message) }
+}

@@ -1,0 +1,80 @@
+/// `settle reconcile [--order ID]... [--dry-run]`: one pass, then exit.
+enum ReconcileCommand {
+    static let spec = ArgumentSpec(command: "reconcile", options: [
+        .init(name: "--order", takesValue: true, repeatable: true),
+        .init(name: "--dry-run", takesValue: false),
+    ])
+
+    static let help = """
+    Usage: settle reconcile [--order ID]... [--dry-run] [--config PATH]
+
+    Runs one pass over every due order (or only the named orders, due or not): re-verifies each
+    with Apple, grants it through the delivery hook and marks it finished, then prints
+    "reconciled N: F finished, R rejected, T retrying, A needs attention".
+
+      --order ID   reconcile only this order (repeatable)
+      --dry-run    verify with Apple and report what would be granted; call no hook, change nothing
+
+    Exit: 0 the pass ran; 65 a named order does not exist; 69 Apple was unavailable for the
+    whole pass; 74 ledger I/O error; 78 configuration error (including Apple rejecting the shared secret).
+    """
+
+    static func run(_ context: CommandContext) throws {
+        let parsed = try ParsedArguments(context.arguments, spec: spec)
+        if parsed.wantsHelp { return context.print(help) }
+        let configuration = try context.loadConfiguration(parsed)
+        let ledger: Ledger
+        do {
+            ledger = try Ledger(path: configuration.ledgerPath, time: context.time)
+        } catch {
+            throw CommandFailure.from(error)
+        }
+        let reconciler: Reconciler
+        do {
+            reconciler = try Reconciler.configured(configuration, ledger: ledger, environment: context.environment,
+                                                   log: context.log)
+        } catch {
+            throw CommandFailure.from(error)
+        }
+        let orderIds = parsed.all("--order")
+        if parsed.has("--dry-run") {
+            return try dryRun(reconciler, orderIds: orderIds, context: context)
+        }
+        let report: PassReport
+        do {
+            report = try reconciler.runPass(orderIds: orderIds)
+        } catch {
+            throw CommandFailure.from(error)
+        }
+        for skipped in report.skipped {
+            context.printError("settle reconcile: order \(skipped.orderId) not reconciled: \(skipped.why)")
+        }
+        context.print(report.summaryLine)
+        if let fault = report.configurationFault {
+            throw CommandFailure(.config, "stopped: \(fault)")
+        }
+        if report.appleUnavailableForWholePass {
+            throw CommandFailure(.unavailable, "Apple was unavailable for the whole pass; no order used an attempt")
+        }
+        if report.skipped.contains(where: { !$0.exists }) {
+            throw CommandFailure(.dataError, "some named orders are not in the ledger")
+        }
+    }
+
+    static func dryRun(_ reconciler: Reconciler, orderIds: [String], context: CommandContext) throws {
+        let preview: DryRunReport
+        do {
+            preview = try reconciler.dryRun(orderIds: orderIds)
+        } catch let error as LedgerError {
+            throw CommandFailure.from(error)
+        }
+        for line in preview.lines { context.print(line) }
+        context.print(preview.summaryLine)
+        if preview.appleUnavailableForWholePass {
+            throw CommandFailure(.unavailable, "Apple was unavailable for the whole dry run")
+        }
+        if preview.missing > 0 {
+            throw CommandFailure(.dataError, "some named orders are not in the ledger")
+        }
+    }
+}

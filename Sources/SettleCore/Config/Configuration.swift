@@ -1,0 +1,97 @@
+import Foundation
+
+/// settle's configuration (SPEC section 2), validated: every value here has been checked.
+public struct Configuration: Sendable {
+    public var ledgerPath: String
+    public var bundleId: String
+    public var acceptSandbox: Bool
+    public var receiptAPI: ReceiptAPIConfiguration?
+    public var serverAPI: ServerAPIConfiguration?
+    public var products: [String: Product]
+    public var delivery: DeliveryConfiguration
+    public var schedule: Schedule
+    public var http: HTTPSettings
+    /// The file this was read from; relative paths in it are resolved against its folder.
+    public var sourcePath: String
+
+    /// What a product is and what granting it means to the operator's hook.
+    public struct Product: Sendable, Equatable {
+        public enum Kind: String, Sendable, CaseIterable {
+            case consumable
+            case nonConsumable = "non_consumable"
+            case autoRenewable = "auto_renewable"
+            case nonRenewing = "non_renewing"
+        }
+        public var kind: Kind
+        /// Free-form, passed to the hook unchanged.
+        public var grant: JSONValue?
+    }
+
+    /// The legacy verifyReceipt endpoints.
+    public struct ReceiptAPIConfiguration: Sendable {
+        public var productionURL: String
+        public var sandboxURL: String
+        public var sharedSecretFile: SecretFile
+    }
+
+    /// The App Store Server API (StoreKit 2). Read and validated; verification through it
+    /// is a later piece of work.
+    public struct ServerAPIConfiguration: Sendable {
+        public var productionURL: String
+        public var sandboxURL: String
+        public var issuerId: String
+        public var keyId: String
+        public var privateKeyFile: SecretFile
+        public var appAppleId: String?
+        public var rootCertificates: [String]
+    }
+
+    /// How goods are granted.
+    public struct DeliveryConfiguration: Sendable {
+        public enum Method: Sendable {
+            case command([String])
+            case webhook(url: String, secretFile: SecretFile)
+        }
+        public var method: Method
+        public var timeoutSeconds: Double
+    }
+
+    public struct Schedule: Sendable {
+        public var intervalSeconds: Double = 60
+        public var concurrency: Int = 8
+        public var maxAttempts: Int = 20
+        public var backoffBaseSeconds: Double = 30
+        public var backoffMaxSeconds: Double = 21600
+    }
+
+    public struct HTTPSettings: Sendable {
+        public var connectTimeoutSeconds: Double = 10
+        public var timeoutSeconds: Double = 30
+    }
+
+    /// Where the configuration is read from: `--config`, else `$SETTLE_CONFIG`, else the default.
+    public static func defaultPath(environment: [String: String]) -> String {
+        environment["SETTLE_CONFIG"].flatMap { $0.isEmpty ? nil : $0 } ?? "/etc/settle/settle.json"
+    }
+
+    /// Reads and validates the file. Secrets are not read here (see `SecretFile.read`).
+    public static func load(path: String, environment: [String: String]) throws(ConfigError) -> Configuration {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ConfigError("cannot read configuration \(path): \((error as NSError).localizedDescription)")
+        }
+        let json: JSONValue
+        do {
+            json = try JSONValue.parse(data)
+        } catch {
+            throw ConfigError("\(path) is not valid JSON: \(error)")
+        }
+        do {
+            return try ConfigurationDecoder(path: path, environment: environment).decode(json)
+        } catch {
+            throw ConfigError("\(path): \(error.message)")
+        }
+    }
+}

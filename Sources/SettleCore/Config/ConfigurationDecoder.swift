@@ -1,0 +1,188 @@
+import Foundation
+
+/// Turns the parsed JSON into a `Configuration`, checking every key, type and range.
+struct ConfigurationDecoder {
+    let path: String
+    let environment: [String: String]
+
+    var folder: String { (path as NSString).deletingLastPathComponent }
+
+    func decode(_ json: JSONValue) throws(ConfigError) -> Configuration {
+        var root = try ConfigObject(json, path: "")
+        let ledger = resolve(try root.requireString("ledger"))
+        let bundleId = try root.requireString("bundle_id")
+        let acceptSandbox = try root.bool("accept_sandbox", default: true)
+        let receiptAPI = try root.object("receipt_api").map { (o) throws(ConfigError) in try decodeReceiptAPI(o) }
+        let serverAPI = try root.object("server_api").map { (o) throws(ConfigError) in try decodeServerAPI(o) }
+        guard receiptAPI != nil || serverAPI != nil else {
+            throw ConfigError("receipt_api: required key is missing (configure receipt_api and/or server_api to verify with Apple)")
+        }
+        guard let productsObject = try root.object("products") else { throw ConfigError("products: required key is missing") }
+        let products = try decodeProducts(productsObject)
+        guard let deliveryObject = try root.object("delivery") else { throw ConfigError("delivery: required key is missing") }
+        let delivery = try decodeDelivery(deliveryObject)
+        let schedule = try root.object("schedule").map { (o) throws(ConfigError) in try decodeSchedule(o) } ?? Configuration.Schedule()
+        let http = try root.object("http").map { (o) throws(ConfigError) in try decodeHTTP(o) } ?? Configuration.HTTPSettings()
+        try root.rejectUnknownKeys()
+        return Configuration(ledgerPath: ledger, bundleId: bundleId, acceptSandbox: acceptSandbox, receiptAPI: receiptAPI,
+                             serverAPI: serverAPI, products: products, delivery: delivery, schedule: schedule, http: http,
+                             sourcePath: path)
+    }
+
+    private func decodeReceiptAPI(_ object: ConfigObject) throws(ConfigError) -> Configuration.ReceiptAPIConfiguration {
+        var o = object
+        let production = try url(&o, "production_url", default: "https://buy.itunes.apple.com/verifyReceipt")
+        let sandbox = try url(&o, "sandbox_url", default: "https://sandbox.itunes.apple.com/verifyReceipt")
+        let secret = try secretFile(&o, "shared_secret_file")
+        try o.rejectUnknownKeys()
+        return .init(productionURL: production, sandboxURL: sandbox, sharedSecretFile: secret)
+    }
+
+    private func decodeServerAPI(_ object: ConfigObject) throws(ConfigError) -> Configuration.ServerAPIConfiguration {
+        var o = object
+        let production = try url(&o, "production_url", default: "https://api.storekit.apple.com")
+        let sandbox = try url(&o, "sandbox_url", default: "https://api.storekit-sandbox.apple.com")
+        let issuer = try o.requireString("issuer_id")
+        let keyId = try o.requireString("key_id")
+        let key = try secretFile(&o, "private_key_file")
+        var appAppleId: String? = nil
+        if let value = o.value("app_apple_id") {
+            guard let text = value.looseString, !text.isEmpty else {
+                throw ConfigError("\(o.name("app_apple_id")): expected a number or string, got \(value.typeName)")
+            }
+            appAppleId = text
+        }
+        var roots: [String] = []
+        if let value = o.value("root_certificates") {
+            guard let items = value.arrayValue, !items.isEmpty else {
+                throw ConfigError("\(o.name("root_certificates")): expected a non-empty array of paths")
+            }
+            for (i, item) in items.enumerated() {
+                guard case let .string(p) = item, !p.isEmpty else {
+                    throw ConfigError("\(o.name("root_certificates"))[\(i)]: expected a path string, got \(item.typeName)")
+                }
+                roots.append(resolve(p))
+            }
+        }
+        try o.rejectUnknownKeys()
+        return .init(productionURL: production, sandboxURL: sandbox, issuerId: issuer, keyId: keyId, privateKeyFile: key,
+                     appAppleId: appAppleId, rootCertificates: roots)
+    }
+
+    private func decodeProducts(_ object: ConfigObject) throws(ConfigError) -> [String: Configuration.Product] {
+        var o = object
+        var products: [String: Configuration.Product] = [:]
+        for key in o.allKeys() {
+            guard var product = try o.object(key) else { continue }
+            let typeName = try product.requireString("type")
+            guard let kind = Configuration.Product.Kind(rawValue: typeName) else {
+                let allowed = Configuration.Product.Kind.allCases.map(\.rawValue).joined(separator: ", ")
+                throw ConfigError("\(product.name("type")): \"\(typeName)\" is not one of \(allowed)")
+            }
+            var grant: JSONValue? = nil
+            if let value = product.value("grant") {
+                guard value.objectMembers != nil else { throw ConfigError("\(product.name("grant")): expected an object, got \(value.typeName)") }
+                grant = value
+            }
+            try product.rejectUnknownKeys()
+            products[key] = .init(kind: kind, grant: grant)
+        }
+        guard !products.isEmpty else { throw ConfigError("products: at least one product is required") }
+        return products
+    }
+
+    private func decodeDelivery(_ object: ConfigObject) throws(ConfigError) -> Configuration.DeliveryConfiguration {
+        var o = object
+        let command = o.value("command")
+        let webhook = try o.object("webhook")
+        let timeout = try o.number("timeout_seconds", default: 30, range: 0.1...3600)
+        let method: Configuration.DeliveryConfiguration.Method
+        switch (command, webhook) {
+        case (nil, nil), (.some, .some):
+            throw ConfigError("delivery: exactly one of \"command\" or \"webhook\" is required")
+        case let (.some(value), nil):
+            guard let items = value.arrayValue, !items.isEmpty else {
+                throw ConfigError("delivery.command: expected a non-empty array of strings (argv, run without a shell)")
+            }
+            var argv: [String] = []
+            for (i, item) in items.enumerated() {
+                guard case let .string(s) = item else {
+                    throw ConfigError("delivery.command[\(i)]: expected a string, got \(item.typeName)")
+                }
+                argv.append(s)
+            }
+            guard argv[0].hasPrefix("/") else {
+                throw ConfigError("delivery.command[0]: \"\(argv[0])\" must be an absolute path (no PATH search, no shell)")
+            }
+            method = .command(argv)
+        case let (nil, .some(hook)):
+            var h = hook
+            guard let url = try h.string("url") else { throw ConfigError("delivery.webhook.url: required key is missing") }
+            try checkURL(url, name: "delivery.webhook.url")
+            let secret = try secretFile(&h, "secret_file")
+            try h.rejectUnknownKeys()
+            method = .webhook(url: url, secretFile: secret)
+        }
+        try o.rejectUnknownKeys()
+        return .init(method: method, timeoutSeconds: timeout)
+    }
+
+    private func decodeSchedule(_ object: ConfigObject) throws(ConfigError) -> Configuration.Schedule {
+        var o = object
+        var s = Configuration.Schedule()
+        s.intervalSeconds = try o.number("interval_seconds", default: s.intervalSeconds, range: 1...86400)
+        s.concurrency = try o.integer("concurrency", default: s.concurrency, range: 1...64)
+        s.maxAttempts = try o.integer("max_attempts", default: s.maxAttempts, range: 1...1000)
+        s.backoffBaseSeconds = try o.number("backoff_base_seconds", default: s.backoffBaseSeconds, range: 1...86400)
+        s.backoffMaxSeconds = try o.number("backoff_max_seconds", default: s.backoffMaxSeconds, range: 1...(30 * 86400))
+        guard s.backoffMaxSeconds >= s.backoffBaseSeconds else {
+            throw ConfigError("schedule.backoff_max_seconds: must be at least backoff_base_seconds")
+        }
+        try o.rejectUnknownKeys()
+        return s
+    }
+
+    private func decodeHTTP(_ object: ConfigObject) throws(ConfigError) -> Configuration.HTTPSettings {
+        var o = object
+        var h = Configuration.HTTPSettings()
+        h.connectTimeoutSeconds = try o.number("connect_timeout_seconds", default: h.connectTimeoutSeconds, range: 0.1...300)
+        h.timeoutSeconds = try o.number("timeout_seconds", default: h.timeoutSeconds, range: 0.1...600)
+        try o.rejectUnknownKeys()
+        return h
+    }
+
+    // MARK: - Values
+
+    private func url(_ o: inout ConfigObject, _ key: String, default fallback: String) throws(ConfigError) -> String {
+        let value = try o.string(key) ?? fallback
+        try checkURL(value, name: o.name(key))
+        return value
+    }
+
+    /// `https://` only, except plain `http://` to a loopback address for tests and the simulator.
+    func checkURL(_ text: String, name: String) throws(ConfigError) {
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+              let host = components.host, !host.isEmpty else {
+            throw ConfigError("\(name): \"\(text)\" is not a URL")
+        }
+        if scheme == "https" { return }
+        if scheme == "http" && ConfigurationDecoder.isLoopback(host) { return }
+        throw ConfigError("\(name): must be an https:// URL (http:// is allowed only to a loopback address)")
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        let h = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        if h == "localhost" || h == "::1" { return true }
+        let parts = h.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+
+    private func secretFile(_ o: inout ConfigObject, _ key: String) throws(ConfigError) -> SecretFile {
+        let name = try o.requireString(key)
+        return SecretFile(key: o.name(key), path: SecretFile.resolve(name, relativeTo: folder, environment: environment))
+    }
+
+    private func resolve(_ path: String) -> String {
+        path.hasPrefix("/") ? path : (folder as NSString).appendingPathComponent(path)
+    }
+}

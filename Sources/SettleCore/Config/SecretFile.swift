@@ -1,0 +1,52 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A secret kept in its own file (never in the JSON), read only when needed.
+///
+/// Its contents are held in `Secret`, whose description is redacted, so an accidental
+/// interpolation into a log line or error prints nothing secret.
+public struct SecretFile: Sendable, Equatable {
+    /// The configuration key that named it, for error messages.
+    public var key: String
+    public var path: String
+
+    /// A relative name is looked up first in `$CREDENTIALS_DIRECTORY` (systemd
+    /// `LoadCredential=`), then next to the configuration file.
+    static func resolve(_ name: String, relativeTo folder: String, environment: [String: String]) -> String {
+        if name.hasPrefix("/") { return name }
+        if let credentials = environment["CREDENTIALS_DIRECTORY"], !credentials.isEmpty {
+            let candidate = (credentials as NSString).appendingPathComponent(name)
+            if FileManager.default.fileExists(atPath: candidate) { return candidate }
+        }
+        return (folder as NSString).appendingPathComponent(name)
+    }
+
+    /// Reads the secret, refusing a file that group or others may read.
+    public func read() throws(ConfigError) -> Secret {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw ConfigError("\(key): cannot read secret file \(path): \(String(cString: strerror(errno)))")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw ConfigError("\(key): \(path) is not a regular file") }
+        guard info.st_mode & 0o077 == 0 else {
+            throw ConfigError(String(format: "%@: secret file %@ is readable by group or others (mode %03o); chmod 600 it",
+                                     key, path, Int(info.st_mode & 0o777)))
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigError("\(key): cannot read secret file \(path)")
+        }
+        let value = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !value.isEmpty else { throw ConfigError("\(key): secret file \(path) is empty") }
+        return Secret(value)
+    }
+}
+
+/// A secret value. Printing it prints `<redacted>`.
+public struct Secret: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    public let value: String
+    public init(_ value: String) { self.value = value }
+    public var description: String { "<redacted>" }
+    public var debugDescription: String { "<redacted>" }
+}

@@ -1,0 +1,55 @@
+/// The JSON document the delivery hook receives (SPEC section 5). Built only from facts
+/// persisted in the ledger, so a re-delivery after a crash sends the same document.
+public enum HookPayload {
+    public static func make(order: Order, purchase: VerifiedPurchase, product: Configuration.Product?) -> JSONValue {
+        .object([
+            ("order_id", .string(order.orderId)),
+            ("user_id", .string(order.userId)),
+            ("product_id", .string(purchase.productId)),
+            ("product_type", .string(product?.kind.rawValue)),
+            ("quantity", .number(purchase.quantity)),
+            ("grant", product?.grant ?? .null),
+            ("transaction_id", .string(purchase.transactionId)),
+            ("original_transaction_id", .string(purchase.originalTransactionId)),
+            ("environment", .string(purchase.environment)),
+            ("purchase_date", .string(purchase.purchaseDateMs.map { Timestamp.rfc3339(milliseconds: $0) })),
+            ("expires_date", .string(purchase.expiresDateMs.map { Timestamp.rfc3339(milliseconds: $0) })),
+            ("idempotency_key", .string(idempotencyKey(purchase))),
+        ])
+    }
+
+    /// The Apple transaction id: stable across retries and crashes, unique across the ledger.
+    public static func idempotencyKey(_ purchase: VerifiedPurchase) -> String { purchase.transactionId }
+}
+
+/// What a delivery attempt concluded.
+public enum DeliveryOutcome: Sendable, Equatable {
+    /// The goods were granted: the order is finished.
+    case delivered
+    /// Try again later with backoff (counts as an attempt).
+    case retry(String)
+    /// The receiver refused for good: a person must look.
+    case refused(String)
+}
+
+/// One delivery attempt and what to keep of it in the history.
+public struct DeliveryReport: Sendable, Equatable {
+    public var outcome: DeliveryOutcome
+    /// The hook's exit code (or HTTP status for a webhook), if it had one.
+    public var exitCode: Int?
+    /// Output kept in the history, already cut to 4 KiB.
+    public var output: String
+    public var durationMs: Int
+
+    public init(outcome: DeliveryOutcome, exitCode: Int?, output: String, durationMs: Int) {
+        self.outcome = outcome
+        self.exitCode = exitCode
+        self.output = output
+        self.durationMs = durationMs
+    }
+}
+
+/// Grants the goods of one verified order.
+public protocol Deliverer: Sendable {
+    func deliver(order: Order, purchase: VerifiedPurchase) -> DeliveryReport
+}

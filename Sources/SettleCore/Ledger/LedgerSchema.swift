@@ -1,0 +1,70 @@
+/// The ledger's migrations. Each runs once, in one transaction, and is recorded in
+/// `PRAGMA user_version`. The tables and columns that backends write only ever grow.
+enum LedgerSchema {
+    static let migrations: [String] = [
+        // 1: orders, deduplicated receipts, history, grants.
+        """
+        CREATE TABLE receipts (
+            sha256      TEXT PRIMARY KEY NOT NULL CHECK (length(sha256) = 64),
+            data        TEXT NOT NULL,
+            created_at  INTEGER NOT NULL DEFAULT (unixepoch())
+        );
+        CREATE TABLE orders (
+            order_id            TEXT PRIMARY KEY NOT NULL CHECK (length(order_id) BETWEEN 1 AND 200),
+            user_id             TEXT NOT NULL,
+            product_id          TEXT NOT NULL,
+            transaction_id      TEXT,
+            receipt_sha256      TEXT REFERENCES receipts(sha256),
+            signed_transaction  TEXT,
+            state               TEXT NOT NULL DEFAULT 'pending'
+                                CHECK (state IN ('pending','verifying','delivering','finished','rejected','needs_attention')),
+            attempts            INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+            next_attempt_at     INTEGER NOT NULL DEFAULT 0,
+            reason              TEXT,
+            last_error          TEXT,
+            environment         TEXT,
+            verified_transaction_id  TEXT,
+            original_transaction_id  TEXT,
+            verified_product_id TEXT,
+            quantity            INTEGER,
+            purchase_date_ms    INTEGER,
+            expires_date_ms     INTEGER,
+            lease_host          TEXT,
+            lease_pid           INTEGER,
+            lease_start         TEXT,
+            lease_expires_at    INTEGER,
+            created_at          INTEGER NOT NULL DEFAULT (unixepoch()),
+            updated_at          INTEGER NOT NULL DEFAULT (unixepoch()),
+            finished_at         INTEGER,
+            CHECK ((state = 'finished') = (finished_at IS NOT NULL)),
+            CHECK ((state IN ('verifying','delivering')) = (lease_pid IS NOT NULL)),
+            CHECK (state NOT IN ('delivering','finished') OR verified_transaction_id IS NOT NULL),
+            CHECK (receipt_sha256 IS NOT NULL OR signed_transaction IS NOT NULL OR transaction_id IS NOT NULL)
+        );
+        CREATE INDEX orders_due ON orders(next_attempt_at) WHERE state = 'pending';
+        CREATE INDEX orders_leased ON orders(lease_expires_at) WHERE state IN ('verifying','delivering');
+        CREATE INDEX orders_user ON orders(user_id);
+        CREATE INDEX orders_transaction ON orders(transaction_id);
+        CREATE INDEX orders_verified_transaction ON orders(verified_transaction_id);
+        CREATE INDEX orders_state ON orders(state, updated_at);
+        CREATE TABLE history (
+            id           INTEGER PRIMARY KEY,
+            order_id     TEXT NOT NULL REFERENCES orders(order_id),
+            at           INTEGER NOT NULL,
+            kind         TEXT NOT NULL CHECK (kind IN ('enqueue','verification','delivery','rescue','retry')),
+            outcome      TEXT NOT NULL,
+            apple_status INTEGER,
+            hook_exit    INTEGER,
+            environment  TEXT,
+            duration_ms  INTEGER,
+            detail       TEXT
+        );
+        CREATE INDEX history_order ON history(order_id, id);
+        CREATE TABLE grants (
+            transaction_id  TEXT PRIMARY KEY NOT NULL,
+            order_id        TEXT NOT NULL UNIQUE REFERENCES orders(order_id),
+            granted_at      INTEGER NOT NULL
+        );
+        """,
+    ]
+}

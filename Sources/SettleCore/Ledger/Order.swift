@@ -1,0 +1,118 @@
+import Foundation
+
+/// Where an order is in its life (SPEC section 3). The raw values are the ledger's and the
+/// status output's spelling.
+public enum OrderState: String, CaseIterable, Sendable {
+    case pending
+    case verifying
+    case delivering
+    case finished
+    case rejected
+    case needsAttention = "needs_attention"
+
+    /// States an order leaves only through a person (`settle retry`) or never.
+    public var isFinal: Bool { self == .finished || self == .rejected || self == .needsAttention }
+}
+
+/// The facts Apple confirmed for an order's transaction; persisted before the hook runs so
+/// that a re-delivery after a crash sends exactly the same payload.
+public struct VerifiedPurchase: Sendable, Equatable {
+    public var transactionId: String
+    public var originalTransactionId: String
+    public var productId: String
+    public var environment: String
+    public var quantity: Int
+    /// Milliseconds since the epoch, as Apple reports them.
+    public var purchaseDateMs: Int64?
+    public var expiresDateMs: Int64?
+
+    public init(transactionId: String, originalTransactionId: String, productId: String, environment: String,
+                quantity: Int, purchaseDateMs: Int64?, expiresDateMs: Int64?) {
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.productId = productId
+        self.environment = environment
+        self.quantity = quantity
+        self.purchaseDateMs = purchaseDateMs
+        self.expiresDateMs = expiresDateMs
+    }
+}
+
+/// A paid order as the ledger holds it.
+public struct Order: Sendable, Equatable {
+    public var orderId: String
+    public var userId: String
+    public var productId: String
+    /// The transaction id the backend supplied, if any.
+    public var requestedTransactionId: String?
+    public var receiptSHA256: String?
+    public var signedTransaction: String?
+    public var state: OrderState
+    public var attempts: Int
+    public var nextAttemptAt: Int64
+    public var reason: String?
+    public var lastError: String?
+    /// The environment Apple last answered from for this order (a routing hint too).
+    public var environment: String?
+    public var verified: VerifiedPurchase?
+    public var createdAt: Int64
+    public var updatedAt: Int64
+    public var finishedAt: Int64?
+    public var lease: Lease?
+
+    /// What support and the hook see as the order's transaction: Apple's, once verified.
+    public var transactionId: String? { verified?.transactionId ?? requestedTransactionId }
+}
+
+/// Who holds an order in `verifying` or `delivering`, and until when.
+public struct Lease: Sendable, Equatable {
+    public var owner: LeaseOwner
+    public var expiresAt: Int64
+}
+
+/// One history row: a verification, a delivery, a rescue or a person's note.
+public struct HistoryEntry: Sendable, Equatable {
+    public enum Kind: String, Sendable { case enqueue, verification, delivery, rescue, retry }
+    public var at: Int64
+    public var kind: Kind
+    public var outcome: String
+    public var appleStatus: Int?
+    public var hookExit: Int?
+    public var environment: String?
+    public var durationMs: Int?
+    public var detail: String?
+
+    public init(at: Int64, kind: Kind, outcome: String, appleStatus: Int? = nil, hookExit: Int? = nil,
+                environment: String? = nil, durationMs: Int? = nil, detail: String? = nil) {
+        self.at = at
+        self.kind = kind
+        self.outcome = outcome
+        self.appleStatus = appleStatus
+        self.hookExit = hookExit
+        self.environment = environment
+        self.durationMs = durationMs
+        self.detail = detail
+    }
+}
+
+/// A new order and its proof of purchase, as `settle enqueue` records it.
+public struct NewOrder: Sendable, Equatable {
+    public var orderId: String
+    public var userId: String
+    public var productId: String
+    public var transactionId: String?
+    /// Base64 app receipt, as the device uploaded it.
+    public var receipt: String?
+    /// StoreKit 2 compact JWS.
+    public var signedTransaction: String?
+
+    public init(orderId: String, userId: String, productId: String, transactionId: String? = nil,
+                receipt: String? = nil, signedTransaction: String? = nil) {
+        self.orderId = orderId
+        self.userId = userId
+        self.productId = productId
+        self.transactionId = transactionId
+        self.receipt = receipt
+        self.signedTransaction = signedTransaction
+    }
+}

@@ -1,0 +1,193 @@
+import CSQLite
+import Foundation
+
+/// An SQLite failure: the extended result code, SQLite's message and the statement's SQL.
+/// Bound values are never part of it: they may be receipts or personal data.
+public struct SQLiteError: Error, Sendable, CustomStringConvertible {
+    public var code: Int32
+    public var message: String
+    public var sql: String?
+
+    public var description: String {
+        "SQLite error \(code): \(message)" + (sql.map { " (in: \($0))" } ?? "")
+    }
+
+    /// SQLITE_CONSTRAINT and its extended codes.
+    public var isConstraintViolation: Bool { code & 0xFF == SQLITE_CONSTRAINT }
+}
+
+/// A value bound to a statement parameter.
+public enum SQLiteValue: Sendable, Equatable {
+    case null
+    case integer(Int64)
+    case text(String)
+
+    static func from(_ value: String?) -> SQLiteValue { value.map(SQLiteValue.text) ?? .null }
+    static func from(_ value: Int64?) -> SQLiteValue { value.map(SQLiteValue.integer) ?? .null }
+    static func from(_ value: Int?) -> SQLiteValue { value.map { .integer(Int64($0)) } ?? .null }
+}
+
+/// One SQLite connection: owns the `sqlite3*` handle and closes it in `deinit`.
+///
+/// Not thread-safe by itself; `Ledger` serialises all use behind one lock.
+public final class SQLiteDatabase {
+    private var handle: OpaquePointer?
+    public let path: String
+
+    public enum Mode: Sendable { case readWrite, readOnly }
+
+    public init(path: String, mode: Mode) throws(SQLiteError) {
+        self.path = path
+        // SQLITE_OPEN_NOMUTEX: the Ledger serialises access itself, so SQLite's own mutex is redundant.
+        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        flags |= mode == .readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        var db: OpaquePointer?
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        handle = db
+        guard rc == SQLITE_OK else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(db)
+            handle = nil
+            throw SQLiteError(code: rc, message: "cannot open \(path): \(message)", sql: nil)
+        }
+        // "Extended result codes are enabled or disabled on a per database connection basis"
+        // https://www.sqlite.org/rescode.html#extrc
+        sqlite3_extended_result_codes(db, 1)
+        // "Set a busy handler that sleeps ... until at least ms milliseconds of sleeping have accumulated"
+        // https://www.sqlite.org/c3ref/busy_timeout.html — the 5 s Litestream and others recommend.
+        sqlite3_busy_timeout(db, 5000)
+    }
+
+    deinit {
+        // sqlite3_close_v2 defers the close until statements are finalized, so it cannot fail here.
+        sqlite3_close_v2(handle)
+    }
+
+    /// Closes the connection, reporting a failure instead of hiding it.
+    public func close() throws(SQLiteError) {
+        guard let db = handle else { return }
+        let rc = sqlite3_close(db)
+        guard rc == SQLITE_OK else { throw error(rc, sql: nil) }
+        handle = nil
+    }
+
+    func error(_ rc: Int32, sql: String?) -> SQLiteError {
+        let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "connection closed"
+        return SQLiteError(code: rc, message: message, sql: sql)
+    }
+
+    /// Runs one or more statements that take no parameters and return no rows used.
+    public func execute(_ sql: String) throws(SQLiteError) {
+        var errmsg: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &errmsg)
+        if rc != SQLITE_OK {
+            let message = errmsg.map { String(cString: $0) } ?? "unknown error"
+            sqlite3_free(errmsg)
+            throw SQLiteError(code: rc, message: message, sql: sql)
+        }
+    }
+
+    /// Runs a statement with bound parameters and returns every row.
+    @discardableResult
+    public func query(_ sql: String, _ arguments: [SQLiteValue] = []) throws(SQLiteError) -> [SQLiteRow] {
+        let statement = try SQLiteStatement(database: self, handle: handle, sql: sql)
+        try statement.bind(arguments)
+        return try statement.rows()
+    }
+
+    /// Rows changed by the most recent INSERT, UPDATE or DELETE.
+    public var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// Runs `body` in a transaction that takes the write lock up front.
+    ///
+    /// BEGIN IMMEDIATE, not DEFERRED: a deferred transaction that reads then writes can fail
+    /// with SQLITE_BUSY_SNAPSHOT without ever calling the busy handler
+    /// (https://www.sqlite.org/lang_transaction.html, "If the ... write ... SQLITE_BUSY").
+    public func writeTransaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Runs `body` in a read transaction so that every query in it sees one snapshot.
+    public func readTransaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN DEFERRED")
+        defer { try? execute("COMMIT") }
+        return try body()
+    }
+}
+
+/// One prepared statement, finalized in `deinit`.
+final class SQLiteStatement {
+    private var handle: OpaquePointer?
+    private let sql: String
+    private let database: SQLiteDatabase
+
+    init(database: SQLiteDatabase, handle db: OpaquePointer?, sql: String) throws(SQLiteError) {
+        self.database = database
+        self.sql = sql
+        let rc = sqlite3_prepare_v2(db, sql, -1, &handle, nil)
+        guard rc == SQLITE_OK else { throw database.error(rc, sql: sql) }
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    func bind(_ arguments: [SQLiteValue]) throws(SQLiteError) {
+        for (offset, argument) in arguments.enumerated() {
+            let index = Int32(offset + 1)
+            let rc: Int32
+            switch argument {
+            case .null: rc = sqlite3_bind_null(handle, index)
+            case let .integer(v): rc = sqlite3_bind_int64(handle, index, v)
+            case let .text(s): rc = sqlite3_bind_text(handle, index, s, -1, settle_sqlite_transient())
+            }
+            guard rc == SQLITE_OK else { throw database.error(rc, sql: sql) }
+        }
+    }
+
+    func rows() throws(SQLiteError) -> [SQLiteRow] {
+        var rows: [SQLiteRow] = []
+        while true {
+            let rc = sqlite3_step(handle)
+            if rc == SQLITE_DONE { return rows }
+            guard rc == SQLITE_ROW else { throw database.error(rc, sql: sql) }
+            var row = SQLiteRow()
+            for column in 0..<sqlite3_column_count(handle) {
+                let name = String(cString: sqlite3_column_name(handle, column))
+                switch sqlite3_column_type(handle, column) {
+                case SQLITE_NULL: row.values[name] = .null
+                case SQLITE_INTEGER: row.values[name] = .integer(sqlite3_column_int64(handle, column))
+                default: row.values[name] = .text(String(cString: sqlite3_column_text(handle, column)))
+                }
+            }
+            rows.append(row)
+        }
+    }
+}
+
+/// A result row, addressed by column name.
+public struct SQLiteRow: Sendable {
+    var values: [String: SQLiteValue] = [:]
+
+    public func string(_ column: String) -> String? {
+        switch values[column] {
+        case let .text(s): return s
+        case let .integer(i): return String(i)
+        default: return nil
+        }
+    }
+
+    public func int(_ column: String) -> Int64? {
+        switch values[column] {
+        case let .integer(i): return i
+        case let .text(s): return Int64(s)
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,67 @@
+/// What `reconcile --dry-run` found: per order, what a real pass would do.
+public struct DryRunReport: Sendable, Equatable {
+    public var lines: [String] = []
+    public var wouldGrant = 0
+    public var wouldReject = 0
+    public var wouldRetry = 0
+    public var missing = 0
+    public var appleAnswers = 0
+    public var appleWideFailures = 0
+
+    public var appleUnavailableForWholePass: Bool { appleAnswers == 0 && appleWideFailures > 0 }
+
+    public var summaryLine: String {
+        "dry run over \(wouldGrant + wouldReject + wouldRetry) orders: \(wouldGrant) would be granted, \(wouldReject) rejected, \(wouldRetry) retried; nothing was changed"
+    }
+}
+
+extension Reconciler {
+    /// Verifies due (or named) orders with Apple and reports what would happen, without
+    /// claiming, writing or calling a hook.
+    public func dryRun(orderIds: [String] = [], limit: Int = 1000) throws -> DryRunReport {
+        var report = DryRunReport()
+        var orders: [Order] = []
+        if orderIds.isEmpty {
+            orders = try ledger.dueOrders(limit: limit)
+        } else {
+            for id in orderIds {
+                guard let record = try ledger.orderRecord(id) else {
+                    report.lines.append("\(id): no such order")
+                    report.missing += 1
+                    continue
+                }
+                guard record.order.state == .pending else {
+                    report.lines.append("\(id): \(record.order.state.rawValue), nothing to do")
+                    continue
+                }
+                orders.append(record.order)
+            }
+        }
+        for order in orders {
+            let verification = try verifier.verify(order) { txn in try self.ledger.grantHolder(transactionId: txn) }
+            if case .appleUnavailable = verification.outcome {
+                report.appleWideFailures += 1
+            } else if verification.appleAnswered {
+                report.appleAnswers += 1
+            }
+            switch verification.outcome {
+            case let .verified(p):
+                report.wouldGrant += 1
+                report.lines.append("\(order.orderId): would grant transaction \(p.transactionId) (\(p.productId) x\(p.quantity), \(p.environment)) to user \(order.userId)")
+            case let .rejected(reason, detail):
+                report.wouldReject += 1
+                report.lines.append("\(order.orderId): would reject: \(reason.rawValue) (\(detail))")
+            case let .retry(message):
+                report.wouldRetry += 1
+                report.lines.append("\(order.orderId): would retry later: \(message)")
+            case let .appleUnavailable(message, _):
+                report.wouldRetry += 1
+                report.lines.append("\(order.orderId): Apple unavailable: \(message)")
+            case let .configurationFault(message):
+                report.wouldRetry += 1
+                report.lines.append("\(order.orderId): configuration fault: \(message)")
+            }
+        }
+        return report
+    }
+}

@@ -1,0 +1,33 @@
+/// What one reconcile pass did, for the summary line, the exit code and the logs.
+public struct PassReport: Sendable, Equatable {
+    public var reconciled = 0
+    public var finished = 0
+    public var rejected = 0
+    public var retrying = 0
+    public var needsAttention = 0
+    /// Verifications that got an answer from Apple (any answer, even a rejection).
+    public var appleAnswers = 0
+    /// Verifications that failed because Apple as a whole was unavailable.
+    public var appleWideFailures = 0
+    /// Whether the in-pass breaker stopped claiming.
+    public var breakerOpened = false
+    /// Set when the pass stopped on a configuration fault (e.g. 21004).
+    public var configurationFault: String?
+    /// Named orders (`--order`) that were not reconciled, and why.
+    public var skipped: [SkippedOrder] = []
+
+    public struct SkippedOrder: Sendable, Equatable {
+        public var orderId: String
+        public var why: String
+        public var exists: Bool
+    }
+
+    public init() {}
+
+    /// Apple never answered during a pass that needed it.
+    public var appleUnavailableForWholePass: Bool { appleAnswers == 0 && appleWideFailures > 0 }
+
+    public var summaryLine: String {
+        "reconciled \(reconciled): \(finished) finished, \(rejected) rejected, \(retrying) retrying, \(needsAttention) needs attention"
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import Synchronization
+
+/// A local stand-in for Apple's `verifyReceipt` on loopback, for tests and `settle demo`.
+///
+/// `POST /production/verifyReceipt` and `POST /sandbox/verifyReceipt` answer per receipt as
+/// scripted. Nothing in settle talks to it unless a configuration points there.
+public final class AppleSimulator: Sendable {
+    /// One request as the simulator saw it (never the shared secret itself).
+    public struct Request: Sendable, Equatable {
+        public var environment: String
+        public var receiptData: String?
+        public var passwordMatched: Bool
+        public var excludeOldTransactions: Bool?
+    }
+
+    private let core: Core
+    private let server: LoopbackHTTPServer
+
+    public init(sharedSecret: String) throws {
+        let core = Core(sharedSecret: sharedSecret)
+        self.core = core
+        server = try LoopbackHTTPServer { request in core.handle(request) }
+    }
+
+    deinit { server.stop() }
+
+    public var productionURL: String { server.baseURL + "/production/verifyReceipt" }
+    public var sandboxURL: String { server.baseURL + "/sandbox/verifyReceipt" }
+
+    public func stop() { server.stop() }
+
+    /// Scripts the answers for a receipt (its base64 text as sent in `receipt-data`).
+    public func script(_ receiptData: String, _ script: ReceiptScript) {
+        core.state.withLock { $0.scripts[receiptData] = script }
+    }
+
+    public var requests: [Request] { core.state.withLock { $0.requests } }
+
+    public func requests(for receiptData: String) -> [Request] { requests.filter { $0.receiptData == receiptData } }
+}
+
+/// The simulator's scripts and request log, and the request handling, shared with the server's threads.
+private final class Core: Sendable {
+    struct State {
+        var scripts: [String: ReceiptScript] = [:]
+        var requests: [AppleSimulator.Request] = []
+    }
+
+    let state = Mutex(State())
+    let sharedSecret: String
+
+    init(sharedSecret: String) { self.sharedSecret = sharedSecret }
+
+    func handle(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        let environment: String
+        switch (request.method, request.path) {
+        case ("POST", "/production/verifyReceipt"): environment = "Production"
+        case ("POST", "/sandbox/verifyReceipt"): environment = "Sandbox"
+        default: return HTTPServerResponse(status: 404, body: Data("not found".utf8))
+        }
+        guard let json = try? JSONValue.parse(request.body), json.objectMembers != nil else {
+            return .json(200, Self.status(21000))
+        }
+        let receiptData = json["receipt-data"]?.looseString
+        let passwordMatched = json["password"]?.looseString == sharedSecret
+        let answer: SimulatedAnswer
+        let script: ReceiptScript?
+        (answer, script) = state.withLock { s in
+            s.requests.append(AppleSimulator.Request(environment: environment, receiptData: receiptData, passwordMatched: passwordMatched,
+                                      excludeOldTransactions: json["exclude-old-transactions"]?.looseBool))
+            guard let data = receiptData, var script = s.scripts[data] else { return (.receipt, nil) }
+            let next = script.answers.isEmpty ? SimulatedAnswer.receipt : script.answers.removeFirst()
+            s.scripts[data] = script
+            return (next, script)
+        }
+        return respond(answer, script: script, receiptData: receiptData, environment: environment, passwordMatched: passwordMatched)
+    }
+
+    private func respond(_ answer: SimulatedAnswer, script: ReceiptScript?, receiptData: String?, environment: String,
+                         passwordMatched: Bool) -> HTTPServerResponse {
+        switch answer {
+        case let .status(code, retryable, underscore):
+            var members: [(String, JSONValue)] = [("status", .number(code)), ("environment", .string(environment))]
+            if let retryable { members.append((underscore ? "is_retryable" : "is-retryable", .bool(retryable))) }
+            return .json(200, JSONValue.object(members).data)
+        case let .http(code, retryAfter):
+            return HTTPServerResponse(status: code, headers: retryAfter.map { [HTTPHeader("Retry-After", $0)] } ?? [],
+                                      body: Data("<html><body>\(code) Service Unavailable</body></html>".utf8))
+        case .garbage:
+            return HTTPServerResponse(status: 200, headers: [HTTPHeader("Content-Type", "text/html")],
+                                      body: Data("<html>upstream error \u{0}\u{1}{{{".utf8))
+        case let .huge(bytes):
+            let padding = String(repeating: "x", count: max(0, bytes - 40))
+            return .json(200, Data("{\"status\":0,\"padding\":\"\(padding)\"}".utf8))
+        case let .slow(seconds):
+            Thread.sleep(forTimeInterval: seconds)
+            return respond(.receipt, script: script, receiptData: receiptData, environment: environment,
+                           passwordMatched: passwordMatched)
+        case .receipt:
+            guard let data = receiptData, Data(base64Encoded: data) != nil else { return .json(200, Self.status(21002)) }
+            guard passwordMatched else { return .json(200, Self.status(21004)) }
+            guard let receipt = script?.receipt else { return .json(200, Self.status(21003)) }
+            if receipt.environment == "Sandbox" && environment == "Production" { return .json(200, Self.status(21007)) }
+            if receipt.environment == "Production" && environment == "Sandbox" { return .json(200, Self.status(21008)) }
+            return .json(200, Self.validAnswer(receipt, receiptData: data))
+        }
+    }
+
+    static func status(_ code: Int) -> Data { JSONValue.object([("status", .number(code))]).data }
+
+    static func validAnswer(_ receipt: SimulatedReceipt, receiptData: String) -> Data {
+        var members: [(String, JSONValue)] = [
+            ("receipt", .object([
+                ("receipt_type", .string(receipt.environment == "Sandbox" ? "ProductionSandbox" : "Production")),
+                ("adam_id", .number(receipt.environment == "Sandbox" ? 0 : 1_234_567_890)),
+                ("app_item_id", .number(receipt.environment == "Sandbox" ? 0 : 1_234_567_890)),
+                ("bundle_id", .string(receipt.bundleId)),
+                ("application_version", .string("42")),
+                // Larger than 2^53, as Apple has been seen to send.
+                ("download_id", .number("500935934584949200")),
+                ("version_external_identifier", .number(0)),
+                ("receipt_creation_date_ms", .string("1764410645000")),
+                ("in_app", .array(receipt.inApp.map { $0.json() })),
+            ])),
+            ("environment", .string(receipt.environment)),
+            ("status", .number(0)),
+        ]
+        if !receipt.latestReceiptInfo.isEmpty {
+            members.insert(("latest_receipt_info", .array(receipt.latestReceiptInfo.map { $0.json() })), at: 1)
+            members.insert(("latest_receipt", .string(receiptData)), at: 1)
+        }
+        return JSONValue.object(members).data
+    }
+}

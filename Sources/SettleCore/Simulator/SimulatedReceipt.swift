@@ -1,0 +1,105 @@
+/// A purchase inside a simulated receipt.
+public struct SimulatedTransaction: Sendable, Equatable {
+    public var productId: String
+    public var transactionId: String
+    public var originalTransactionId: String?
+    public var purchaseDateMs: Int64
+    public var quantity: Int
+    public var cancellationDateMs: Int64?
+    public var expiresDateMs: Int64?
+    /// Send the ids as JSON numbers, as Apple has been seen to do.
+    public var idsAsNumbers: Bool
+
+    public init(productId: String, transactionId: String, originalTransactionId: String? = nil,
+                purchaseDateMs: Int64 = 1_764_410_645_000, quantity: Int = 1, cancellationDateMs: Int64? = nil,
+                expiresDateMs: Int64? = nil, idsAsNumbers: Bool = false) {
+        self.productId = productId
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.purchaseDateMs = purchaseDateMs
+        self.quantity = quantity
+        self.cancellationDateMs = cancellationDateMs
+        self.expiresDateMs = expiresDateMs
+        self.idsAsNumbers = idsAsNumbers
+    }
+
+    /// The entry as verifyReceipt sends it: every value a string, dates in three forms.
+    func json() -> JSONValue {
+        func id(_ value: String) -> JSONValue { idsAsNumbers && Int64(value) != nil ? .number(value) : .string(value) }
+        var members: [(String, JSONValue)] = [
+            ("quantity", .string(String(quantity))),
+            ("product_id", .string(productId)),
+            ("transaction_id", id(transactionId)),
+            ("original_transaction_id", id(originalTransactionId ?? transactionId)),
+            ("purchase_date", .string(Self.appleDate(purchaseDateMs))),
+            ("purchase_date_ms", .string(String(purchaseDateMs))),
+            ("purchase_date_pst", .string(Self.appleDate(purchaseDateMs, zone: "America/Los_Angeles"))),
+            ("is_trial_period", .string("false")),
+            ("in_app_ownership_type", .string("PURCHASED")),
+        ]
+        if let expires = expiresDateMs {
+            members.append(("expires_date", .string(Self.appleDate(expires))))
+            members.append(("expires_date_ms", .string(String(expires))))
+        }
+        if let cancelled = cancellationDateMs {
+            members.append(("cancellation_date", .string(Self.appleDate(cancelled))))
+            members.append(("cancellation_date_ms", .string(String(cancelled))))
+            members.append(("cancellation_reason", .string("0")))
+        }
+        return .object(members)
+    }
+
+    static func appleDate(_ ms: Int64, zone: String = "Etc/GMT") -> String {
+        let iso = Timestamp.rfc3339(milliseconds: ms)
+        return iso.replacingOccurrences(of: "T", with: " ").replacingOccurrences(of: "Z", with: " \(zone)")
+    }
+}
+
+/// An app receipt as Apple would decode it.
+public struct SimulatedReceipt: Sendable, Equatable {
+    public var bundleId: String
+    /// `Production` or `Sandbox`: where the receipt really comes from.
+    public var environment: String
+    public var inApp: [SimulatedTransaction]
+    /// Repeats transactions of `inApp` and adds others, as Apple's answer does.
+    public var latestReceiptInfo: [SimulatedTransaction]
+
+    public init(bundleId: String, environment: String = "Production", inApp: [SimulatedTransaction],
+                latestReceiptInfo: [SimulatedTransaction] = []) {
+        self.bundleId = bundleId
+        self.environment = environment
+        self.inApp = inApp
+        self.latestReceiptInfo = latestReceiptInfo
+    }
+}
+
+/// How the simulator answers one request for a receipt.
+public enum SimulatedAnswer: Sendable, Equatable {
+    /// What Apple would say for the receipt: status 0, or 21007/21008 at the wrong endpoint.
+    case receipt
+    /// A bare status, with `is-retryable` (or its `is_retryable` twin) when given.
+    case status(Int, retryable: Bool? = nil, underscoreSpelling: Bool = false)
+    /// An HTTP error status with a small HTML body, as a load balancer sends.
+    case http(Int, retryAfter: String? = nil)
+    /// A 200 whose body is not JSON.
+    case garbage
+    /// Wait this long, then answer normally (to exceed the client's timeout).
+    case slow(seconds: Double)
+    /// A 200 whose body is this many bytes of valid-looking JSON.
+    case huge(bytes: Int)
+}
+
+/// What the simulator does with one receipt: `answers` are used one per request, then the
+/// receipt is answered normally for ever.
+public struct ReceiptScript: Sendable, Equatable {
+    public var receipt: SimulatedReceipt?
+    public var answers: [SimulatedAnswer]
+
+    public init(receipt: SimulatedReceipt?, answers: [SimulatedAnswer] = []) {
+        self.receipt = receipt
+        self.answers = answers
+    }
+
+    /// A receipt Apple cannot authenticate.
+    public static let forged = ReceiptScript(receipt: nil, answers: [])
+}

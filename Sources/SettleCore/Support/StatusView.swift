@@ -1,0 +1,120 @@
+/// Renders the ledger for support (SPEC section 6): one JSON object, or aligned text.
+/// Never prints receipts, signed transactions or anything secret.
+public enum StatusView {
+    public static func json(_ summary: LedgerSummary) -> JSONValue {
+        .object([
+            ("counts", .object(OrderState.allCases.map { ($0.rawValue, .number(summary.counts[$0] ?? 0)) })),
+            ("oldest_undelivered_seconds", summary.oldestUndeliveredSeconds.map { .number($0) } ?? .null),
+            ("orders", .array(summary.orders.map(json))),
+        ])
+    }
+
+    public static func json(_ order: Order) -> JSONValue {
+        .object([
+            ("order_id", .string(order.orderId)),
+            ("user_id", .string(order.userId)),
+            ("product_id", .string(order.productId)),
+            ("state", .string(order.state.rawValue)),
+            ("transaction_id", .string(order.transactionId)),
+            ("original_transaction_id", .string(order.verified?.originalTransactionId)),
+            ("environment", .string(order.environment)),
+            ("quantity", .number(order.verified?.quantity)),
+            ("proof", .string(proof(order))),
+            ("attempts", .number(order.attempts)),
+            ("next_attempt_at", order.state == .pending ? time(order.nextAttemptAt) : .null),
+            ("reason", .string(order.reason)),
+            ("last_error", .string(order.lastError)),
+            ("claimed_by", .string(order.lease.map { "\($0.owner)" })),
+            ("created_at", time(order.createdAt)),
+            ("updated_at", time(order.updatedAt)),
+            ("finished_at", time(order.finishedAt)),
+        ])
+    }
+
+    public static func json(_ order: Order, history: [HistoryEntry]) -> JSONValue {
+        guard case var .object(members) = json(order) else { return .null }
+        members.append(("history", .array(history.map { entry in
+            .object([
+                ("at", time(entry.at)),
+                ("kind", .string(entry.kind.rawValue)),
+                ("outcome", .string(entry.outcome)),
+                ("apple_status", .number(entry.appleStatus)),
+                ("hook_exit", .number(entry.hookExit)),
+                ("environment", .string(entry.environment)),
+                ("duration_ms", .number(entry.durationMs)),
+                ("detail", .string(entry.detail)),
+            ])
+        })))
+        return .object(members)
+    }
+
+    public static func text(_ summary: LedgerSummary) -> String {
+        var out = OrderState.allCases.map { "\($0.rawValue) \(summary.counts[$0] ?? 0)" }.joined(separator: "  ") + "\n"
+        out += "oldest undelivered: " + (summary.oldestUndeliveredSeconds.map(age) ?? "none") + "\n"
+        guard !summary.orders.isEmpty else { return out + "\nno matching orders\n" }
+        let header = ["ORDER", "STATE", "USER", "PRODUCT", "TRANSACTION", "ATTEMPTS", "REASON", "UPDATED"]
+        let rows = summary.orders.map { o in
+            [o.orderId, o.state.rawValue, o.userId, o.productId, o.transactionId ?? "-", String(o.attempts),
+             o.reason ?? "-", Timestamp.rfc3339(unixSeconds: o.updatedAt)]
+        }
+        return out + "\n" + table([header] + rows)
+    }
+
+    public static func text(_ order: Order, history: [HistoryEntry]) -> String {
+        var fields: [(String, String)] = [
+            ("order", order.orderId), ("state", order.state.rawValue), ("user", order.userId), ("product", order.productId),
+            ("transaction", order.transactionId ?? "-"),
+        ]
+        if let verified = order.verified {
+            fields.append(("original transaction", verified.originalTransactionId))
+            fields.append(("quantity", String(verified.quantity)))
+        }
+        fields += [
+            ("environment", order.environment ?? "-"), ("proof", proof(order)), ("attempts", String(order.attempts)),
+            ("next attempt", order.state == .pending ? Timestamp.rfc3339(unixSeconds: order.nextAttemptAt) : "-"),
+            ("reason", order.reason ?? "-"), ("last error", order.lastError ?? "-"),
+            ("claimed by", order.lease.map { "\($0.owner) until \(Timestamp.rfc3339(unixSeconds: $0.expiresAt))" } ?? "-"),
+            ("created", Timestamp.rfc3339(unixSeconds: order.createdAt)),
+            ("updated", Timestamp.rfc3339(unixSeconds: order.updatedAt)),
+            ("finished", order.finishedAt.map { Timestamp.rfc3339(unixSeconds: $0) } ?? "-"),
+        ]
+        let width = fields.map(\.0.count).max() ?? 0
+        var out = fields.map { $0.0.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.1 }.joined(separator: "\n")
+        out += "\n\nhistory:\n"
+        let rows = history.map { e -> [String] in
+            var facts: [String] = []
+            if let s = e.appleStatus { facts.append("apple status \(s)") }
+            if let x = e.hookExit { facts.append("hook exit \(x)") }
+            if let env = e.environment { facts.append(env) }
+            if let ms = e.durationMs { facts.append("\(ms) ms") }
+            let detail = (e.detail ?? "").split(separator: "\n", omittingEmptySubsequences: true).first.map(String.init) ?? ""
+            return [Timestamp.rfc3339(unixSeconds: e.at), e.kind.rawValue, e.outcome, facts.joined(separator: ", "), detail]
+        }
+        out += rows.isEmpty ? "  (none)\n" : table(rows).split(separator: "\n").map { "  " + $0 }.joined(separator: "\n") + "\n"
+        return out
+    }
+
+    static func proof(_ order: Order) -> String {
+        if order.receiptSHA256 != nil { return "receipt" }
+        if order.signedTransaction != nil { return "signed_transaction" }
+        return "transaction_id"
+    }
+
+    static func time(_ seconds: Int64?) -> JSONValue { .string(seconds.map { Timestamp.rfc3339(unixSeconds: $0) }) }
+
+    static func age(_ seconds: Int64) -> String {
+        if seconds < 60 { return "\(seconds)s" }
+        if seconds < 3600 { return "\(seconds / 60)m\(seconds % 60)s" }
+        if seconds < 86400 { return "\(seconds / 3600)h\((seconds % 3600) / 60)m" }
+        return "\(seconds / 86400)d\((seconds % 86400) / 3600)h"
+    }
+
+    static func table(_ rows: [[String]]) -> String {
+        let columns = rows.map(\.count).max() ?? 0
+        let widths = (0..<columns).map { c in rows.map { c < $0.count ? $0[c].count : 0 }.max() ?? 0 }
+        return rows.map { row in
+            row.enumerated().map { c, cell in c == row.count - 1 ? cell : cell.padding(toLength: widths[c], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ")
+        }.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+import Synchronization
+
+/// Where settle reads the time. Injected everywhere so tests and the demo never sleep.
+public protocol TimeSource: Sendable {
+    var now: Date { get }
+}
+
+extension TimeSource {
+    /// Whole seconds since the epoch, the ledger's unit.
+    public var unixSeconds: Int64 { Int64(now.timeIntervalSince1970.rounded(.down)) }
+}
+
+/// The real wall clock.
+public struct SystemTimeSource: TimeSource {
+    public init() {}
+    public var now: Date { Date() }
+}
+
+/// A clock that moves only when told to: for tests and the demo's simulated hours.
+public final class ManualTimeSource: TimeSource {
+    private let current: Mutex<Date>
+
+    public init(_ start: Date) { current = Mutex(start) }
+
+    public var now: Date { current.withLock { $0 } }
+
+    public func advance(by seconds: TimeInterval) {
+        current.withLock { $0 += seconds }
+    }
+}
+
+/// RFC 3339 timestamps in UTC, the format of every time settle prints.
+public enum Timestamp {
+    public static func rfc3339(unixSeconds: Int64) -> String {
+        var t = time_t(unixSeconds)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+                      Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+    }
+
+    public static func rfc3339(milliseconds: Int64) -> String {
+        rfc3339(unixSeconds: milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000)
+    }
+}
