@@ -17,7 +17,9 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .target(name: "SettleCore", dependencies: ["CSQLite", "CCurl", "COpenSSL"]),
         .executableTarget(name: "settle", dependencies: ["SettleCore"]),
-        .testTarget(name: "SettleCoreTests", dependencies: ["SettleCore"]),
-        .testTarget(name: "settleTests", dependencies: ["SettleCore", "settle"]),
+        // Shared test fixtures: a throwaway folder with a configuration, hooks and an Apple simulator.
+        .target(name: "SettleTesting", dependencies: ["SettleCore"], path: "Tests/SettleTesting"),
+        .testTarget(name: "SettleCoreTests", dependencies: ["SettleCore", "SettleTesting"]),
+        .testTarget(name: "settleTests", dependencies: ["SettleCore", "SettleTesting", "settle"]),
     ]
 )

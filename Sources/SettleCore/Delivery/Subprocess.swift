@@ -18,9 +18,8 @@ public struct SubprocessResult: Sendable, Equatable {
     }
 
     public var termination: Termination
-    /// Standard output and standard error interleaved as written, cut to `outputLimit`
-    /// bytes. Invalid UTF-8 is repaired with U+FFFD, so the string's UTF-8 form may be
-    /// slightly longer than the limit when the program wrote binary junk.
+    /// Standard output and standard error interleaved as written, at most `outputLimit`
+    /// bytes of UTF-8. Invalid UTF-8 is repaired with U+FFFD.
     public var output: String
     public var outputTruncated: Bool
     /// Seconds from spawn until `run` returned, on the monotonic clock.
@@ -97,9 +96,10 @@ public enum Subprocess {
                                  output: outputPipe.readEnd, outputLimit: outputLimit,
                                  deadline: started + safeTimeout)
         let termination = child.superviseUntilFinished()
+        let output = child.collector.textAndTruncation
         return SubprocessResult(termination: termination,
-                                output: child.collector.text,
-                                outputTruncated: child.collector.truncated,
+                                output: output.text,
+                                outputTruncated: output.truncated,
                                 duration: monotonicNow() - started,
                                 pid: pid)
     }
@@ -203,29 +203,17 @@ private struct RunningChild {
     }
 
     private func pollOnce(timeout: Double) -> (input: Bool, output: Bool, exited: Bool) {
-        var fds: [pollfd] = []
-        let watched = [(input, Int16(POLLOUT)), (output, Int16(POLLIN)), (exitNotifier, Int16(POLLIN))]
-        var slots: [Int?] = []
-        for (descriptor, event) in watched {
-            if let descriptor {
-                slots.append(fds.count)
-                fds.append(pollfd(fd: descriptor.rawValue, events: event, revents: 0))
-            } else {
-                slots.append(nil)
-            }
-        }
+        // poll skips entries with a negative fd, so a closed descriptor simply sits out.
+        var fds = [pollfd(fd: input?.rawValue ?? -1, events: Int16(POLLOUT), revents: 0),
+                   pollfd(fd: output?.rawValue ?? -1, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: exitNotifier?.rawValue ?? -1, events: Int16(POLLIN), revents: 0)]
         // Cap each wait at a minute so `.infinity` needs no special case and the
         // millisecond count always fits an Int32.
         let milliseconds = Int32(max(0, min(60_000, (timeout * 1000).rounded(.up))))
-        let ready = poll(&fds, nfds_t(fds.count), milliseconds)
-        // EINTR (or any other poll failure) simply means "look again"; the loop
+        // EINTR (or any other poll failure) simply means "look again": the loop
         // re-checks the clock and the child on every turn.
-        guard ready > 0 else { return (false, false, false) }
-        func fired(_ slot: Int?) -> Bool {
-            guard let slot else { return false }
-            return fds[slot].revents != 0
-        }
-        return (fired(slots[0]), fired(slots[1]), fired(slots[2]))
+        guard poll(&fds, nfds_t(fds.count), milliseconds) > 0 else { return (false, false, false) }
+        return (fds[0].revents != 0, fds[1].revents != 0, fds[2].revents != 0)
     }
 
     private mutating func writeInput() {

@@ -21,11 +21,22 @@ extension Subprocess {
             bytes.append(contentsOf: chunk.prefix(max(0, room)))
         }
 
-        /// The kept bytes as text. Invalid UTF-8 becomes U+FFFD, but a character merely
-        /// cut in half by the limit is dropped instead: it was valid, we cut it.
-        var text: String {
+        /// The kept bytes as text, never more than `limit` bytes of UTF-8, and whether
+        /// anything was cut. Invalid UTF-8 becomes U+FFFD; a character merely cut in half by
+        /// the limit is dropped instead (it was valid, we cut it). As each U+FFFD takes 3
+        /// bytes, repaired garbage can outgrow the limit, and is then cut again.
+        var textAndTruncation: (text: String, truncated: Bool) {
             let end = truncated ? Self.endOfCompleteUTF8(bytes) : bytes.count
-            return String(decoding: bytes[..<end], as: UTF8.self)
+            let text = String(decoding: bytes[..<end], as: UTF8.self)
+            guard text.utf8.count > limit else { return (text, truncated) }
+            var kept = String.UnicodeScalarView()
+            var keptBytes = 0
+            for scalar in text.unicodeScalars {
+                keptBytes += UTF8.width(scalar)
+                if keptBytes > limit { break }
+                kept.append(scalar)
+            }
+            return (String(kept), true)
         }
 
         /// The length of `bytes` without a trailing, incomplete UTF-8 sequence.

@@ -145,7 +145,8 @@ final class SQLiteStatement {
             switch argument {
             case .null: rc = sqlite3_bind_null(handle, index)
             case let .integer(v): rc = sqlite3_bind_int64(handle, index, v)
-            case let .text(s): rc = sqlite3_bind_text(handle, index, s, -1, settle_sqlite_transient())
+            // An explicit byte length: text may hold NUL bytes (a hook's output), which -1 would cut at.
+            case let .text(s): rc = sqlite3_bind_text(handle, index, s, Int32(s.utf8.count), settle_sqlite_transient())
             }
             guard rc == SQLITE_OK else { throw database.error(rc, sql: sql) }
         }
@@ -163,7 +164,11 @@ final class SQLiteStatement {
                 switch sqlite3_column_type(handle, column) {
                 case SQLITE_NULL: row.values[name] = .null
                 case SQLITE_INTEGER: row.values[name] = .integer(sqlite3_column_int64(handle, column))
-                default: row.values[name] = .text(String(cString: sqlite3_column_text(handle, column)))
+                default:
+                    // "call sqlite3_column_text() first ... then sqlite3_column_bytes()" (https://www.sqlite.org/c3ref/column_blob.html)
+                    let text = sqlite3_column_text(handle, column)
+                    let count = Int(sqlite3_column_bytes(handle, column))
+                    row.values[name] = .text(text.map { String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self) } ?? "")
                 }
             }
             rows.append(row)

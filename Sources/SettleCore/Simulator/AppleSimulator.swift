@@ -38,6 +38,9 @@ public final class AppleSimulator: Sendable {
     public var requests: [Request] { core.state.withLock { $0.requests } }
 
     public func requests(for receiptData: String) -> [Request] { requests.filter { $0.receiptData == receiptData } }
+
+    /// The most requests that were being answered at the same time.
+    public var peakConcurrentRequests: Int { core.state.withLock { $0.peakInFlight } }
 }
 
 /// The simulator's scripts and request log, and the request handling, shared with the server's threads.
@@ -45,6 +48,8 @@ private final class Core: Sendable {
     struct State {
         var scripts: [String: ReceiptScript] = [:]
         var requests: [AppleSimulator.Request] = []
+        var inFlight = 0
+        var peakInFlight = 0
     }
 
     let state = Mutex(State())
@@ -53,6 +58,11 @@ private final class Core: Sendable {
     init(sharedSecret: String) { self.sharedSecret = sharedSecret }
 
     func handle(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        state.withLock { s in
+            s.inFlight += 1
+            s.peakInFlight = max(s.peakInFlight, s.inFlight)
+        }
+        defer { state.withLock { $0.inFlight -= 1 } }
         let environment: String
         switch (request.method, request.path) {
         case ("POST", "/production/verifyReceipt"): environment = "Production"

@@ -1,0 +1,115 @@
+import SettleTesting
+import XCTest
+@testable import SettleCore
+
+final class ConfigurationTests: XCTestCase {
+    var world: TestWorld!
+
+    override func setUpWithError() throws { world = try TestWorld() }
+    override func tearDown() { world = nil }
+
+    func load(_ overrides: [(String, JSONValue)], schedule: [(String, JSONValue)] = []) throws -> Configuration {
+        try world.writeConfig(schedule: schedule, overrides: overrides)
+        return try world.configuration()
+    }
+
+    func error(_ overrides: [(String, JSONValue)] = [], schedule: [(String, JSONValue)] = []) -> String {
+        do {
+            _ = try load(overrides, schedule: schedule)
+            return "no error"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    func testShippedExample_isAccepted() throws {
+        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../config/settle.example.json").standardized.path
+        let c = try Configuration.load(path: example, environment: [:])
+        XCTAssertEqual(c.bundleId, "com.example.game")
+        XCTAssertEqual(c.schedule.concurrency, 8)
+    }
+
+    func testDefaults_areTheSpecs() throws {
+        try world.write("min.json", """
+            {"ledger": "l.sqlite3", "bundle_id": "b", "receipt_api": {"shared_secret_file": "shared-secret"},
+             "products": {"p": {"type": "consumable"}}, "delivery": {"command": ["/bin/true"]}}
+            """)
+        let c = try Configuration.load(path: world.folder + "/min.json", environment: [:])
+        XCTAssertEqual(c.ledgerPath, world.folder + "/l.sqlite3")
+        XCTAssertTrue(c.acceptSandbox)
+        XCTAssertEqual(c.receiptAPI?.productionURL, "https://buy.itunes.apple.com/verifyReceipt")
+        XCTAssertEqual(c.receiptAPI?.sandboxURL, "https://sandbox.itunes.apple.com/verifyReceipt")
+        XCTAssertEqual(c.delivery.timeoutSeconds, 30)
+        XCTAssertEqual(c.schedule.intervalSeconds, 60)
+        XCTAssertEqual(c.schedule.maxAttempts, 20)
+        XCTAssertEqual(c.schedule.backoffBaseSeconds, 30)
+        XCTAssertEqual(c.schedule.backoffMaxSeconds, 21600)
+        XCTAssertEqual(c.http.connectTimeoutSeconds, 10)
+        XCTAssertEqual(c.http.timeoutSeconds, 30)
+    }
+
+    func testUnknownKey_isNamedWithItsPath() {
+        XCTAssertTrue(error([("colour", .string("blue"))]).contains("colour: unknown key"))
+        XCTAssertTrue(error(schedule: [("intervall", .number(5))]).contains("schedule.intervall: unknown key"))
+    }
+
+    func testWrongType_isNamed() {
+        let message = error(schedule: [("concurrency", .string("8"))])
+        XCTAssertTrue(message.contains("schedule.concurrency: expected an integer, got string"), message)
+        XCTAssertTrue(error([("accept_sandbox", .string("yes"))]).contains("accept_sandbox: expected true or false"))
+    }
+
+    func testMissingRequiredKey_isNamed() {
+        XCTAssertTrue(error([("bundle_id", .null)]).contains("bundle_id"))
+        try? world.write("no-ledger.json", #"{"bundle_id": "b"}"#)
+        XCTAssertThrowsError(try Configuration.load(path: world.folder + "/no-ledger.json", environment: [:])) { e in
+            XCTAssertTrue("\(e)".contains("ledger: required key is missing"), "\(e)")
+        }
+    }
+
+    func testURLs_mustBeHTTPSExceptToLoopback() {
+        let api = { (url: String) -> [(String, JSONValue)] in
+            [("receipt_api", .object([("production_url", .string(url)), ("shared_secret_file", .string("shared-secret"))]))]
+        }
+        XCTAssertTrue(error(api("http://example.com/verifyReceipt")).contains("must be an https:// URL"))
+        XCTAssertEqual(error(api("http://127.0.0.1:9/verifyReceipt")), "no error")
+        XCTAssertEqual(error(api("http://localhost:9/x")), "no error")
+        XCTAssertEqual(error(api("http://[::1]:9/x")), "no error")
+        XCTAssertTrue(error(api("http://127.0.0.1.evil.com/x")).contains("https"))
+    }
+
+    func testDelivery_needsExactlyOneMethod_andAnAbsoluteCommand() {
+        XCTAssertTrue(error([("delivery", .object([("timeout_seconds", .number(5))]))]).contains("exactly one of"))
+        XCTAssertTrue(error([("delivery", .object([("command", .array([.string("grant")]))]))]).contains("absolute path"))
+    }
+
+    func testProducts_typeMustBeKnown() {
+        XCTAssertTrue(error([("products", .object([("p", .object([("type", .string("gift"))]))]))]).contains("products.p.type"))
+    }
+
+    func testSecretReadableByOthers_isRefused_andNotPrinted() throws {
+        try world.write("shared-secret", world.sharedSecret, mode: 0o644)
+        let c = try load([])
+        XCTAssertThrowsError(try c.receiptAPI!.sharedSecretFile.read()) { e in
+            let text = "\(e)"
+            XCTAssertTrue(text.contains("readable by group or others"), text)
+            XCTAssertTrue(text.contains("shared-secret"), text)
+            XCTAssertFalse(text.contains(world.sharedSecret))
+        }
+    }
+
+    func testRelativeSecret_isLookedUpInCredentialsDirectoryFirst() throws {
+        let credentials = world.folder + "/credentials"
+        try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
+        try world.write(credentials + "/shared-secret", "from-systemd", mode: 0o600)
+        try world.writeConfig()
+        let c = try Configuration.load(path: world.configPath, environment: ["CREDENTIALS_DIRECTORY": credentials])
+        XCTAssertEqual(try c.receiptAPI!.sharedSecretFile.read().value, "from-systemd")
+        XCTAssertEqual(try world.configuration().receiptAPI!.sharedSecretFile.read().value, world.sharedSecret)
+    }
+
+    func testNotJSON_isAClearError() throws {
+        try world.write("settle.json", "{ledger: nope")
+        XCTAssertThrowsError(try world.configuration()) { e in XCTAssertTrue("\(e)".contains("not valid JSON"), "\(e)") }
+    }
+}

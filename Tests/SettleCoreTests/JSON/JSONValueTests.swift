@@ -1,0 +1,47 @@
+import XCTest
+@testable import SettleCore
+
+final class JSONValueTests: XCTestCase {
+    func testParse_keepsLargeIntegersExactly() throws {
+        let json = try JSONValue.parse(#"{"download_id": 500935934584949200, "n": -1.5e3}"#)
+        XCTAssertEqual(json["download_id"], .number("500935934584949200"))
+        XCTAssertEqual(json["download_id"]?.looseInt64, 500_935_934_584_949_200)
+        XCTAssertEqual(json["n"]?.looseString, "-1.5e3")
+    }
+
+    func testLooseReaders_acceptStringsAndNumbersAsApppleSendsThem() throws {
+        let json = try JSONValue.parse(#"{"a": "1500884004000", "b": 1500884004000, "t": "true", "f": 0, "x": "nope"}"#)
+        XCTAssertEqual(json["a"]?.looseInt64, 1_500_884_004_000)
+        XCTAssertEqual(json["b"]?.looseString, "1500884004000")
+        XCTAssertEqual(json["t"]?.looseBool, true)
+        XCTAssertEqual(json["f"]?.looseBool, false)
+        XCTAssertNil(json["x"]?.looseBool)
+    }
+
+    func testParse_decodesEscapesAndSurrogatePairs() throws {
+        let json = try JSONValue.parse(#"["a\"b\\c\n", "\u00e9\ud83d\ude00"]"#)
+        XCTAssertEqual(json.arrayValue?[0], .string("a\"b\\c\n"))
+        XCTAssertEqual(json.arrayValue?[1], .string("é😀"))
+    }
+
+    func testParse_rejectsMalformedInputWithOffset() {
+        for bad in ["", "{", "{\"a\":}", "[1,]", "tru", "{\"a\":1} x", "\"unterminated", "01x", "<html>"] {
+            XCTAssertThrowsError(try JSONValue.parse(bad), "accepted \(bad)")
+        }
+    }
+
+    func testParse_capsNestingDepth() {
+        let deep = String(repeating: "[", count: 1000) + String(repeating: "]", count: 1000)
+        XCTAssertThrowsError(try JSONValue.parse(deep)) { error in
+            XCTAssertTrue("\(error)".contains("nesting"), "\(error)")
+        }
+    }
+
+    func testSerialize_roundTripsAndKeepsKeyOrder() throws {
+        let value = JSONValue.object([("z", .number(1)), ("a", .array([.null, .bool(true), .string("q\"\u{1}")]))])
+        let text = value.serialized()
+        XCTAssertEqual(text, #"{"z":1,"a":[null,true,"q\"\u0001"]}"#)
+        XCTAssertEqual(try JSONValue.parse(text), value)
+        XCTAssertEqual(try JSONValue.parse(value.serialized(pretty: true)), value)
+    }
+}

@@ -1,0 +1,177 @@
+import SettleTesting
+import XCTest
+@testable import SettleCore
+
+final class LedgerTests: XCTestCase {
+    var world: TestWorld!
+    var ledger: Ledger!
+    let me = LeaseOwner(host: LeaseOwner.current.host, pid: LeaseOwner.current.pid, startTime: LeaseOwner.current.startTime)
+
+    override func setUpWithError() throws {
+        world = try TestWorld()
+        ledger = try world.ledger()
+    }
+
+    override func tearDown() {
+        ledger = nil
+        world = nil
+    }
+
+    func enqueue(_ id: String, transaction: String? = "100") throws {
+        _ = try ledger.enqueue(NewOrder(orderId: id, userId: "u-1", productId: world.coins, transactionId: transaction,
+                                        receipt: world.receipt(id)))
+    }
+
+    func purchase(_ txn: String) -> VerifiedPurchase {
+        VerifiedPurchase(transactionId: txn, originalTransactionId: txn, productId: world.coins, environment: "Production",
+                         quantity: 1, purchaseDateMs: 1, expiresDateMs: nil)
+    }
+
+    func testNewLedger_isMigratedWithWALAndRecordsItsVersion() throws {
+        XCTAssertEqual(try ledger.schemaVersion(), LedgerSchema.migrations.count)
+        let db = try SQLiteDatabase(path: world.ledgerPath, mode: .readOnly)
+        XCTAssertEqual(try db.query("PRAGMA journal_mode").first?.string("journal_mode"), "wal")
+        // Reopening does not migrate again.
+        XCTAssertEqual(try Ledger(path: world.ledgerPath).schemaVersion(), LedgerSchema.migrations.count)
+    }
+
+    func testNewerSchema_isRefused() throws {
+        let db = try SQLiteDatabase(path: world.ledgerPath, mode: .readWrite)
+        try db.execute("PRAGMA user_version = 99")
+        XCTAssertThrowsError(try Ledger(path: world.ledgerPath)) { error in
+            guard case .newerSchema(99, _) = error as? LedgerError else { return XCTFail("\(error)") }
+        }
+    }
+
+    func testCheckConstraints_refuseImpossibleRows() throws {
+        try enqueue("o-1")
+        let db = try SQLiteDatabase(path: world.ledgerPath, mode: .readWrite)
+        for sql in ["UPDATE orders SET state = 'lost'",
+                    "UPDATE orders SET state = 'finished'",                       // finished needs finished_at
+                    "UPDATE orders SET finished_at = 5",                          // only finished has finished_at
+                    "UPDATE orders SET state = 'verifying'",                      // in flight needs a lease
+                    "INSERT INTO orders(order_id, user_id, product_id) VALUES ('x', 'u', 'p')"] {  // no proof
+            XCTAssertThrowsError(try db.execute(sql), sql) { error in
+                XCTAssertTrue((error as? SQLiteError)?.isConstraintViolation == true, "\(error)")
+            }
+        }
+    }
+
+    func testBackendInsert_withDocumentedColumns_isPickedUp() throws {
+        let db = try SQLiteDatabase(path: world.ledgerPath, mode: .readWrite)
+        let receipt = world.receipt("backend")
+        try db.execute("""
+            INSERT INTO receipts(sha256, data) VALUES ('\(SHA256.hex(Data(receipt.utf8)))', '\(receipt)');
+            INSERT INTO orders(order_id, user_id, product_id, transaction_id, receipt_sha256)
+            VALUES ('o-backend', 'u-9', '\(world.coins)', '100', '\(SHA256.hex(Data(receipt.utf8)))');
+            """)
+        let claimed = try XCTUnwrap(try ledger.claimNextDue(owner: me, leaseSeconds: 60))
+        XCTAssertEqual(claimed.orderId, "o-backend")
+        XCTAssertEqual(try ledger.receipt(sha256: claimed.receiptSHA256!), receipt)
+    }
+
+    func testEnqueue_sameContentIsANoOp_differentContentIsRefused() throws {
+        let order = NewOrder(orderId: "o-1", userId: "u-1", productId: world.coins, transactionId: "100", receipt: world.receipt("r"))
+        XCTAssertEqual(try ledger.enqueue(order), .created)
+        XCTAssertEqual(try ledger.enqueue(order), .unchanged)
+        var other = order
+        other.receipt = world.receipt("other")
+        XCTAssertThrowsError(try ledger.enqueue(other)) { error in
+            guard case .conflictingOrder("o-1") = error as? LedgerError else { return XCTFail("\(error)") }
+        }
+        XCTAssertEqual(try ledger.orderRecord("o-1")?.history.count, 1)
+    }
+
+    func testReceipts_areStoredOnceByHash() throws {
+        let receipt = world.receipt("shared")
+        for id in ["o-1", "o-2"] {
+            _ = try ledger.enqueue(NewOrder(orderId: id, userId: "u", productId: world.coins, receipt: receipt))
+        }
+        let db = try SQLiteDatabase(path: world.ledgerPath, mode: .readOnly)
+        XCTAssertEqual(try db.query("SELECT count(*) AS n FROM receipts").first?.int("n"), 1)
+    }
+
+    func testClaim_takesOnlyDueOrdersOncePerOwner() throws {
+        try enqueue("o-1")
+        let first = try ledger.claimNextDue(owner: me, leaseSeconds: 60)
+        XCTAssertEqual(first?.state, .verifying)
+        XCTAssertEqual(first?.lease?.owner, me)
+        XCTAssertNil(try ledger.claimNextDue(owner: me, leaseSeconds: 60), "a claimed order is not claimed twice")
+    }
+
+    func testGrants_oneOrderPerAppleTransaction() throws {
+        try enqueue("o-1")
+        try enqueue("o-2")
+        let entry = HistoryEntry(at: 0, kind: .verification, outcome: "verified")
+        _ = try ledger.claimNextDue(owner: me, leaseSeconds: 60)
+        _ = try ledger.claimNextDue(owner: me, leaseSeconds: 60)
+        guard case .delivering = try ledger.recordVerified(orderId: "o-1", owner: me, purchase: purchase("100"),
+                                                           deliveryLeaseSeconds: 60, history: entry) else { return XCTFail() }
+        XCTAssertEqual(try ledger.recordVerified(orderId: "o-2", owner: me, purchase: purchase("100"),
+                                                 deliveryLeaseSeconds: 60, history: entry), .alreadyGranted(otherOrderId: "o-1"))
+        let o2 = try XCTUnwrap(try ledger.orderRecord("o-2")?.order)
+        XCTAssertEqual(o2.state, .rejected)
+        XCTAssertEqual(o2.reason, "already_granted")
+    }
+
+    func testTransitions_requireTheLease() throws {
+        try enqueue("o-1")
+        _ = try ledger.claimNextDue(owner: me, leaseSeconds: 60)
+        let stranger = LeaseOwner(host: me.host, pid: me.pid, startTime: "other-boot")
+        XCTAssertEqual(try ledger.recordVerified(orderId: "o-1", owner: stranger, purchase: purchase("100"), deliveryLeaseSeconds: 60,
+                                                 history: HistoryEntry(at: 0, kind: .verification, outcome: "verified")), .leaseLost)
+        XCTAssertEqual(try ledger.orderRecord("o-1")?.order.state, .verifying)
+    }
+
+    func testRescue_deadOwnerOrExpiredLease_requeuesVerifyingWithoutAnAttempt_andRedeliversDelivering() throws {
+        try enqueue("o-1")
+        try enqueue("o-2", transaction: "200")
+        try enqueue("o-3", transaction: "300")
+        // A dead process on this host (pid 1 never has our start time), one expired lease, one live claim.
+        let dead = LeaseOwner(host: me.host, pid: Int32.max - 1, startTime: "1")
+        let remoteLive = LeaseOwner(host: "elsewhere", pid: 1, startTime: "1")
+        _ = try ledger.claim(orderId: "o-1", owner: dead, leaseSeconds: 3600)
+        _ = try ledger.claim(orderId: "o-2", owner: remoteLive, leaseSeconds: 60)
+        _ = try ledger.claim(orderId: "o-3", owner: remoteLive, leaseSeconds: 3600)
+        _ = try ledger.recordVerified(orderId: "o-2", owner: remoteLive, purchase: purchase("200"), deliveryLeaseSeconds: 60,
+                                      history: HistoryEntry(at: 0, kind: .verification, outcome: "verified"))
+        world.time.advance(by: 120)
+        let result = try ledger.rescue(owner: me, deliveryLeaseSeconds: 60)
+        XCTAssertEqual(result.requeued, ["o-1"])
+        XCTAssertEqual(result.redeliver.map(\.orderId), ["o-2"])
+        XCTAssertEqual(result.redeliver.first?.verified?.transactionId, "200", "the same key is delivered again")
+        XCTAssertEqual(result.redeliver.first?.lease?.owner, me)
+        let o1 = try XCTUnwrap(try ledger.orderRecord("o-1"))
+        XCTAssertEqual(o1.order.state, .pending)
+        XCTAssertEqual(o1.order.attempts, 0)
+        XCTAssertEqual(o1.history.last?.kind, .rescue)
+        XCTAssertEqual(try ledger.orderRecord("o-3")?.order.state, .verifying, "a live, unexpired claim is left alone")
+    }
+
+    func testRetry_isAllOrNothing_andResetsAttempts() throws {
+        try enqueue("o-1")
+        try enqueue("o-2", transaction: "200")
+        _ = try ledger.claimNextDue(owner: me, leaseSeconds: 60)
+        _ = try ledger.recordRejected(orderId: "o-1", owner: me, reason: "receipt_invalid", detail: "21003", environment: nil,
+                                      history: HistoryEntry(at: 0, kind: .verification, outcome: "rejected"))
+        XCTAssertThrowsError(try ledger.retry(orderIds: ["o-1", "o-2"], note: "x"), "o-2 is pending")
+        XCTAssertEqual(try ledger.orderRecord("o-1")?.order.state, .rejected)
+        try ledger.retry(orderIds: ["o-1"], note: "customer sent a new receipt")
+        let record = try XCTUnwrap(try ledger.orderRecord("o-1"))
+        XCTAssertEqual(record.order.state, .pending)
+        XCTAssertNil(record.order.reason)
+        XCTAssertEqual(record.history.last?.detail, "customer sent a new receipt")
+    }
+
+    func testStatusReader_isReadOnlyAndDoesNotCreateLedgers() throws {
+        let missing = world.folder + "/nope.sqlite3"
+        XCTAssertThrowsError(try Ledger(readOnlyPath: missing))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: missing))
+        try enqueue("o-1")
+        let reader = try Ledger(readOnlyPath: world.ledgerPath, time: world.time)
+        let summary = try reader.summary(OrderFilter())
+        XCTAssertEqual(summary.counts[.pending], 1)
+        XCTAssertEqual(summary.orders.map(\.orderId), ["o-1"])
+        XCTAssertThrowsError(try reader.database.execute("DELETE FROM orders"))
+    }
+}

@@ -1,0 +1,34 @@
+import XCTest
+@testable import SettleCore
+
+final class RetryPolicyTests: XCTestCase {
+    func testDelay_doublesFromBaseUpToMax() {
+        let policy = RetryPolicy(baseSeconds: 30, maxSeconds: 21600, maxAttempts: 20, random: { 0.5 })
+        XCTAssertEqual((1...6).map { policy.delay(afterAttempt: $0) }, [30, 60, 120, 240, 480, 960])
+        XCTAssertEqual(policy.delay(afterAttempt: 20), 21600)
+        XCTAssertEqual(policy.delay(afterAttempt: 500), 21600)
+    }
+
+    func testDelay_jitterStaysWithinTenPercent() {
+        let low = RetryPolicy(baseSeconds: 100, maxSeconds: 1000, maxAttempts: 5, random: { 0 })
+        let high = RetryPolicy(baseSeconds: 100, maxSeconds: 1000, maxAttempts: 5, random: { 0.999999 })
+        XCTAssertEqual(low.delay(afterAttempt: 1), 90)
+        XCTAssertEqual(high.delay(afterAttempt: 1), 110)
+    }
+
+    func testAppleDelay_honoursLongerRetryAfterUpToMax() {
+        let policy = RetryPolicy(baseSeconds: 30, maxSeconds: 600, maxAttempts: 5, random: { 0.5 })
+        XCTAssertEqual(policy.appleDelay(retryAfter: nil), 30)
+        XCTAssertEqual(policy.appleDelay(retryAfter: 120), 120)
+        XCTAssertEqual(policy.appleDelay(retryAfter: 99999), 600)
+    }
+
+    func testRetryAfter_readsSecondsHTTPDateAndEpochMilliseconds() {
+        let now = Date(timeIntervalSince1970: 1_764_410_645)
+        XCTAssertEqual(RetryAfter.seconds("120", now: now), 120)
+        XCTAssertEqual(RetryAfter.seconds("1764410705000", now: now), 60)
+        XCTAssertEqual(RetryAfter.seconds("Sat, 29 Nov 2025 10:05:05 GMT", now: now)!, 60, accuracy: 1)
+        XCTAssertNil(RetryAfter.seconds("soon", now: now))
+        XCTAssertNil(RetryAfter.seconds(nil, now: now))
+    }
+}

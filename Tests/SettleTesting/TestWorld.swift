@@ -1,0 +1,140 @@
+import Foundation
+import SettleCore
+import Synchronization
+
+/// A throwaway installation of settle for one test: a folder with a configuration, a shared
+/// secret, hook scripts and a ledger, and a local Apple simulator on loopback.
+public final class TestWorld: @unchecked Sendable {
+    public let folder: String
+    public let simulator: AppleSimulator
+    /// Distinctive so tests can prove it never leaks into output, logs or the ledger.
+    public let sharedSecret = "SECRET-5f1e2d3c4b5a69788796a5b4c3d2e1f0"
+    public let bundleId = "com.example.game"
+    public let coins = "com.example.game.coins100"
+    public let premium = "com.example.game.premium"
+    public let monthly = "com.example.game.monthly"
+    public let time: ManualTimeSource
+    /// Where the default hook appends one line per call: "<idempotency key> <order id>".
+    public var deliveriesPath: String { folder + "/deliveries.log" }
+
+    public init() throws {
+        var template = Array(((NSTemporaryDirectory() as NSString).appendingPathComponent("settle-test-XXXXXX")).utf8CString)
+        guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
+        folder = String(cString: made)
+        simulator = try AppleSimulator(sharedSecret: sharedSecret)
+        time = ManualTimeSource(Date(timeIntervalSince1970: 1_764_410_645))
+        try write("shared-secret", sharedSecret, mode: 0o600)
+        _ = try hook("grant.sh", exit: 0)
+    }
+
+    deinit {
+        simulator.stop()
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    public var ledgerPath: String { folder + "/ledger.sqlite3" }
+    public var configPath: String { folder + "/settle.json" }
+
+    @discardableResult
+    public func write(_ name: String, _ contents: String, mode: Int = 0o644) throws -> String {
+        let path = name.hasPrefix("/") ? name : folder + "/" + name
+        guard FileManager.default.createFile(atPath: path, contents: Data(contents.utf8),
+                                             attributes: [.posixPermissions: mode]) else {
+            throw CocoaError(.fileWriteUnknown)
+        }
+        return path
+    }
+
+    /// A hook script that records its stdin and environment, prints a line, then runs
+    /// `extra` (shell) and exits with `exit`.
+    @discardableResult
+    public func hook(_ name: String, exit code: Int32, extra: String = "") throws -> String {
+        try write(name, """
+            #!/bin/sh
+            payload=$(cat)
+            echo "$SETTLE_IDEMPOTENCY_KEY $SETTLE_ORDER_ID" >> "\(deliveriesPath)"
+            printf '%s\\n' "$payload" > "\(folder)/payload-$SETTLE_ORDER_ID.json"
+            echo "hook saw $SETTLE_ORDER_ID"
+            \(extra)
+            exit \(code)
+            """, mode: 0o755)
+    }
+
+    /// Lines "<key> <order>" of every hook call so far.
+    public var deliveries: [String] {
+        ((try? String(contentsOfFile: deliveriesPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    /// Writes settle.json. `overrides` replace or add top-level keys.
+    @discardableResult
+    public func writeConfig(hook: String? = nil, hookTimeout: Double = 10, acceptSandbox: Bool = true,
+                            schedule: [(String, JSONValue)] = [], overrides: [(String, JSONValue)] = []) throws -> String {
+        var members: [(String, JSONValue)] = [
+            ("ledger", .string(ledgerPath)),
+            ("bundle_id", .string(bundleId)),
+            ("accept_sandbox", .bool(acceptSandbox)),
+            ("receipt_api", .object([
+                ("production_url", .string(simulator.productionURL)),
+                ("sandbox_url", .string(simulator.sandboxURL)),
+                ("shared_secret_file", .string("shared-secret")),
+            ])),
+            ("products", .object([
+                (coins, .object([("type", .string("consumable")), ("grant", .object([("coins", .number(100))]))])),
+                (premium, .object([("type", .string("non_consumable"))])),
+                (monthly, .object([("type", .string("auto_renewable"))])),
+            ])),
+            ("delivery", .object([("command", .array([.string(hook ?? folder + "/grant.sh")])),
+                                  ("timeout_seconds", .number(hookTimeout))])),
+            ("schedule", .object(TestWorld.merge([("concurrency", .number(4)), ("max_attempts", .number(3)),
+                                                  ("backoff_base_seconds", .number(30)), ("backoff_max_seconds", .number(3600))],
+                                                 schedule))),
+            ("http", .object([("connect_timeout_seconds", .number(2)), ("timeout_seconds", .number(3))])),
+        ]
+        members = TestWorld.merge(members, overrides)
+        return try write("settle.json", JSONValue.object(members).serialized(pretty: true))
+    }
+
+    /// `base` with `changes` replacing keys it has and adding those it lacks.
+    static func merge(_ base: [(String, JSONValue)], _ changes: [(String, JSONValue)]) -> [(String, JSONValue)] {
+        var members = base
+        for (key, value) in changes {
+            if let index = members.firstIndex(where: { $0.0 == key }) { members[index].1 = value } else { members.append((key, value)) }
+        }
+        return members
+    }
+
+    public func configuration() throws -> Configuration {
+        try Configuration.load(path: configPath, environment: [:])
+    }
+
+    public func ledger() throws -> Ledger { try Ledger(path: ledgerPath, time: time) }
+
+    /// A reconciler as `settle reconcile` builds it, on the world's clock, with jitter fixed at 0.
+    public func reconciler(ledger: Ledger, log: Log = .silent) throws -> Reconciler {
+        try Reconciler.configured(try configuration(), ledger: ledger, environment: ProcessInfo.processInfo.environment,
+                                  log: log, random: { 0.5 })
+    }
+
+    /// A base64 receipt unique to `name`.
+    public func receipt(_ name: String) -> String { Data("test receipt \(name)".utf8).base64EncodedString() }
+
+    /// Scripts a receipt holding `transactions` and returns its base64 text.
+    @discardableResult
+    public func scriptReceipt(_ name: String, environment: String = "Production", bundleId: String? = nil,
+                              _ transactions: [SimulatedTransaction], latest: [SimulatedTransaction] = [],
+                              answers: [SimulatedAnswer] = []) -> String {
+        let data = receipt(name)
+        simulator.script(data, ReceiptScript(receipt: SimulatedReceipt(bundleId: bundleId ?? self.bundleId, environment: environment,
+                                                                       inApp: transactions, latestReceiptInfo: latest),
+                                             answers: answers))
+        return data
+    }
+}
+
+/// Collects log lines from any thread.
+public final class LineCollector: Sendable {
+    private let storage = Mutex<[String]>([])
+    public init() {}
+    public func append(_ line: String) { storage.withLock { $0.append(line) } }
+    public var lines: [String] { storage.withLock { $0 } }
+}
