@@ -11,6 +11,8 @@ public struct ReceiptVerifier: OrderVerifier {
     public var client: HTTPClient
     /// Loads an order's stored receipt (base64 text).
     public var receiptText: @Sendable (Order) throws -> String?
+    /// Told about every HTTP request: environment, a short outcome label, seconds (for metrics).
+    public var observe: (@Sendable (_ environment: String, _ outcome: String, _ seconds: Double) -> Void)?
 
     public init(productionURL: String, sandboxURL: String, sharedSecret: Secret, matcher: ReceiptMatcher,
                 client: HTTPClient, receiptText: @escaping @Sendable (Order) throws -> String?) {
@@ -62,6 +64,14 @@ public struct ReceiptVerifier: OrderVerifier {
     }
 
     private func post(_ receipt: String, to endpoint: Endpoint) -> Answer {
+        let started = DispatchTime.now()
+        let (answer, label) = exchange(receipt, with: endpoint)
+        observe?(endpoint.rawValue, label, Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9)
+        return answer
+    }
+
+    /// One request and its answer, with a bounded label for metrics.
+    private func exchange(_ receipt: String, with endpoint: Endpoint) -> (Answer, String) {
         let body = JSONValue.object([
             ("receipt-data", .string(receipt)),
             ("password", .string(sharedSecret.value)),
@@ -76,27 +86,28 @@ public struct ReceiptVerifier: OrderVerifier {
             response = try client.send(request)
         } catch {
             if error.kind == .responseTooLarge {
-                return .failed(.retry("\(name): \(error)"), endpoint, answered: true)
+                return (.failed(.retry("\(name): \(error)"), endpoint, answered: true), error.kind.rawValue)
             }
-            return .failed(.appleUnavailable("\(name): \(error)", retryAfter: nil), endpoint, answered: false)
+            return (.failed(.appleUnavailable("\(name): \(error)", retryAfter: nil), endpoint, answered: false), error.kind.rawValue)
         }
         switch response.status {
         case 200...299: break
         case 429:
-            return .failed(.appleUnavailable("\(name) answered HTTP 429 (rate limited)",
-                                             retryAfter: RetryAfter.seconds(response.header("Retry-After"), now: Date())),
-                           endpoint, answered: false)
+            return (.failed(.appleUnavailable("\(name) answered HTTP 429 (rate limited)",
+                                              retryAfter: RetryAfter.seconds(response.header("Retry-After"), now: Date())),
+                            endpoint, answered: false), "http_429")
         case 500...599:
-            return .failed(.appleUnavailable("\(name) answered HTTP \(response.status)", retryAfter: nil), endpoint, answered: false)
+            return (.failed(.appleUnavailable("\(name) answered HTTP \(response.status)", retryAfter: nil), endpoint, answered: false),
+                    "http_5xx")
         default:
-            return .failed(.configurationFault("\(name) answered HTTP \(response.status); check receipt_api URLs"),
-                           endpoint, answered: true)
+            return (.failed(.configurationFault("\(name) answered HTTP \(response.status); check receipt_api URLs"),
+                            endpoint, answered: true), "http_4xx")
         }
         guard let json = try? JSONValue.parse(response.body), let parsed = ReceiptResponse(json) else {
-            return .failed(.appleUnavailable("\(name) sent an answer that is not a verifyReceipt response (\(response.body.count) bytes)",
-                                             retryAfter: nil), endpoint, answered: false)
+            return (.failed(.appleUnavailable("\(name) sent an answer that is not a verifyReceipt response (\(response.body.count) bytes)",
+                                              retryAfter: nil), endpoint, answered: false), "garbage")
         }
-        return .answered(parsed, endpoint)
+        return (.answered(parsed, endpoint), "status_\(parsed.status)")
     }
 
     private func classify(_ answer: Answer, order: Order, grantHolder: (String) throws -> String?) throws -> Verification {

@@ -4,6 +4,7 @@ public enum SettleCommand {
     public static let version = "0.1.0"
 
     static let subcommands: [(name: String, summary: String)] = [
+        ("run", "the daemon: reconcile due orders on a timer until SIGTERM"),
         ("reconcile", "one pass over every due order (or the named ones), then exit"),
         ("status", "show the ledger: counts, oldest undelivered order, orders and their history"),
         ("enqueue", "record a paid order and its proof of purchase"),
@@ -53,6 +54,7 @@ public enum SettleCommand {
         sub.arguments = arguments
         do {
             switch first {
+            case "run": try RunCommand.run(sub)
             case "reconcile": try ReconcileCommand.run(sub)
             case "status": try StatusCommand.run(sub)
             case "enqueue": try EnqueueCommand.run(sub)

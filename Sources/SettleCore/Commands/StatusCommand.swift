@@ -49,7 +49,10 @@ enum StatusCommand {
                 return
             }
             let summary = try ledger.summary(filter)
-            context.print(parsed.has("--json") ? StatusView.json(summary).serialized(pretty: true) : StatusView.text(summary))
+            let breaker = try ledger.appleBreaker()
+            let daemon = try ledger.daemonRecord()
+            context.print(parsed.has("--json") ? StatusView.json(summary, breaker: breaker, daemon: daemon).serialized(pretty: true)
+                                               : StatusView.text(summary, breaker: breaker, daemon: daemon))
         } catch let error as LedgerError {
             throw CommandFailure.from(error)
         }

@@ -11,6 +11,10 @@ public struct Configuration: Sendable {
     public var delivery: DeliveryConfiguration
     public var schedule: Schedule
     public var http: HTTPSettings
+    /// Where the daemon writes its Prometheus text file after each pass (optional).
+    public var metricsFile: String?
+    /// How long `settle run` lets in-flight work finish after SIGTERM.
+    public var shutdownGraceSeconds: Double = 20
     /// The file this was read from; relative paths in it are resolved against its folder.
     public var sourcePath: String
 

@@ -23,10 +23,12 @@ struct ConfigurationDecoder {
         let delivery = try decodeDelivery(deliveryObject)
         let schedule = try root.object("schedule").map { (o) throws(ConfigError) in try decodeSchedule(o) } ?? Configuration.Schedule()
         let http = try root.object("http").map { (o) throws(ConfigError) in try decodeHTTP(o) } ?? Configuration.HTTPSettings()
+        let metricsFile = try root.string("metrics_file").map(resolve)
+        let grace = try root.number("shutdown_grace_seconds", default: 20, range: 0...600)
         try root.rejectUnknownKeys()
         return Configuration(ledgerPath: ledger, bundleId: bundleId, acceptSandbox: acceptSandbox, receiptAPI: receiptAPI,
                              serverAPI: serverAPI, products: products, delivery: delivery, schedule: schedule, http: http,
-                             sourcePath: path)
+                             metricsFile: metricsFile, shutdownGraceSeconds: grace, sourcePath: path)
     }
 
     private func decodeReceiptAPI(_ object: ConfigObject) throws(ConfigError) -> Configuration.ReceiptAPIConfiguration {

@@ -79,7 +79,13 @@ public final class Ledger: @unchecked Sendable {
         do { try database.close() } catch { throw .io(error) }
     }
 
+    /// The ledger's schema version (`PRAGMA user_version`).
     func schemaVersion() throws(LedgerError) -> Int {
+        try locked { () throws(LedgerError) in try userVersion() }
+    }
+
+    /// Callers hold the lock.
+    private func userVersion() throws(LedgerError) -> Int {
         do {
             return Int(try database.query("PRAGMA user_version").first?.int("user_version") ?? 0)
         } catch {
@@ -89,7 +95,7 @@ public final class Ledger: @unchecked Sendable {
 
     private func migrate() throws(LedgerError) {
         try locked { () throws(LedgerError) in
-            let current = try schemaVersion()
+            let current = try userVersion()
             let target = LedgerSchema.migrations.count
             guard current <= target else { throw .newerSchema(found: current, supported: target) }
             guard current < target else { return }

@@ -66,5 +66,29 @@ enum LedgerSchema {
             granted_at      INTEGER NOT NULL
         );
         """,
+        // 2: the Apple breaker and the daemon's heartbeat, one row each, for `settle status`.
+        """
+        CREATE TABLE apple_breaker (
+            id                    INTEGER PRIMARY KEY CHECK (id = 1),
+            state                 TEXT NOT NULL DEFAULT 'closed' CHECK (state IN ('closed','open')),
+            consecutive_failures  INTEGER NOT NULL DEFAULT 0,
+            cooldown_seconds      INTEGER NOT NULL DEFAULT 0,
+            retry_at              INTEGER,
+            last_error            TEXT,
+            updated_at            INTEGER NOT NULL DEFAULT (unixepoch()),
+            CHECK ((state = 'open') = (retry_at IS NOT NULL))
+        );
+        INSERT INTO apple_breaker(id) VALUES (1);
+        CREATE TABLE daemon (
+            id                 INTEGER PRIMARY KEY CHECK (id = 1),
+            host               TEXT NOT NULL,
+            pid                INTEGER NOT NULL,
+            process_start      TEXT NOT NULL,
+            started_at         INTEGER NOT NULL,
+            last_pass_at       INTEGER,
+            last_pass_summary  TEXT,
+            stopped_at         INTEGER
+        );
+        """,
     ]
 }

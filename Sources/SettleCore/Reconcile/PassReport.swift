@@ -9,8 +9,10 @@ public struct PassReport: Sendable, Equatable {
     public var appleAnswers = 0
     /// Verifications that failed because Apple as a whole was unavailable.
     public var appleWideFailures = 0
-    /// Whether the in-pass breaker stopped claiming.
+    /// Whether the Apple breaker opened during this pass and stopped claiming.
     public var breakerOpened = false
+    /// Set when the breaker was already open: nothing was claimed, Apple is retried then.
+    public var breakerWaitUntil: Int64?
     /// Set when the pass stopped on a configuration fault (e.g. 21004).
     public var configurationFault: String?
     /// Named orders (`--order`) that were not reconciled, and why.
@@ -25,7 +27,7 @@ public struct PassReport: Sendable, Equatable {
     public init() {}
 
     /// Apple never answered during a pass that needed it.
-    public var appleUnavailableForWholePass: Bool { appleAnswers == 0 && appleWideFailures > 0 }
+    public var appleUnavailableForWholePass: Bool { appleAnswers == 0 && (appleWideFailures > 0 || breakerWaitUntil != nil) }
 
     public var summaryLine: String {
         "reconciled \(reconciled): \(finished) finished, \(rejected) rejected, \(retrying) retrying, \(needsAttention) needs attention"

@@ -4,7 +4,8 @@ extension Reconciler {
     /// Builds the reconciler a configuration describes: reads its secrets (refusing readable
     /// ones), and wires the verifiers and the delivery hook.
     public static func configured(_ configuration: Configuration, ledger: Ledger, environment: [String: String],
-                                  log: Log, random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) })
+                                  log: Log, metrics: Metrics? = nil,
+                                  random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) })
         throws(ConfigError) -> Reconciler {
         let client = HTTPClient(configuration: HTTPClientConfiguration(
             connectTimeout: configuration.http.connectTimeoutSeconds, totalTimeout: configuration.http.timeoutSeconds))
@@ -19,6 +20,11 @@ extension Reconciler {
                 guard let hash = order.receiptSHA256 else { return nil }
                 return try ledger.receipt(sha256: hash)
             }
+            if let metrics {
+                receipts?.observe = { environment, outcome, seconds in
+                    metrics.observeAppleRequest(environment: environment, outcome: outcome, seconds: seconds)
+                }
+            }
         }
         let deliverer: any Deliverer
         switch configuration.delivery.method {
@@ -30,6 +36,6 @@ extension Reconciler {
         }
         return Reconciler(configuration: configuration, ledger: ledger,
                           verifier: ProofRouter(receipts: receipts, products: products), deliverer: deliverer,
-                          policy: RetryPolicy(configuration.schedule, random: random), log: log)
+                          policy: RetryPolicy(configuration.schedule, random: random), log: log, metrics: metrics)
     }
 }

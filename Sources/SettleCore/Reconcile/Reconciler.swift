@@ -11,12 +11,11 @@ public final class Reconciler: Sendable {
     public let policy: RetryPolicy
     public let owner: LeaseOwner
     public let log: Log
-
-    /// Consecutive Apple-wide failures after which a pass stops claiming.
-    public static let breakerThreshold = 5
+    /// Counters for the metrics file, when the daemon keeps one.
+    public let metrics: Metrics?
 
     public init(configuration: Configuration, ledger: Ledger, verifier: any OrderVerifier, deliverer: any Deliverer,
-                policy: RetryPolicy, owner: LeaseOwner = .current, log: Log) {
+                policy: RetryPolicy, owner: LeaseOwner = .current, log: Log, metrics: Metrics? = nil) {
         self.configuration = configuration
         self.ledger = ledger
         self.verifier = verifier
@@ -24,6 +23,7 @@ public final class Reconciler: Sendable {
         self.policy = policy
         self.owner = owner
         self.log = log
+        self.metrics = metrics
     }
 
     var verifyLeaseSeconds: Int64 {
@@ -33,14 +33,48 @@ public final class Reconciler: Sendable {
 
     var deliveryLeaseSeconds: Int64 { Int64(configuration.delivery.timeoutSeconds + 60) }
 
-    /// Runs one pass over every due order, or over exactly `orderIds` (due or not).
-    public func runPass(orderIds: [String] = []) throws(LedgerError) -> PassReport {
+    /// Runs one pass over every due order, or over exactly `orderIds` (due or not: an operator
+    /// naming orders is not held back by the Apple breaker). `shouldStop` is polled before
+    /// each claim: once it says true, nothing more is claimed and in-flight work finishes.
+    /// `progress` is called after each order, from the thread that worked on it.
+    public func runPass(orderIds: [String] = [], shouldStop: @escaping @Sendable () -> Bool = { false },
+                        progress: @escaping @Sendable () -> Void = {}) throws(LedgerError) -> PassReport {
         let rescued = try ledger.rescue(owner: owner, deliveryLeaseSeconds: deliveryLeaseSeconds)
         for id in rescued.requeued { log.warning("order.rescued", ["order": id, "to": "pending"]) }
         for order in rescued.redeliver { log.warning("order.rescued", ["order": order.orderId, "to": "redeliver"]) }
-        let pass = Pass(redeliver: rescued.redeliver, named: orderIds.isEmpty ? nil : orderIds)
-        runWorkers(count: configuration.schedule.concurrency) { self.work(pass) }
-        return try pass.finish()
+        let breaker = try ledger.appleBreaker()
+        let pass = Pass(redeliver: rescued.redeliver, named: orderIds.isEmpty ? nil : orderIds, breaker: breaker,
+                        policy: policy, time: ledger.time, shouldStop: shouldStop, progress: progress)
+        var permission = breaker.permission(now: ledger.time.unixSeconds)
+        if !orderIds.isEmpty { permission = .claim }
+        switch permission {
+        case let .wait(until):
+            pass.holdForBreaker(until: until)
+            log.info("apple.breaker_open", ["retry_at": Timestamp.rfc3339(unixSeconds: until), "last_error": breaker.lastError])
+            // Deliveries of rescued orders need no Apple, so they still happen.
+            work(pass)
+        case .probe:
+            log.info("apple.breaker_probe", ["last_error": breaker.lastError])
+            pass.limitClaims(to: 1)
+            work(pass)
+            pass.limitClaims(to: nil)
+            if pass.breaker.state == .closed {
+                log.info("apple.breaker_closed")
+                runWorkers(count: configuration.schedule.concurrency) { self.work(pass) }
+            }
+        case .claim:
+            runWorkers(count: configuration.schedule.concurrency) { self.work(pass) }
+        }
+        let report = try pass.finish()
+        if pass.breaker != breaker {
+            try ledger.saveAppleBreaker(pass.breaker)
+            if pass.breaker.state == .open && breaker.state == .closed {
+                log.error("apple.breaker_opened", ["retry_at": pass.breaker.retryAt.map { Timestamp.rfc3339(unixSeconds: $0) },
+                                                   "last_error": pass.breaker.lastError])
+            }
+        }
+        metrics?.observePass(report, breakerOpen: pass.breaker.state == .open, at: ledger.time.unixSeconds)
+        return report
     }
 
     private func runWorkers(count: Int, _ body: @escaping @Sendable () -> Void) {
@@ -115,6 +149,7 @@ public final class Reconciler: Sendable {
         var entry = HistoryEntry(at: now, kind: .verification, outcome: "", appleStatus: verification.appleStatus,
                                  environment: verification.environment, durationMs: verification.durationMs)
         pass.recordApple(verification)
+        defer { pass.progress() }
         switch verification.outcome {
         case let .verified(purchase):
             entry.outcome = "verified"
@@ -175,6 +210,8 @@ public final class Reconciler: Sendable {
             throw LedgerError.invalid("order \(order.orderId) is delivering without verified facts")
         }
         let report = deliverer.deliver(order: order, purchase: purchase)
+        metrics?.observeDelivery(report.outcome)
+        defer { pass.progress() }
         let now = ledger.time.unixSeconds
         var entry = HistoryEntry(at: now, kind: .delivery, outcome: "", hookExit: report.exitCode,
                                  environment: purchase.environment, durationMs: report.durationMs,
@@ -203,7 +240,7 @@ public final class Reconciler: Sendable {
     }
 }
 
-/// The shared state of one pass, behind one lock.
+/// The shared state of one pass, behind one lock: the work queue, the Apple breaker and the report.
 final class Pass: Sendable {
     enum Next { case stop, redeliver(Order), named(String), due }
 
@@ -212,23 +249,40 @@ final class Pass: Sendable {
         var named: [String]?
         var stopped = false
         var noMoreDue = false
-        var consecutiveAppleFailures = 0
+        /// Claims still allowed (nil: unlimited); the breaker's probe allows one.
+        var claimsLeft: Int?
+        var breaker: AppleBreaker
         var report = PassReport()
         var error: (any Error)?
     }
 
     private let state: Mutex<State>
+    private let policy: RetryPolicy
+    private let time: any TimeSource
+    private let shouldStop: @Sendable () -> Bool
+    let progress: @Sendable () -> Void
 
-    init(redeliver: [Order], named: [String]?) {
-        state = Mutex(State(redeliver: redeliver, named: named.map { Array($0.reversed()) }))
+    init(redeliver: [Order], named: [String]?, breaker: AppleBreaker, policy: RetryPolicy, time: any TimeSource,
+         shouldStop: @escaping @Sendable () -> Bool, progress: @escaping @Sendable () -> Void) {
+        state = Mutex(State(redeliver: redeliver, named: named.map { Array($0.reversed()) }, breaker: breaker))
+        self.policy = policy
+        self.time = time
+        self.shouldStop = shouldStop
+        self.progress = progress
     }
 
-    var isStopped: Bool { state.withLock { $0.stopped } }
+    var isStopped: Bool { shouldStop() || state.withLock { $0.stopped } }
+    var breaker: AppleBreaker { state.withLock { $0.breaker } }
 
     func take() -> Next {
-        state.withLock { s in
-            if s.stopped { return .stop }
+        let stopRequested = shouldStop()
+        return state.withLock { s in
+            if s.stopped || stopRequested { return .stop }
             if let order = s.redeliver.popLast() { return .redeliver(order) }
+            if let left = s.claimsLeft {
+                guard left > 0 else { return .stop }
+                s.claimsLeft = left - 1
+            }
             if s.named != nil {
                 guard let id = s.named!.popLast() else { return .stop }
                 return .named(id)
@@ -239,22 +293,37 @@ final class Pass: Sendable {
 
     func noMoreDue() { state.withLock { $0.noMoreDue = true } }
 
+    func limitClaims(to count: Int?) { state.withLock { $0.claimsLeft = count } }
+
+    /// The breaker is open: claim nothing (rescued deliveries still go out).
+    func holdForBreaker(until: Int64) {
+        state.withLock { s in
+            s.claimsLeft = 0
+            s.report.breakerWaitUntil = until
+        }
+    }
+
     func skip(_ id: String, why: String, exists: Bool) {
         state.withLock { $0.report.skipped.append(.init(orderId: id, why: why, exists: exists)) }
     }
 
     func recordApple(_ verification: Verification) {
+        let now = time.unixSeconds
         state.withLock { s in
-            if case .appleUnavailable = verification.outcome {
+            if case let .appleUnavailable(message, retryAfter) = verification.outcome {
                 s.report.appleWideFailures += 1
-                s.consecutiveAppleFailures += 1
-                if s.consecutiveAppleFailures >= Reconciler.breakerThreshold && !s.stopped {
+                let opened = s.breaker.recordFailure(message, retryAfter: retryAfter, now: now,
+                                                     baseSeconds: policy.baseSeconds, maxSeconds: policy.maxSeconds)
+                if opened && !s.stopped {
                     s.stopped = true
                     s.report.breakerOpened = true
                 }
+            } else if case let .configurationFault(message) = verification.outcome {
+                // Say so in status and retry slowly: the breaker carries the fault across passes.
+                s.breaker.recordConfigurationFault(message)
             } else if verification.appleAnswered {
                 s.report.appleAnswers += 1
-                s.consecutiveAppleFailures = 0
+                s.breaker.recordAnswer()
             }
         }
     }

@@ -1,10 +1,23 @@
 /// Renders the ledger for support (SPEC section 6): one JSON object, or aligned text.
 /// Never prints receipts, signed transactions or anything secret.
 public enum StatusView {
-    public static func json(_ summary: LedgerSummary) -> JSONValue {
+    public static func json(_ summary: LedgerSummary, breaker: AppleBreaker = AppleBreaker(), daemon: DaemonRecord? = nil) -> JSONValue {
         .object([
             ("counts", .object(OrderState.allCases.map { ($0.rawValue, .number(summary.counts[$0] ?? 0)) })),
             ("oldest_undelivered_seconds", summary.oldestUndeliveredSeconds.map { .number($0) } ?? .null),
+            ("apple", .object([
+                ("breaker", .string(breaker.state.rawValue)),
+                ("retry_at", breaker.state == .open ? time(breaker.retryAt) : .null),
+                ("last_error", .string(breaker.lastError)),
+            ])),
+            ("daemon", daemon.flatMap { $0.isRunning ? $0 : nil }.map { d in
+                .object([
+                    ("pid", .number(Int(d.owner.pid))),
+                    ("started_at", time(d.startedAt)),
+                    ("last_pass_at", time(d.lastPassAt)),
+                    ("last_pass_summary", .string(d.lastPassSummary)),
+                ])
+            } ?? .null),
             ("orders", .array(summary.orders.map(json))),
         ])
     }
@@ -48,9 +61,21 @@ public enum StatusView {
         return .object(members)
     }
 
-    public static func text(_ summary: LedgerSummary) -> String {
+    public static func text(_ summary: LedgerSummary, breaker: AppleBreaker = AppleBreaker(), daemon: DaemonRecord? = nil) -> String {
         var out = OrderState.allCases.map { "\($0.rawValue) \(summary.counts[$0] ?? 0)" }.joined(separator: "  ") + "\n"
         out += "oldest undelivered: " + (summary.oldestUndeliveredSeconds.map(age) ?? "none") + "\n"
+        if breaker.state == .open, let retryAt = breaker.retryAt {
+            out += "apple: breaker OPEN until \(Timestamp.rfc3339(unixSeconds: retryAt)) (\(breaker.lastError ?? "no detail"))\n"
+        } else if let error = breaker.lastError {
+            out += "apple: breaker closed; last error: \(error)\n"
+        }
+        if let d = daemon, d.isRunning {
+            out += "daemon: pid \(d.owner.pid) since \(Timestamp.rfc3339(unixSeconds: d.startedAt))"
+            out += d.lastPassAt.map { "; last pass \(Timestamp.rfc3339(unixSeconds: $0)): \(d.lastPassSummary ?? "")" } ?? "; no pass yet"
+            out += "\n"
+        } else {
+            out += "daemon: not running\n"
+        }
         guard !summary.orders.isEmpty else { return out + "\nno matching orders\n" }
         let header = ["ORDER", "STATE", "USER", "PRODUCT", "TRANSACTION", "ATTEMPTS", "REASON", "UPDATED"]
         let rows = summary.orders.map { o in

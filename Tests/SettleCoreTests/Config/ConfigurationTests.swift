@@ -61,7 +61,7 @@ final class ConfigurationTests: XCTestCase {
 
     func testMissingRequiredKey_isNamed() {
         XCTAssertTrue(error([("bundle_id", .null)]).contains("bundle_id"))
-        try? world.write("no-ledger.json", #"{"bundle_id": "b"}"#)
+        _ = try? world.write("no-ledger.json", #"{"bundle_id": "b"}"#)
         XCTAssertThrowsError(try Configuration.load(path: world.folder + "/no-ledger.json", environment: [:])) { e in
             XCTAssertTrue("\(e)".contains("ledger: required key is missing"), "\(e)")
         }

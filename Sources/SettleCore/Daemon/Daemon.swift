@@ -1,0 +1,317 @@
+import Foundation
+import Synchronization
+
+/// `settle run`: reconciles on a Dispatch timer until SIGTERM.
+///
+/// Passes run on one serial queue, so they never overlap: a timer tick or SIGUSR1 arriving
+/// during a pass waits for it and becomes one follow-up pass. Signals are handled on a
+/// separate queue so SIGTERM is seen while a pass runs: the pass stops claiming, in-flight
+/// work finishes within `shutdown_grace_seconds`, and whatever is left is for rescue.
+public final class Daemon: @unchecked Sendable {
+    private let configPath: String
+    private let environment: [String: String]
+    private let log: Log
+    private let notifier: SystemdNotifier
+    private let time: any TimeSource
+    private let owner: LeaseOwner
+
+    private let workQueue = DispatchQueue(label: "settle.daemon.work")
+    private let controlQueue = DispatchQueue(label: "settle.daemon.control")
+    private let done = DispatchSemaphore(value: 0)
+    private let stopping = Atomic<Bool>(false)
+    private let finished = Atomic<Bool>(false)
+    private let metrics = Metrics()
+
+    // Touched only on workQueue.
+    private var configuration: Configuration!
+    private var ledger: Ledger!
+    private var reconciler: Reconciler!
+    private var lock: DaemonLock?
+    private var timer: DispatchSourceTimer?
+    private var watchdogTimer: DispatchSourceTimer?
+    private var passQueued = false
+    private var configurationFaultDelay: Double = 0
+    private var notBefore: Int64 = 0
+    private var signalSources: [DispatchSourceSignal] = []
+    private var watchdog: Watchdog?
+
+    public init(configPath: String, environment: [String: String], log: Log, time: any TimeSource = SystemTimeSource(),
+                owner: LeaseOwner = .current) {
+        self.configPath = configPath
+        self.environment = environment
+        self.log = log
+        self.notifier = SystemdNotifier(environment: environment)
+        self.time = time
+        self.owner = owner
+    }
+
+    /// Starts, serves until stopped, and returns the exit code.
+    public func run() -> ExitCode {
+        do {
+            try start()
+        } catch let failure as CommandFailure {
+            log.error("daemon.start_failed", ["error": failure.message])
+            lock?.release()
+            return failure.code
+        } catch {
+            log.error("daemon.start_failed", ["error": "\(error)"])
+            lock?.release()
+            return .ioError
+        }
+        done.wait()
+        return .success
+    }
+
+    // MARK: - Start
+
+    private func start() throws {
+        let configuration: Configuration
+        do {
+            configuration = try Configuration.load(path: configPath, environment: environment)
+        } catch {
+            throw CommandFailure(.config, error.message)
+        }
+        do {
+            lock = try DaemonLock(path: DaemonLock.path(forLedger: configuration.ledgerPath))
+        } catch {
+            if case .held = error { throw CommandFailure(.tempFail, error.description) }
+            throw CommandFailure(.ioError, error.description)
+        }
+        let ledger: Ledger
+        do {
+            ledger = try Ledger(path: configuration.ledgerPath, time: time)
+        } catch {
+            throw CommandFailure.from(error)
+        }
+        let reconciler: Reconciler
+        do {
+            reconciler = try Reconciler.configured(configuration, ledger: ledger, environment: environment, log: log, metrics: metrics)
+        } catch {
+            throw CommandFailure(.config, error.message)
+        }
+        do {
+            try ledger.recordDaemonStarted(owner)
+        } catch {
+            throw CommandFailure.from(error)
+        }
+        workQueue.sync {
+            self.configuration = configuration
+            self.ledger = ledger
+            self.reconciler = reconciler
+        }
+        installSignalHandlers()
+        workQueue.sync {
+            startWatchdog()
+            scheduleTimer(interval: configuration.schedule.intervalSeconds)
+        }
+        log.info("daemon.started", ["pid": owner.pid, "ledger": configuration.ledgerPath,
+                                    "interval_seconds": configuration.schedule.intervalSeconds,
+                                    "concurrency": configuration.schedule.concurrency])
+        notifier.send("READY=1\nSTATUS=starting the first pass\nMAINPID=\(owner.pid)")
+        workQueue.async { self.requestPass(force: true) }
+    }
+
+    private func installSignalHandlers() {
+        for (signalNumber, handler) in [(SIGTERM, stop), (SIGINT, stop), (SIGHUP, reload), (SIGUSR1, passNow)]
+            as [(Int32, () -> Void)] {
+            // The default action would kill us before Dispatch could deliver the signal.
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: controlQueue)
+            source.setEventHandler(handler: handler)
+            source.resume()
+            signalSources.append(source)
+        }
+    }
+
+    private func scheduleTimer(interval: Double) {
+        timer?.cancel()
+        let source = DispatchSource.makeTimerSource(queue: workQueue)
+        source.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(100))
+        source.setEventHandler { [unowned self] in requestPass(force: false) }
+        source.resume()
+        timer = source
+    }
+
+    /// WATCHDOG=1 at half of `$WATCHDOG_USEC`, from the work queue (idle) and from the pass's
+    /// progress (busy), never from an independent thread: a hung pass stops the pings.
+    private func startWatchdog() {
+        guard let usecText = environment["WATCHDOG_USEC"], let usec = Double(usecText), usec > 0 else { return }
+        if let pid = environment["WATCHDOG_PID"], Int32(pid) != owner.pid { return }
+        let interval = usec / 2_000_000
+        let dog = Watchdog(interval: interval, notifier: notifier)
+        watchdog = dog
+        let source = DispatchSource.makeTimerSource(queue: workQueue)
+        source.schedule(deadline: .now(), repeating: interval / 2, leeway: .milliseconds(10))
+        source.setEventHandler { dog.kick() }
+        source.resume()
+        watchdogTimer = source
+        let worstOrder = configuration.delivery.timeoutSeconds
+            + 2 * (configuration.http.timeoutSeconds + configuration.http.connectTimeoutSeconds)
+        if usec / 1_000_000 < worstOrder {
+            log.warning("daemon.watchdog_short", ["watchdog_seconds": usec / 1_000_000, "slowest_order_seconds": worstOrder])
+        }
+    }
+
+    // MARK: - Passes (work queue)
+
+    private func requestPass(force: Bool) {
+        guard !stopping.load(ordering: .relaxed), !passQueued else { return }
+        if !force && time.unixSeconds < notBefore { return }
+        passQueued = true
+        workQueue.async { [self] in
+            passQueued = false
+            runPass()
+        }
+    }
+
+    private func runPass() {
+        guard !stopping.load(ordering: .relaxed) else { return }
+        let started = DispatchTime.now()
+        let report: PassReport
+        do {
+            let dog = watchdog
+            report = try reconciler.runPass(shouldStop: { [unowned self] in stopping.load(ordering: .relaxed) },
+                                            progress: { dog?.kick() })
+        } catch {
+            log.error("pass.failed", ["error": "\(error)"])
+            notifier.send("STATUS=last pass failed: \(error)")
+            return
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
+        handleConfigurationFault(report)
+        var summary: LedgerSummary? = nil
+        do {
+            try ledger.recordDaemonPass(summary: report.summaryLine)
+            summary = try ledger.summary(OrderFilter(limit: 0))
+        } catch {
+            log.error("ledger.error", ["error": "\(error)"])
+        }
+        let breaker = (try? ledger.appleBreaker()) ?? AppleBreaker()
+        log.info("pass.finished", ["summary": report.summaryLine, "duration_ms": Int(seconds * 1000),
+                                   "breaker": breaker.state.rawValue])
+        notifier.send("STATUS=" + statusLine(report, summary: summary, breaker: breaker))
+        if let path = configuration.metricsFile, let summary {
+            do {
+                try metrics.write(to: path, summary: summary)
+            } catch {
+                log.error("metrics.write_failed", ["path": path, "error": "\(error)"])
+            }
+        }
+    }
+
+    private func handleConfigurationFault(_ report: PassReport) {
+        guard let fault = report.configurationFault else {
+            configurationFaultDelay = 0
+            notBefore = 0
+            return
+        }
+        let schedule = configuration.schedule
+        configurationFaultDelay = min(schedule.backoffMaxSeconds,
+                                      configurationFaultDelay == 0 ? schedule.backoffBaseSeconds : configurationFaultDelay * 2)
+        notBefore = time.unixSeconds + Int64(configurationFaultDelay)
+        log.error("daemon.configuration_fault", ["error": fault, "next_try_seconds": Int(configurationFaultDelay)])
+    }
+
+    private func statusLine(_ report: PassReport, summary: LedgerSummary?, breaker: AppleBreaker) -> String {
+        var parts = ["\(report.finished) finished", "\(report.retrying) retrying"]
+        if let summary { parts.append("\(summary.counts[.pending] ?? 0) pending") }
+        if summary?.counts[.needsAttention] ?? 0 > 0 { parts.append("\(summary?.counts[.needsAttention] ?? 0) need attention") }
+        if breaker.state == .open, let retryAt = breaker.retryAt {
+            parts.append("Apple breaker open until \(Timestamp.rfc3339(unixSeconds: retryAt))")
+        } else {
+            parts.append("breaker closed")
+        }
+        if let fault = report.configurationFault { parts.append("configuration fault: \(fault)") }
+        return "last pass: " + parts.joined(separator: ", ")
+    }
+
+    // MARK: - Signals (control queue)
+
+    private func passNow() {
+        log.info("daemon.pass_requested", ["signal": "SIGUSR1"])
+        workQueue.async { self.requestPass(force: true) }
+    }
+
+    private func reload() {
+        notifier.send("RELOADING=1\nMONOTONIC_USEC=\(SystemdNotifier.monotonicMicroseconds())")
+        log.info("daemon.reloading", ["config": configPath])
+        workQueue.async { [self] in
+            defer { notifier.send("READY=1") }
+            let fresh: Configuration
+            do {
+                fresh = try Configuration.load(path: configPath, environment: environment)
+            } catch {
+                log.error("daemon.reload_failed", ["error": "\(error)", "kept": "previous configuration"])
+                return
+            }
+            guard fresh.ledgerPath == configuration.ledgerPath else {
+                log.error("daemon.reload_failed", ["error": "the ledger path cannot change on reload; restart settle",
+                                                   "kept": "previous configuration"])
+                return
+            }
+            do {
+                reconciler = try Reconciler.configured(fresh, ledger: ledger, environment: environment, log: log, metrics: metrics)
+            } catch {
+                log.error("daemon.reload_failed", ["error": "\(error)", "kept": "previous configuration"])
+                return
+            }
+            if fresh.schedule.intervalSeconds != configuration.schedule.intervalSeconds {
+                scheduleTimer(interval: fresh.schedule.intervalSeconds)
+            }
+            configuration = fresh
+            configurationFaultDelay = 0
+            notBefore = 0
+            log.info("daemon.reloaded", ["interval_seconds": fresh.schedule.intervalSeconds,
+                                         "concurrency": fresh.schedule.concurrency])
+        }
+    }
+
+    private func stop() {
+        guard !stopping.exchange(true, ordering: .relaxed) else { return }
+        notifier.send("STOPPING=1\nSTATUS=stopping: finishing in-flight work")
+        let grace = workQueue.sync { configuration.shutdownGraceSeconds }
+        log.info("daemon.stopping", ["grace_seconds": grace])
+        // Runs after the current pass: the pass stops claiming and finishes what it holds.
+        workQueue.async { self.finish(clean: true) }
+        controlQueue.asyncAfter(deadline: .now() + grace) { [self] in
+            guard !finished.load(ordering: .relaxed) else { return }
+            log.warning("daemon.grace_exceeded", ["grace_seconds": grace, "left_to": "rescue by the next start"])
+            finish(clean: false)
+        }
+    }
+
+    private func finish(clean: Bool) {
+        guard !finished.exchange(true, ordering: .relaxed) else { return }
+        timer?.cancel()
+        watchdogTimer?.cancel()
+        if clean {
+            try? ledger.recordDaemonStopped()
+            try? ledger.close()
+        }
+        lock?.release()
+        log.info("daemon.stopped", ["clean": clean])
+        done.signal()
+    }
+}
+
+/// Sends WATCHDOG=1 at most once per interval, whoever calls `kick`.
+final class Watchdog: Sendable {
+    private let interval: Double
+    private let notifier: SystemdNotifier
+    private let last = Mutex<UInt64>(0)
+
+    init(interval: Double, notifier: SystemdNotifier) {
+        self.interval = interval
+        self.notifier = notifier
+    }
+
+    func kick() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let due = last.withLock { last -> Bool in
+            guard last == 0 || Double(now - last) / 1e9 >= interval * 0.9 else { return false }
+            last = now
+            return true
+        }
+        if due { notifier.send("WATCHDOG=1") }
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import Synchronization
+
+/// The daemon's counters, rendered after each pass as a Prometheus text file (for
+/// node_exporter's textfile collector), written atomically. No per-order labels.
+public final class Metrics: Sendable {
+    /// Upper bounds of the Apple request duration histogram, in seconds.
+    static let buckets: [Double] = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+
+    private struct State {
+        var appleRequests: [String: Int] = [:]          // "environment|outcome" -> count
+        var durationBuckets = [Int](repeating: 0, count: Metrics.buckets.count)
+        var durationCount = 0
+        var durationSum = 0.0
+        var deliveries: [String: Int] = ["delivered": 0, "retry": 0, "refused": 0]
+        var breakerOpen = false
+        var lastPassAt: Int64?
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// One HTTP request to Apple: where it went, how it ended (a short, bounded label), how long it took.
+    public func observeAppleRequest(environment: String, outcome: String, seconds: Double) {
+        state.withLock { s in
+            s.appleRequests["\(environment)|\(outcome)", default: 0] += 1
+            for (i, bound) in Metrics.buckets.enumerated() where seconds <= bound { s.durationBuckets[i] += 1 }
+            s.durationCount += 1
+            s.durationSum += seconds
+        }
+    }
+
+    public func observeDelivery(_ outcome: DeliveryOutcome) {
+        let label: String
+        switch outcome {
+        case .delivered: label = "delivered"
+        case .retry: label = "retry"
+        case .refused: label = "refused"
+        }
+        state.withLock { $0.deliveries[label, default: 0] += 1 }
+    }
+
+    public func observePass(_ report: PassReport, breakerOpen: Bool, at time: Int64) {
+        state.withLock { s in
+            s.breakerOpen = breakerOpen
+            s.lastPassAt = time
+        }
+    }
+
+    /// The whole file, in the Prometheus text exposition format (version 0.0.4).
+    public func render(summary: LedgerSummary) -> String {
+        let s = state.withLock { $0 }
+        var out = ""
+        func family(_ name: String, _ type: String, _ help: String) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+        }
+        family("settle_orders", "gauge", "Orders in the ledger by state.")
+        for state in OrderState.allCases { out += "settle_orders{state=\"\(state.rawValue)\"} \(summary.counts[state] ?? 0)\n" }
+        family("settle_oldest_undelivered_seconds", "gauge", "Age of the oldest paid order not yet delivered (0 when none).")
+        out += "settle_oldest_undelivered_seconds \(summary.oldestUndeliveredSeconds ?? 0)\n"
+        family("settle_apple_requests_total", "counter", "HTTP requests to Apple by environment and outcome.")
+        for key in s.appleRequests.keys.sorted() {
+            let parts = key.split(separator: "|", maxSplits: 1).map(String.init)
+            out += "settle_apple_requests_total{environment=\"\(parts[0])\",outcome=\"\(parts[1])\"} \(s.appleRequests[key] ?? 0)\n"
+        }
+        family("settle_apple_request_duration_seconds", "histogram", "Duration of HTTP requests to Apple.")
+        for (i, bound) in Metrics.buckets.enumerated() {
+            out += "settle_apple_request_duration_seconds_bucket{le=\"\(Metrics.format(bound))\"} \(s.durationBuckets[i])\n"
+        }
+        out += "settle_apple_request_duration_seconds_bucket{le=\"+Inf\"} \(s.durationCount)\n"
+        out += "settle_apple_request_duration_seconds_sum \(Metrics.format(s.durationSum))\n"
+        out += "settle_apple_request_duration_seconds_count \(s.durationCount)\n"
+        family("settle_deliveries_total", "counter", "Delivery hook calls by result.")
+        for key in s.deliveries.keys.sorted() { out += "settle_deliveries_total{result=\"\(key)\"} \(s.deliveries[key] ?? 0)\n" }
+        family("settle_breaker_open", "gauge", "1 while the Apple breaker is open.")
+        out += "settle_breaker_open \(s.breakerOpen ? 1 : 0)\n"
+        family("settle_last_pass_timestamp_seconds", "gauge", "When the last reconcile pass ended (Unix time).")
+        out += "settle_last_pass_timestamp_seconds \(s.lastPassAt ?? 0)\n"
+        family("settle_build_info", "gauge", "The running settle's version.")
+        out += "settle_build_info{version=\"\(SettleCommand.version)\"} 1\n"
+        return out
+    }
+
+    /// Writes the file atomically: a temporary file in the same folder, fsynced, then renamed
+    /// over the old one, so a scraper never reads half a file.
+    public func write(to path: String, summary: LedgerSummary) throws {
+        let folder = (path as NSString).deletingLastPathComponent
+        let temporary = (folder as NSString).appendingPathComponent(".\((path as NSString).lastPathComponent).\(getpid()).tmp")
+        let data = Data(render(summary: summary).utf8)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary]) }
+        let written = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd)
+        close(fd)
+        guard written == data.count, synced == 0, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+        }
+    }
+
+    static func format(_ value: Double) -> String {
+        value.rounded() == value && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+
+/// What `settle status` shows about the daemon.
+public struct DaemonRecord: Sendable, Equatable {
+    public var owner: LeaseOwner
+    public var startedAt: Int64
+    public var lastPassAt: Int64?
+    public var lastPassSummary: String?
+    public var stoppedAt: Int64?
+
+    /// Whether the recorded daemon is running now, judged without its lock: not stopped, and
+    /// its process (same host, pid and start time) still alive.
+    public var isRunning: Bool { stoppedAt == nil && !owner.isKnownDead }
+}
+
+extension Ledger {
+    /// The persisted Apple breaker (closed in a ledger too old to have one).
+    public func appleBreaker() throws(LedgerError) -> AppleBreaker {
+        guard try schemaVersion() >= 2 else { return AppleBreaker() }
+        return try read {
+            guard let row = try database.query("SELECT * FROM apple_breaker WHERE id = 1").first else { return AppleBreaker() }
+            return AppleBreaker(state: AppleBreaker.State(rawValue: row.string("state") ?? "") ?? .closed,
+                                consecutiveFailures: Int(row.int("consecutive_failures") ?? 0),
+                                cooldownSeconds: row.int("cooldown_seconds") ?? 0, retryAt: row.int("retry_at"),
+                                lastError: row.string("last_error"))
+        }
+    }
+
+    public func saveAppleBreaker(_ breaker: AppleBreaker) throws(LedgerError) {
+        let now = time.unixSeconds
+        _ = try locked { () throws(LedgerError) in
+            try write {
+                try database.query("""
+                    INSERT INTO apple_breaker(id, state, consecutive_failures, cooldown_seconds, retry_at, last_error, updated_at)
+                    VALUES (1, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT(id) DO UPDATE SET state = excluded.state, consecutive_failures = excluded.consecutive_failures,
+                        cooldown_seconds = excluded.cooldown_seconds, retry_at = excluded.retry_at,
+                        last_error = excluded.last_error, updated_at = excluded.updated_at
+                    """, [.text(breaker.state.rawValue), .integer(Int64(breaker.consecutiveFailures)),
+                          .integer(breaker.cooldownSeconds), .from(breaker.retryAt), .from(breaker.lastError), .integer(now)])
+            }
+        }
+    }
+
+    /// Records that a daemon started (replacing the record of any previous one).
+    public func recordDaemonStarted(_ owner: LeaseOwner) throws(LedgerError) {
+        let now = time.unixSeconds
+        _ = try locked { () throws(LedgerError) in
+            try write {
+                try database.query("""
+                    INSERT OR REPLACE INTO daemon(id, host, pid, process_start, started_at) VALUES (1, ?, ?, ?, ?)
+                    """, [.text(owner.host), .integer(Int64(owner.pid)), .text(owner.startTime), .integer(now)])
+            }
+        }
+    }
+
+    public func recordDaemonPass(summary: String) throws(LedgerError) {
+        let now = time.unixSeconds
+        _ = try locked { () throws(LedgerError) in
+            try write {
+                try database.query("UPDATE daemon SET last_pass_at = ?, last_pass_summary = ? WHERE id = 1",
+                                   [.integer(now), .text(summary)])
+            }
+        }
+    }
+
+    public func recordDaemonStopped() throws(LedgerError) {
+        let now = time.unixSeconds
+        _ = try locked { () throws(LedgerError) in
+            try write { try database.query("UPDATE daemon SET stopped_at = ? WHERE id = 1", [.integer(now)]) }
+        }
+    }
+
+    public func daemonRecord() throws(LedgerError) -> DaemonRecord? {
+        guard try schemaVersion() >= 2 else { return nil }
+        return try read {
+            try database.query("SELECT * FROM daemon WHERE id = 1").first.map { row in
+                DaemonRecord(owner: LeaseOwner(host: row.string("host") ?? "", pid: Int32(truncatingIfNeeded: row.int("pid") ?? 0),
+                                               startTime: row.string("process_start") ?? ""),
+                             startedAt: row.int("started_at") ?? 0, lastPassAt: row.int("last_pass_at"),
+                             lastPassSummary: row.string("last_pass_summary"), stoppedAt: row.int("stopped_at"))
+            }
+        }
+    }
+}

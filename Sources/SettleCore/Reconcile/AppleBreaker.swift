@@ -1,0 +1,73 @@
+/// The circuit breaker for Apple as a whole: a value-type state machine, persisted in the
+/// ledger so that it spans passes, restarts and `settle status`.
+///
+/// It opens after `threshold` consecutive Apple-wide failures or at once when Apple asks us
+/// to back off (429 / Retry-After). While open nothing is claimed and no attempt is used.
+/// When the cool-down has passed, one probe is let through: an answer from Apple closes it,
+/// another failure re-opens it with the cool-down doubled, up to `backoff_max_seconds`.
+public struct AppleBreaker: Sendable, Equatable {
+    public enum State: String, Sendable { case closed, open }
+
+    public var state: State = .closed
+    public var consecutiveFailures = 0
+    /// The cool-down of the current (or last) opening; 0 when it never opened.
+    public var cooldownSeconds: Int64 = 0
+    public var retryAt: Int64?
+    public var lastError: String?
+
+    public static let threshold = 5
+
+    public init() {}
+
+    public init(state: State, consecutiveFailures: Int, cooldownSeconds: Int64, retryAt: Int64?, lastError: String?) {
+        self.state = state
+        self.consecutiveFailures = consecutiveFailures
+        self.cooldownSeconds = cooldownSeconds
+        self.retryAt = retryAt
+        self.lastError = lastError
+    }
+
+    /// What a pass may do now.
+    public enum Permission: Sendable, Equatable {
+        case claim
+        /// The cool-down is over: one order may be tried to see whether Apple is back.
+        case probe
+        case wait(until: Int64)
+    }
+
+    public func permission(now: Int64) -> Permission {
+        guard state == .open, let retryAt else { return .claim }
+        return now >= retryAt ? .probe : .wait(until: retryAt)
+    }
+
+    /// Apple answered (whatever it said): the breaker closes.
+    public mutating func recordAnswer() {
+        if state == .open || lastError?.hasPrefix("configuration fault") == true { lastError = nil }
+        state = .closed
+        consecutiveFailures = 0
+        cooldownSeconds = 0
+        retryAt = nil
+    }
+
+    /// Our side is wrong (e.g. Apple rejected the shared secret). Not Apple's outage, so the
+    /// breaker stays as it is, but the fault is kept for `settle status` until Apple answers.
+    public mutating func recordConfigurationFault(_ message: String) {
+        lastError = "configuration fault: \(message)"
+    }
+
+    /// Apple as a whole failed. Returns true when this failure opened (or re-opened) the breaker.
+    @discardableResult
+    public mutating func recordFailure(_ message: String, retryAfter: Double?, now: Int64,
+                                       baseSeconds: Double, maxSeconds: Double) -> Bool {
+        consecutiveFailures += 1
+        lastError = message
+        let probeFailed = state == .open
+        guard probeFailed || consecutiveFailures >= AppleBreaker.threshold || retryAfter != nil else { return false }
+        let previous = Double(cooldownSeconds)
+        let cooldown = probeFailed && previous > 0 ? min(maxSeconds, previous * 2) : min(maxSeconds, baseSeconds)
+        cooldownSeconds = Int64(cooldown.rounded())
+        state = .open
+        retryAt = now + max(cooldownSeconds, Int64((retryAfter ?? 0).rounded(.up)))
+        return true
+    }
+}
