@@ -21,6 +21,8 @@ public final class Daemon: @unchecked Sendable {
     private let stopping = Atomic<Bool>(false)
     private let finished = Atomic<Bool>(false)
     private let metrics = Metrics()
+    /// Read by the signal handler while a pass may hold the work queue, so not behind it.
+    private let graceSeconds = Mutex<Double>(20)
 
     // Touched only on workQueue.
     private var configuration: Configuration!
@@ -99,6 +101,7 @@ public final class Daemon: @unchecked Sendable {
             self.ledger = ledger
             self.reconciler = reconciler
         }
+        graceSeconds.withLock { $0 = configuration.shutdownGraceSeconds }
         installSignalHandlers()
         workQueue.sync {
             startWatchdog()
@@ -259,6 +262,7 @@ public final class Daemon: @unchecked Sendable {
                 scheduleTimer(interval: fresh.schedule.intervalSeconds)
             }
             configuration = fresh
+            graceSeconds.withLock { $0 = fresh.shutdownGraceSeconds }
             configurationFaultDelay = 0
             notBefore = 0
             log.info("daemon.reloaded", ["interval_seconds": fresh.schedule.intervalSeconds,
@@ -269,7 +273,7 @@ public final class Daemon: @unchecked Sendable {
     private func stop() {
         guard !stopping.exchange(true, ordering: .relaxed) else { return }
         notifier.send("STOPPING=1\nSTATUS=stopping: finishing in-flight work")
-        let grace = workQueue.sync { configuration.shutdownGraceSeconds }
+        let grace = graceSeconds.withLock { $0 }
         log.info("daemon.stopping", ["grace_seconds": grace])
         // Runs after the current pass: the pass stops claiming and finishes what it holds.
         workQueue.async { self.finish(clean: true) }

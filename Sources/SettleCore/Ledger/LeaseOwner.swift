@@ -32,7 +32,10 @@ public struct LeaseOwner: Sendable, Equatable, CustomStringConvertible {
     public var isKnownDead: Bool {
         guard host == LeaseOwner.hostName() else { return false }
         if kill(pid, 0) != 0 && errno == ESRCH { return true }
-        guard let start = LeaseOwner.processStartTime(pid) else { return true }
+        // The pid exists (EPERM means it belongs to another user). When its /proc entry can't be
+        // read (ProtectProc=invisible hides other users' processes) nothing is known: the
+        // lease expiry decides, rather than risking two processes on one order.
+        guard let start = LeaseOwner.processStartTime(pid) else { return false }
         return start != startTime
     }
 
