@@ -19,7 +19,7 @@ let package = Package(
         .executableTarget(name: "settle", dependencies: ["SettleCore"]),
         // Shared test fixtures: a throwaway folder with a configuration, hooks and an Apple simulator.
         .target(name: "SettleTesting", dependencies: ["SettleCore"], path: "Tests/SettleTesting"),
-        .testTarget(name: "SettleCoreTests", dependencies: ["SettleCore", "SettleTesting"]),
+        .testTarget(name: "SettleCoreTests", dependencies: ["SettleCore", "SettleTesting"], exclude: ["Fixtures"]),
         .testTarget(name: "settleTests", dependencies: ["SettleCore", "SettleTesting", "settle"]),
     ]
 )

@@ -12,4 +12,7 @@
 #include <openssl/ecdsa.h>
 #include <openssl/bn.h>
 
+// XN_FLAG_ONELINE is a macro composed of other macros, which Swift does not import.
+static inline unsigned long settle_XN_FLAG_ONELINE(void) { return XN_FLAG_ONELINE; }
+
 #endif

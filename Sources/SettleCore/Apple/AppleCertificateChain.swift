@@ -1,0 +1,79 @@
+import Foundation
+
+/// The certificate checks Apple's App Store Server libraries apply to a JWS `x5c` chain
+/// (apple-protocol.md 3.4, steps 4-6), done with explicit OpenSSL calls.
+///
+/// Why not `X509_verify_cert`: Apple's rules are narrower and different from a generic
+/// path build. `x5c[2]` must be ignored in favour of the configured roots, Apple's test
+/// PKI has no key identifiers (so strict mode must stay off), and the two marker OIDs are
+/// Apple-specific. Spelling the rules out keeps each failure message precise.
+struct AppleCertificateChain {
+    /// Marks a certificate as the App Store "receipt signer" leaf.
+    static let leafMarkerOID = "1.2.840.113635.100.6.11.1"
+    /// Marks the Apple Worldwide Developer Relations intermediate.
+    static let intermediateMarkerOID = "1.2.840.113635.100.6.2.1"
+
+    let leaf: X509Certificate
+    let intermediate: X509Certificate
+
+    /// Checks the chain against `roots` at `time`; `nil` means it is good.
+    func failure(roots: [X509Certificate], at time: Date) -> SignedDataFailure? {
+        // Extensions first: a certificate OpenSSL cannot fully understand must not be
+        // trusted for anything, which is what RFC 5280 4.2 requires of critical ones.
+        for (role, certificate) in [("leaf", leaf), ("intermediate", intermediate)]
+        where certificate.hasUnprocessableExtensions {
+            return .invalidChain("\(Self.describe(role, certificate)) has an unsupported critical or undecodable extension")
+        }
+
+        // The anchor must be one of ours: name chaining plus a signature check, as
+        // Apple's node library does (`checkIssued` + `verify`).
+        guard let root = roots.first(where: { intermediate.isNamed(issuedBy: $0) && intermediate.isSigned(by: $0) }) else {
+            let issuer = Self.quoted(intermediate.issuerSummary)
+            return .invalidChain("\(Self.describe("intermediate", intermediate)) (issuer \(issuer)) is not signed by a configured root")
+        }
+        guard leaf.isNamed(issuedBy: intermediate), leaf.isSigned(by: intermediate) else {
+            return .invalidChain("\(Self.describe("leaf", leaf)) is not signed by the \(Self.describe("intermediate", intermediate))")
+        }
+        guard intermediate.isCertificateAuthority else {
+            return .invalidChain("\(Self.describe("intermediate", intermediate)) is not a CA (basicConstraints CA:TRUE)")
+        }
+
+        for (role, certificate) in [("leaf", leaf), ("intermediate", intermediate), ("root", root)] {
+            if let problem = Self.validityProblem(certificate, at: time) {
+                return .invalidChain("\(Self.describe(role, certificate)) \(problem)")
+            }
+        }
+
+        guard leaf.hasExtension(oid: Self.leafMarkerOID) else {
+            return .invalidChain("\(Self.describe("leaf", leaf)) lacks Apple's receipt-signer extension \(Self.leafMarkerOID)")
+        }
+        guard intermediate.hasExtension(oid: Self.intermediateMarkerOID) else {
+            return .invalidChain("\(Self.describe("intermediate", intermediate)) lacks Apple's WWDR extension \(Self.intermediateMarkerOID)")
+        }
+        return nil
+    }
+
+    private static func describe(_ role: String, _ certificate: X509Certificate) -> String {
+        "\(role) \(quoted(certificate.subjectSummary))"
+    }
+
+    /// A name for a message. Before the chain is trusted names are chosen by the sender, so
+    /// they are capped (OpenSSL has already escaped control characters).
+    private static func quoted(_ name: String) -> String {
+        "\"\(name.count > 200 ? name.prefix(200) + "..." : name)\""
+    }
+
+    private static func validityProblem(_ certificate: X509Certificate, at time: Date) -> String? {
+        guard let notBefore = certificate.notBefore, let notAfter = certificate.notAfter else {
+            return "has an unreadable validity period"
+        }
+        let checked = time.formatted(.iso8601)
+        if time < notBefore {
+            return "is not yet valid at \(checked) (valid from \(notBefore.formatted(.iso8601)))"
+        }
+        if time > notAfter {
+            return "has expired at \(checked) (valid until \(notAfter.formatted(.iso8601)))"
+        }
+        return nil
+    }
+}

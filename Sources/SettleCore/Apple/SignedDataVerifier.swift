@@ -1,0 +1,205 @@
+import Foundation
+
+/// Verifies StoreKit 2 signed data (compact JWS with an `x5c` chain) the way Apple's App
+/// Store Server libraries do offline (apple-protocol.md 3.4).
+///
+/// A pure function of the token, the configured roots, the time and the expectations: no
+/// network (so no OCSP), no clock reading. The chain is checked at the payload's
+/// `signedDate`, which is what lets genuine but old data verify after its short-lived leaf
+/// certificate has expired.
+public struct SignedDataVerifier: Sendable {
+    /// Largest token accepted. Apple's tokens are about 5 KiB; the cap bounds the work an
+    /// attacker can make us do before any signature has been checked.
+    static let maxTokenBytes = 64 * 1024
+    /// Largest DER certificate accepted in `x5c` (Apple's are about 1 KiB).
+    static let maxCertificateBytes = 16 * 1024
+
+    /// When the chain's validity is checked.
+    enum CheckTime {
+        /// At the payload's `signedDate`, or at the given time if it has none (the public
+        /// behaviour).
+        case signedDate(orElse: Date)
+        /// At exactly this time, whatever the payload says (used to show that old data
+        /// fails at "now").
+        case fixed(Date)
+    }
+
+    let rootCertificates: [X509Certificate]
+    let bundleId: String
+    let acceptSandbox: Bool
+
+    public init(rootCertificates: [X509Certificate], bundleId: String, acceptSandbox: Bool) {
+        self.rootCertificates = rootCertificates
+        self.bundleId = bundleId
+        self.acceptSandbox = acceptSandbox
+    }
+
+    /// Verifies a JWSTransaction (StoreKit 2 signed transaction or Server API
+    /// `signedTransactionInfo`) and returns its decoded payload.
+    /// `now` is used only when the payload has no `signedDate`; otherwise the chain is
+    /// checked at `signedDate` (so genuine old data verifies).
+    public func verifyTransaction(_ token: String, now: Date) -> Result<SignedTransaction, SignedDataFailure> {
+        verifyTransaction(token, checkTime: .signedDate(orElse: now))
+    }
+
+    /// The signature/chain part alone (for renewal info etc.): returns the payload once
+    /// the chain and signature are good; checks the environment (Production, or Sandbox
+    /// if accepted; never Xcode/LocalTesting) but not the bundle id, which renewal info
+    /// does not carry.
+    public func verifySignedData(_ token: String, now: Date) -> Result<JSONValue, SignedDataFailure> {
+        verifySignedData(token, checkTime: .signedDate(orElse: now))
+    }
+
+    func verifyTransaction(_ token: String, checkTime: CheckTime) -> Result<SignedTransaction, SignedDataFailure> {
+        Result { () throws(SignedDataFailure) in
+            let payload = try authenticate(token, checkTime: checkTime)
+            // Bundle before environment, the order of Apple's libraries, so a foreign
+            // app's sandbox data reports the more telling reason.
+            guard case let .string(bundle) = payload["bundleId"] else {
+                throw .bundleMismatch("transaction has no bundleId, expected \(bundleId)")
+            }
+            guard bundle == bundleId else {
+                throw .bundleMismatch("transaction is for \(bundle), expected \(bundleId)")
+            }
+            try checkEnvironment(payload)
+            return try SignedTransaction(decoding: payload)
+        }
+    }
+
+    func verifySignedData(_ token: String, checkTime: CheckTime) -> Result<JSONValue, SignedDataFailure> {
+        Result { () throws(SignedDataFailure) in
+            let payload = try authenticate(token, checkTime: checkTime)
+            try checkEnvironment(payload)
+            return payload
+        }
+    }
+
+    /// Steps 1-8 of apple-protocol.md 3.4: format, algorithm, chain, signature. Returns
+    /// the payload once it is known to be signed by an Apple leaf under a configured root.
+    private func authenticate(_ token: String, checkTime: CheckTime) throws(SignedDataFailure) -> JSONValue {
+        let jws = try DecodedJWS(token)
+
+        guard case .string("ES256") = jws.header["alg"] else {
+            // The value is unauthenticated input headed for logs: capped, and quoted as JSON
+            // so that control characters stay escaped.
+            let alg = jws.header["alg"].map { value in
+                value.looseString.map { JSONValue.string(String($0.prefix(32))).serialized() } ?? value.typeName
+            } ?? "absent"
+            throw .unsupportedAlgorithm("alg is \(alg), only ES256 is accepted")
+        }
+        // RFC 7515 4.1.11: a recipient must reject a JWS whose `crit` lists extensions it
+        // does not understand; settle understands none, and Apple never sends `crit`.
+        guard jws.header["crit"] == nil else {
+            throw .malformed("header has crit parameters, which are not supported")
+        }
+
+        let chain = try Self.certificateChain(in: jws.header)
+        let time = try effectiveTime(checkTime, payload: jws.payload)
+        if let failure = chain.failure(roots: rootCertificates, at: time) { throw failure }
+
+        guard let leafKey = try? ES256PublicKey(certificate: chain.leaf),
+              ES256.verify(signature: jws.signature, message: jws.signingInput, publicKey: leafKey)
+        else { throw .signatureInvalid }
+        return jws.payload
+    }
+
+    /// Decodes `x5c[0]` (leaf) and `x5c[1]` (intermediate). `x5c[2]` is ignored: the
+    /// anchor is one of the configured roots, never a certificate the sender supplies.
+    private static func certificateChain(in header: JSONValue) throws(SignedDataFailure) -> AppleCertificateChain {
+        guard let entries = header["x5c"]?.arrayValue else {
+            throw .malformed("header has no x5c certificate chain")
+        }
+        guard entries.count == 3 else { throw .invalidChainLength(entries.count) }
+        // Standard base64 of at most maxCertificateBytes is at most this many characters.
+        let maxEncodedLength = (maxCertificateBytes + 2) / 3 * 4
+        var certificates: [X509Certificate] = []
+        for (index, entry) in entries.enumerated() {
+            guard case let .string(encoded) = entry else {
+                throw .malformed("x5c[\(index)] is a \(entry.typeName), expected a base64 string")
+            }
+            guard encoded.utf8.count <= maxEncodedLength else {
+                throw .malformed("x5c[\(index)] is over the \(maxCertificateBytes)-byte certificate limit")
+            }
+            guard index < 2 else { continue }
+            guard let der = Data(base64Encoded: encoded) else {
+                throw .malformed("x5c[\(index)] is not standard base64")
+            }
+            do {
+                certificates.append(try X509Certificate(der: der))
+            } catch {
+                throw .invalidChain("x5c[\(index)]: \(error.message)")
+            }
+        }
+        return AppleCertificateChain(leaf: certificates[0], intermediate: certificates[1])
+    }
+
+    /// The time at which the chain must be valid.
+    private func effectiveTime(_ checkTime: CheckTime, payload: JSONValue) throws(SignedDataFailure) -> Date {
+        switch checkTime {
+        case let .fixed(time):
+            return time
+        case let .signedDate(fallback):
+            guard let value = payload["signedDate"], value != .null else { return fallback }
+            // Milliseconds, possibly fractional; read as Double so the fraction is kept.
+            guard let milliseconds = value.looseString.flatMap(Double.init), milliseconds.isFinite else {
+                throw .malformed("signedDate is not a number of milliseconds")
+            }
+            return Date(timeIntervalSince1970: milliseconds / 1000)
+        }
+    }
+
+    /// Production always; Sandbox only when configured; anything else (Xcode,
+    /// LocalTesting, missing) never, because it is not App Store-signed data.
+    private func checkEnvironment(_ payload: JSONValue) throws(SignedDataFailure) {
+        switch payload["environment"] {
+        case .string("Production"):
+            return
+        case .string("Sandbox"):
+            guard acceptSandbox else { throw .environmentMismatch("Sandbox data is not accepted by this configuration") }
+        case let .string(other):
+            throw .environmentMismatch("environment \(other) is not accepted")
+        default:
+            throw .environmentMismatch("payload has no environment")
+        }
+    }
+}
+
+/// The three parts of a compact JWS, decoded but not yet trusted.
+private struct DecodedJWS {
+    let header: JSONValue
+    let payload: JSONValue
+    let signature: Data
+    /// `header_b64 "." payload_b64` exactly as received: the bytes the signature covers.
+    let signingInput: Data
+
+    init(_ token: String) throws(SignedDataFailure) {
+        guard token.utf8.count <= SignedDataVerifier.maxTokenBytes else {
+            throw .malformed("token is \(token.utf8.count) bytes, over the \(SignedDataVerifier.maxTokenBytes)-byte limit")
+        }
+        let parts = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count == 3 else {
+            throw .malformed("expected 3 dot-separated parts, found \(parts.count)")
+        }
+        header = try Self.jsonObject(parts[0], name: "header")
+        payload = try Self.jsonObject(parts[1], name: "payload")
+        guard let signature = Base64URL.decode(Substring(parts[2])) else {
+            throw .malformed("signature is not base64url")
+        }
+        self.signature = signature
+        signingInput = Data(token.utf8[parts[0].startIndex..<parts[1].endIndex])
+    }
+
+    private static func jsonObject(_ part: Substring.UTF8View, name: String) throws(SignedDataFailure) -> JSONValue {
+        guard let bytes = Base64URL.decode(Substring(part)) else {
+            throw .malformed("\(name) is not base64url")
+        }
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(bytes)
+        } catch {
+            throw .malformed("\(name) is not JSON: \(error)")
+        }
+        guard value.objectMembers != nil else { throw .malformed("\(name) is a JSON \(value.typeName), expected an object") }
+        return value
+    }
+}

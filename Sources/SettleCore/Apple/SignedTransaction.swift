@@ -1,0 +1,76 @@
+import Foundation
+
+/// The fields settle uses from a verified StoreKit 2 transaction
+/// (`JWSTransactionDecodedPayload`,
+/// https://developer.apple.com/documentation/appstoreserverapi/jwstransactiondecodedpayload).
+///
+/// Fields are read leniently because Apple's producers disagree on types: ids can arrive
+/// as JSON numbers, dates are milliseconds and may be fractional in Xcode-signed data.
+/// The whole payload is kept so that fields settle does not model survive for hooks.
+public struct SignedTransaction: Sendable, Equatable {
+    public var transactionId: String
+    public var originalTransactionId: String
+    public var bundleId: String
+    public var productId: String
+    public var purchaseDateMs: Int64?
+    public var expiresDateMs: Int64?
+    public var revocationDateMs: Int64?
+    public var signedDateMs: Int64?
+    public var quantity: Int
+    public var environment: String
+    /// `Auto-Renewable Subscription`, `Non-Consumable`, `Consumable` or
+    /// `Non-Renewing Subscription`, kept as sent so that a new value survives.
+    public var type: String?
+    /// `PURCHASED` or `FAMILY_SHARED`, kept as sent.
+    public var inAppOwnershipType: String?
+    public var payload: JSONValue
+
+    /// Reads the fields from a decoded payload. This does not verify anything: use
+    /// `SignedDataVerifier.verifyTransaction` for data from outside.
+    public init(decoding payload: JSONValue) throws(SignedDataFailure) {
+        guard payload.objectMembers != nil else { throw .malformed("transaction payload is not a JSON object") }
+        transactionId = try Self.requiredText("transactionId", in: payload)
+        originalTransactionId = try Self.requiredText("originalTransactionId", in: payload)
+        bundleId = try Self.requiredText("bundleId", in: payload)
+        productId = try Self.requiredText("productId", in: payload)
+        purchaseDateMs = try Self.optionalInteger("purchaseDate", in: payload)
+        expiresDateMs = try Self.optionalInteger("expiresDate", in: payload)
+        revocationDateMs = try Self.optionalInteger("revocationDate", in: payload)
+        signedDateMs = try Self.optionalInteger("signedDate", in: payload)
+        // A transaction without a quantity is for one item: StoreKit omits nothing here in
+        // practice, but older simulators and hand-made test data do.
+        let quantity = try Self.optionalInteger("quantity", in: payload) ?? 1
+        guard let count = Int(exactly: quantity), count >= 1 else {
+            throw .malformed("transaction payload has quantity \(quantity)")
+        }
+        self.quantity = count
+        environment = try Self.requiredText("environment", in: payload)
+        type = try Self.optionalString("type", in: payload)
+        inAppOwnershipType = try Self.optionalString("inAppOwnershipType", in: payload)
+        self.payload = payload
+    }
+
+    private static func requiredText(_ key: String, in payload: JSONValue) throws(SignedDataFailure) -> String {
+        guard let value = payload[key], value != .null else { throw .malformed("transaction payload has no \(key)") }
+        guard let text = value.looseString, !text.isEmpty else {
+            throw .malformed("transaction payload field \(key) is a \(value.typeName), expected a string")
+        }
+        return text
+    }
+
+    private static func optionalString(_ key: String, in payload: JSONValue) throws(SignedDataFailure) -> String? {
+        guard let value = payload[key], value != .null else { return nil }
+        guard case let .string(text) = value else {
+            throw .malformed("transaction payload field \(key) is a \(value.typeName), expected a string")
+        }
+        return text
+    }
+
+    private static func optionalInteger(_ key: String, in payload: JSONValue) throws(SignedDataFailure) -> Int64? {
+        guard let value = payload[key], value != .null else { return nil }
+        guard let number = value.looseInt64 else {
+            throw .malformed("transaction payload field \(key) is not a number")
+        }
+        return number
+    }
+}
