@@ -1,5 +1,8 @@
 import Foundation
 import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Runs the built `settle` executable, as an operator would.
 enum SettleBinary {
@@ -20,15 +23,23 @@ enum SettleBinary {
 
     private final class Marker {}
 
-    /// Runs settle to completion with `arguments`, optional stdin and extra environment.
-    static func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:]) throws -> Result {
-        let process = Process()
-        process.executableURL = url
-        process.arguments = arguments
+    /// The test process's environment without `SETTLE_CONFIG`, plus `environment`.
+    static func environment(_ environment: [String: String]) -> [String: String] {
         var env = ProcessInfo.processInfo.environment
         env["SETTLE_CONFIG"] = nil
         for (k, v) in environment { env[k] = v }
-        process.environment = env
+        return env
+    }
+
+    /// Runs settle to completion with `arguments`, optional stdin and extra environment,
+    /// in `workingDirectory` when given.
+    static func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String] = [:],
+                    workingDirectory: String? = nil) throws -> Result {
+        let process = Process()
+        process.executableURL = url
+        process.arguments = arguments
+        process.environment = Self.environment(environment)
+        if let workingDirectory { process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory) }
         let out = Pipe(), err = Pipe(), input = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -49,5 +60,58 @@ enum SettleBinary {
         process.waitUntilExit()
         return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
                       stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    /// Starts settle without waiting for it. Its output goes to files in `outputFolder` (not
+    /// pipes, so a process it leaves behind can never hold the test up), stdin is /dev/null.
+    static func start(_ arguments: [String], environment: [String: String] = [:], workingDirectory: String? = nil,
+                      outputFolder: String) throws -> Running {
+        let name = "settle-\(UUID().uuidString)"
+        let stdoutPath = outputFolder + "/\(name).out", stderrPath = outputFolder + "/\(name).err"
+        for path in [stdoutPath, stderrPath] {
+            guard FileManager.default.createFile(atPath: path, contents: nil) else { throw CocoaError(.fileWriteUnknown) }
+        }
+        let process = Process()
+        process.executableURL = url
+        process.arguments = arguments
+        process.environment = Self.environment(environment)
+        if let workingDirectory { process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory) }
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        return Running(process: process, stdoutPath: stdoutPath, stderrPath: stderrPath)
+    }
+
+    /// A settle process started with `start`.
+    final class Running: @unchecked Sendable {
+        let process: Process
+        let stdoutPath: String
+        let stderrPath: String
+
+        init(process: Process, stdoutPath: String, stderrPath: String) {
+            self.process = process
+            self.stdoutPath = stdoutPath
+            self.stderrPath = stderrPath
+        }
+
+        var pid: Int32 { process.processIdentifier }
+        var isRunning: Bool { process.isRunning }
+
+        /// Sends `signal` to the settle process only (not to its hooks).
+        func send(_ signal: Int32) {
+            _ = kill(process.processIdentifier, signal)
+        }
+
+        /// Waits for the process to end (and reaps it) and returns what it printed.
+        /// `status` is the exit code, or the signal number when it was killed by one.
+        func wait() -> Result {
+            process.waitUntilExit()
+            let out = (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? ""
+            let err = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
+            return Result(status: process.terminationStatus, stdout: out, stderr: err)
+        }
+
+        var wasKilledBySignal: Bool { !process.isRunning && process.terminationReason == .uncaughtSignal }
     }
 }

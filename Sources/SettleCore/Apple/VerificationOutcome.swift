@@ -23,6 +23,10 @@ public enum RejectionReason: String, Sendable, CaseIterable {
     case refunded
     case alreadyGranted = "already_granted"
     case sandboxNotAccepted = "sandbox_not_accepted"
+    /// A StoreKit 2 signed transaction that fails verification (forged or altered).
+    case signatureInvalid = "signature_invalid"
+    /// Signed data from an environment never accepted (Xcode, LocalTesting).
+    case environmentMismatch = "environment_mismatch"
 }
 
 /// The result of one verification with the facts worth keeping in the order's history.

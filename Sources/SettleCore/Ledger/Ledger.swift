@@ -44,6 +44,7 @@ public final class Ledger: @unchecked Sendable {
             database = try SQLiteDatabase(path: path, mode: .readWrite)
             // WAL lets `settle status` read while a pass writes; it persists in the file.
             try database.execute("PRAGMA journal_mode = WAL")
+            try database.persistWAL()
             // FULL: every commit is fsynced, so an acknowledged transition survives power loss
             // (https://www.sqlite.org/pragma.html#pragma_synchronous).
             try database.execute("PRAGMA synchronous = FULL")

@@ -76,6 +76,18 @@ public final class SQLiteDatabase {
         return SQLiteError(code: rc, message: message, sql: sql)
     }
 
+    /// Keeps the `-wal` and `-shm` files when the last connection closes.
+    ///
+    /// "the WAL file ... persist after the last database connection closes" (SQLITE_FCNTL_PERSIST_WAL,
+    /// https://www.sqlite.org/c3ref/c_fcntl_begin_atomic_write.html). Without it a read-only
+    /// reader (`settle status`) arriving after the writer closed would have to create them,
+    /// writing files beside the ledger (owned by whoever ran status).
+    public func persistWAL() throws(SQLiteError) {
+        var one: Int32 = 1
+        let rc = sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &one)
+        guard rc == SQLITE_OK else { throw error(rc, sql: nil) }
+    }
+
     /// Runs one or more statements that take no parameters and return no rows used.
     public func execute(_ sql: String) throws(SQLiteError) {
         var errmsg: UnsafeMutablePointer<CChar>?

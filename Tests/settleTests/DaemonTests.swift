@@ -1,0 +1,310 @@
+import Foundation
+import SettleCore
+import SettleTesting
+import Synchronization
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `settle run` as systemd runs it: the real process, a test-owned notify socket, signals.
+final class DaemonTests: EndToEndTestCase {
+    var notify: NotifySocket!
+    var daemons: [SettleBinary.Running] = []
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        notify = try NotifySocket(path: world.folder + "/notify.sock")
+        // Passes come from SIGUSR1 and the start-up pass, not from the clock.
+        try world.writeConfig(schedule: [("interval_seconds", .number(3600))])
+    }
+
+    override func tearDownWithError() throws {
+        for daemon in daemons where daemon.isRunning {
+            daemon.send(SIGKILL)
+            _ = daemon.wait()
+        }
+        notify = nil
+        try super.tearDownWithError()
+    }
+
+    func startDaemon(watchdogUsec: Int? = nil) throws -> SettleBinary.Running {
+        var environment = ["NOTIFY_SOCKET": notify.path]
+        if let watchdogUsec { environment["WATCHDOG_USEC"] = String(watchdogUsec) }
+        let daemon = try SettleBinary.start(["run", "--config", world.configPath], environment: environment,
+                                            outputFolder: world.folder)
+        daemons.append(daemon)
+        return daemon
+    }
+
+    func waitForReady(_ daemon: SettleBinary.Running, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertTrue(eventually(within: 20) { notify.messages.contains { $0.contains("READY=1") } },
+                      "no READY=1; stderr: \(log(daemon))", file: file, line: line)
+    }
+
+    func log(_ daemon: SettleBinary.Running) -> String {
+        (try? String(contentsOfFile: daemon.stderrPath, encoding: .utf8)) ?? ""
+    }
+
+    func passes(_ daemon: SettleBinary.Running) -> Int {
+        log(daemon).components(separatedBy: "pass.finished").count - 1
+    }
+
+    func stateInLedger(_ orderId: String) -> String? {
+        (try? Ledger(readOnlyPath: world.ledgerPath).orderRecord(orderId))??.order.state.rawValue
+    }
+
+    // MARK: -
+
+    func testRun_tellsSystemdReadyStatusAndWatchdog_andFinishesOrdersEnqueuedWhileRunning() throws {
+        let daemon = try startDaemon(watchdogUsec: 400_000)
+        waitForReady(daemon)
+        XCTAssertTrue(eventually(within: 10) { notify.messages.contains { $0.hasPrefix("STATUS=last pass:") } }, log(daemon))
+        XCTAssertTrue(eventually(within: 5) { notify.messages.filter { $0 == "WATCHDOG=1" }.count >= 2 }, "\(notify.messages)")
+
+        try enqueueValid("o-1", transaction: "100")
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("o-1") == "finished" }, log(daemon))
+        XCTAssertEqual(world.deliveries, ["100 o-1"])
+        XCTAssertTrue(eventually(within: 5) { notify.messages.contains { $0.contains("1 finished") } }, "\(notify.messages)")
+
+        let status = try statusJSON()
+        XCTAssertEqual(status["daemon"]?["pid"]?.looseString, String(daemon.pid))
+        XCTAssertEqual(status["apple"]?["breaker"], .string("closed"))
+        XCTAssertTrue(status["daemon"]?["last_pass_summary"]?.looseString?.hasPrefix("reconciled") == true)
+
+        daemon.send(SIGTERM)
+        XCTAssertEqual(daemon.wait().status, 0)
+        XCTAssertTrue(notify.messages.contains { $0.hasPrefix("STOPPING=1") })
+        XCTAssertEqual(try statusJSON()["daemon"], .null, "a stopped daemon is not shown as running")
+    }
+
+    func testPassesNeverOverlap_requestsDuringAPassCoalesceIntoOneFollowUp() throws {
+        let hook = try world.hook("slow.sh", exit: 0, extra: "touch \(world.folder)/started; sleep 1")
+        try world.writeConfig(hook: hook, schedule: [("interval_seconds", .number(3600))])
+        try enqueueValid("o-1", transaction: "100")
+        let daemon = try startDaemon()
+        waitForReady(daemon)
+        XCTAssertTrue(eventually(within: 10) { FileManager.default.fileExists(atPath: world.folder + "/started") }, log(daemon))
+        for _ in 1...5 { daemon.send(SIGUSR1) }
+        XCTAssertTrue(eventually(within: 10) { passes(daemon) >= 2 }, log(daemon))
+        usleep(500_000)
+        XCTAssertEqual(passes(daemon), 2, "five requests during the first pass became one follow-up pass")
+        XCTAssertEqual(world.deliveries.count, 1)
+    }
+
+    func testSecondDaemonOnTheSameLedger_exits75NamingTheHolder() throws {
+        let first = try startDaemon()
+        waitForReady(first)
+        let second = try settle(["run"])
+        XCTAssertEqual(second.status, 75)
+        XCTAssertTrue(second.stderr.contains("pid \(first.pid)"), second.stderr)
+        XCTAssertTrue(first.isRunning)
+        // An operator's one-shot pass beside the daemon still works.
+        try enqueueValid("o-op", transaction: "55")
+        try settle(expecting: 0, ["reconcile", "--order", "o-op"])
+        XCTAssertEqual(stateInLedger("o-op"), "finished")
+    }
+
+    func testSIGTERM_withASlowHookInFlight_finishesThatDeliveryAndExitsZero() throws {
+        let hook = try world.hook("slow.sh", exit: 0, extra: "touch \(world.folder)/started; sleep 1.5; touch \(world.folder)/done")
+        try world.writeConfig(hook: hook, schedule: [("interval_seconds", .number(3600))])
+        let daemon = try startDaemon()
+        waitForReady(daemon)
+        try enqueueValid("o-1", transaction: "100")
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { FileManager.default.fileExists(atPath: world.folder + "/started") }, log(daemon))
+        daemon.send(SIGTERM)
+        let result = daemon.wait()
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: world.folder + "/done"), "the hook ran to its end")
+        XCTAssertEqual(stateInLedger("o-1"), "finished")
+        XCTAssertTrue(notify.messages.contains { $0.hasPrefix("STOPPING=1") })
+        XCTAssertTrue(result.stderr.contains("daemon.stopped clean=true"), result.stderr)
+    }
+
+    func testSIGTERM_pastTheGrace_exitsAnyway_andLeavesTheOrderToRescue() throws {
+        let hook = try world.hook("stuck.sh", exit: 0, extra: "echo $$ > \(world.folder)/stuck; sleep 30")
+        try world.writeConfig(hook: hook, hookTimeout: 60, schedule: [("interval_seconds", .number(3600))],
+                              overrides: [("shutdown_grace_seconds", .number(0.5))])
+        let daemon = try startDaemon()
+        waitForReady(daemon)
+        try enqueueValid("o-1", transaction: "100")
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { FileManager.default.fileExists(atPath: world.folder + "/stuck") }, log(daemon))
+        let asked = Date()
+        daemon.send(SIGTERM)
+        let result = daemon.wait()
+        XCTAssertEqual(result.status, 0)
+        XCTAssertLessThan(Date().timeIntervalSince(asked), 10, "did not wait for the stuck hook")
+        XCTAssertTrue(result.stderr.contains("daemon.grace_exceeded"), result.stderr)
+        if let text = try? String(contentsOfFile: world.folder + "/stuck", encoding: .utf8), let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+            kill(-pid, SIGKILL)
+        }
+        XCTAssertEqual(stateInLedger("o-1"), "delivering", "left for rescue, not lost")
+    }
+
+    func testSIGKILLMidDelivery_thenRestart_finishesTheOrderWithTheSameKey() throws {
+        let hook = try world.hook("once-slow.sh", exit: 0, extra: """
+            if [ ! -e \(world.folder)/first ]; then echo $$ > \(world.folder)/first; sleep 30; fi
+            """)
+        try world.writeConfig(hook: hook, schedule: [("interval_seconds", .number(3600))])
+        let first = try startDaemon()
+        waitForReady(first)
+        try enqueueValid("o-1", transaction: "4242")
+        first.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { FileManager.default.fileExists(atPath: world.folder + "/first") }, log(first))
+        first.send(SIGKILL)
+        _ = first.wait()
+        if let text = try? String(contentsOfFile: world.folder + "/first", encoding: .utf8), let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+            kill(-pid, SIGKILL)   // the orphaned hook leads its own process group
+        }
+        XCTAssertEqual(stateInLedger("o-1"), "delivering")
+
+        let second = try startDaemon()
+        XCTAssertTrue(eventually(within: 15) { stateInLedger("o-1") == "finished" }, log(second))
+        XCTAssertEqual(world.deliveries, ["4242 o-1", "4242 o-1"], "delivered again, with the same idempotency key")
+        XCTAssertTrue(try history("o-1").contains { $0["kind"] == .string("rescue") })
+        XCTAssertEqual(try attempts("o-1"), 0, "a rescue uses no attempt")
+    }
+
+    func testSIGHUP_reloadsAValidConfiguration_andKeepsTheOldOneWhenTheNewIsInvalid() throws {
+        let daemon = try startDaemon()
+        waitForReady(daemon)
+        let readyBefore = notify.messages.filter { $0.hasPrefix("READY=1") }.count
+
+        try world.writeConfig(schedule: [("interval_seconds", .number(1800)), ("concurrency", .number(2))])
+        daemon.send(SIGHUP)
+        XCTAssertTrue(eventually(within: 10) { log(daemon).contains("daemon.reloaded") }, log(daemon))
+        let reloading = try XCTUnwrap(notify.messages.first { $0.hasPrefix("RELOADING=1") })
+        XCTAssertNotNil(reloading.range(of: #"MONOTONIC_USEC=\d+"#, options: .regularExpression), reloading)
+        XCTAssertTrue(eventually(within: 5) { notify.messages.filter { $0.hasPrefix("READY=1") }.count > readyBefore })
+
+        try world.write("settle.json", #"{"ledger": "x.sqlite3", "bogus": true}"#)
+        daemon.send(SIGHUP)
+        XCTAssertTrue(eventually(within: 10) { log(daemon).contains("daemon.reload_failed") }, log(daemon))
+        XCTAssertTrue(log(daemon).contains("error daemon.reload_failed"), "logged at error level")
+        XCTAssertTrue(daemon.isRunning)
+        // Still serving with the previous configuration.
+        try world.writeConfig(schedule: [("interval_seconds", .number(3600))])
+        try enqueueValid("o-1", transaction: "100")
+        try world.write("settle.json", #"{"ledger": "x.sqlite3", "bogus": true}"#)
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("o-1") == "finished" }, log(daemon))
+    }
+
+    func testAppleOutage_opensTheBreaker_visibleInStatus_andUsesNoAttempts() throws {
+        try world.writeConfig(schedule: [("interval_seconds", .number(3600)), ("concurrency", .number(1))])
+        for i in 1...6 { try enqueueValid("o-\(i)", transaction: "\(i)", answers: Array(repeating: .http(503), count: 10)) }
+        let daemon = try startDaemon()
+        waitForReady(daemon)
+        XCTAssertTrue(eventually(within: 15) { log(daemon).contains("apple.breaker_opened") }, log(daemon))
+        let status = try statusJSON()
+        XCTAssertEqual(status["apple"]?["breaker"], .string("open"))
+        assertTime(status["apple"]?["retry_at"], nullable: false, "apple.retry_at")
+        XCTAssertTrue(status["apple"]?["last_error"]?.looseString?.contains("503") == true, "\(String(describing: status["apple"]))")
+        for i in 1...6 {
+            XCTAssertEqual(try attempts("o-\(i)"), 0)
+            XCTAssertEqual(try state("o-\(i)"), "pending")
+        }
+        XCTAssertEqual(world.simulator.requests.count, 5, "claiming stopped when the breaker opened")
+        // While open, a pass claims nothing.
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { passes(daemon) >= 2 }, log(daemon))
+        XCTAssertEqual(world.simulator.requests.count, 5)
+        XCTAssertTrue(notify.messages.contains { $0.contains("Apple breaker open until") }, "\(notify.messages)")
+    }
+
+    func testMetricsFile_isWrittenAfterEachPass_asValidPrometheusText() throws {
+        let metricsPath = world.folder + "/settle.prom"
+        try world.writeConfig(schedule: [("interval_seconds", .number(3600))], overrides: [("metrics_file", .string(metricsPath))])
+        try enqueueValid("o-1", transaction: "100")
+        let daemon = try startDaemon()
+        waitForReady(daemon)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("o-1") == "finished" && FileManager.default.fileExists(atPath: metricsPath) })
+        let text = try String(contentsOfFile: metricsPath, encoding: .utf8)
+        let sample = try NSRegularExpression(pattern: #"^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*"(,[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*")*\})? -?[0-9.e+Inf]+$"#)
+        var families: Set<String> = []
+        for line in lines(text) {
+            if line.hasPrefix("# TYPE ") { families.insert(line.split(separator: " ")[2].description); continue }
+            if line.hasPrefix("# HELP ") { continue }
+            XCTAssertNotNil(sample.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)), "not a sample line: \(line)")
+        }
+        XCTAssertEqual(families, ["settle_orders", "settle_oldest_undelivered_seconds", "settle_apple_requests_total",
+                                  "settle_apple_request_duration_seconds", "settle_deliveries_total", "settle_breaker_open",
+                                  "settle_last_pass_timestamp_seconds", "settle_build_info"])
+        for state in ["pending", "verifying", "delivering", "finished", "rejected", "needs_attention"] {
+            XCTAssertTrue(text.contains("settle_orders{state=\"\(state)\"}"), state)
+        }
+        XCTAssertTrue(text.contains("settle_orders{state=\"finished\"} 1"))
+        XCTAssertTrue(text.contains("settle_deliveries_total{result=\"delivered\"} 1"))
+        XCTAssertTrue(text.contains("settle_apple_requests_total{environment=\"Production\",outcome=\"status_0\"} 1"))
+        XCTAssertTrue(text.contains("settle_apple_request_duration_seconds_count 1"))
+        XCTAssertFalse(text.contains("o-1"), "no per-order labels")
+        XCTAssertFalse(try FileManager.default.contentsOfDirectory(atPath: world.folder).contains { $0.hasSuffix(".tmp") })
+        daemon.send(SIGTERM)
+        XCTAssertEqual(daemon.wait().status, 0)
+    }
+
+    func testJournalStream_prefixesEveryLogLineWithItsSyslogPriority() throws {
+        let daemon = try SettleBinary.start(["run", "--config", world.configPath],
+                                            environment: ["NOTIFY_SOCKET": notify.path, "JOURNAL_STREAM": "8:12345"],
+                                            outputFolder: world.folder)
+        daemons.append(daemon)
+        waitForReady(daemon)
+        daemon.send(SIGTERM)
+        let result = daemon.wait()
+        XCTAssertEqual(result.status, 0)
+        let logLines = lines(result.stderr)
+        XCTAssertFalse(logLines.isEmpty)
+        for line in logLines { XCTAssertNotNil(line.range(of: #"^<[0-7]>\d{4}-"#, options: .regularExpression), line) }
+        XCTAssertTrue(logLines.contains { $0.hasPrefix("<6>") && $0.contains("daemon.started") })
+    }
+}
+
+/// A datagram socket standing in for systemd's notify socket; collects every message.
+final class NotifySocket: @unchecked Sendable {
+    let path: String
+    private let fd: Int32
+    private let received = LineCollector()
+    private let thread: Thread
+
+    init(path: String) throws {
+        self.path = path
+        unlink(path)
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { throw CocoaError(.fileWriteUnknown) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0 else { close(fd); throw CocoaError(.fileWriteUnknown) }
+        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        self.fd = fd
+        let received = self.received
+        thread = Thread {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while !Thread.current.isCancelled {
+                let count = recv(fd, &buffer, buffer.count, 0)
+                if count > 0 {
+                    let message = String(decoding: buffer[0..<count], as: UTF8.self)
+                    received.append(message)
+                }
+            }
+        }
+        thread.start()
+    }
+
+    deinit {
+        thread.cancel()
+        usleep(150_000)
+        close(fd)
+        unlink(path)
+    }
+
+    /// Every datagram so far, each as sent (possibly several lines).
+    var messages: [String] { received.lines }
+}

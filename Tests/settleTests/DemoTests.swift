@@ -1,0 +1,37 @@
+import Foundation
+import SettleCore
+import XCTest
+
+/// `settle demo` works on a fresh machine and leaves nothing behind (SPEC section 1).
+final class DemoTests: EndToEndTestCase {
+    func testDemo_exits0PrintsAStatusTableAndLeavesNoFolderBehind() throws {
+        let tmp = world.folder + "/tmp"
+        try FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: false)
+        let result = try settleWithoutConfig(["demo"], environment: ["TMPDIR": tmp], workingDirectory: tmp)
+        XCTAssertEqual(result.status, 0, "stdout: \(result.stdout)\nstderr: \(result.stderr)")
+        let table = lines(result.stdout)
+        let header = try XCTUnwrap(table.first { $0.hasPrefix("ORDER") && $0.contains("STATE") }, "no status table:\n\(result.stdout)")
+        XCTAssertTrue(header.contains("REASON"), header)
+        XCTAssertTrue(table.contains { $0.hasPrefix("o-") && $0.contains(" finished ") }, "no finished order:\n\(result.stdout)")
+        XCTAssertTrue(table.contains { $0.hasPrefix("o-") && $0.contains(" rejected ") }, "no rejected order:\n\(result.stdout)")
+        XCTAssertTrue(result.stdout.contains("refunded"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("already_granted"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("pass 1: reconciled"), result.stdout)
+
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: tmp), [],
+                       "settle demo left files behind in $TMPDIR")
+        XCTAssertNil(result.stdout.range(of: #"demo-shared-secret-\d+"#, options: .regularExpression),
+                     "the demo printed its shared secret")
+    }
+
+    func testDemoKeep_keepsTheFolderItNames() throws {
+        let tmp = world.folder + "/tmp"
+        try FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: false)
+        let result = try settleWithoutConfig(["demo", "--keep"], environment: ["TMPDIR": tmp], workingDirectory: tmp)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let kept = try FileManager.default.contentsOfDirectory(atPath: tmp)
+        XCTAssertEqual(kept.count, 1)
+        XCTAssertTrue(kept.first?.hasPrefix("settle-demo-") ?? false)
+        XCTAssertTrue(result.stdout.contains(tmp + "/" + (kept.first ?? "?")), result.stdout)
+    }
+}
