@@ -11,6 +11,7 @@
 #include <openssl/ec.h>
 #include <openssl/ecdsa.h>
 #include <openssl/bn.h>
+#include <openssl/pkcs7.h>
 
 // XN_FLAG_ONELINE is a macro composed of other macros, which Swift does not import.
 static inline unsigned long settle_XN_FLAG_ONELINE(void) { return XN_FLAG_ONELINE; }

@@ -14,6 +14,10 @@ public final class TestWorld: @unchecked Sendable {
     public let premium = "com.example.game.premium"
     public let monthly = "com.example.game.monthly"
     public let time: ManualTimeSource
+    /// App Store Server API credentials the simulator accepts (the test .p8 key).
+    public let issuerId = "57246542-96fe-1a63-e053-0824d011072a"
+    public let keyId = "TESTKEY123"
+    public let signingKey: ES256PrivateKey
     /// Where the default hook appends one line per call: "<idempotency key> <order id>".
     public var deliveriesPath: String { folder + "/deliveries.log" }
 
@@ -21,15 +25,30 @@ public final class TestWorld: @unchecked Sendable {
         var template = Array(((NSTemporaryDirectory() as NSString).appendingPathComponent("settle-test-XXXXXX")).utf8CString)
         guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
         folder = String(cString: made)
-        simulator = try AppleSimulator(sharedSecret: sharedSecret)
-        time = ManualTimeSource(Date(timeIntervalSince1970: 1_764_410_645))
+        // Starts at the real time so that tokens minted by a settle process (real clock) and by
+        // in-process reconcilers (this clock) both look current to the simulator.
+        time = ManualTimeSource(Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)))
+        let keyPEM = try String(contentsOfFile: TestWorld.fixture("apple/test-chain/testSigningKey.p8"), encoding: .utf8)
+        signingKey = try ES256PrivateKey(pem: keyPEM)
+        simulator = try AppleSimulator(sharedSecret: sharedSecret,
+                                       credentials: ServerAPICredentials(issuerId: issuerId, keyId: keyId, bundleId: bundleId,
+                                                                         publicKey: signingKey.publicKey),
+                                       time: time)
         try write("shared-secret", sharedSecret, mode: 0o600)
+        try write("appstore-key.p8", keyPEM, mode: 0o600)
+        try write("simulator-root.pem", SimulatorSigningChain.rootPEM)
         _ = try hook("grant.sh", exit: 0)
     }
 
     deinit {
         simulator.stop()
         try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    /// A file of the test fixtures (Tests/SettleCoreTests/Fixtures).
+    public static func fixture(_ relative: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../SettleCoreTests/Fixtures/\(relative)").standardized.path
     }
 
     public var ledgerPath: String { folder + "/ledger.sqlite3" }
@@ -68,6 +87,7 @@ public final class TestWorld: @unchecked Sendable {
     /// Writes settle.json. `overrides` replace or add top-level keys.
     @discardableResult
     public func writeConfig(hook: String? = nil, hookTimeout: Double = 10, acceptSandbox: Bool = true,
+                            receiptAPI: Bool = true, serverAPI: Bool = false,
                             schedule: [(String, JSONValue)] = [], overrides: [(String, JSONValue)] = []) throws -> String {
         var members: [(String, JSONValue)] = [
             ("ledger", .string(ledgerPath)),
@@ -90,8 +110,35 @@ public final class TestWorld: @unchecked Sendable {
                                                  schedule))),
             ("http", .object([("connect_timeout_seconds", .number(2)), ("timeout_seconds", .number(3))])),
         ]
+        if !receiptAPI { members.removeAll { $0.0 == "receipt_api" } }
+        if serverAPI { members.append(("server_api", serverAPIConfig)) }
         members = TestWorld.merge(members, overrides)
         return try write("settle.json", JSONValue.object(members).serialized(pretty: true))
+    }
+
+    /// The `server_api` section pointing at the simulator, with the test key and the simulator's root.
+    public var serverAPIConfig: JSONValue {
+        .object([
+            ("production_url", .string(simulator.serverProductionURL)),
+            ("sandbox_url", .string(simulator.serverSandboxURL)),
+            ("issuer_id", .string(issuerId)),
+            ("key_id", .string(keyId)),
+            ("private_key_file", .string("appstore-key.p8")),
+            ("app_apple_id", .number(1_234_567_890)),
+            ("root_certificates", .array([.string("simulator-root.pem")])),
+        ])
+    }
+
+    /// Scripts a StoreKit 2 transaction on the simulated Server API and returns it.
+    @discardableResult
+    public func scriptTransaction(_ id: String, product: String? = nil, environment: String = "Production",
+                                  bundleId: String? = nil, revoked: Bool = false, purchaseDateMs: Int64 = 1_764_410_645_000,
+                                  answers: [SimulatedServerAnswer] = []) -> SimulatedSignedTransaction {
+        let transaction = SimulatedSignedTransaction(transactionId: id, productId: product ?? coins, bundleId: bundleId ?? self.bundleId,
+                                                     environment: environment, purchaseDateMs: purchaseDateMs,
+                                                     revocationDateMs: revoked ? purchaseDateMs + 60_000 : nil)
+        simulator.script(transaction: id, TransactionScript(transaction: transaction, answers: answers))
+        return transaction
     }
 
     /// `base` with `changes` replacing keys it has and adding those it lacks.

@@ -19,7 +19,8 @@ enum CheckConfigCommand {
         let c = try context.loadConfiguration(parsed)
         do {
             _ = try c.receiptAPI?.sharedSecretFile.read()
-            _ = try c.serverAPI?.privateKeyFile.read()
+            _ = try c.serverAPI?.loadPrivateKey()
+            _ = try c.serverAPI?.loadRoots()
             if case let .webhook(_, secret) = c.delivery.method { _ = try secret.read() }
         } catch {
             throw CommandFailure.from(error)

@@ -38,8 +38,7 @@ public struct Configuration: Sendable {
         public var sharedSecretFile: SecretFile
     }
 
-    /// The App Store Server API (StoreKit 2). Read and validated; verification through it
-    /// is a later piece of work.
+    /// The App Store Server API (StoreKit 2) and the roots StoreKit 2 signed data must chain to.
     public struct ServerAPIConfiguration: Sendable {
         public var productionURL: String
         public var sandboxURL: String

@@ -54,11 +54,13 @@ struct ConfigurationDecoder {
             }
             appAppleId = text
         }
-        var roots: [String] = []
+        // Apple Root CA - G3 ships in config/; installed next to the configuration it is the default anchor.
+        var roots: [String] = [resolve("AppleRootCA-G3.pem")]
         if let value = o.value("root_certificates") {
             guard let items = value.arrayValue, !items.isEmpty else {
                 throw ConfigError("\(o.name("root_certificates")): expected a non-empty array of paths")
             }
+            roots = []
             for (i, item) in items.enumerated() {
                 guard case let .string(p) = item, !p.isEmpty else {
                     throw ConfigError("\(o.name("root_certificates"))[\(i)]: expected a path string, got \(item.typeName)")

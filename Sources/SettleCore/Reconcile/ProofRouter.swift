@@ -1,11 +1,15 @@
 /// Sends each order to the verifier its proof of purchase needs, and rejects what no Apple
 /// answer could make grantable (a product the configuration does not know) without asking.
 public struct ProofRouter: OrderVerifier {
+    /// verifyReceipt, when `receipt_api` is configured.
     public var receipts: ReceiptVerifier?
+    /// StoreKit 2 signed data and the App Store Server API.
+    public var storeKit: StoreKitVerifier
     public var products: Set<String>
 
-    public init(receipts: ReceiptVerifier?, products: Set<String>) {
+    public init(receipts: ReceiptVerifier?, storeKit: StoreKitVerifier, products: Set<String>) {
         self.receipts = receipts
+        self.storeKit = storeKit
         self.products = products
     }
 
@@ -14,13 +18,21 @@ public struct ProofRouter: OrderVerifier {
             return Verification(outcome: .rejected(reason: .unknownProduct,
                                                    detail: "product \(order.productId) is not in the configuration's products"))
         }
-        if order.receiptSHA256 != nil {
-            guard let receipts else {
-                return Verification(outcome: .configurationFault("the order has an app receipt but receipt_api is not configured"))
+        if order.signedTransaction == nil, order.receiptSHA256 != nil {
+            if let receipts { return try receipts.verify(order, grantHolder: grantHolder) }
+            guard storeKit.receiptTransactionIds != nil else {
+                return Verification(outcome: .configurationFault("the order has an app receipt but neither receipt_api nor server_api is configured"))
             }
-            return try receipts.verify(order, grantHolder: grantHolder)
         }
-        return Verification(outcome: .retry(
-            "the order has no app receipt; verifying StoreKit 2 signed transactions and bare transaction ids needs the App Store Server API, which this settle does not support yet"))
+        do {
+            return try storeKit.verify(order, grantHolder: grantHolder)
+        } catch let error as LegacyReceiptError {
+            return Verification(outcome: .rejected(reason: .receiptInvalid, detail: error.message))
+        }
     }
+}
+
+/// A stored legacy receipt that is not a PKCS#7 app receipt.
+struct LegacyReceiptError: Error {
+    var message: String
 }

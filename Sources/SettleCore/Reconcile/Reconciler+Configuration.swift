@@ -2,7 +2,7 @@ import Foundation
 
 extension Reconciler {
     /// Builds the reconciler a configuration describes: reads its secrets (refusing readable
-    /// ones), and wires the verifiers and the delivery hook.
+    /// ones), loads the StoreKit roots and key, and wires the verifiers and the delivery hook.
     public static func configured(_ configuration: Configuration, ledger: Ledger, environment: [String: String],
                                   log: Log, metrics: Metrics? = nil,
                                   random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) })
@@ -10,21 +10,35 @@ extension Reconciler {
         let client = HTTPClient(configuration: HTTPClientConfiguration(
             connectTimeout: configuration.http.connectTimeoutSeconds, totalTimeout: configuration.http.timeoutSeconds))
         let products = Set(configuration.products.keys)
+        let observe = appleObserver(metrics)
         var receipts: ReceiptVerifier? = nil
         if let api = configuration.receiptAPI {
-            let secret = try api.sharedSecretFile.read()
             let matcher = ReceiptMatcher(bundleId: configuration.bundleId, acceptSandbox: configuration.acceptSandbox,
                                          products: products)
-            receipts = ReceiptVerifier(productionURL: api.productionURL, sandboxURL: api.sandboxURL, sharedSecret: secret,
-                                       matcher: matcher, client: client) { order in
-                guard let hash = order.receiptSHA256 else { return nil }
-                return try ledger.receipt(sha256: hash)
-            }
-            if let metrics {
-                receipts?.observe = { environment, outcome, seconds in
-                    metrics.observeAppleRequest(environment: environment, outcome: outcome, seconds: seconds)
-                }
-            }
+            receipts = ReceiptVerifier(productionURL: api.productionURL, sandboxURL: api.sandboxURL,
+                                       sharedSecret: try api.sharedSecretFile.read(), matcher: matcher, client: client,
+                                       receiptText: { order in try storedReceipt(order, ledger: ledger) })
+            receipts?.observe = observe
+        }
+        var api: AppStoreServerClient? = nil
+        var roots: [X509Certificate] = []
+        if let serverAPI = configuration.serverAPI {
+            let tokens = BearerTokenSource(issuerId: serverAPI.issuerId, keyId: serverAPI.keyId, bundleId: configuration.bundleId,
+                                           key: try serverAPI.loadPrivateKey(), time: ledger.time)
+            api = AppStoreServerClient(productionURL: serverAPI.productionURL, sandboxURL: serverAPI.sandboxURL, tokens: tokens,
+                                       client: client)
+            api?.observe = observe
+            roots = try serverAPI.loadRoots()
+        } else if let defaultRoots = try? configuration.storeKitRoots() {
+            // Without server_api a missing root file only matters to orders with a signed transaction.
+            roots = defaultRoots
+        }
+        var storeKit = StoreKitVerifier(
+            signedData: SignedDataVerifier(rootCertificates: roots, bundleId: configuration.bundleId,
+                                           acceptSandbox: configuration.acceptSandbox),
+            api: api, products: products, acceptSandbox: configuration.acceptSandbox, time: ledger.time)
+        if receipts == nil && api != nil {
+            storeKit.receiptTransactionIds = { order in try receiptTransactionIds(order, ledger: ledger) }
         }
         let deliverer: any Deliverer
         switch configuration.delivery.method {
@@ -35,7 +49,30 @@ extension Reconciler {
             throw ConfigError("delivery.webhook: webhook delivery is not supported by this settle yet; use delivery.command")
         }
         return Reconciler(configuration: configuration, ledger: ledger,
-                          verifier: ProofRouter(receipts: receipts, products: products), deliverer: deliverer,
-                          policy: RetryPolicy(configuration.schedule, random: random), log: log, metrics: metrics)
+                          verifier: ProofRouter(receipts: receipts, storeKit: storeKit, products: products),
+                          deliverer: deliverer, policy: RetryPolicy(configuration.schedule, random: random), log: log,
+                          metrics: metrics)
+    }
+
+    private static func appleObserver(_ metrics: Metrics?) -> (@Sendable (String, String, Double) -> Void)? {
+        guard let metrics else { return nil }
+        return { environment, outcome, seconds in
+            metrics.observeAppleRequest(environment: environment, outcome: outcome, seconds: seconds)
+        }
+    }
+
+    private static func storedReceipt(_ order: Order, ledger: Ledger) throws -> String? {
+        guard let hash = order.receiptSHA256 else { return nil }
+        return try ledger.receipt(sha256: hash)
+    }
+
+    /// The ids a legacy receipt names, read locally: a lookup key for the Server API, never trusted.
+    private static func receiptTransactionIds(_ order: Order, ledger: Ledger) throws -> [String] {
+        guard let text = try storedReceipt(order, ledger: ledger) else { return [] }
+        do {
+            return try AppReceipt.parse(base64: text).transactionIds
+        } catch {
+            throw LegacyReceiptError(message: "the order's receipt cannot be read: \(error)")
+        }
     }
 }

@@ -1,10 +1,12 @@
 import Foundation
 import Synchronization
 
-/// A local stand-in for Apple's `verifyReceipt` on loopback, for tests and `settle demo`.
+/// A local stand-in for Apple on loopback, for tests and `settle demo`.
 ///
-/// `POST /production/verifyReceipt` and `POST /sandbox/verifyReceipt` answer per receipt as
-/// scripted. Nothing in settle talks to it unless a configuration points there.
+/// `POST /{production,sandbox}/verifyReceipt` answer per receipt as scripted;
+/// `GET /{production,sandbox}/inApps/v1/transactions/{id}` is the App Store Server API's Get
+/// Transaction Info, checking each bearer token and signing its answers with
+/// `SimulatorSigningChain`. Nothing in settle talks to it unless a configuration points there.
 public final class AppleSimulator: Sendable {
     /// One request as the simulator saw it (never the shared secret itself).
     public struct Request: Sendable, Equatable {
@@ -14,11 +16,19 @@ public final class AppleSimulator: Sendable {
         public var excludeOldTransactions: Bool?
     }
 
+    /// One Server API request as the simulator saw it.
+    public struct ServerRequest: Sendable, Equatable {
+        public var environment: String
+        public var transactionId: String
+        /// Why the bearer token was refused, nil when it was good.
+        public var tokenProblem: String?
+    }
+
     private let core: Core
     private let server: LoopbackHTTPServer
 
-    public init(sharedSecret: String) throws {
-        let core = Core(sharedSecret: sharedSecret)
+    public init(sharedSecret: String, credentials: ServerAPICredentials? = nil, time: any TimeSource = SystemTimeSource()) throws {
+        let core = Core(sharedSecret: sharedSecret, credentials: credentials, time: time)
         self.core = core
         server = try LoopbackHTTPServer { request in core.handle(request) }
     }
@@ -27,6 +37,9 @@ public final class AppleSimulator: Sendable {
 
     public var productionURL: String { server.baseURL + "/production/verifyReceipt" }
     public var sandboxURL: String { server.baseURL + "/sandbox/verifyReceipt" }
+    /// Base URLs of the simulated App Store Server API.
+    public var serverProductionURL: String { server.baseURL + "/production" }
+    public var serverSandboxURL: String { server.baseURL + "/sandbox" }
 
     public func stop() { server.stop() }
 
@@ -39,6 +52,13 @@ public final class AppleSimulator: Sendable {
 
     public func requests(for receiptData: String) -> [Request] { requests.filter { $0.receiptData == receiptData } }
 
+    /// Scripts the Server API's answers for a transaction id.
+    public func script(transaction id: String, _ script: TransactionScript) {
+        core.state.withLock { $0.transactions[id] = script }
+    }
+
+    public var serverRequests: [ServerRequest] { core.state.withLock { $0.serverRequests } }
+
     /// The most requests that were being answered at the same time.
     public var peakConcurrentRequests: Int { core.state.withLock { $0.peakInFlight } }
 }
@@ -48,14 +68,22 @@ private final class Core: Sendable {
     struct State {
         var scripts: [String: ReceiptScript] = [:]
         var requests: [AppleSimulator.Request] = []
+        var transactions: [String: TransactionScript] = [:]
+        var serverRequests: [AppleSimulator.ServerRequest] = []
         var inFlight = 0
         var peakInFlight = 0
     }
 
     let state = Mutex(State())
     let sharedSecret: String
+    let credentials: ServerAPICredentials?
+    let time: any TimeSource
 
-    init(sharedSecret: String) { self.sharedSecret = sharedSecret }
+    init(sharedSecret: String, credentials: ServerAPICredentials?, time: any TimeSource) {
+        self.sharedSecret = sharedSecret
+        self.credentials = credentials
+        self.time = time
+    }
 
     func handle(_ request: HTTPServerRequest) -> HTTPServerResponse {
         state.withLock { s in
@@ -63,6 +91,11 @@ private final class Core: Sendable {
             s.peakInFlight = max(s.peakInFlight, s.inFlight)
         }
         defer { state.withLock { $0.inFlight -= 1 } }
+        for (prefix, name) in [("/production/inApps/v1/transactions/", "Production"), ("/sandbox/inApps/v1/transactions/", "Sandbox")]
+            where request.method == "GET" && request.path.hasPrefix(prefix) {
+            return transactionInfo(String(request.path.dropFirst(prefix.count)), environment: name,
+                                   authorization: request.header("Authorization"))
+        }
         let environment: String
         switch (request.method, request.path) {
         case ("POST", "/production/verifyReceipt"): environment = "Production"
@@ -114,6 +147,42 @@ private final class Core: Sendable {
             if receipt.environment == "Sandbox" && environment == "Production" { return .json(200, Self.status(21007)) }
             if receipt.environment == "Production" && environment == "Sandbox" { return .json(200, Self.status(21008)) }
             return .json(200, Self.validAnswer(receipt, receiptData: data))
+        }
+    }
+
+    /// Get Transaction Info: checks the bearer token, then answers as scripted.
+    private func transactionInfo(_ id: String, environment: String, authorization: String?) -> HTTPServerResponse {
+        let now = time.unixSeconds
+        let problem = credentials.map { $0.problem(with: authorization, now: now) } ?? "the simulator has no Server API credentials"
+        let (answer, script) = state.withLock { s -> (SimulatedServerAnswer, TransactionScript?) in
+            s.serverRequests.append(AppleSimulator.ServerRequest(environment: environment, transactionId: id, tokenProblem: problem))
+            guard problem == nil else { return (.unauthorized, nil) }
+            guard var script = s.transactions[id] else { return (.notFound, nil) }
+            let next = script.answers.isEmpty ? SimulatedServerAnswer.transaction : script.answers.removeFirst()
+            s.transactions[id] = script
+            return (next, script)
+        }
+        func apiError(_ status: Int, _ code: Int, _ message: String) -> HTTPServerResponse {
+            .json(status, JSONValue.object([("errorCode", .number(code)), ("errorMessage", .string(message))]).data)
+        }
+        switch answer {
+        case .unauthorized:
+            return HTTPServerResponse(status: 401)
+        case .notFound:
+            return apiError(404, 4040010, "Transaction id not found.")
+        case let .rateLimited(retryAfter):
+            var response = apiError(429, 4290000, "Rate limit exceeded.")
+            response.headers.append(HTTPHeader("Retry-After", retryAfter))
+            return response
+        case let .error(status, code):
+            return apiError(status, code, "Simulated error.")
+        case .transaction:
+            guard let transaction = script?.transaction, transaction.environment == environment
+                    || (environment == "Sandbox" && transaction.environment != "Production") else {
+                return apiError(404, 4040010, "Transaction id not found.")
+            }
+            guard let signed = try? transaction.signed(at: now * 1000) else { return HTTPServerResponse(status: 500) }
+            return .json(200, JSONValue.object([("signedTransactionInfo", .string(signed))]).data)
         }
     }
 

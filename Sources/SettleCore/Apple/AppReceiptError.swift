@@ -1,0 +1,29 @@
+/// Why an app receipt could not be read.
+///
+/// Never retryable: the same bytes fail the same way. `message` names what was wrong and, for
+/// malformed ASN.1, a byte offset; it never quotes the receipt, so it is safe to log and to store
+/// as an order's last error.
+public struct AppReceiptError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+
+    public init(message: String) {
+        self.message = message
+    }
+
+    public var description: String { "app receipt: \(message)" }
+
+    static let notBase64 = AppReceiptError(message: "not base64")
+    static let empty = AppReceiptError(message: "empty receipt")
+    static let tooLarge = AppReceiptError(message: "receipt larger than \(AppReceipt.maximumSize >> 20) MiB")
+    /// Clients migrating to StoreKit 2 send signed transactions where a receipt used to go; saying
+    /// so saves the operator from decoding the base64 by hand.
+    static let jws = AppReceiptError(message: "a StoreKit 2 JWS, not a legacy app receipt")
+
+    static func notSignedData(_ detail: String) -> AppReceiptError {
+        AppReceiptError(message: "not a PKCS#7 signedData receipt: \(detail)")
+    }
+
+    static func malformedPayload(_ detail: String) -> AppReceiptError {
+        AppReceiptError(message: "malformed receipt payload: \(detail)")
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+
+/// A StoreKit 2 transaction as the simulated App Store Server API knows it.
+public struct SimulatedSignedTransaction: Sendable, Equatable {
+    public var transactionId: String
+    public var originalTransactionId: String?
+    public var productId: String
+    public var bundleId: String
+    /// `Production`, `Sandbox`, or (to test refusal) `Xcode`.
+    public var environment: String
+    public var purchaseDateMs: Int64
+    public var quantity: Int
+    public var revocationDateMs: Int64?
+    public var expiresDateMs: Int64?
+    public var type: String
+
+    public init(transactionId: String, originalTransactionId: String? = nil, productId: String, bundleId: String,
+                environment: String = "Production", purchaseDateMs: Int64 = 1_764_410_645_000, quantity: Int = 1,
+                revocationDateMs: Int64? = nil, expiresDateMs: Int64? = nil, type: String = "Consumable") {
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.productId = productId
+        self.bundleId = bundleId
+        self.environment = environment
+        self.purchaseDateMs = purchaseDateMs
+        self.quantity = quantity
+        self.revocationDateMs = revocationDateMs
+        self.expiresDateMs = expiresDateMs
+        self.type = type
+    }
+
+    /// The JWSTransactionDecodedPayload, as Apple signs it.
+    public func payload(signedAt signedDateMs: Int64) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("transactionId", .string(transactionId)),
+            ("originalTransactionId", .string(originalTransactionId ?? transactionId)),
+            ("bundleId", .string(bundleId)),
+            ("productId", .string(productId)),
+            ("purchaseDate", .number(purchaseDateMs)),
+            ("originalPurchaseDate", .number(purchaseDateMs)),
+            ("quantity", .number(quantity)),
+            ("type", .string(type)),
+            ("inAppOwnershipType", .string("PURCHASED")),
+            ("signedDate", .number(signedDateMs)),
+            ("environment", .string(environment)),
+            ("transactionReason", .string("PURCHASE")),
+            ("storefront", .string("USA")),
+        ]
+        if let expires = expiresDateMs { members.append(("expiresDate", .number(expires))) }
+        if let revoked = revocationDateMs {
+            members.append(("revocationDate", .number(revoked)))
+            members.append(("revocationReason", .number(0)))
+        }
+        return .object(members)
+    }
+
+    /// A device's signed transaction, signed by the simulator's chain.
+    public func signed(at signedDateMs: Int64) throws -> String {
+        try SimulatorSigningChain.sign(payload(signedAt: signedDateMs))
+    }
+}
+
+/// How the simulated Server API answers one Get Transaction Info request.
+public enum SimulatedServerAnswer: Sendable, Equatable {
+    /// What Apple would say: the signed transaction if this environment has it, else 4040010.
+    case transaction
+    /// 404 with errorCode 4040010.
+    case notFound
+    /// 401 with no body, as production answers an app that was never released.
+    case unauthorized
+    /// 429 with this Retry-After header.
+    case rateLimited(retryAfter: String)
+    /// An error status with an Apple error code, e.g. (500, 5000001) or (404, 4040002).
+    case error(status: Int, code: Int)
+}
+
+/// What the simulated Server API does with one transaction id: `answers` one per request,
+/// then `.transaction` for ever.
+public struct TransactionScript: Sendable, Equatable {
+    public var transaction: SimulatedSignedTransaction?
+    public var answers: [SimulatedServerAnswer]
+
+    public init(transaction: SimulatedSignedTransaction?, answers: [SimulatedServerAnswer] = []) {
+        self.transaction = transaction
+        self.answers = answers
+    }
+}
+
+/// Who may call the simulated Server API: the bearer token must be signed by this key and
+/// carry these claims, or the answer is 401.
+public struct ServerAPICredentials: Sendable {
+    public var issuerId: String
+    public var keyId: String
+    public var bundleId: String
+    public var publicKey: ES256PublicKey
+
+    public init(issuerId: String, keyId: String, bundleId: String, publicKey: ES256PublicKey) {
+        self.issuerId = issuerId
+        self.keyId = keyId
+        self.bundleId = bundleId
+        self.publicKey = publicKey
+    }
+
+    /// Why a bearer token is refused, or nil when it is good at `now`.
+    func problem(with authorization: String?, now: Int64) -> String? {
+        guard let authorization, authorization.hasPrefix("Bearer ") else { return "no bearer token" }
+        let parts = authorization.dropFirst("Bearer ".count).split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerData = Base64URL.decode(parts[0]), let claimsData = Base64URL.decode(parts[1]),
+              let signature = Base64URL.decode(parts[2]),
+              let header = try? JSONValue.parse(headerData), let claims = try? JSONValue.parse(claimsData) else {
+            return "not a compact JWS"
+        }
+        guard header["alg"] == .string("ES256") else { return "alg is not ES256" }
+        guard header["kid"] == .string(keyId) else { return "wrong kid" }
+        guard header["typ"] == .string("JWT") else { return "typ is not JWT" }
+        guard ES256.verify(signature: signature, message: Data("\(parts[0]).\(parts[1])".utf8), publicKey: publicKey) else {
+            return "signature does not verify"
+        }
+        guard claims["iss"] == .string(issuerId) else { return "wrong iss" }
+        guard claims["aud"] == .string("appstoreconnect-v1") else { return "wrong aud" }
+        guard claims["bid"] == .string(bundleId) else { return "wrong bid" }
+        guard let iat = claims["iat"]?.looseInt64, let exp = claims["exp"]?.looseInt64 else { return "no iat or exp" }
+        guard iat <= now + 60 else { return "iat in the future" }
+        guard exp > now else { return "expired" }
+        guard exp - iat <= 3600 else { return "exp more than 60 minutes after iat" }
+        return nil
+    }
+}
