@@ -7,14 +7,18 @@ enum DemoCommand {
     static let help = """
     Usage: settle demo [--keep]
 
-    Creates a throwaway folder with a ledger, a configuration, a shared secret and a demo
-    hook; starts a local Apple simulator on 127.0.0.1; enqueues orders of every kind (valid,
-    sandbox, refunded, forged, a transaction already granted to another order, Apple briefly
-    unavailable); runs two reconcile passes an hour apart on a simulated clock; prints the
-    resulting status. The folder is deleted at the end unless --keep is given.
+    Creates a throwaway folder with a ledger, a configuration, a shared secret, a throwaway
+    App Store Connect key and a demo hook; starts a local Apple simulator (verifyReceipt and
+    the App Store Server API) on 127.0.0.1; enqueues orders of every kind (valid, sandbox,
+    refunded, forged, a transaction already granted to another order, Apple briefly
+    unavailable, StoreKit 2 signed transactions and bare transaction ids); runs two reconcile
+    passes an hour apart on a simulated clock; prints the resulting status. The folder is
+    deleted at the end unless --keep is given.
     """
 
     static let bundleId = "com.example.game"
+    static let issuerId = "demo-issuer"
+    static let keyId = "DEMOKEY001"
 
     static func run(_ context: CommandContext) throws {
         let parsed = try ParsedArguments(context.arguments, spec: spec)
@@ -22,23 +26,26 @@ enum DemoCommand {
         let folder = try makeFolder()
         defer {
             if parsed.has("--keep") {
-                context.print("\nkept \(folder) (ledger.sqlite3, settle.json, shared-secret, grant-goods.sh, granted.log)")
+                context.print("\nkept \(folder) (ledger.sqlite3, settle.json, shared-secret, appstore-key.p8, simulator-root.pem, grant-goods.sh, granted.log)")
             } else {
                 try? FileManager.default.removeItem(atPath: folder)
                 context.print("\nremoved \(folder); nothing else was written")
             }
         }
         let secret = "demo-shared-secret-\(UInt64.random(in: 0..<UInt64.max))"
+        let time = ManualTimeSource(Date())
+        let keyPEM = try ES256PrivateKey.generatePEM()
+        let credentials = ServerAPICredentials(issuerId: issuerId, keyId: keyId, bundleId: bundleId,
+                                               publicKey: try ES256PrivateKey(pem: keyPEM).publicKey)
         let simulator: AppleSimulator
         do {
-            simulator = try AppleSimulator(sharedSecret: secret)
+            simulator = try AppleSimulator(sharedSecret: secret, credentials: credentials, time: time)
         } catch {
             throw CommandFailure(.unavailable, "cannot start the Apple simulator on 127.0.0.1: \(error)")
         }
         defer { simulator.stop() }
-        let configPath = try writeFiles(folder: folder, secret: secret, simulator: simulator)
-        let time = ManualTimeSource(Date())
-        let orders = scriptOrders(simulator, now: time.now)
+        let configPath = try writeFiles(folder: folder, secret: secret, keyPEM: keyPEM, simulator: simulator)
+        let orders = try scriptOrders(simulator, now: time.now)
         var quiet = context
         quiet.time = time
         let configuration = try quiet.loadConfiguration(try ParsedArguments(["--config", configPath], spec: spec))
@@ -70,7 +77,7 @@ enum DemoCommand {
         return String(cString: made)
     }
 
-    static func writeFiles(folder: String, secret: String, simulator: AppleSimulator) throws(CommandFailure) -> String {
+    static func writeFiles(folder: String, secret: String, keyPEM: String, simulator: AppleSimulator) throws(CommandFailure) -> String {
         let hook = """
         #!/bin/sh
         # The demo's delivery hook: a real backend would grant the goods idempotently by key.
@@ -87,6 +94,14 @@ enum DemoCommand {
                 ("sandbox_url", .string(simulator.sandboxURL)),
                 ("shared_secret_file", .string("shared-secret")),
             ])),
+            ("server_api", .object([
+                ("production_url", .string(simulator.serverProductionURL)),
+                ("sandbox_url", .string(simulator.serverSandboxURL)),
+                ("issuer_id", .string(issuerId)),
+                ("key_id", .string(keyId)),
+                ("private_key_file", .string("appstore-key.p8")),
+                ("root_certificates", .array([.string("simulator-root.pem")])),
+            ])),
             ("products", .object([
                 ("com.example.game.coins100", .object([("type", .string("consumable")), ("grant", .object([("coins", .number(100))]))])),
                 ("com.example.game.premium", .object([("type", .string("non_consumable"))])),
@@ -99,6 +114,8 @@ enum DemoCommand {
         ])
         let fm = FileManager.default
         let ok = fm.createFile(atPath: folder + "/shared-secret", contents: Data(secret.utf8), attributes: [.posixPermissions: 0o600])
+            && fm.createFile(atPath: folder + "/appstore-key.p8", contents: Data(keyPEM.utf8), attributes: [.posixPermissions: 0o600])
+            && fm.createFile(atPath: folder + "/simulator-root.pem", contents: Data(SimulatorSigningChain.rootPEM.utf8))
             && fm.createFile(atPath: folder + "/grant-goods.sh", contents: Data(hook.utf8), attributes: [.posixPermissions: 0o700])
             && fm.createFile(atPath: folder + "/settle.json", contents: Data(config.serialized(pretty: true).utf8))
         guard ok else { throw CommandFailure(.ioError, "cannot write the demo's files in \(folder)") }
@@ -106,7 +123,7 @@ enum DemoCommand {
     }
 
     /// Scripts the simulator and returns the orders to enqueue, one of every kind.
-    static func scriptOrders(_ simulator: AppleSimulator, now: Date) -> [NewOrder] {
+    static func scriptOrders(_ simulator: AppleSimulator, now: Date) throws -> [NewOrder] {
         let ms = Int64(now.timeIntervalSince1970 * 1000) - 600_000
         func receipt(_ name: String) -> String { Data("demo receipt \(name)".utf8).base64EncodedString() }
         let coins = "com.example.game.coins100", premium = "com.example.game.premium"
@@ -123,7 +140,25 @@ enum DemoCommand {
         simulator.script(outage, ReceiptScript(receipt: SimulatedReceipt(bundleId: bundleId, inApp: [
             SimulatedTransaction(productId: coins, transactionId: "2000000100000005", purchaseDateMs: ms)]),
                                                answers: [.status(21005)]))
+        // StoreKit 2: a device's signed transaction, a forged one, and a bare sandbox transaction id.
+        let signed = SimulatedSignedTransaction(transactionId: "2000000200000001", productId: premium, bundleId: bundleId,
+                                                purchaseDateMs: ms, type: "Non-Consumable")
+        let sandboxOnly = SimulatedSignedTransaction(transactionId: "2000000200000002", productId: coins, bundleId: bundleId,
+                                                     environment: "Sandbox", purchaseDateMs: ms)
+        simulator.script(transaction: signed.transactionId, TransactionScript(transaction: signed))
+        simulator.script(transaction: sandboxOnly.transactionId, TransactionScript(transaction: sandboxOnly))
+        let signedToken = try signed.signed(at: ms + 1000)
+        var forgedPayload = signed.payload(signedAt: ms + 1000)
+        if case var .object(members) = forgedPayload, let i = members.firstIndex(where: { $0.0 == "quantity" }) {
+            members[i].1 = .number(50)
+            forgedPayload = .object(members)
+        }
+        let parts = signedToken.split(separator: ".")
+        let forgedToken = "\(parts[0]).\(Base64URL.encode(forgedPayload.data)).\(parts[2])"
         return [
+            NewOrder(orderId: "o-2001", userId: "u-50", productId: premium, signedTransaction: signedToken),
+            NewOrder(orderId: "o-2002", userId: "u-51", productId: coins, transactionId: sandboxOnly.transactionId),
+            NewOrder(orderId: "o-2003", userId: "u-52", productId: premium, signedTransaction: forgedToken),
             NewOrder(orderId: "o-1001", userId: "u-42", productId: coins, transactionId: "2000000100000001", receipt: valid),
             NewOrder(orderId: "o-1002", userId: "u-43", productId: premium, receipt: sandbox),
             NewOrder(orderId: "o-1003", userId: "u-44", productId: coins, transactionId: "2000000100000003", receipt: refunded),

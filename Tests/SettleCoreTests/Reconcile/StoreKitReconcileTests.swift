@@ -1,0 +1,278 @@
+import SettleTesting
+import XCTest
+@testable import SettleCore
+
+/// StoreKit 2 orders through whole passes: a real ledger, the simulated App Store Server API
+/// over loopback (which checks every bearer token), real hooks.
+final class StoreKitReconcileTests: XCTestCase {
+    var world: TestWorld!
+    var ledger: Ledger!
+    let logLines = LineCollector()
+
+    override func setUpWithError() throws {
+        world = try TestWorld()
+        try world.writeConfig(receiptAPI: false, serverAPI: true)
+        ledger = try world.ledger()
+    }
+
+    override func tearDown() {
+        ledger = nil
+        world = nil
+    }
+
+    func pass() throws -> PassReport {
+        let lines = logLines
+        let log = Log(environment: [:], time: world.time, sink: { line in lines.append(line) })
+        return try world.reconciler(ledger: ledger, log: log).runPass()
+    }
+
+    func order(_ id: String) throws -> Order { try XCTUnwrap(try ledger.orderRecord(id)?.order) }
+
+    func signedDevice(_ transaction: SimulatedSignedTransaction) throws -> String {
+        try transaction.signed(at: world.time.unixSeconds * 1000)
+    }
+
+    func enqueueSigned(_ id: String, _ token: String, transactionId: String? = nil) throws {
+        _ = try ledger.enqueue(NewOrder(orderId: id, userId: "u-\(id)", productId: world.coins, transactionId: transactionId,
+                                        signedTransaction: token))
+    }
+
+    func enqueueTransactionId(_ id: String, _ txn: String, product: String? = nil) throws {
+        _ = try ledger.enqueue(NewOrder(orderId: id, userId: "u-\(id)", productId: product ?? world.coins, transactionId: txn))
+    }
+
+    // MARK: - Signed transactions
+
+    func testSignedTransaction_isVerifiedLocally_confirmedWithApple_andDelivered() throws {
+        let transaction = world.scriptTransaction("2000000900000001")
+        try enqueueSigned("o-1", try signedDevice(transaction))
+        XCTAssertEqual(try pass().finished, 1)
+        let o = try order("o-1")
+        XCTAssertEqual(o.state, .finished)
+        XCTAssertEqual(o.verified?.transactionId, "2000000900000001")
+        XCTAssertEqual(o.environment, "Production")
+        XCTAssertEqual(world.deliveries, ["2000000900000001 o-1"])
+        let requests = world.simulator.serverRequests
+        XCTAssertEqual(requests.map(\.environment), ["Production"])
+        XCTAssertEqual(requests.first?.tokenProblem, nil, "the bearer JWT passed the simulator's checks")
+    }
+
+    func testForgedSignedTransaction_isRejected_evenThoughAppleKnowsTheTransaction() throws {
+        let transaction = world.scriptTransaction("2000000900000002")
+        let genuine = try signedDevice(transaction)
+        var parts = genuine.split(separator: ".").map(String.init)
+        // Claim more coins: a new payload under the old signature.
+        var payload = try JSONValue.parse(try XCTUnwrap(Base64URL.decode(parts[1])))
+        if case var .object(members) = payload, let i = members.firstIndex(where: { $0.0 == "quantity" }) {
+            members[i].1 = .number(100)
+            payload = .object(members)
+        }
+        parts[1] = Base64URL.encode(payload.data)
+        try enqueueSigned("o-forged", parts.joined(separator: "."))
+        XCTAssertEqual(try pass().rejected, 1)
+        let o = try order("o-forged")
+        XCTAssertEqual(o.reason, "signature_invalid")
+        XCTAssertTrue(o.lastError?.contains("signature_invalid") == true, o.lastError ?? "")
+        XCTAssertEqual(world.simulator.serverRequests.count, 0, "a forged proof is refused before asking Apple")
+        XCTAssertEqual(world.deliveries, [])
+    }
+
+    func testSignedTransactionFromAnotherChain_isRejected() throws {
+        // Signed by the right-shaped chain, but the configuration trusts only Apple's real root.
+        try FileManager.default.copyItem(atPath: TestWorld.fixture("apple/roots/AppleRootCA-G3.pem"),
+                                         toPath: world.folder + "/apple-root.pem")
+        var api = world.serverAPIConfig
+        if case var .object(members) = api, let i = members.firstIndex(where: { $0.0 == "root_certificates" }) {
+            members[i].1 = .array([.string("apple-root.pem")])
+            api = .object(members)
+        }
+        try world.writeConfig(receiptAPI: false, overrides: [("server_api", api)])
+        try enqueueSigned("o-1", try signedDevice(world.scriptTransaction("2000000900000003")))
+        _ = try pass()
+        XCTAssertEqual(try order("o-1").reason, "signature_invalid")
+    }
+
+    func testSignedTransaction_refundedPerApple_isRejectedAsRefunded() throws {
+        // The device signed it before the refund; Apple's current answer carries revocationDate.
+        var atPurchase = world.scriptTransaction("2000000900000004")
+        let deviceToken = try signedDevice(atPurchase)
+        atPurchase.revocationDateMs = atPurchase.purchaseDateMs + 1000
+        world.simulator.script(transaction: "2000000900000004", TransactionScript(transaction: atPurchase))
+        try enqueueSigned("o-1", deviceToken)
+        XCTAssertEqual(try pass().rejected, 1)
+        XCTAssertEqual(try order("o-1").reason, "refunded")
+    }
+
+    func testXcodeSignedTransaction_isNeverAccepted() throws {
+        var transaction = world.scriptTransaction("2000000900000005")
+        transaction.environment = "Xcode"
+        try enqueueSigned("o-1", try signedDevice(transaction))
+        _ = try pass()
+        XCTAssertEqual(try order("o-1").reason, "environment_mismatch")
+    }
+
+    func testSandboxSignedTransaction_whenSandboxIsNotAccepted_isRejected() throws {
+        try world.writeConfig(acceptSandbox: false, receiptAPI: false, serverAPI: true)
+        try enqueueSigned("o-1", try signedDevice(world.scriptTransaction("2000000900000006", environment: "Sandbox")))
+        _ = try pass()
+        XCTAssertEqual(try order("o-1").reason, "sandbox_not_accepted")
+    }
+
+    func testSignedTransactionForAnotherTransactionThanTheOrderNames_isRejected() throws {
+        try enqueueSigned("o-1", try signedDevice(world.scriptTransaction("2000000900000007")), transactionId: "2000000999999999")
+        _ = try pass()
+        XCTAssertEqual(try order("o-1").reason, "transaction_not_found")
+    }
+
+    func testSignedTransaction_withoutServerAPI_isDecidedFromTheVerifiedTokenAlone() throws {
+        try world.write("AppleRootCA-G3.pem", SimulatorSigningChain.rootPEM)
+        try world.writeConfig()
+        try enqueueSigned("o-1", try signedDevice(world.scriptTransaction("2000000900000008")))
+        XCTAssertEqual(try pass().finished, 1)
+        XCTAssertEqual(world.simulator.serverRequests.count, 0)
+    }
+
+    // MARK: - Bare transaction ids and the Server API's answers
+
+    func testTransactionIdOnly_isConfirmedWithGetTransactionInfo() throws {
+        world.scriptTransaction("2000000900000010")
+        try enqueueTransactionId("o-1", "2000000900000010")
+        XCTAssertEqual(try pass().finished, 1)
+        XCTAssertEqual(try order("o-1").verified?.quantity, 1)
+    }
+
+    func testTransactionOfAnotherProduct_isAProductMismatch() throws {
+        world.scriptTransaction("2000000900000011", product: world.premium)
+        try enqueueTransactionId("o-1", "2000000900000011")
+        _ = try pass()
+        XCTAssertEqual(try order("o-1").reason, "product_mismatch")
+    }
+
+    func testSandboxTransaction_isFoundAfterOneHop_on4040010() throws {
+        world.scriptTransaction("2000000900000012", environment: "Sandbox")
+        try enqueueTransactionId("o-1", "2000000900000012")
+        XCTAssertEqual(try pass().finished, 1)
+        XCTAssertEqual(world.simulator.serverRequests.map(\.environment), ["Production", "Sandbox"])
+        XCTAssertEqual(try order("o-1").environment, "Sandbox")
+    }
+
+    func testUnreleasedApp_productionAnswers401_andSandboxIsAsked() throws {
+        world.scriptTransaction("2000000900000013", environment: "Sandbox", answers: [.unauthorized])
+        try enqueueTransactionId("o-1", "2000000900000013")
+        XCTAssertEqual(try pass().finished, 1)
+        XCTAssertEqual(world.simulator.serverRequests.map(\.environment), ["Production", "Sandbox"])
+    }
+
+    func test401FromBothEnvironments_isAConfigurationFault_thatUsesNoAttempt() throws {
+        world.scriptTransaction("2000000900000014", answers: [.unauthorized, .unauthorized])
+        try enqueueTransactionId("o-1", "2000000900000014")
+        let report = try pass()
+        XCTAssertEqual(report.configurationFault?.contains("401"), true)
+        let o = try order("o-1")
+        XCTAssertEqual(o.state, .pending)
+        XCTAssertEqual(o.attempts, 0)
+    }
+
+    func testWrongKey_isRefusedByTheSimulator_401() throws {
+        // A valid P-256 key, but not the one App Store Connect (the simulator) knows.
+        try world.write("appstore-key.p8", try String(contentsOfFile: TestWorld.fixture("apple/test-chain/testLeaf.key"), encoding: .utf8), mode: 0o600)
+        world.scriptTransaction("2000000900000015")
+        try enqueueTransactionId("o-1", "2000000900000015")
+        let report = try pass()
+        XCTAssertNotNil(report.configurationFault)
+        XCTAssertEqual(world.simulator.serverRequests.first?.tokenProblem, "signature does not verify")
+    }
+
+    func testRateLimit_opensTheBreakerUntilRetryAfter_usingNoAttempt() throws {
+        let retryAt = (world.time.unixSeconds + 600) * 1000
+        world.scriptTransaction("2000000900000016", answers: [.rateLimited(retryAfter: String(retryAt))])
+        try enqueueTransactionId("o-1", "2000000900000016")
+        let report = try pass()
+        XCTAssertTrue(report.breakerOpened)
+        let breaker = try ledger.appleBreaker()
+        XCTAssertEqual(breaker.state, .open)
+        XCTAssertGreaterThanOrEqual(try XCTUnwrap(breaker.retryAt), world.time.unixSeconds + 600)
+        XCTAssertEqual(try order("o-1").attempts, 0)
+    }
+
+    func testRetryableAppleErrors_useNoAttempt() throws {
+        for (i, answer) in [SimulatedServerAnswer.error(status: 500, code: 5000001), .error(status: 404, code: 4040002),
+                            .error(status: 404, code: 4040004), .error(status: 404, code: 4040006), .error(status: 503, code: 5000000)].enumerated() {
+            let id = "20000009000001\(20 + i)"
+            world.scriptTransaction(id, answers: [answer])
+            try enqueueTransactionId("o-\(i)", id)
+        }
+        try world.writeConfig(receiptAPI: false, serverAPI: true, schedule: [("concurrency", .number(1))])
+        let report = try pass()
+        XCTAssertEqual(report.appleWideFailures, 5)
+        for i in 0..<5 { XCTAssertEqual(try order("o-\(i)").attempts, 0) }
+    }
+
+    func testUnknownTransaction_isRetriedTwiceWithBackoff_thenRejectedAsNotFound() throws {
+        try enqueueTransactionId("o-1", "2000000900000030")
+        for expectedAttempts in 1...2 {
+            _ = try pass()
+            let o = try order("o-1")
+            XCTAssertEqual(o.state, .pending)
+            XCTAssertEqual(o.attempts, expectedAttempts)
+            world.time.advance(by: 3600)
+        }
+        _ = try pass()
+        XCTAssertEqual(try order("o-1").reason, "transaction_not_found")
+    }
+
+    // MARK: - Legacy receipts without verifyReceipt
+
+    func legacyReceipt(_ purchases: [AppReceipt.Purchase]) throws -> String {
+        try AppReceiptBuilder.build(bundleId: world.bundleId, purchases: purchases,
+                                    signerCertificatePEM: try String(contentsOfFile: TestWorld.fixture("apple/test-chain/testLeaf.pem"), encoding: .utf8),
+                                    signerKeyPEM: try String(contentsOfFile: TestWorld.fixture("apple/test-chain/testLeaf.key"), encoding: .utf8))
+    }
+
+    func testLegacyReceipt_withoutReceiptAPI_isReadLocallyAndVerifiedThroughTheServerAPI() throws {
+        world.scriptTransaction("2000000900000041", purchaseDateMs: 2000)
+        world.scriptTransaction("2000000900000040", purchaseDateMs: 1000)
+        world.scriptTransaction("2000000900000042", product: world.premium, purchaseDateMs: 500)
+        let receipt = try legacyReceipt([
+            AppReceipt.Purchase(productId: world.coins, transactionId: "2000000900000041"),
+            AppReceipt.Purchase(productId: world.premium, transactionId: "2000000900000042"),
+            AppReceipt.Purchase(productId: world.coins, transactionId: "2000000900000040"),
+        ])
+        for id in ["o-1", "o-2", "o-3"] {
+            _ = try ledger.enqueue(NewOrder(orderId: id, userId: "u", productId: world.coins, receipt: receipt))
+        }
+        try world.writeConfig(receiptAPI: false, serverAPI: true, schedule: [("concurrency", .number(1))])
+        let report = try pass()
+        XCTAssertEqual(report.finished, 2)
+        XCTAssertEqual(report.rejected, 1)
+        XCTAssertEqual(Set(world.deliveries.map { String($0.split(separator: " ")[0]) }), ["2000000900000040", "2000000900000041"])
+        XCTAssertEqual(world.deliveries.first?.hasPrefix("2000000900000040"), true, "the oldest first")
+        XCTAssertTrue([try order("o-1"), try order("o-2"), try order("o-3")].contains { $0.reason == "already_granted" })
+    }
+
+    func testLegacyReceiptThatIsNotAReceipt_isRejectedAsInvalid() throws {
+        _ = try ledger.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins,
+                                        receipt: Data("not a pkcs7 receipt".utf8).base64EncodedString()))
+        _ = try pass()
+        XCTAssertEqual(try order("o-1").reason, "receipt_invalid")
+    }
+
+    // MARK: - Secrets
+
+    func testNeitherTheKeyNorABearerTokenAppearsInLogsOrTheLedger() throws {
+        world.scriptTransaction("2000000900000050")
+        try enqueueTransactionId("o-1", "2000000900000050")
+        try enqueueTransactionId("o-2", "2000000900000051")
+        _ = try pass()
+        let keyBody = try String(contentsOfFile: world.folder + "/appstore-key.p8", encoding: .utf8)
+            .split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
+        let token = try BearerTokenSource(issuerId: world.issuerId, keyId: world.keyId, bundleId: world.bundleId,
+                                          key: world.signingKey, time: world.time).token()
+        let tokenHeader = String(token.split(separator: ".")[0])
+        let everything = logLines.lines.joined() + (try StatusView.json(ledger.orderRecord("o-1")!.order, history: ledger.orderRecord("o-1")!.history).serialized())
+        XCTAssertFalse(everything.contains(String(keyBody.prefix(40))))
+        XCTAssertFalse(everything.contains(tokenHeader), "no bearer token in logs or status")
+        let bytes = (try? Data(contentsOf: URL(fileURLWithPath: world.ledgerPath + "-wal"))) ?? Data()
+        XCTAssertNil(bytes.range(of: Data(tokenHeader.utf8)))
+    }
+}
