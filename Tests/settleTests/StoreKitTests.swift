@@ -1,0 +1,63 @@
+import Foundation
+import SettleCore
+import SettleTesting
+import XCTest
+
+/// StoreKit 2 through the binary: configuration checks, enqueue of a signed transaction,
+/// and a pass against the simulated App Store Server API.
+final class StoreKitTests: EndToEndTestCase {
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        try world.writeConfig(receiptAPI: false, serverAPI: true)
+    }
+
+    func testCheckConfig_acceptsTheServerAPISection_withoutPrintingTheKey() throws {
+        let result = try settle(expecting: 0, ["check-config"])
+        XCTAssertTrue(result.stdout.contains("server_api.private_key_file: \(world.folder)/appstore-key.p8 (contents redacted)"), result.stdout)
+        let key = try String(contentsOfFile: world.folder + "/appstore-key.p8", encoding: .utf8)
+        let body = key.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
+        XCTAssertFalse((result.stdout + result.stderr).contains(String(body.prefix(30))))
+    }
+
+    func testCheckConfig_refusesAKeyThatIsNotP256_aReadableKey_andABadRoot() throws {
+        try world.write("appstore-key.p8", "-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n", mode: 0o600)
+        var result = try settle(expecting: 78, ["check-config"])
+        XCTAssertTrue(result.stderr.contains("server_api.private_key_file"), result.stderr)
+
+        try world.write("appstore-key.p8", try String(contentsOfFile: TestWorld.fixture("apple/test-chain/testSigningKey.p8"), encoding: .utf8),
+                        mode: 0o644)
+        result = try settle(expecting: 78, ["check-config"])
+        XCTAssertTrue(result.stderr.contains("readable by group or others"), result.stderr)
+
+        try world.write("appstore-key.p8", try String(contentsOfFile: TestWorld.fixture("apple/test-chain/testSigningKey.p8"), encoding: .utf8),
+                        mode: 0o600)
+        try world.write("simulator-root.pem", "not a certificate")
+        result = try settle(expecting: 78, ["check-config"])
+        XCTAssertTrue(result.stderr.contains("server_api.root_certificates"), result.stderr)
+        try settle(expecting: 78, ["reconcile"])
+    }
+
+    func testEnqueue_refusesASignedTransactionThatIsNotACompactJWS() throws {
+        let path = try world.write("not-a-jws.txt", "eyJhbGciOiJFUzI1NiJ9.only-two")
+        let result = try settle(expecting: 65, ["enqueue", "--order", "o-1", "--user", "u", "--product", world.coins,
+                                                "--signed-transaction-file", path])
+        XCTAssertTrue(result.stderr.contains("not a compact JWS"), result.stderr)
+    }
+
+    func testSignedTransaction_enqueuedAndReconciledThroughTheBinary_isFinished() throws {
+        let transaction = world.scriptTransaction("2000000950000001")
+        let path = try world.write("signed.jws", try transaction.signed(at: Int64(Date().timeIntervalSince1970) * 1000) + "\n")
+        try settle(expecting: 0, ["enqueue", "--order", "o-sk2", "--user", "u-9", "--product", world.coins,
+                                  "--signed-transaction-file", path])
+        try settle(expecting: 0, ["enqueue", "--order", "o-id", "--user", "u-9", "--product", world.coins,
+                                  "--transaction", "2000000950000002"])
+        world.scriptTransaction("2000000950000002", environment: "Sandbox")
+        let result = try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(lines(result.stdout).last, "reconciled 2: 2 finished, 0 rejected, 0 retrying, 0 needs attention")
+        XCTAssertEqual(try state("o-sk2"), "finished")
+        XCTAssertEqual(try order("o-id")["environment"], .string("Sandbox"))
+        XCTAssertEqual(Set(world.deliveries), ["2000000950000001 o-sk2", "2000000950000002 o-id"])
+        XCTAssertTrue(world.simulator.serverRequests.allSatisfy { $0.tokenProblem == nil })
+        XCTAssertEqual(try order("o-sk2")["proof"], .string("signed_transaction"))
+    }
+}
