@@ -53,6 +53,12 @@ enum ReconcileCommand {
         if let fault = report.configurationFault {
             throw CommandFailure(.config, "stopped: \(fault)")
         }
+        if let until = report.breakerWaitUntil, report.appleAnswers == 0 {
+            let breaker = try? reconciler.ledger.appleBreaker()
+            throw CommandFailure(.unavailable, "the Apple breaker is open until \(Timestamp.rfc3339(unixSeconds: until))"
+                + (breaker?.lastError.map { " (last error: \($0))" } ?? "")
+                + "; nothing was claimed. `settle reconcile --order ID` tries named orders anyway")
+        }
         if report.appleUnavailableForWholePass {
             throw CommandFailure(.unavailable, "Apple was unavailable for the whole pass; no order used an attempt")
         }

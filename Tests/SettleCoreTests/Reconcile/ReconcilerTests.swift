@@ -219,6 +219,27 @@ final class ReconcilerTests: XCTestCase {
         XCTAssertEqual(try pass().finished, 8)
     }
 
+    func testOpenBreaker_claimsNothingUntilRetryAt_thenProbesWithOneOrder() throws {
+        try world.writeConfig(schedule: [("concurrency", .number(1))])
+        for i in 1...8 { try enqueueValid("o-\(i)", txn: "\(i)", answers: Array(repeating: .http(503), count: 2)) }
+        XCTAssertTrue(try pass().breakerOpened)
+        XCTAssertEqual(world.simulator.requests.count, 5)
+        // Still inside the cool-down: nothing is claimed, and Apple is not asked.
+        let waiting = try pass()
+        XCTAssertNotNil(waiting.breakerWaitUntil)
+        XCTAssertTrue(waiting.appleUnavailableForWholePass)
+        XCTAssertEqual(world.simulator.requests.count, 5)
+        // After it: exactly one probe; it fails again, so the breaker re-opens with twice the cool-down.
+        world.time.advance(by: 31)
+        let probe = try pass()
+        XCTAssertEqual(world.simulator.requests.count, 6)
+        XCTAssertEqual(probe.appleWideFailures, 1)
+        let breaker = try ledger.appleBreaker()
+        XCTAssertEqual(breaker.state, .open)
+        XCTAssertEqual(breaker.cooldownSeconds, 60)
+        XCTAssertTrue((1...8).allSatisfy { (try? order("o-\($0)").attempts) == 0 })
+    }
+
     func testWrongSharedSecret_stopsThePass_keepingAttempts() throws {
         try world.write("shared-secret", "not-the-secret", mode: 0o600)
         for i in 1...3 { try enqueueValid("o-\(i)", txn: "\(i)") }

@@ -1,0 +1,68 @@
+import XCTest
+@testable import SettleCore
+
+/// The breaker as a pure state machine: no I/O, time passed in.
+final class AppleBreakerTests: XCTestCase {
+    func fail(_ breaker: inout AppleBreaker, at now: Int64, retryAfter: Double? = nil) -> Bool {
+        breaker.recordFailure("HTTP 503", retryAfter: retryAfter, now: now, baseSeconds: 30, maxSeconds: 100)
+    }
+
+    func testOpensAfterFiveConsecutiveFailures_notBefore() {
+        var breaker = AppleBreaker()
+        for i in 1...4 { XCTAssertFalse(fail(&breaker, at: 1000 + Int64(i))) }
+        XCTAssertEqual(breaker.permission(now: 1004), .claim)
+        XCTAssertTrue(fail(&breaker, at: 1005))
+        XCTAssertEqual(breaker.state, .open)
+        XCTAssertEqual(breaker.retryAt, 1035)
+        XCTAssertEqual(breaker.permission(now: 1034), .wait(until: 1035))
+        XCTAssertEqual(breaker.lastError, "HTTP 503")
+    }
+
+    func testAnAnswerInBetween_resetsTheCount() {
+        var breaker = AppleBreaker()
+        for i in 1...4 { _ = fail(&breaker, at: Int64(i)) }
+        breaker.recordAnswer()
+        for i in 1...4 { XCTAssertFalse(fail(&breaker, at: Int64(10 + i))) }
+        XCTAssertEqual(breaker.state, .closed)
+    }
+
+    func testRetryAfter_opensAtOnce_andIsHonouredWhenLongerThanTheCoolDown() {
+        var breaker = AppleBreaker()
+        XCTAssertTrue(fail(&breaker, at: 1000, retryAfter: 600))
+        XCTAssertEqual(breaker.retryAt, 1600)
+        var short = AppleBreaker()
+        XCTAssertTrue(fail(&short, at: 1000, retryAfter: 5))
+        XCTAssertEqual(short.retryAt, 1030, "never shorter than our own cool-down")
+    }
+
+    func testAfterTheCoolDown_oneProbe_aFailedProbeDoublesTheCoolDownUpToTheMax() {
+        var breaker = AppleBreaker()
+        for i in 1...5 { _ = fail(&breaker, at: Int64(i)) }
+        XCTAssertEqual(breaker.cooldownSeconds, 30)
+        XCTAssertEqual(breaker.permission(now: 35), .probe)
+        XCTAssertTrue(fail(&breaker, at: 35))
+        XCTAssertEqual(breaker.cooldownSeconds, 60)
+        XCTAssertEqual(breaker.retryAt, 95)
+        XCTAssertTrue(fail(&breaker, at: 95))
+        XCTAssertEqual(breaker.cooldownSeconds, 100, "capped at backoff_max")
+        XCTAssertTrue(fail(&breaker, at: 195))
+        XCTAssertEqual(breaker.cooldownSeconds, 100)
+    }
+
+    func testAnsweredProbe_closesTheBreaker() {
+        var breaker = AppleBreaker()
+        for i in 1...5 { _ = fail(&breaker, at: Int64(i)) }
+        breaker.recordAnswer()
+        XCTAssertEqual(breaker, AppleBreaker())
+        XCTAssertEqual(breaker.permission(now: 0), .claim)
+    }
+
+    func testConfigurationFault_isShownButDoesNotOpenTheBreaker() {
+        var breaker = AppleBreaker()
+        breaker.recordConfigurationFault("21004")
+        XCTAssertEqual(breaker.state, .closed)
+        XCTAssertEqual(breaker.lastError, "configuration fault: 21004")
+        breaker.recordAnswer()
+        XCTAssertNil(breaker.lastError)
+    }
+}
