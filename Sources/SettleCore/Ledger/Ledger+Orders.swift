@@ -120,9 +120,10 @@ extension Ledger {
         }
     }
 
-    /// Takes back claims whose owner is dead or whose lease expired: `verifying` returns to
-    /// `pending` without using an attempt; `delivering` is leased to `owner` for re-delivery
-    /// with the same idempotency key.
+    /// Takes back claims whose owner is dead or whose lease expired, and `owner`'s own
+    /// leftovers: `verifying` returns to `pending` without using an attempt; `delivering` is
+    /// leased to `owner` for re-delivery with the same idempotency key. Call it only when
+    /// `owner` has no work in flight (before a pass).
     public func rescue(owner: LeaseOwner, deliveryLeaseSeconds: Int64) throws(LedgerError) -> RescueResult {
         let now = time.unixSeconds
         return try locked { () throws(LedgerError) in
@@ -130,10 +131,15 @@ extension Ledger {
                 var result = RescueResult()
                 let leased = try database.query("SELECT * FROM orders WHERE state IN ('verifying','delivering')")
                 for order in leased.map(Order.init(row:)) {
-                    guard let lease = order.lease, lease.owner != owner else { continue }
+                    guard let lease = order.lease else { continue }
+                    // Rescue runs before a pass starts work, and a process runs one pass at a
+                    // time, so a claim of our own here was orphaned by an earlier pass (a failed
+                    // ledger write after the hook ran) and is taken back like any other.
+                    let mine = lease.owner == owner
                     let expired = lease.expiresAt <= now
-                    guard expired || lease.owner.isKnownDead else { continue }
-                    let why = expired ? "lease of \(lease.owner) expired" : "owner \(lease.owner) is gone"
+                    guard mine || expired || lease.owner.isKnownDead else { continue }
+                    let why = mine ? "left over from an earlier pass of this process"
+                        : expired ? "lease of \(lease.owner) expired" : "owner \(lease.owner) is gone"
                     if order.state == .verifying {
                         try database.query("""
                             UPDATE orders SET state = 'pending', next_attempt_at = ?, updated_at = ?,

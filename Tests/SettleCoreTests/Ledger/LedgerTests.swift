@@ -148,6 +148,13 @@ final class LedgerTests: XCTestCase {
         XCTAssertEqual(try ledger.orderRecord("o-3")?.order.state, .verifying, "a live, unexpired claim is left alone")
     }
 
+    func testRescue_takesBackThisProcesssOwnLeftoversFromAnEarlierPass() throws {
+        try enqueue("o-1")
+        _ = try ledger.claimNextDue(owner: me, leaseSeconds: 3600)
+        XCTAssertEqual(try ledger.rescue(owner: me, deliveryLeaseSeconds: 60).requeued, ["o-1"])
+        XCTAssertEqual(try ledger.orderRecord("o-1")?.order.state, .pending)
+    }
+
     func testRetry_isAllOrNothing_andResetsAttempts() throws {
         try enqueue("o-1")
         try enqueue("o-2", transaction: "200")
