@@ -45,8 +45,10 @@ extension Reconciler {
         case let .command(arguments):
             deliverer = CommandHook(arguments: arguments, timeoutSeconds: configuration.delivery.timeoutSeconds,
                                     products: configuration.products, baseEnvironment: environment)
-        case .webhook:
-            throw ConfigError("delivery.webhook: webhook delivery is not supported by this settle yet; use delivery.command")
+        case let .webhook(url, secretFile):
+            deliverer = WebhookHook(url: url, secret: try secretFile.read(), timeoutSeconds: configuration.delivery.timeoutSeconds,
+                                    connectTimeoutSeconds: configuration.http.connectTimeoutSeconds,
+                                    products: configuration.products, time: ledger.time)
         }
         return Reconciler(configuration: configuration, ledger: ledger,
                           verifier: ProofRouter(receipts: receipts, storeKit: storeKit, products: products),

@@ -1,0 +1,98 @@
+import SettleTesting
+import Synchronization
+import XCTest
+@testable import SettleCore
+
+/// Webhook delivery through whole passes, against a receiver on loopback.
+final class WebhookHookTests: XCTestCase {
+    final class Receiver: @unchecked Sendable {
+        let statuses = Mutex<[Int]>([])
+        let requests = Mutex<[HTTPServerRequest]>([])
+        var server: LoopbackHTTPServer!
+
+        func start() throws {
+            server = try LoopbackHTTPServer { [unowned self] request in
+                requests.withLock { $0.append(request) }
+                let status = statuses.withLock { $0.isEmpty ? 200 : $0.removeFirst() }
+                return HTTPServerResponse(status: status, body: Data("receiver says \(status)".utf8))
+            }
+        }
+    }
+
+    var world: TestWorld!
+    var receiver: Receiver!
+    let webhookSecret = "WEBHOOK-SECRET-0b1c2d3e4f"
+
+    override func setUpWithError() throws {
+        world = try TestWorld()
+        receiver = Receiver()
+        try receiver.start()
+        try world.write("webhook-secret", webhookSecret, mode: 0o600)
+        try world.writeConfig(overrides: [("delivery", .object([
+            ("webhook", .object([("url", .string(receiver.server.baseURL + "/grant")), ("secret_file", .string("webhook-secret"))])),
+            ("timeout_seconds", .number(3)),
+        ]))])
+    }
+
+    override func tearDown() {
+        receiver?.server.stop()
+        receiver = nil
+        world = nil
+    }
+
+    func runOrder(statuses: [Int]) throws -> Order {
+        receiver.statuses.withLock { $0 = statuses }
+        let ledger = try world.ledger()
+        let receipt = world.scriptReceipt("r", [SimulatedTransaction(productId: world.coins, transactionId: "700")])
+        _ = try ledger.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins, transactionId: "700", receipt: receipt))
+        _ = try world.reconciler(ledger: ledger).runPass()
+        return try XCTUnwrap(try ledger.orderRecord("o-1")?.order)
+    }
+
+    func testDelivered_withIdempotencyKeyAndAValidSignature() throws {
+        let order = try runOrder(statuses: [200])
+        XCTAssertEqual(order.state, .finished)
+        let request = try XCTUnwrap(receiver.requests.withLock { $0.first })
+        XCTAssertEqual(request.method, "POST")
+        XCTAssertEqual(request.path, "/grant")
+        XCTAssertEqual(request.header("Idempotency-Key"), "700")
+        XCTAssertEqual(request.header("Content-Type"), "application/json")
+        let signature = try XCTUnwrap(request.header("Settle-Signature"))
+        let timestamp = try XCTUnwrap(Int64(signature.split(separator: ",")[0].dropFirst(2)))
+        XCTAssertEqual(signature, WebhookHook.signature(body: request.body, timestamp: timestamp, secret: Secret(webhookSecret)))
+        // Independently computed: HMAC-SHA256 of "<t>.<body>" with the secret.
+        let expected = HMACSHA256.hex(key: Data(webhookSecret.utf8), message: Data("\(timestamp).".utf8) + request.body)
+        XCTAssertTrue(signature.hasSuffix(",v1=\(expected)"))
+        XCTAssertEqual(try JSONValue.parse(request.body)["idempotency_key"], .string("700"))
+        XCTAssertFalse(String(decoding: request.body, as: UTF8.self).contains(webhookSecret))
+    }
+
+    func testConflict409_meansAlreadyDelivered() throws {
+        XCTAssertEqual(try runOrder(statuses: [409]).state, .finished)
+    }
+
+    func testTemporaryStatuses_areRetriedWithAnAttempt() throws {
+        for status in [408, 429, 500, 503] {
+            tearDown()
+            try setUpWithError()   // a fresh ledger and receiver for each status
+            let order = try runOrder(statuses: [status])
+            XCTAssertEqual(order.state, .pending, "\(status)")
+            XCTAssertEqual(order.attempts, 1)
+            XCTAssertEqual(order.lastError, "webhook answered HTTP \(status)")
+        }
+    }
+
+    func testOtherClientErrors_needAttentionAtOnce() throws {
+        let order = try runOrder(statuses: [422])
+        XCTAssertEqual(order.state, .needsAttention)
+        XCTAssertEqual(order.reason, "hook_refused")
+    }
+
+    func testUnreachableReceiver_isRetried() throws {
+        receiver.server.stop()
+        let order = try runOrder(statuses: [])
+        XCTAssertEqual(order.state, .pending)
+        XCTAssertEqual(order.attempts, 1)
+        XCTAssertTrue(order.lastError?.hasPrefix("webhook: ") == true, order.lastError ?? "")
+    }
+}
