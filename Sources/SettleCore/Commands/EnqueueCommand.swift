@@ -32,6 +32,7 @@ enum EnqueueCommand {
         let orderId = try required("--order")
         let userId = try required("--user")
         let productId = try required("--product")
+        guard orderId.count <= 200 else { throw CommandFailure(.dataError, "--order: an order id has at most 200 characters") }
         let transactionId = parsed.value("--transaction")
         if parsed.value("--receipt-file") == "-" && parsed.value("--signed-transaction-file") == "-" {
             throw UsageError(command: "enqueue", message: "only one of the proofs can be read from standard input")

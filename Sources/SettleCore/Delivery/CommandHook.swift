@@ -24,6 +24,8 @@ public struct CommandHook: Deliverer {
     public func deliver(order: Order, purchase: VerifiedPurchase) -> DeliveryReport {
         let payload = HookPayload.make(order: order, purchase: purchase, product: products[purchase.productId])
         var environment = baseEnvironment
+        // systemd's notify socket and watchdog belong to settle, not to its hook.
+        for name in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] { environment[name] = nil }
         environment["SETTLE_ORDER_ID"] = order.orderId
         environment["SETTLE_IDEMPOTENCY_KEY"] = HookPayload.idempotencyKey(purchase)
         let started = DispatchTime.now()
