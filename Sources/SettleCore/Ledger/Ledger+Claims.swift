@@ -1,0 +1,100 @@
+import Foundation
+
+/// Claims: who works on an order right now, until when, and taking claims back from the dead.
+extension Ledger {
+    /// Claims the next due order for verification, or nil when none is due.
+    public func claimNextDue(owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order? {
+        let now = time.unixSeconds
+        return try locked { () throws(LedgerError) in
+            try write {
+                // The subquery repeats the partial index's predicate so the planner uses orders_due.
+                try database.query("""
+                    UPDATE orders SET state = 'verifying', lease_host = ?, lease_pid = ?, lease_start = ?,
+                           lease_expires_at = ?, updated_at = ?
+                    WHERE order_id = (SELECT order_id FROM orders WHERE state = 'pending' AND next_attempt_at <= ?
+                                      ORDER BY next_attempt_at, order_id LIMIT 1)
+                    RETURNING *
+                    """, leaseArguments(owner, expiresAt: now + leaseSeconds) + [.integer(now), .integer(now)])
+                .first.map(Order.init(row:))
+            }
+        }
+    }
+
+    /// Claims a named order if it is `pending`, due or not. Returns the order as found when it
+    /// could not be claimed (so the caller can say why), nil if there is no such order.
+    public func claim(orderId: String, owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> (order: Order, claimed: Bool)? {
+        let now = time.unixSeconds
+        return try locked { () throws(LedgerError) in
+            try write {
+                if let row = try database.query("""
+                    UPDATE orders SET state = 'verifying', lease_host = ?, lease_pid = ?, lease_start = ?,
+                           lease_expires_at = ?, updated_at = ?
+                    WHERE order_id = ? AND state = 'pending'
+                    RETURNING *
+                    """, leaseArguments(owner, expiresAt: now + leaseSeconds) + [.integer(now), .text(orderId)]).first {
+                    return (Order(row: row), true)
+                }
+                return try database.query("SELECT * FROM orders WHERE order_id = ?", [.text(orderId)])
+                    .first.map { (Order(row: $0), false) }
+            }
+        }
+    }
+
+    /// Takes back claims whose owner is dead or whose lease expired, and `owner`'s own
+    /// leftovers: `verifying` returns to `pending` without using an attempt; `delivering` is
+    /// leased to `owner` for re-delivery with the same idempotency key. Call it only when
+    /// `owner` has no work in flight (before a pass).
+    public func rescue(owner: LeaseOwner, deliveryLeaseSeconds: Int64) throws(LedgerError) -> RescueResult {
+        let now = time.unixSeconds
+        return try locked { () throws(LedgerError) in
+            try write {
+                var result = RescueResult()
+                let leased = try database.query("SELECT * FROM orders WHERE state IN ('verifying','delivering')")
+                for order in leased.map(Order.init(row:)) {
+                    guard let lease = order.lease else { continue }
+                    // Rescue runs before a pass starts work, and a process runs one pass at a
+                    // time, so a claim of our own here was orphaned by an earlier pass (a failed
+                    // ledger write after the hook ran) and is taken back like any other.
+                    let mine = lease.owner == owner
+                    let expired = lease.expiresAt <= now
+                    guard mine || expired || lease.owner.isKnownDead else { continue }
+                    let why = mine ? "left over from an earlier pass of this process"
+                        : expired ? "lease of \(lease.owner) expired" : "owner \(lease.owner) is gone"
+                    if order.state == .verifying {
+                        try database.query("""
+                            UPDATE orders SET state = 'pending', next_attempt_at = ?, updated_at = ?,
+                                   lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
+                            WHERE order_id = ?
+                            """, [.integer(now), .integer(now), .text(order.orderId)])
+                        try appendHistory(order.orderId, HistoryEntry(at: now, kind: .rescue, outcome: "requeued", detail: why))
+                        result.requeued.append(order.orderId)
+                    } else {
+                        let row = try database.query("""
+                            UPDATE orders SET lease_host = ?, lease_pid = ?, lease_start = ?, lease_expires_at = ?, updated_at = ?
+                            WHERE order_id = ? RETURNING *
+                            """, leaseArguments(owner, expiresAt: now + deliveryLeaseSeconds)
+                                + [.integer(now), .text(order.orderId)])
+                        try appendHistory(order.orderId, HistoryEntry(at: now, kind: .rescue, outcome: "redeliver", detail: why))
+                        result.redeliver.append(contentsOf: row.map(Order.init(row:)))
+                    }
+                }
+                return result
+            }
+        }
+    }
+
+    /// Puts a claimed, not yet verified order back to `pending` as it was: no attempt used,
+    /// no history (nothing happened to it).
+    public func release(orderId: String, owner: LeaseOwner) throws(LedgerError) {
+        let now = time.unixSeconds
+        _ = try locked { () throws(LedgerError) in
+            try write {
+                try database.query("""
+                    UPDATE orders SET state = 'pending', updated_at = ?,
+                           lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
+                    WHERE order_id = ? AND state = 'verifying' AND \(Ledger.ownedBy)
+                    """, [.integer(now), .text(orderId)] + ownerArguments(owner))
+            }
+        }
+    }
+}

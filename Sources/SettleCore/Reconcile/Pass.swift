@@ -1,0 +1,128 @@
+import Foundation
+import Synchronization
+
+/// The shared state of one pass, behind one lock: the work queue, the Apple breaker and the report.
+final class Pass: Sendable {
+    enum Next { case stop, redeliver(Order), named(String), due }
+
+    private struct State {
+        var redeliver: [Order]
+        var named: [String]?
+        var stopped = false
+        var noMoreDue = false
+        /// Claims still allowed (nil: unlimited); the breaker's probe allows one.
+        var claimsLeft: Int?
+        var breaker: AppleBreaker
+        var report = PassReport()
+        var error: (any Error)?
+    }
+
+    private let state: Mutex<State>
+    private let policy: RetryPolicy
+    private let time: any TimeSource
+    private let shouldStop: @Sendable () -> Bool
+    let progress: @Sendable () -> Void
+
+    init(redeliver: [Order], named: [String]?, breaker: AppleBreaker, policy: RetryPolicy, time: any TimeSource,
+         shouldStop: @escaping @Sendable () -> Bool, progress: @escaping @Sendable () -> Void) {
+        state = Mutex(State(redeliver: redeliver, named: named.map { Array($0.reversed()) }, breaker: breaker))
+        self.policy = policy
+        self.time = time
+        self.shouldStop = shouldStop
+        self.progress = progress
+    }
+
+    var isStopped: Bool { shouldStop() || state.withLock { $0.stopped } }
+    var breaker: AppleBreaker { state.withLock { $0.breaker } }
+
+    func take() -> Next {
+        let stopRequested = shouldStop()
+        return state.withLock { s in
+            if s.stopped || stopRequested { return .stop }
+            if let order = s.redeliver.popLast() { return .redeliver(order) }
+            if let left = s.claimsLeft {
+                guard left > 0 else { return .stop }
+                s.claimsLeft = left - 1
+            }
+            if s.named != nil {
+                guard let id = s.named!.popLast() else { return .stop }
+                return .named(id)
+            }
+            return s.noMoreDue ? .stop : .due
+        }
+    }
+
+    func noMoreDue() { state.withLock { $0.noMoreDue = true } }
+
+    func limitClaims(to count: Int?) { state.withLock { $0.claimsLeft = count } }
+
+    /// The breaker is open: claim nothing (rescued deliveries still go out).
+    func holdForBreaker(until: Int64) {
+        state.withLock { s in
+            s.claimsLeft = 0
+            s.report.breakerWaitUntil = until
+        }
+    }
+
+    func skip(_ id: String, why: String, exists: Bool) {
+        state.withLock { $0.report.skipped.append(.init(orderId: id, why: why, exists: exists)) }
+    }
+
+    func recordApple(_ verification: Verification) {
+        let now = time.unixSeconds
+        state.withLock { s in
+            if case let .appleUnavailable(message, retryAfter) = verification.outcome {
+                s.report.appleWideFailures += 1
+                let opened = s.breaker.recordFailure(message, retryAfter: retryAfter, now: now,
+                                                     baseSeconds: policy.baseSeconds, maxSeconds: policy.maxSeconds)
+                if opened && !s.stopped {
+                    s.stopped = true
+                    s.report.breakerOpened = true
+                }
+            } else if case let .configurationFault(message) = verification.outcome {
+                // Say so in status and retry slowly: the breaker carries the fault across passes.
+                s.breaker.recordConfigurationFault(message)
+            } else if verification.appleAnswered {
+                s.report.appleAnswers += 1
+                s.breaker.recordAnswer()
+            }
+        }
+    }
+
+    func count(_ outcome: OrderState?) {
+        guard let outcome else { return }
+        state.withLock { s in
+            s.report.reconciled += 1
+            switch outcome {
+            case .finished: s.report.finished += 1
+            case .rejected: s.report.rejected += 1
+            case .needsAttention: s.report.needsAttention += 1
+            case .pending, .verifying, .delivering: s.report.retrying += 1
+            }
+        }
+    }
+
+    func stop(configurationFault: String) {
+        state.withLock { s in
+            s.stopped = true
+            s.report.configurationFault = s.report.configurationFault ?? configurationFault
+        }
+    }
+
+    func fail(_ error: any Error) {
+        state.withLock { s in
+            s.stopped = true
+            if s.error == nil { s.error = error }
+        }
+    }
+
+    func finish() throws(LedgerError) -> PassReport {
+        try state.withLock { (s) throws(LedgerError) -> PassReport in
+            if let error = s.error {
+                if let ledgerError = error as? LedgerError { throw ledgerError }
+                throw LedgerError.invalid("\(error)")
+            }
+            return s.report
+        }
+    }
+}
