@@ -54,6 +54,28 @@ final class DaemonTests: EndToEndTestCase {
         (try? Ledger(readOnlyPath: world.ledgerPath).orderRecord(orderId))??.order.state.rawValue
     }
 
+    /// Starts the daemon with a hook that runs `extra`, enqueues order o-1 (transaction
+    /// `transaction`) and returns once the hook has created the file `marker`.
+    func startDaemonWithHookInFlight(_ extra: String, marker: String, transaction: String = "100",
+                                     overrides: [(String, JSONValue)] = []) throws -> SettleBinary.Running {
+        let hook = try world.hook("in-flight.sh", exit: 0, extra: extra)
+        try world.writeConfig(hook: hook, hookTimeout: 60, schedule: [("interval_seconds", .number(3600))], overrides: overrides)
+        let daemon = try startDaemon()
+        waitForReady(daemon)
+        try enqueueValid("o-1", transaction: transaction)
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { FileManager.default.fileExists(atPath: world.folder + "/" + marker) }, log(daemon))
+        return daemon
+    }
+
+    /// Kills a hook left running by a killed settle: it leads its own process group, whose id
+    /// the hook wrote into `pidFile`.
+    func killOrphanedHook(pidFile: String) {
+        guard let text = try? String(contentsOfFile: world.folder + "/" + pidFile, encoding: .utf8),
+              let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) else { return }
+        kill(-pid, SIGKILL)
+    }
+
     // MARK: -
 
     func testRun_tellsSystemdReadyStatusAndWatchdog_andFinishesOrdersEnqueuedWhileRunning() throws {
@@ -107,13 +129,8 @@ final class DaemonTests: EndToEndTestCase {
     }
 
     func testSIGTERM_withASlowHookInFlight_finishesThatDeliveryAndExitsZero() throws {
-        let hook = try world.hook("slow.sh", exit: 0, extra: "touch \(world.folder)/started; sleep 1.5; touch \(world.folder)/done")
-        try world.writeConfig(hook: hook, schedule: [("interval_seconds", .number(3600))])
-        let daemon = try startDaemon()
-        waitForReady(daemon)
-        try enqueueValid("o-1", transaction: "100")
-        daemon.send(SIGUSR1)
-        XCTAssertTrue(eventually(within: 10) { FileManager.default.fileExists(atPath: world.folder + "/started") }, log(daemon))
+        let daemon = try startDaemonWithHookInFlight("touch \(world.folder)/started; sleep 1.5; touch \(world.folder)/done",
+                                                     marker: "started")
         daemon.send(SIGTERM)
         let result = daemon.wait()
         XCTAssertEqual(result.status, 0, result.stderr)
@@ -124,41 +141,24 @@ final class DaemonTests: EndToEndTestCase {
     }
 
     func testSIGTERM_pastTheGrace_exitsAnyway_andLeavesTheOrderToRescue() throws {
-        let hook = try world.hook("stuck.sh", exit: 0, extra: "echo $$ > \(world.folder)/stuck; sleep 30")
-        try world.writeConfig(hook: hook, hookTimeout: 60, schedule: [("interval_seconds", .number(3600))],
-                              overrides: [("shutdown_grace_seconds", .number(0.5))])
-        let daemon = try startDaemon()
-        waitForReady(daemon)
-        try enqueueValid("o-1", transaction: "100")
-        daemon.send(SIGUSR1)
-        XCTAssertTrue(eventually(within: 10) { FileManager.default.fileExists(atPath: world.folder + "/stuck") }, log(daemon))
+        let daemon = try startDaemonWithHookInFlight("echo $$ > \(world.folder)/stuck; sleep 30", marker: "stuck",
+                                                     overrides: [("shutdown_grace_seconds", .number(0.5))])
         let asked = Date()
         daemon.send(SIGTERM)
         let result = daemon.wait()
         XCTAssertEqual(result.status, 0)
         XCTAssertLessThan(Date().timeIntervalSince(asked), 10, "did not wait for the stuck hook")
         XCTAssertTrue(result.stderr.contains("daemon.grace_exceeded"), result.stderr)
-        if let text = try? String(contentsOfFile: world.folder + "/stuck", encoding: .utf8), let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
-            kill(-pid, SIGKILL)
-        }
+        killOrphanedHook(pidFile: "stuck")
         XCTAssertEqual(stateInLedger("o-1"), "delivering", "left for rescue, not lost")
     }
 
     func testSIGKILLMidDelivery_thenRestart_finishesTheOrderWithTheSameKey() throws {
-        let hook = try world.hook("once-slow.sh", exit: 0, extra: """
-            if [ ! -e \(world.folder)/first ]; then echo $$ > \(world.folder)/first; sleep 30; fi
-            """)
-        try world.writeConfig(hook: hook, schedule: [("interval_seconds", .number(3600))])
-        let first = try startDaemon()
-        waitForReady(first)
-        try enqueueValid("o-1", transaction: "4242")
-        first.send(SIGUSR1)
-        XCTAssertTrue(eventually(within: 10) { FileManager.default.fileExists(atPath: world.folder + "/first") }, log(first))
+        let first = try startDaemonWithHookInFlight(
+            "if [ ! -e \(world.folder)/first ]; then echo $$ > \(world.folder)/first; sleep 30; fi", marker: "first", transaction: "4242")
         first.send(SIGKILL)
         _ = first.wait()
-        if let text = try? String(contentsOfFile: world.folder + "/first", encoding: .utf8), let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
-            kill(-pid, SIGKILL)   // the orphaned hook leads its own process group
-        }
+        killOrphanedHook(pidFile: "first")
         XCTAssertEqual(stateInLedger("o-1"), "delivering")
 
         let second = try startDaemon()
