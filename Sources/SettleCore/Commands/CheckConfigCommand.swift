@@ -57,10 +57,13 @@ enum CheckConfigCommand {
         case let .command(argv): lines.append("delivery.command: \(argv.joined(separator: " "))")
         case let .webhook(url, secret): lines.append("delivery.webhook: \(url), secret \(secret.path) (contents redacted)")
         }
-        lines.append("delivery.timeout_seconds: \(c.delivery.timeoutSeconds)")
+        let n = CommandHook.format
+        lines.append("delivery.timeout_seconds: \(n(c.delivery.timeoutSeconds))")
         let s = c.schedule
-        lines.append("schedule: every \(s.intervalSeconds) s, concurrency \(s.concurrency), max_attempts \(s.maxAttempts), backoff \(s.backoffBaseSeconds)...\(s.backoffMaxSeconds) s")
-        lines.append("http: connect timeout \(c.http.connectTimeoutSeconds) s, total timeout \(c.http.timeoutSeconds) s")
+        lines.append("schedule: every \(n(s.intervalSeconds)) s, concurrency \(s.concurrency), max_attempts \(s.maxAttempts), backoff \(n(s.backoffBaseSeconds))...\(n(s.backoffMaxSeconds)) s")
+        lines.append("http: connect timeout \(n(c.http.connectTimeoutSeconds)) s, total timeout \(n(c.http.timeoutSeconds)) s")
+        if let metrics = c.metricsFile { lines.append("metrics_file: \(metrics)") }
+        lines.append("shutdown_grace_seconds: \(n(c.shutdownGraceSeconds))")
         return lines.joined(separator: "\n")
     }
 }

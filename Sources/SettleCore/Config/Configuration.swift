@@ -78,7 +78,9 @@ public struct Configuration: Sendable {
     }
 
     /// Reads and validates the file. Secrets are not read here (see `SecretFile.read`).
-    public static func load(path: String, environment: [String: String]) throws(ConfigError) -> Configuration {
+    public static func load(path given: String, environment: [String: String]) throws(ConfigError) -> Configuration {
+        // Absolute from here on, so that relative paths inside resolve the same from any folder.
+        let path = URL(fileURLWithPath: given).standardized.path
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
