@@ -215,6 +215,27 @@ final class DaemonTests: EndToEndTestCase {
         XCTAssertTrue(notify.messages.contains { $0.contains("Apple breaker open until") }, "\(notify.messages)")
     }
 
+    func testWrongSharedSecret_keepsTheDaemonRunning_andStatusSaysSo() throws {
+        try world.write("shared-secret", "not-the-secret", mode: 0o600)
+        try enqueueValid("o-1", transaction: "100")
+        let daemon = try startDaemon()
+        waitForReady(daemon)
+        XCTAssertTrue(eventually(within: 10) { log(daemon).contains("error daemon.configuration_fault") }, log(daemon))
+        XCTAssertTrue(daemon.isRunning, "a daemon keeps retrying slowly rather than exiting")
+        let apple = try XCTUnwrap(try statusJSON()["apple"])
+        XCTAssertTrue(apple["last_error"]?.looseString?.contains("configuration fault") == true, "\(apple)")
+        XCTAssertTrue(apple["last_error"]?.looseString?.contains("21004") == true, "\(apple)")
+        XCTAssertEqual(try attempts("o-1"), 0)
+        XCTAssertTrue(notify.messages.contains { $0.contains("configuration fault") }, "\(notify.messages)")
+        // Fixed secret + reload: the next pass settles the order and status clears the fault.
+        try world.write("shared-secret", world.sharedSecret, mode: 0o600)
+        daemon.send(SIGHUP)
+        XCTAssertTrue(eventually(within: 10) { log(daemon).contains("daemon.reloaded") }, log(daemon))
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("o-1") == "finished" }, log(daemon))
+        XCTAssertEqual(try statusJSON()["apple"]?["last_error"], .null)
+    }
+
     func testMetricsFile_isWrittenAfterEachPass_asValidPrometheusText() throws {
         let metricsPath = world.folder + "/settle.prom"
         try world.writeConfig(schedule: [("interval_seconds", .number(3600))], overrides: [("metrics_file", .string(metricsPath))])
