@@ -7,7 +7,6 @@ public struct StoreKitVerifier: OrderVerifier {
     public var signedData: SignedDataVerifier
     public var api: AppStoreServerClient?
     public var products: Set<String>
-    public var acceptSandbox: Bool
     public var time: any TimeSource
     /// The transaction ids a stored legacy receipt names (nil when receipts are not handled here).
     public var receiptTransactionIds: (@Sendable (Order) throws -> [String])?
@@ -18,12 +17,11 @@ public struct StoreKitVerifier: OrderVerifier {
     /// At most this many ids of one legacy receipt are looked up.
     public static let maxReceiptLookups = 20
 
-    public init(signedData: SignedDataVerifier, api: AppStoreServerClient?, products: Set<String>, acceptSandbox: Bool,
+    public init(signedData: SignedDataVerifier, api: AppStoreServerClient?, products: Set<String>,
                 time: any TimeSource, receiptTransactionIds: (@Sendable (Order) throws -> [String])? = nil) {
         self.signedData = signedData
         self.api = api
         self.products = products
-        self.acceptSandbox = acceptSandbox
         self.time = time
         self.receiptTransactionIds = receiptTransactionIds
     }
@@ -65,41 +63,54 @@ public struct StoreKitVerifier: OrderVerifier {
 
     /// Asks Apple for the transaction and decides from Apple's own signed answer.
     private func confirm(_ transactionId: String, order: Order, grantHolder: (String) throws -> String?) throws -> Verification {
+        switch fetch(transactionId, order: order) {
+        case let .transaction(transaction): return try finish(transaction, order: order, grantHolder: grantHolder)
+        case let .answer(verification): return verification
+        }
+    }
+
+    /// Apple's verified transaction, or the verification that ends the order's attempt.
+    private enum Fetched {
+        case transaction(SignedTransaction)
+        case answer(Verification)
+    }
+
+    private func fetch(_ transactionId: String, order: Order) -> Fetched {
         guard let api else {
-            return Verification(outcome: .retry("the order has only a transaction id; verifying it needs server_api in the configuration"))
+            return .answer(Verification(outcome: .retry("the order has only a transaction id; verifying it needs server_api in the configuration")))
         }
         let (lookup, answered) = api.transactionInfo(transactionId)
         switch lookup {
         case let .found(jws, environment):
             switch signedData.verifyTransaction(jws, now: time.now) {
+            case let .success(transaction):
+                return .transaction(transaction)
             case let .failure(failure):
                 switch failure {
                 case .bundleMismatch, .environmentMismatch:
-                    return Verification(outcome: .rejected(reason: reason(failure), detail: "Apple's answer: \(failure)"),
-                                        environment: environment, appleAnswered: true)
+                    return .answer(Verification(outcome: .rejected(reason: reason(failure), detail: "Apple's answer: \(failure)"),
+                                                environment: environment, appleAnswered: true))
                 default:
                     // Apple's own answer must verify; if it doesn't, something is between us (or the roots are wrong).
-                    return Verification(outcome: .retry("Apple's signedTransactionInfo failed verification: \(failure)"),
-                                        environment: environment, appleAnswered: true)
+                    return .answer(Verification(outcome: .retry("Apple's signedTransactionInfo failed verification: \(failure)"),
+                                                environment: environment, appleAnswered: true))
                 }
-            case let .success(transaction):
-                return Verification(outcome: try decide(transaction, order: order, grantHolder: grantHolder),
-                                    environment: transaction.environment, appleAnswered: true)
             }
         case let .notFound(message):
             guard order.attempts >= StoreKitVerifier.notFoundRetries else {
-                return Verification(outcome: .retry("\(message); a new transaction can take a moment to appear"), appleAnswered: true)
+                return .answer(Verification(outcome: .retry("\(message); a new transaction can take a moment to appear"),
+                                            appleAnswered: true))
             }
-            return Verification(outcome: .rejected(reason: .transactionNotFound, detail: message), appleAnswered: true)
+            return .answer(Verification(outcome: .rejected(reason: .transactionNotFound, detail: message), appleAnswered: true))
         case let .invalidId(message):
-            return Verification(outcome: .rejected(reason: .transactionNotFound, detail: message), appleAnswered: true)
+            return .answer(Verification(outcome: .rejected(reason: .transactionNotFound, detail: message), appleAnswered: true))
         case let .failed(outcome):
-            return Verification(outcome: outcome, appleAnswered: answered)
+            return .answer(Verification(outcome: outcome, appleAnswered: answered))
         }
     }
 
-    /// A legacy receipt is only a lookup key: every id it names is looked up with Apple and
-    /// only Apple's verified answers count.
+    /// A legacy receipt is only a lookup key: every id it names is looked up with Apple once
+    /// and only Apple's verified answers count.
     private func verifyLegacyReceipt(_ order: Order, ids: [String], grantHolder: (String) throws -> String?) throws -> Verification {
         if let wanted = order.requestedTransactionId {
             return try confirm(wanted, order: order, grantHolder: grantHolder)
@@ -111,19 +122,24 @@ public struct StoreKitVerifier: OrderVerifier {
         var heldElsewhere: String?
         var last = Verification(outcome: .retry("no transaction of the receipt could be confirmed"))
         for id in ids.prefix(StoreKitVerifier.maxReceiptLookups) {
-            let verification = try confirm(id, order: order, grantHolder: { _ in nil })
-            switch verification.outcome {
-            case .verified:
-                break
-            case .rejected(.productMismatch, _), .rejected(.transactionNotFound, _), .rejected(.refunded, _):
+            let transaction: SignedTransaction
+            switch fetch(id, order: order) {
+            case let .transaction(found):
+                transaction = found
+            case let .answer(verification):
+                guard case .rejected(.transactionNotFound, _) = verification.outcome else {
+                    // An outage or a fault stops the search: the answer for this order is that.
+                    return verification
+                }
                 last = verification
                 continue
-            default:
-                // An outage or a fault stops the search: the answer for this order is that.
-                return verification
             }
-            guard case let .found(jws, _) = api?.transactionInfo(id).lookup,
-                  case let .success(transaction) = signedData.verifyTransaction(jws, now: time.now) else { continue }
+            // Another product or a refunded purchase is not this order's; remember why, look further.
+            let unowned = try finish(transaction, order: order, grantHolder: { _ in nil })
+            guard case .verified = unowned.outcome else {
+                last = unowned
+                continue
+            }
             switch try grantHolder(transaction.transactionId) {
             case order.orderId?: return try finish(transaction, order: order, grantHolder: grantHolder)
             case let other?: heldElsewhere = "\(transaction.transactionId) to order \(other)"

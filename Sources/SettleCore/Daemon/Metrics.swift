@@ -41,7 +41,7 @@ public final class Metrics: Sendable {
         state.withLock { $0.deliveries[label, default: 0] += 1 }
     }
 
-    public func observePass(_ report: PassReport, breakerOpen: Bool, at time: Int64) {
+    public func observePass(breakerOpen: Bool, at time: Int64) {
         state.withLock { s in
             s.breakerOpen = breakerOpen
             s.lastPassAt = time

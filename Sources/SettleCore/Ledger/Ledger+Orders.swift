@@ -35,8 +35,6 @@ public enum AttentionReason: String, Sendable {
 }
 
 extension Ledger {
-    static let orderColumns = "*"
-
     // MARK: - Enqueue
 
     /// Records a paid order and its proof. The same order twice with the same content is a

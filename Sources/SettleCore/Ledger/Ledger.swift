@@ -33,13 +33,11 @@ public final class Ledger: @unchecked Sendable {
     let lock = NSLock()
     public let time: any TimeSource
     public let path: String
-    public let isReadOnly: Bool
 
     /// Opens (creating and migrating if needed) the ledger for writing.
     public init(path: String, time: any TimeSource = SystemTimeSource()) throws(LedgerError) {
         self.path = path
         self.time = time
-        self.isReadOnly = false
         do {
             database = try SQLiteDatabase(path: path, mode: .readWrite)
             // WAL lets `settle status` read while a pass writes; it persists in the file.
@@ -59,7 +57,6 @@ public final class Ledger: @unchecked Sendable {
     public init(readOnlyPath path: String, time: any TimeSource = SystemTimeSource()) throws(LedgerError) {
         self.path = path
         self.time = time
-        self.isReadOnly = true
         guard FileManager.default.fileExists(atPath: path) else {
             throw .io(SQLiteError(code: SQLITE_CANTOPEN, message: "no ledger at \(path)", sql: nil))
         }

@@ -9,9 +9,6 @@ public enum OrderState: String, CaseIterable, Sendable {
     case finished
     case rejected
     case needsAttention = "needs_attention"
-
-    /// States an order leaves only through a person (`settle retry`) or never.
-    public var isFinal: Bool { self == .finished || self == .rejected || self == .needsAttention }
 }
 
 /// The facts Apple confirmed for an order's transaction; persisted before the hook runs so

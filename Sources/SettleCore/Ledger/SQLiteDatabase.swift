@@ -107,9 +107,6 @@ public final class SQLiteDatabase {
         return try statement.rows()
     }
 
-    /// Rows changed by the most recent INSERT, UPDATE or DELETE.
-    public var changes: Int { Int(sqlite3_changes(handle)) }
-
     /// Runs `body` in a transaction that takes the write lock up front.
     ///
     /// BEGIN IMMEDIATE, not DEFERRED: a deferred transaction that reads then writes can fail

@@ -36,7 +36,7 @@ extension Reconciler {
         var storeKit = StoreKitVerifier(
             signedData: SignedDataVerifier(rootCertificates: roots, bundleId: configuration.bundleId,
                                            acceptSandbox: configuration.acceptSandbox),
-            api: api, products: products, acceptSandbox: configuration.acceptSandbox, time: ledger.time)
+            api: api, products: products, time: ledger.time)
         if receipts == nil && api != nil {
             storeKit.receiptTransactionIds = { order in try receiptTransactionIds(order, ledger: ledger) }
         }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// One reconcile pass: rescue -> claim -> verify -> record -> deliver -> finish, with at most
 /// `schedule.concurrency` orders in flight. `settle reconcile` and the daemon both run this.
@@ -73,7 +72,7 @@ public final class Reconciler: Sendable {
                                                    "last_error": pass.breaker.lastError])
             }
         }
-        metrics?.observePass(report, breakerOpen: pass.breaker.state == .open, at: ledger.time.unixSeconds)
+        metrics?.observePass(breakerOpen: pass.breaker.state == .open, at: ledger.time.unixSeconds)
         return report
     }
 

@@ -248,6 +248,8 @@ final class StoreKitReconcileTests: XCTestCase {
         XCTAssertEqual(Set(world.deliveries.map { String($0.split(separator: " ")[0]) }), ["2000000900000040", "2000000900000041"])
         XCTAssertEqual(world.deliveries.first?.hasPrefix("2000000900000040"), true, "the oldest first")
         XCTAssertTrue([try order("o-1"), try order("o-2"), try order("o-3")].contains { $0.reason == "already_granted" })
+        // Three orders, each looking up the receipt's three ids once: nine requests, no more.
+        XCTAssertEqual(world.simulator.serverRequests.count, 9)
     }
 
     func testLegacyReceiptThatIsNotAReceipt_isRejectedAsInvalid() throws {
