@@ -10,6 +10,10 @@ public struct ReceiptTransaction: Sendable, Equatable {
     public var purchaseDateMs: Int64?
     public var expiresDateMs: Int64?
     public var cancellationDateMs: Int64?
+    /// `is_upgraded`: the customer upgraded to another subscription; this one is not granted.
+    public var isUpgraded: Bool = false
+    /// `app_account_token`, when the app set one (StoreKit 2 purchases).
+    public var appAccountToken: String?
 
     init?(_ json: JSONValue) {
         guard let txn = json["transaction_id"]?.looseString, !txn.isEmpty,
@@ -23,6 +27,8 @@ public struct ReceiptTransaction: Sendable, Equatable {
         // Present only when Apple refunded or revoked the transaction; an empty string means none.
         cancellationDateMs = json["cancellation_date_ms"]?.looseInt64
             ?? (json["cancellation_date"]?.looseString.flatMap { $0.isEmpty ? nil : Int64(0) })
+        isUpgraded = json["is_upgraded"]?.looseBool ?? false
+        appAccountToken = json["app_account_token"]?.looseString.flatMap { $0.isEmpty ? nil : $0.lowercased() }
     }
 }
 
@@ -59,6 +65,8 @@ public struct ReceiptResponse: Sendable, Equatable {
                 existing.cancellationDateMs = existing.cancellationDateMs ?? entry.cancellationDateMs
                 existing.expiresDateMs = existing.expiresDateMs ?? entry.expiresDateMs
                 existing.purchaseDateMs = existing.purchaseDateMs ?? entry.purchaseDateMs
+                existing.isUpgraded = existing.isUpgraded || entry.isUpgraded
+                existing.appAccountToken = existing.appAccountToken ?? entry.appAccountToken
                 merged[entry.transactionId] = existing
             } else {
                 merged[entry.transactionId] = entry

@@ -29,11 +29,12 @@ public struct ReceiptVerifier: OrderVerifier {
         case sandbox = "Sandbox"
     }
 
-    public func verify(_ order: Order, grantHolder: (String) throws -> String?) throws -> Verification {
+    public func verify(_ order: Order) throws -> Verification {
         let started = DispatchTime.now()
         func elapsed() -> Int { Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000) }
         guard let receipt = try receiptText(order) else {
-            return Verification(outcome: .retry("the order's receipt is missing from the ledger or does not match its sha256"))
+            return Verification(outcome: .needsAttention(
+                reason: .proofMissing, detail: "the order's receipt is missing from the ledger or does not hash to its receipt_sha256"))
         }
         // An order seen in sandbox before starts there; everything else starts in production,
         // as Apple asks (apple-protocol.md 1.9).
@@ -53,7 +54,7 @@ public struct ReceiptVerifier: OrderVerifier {
                 answer = post(receipt, to: .production)
             }
         }
-        var verification = try classify(answer, order: order, grantHolder: grantHolder)
+        var verification = classify(answer, order: order)
         verification.durationMs = elapsed()
         return verification
     }
@@ -110,7 +111,7 @@ public struct ReceiptVerifier: OrderVerifier {
         return (.answered(parsed, endpoint), "status_\(parsed.status)")
     }
 
-    private func classify(_ answer: Answer, order: Order, grantHolder: (String) throws -> String?) throws -> Verification {
+    private func classify(_ answer: Answer, order: Order) -> Verification {
         switch answer {
         case let .failed(outcome, endpoint, answered):
             return Verification(outcome: outcome, environment: endpoint.rawValue, appleAnswered: answered)
@@ -121,7 +122,7 @@ public struct ReceiptVerifier: OrderVerifier {
             switch ReceiptStatus(status: response.status, isRetryable: response.isRetryable) {
             case .valid:
                 if response.hasReceipt {
-                    outcome = try matcher.match(response, environment: environment, order: order, grantHolder: grantHolder)
+                    outcome = matcher.match(response, environment: environment, order: order)
                 } else {
                     outcome = .retry("\(name) answered status 0 without a receipt")
                 }

@@ -23,6 +23,10 @@ public struct SignedTransaction: Sendable, Equatable {
     public var type: String?
     /// `PURCHASED` or `FAMILY_SHARED`, kept as sent.
     public var inAppOwnershipType: String?
+    /// The UUID the app passed to StoreKit for its user, lowercased; nil when none was set.
+    public var appAccountToken: String?
+    /// The customer upgraded to another subscription; this transaction is not granted.
+    public var isUpgraded: Bool
     public var payload: JSONValue
 
     /// Reads the fields from a decoded payload. This does not verify anything: use
@@ -47,6 +51,8 @@ public struct SignedTransaction: Sendable, Equatable {
         environment = try Self.requiredText("environment", in: payload)
         type = try Self.optionalString("type", in: payload)
         inAppOwnershipType = try Self.optionalString("inAppOwnershipType", in: payload)
+        appAccountToken = try Self.optionalString("appAccountToken", in: payload).flatMap { $0.isEmpty ? nil : $0.lowercased() }
+        isUpgraded = payload["isUpgraded"]?.looseBool ?? false
         self.payload = payload
     }
 

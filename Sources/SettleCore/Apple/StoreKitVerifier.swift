@@ -2,38 +2,37 @@ import Foundation
 
 /// Verifies orders through StoreKit 2 signed data and the App Store Server API: a device's
 /// signed transaction (checked locally, then confirmed with Apple when the Server API is
-/// configured), a bare transaction id, or a legacy receipt used only as a lookup key.
+/// configured), a bare transaction id, or a legacy receipt whose ids lead to the customer's
+/// purchases.
 public struct StoreKitVerifier: OrderVerifier {
     public var signedData: SignedDataVerifier
     public var api: AppStoreServerClient?
-    public var products: Set<String>
+    public var eligibility: PurchaseEligibility
     public var time: any TimeSource
-    /// The transaction ids a stored legacy receipt names (nil when receipts are not handled here).
-    public var receiptTransactionIds: (@Sendable (Order) throws -> [String])?
+    /// What a stored legacy receipt says (nil when receipts are not handled here).
+    public var legacyReceipt: (@Sendable (Order) throws -> LegacyReceiptIds?)?
 
     /// A transaction Apple does not know yet may be brand new: this many spaced retries
     /// (the order's backoff) before it is rejected as not found.
     public static let notFoundRetries = 2
-    /// At most this many ids of one legacy receipt are looked up.
-    public static let maxReceiptLookups = 20
 
-    public init(signedData: SignedDataVerifier, api: AppStoreServerClient?, products: Set<String>,
-                time: any TimeSource, receiptTransactionIds: (@Sendable (Order) throws -> [String])? = nil) {
+    public init(signedData: SignedDataVerifier, api: AppStoreServerClient?, eligibility: PurchaseEligibility,
+                time: any TimeSource, legacyReceipt: (@Sendable (Order) throws -> LegacyReceiptIds?)? = nil) {
         self.signedData = signedData
         self.api = api
-        self.products = products
+        self.eligibility = eligibility
         self.time = time
-        self.receiptTransactionIds = receiptTransactionIds
+        self.legacyReceipt = legacyReceipt
     }
 
-    public func verify(_ order: Order, grantHolder: (String) throws -> String?) throws -> Verification {
+    public func verify(_ order: Order) throws -> Verification {
         let started = DispatchTime.now()
-        var verification = try route(order, grantHolder: grantHolder)
+        var verification = try route(order)
         verification.durationMs = Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000)
         return verification
     }
 
-    private func route(_ order: Order, grantHolder: (String) throws -> String?) throws -> Verification {
+    private func route(_ order: Order) throws -> Verification {
         if let token = order.signedTransaction {
             let device: SignedTransaction
             switch signedData.verifyTransaction(token, now: time.now) {
@@ -48,23 +47,29 @@ public struct StoreKitVerifier: OrderVerifier {
                                                        detail: "the signed transaction is \(device.transactionId), the order names \(claimed)"))
             }
             guard api != nil else {
-                return Verification(outcome: try decide(device, order: order, grantHolder: grantHolder), environment: device.environment)
+                return Verification(outcome: decide([device], order: order, named: true, proofSigned: true), environment: device.environment)
             }
-            return try confirm(device.transactionId, order: order, grantHolder: grantHolder)
+            return confirm(device.transactionId, order: order, proofSigned: true)
         }
-        if order.receiptSHA256 != nil, let receiptTransactionIds {
-            return try verifyLegacyReceipt(order, ids: receiptTransactionIds(order), grantHolder: grantHolder)
+        if order.receiptSHA256 != nil, let legacyReceipt {
+            guard let receipt = try legacyReceipt(order) else {
+                return Verification(outcome: .needsAttention(
+                    reason: .proofMissing, detail: "the order's receipt is missing from the ledger or does not hash to its receipt_sha256"))
+            }
+            return verifyLegacyReceipt(order, receipt: receipt)
         }
         if let id = order.requestedTransactionId {
-            return try confirm(id, order: order, grantHolder: grantHolder)
+            return confirm(id, order: order, proofSigned: false)
         }
-        return Verification(outcome: .retry("the order has no proof this verifier can use"))
+        return Verification(outcome: .needsAttention(reason: .proofMissing, detail: "the order has no proof this configuration can verify"))
     }
 
     /// Asks Apple for the transaction and decides from Apple's own signed answer.
-    private func confirm(_ transactionId: String, order: Order, grantHolder: (String) throws -> String?) throws -> Verification {
+    private func confirm(_ transactionId: String, order: Order, proofSigned: Bool) -> Verification {
         switch fetch(transactionId, order: order) {
-        case let .transaction(transaction): return try finish(transaction, order: order, grantHolder: grantHolder)
+        case let .transaction(transaction):
+            return Verification(outcome: decide([transaction], order: order, named: true, proofSigned: proofSigned),
+                                environment: transaction.environment, appleAnswered: true)
         case let .answer(verification): return verification
         }
     }
@@ -77,31 +82,18 @@ public struct StoreKitVerifier: OrderVerifier {
 
     private func fetch(_ transactionId: String, order: Order) -> Fetched {
         guard let api else {
-            return .answer(Verification(outcome: .retry("the order has only a transaction id; verifying it needs server_api in the configuration")))
+            return .answer(Verification(outcome: .needsAttention(
+                reason: .serverAPIRequired, detail: "the order's only proof is transaction id \(transactionId); verifying it needs server_api in the configuration")))
         }
         let (lookup, answered) = api.transactionInfo(transactionId)
         switch lookup {
         case let .found(jws, environment):
-            switch signedData.verifyTransaction(jws, now: time.now) {
-            case let .success(transaction):
-                return .transaction(transaction)
-            case let .failure(failure):
-                switch failure {
-                case .bundleMismatch, .environmentMismatch:
-                    return .answer(Verification(outcome: .rejected(reason: reason(failure), detail: "Apple's answer: \(failure)"),
-                                                environment: environment, appleAnswered: true))
-                default:
-                    // Apple's own answer must verify; if it doesn't, something is between us (or the roots are wrong).
-                    return .answer(Verification(outcome: .retry("Apple's signedTransactionInfo failed verification: \(failure)"),
-                                                environment: environment, appleAnswered: true))
-                }
+            switch verifyApple(jws, environment: environment) {
+            case let .success(transaction): return .transaction(transaction)
+            case let .failure(failure): return .answer(failure.verification)
             }
         case let .notFound(message):
-            guard order.attempts >= StoreKitVerifier.notFoundRetries else {
-                return .answer(Verification(outcome: .retry("\(message); a new transaction can take a moment to appear"),
-                                            appleAnswered: true))
-            }
-            return .answer(Verification(outcome: .rejected(reason: .transactionNotFound, detail: message), appleAnswered: true))
+            return .answer(notFound(message, order: order))
         case let .invalidId(message):
             return .answer(Verification(outcome: .rejected(reason: .transactionNotFound, detail: message), appleAnswered: true))
         case let .failed(outcome):
@@ -109,76 +101,87 @@ public struct StoreKitVerifier: OrderVerifier {
         }
     }
 
-    /// A legacy receipt is only a lookup key: every id it names is looked up with Apple once
-    /// and only Apple's verified answers count.
-    private func verifyLegacyReceipt(_ order: Order, ids: [String], grantHolder: (String) throws -> String?) throws -> Verification {
-        if let wanted = order.requestedTransactionId {
-            return try confirm(wanted, order: order, grantHolder: grantHolder)
+    /// Checks a JWS from Apple's own answer.
+    private func verifyApple(_ jws: String, environment: String) -> Result<SignedTransaction, VerificationFailure> {
+        switch signedData.verifyTransaction(jws, now: time.now) {
+        case let .success(transaction):
+            return .success(transaction)
+        case let .failure(failure):
+            switch failure {
+            case .bundleMismatch, .environmentMismatch:
+                return .failure(VerificationFailure(Verification(outcome: .rejected(reason: reason(failure), detail: "Apple's answer: \(failure)"),
+                                                                 environment: environment, appleAnswered: true)))
+            default:
+                // Apple's own answer must verify; if it doesn't, something is between us (or the roots are wrong).
+                return .failure(VerificationFailure(Verification(outcome: .retry("Apple's signed transaction failed verification: \(failure)"),
+                                                                 environment: environment, appleAnswered: true)))
+            }
         }
-        guard !ids.isEmpty else {
+    }
+
+    private func notFound(_ message: String, order: Order) -> Verification {
+        guard order.attempts >= StoreKitVerifier.notFoundRetries else {
+            return Verification(outcome: .retry("\(message); a new transaction can take a moment to appear"), appleAnswered: true)
+        }
+        return Verification(outcome: .rejected(reason: .transactionNotFound, detail: message), appleAnswered: true)
+    }
+
+    /// A legacy receipt leads to the customer: Apple's history of any of its ids lists every
+    /// purchase the customer made, however long the receipt. Only Apple's verified answers
+    /// count; the receipt's own signature decides whether it binds the purchases to the user.
+    private func verifyLegacyReceipt(_ order: Order, receipt: LegacyReceiptIds) -> Verification {
+        guard !receipt.transactionIds.isEmpty else {
             return Verification(outcome: .rejected(reason: .transactionNotFound, detail: "the receipt names no in-app purchase"))
         }
-        var candidates: [SignedTransaction] = []
-        var heldElsewhere: String?
-        var last = Verification(outcome: .retry("no transaction of the receipt could be confirmed"))
-        for id in ids.prefix(StoreKitVerifier.maxReceiptLookups) {
-            let transaction: SignedTransaction
+        let customer: [SignedTransaction]
+        switch customerTransactions(receipt.transactionIds, order: order) {
+        case let .success(found): customer = found
+        case let .failure(failure): return failure.verification
+        }
+        let environment = customer.first?.environment
+        if let wanted = order.requestedTransactionId {
+            guard let mine = customer.first(where: { $0.transactionId == wanted }) else {
+                // Not among the receipt's customer's purchases: the id alone is all the proof there is.
+                return confirm(wanted, order: order, proofSigned: false)
+            }
+            return Verification(outcome: decide([mine], order: order, named: true, proofSigned: receipt.signatureVerified),
+                                environment: mine.environment, appleAnswered: true)
+        }
+        return Verification(outcome: decide(customer, order: order, named: false, proofSigned: receipt.signatureVerified),
+                            environment: environment, appleAnswered: true)
+    }
+
+    /// Every purchase of the customer a receipt belongs to, verified.
+    private func customerTransactions(_ ids: [String], order: Order) -> Result<[SignedTransaction], VerificationFailure> {
+        var found: [String: SignedTransaction] = [:]
+        var order_: [String] = []
+        var last: Verification?
+        for id in ids {
             switch fetch(id, order: order) {
-            case let .transaction(found):
-                transaction = found
+            case let .transaction(t):
+                if found[t.transactionId] == nil { order_.append(t.transactionId) }
+                found[t.transactionId] = t
             case let .answer(verification):
                 guard case .rejected(.transactionNotFound, _) = verification.outcome else {
                     // An outage or a fault stops the search: the answer for this order is that.
-                    return verification
+                    return .failure(VerificationFailure(verification))
                 }
                 last = verification
-                continue
-            }
-            // Another product or a refunded purchase is not this order's; remember why, look further.
-            let unowned = try finish(transaction, order: order, grantHolder: { _ in nil })
-            guard case .verified = unowned.outcome else {
-                last = unowned
-                continue
-            }
-            switch try grantHolder(transaction.transactionId) {
-            case order.orderId?: return try finish(transaction, order: order, grantHolder: grantHolder)
-            case let other?: heldElsewhere = "\(transaction.transactionId) to order \(other)"
-            case nil: candidates.append(transaction)
             }
         }
-        if let oldest = candidates.min(by: { ($0.purchaseDateMs ?? .max, $0.transactionId) < ($1.purchaseDateMs ?? .max, $1.transactionId) }) {
-            return try finish(oldest, order: order, grantHolder: grantHolder)
-        }
-        if let heldElsewhere {
-            return Verification(outcome: .rejected(reason: .alreadyGranted,
-                                                   detail: "every transaction of \(order.productId) in the receipt is already granted (\(heldElsewhere))"),
-                                appleAnswered: true)
-        }
-        return last
+        if found.isEmpty, let last { return .failure(VerificationFailure(last)) }
+        return .success(order_.compactMap { found[$0] })
     }
 
-    private func finish(_ transaction: SignedTransaction, order: Order, grantHolder: (String) throws -> String?) throws -> Verification {
-        Verification(outcome: try decide(transaction, order: order, grantHolder: grantHolder), environment: transaction.environment,
-                     appleAnswered: true)
-    }
-
-    /// The rules of SPEC section 4 on a verified transaction.
-    private func decide(_ t: SignedTransaction, order: Order, grantHolder: (String) throws -> String?) throws -> VerificationOutcome {
-        guard t.productId == order.productId else {
-            return .rejected(reason: .productMismatch, detail: "transaction \(t.transactionId) is for \(t.productId), order is for \(order.productId)")
+    private func decide(_ transactions: [SignedTransaction], order: Order, named: Bool, proofSigned: Bool) -> VerificationOutcome {
+        let confirmed = transactions.map { t in
+            ConfirmedPurchase(transactionId: t.transactionId, originalTransactionId: t.originalTransactionId, productId: t.productId,
+                              environment: t.environment, quantity: t.quantity, purchaseDateMs: t.purchaseDateMs,
+                              expiresDateMs: t.expiresDateMs,
+                              refunded: t.revocationDateMs.map { "was revoked at \(Timestamp.rfc3339(milliseconds: $0))" },
+                              isUpgraded: t.isUpgraded, appAccountToken: t.appAccountToken)
         }
-        guard products.contains(t.productId) else {
-            return .rejected(reason: .unknownProduct, detail: "product \(t.productId) is not in the configuration's products")
-        }
-        if let revoked = t.revocationDateMs {
-            return .rejected(reason: .refunded, detail: "transaction \(t.transactionId) was revoked at \(Timestamp.rfc3339(milliseconds: revoked))")
-        }
-        if let holder = try grantHolder(t.transactionId), holder != order.orderId {
-            return .rejected(reason: .alreadyGranted, detail: "transaction \(t.transactionId) was already granted to order \(holder)")
-        }
-        return .verified(VerifiedPurchase(transactionId: t.transactionId, originalTransactionId: t.originalTransactionId,
-                                          productId: t.productId, environment: t.environment, quantity: max(1, t.quantity),
-                                          purchaseDateMs: t.purchaseDateMs, expiresDateMs: t.expiresDateMs))
+        return eligibility.decide(confirmed, order: order, named: named, proofSigned: proofSigned)
     }
 
     private func reason(_ failure: SignedDataFailure) -> RejectionReason {
@@ -187,5 +190,25 @@ public struct StoreKitVerifier: OrderVerifier {
         case let .environmentMismatch(detail): return detail.contains("Sandbox") ? .sandboxNotAccepted : .environmentMismatch
         default: return .signatureInvalid
         }
+    }
+}
+
+/// A verification that ends the order's attempt, carried as an error through `Result`.
+struct VerificationFailure: Error {
+    var verification: Verification
+    init(_ verification: Verification) { self.verification = verification }
+}
+
+/// What a stored legacy receipt names, read locally.
+public struct LegacyReceiptIds: Sendable, Equatable {
+    /// Every transaction id the receipt names: lookup keys for Apple, never trusted by themselves.
+    public var transactionIds: [String]
+    /// Whether the receipt's PKCS#7 signature chains to a configured Apple root: only then is it
+    /// a signed proof that binds its purchases to the customer who uploaded it.
+    public var signatureVerified: Bool
+
+    public init(transactionIds: [String], signatureVerified: Bool) {
+        self.transactionIds = transactionIds
+        self.signatureVerified = signatureVerified
     }
 }

@@ -1,10 +1,14 @@
 /// What re-verifying one order with Apple concluded, classified so the reconciler knows
 /// what to do with the order and whether Apple as a whole is in trouble.
 public enum VerificationOutcome: Sendable, Equatable {
-    /// Apple confirmed the purchase and it matches the order.
-    case verified(VerifiedPurchase)
+    /// Apple confirmed purchases that fit the order; which one it gets is decided in the
+    /// ledger write that reserves it, so two orders can never pick the same one.
+    case verified(Match)
     /// Apple's answer proves there is nothing to grant; `reason` is a stable code.
     case rejected(reason: RejectionReason, detail: String)
+    /// settle cannot decide this order by itself (its row or proof is unusable, or policy
+    /// asks for a person): `needs_attention` at once, never `rejected`.
+    case needsAttention(reason: AttentionReason, detail: String)
     /// A failure of this order's verification that may pass later; uses an attempt.
     case retry(String)
     /// Apple as a whole is unavailable; uses no attempt. `retryAfter` in seconds if Apple said.
@@ -27,6 +31,13 @@ public enum RejectionReason: String, Sendable, CaseIterable {
     case signatureInvalid = "signature_invalid"
     /// Signed data from an environment never accepted (Xcode, LocalTesting).
     case environmentMismatch = "environment_mismatch"
+    /// The purchase carries an appAccountToken that is not the order's user's.
+    case userMismatch = "user_mismatch"
+    /// The transaction was upgraded to another subscription: the new one is what is granted.
+    case upgraded
+    /// The proof binds the purchase to nobody (a bare transaction id without a matching
+    /// appAccountToken) and `user_binding` says to refuse such proofs.
+    case proofUnbound = "proof_unbound"
 }
 
 /// The result of one verification with the facts worth keeping in the order's history.
@@ -51,8 +62,41 @@ public struct Verification: Sendable, Equatable {
     }
 }
 
-/// Re-verifies one order with Apple. `grantHolder` tells which order (if any) already holds
-/// a transaction, so matching can skip transactions granted elsewhere.
+/// Re-verifies one order with Apple. Pure with respect to the ledger: which candidate the
+/// order gets is decided when the ledger reserves it.
 public protocol OrderVerifier: Sendable {
-    func verify(_ order: Order, grantHolder: (String) throws -> String?) throws -> Verification
+    func verify(_ order: Order) throws -> Verification
+}
+
+/// The purchases Apple confirmed for an order, most preferred first.
+public struct Match: Sendable, Equatable {
+    /// Every candidate passed every check (bundle, product, environment, not refunded, not
+    /// upgraded, the user's token). The ledger gives the order the first one no other order
+    /// holds and nobody granted outside settle.
+    public var candidates: [VerifiedPurchase]
+    /// The order named its transaction (a transaction id or a signed transaction): its one
+    /// candidate is the purchase it claims. Otherwise it was matched by product, oldest first.
+    public var named: Bool
+    /// Purchases of the order's product that Apple confirmed but that cannot be granted, by
+    /// grant key, with why: an order that already holds one of them is rejected for that reason.
+    public var excluded: [String: Exclusion]
+
+    public init(candidates: [VerifiedPurchase], named: Bool, excluded: [String: Exclusion] = [:]) {
+        self.candidates = candidates
+        self.named = named
+        self.excluded = excluded
+    }
+
+    public static func only(_ purchase: VerifiedPurchase) -> Match { Match(candidates: [purchase], named: true) }
+}
+
+/// Why a purchase Apple confirmed is not granted.
+public struct Exclusion: Sendable, Equatable {
+    public var reason: RejectionReason
+    public var detail: String
+
+    public init(_ reason: RejectionReason, _ detail: String) {
+        self.reason = reason
+        self.detail = detail
+    }
 }

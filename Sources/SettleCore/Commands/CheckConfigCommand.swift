@@ -20,7 +20,7 @@ enum CheckConfigCommand {
         do {
             _ = try c.receiptAPI?.sharedSecretFile.read()
             _ = try c.serverAPI?.loadPrivateKey()
-            _ = try c.serverAPI?.loadRoots()
+            _ = try c.storeKitRoots()
             if case let .webhook(_, secret) = c.delivery.method { _ = try secret.read() }
         } catch {
             throw CommandFailure.from(error)
@@ -50,6 +50,13 @@ enum CheckConfigCommand {
                       "server_api.private_key_file: \(s.privateKeyFile.path) (contents redacted)",
                       "server_api.root_certificates: \(s.rootCertificates.joined(separator: ", "))"]
         }
+        if c.serverAPI == nil {
+            lines.append("StoreKit 2 root: \((c.sourcePath as NSString).deletingLastPathComponent)/AppleRootCA-G3.pem")
+        }
+        let b = c.userBinding
+        lines.append("user_binding: app_account_token from \(b.tokenSource.rawValue)"
+                     + (b.namespace.map { " (namespace \($0.uuidString.lowercased()))" } ?? "")
+                     + ", unsigned_proofs \(b.unsignedProofs.rawValue), tokenless_signed_proofs \(b.tokenlessSignedProofs.rawValue)")
         for (id, product) in c.products.sorted(by: { $0.key < $1.key }) {
             lines.append("product \(id): \(product.kind.rawValue)" + (product.grant.map { " grant \($0.serialized())" } ?? ""))
         }

@@ -6,15 +6,19 @@ enum EnqueueCommand {
         .init(name: "--order", takesValue: true), .init(name: "--user", takesValue: true),
         .init(name: "--product", takesValue: true), .init(name: "--transaction", takesValue: true),
         .init(name: "--receipt-file", takesValue: true), .init(name: "--signed-transaction-file", takesValue: true),
+        .init(name: "--app-account-token", takesValue: true),
     ])
 
     static let help = """
     Usage: settle enqueue --order ID --user USER --product PRODUCT [--transaction TXN]
                           [--receipt-file FILE|-] [--signed-transaction-file FILE|-]
+                          [--app-account-token UUID]
 
     Records a paid order and its proof of purchase: a base64 app receipt, a StoreKit 2 signed
-    transaction (JWS), or only the Apple transaction id. The same order twice with the same
-    content is a no-op (exit 0); with different content it is refused (exit 65).
+    transaction (JWS), or only the Apple transaction id (which needs server_api). The same
+    order twice with the same content is a no-op (exit 0); with different content it is
+    refused (exit 65). --app-account-token is the UUID the app passed to StoreKit for this
+    user; with user_binding.app_account_token "order" it binds the purchase to the user.
     """
 
     /// Proofs larger than this are refused: no genuine receipt comes near it.
@@ -45,14 +49,25 @@ enum EnqueueCommand {
         if let transactionId, transactionId.isEmpty || transactionId.count > 64 {
             throw CommandFailure(.dataError, "--transaction: '\(transactionId.prefix(64))' is not an Apple transaction id")
         }
+        var token: String? = nil
+        if let text = parsed.value("--app-account-token") {
+            guard let uuid = UUID(uuidString: text) else {
+                throw CommandFailure(.dataError, "--app-account-token: '\(text.prefix(64))' is not a UUID")
+            }
+            token = uuid.uuidString.lowercased()
+        }
         let configuration = try context.loadConfiguration(parsed)
+        if receipt == nil && signed == nil && configuration.serverAPI == nil {
+            throw CommandFailure(.dataError, "--transaction alone can only be verified through the App Store Server API, and no server_api is configured; enqueue the receipt or the signed transaction too")
+        }
         if configuration.products[productId] == nil {
             context.printError("settle enqueue: warning: product \(productId) is not in the configuration's products; reconcile will reject it as unknown_product")
         }
         do {
             let ledger = try Ledger(path: configuration.ledgerPath, time: context.time)
             let result = try ledger.enqueue(NewOrder(orderId: orderId, userId: userId, productId: productId,
-                                                     transactionId: transactionId, receipt: receipt, signedTransaction: signed))
+                                                     transactionId: transactionId, receipt: receipt, signedTransaction: signed,
+                                                     appAccountToken: token))
             context.print(result == .created ? "enqueued \(orderId)" : "\(orderId) is already enqueued with the same content; nothing changed")
         } catch {
             throw CommandFailure.from(error)

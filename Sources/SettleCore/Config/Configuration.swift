@@ -8,6 +8,8 @@ public struct Configuration: Sendable {
     public var receiptAPI: ReceiptAPIConfiguration?
     public var serverAPI: ServerAPIConfiguration?
     public var products: [String: Product]
+    /// How purchases are bound to the order's user (appAccountToken) and which proofs are trusted.
+    public var userBinding = UserBinding()
     public var delivery: DeliveryConfiguration
     public var schedule: Schedule
     public var http: HTTPSettings

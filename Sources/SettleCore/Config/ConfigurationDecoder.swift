@@ -25,10 +25,13 @@ struct ConfigurationDecoder {
         let http = try root.object("http").map { (o) throws(ConfigError) in try decodeHTTP(o) } ?? Configuration.HTTPSettings()
         let metricsFile = try root.string("metrics_file").map(resolve)
         let grace = try root.number("shutdown_grace_seconds", default: 20, range: 0...600)
+        let binding = try root.object("user_binding").map { (o) throws(ConfigError) in try decodeUserBinding(o) } ?? UserBinding()
         try root.rejectUnknownKeys()
-        return Configuration(ledgerPath: ledger, bundleId: bundleId, acceptSandbox: acceptSandbox, receiptAPI: receiptAPI,
-                             serverAPI: serverAPI, products: products, delivery: delivery, schedule: schedule, http: http,
-                             metricsFile: metricsFile, shutdownGraceSeconds: grace, sourcePath: path)
+        var configuration = Configuration(ledgerPath: ledger, bundleId: bundleId, acceptSandbox: acceptSandbox, receiptAPI: receiptAPI,
+                                          serverAPI: serverAPI, products: products, delivery: delivery, schedule: schedule, http: http,
+                                          metricsFile: metricsFile, shutdownGraceSeconds: grace, sourcePath: path)
+        configuration.userBinding = binding
+        return configuration
     }
 
     private func decodeReceiptAPI(_ object: ConfigObject) throws(ConfigError) -> Configuration.ReceiptAPIConfiguration {
@@ -71,6 +74,34 @@ struct ConfigurationDecoder {
         try o.rejectUnknownKeys()
         return .init(productionURL: production, sandboxURL: sandbox, issuerId: issuer, keyId: keyId, privateKeyFile: key,
                      appAppleId: appAppleId, rootCertificates: roots)
+    }
+
+    private func decodeUserBinding(_ object: ConfigObject) throws(ConfigError) -> UserBinding {
+        var o = object
+        var binding = UserBinding()
+        binding.tokenSource = try choice(&o, "app_account_token", default: binding.tokenSource)
+        if let text = try o.string("uuid5_namespace") {
+            guard let uuid = UUID(uuidString: text) else { throw ConfigError("\(o.name("uuid5_namespace")): \"\(text)\" is not a UUID") }
+            binding.namespace = uuid
+        }
+        if binding.tokenSource == .uuid5 && binding.namespace == nil {
+            throw ConfigError("\(o.name("uuid5_namespace")): required when app_account_token is \"uuid5\"")
+        }
+        binding.unsignedProofs = try choice(&o, "unsigned_proofs", default: binding.unsignedProofs)
+        binding.tokenlessSignedProofs = try choice(&o, "tokenless_signed_proofs", default: binding.tokenlessSignedProofs)
+        try o.rejectUnknownKeys()
+        return binding
+    }
+
+    /// A string naming one case of `T`.
+    private func choice<T: RawRepresentable & CaseIterable>(_ o: inout ConfigObject, _ key: String, default fallback: T)
+        throws(ConfigError) -> T where T.RawValue == String {
+        guard let text = try o.string(key) else { return fallback }
+        guard let value = T(rawValue: text) else {
+            let allowed = T.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+            throw ConfigError("\(o.name(key)): \"\(text)\" is not one of \(allowed)")
+        }
+        return value
     }
 
     private func decodeProducts(_ object: ConfigObject) throws(ConfigError) -> [String: Configuration.Product] {

@@ -10,6 +10,10 @@ public struct CommandHook: Deliverer {
     /// The environment the hook inherits (settle's own, minus nothing secret: secrets live in files).
     public var baseEnvironment: [String: String]
 
+    /// The exit code that answers "this purchase was granted before, outside settle" (see the
+    /// README's hook contract). Outside the sysexits range and the shell's own codes.
+    public static let alreadyGrantedExit: Int32 = 80
+
     /// History keeps at most this many bytes of the hook's output, the cut marker included.
     public static let outputLimit = 4096
 
@@ -28,6 +32,7 @@ public struct CommandHook: Deliverer {
         for name in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] { environment[name] = nil }
         environment["SETTLE_ORDER_ID"] = order.orderId
         environment["SETTLE_IDEMPOTENCY_KEY"] = HookPayload.idempotencyKey(purchase)
+        environment["SETTLE_EXIT_ALREADY_GRANTED"] = String(CommandHook.alreadyGrantedExit)
         let started = DispatchTime.now()
         let result: SubprocessResult
         do {
@@ -51,6 +56,9 @@ public struct CommandHook: Deliverer {
         case .exited(65):
             exitCode = 65
             outcome = .refused("hook refused the delivery permanently (exit 65)")
+        case .exited(CommandHook.alreadyGrantedExit):
+            exitCode = Int(CommandHook.alreadyGrantedExit)
+            outcome = .alreadyGranted("hook answered that this purchase was granted before (exit \(CommandHook.alreadyGrantedExit))")
         case let .exited(code):
             exitCode = Int(code)
             outcome = .retry("hook failed (exit \(code))")

@@ -18,8 +18,9 @@ public enum HookPayload {
         ])
     }
 
-    /// The Apple transaction id: stable across retries and crashes, unique across the ledger.
-    public static func idempotencyKey(_ purchase: VerifiedPurchase) -> String { purchase.transactionId }
+    /// The grant key: the Apple transaction id (the original one for a non-consumable), stable
+    /// across retries and crashes, granted at most once across the ledger.
+    public static func idempotencyKey(_ purchase: VerifiedPurchase) -> String { purchase.grantKey }
 }
 
 /// What a delivery attempt concluded.
@@ -30,6 +31,9 @@ public enum DeliveryOutcome: Sendable, Equatable {
     case retry(String)
     /// The receiver refused for good: a person must look.
     case refused(String)
+    /// The receiver says this purchase was granted before, outside settle (exit 80 / HTTP 409):
+    /// recorded as such, and the order moves on to its next candidate or finishes.
+    case alreadyGranted(String)
 }
 
 /// One delivery attempt and what to keep of it in the history.

@@ -46,7 +46,8 @@ public struct WebhookHook: Deliverer {
         let text = String(decoding: response.body.prefix(CommandHook.outputLimit - 32), as: UTF8.self)
         let outcome: DeliveryOutcome
         switch response.status {
-        case 200...299, 409: outcome = .delivered
+        case 200...299: outcome = .delivered
+        case 409: outcome = .alreadyGranted("webhook answered HTTP 409: this purchase was granted before")
         case 408, 429, 500...599: outcome = .retry("webhook answered HTTP \(response.status)")
         default: outcome = .refused("webhook refused the delivery with HTTP \(response.status)")
         }

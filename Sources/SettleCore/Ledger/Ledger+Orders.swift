@@ -7,31 +7,12 @@ public enum EnqueueResult: Sendable, Equatable {
     case unchanged
 }
 
-/// What recording Apple's confirmation did.
-public enum VerifiedResult: Sendable, Equatable {
-    /// The grant row is ours; the order is `delivering`.
-    case delivering(Order)
-    /// Apple's transaction is already granted to another order; this one is `rejected`.
-    case alreadyGranted(otherOrderId: String)
-    /// The order already holds a different transaction; it now needs a person.
-    case grantConflict(String)
-    /// Our claim was taken back meanwhile (lease expired and rescued); nothing written.
-    case leaseLost
-}
-
 /// What rescue found and did.
 public struct RescueResult: Sendable, Equatable {
     /// Orders taken back from `verifying` to `pending` (no attempt used).
     public var requeued: [String] = []
-    /// Orders in `delivering` now leased to us, to be delivered again with the same key.
-    public var redeliver: [Order] = []
-}
-
-/// Why an order went to `needs_attention`, as `status` shows it.
-public enum AttentionReason: String, Sendable {
-    case attemptsExhausted = "attempts_exhausted"
-    case hookRefused = "hook_refused"
-    case grantConflict = "grant_conflict"
+    /// Orders in `delivering` to be delivered again with the same key, once leased.
+    public var redeliver: [String] = []
 }
 
 extension Ledger {
@@ -49,6 +30,7 @@ extension Ledger {
                     let same = existing.userId == new.userId && existing.productId == new.productId
                         && existing.requestedTransactionId == new.transactionId
                         && existing.receiptSHA256 == receiptHash && existing.signedTransaction == new.signedTransaction
+                        && existing.appAccountToken == new.appAccountToken
                     guard same else { throw LedgerError.conflictingOrder(new.orderId) }
                     return .unchanged
                 }
@@ -58,10 +40,11 @@ extension Ledger {
                 }
                 try database.query("""
                     INSERT INTO orders(order_id, user_id, product_id, transaction_id, receipt_sha256, signed_transaction,
-                                       next_attempt_at, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                       app_account_token, next_attempt_at, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """, [.text(new.orderId), .text(new.userId), .text(new.productId), .from(new.transactionId),
-                          .from(receiptHash), .from(new.signedTransaction), .integer(now), .integer(now), .integer(now)])
+                          .from(receiptHash), .from(new.signedTransaction), .from(new.appAccountToken), .integer(now),
+                          .integer(now), .integer(now)])
                 try appendHistory(new.orderId, HistoryEntry(at: now, kind: .enqueue, outcome: "enqueued"))
                 return .created
             }
@@ -80,54 +63,6 @@ extension Ledger {
 
     // MARK: - Verification outcomes
 
-    /// Records Apple's confirmation and reserves the transaction for this order, in one
-    /// transaction: the UNIQUE grant row is what makes "granted at most once" true.
-    public func recordVerified(orderId: String, owner: LeaseOwner, purchase: VerifiedPurchase,
-                               deliveryLeaseSeconds: Int64, history: HistoryEntry) throws(LedgerError) -> VerifiedResult {
-        let now = time.unixSeconds
-        return try locked { () throws(LedgerError) in
-            try write {
-                guard try holds(orderId, state: .verifying, owner: owner) else { return .leaseLost }
-                try database.query("INSERT INTO grants(transaction_id, order_id, granted_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                                   [.text(purchase.transactionId), .text(orderId), .integer(now)])
-                let holder = try database.query("SELECT order_id FROM grants WHERE transaction_id = ?",
-                                                 [.text(purchase.transactionId)]).first?.string("order_id")
-                if let holder, holder != orderId {
-                    try finalize(orderId, state: .rejected, reason: "already_granted",
-                                 error: "transaction \(purchase.transactionId) was already granted to order \(holder)",
-                                 environment: purchase.environment, now: now)
-                    var entry = history
-                    entry.outcome = "rejected"
-                    entry.detail = "already_granted to \(holder)"
-                    try appendHistory(orderId, entry)
-                    return .alreadyGranted(otherOrderId: holder)
-                }
-                if holder == nil {
-                    let other = try database.query("SELECT transaction_id FROM grants WHERE order_id = ?", [.text(orderId)])
-                        .first?.string("transaction_id") ?? "?"
-                    let message = "order already holds transaction \(other), Apple now matched \(purchase.transactionId)"
-                    try finalize(orderId, state: .needsAttention, reason: AttentionReason.grantConflict.rawValue,
-                                 error: message, environment: purchase.environment, now: now)
-                    var entry = history
-                    entry.outcome = "needs_attention"
-                    entry.detail = message
-                    try appendHistory(orderId, entry)
-                    return .grantConflict(message)
-                }
-                let row = try database.query("""
-                    UPDATE orders SET state = 'delivering', environment = ?, verified_transaction_id = ?,
-                           original_transaction_id = ?, verified_product_id = ?, quantity = ?, purchase_date_ms = ?,
-                           expires_date_ms = ?, reason = NULL, last_error = NULL, lease_expires_at = ?, updated_at = ?
-                    WHERE order_id = ? RETURNING *
-                    """, [.text(purchase.environment), .text(purchase.transactionId), .text(purchase.originalTransactionId),
-                          .text(purchase.productId), .integer(Int64(purchase.quantity)), .from(purchase.purchaseDateMs),
-                          .from(purchase.expiresDateMs), .integer(now + deliveryLeaseSeconds), .integer(now), .text(orderId)])
-                try appendHistory(orderId, history)
-                return .delivering(Order(row: row[0]))
-            }
-        }
-    }
-
     /// Apple proved there is nothing to grant: `rejected` with a stable reason code.
     @discardableResult
     public func recordRejected(orderId: String, owner: LeaseOwner, reason: String, detail: String,
@@ -139,6 +74,79 @@ extension Ledger {
                 try finalize(orderId, state: .rejected, reason: reason, error: detail, environment: environment, now: now)
                 try appendHistory(orderId, history)
                 return true
+            }
+        }
+    }
+
+    /// settle cannot decide the order by itself: `needs_attention` at once, with the reason.
+    @discardableResult
+    public func recordNeedsAttention(orderId: String, owner: LeaseOwner, reason: AttentionReason, detail: String,
+                                     environment: String?, history: HistoryEntry) throws(LedgerError) -> Bool {
+        let now = time.unixSeconds
+        return try locked { () throws(LedgerError) in
+            try write {
+                guard try holds(orderId, state: .verifying, owner: owner) else { return false }
+                try finalize(orderId, state: .needsAttention, reason: reason.rawValue, error: detail, environment: environment, now: now)
+                try appendHistory(orderId, history)
+                return true
+            }
+        }
+    }
+
+    // MARK: - Rows settle cannot work on
+
+    /// A row a backend wrote with the wrong types (a BLOB where text belongs): it cannot be
+    /// claimed, and statements that name it by its text id would not find it.
+    static let wellFormed = """
+        typeof(order_id) = 'text' AND typeof(user_id) = 'text' AND typeof(product_id) = 'text'
+        AND typeof(transaction_id) IN ('text','null') AND typeof(receipt_sha256) IN ('text','null')
+        AND typeof(signed_transaction) IN ('text','null') AND typeof(app_account_token) IN ('text','null')
+        """
+
+    /// Moves every pending row that is not well formed to `needs_attention` (`row_invalid`),
+    /// by rowid, so one bad row never stops the pass. Returns a printable id of each.
+    public func quarantineMalformedRows() throws(LedgerError) -> [String] {
+        let now = time.unixSeconds
+        return try locked { () throws(LedgerError) in
+            try write {
+                let rows = try database.query("""
+                    UPDATE orders SET state = 'needs_attention', reason = 'row_invalid',
+                           last_error = 'a backend wrote this row with a wrong type (a BLOB where text belongs): ' ||
+                                        'order_id ' || typeof(order_id) || ', user_id ' || typeof(user_id) ||
+                                        ', product_id ' || typeof(product_id) || ', transaction_id ' || typeof(transaction_id) ||
+                                        ', receipt_sha256 ' || typeof(receipt_sha256) || ', signed_transaction ' ||
+                                        typeof(signed_transaction) || '; rewrite it with text values and run settle retry',
+                           updated_at = ?
+                    WHERE state = 'pending' AND NOT (\(Ledger.wellFormed))
+                    RETURNING CASE typeof(order_id) WHEN 'text' THEN order_id ELSE 'rowid ' || rowid END AS id,
+                              typeof(order_id) = 'text' AS named
+                    """, [.integer(now)])
+                for row in rows where row.int("named") == 1 {
+                    if let id = row.string("id") {
+                        try appendHistory(id, HistoryEntry(at: now, kind: .verification, outcome: "needs_attention",
+                                                           detail: "row_invalid: a column holds a wrong type"))
+                    }
+                }
+                return rows.compactMap { $0.string("id") }
+            }
+        }
+    }
+
+    /// A write about this order failed a constraint (a row a backend broke): `needs_attention`
+    /// (`row_invalid`) so the pass goes on. History is written only if the row accepts it.
+    public func quarantine(orderId: String, detail: String) throws(LedgerError) {
+        let now = time.unixSeconds
+        try locked { () throws(LedgerError) in
+            try write {
+                try database.query("""
+                    UPDATE orders SET state = 'needs_attention', reason = 'row_invalid', last_error = ?, updated_at = ?,
+                           finished_at = NULL, lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
+                    WHERE order_id = ? AND state IN ('pending','verifying','delivering')
+                    """, [.text(detail), .integer(now), .text(orderId)])
+            }
+            _ = try? write {
+                try appendHistory(orderId, HistoryEntry(at: now, kind: .verification, outcome: "needs_attention",
+                                                        detail: "row_invalid: \(detail)"))
             }
         }
     }
@@ -231,16 +239,16 @@ extension Ledger {
         ownerArguments(owner) + [.integer(expiresAt)]
     }
 
-    private func holding(_ orderId: String, state: OrderState, owner: LeaseOwner) throws -> Order? {
+    func holding(_ orderId: String, state: OrderState, owner: LeaseOwner) throws -> Order? {
         try database.query("SELECT * FROM orders WHERE order_id = ? AND state = ? AND \(Ledger.ownedBy)",
                            [.text(orderId), .text(state.rawValue)] + ownerArguments(owner)).first.map(Order.init(row:))
     }
 
-    private func holds(_ orderId: String, state: OrderState, owner: LeaseOwner) throws -> Bool {
+    func holds(_ orderId: String, state: OrderState, owner: LeaseOwner) throws -> Bool {
         try holding(orderId, state: state, owner: owner) != nil
     }
 
-    private func finalize(_ orderId: String, state: OrderState, reason: String?, error: String?, environment: String?,
+    func finalize(_ orderId: String, state: OrderState, reason: String?, error: String?, environment: String?,
                           now: Int64) throws {
         try database.query("""
             UPDATE orders SET state = ?, reason = ?, last_error = ?, environment = coalesce(?, environment),
@@ -267,7 +275,8 @@ extension Order {
             VerifiedPurchase(transactionId: txn, originalTransactionId: row.string("original_transaction_id") ?? txn,
                              productId: row.string("verified_product_id") ?? row.string("product_id") ?? "",
                              environment: row.string("environment") ?? "", quantity: Int(row.int("quantity") ?? 1),
-                             purchaseDateMs: row.int("purchase_date_ms"), expiresDateMs: row.int("expires_date_ms"))
+                             purchaseDateMs: row.int("purchase_date_ms"), expiresDateMs: row.int("expires_date_ms"),
+                             grantKey: row.string("grant_key"))
         }
         var lease: Lease? = nil
         if let host = row.string("lease_host"), let pid = row.int("lease_pid") {
@@ -281,6 +290,6 @@ extension Order {
                   attempts: Int(row.int("attempts") ?? 0), nextAttemptAt: row.int("next_attempt_at") ?? 0,
                   reason: row.string("reason"), lastError: row.string("last_error"), environment: row.string("environment"),
                   verified: verified, createdAt: row.int("created_at") ?? 0, updatedAt: row.int("updated_at") ?? 0,
-                  finishedAt: row.int("finished_at"), lease: lease)
+                  finishedAt: row.int("finished_at"), lease: lease, appAccountToken: row.string("app_account_token"))
     }
 }

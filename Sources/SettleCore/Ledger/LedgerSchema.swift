@@ -90,5 +90,26 @@ enum LedgerSchema {
             stopped_at         INTEGER
         );
         """,
+        // 3: grants keyed by what is granted once (the original transaction id of a
+        // non-consumable), grants made outside settle (order_id NULL, source 'outside'), the
+        // order's grant key for the hook, and the appAccountToken a backend stores with an order.
+        """
+        CREATE TABLE grants_v3 (
+            grant_key       TEXT PRIMARY KEY NOT NULL,
+            transaction_id  TEXT NOT NULL,
+            order_id        TEXT UNIQUE REFERENCES orders(order_id),
+            source          TEXT NOT NULL DEFAULT 'settle' CHECK (source IN ('settle','outside')),
+            granted_at      INTEGER NOT NULL,
+            note            TEXT,
+            CHECK ((source = 'settle') = (order_id IS NOT NULL))
+        );
+        INSERT INTO grants_v3(grant_key, transaction_id, order_id, source, granted_at)
+            SELECT transaction_id, transaction_id, order_id, 'settle', granted_at FROM grants;
+        DROP TABLE grants;
+        ALTER TABLE grants_v3 RENAME TO grants;
+        CREATE INDEX grants_transaction ON grants(transaction_id);
+        ALTER TABLE orders ADD COLUMN grant_key TEXT;
+        ALTER TABLE orders ADD COLUMN app_account_token TEXT;
+        """,
     ]
 }

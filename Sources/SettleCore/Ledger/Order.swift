@@ -22,9 +22,14 @@ public struct VerifiedPurchase: Sendable, Equatable {
     /// Milliseconds since the epoch, as Apple reports them.
     public var purchaseDateMs: Int64?
     public var expiresDateMs: Int64?
+    /// What is granted at most once across the ledger, and the hook's idempotency key: the
+    /// transaction id, except for a non-consumable, whose original transaction id it is (a
+    /// restore brings a new transaction id for goods the customer already has).
+    public var grantKey: String
 
     public init(transactionId: String, originalTransactionId: String, productId: String, environment: String,
-                quantity: Int, purchaseDateMs: Int64?, expiresDateMs: Int64?) {
+                quantity: Int, purchaseDateMs: Int64?, expiresDateMs: Int64?, grantKey: String? = nil) {
+        self.grantKey = grantKey ?? transactionId
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
         self.productId = productId
@@ -56,6 +61,12 @@ public struct Order: Sendable, Equatable {
     public var updatedAt: Int64
     public var finishedAt: Int64?
     public var lease: Lease?
+    /// The StoreKit appAccountToken the backend stored with the order (a UUID), if any.
+    public var appAccountToken: String? = nil
+
+    /// Whether the order names the one purchase it claims (a transaction id or a signed
+    /// transaction), rather than "a purchase of this product" in a receipt.
+    public var namesTransaction: Bool { requestedTransactionId != nil || signedTransaction != nil }
 
     /// What support and the hook see as the order's transaction: Apple's, once verified.
     public var transactionId: String? { verified?.transactionId ?? requestedTransactionId }
@@ -102,9 +113,12 @@ public struct NewOrder: Sendable, Equatable {
     public var receipt: String?
     /// StoreKit 2 compact JWS.
     public var signedTransaction: String?
+    /// The appAccountToken the app passed to StoreKit for this user (a UUID), if the backend keeps one.
+    public var appAccountToken: String?
 
     public init(orderId: String, userId: String, productId: String, transactionId: String? = nil,
-                receipt: String? = nil, signedTransaction: String? = nil) {
+                receipt: String? = nil, signedTransaction: String? = nil, appAccountToken: String? = nil) {
+        self.appAccountToken = appAccountToken
         self.orderId = orderId
         self.userId = userId
         self.productId = productId

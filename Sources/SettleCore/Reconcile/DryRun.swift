@@ -38,16 +38,30 @@ extension Reconciler {
             }
         }
         for order in orders {
-            let verification = try verifier.verify(order) { txn in try self.ledger.grantHolder(transactionId: txn) }
+            let verification = try verifier.verify(order)
             if case .appleUnavailable = verification.outcome {
                 report.appleWideFailures += 1
             } else if verification.appleAnswered {
                 report.appleAnswers += 1
             }
             switch verification.outcome {
-            case let .verified(p):
-                report.wouldGrant += 1
-                report.lines.append("\(order.orderId): would grant transaction \(p.transactionId) (\(p.productId) x\(p.quantity), \(p.environment)) to user \(order.userId)")
+            case let .verified(match):
+                // The same choice the reserving write makes: the first candidate nobody holds.
+                var free: VerifiedPurchase?
+                for candidate in match.candidates where try ledger.grantHolder(of: candidate) == nil {
+                    free = candidate
+                    break
+                }
+                if let p = free {
+                    report.wouldGrant += 1
+                    report.lines.append("\(order.orderId): would grant transaction \(p.transactionId) (\(p.productId) x\(p.quantity), \(p.environment)) to user \(order.userId)")
+                } else {
+                    report.wouldReject += 1
+                    report.lines.append("\(order.orderId): would not grant: every matching purchase is already granted")
+                }
+            case let .needsAttention(reason, detail):
+                report.wouldRetry += 1
+                report.lines.append("\(order.orderId): would need attention: \(reason.rawValue) (\(detail))")
             case let .rejected(reason, detail):
                 report.wouldReject += 1
                 report.lines.append("\(order.orderId): would reject: \(reason.rawValue) (\(detail))")

@@ -3,10 +3,10 @@ import Synchronization
 
 /// The shared state of one pass, behind one lock: the work queue, the Apple breaker and the report.
 final class Pass: Sendable {
-    enum Next { case stop, redeliver(Order), named(String), due }
+    enum Next { case stop, redeliver(String), named(String), due }
 
     private struct State {
-        var redeliver: [Order]
+        var redeliver: [String]
         var named: [String]?
         var stopped = false
         var noMoreDue = false
@@ -23,7 +23,7 @@ final class Pass: Sendable {
     private let shouldStop: @Sendable () -> Bool
     let progress: @Sendable () -> Void
 
-    init(redeliver: [Order], named: [String]?, breaker: AppleBreaker, policy: RetryPolicy, time: any TimeSource,
+    init(redeliver: [String], named: [String]?, breaker: AppleBreaker, policy: RetryPolicy, time: any TimeSource,
          shouldStop: @escaping @Sendable () -> Bool, progress: @escaping @Sendable () -> Void) {
         state = Mutex(State(redeliver: redeliver, named: named.map { Array($0.reversed()) }, breaker: breaker))
         self.policy = policy
@@ -39,7 +39,7 @@ final class Pass: Sendable {
         let stopRequested = shouldStop()
         return state.withLock { s in
             if s.stopped || stopRequested { return .stop }
-            if let order = s.redeliver.popLast() { return .redeliver(order) }
+            if let id = s.redeliver.popLast() { return .redeliver(id) }
             if let left = s.claimsLeft {
                 guard left > 0 else { return .stop }
                 s.claimsLeft = left - 1

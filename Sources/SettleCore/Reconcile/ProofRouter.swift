@@ -13,19 +13,19 @@ public struct ProofRouter: OrderVerifier {
         self.products = products
     }
 
-    public func verify(_ order: Order, grantHolder: (String) throws -> String?) throws -> Verification {
+    public func verify(_ order: Order) throws -> Verification {
         guard products.contains(order.productId) else {
             return Verification(outcome: .rejected(reason: .unknownProduct,
                                                    detail: "product \(order.productId) is not in the configuration's products"))
         }
         if order.signedTransaction == nil, order.receiptSHA256 != nil {
-            if let receipts { return try receipts.verify(order, grantHolder: grantHolder) }
-            guard storeKit.receiptTransactionIds != nil else {
+            if let receipts { return try receipts.verify(order) }
+            guard storeKit.legacyReceipt != nil else {
                 return Verification(outcome: .configurationFault("the order has an app receipt but neither receipt_api nor server_api is configured"))
             }
         }
         do {
-            return try storeKit.verify(order, grantHolder: grantHolder)
+            return try storeKit.verify(order)
         } catch let error as LegacyReceiptError {
             return Verification(outcome: .rejected(reason: .receiptInvalid, detail: error.message))
         }

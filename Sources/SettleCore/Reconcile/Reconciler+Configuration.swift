@@ -10,11 +10,12 @@ extension Reconciler {
         let client = HTTPClient(configuration: HTTPClientConfiguration(
             connectTimeout: configuration.http.connectTimeoutSeconds, totalTimeout: configuration.http.timeoutSeconds))
         let products = Set(configuration.products.keys)
+        let eligibility = PurchaseEligibility(products: configuration.products.mapValues(\.kind), binding: configuration.userBinding)
         let observe = appleObserver(metrics)
         var receipts: ReceiptVerifier? = nil
         if let api = configuration.receiptAPI {
             let matcher = ReceiptMatcher(bundleId: configuration.bundleId, acceptSandbox: configuration.acceptSandbox,
-                                         products: products)
+                                         eligibility: eligibility)
             receipts = ReceiptVerifier(productionURL: api.productionURL, sandboxURL: api.sandboxURL,
                                        sharedSecret: try api.sharedSecretFile.read(), matcher: matcher, client: client,
                                        receiptText: { order in try storedReceipt(order, ledger: ledger) })
@@ -29,16 +30,17 @@ extension Reconciler {
                                        client: client)
             api?.observe = observe
             roots = try serverAPI.loadRoots()
-        } else if let defaultRoots = try? configuration.storeKitRoots() {
-            // Without server_api a missing root file only matters to orders with a signed transaction.
-            roots = defaultRoots
+        } else {
+            // Any backend may write a signed transaction into the ledger: without the root every
+            // genuine one would be refused as forged, so a missing root stops the pass (78) instead.
+            roots = try configuration.storeKitRoots()
         }
         var storeKit = StoreKitVerifier(
             signedData: SignedDataVerifier(rootCertificates: roots, bundleId: configuration.bundleId,
                                            acceptSandbox: configuration.acceptSandbox),
-            api: api, products: products, time: ledger.time)
+            api: api, eligibility: eligibility, time: ledger.time)
         if receipts == nil && api != nil {
-            storeKit.receiptTransactionIds = { order in try receiptTransactionIds(order, ledger: ledger) }
+            storeKit.legacyReceipt = { order in try legacyReceiptIds(order, ledger: ledger) }
         }
         let deliverer: any Deliverer
         switch configuration.delivery.method {
@@ -68,11 +70,11 @@ extension Reconciler {
         return try ledger.receipt(sha256: hash)
     }
 
-    /// The ids a legacy receipt names, read locally: a lookup key for the Server API, never trusted.
-    private static func receiptTransactionIds(_ order: Order, ledger: Ledger) throws -> [String] {
-        guard let text = try storedReceipt(order, ledger: ledger) else { return [] }
+    /// The ids a legacy receipt names, read locally: lookup keys for the Server API.
+    private static func legacyReceiptIds(_ order: Order, ledger: Ledger) throws -> LegacyReceiptIds? {
+        guard let text = try storedReceipt(order, ledger: ledger) else { return nil }
         do {
-            return try AppReceipt.parse(base64: text).transactionIds
+            return LegacyReceiptIds(transactionIds: try AppReceipt.parse(base64: text).transactionIds, signatureVerified: false)
         } catch {
             throw LegacyReceiptError(message: "the order's receipt cannot be read: \(error)")
         }

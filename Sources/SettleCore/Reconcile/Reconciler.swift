@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// One reconcile pass: rescue -> claim -> verify -> record -> deliver -> finish, with at most
 /// `schedule.concurrency` orders in flight. `settle reconcile` and the daemon both run this.
@@ -32,15 +33,24 @@ public final class Reconciler: Sendable {
 
     var deliveryLeaseSeconds: Int64 { Int64(configuration.delivery.timeoutSeconds + 60) }
 
+    /// How often, as a fraction of the delivery lease, a running hook's lease is renewed.
+    /// Tests shorten it; it never needs changing in production.
+    public var leaseRenewalFraction: Double { leaseRenewal.withLock { $0 } }
+    private let leaseRenewal = Mutex(1.0 / 3)
+    public func renewLeases(everyFractionOf fraction: Double) { leaseRenewal.withLock { $0 = fraction } }
+
     /// Runs one pass over every due order, or over exactly `orderIds` (due or not: an operator
     /// naming orders is not held back by the Apple breaker). `shouldStop` is polled before
     /// each claim: once it says true, nothing more is claimed and in-flight work finishes.
     /// `progress` is called after each order, from the thread that worked on it.
     public func runPass(orderIds: [String] = [], shouldStop: @escaping @Sendable () -> Bool = { false },
                         progress: @escaping @Sendable () -> Void = {}) throws(LedgerError) -> PassReport {
-        let rescued = try ledger.rescue(owner: owner, deliveryLeaseSeconds: deliveryLeaseSeconds)
+        for id in try ledger.quarantineMalformedRows() {
+            log.error("order.needs_attention", ["order": id, "reason": AttentionReason.rowInvalid.rawValue])
+        }
+        let rescued = try ledger.rescue(owner: owner)
         for id in rescued.requeued { log.warning("order.rescued", ["order": id, "to": "pending"]) }
-        for order in rescued.redeliver { log.warning("order.rescued", ["order": order.orderId, "to": "redeliver"]) }
+        for id in rescued.redeliver { log.warning("order.rescued", ["order": id, "to": "redeliver"]) }
         let breaker = try ledger.appleBreaker()
         let pass = Pass(redeliver: rescued.redeliver, named: orderIds.isEmpty ? nil : orderIds, breaker: breaker,
                         policy: policy, time: ledger.time, shouldStop: shouldStop, progress: progress)
@@ -93,10 +103,19 @@ public final class Reconciler: Sendable {
     private func work(_ pass: Pass) {
         do {
             while let next = try nextOrder(pass) {
-                if next.state == .delivering {
-                    try deliver(next, pass: pass)
-                } else {
-                    try verify(next, pass: pass)
+                do {
+                    if next.state == .delivering {
+                        try deliver(next, pass: pass)
+                    } else {
+                        try verify(next, pass: pass)
+                    }
+                } catch let error as LedgerError {
+                    // A row a backend broke fails its own writes; it must not stop every other order.
+                    guard case let .io(sqlite) = error, sqlite.isConstraintViolation else { throw error }
+                    try ledger.quarantine(orderId: next.orderId, detail: "a ledger write about this order failed: \(sqlite.message)")
+                    log.error("order.needs_attention", ["order": next.orderId, "reason": AttentionReason.rowInvalid.rawValue,
+                                                        "error": sqlite.message])
+                    pass.count(.needsAttention)
                 }
             }
         } catch {
@@ -108,7 +127,13 @@ public final class Reconciler: Sendable {
         while true {
             switch pass.take() {
             case .stop: return nil
-            case let .redeliver(order): return order
+            case let .redeliver(id):
+                // Leased only now, when work on it starts: a queue of rescued deliveries never expires while it waits.
+                guard let order = try ledger.claimRedelivery(orderId: id, owner: owner, leaseSeconds: deliveryLeaseSeconds) else {
+                    log.info("order.rescue_skipped", ["order": id, "why": "another process took it or it moved on"])
+                    continue
+                }
+                return order
             case let .named(id):
                 guard let (order, claimed) = try ledger.claim(orderId: id, owner: owner, leaseSeconds: verifyLeaseSeconds) else {
                     pass.skip(id, why: "no such order", exists: false)
@@ -136,10 +161,15 @@ public final class Reconciler: Sendable {
         return nil
     }
 
+    private func leaseLost(_ order: Order, _ transition: String) {
+        log.warning("order.lease_lost", ["order": order.orderId, "refused": transition,
+                                         "why": "the claim expired and another process took the order over"])
+    }
+
     private func verify(_ order: Order, pass: Pass) throws {
         let verification: Verification
         do {
-            verification = try verifier.verify(order) { txn in try self.ledger.grantHolder(transactionId: txn) }
+            verification = try verifier.verify(order)
         } catch let error as LedgerError {
             try? ledger.release(orderId: order.orderId, owner: owner)
             throw error
@@ -150,24 +180,30 @@ public final class Reconciler: Sendable {
         pass.recordApple(verification)
         defer { pass.progress() }
         switch verification.outcome {
-        case let .verified(purchase):
+        case let .verified(match):
             entry.outcome = "verified"
-            entry.detail = "transaction \(purchase.transactionId)"
-            switch try ledger.recordVerified(orderId: order.orderId, owner: owner, purchase: purchase,
+            switch try ledger.recordVerified(orderId: order.orderId, owner: owner, match: match,
                                              deliveryLeaseSeconds: deliveryLeaseSeconds, history: entry) {
             case let .delivering(verified):
-                log.info("order.verified", ["order": order.orderId, "transaction": purchase.transactionId,
-                                            "environment": purchase.environment, "apple_status": verification.appleStatus,
+                log.info("order.verified", ["order": order.orderId, "transaction": verified.verified?.transactionId,
+                                            "environment": verified.verified?.environment, "apple_status": verification.appleStatus,
                                             "duration_ms": verification.durationMs])
                 try deliver(verified, pass: pass)
-            case let .alreadyGranted(other):
-                log.warning("order.rejected", ["order": order.orderId, "reason": "already_granted", "holder": other])
+            case let .alreadyGranted(detail):
+                log.warning("order.rejected", ["order": order.orderId, "reason": "already_granted", "detail": detail])
+                pass.count(.rejected)
+            case let .alreadyDelivered(detail):
+                log.info("order.finished", ["order": order.orderId, "outcome": "already_delivered", "detail": detail])
+                pass.count(.finished)
+            case let .rejected(reason, detail):
+                log.warning("order.rejected", ["order": order.orderId, "reason": reason.rawValue, "detail": detail])
                 pass.count(.rejected)
             case let .grantConflict(message):
-                log.error("order.needs_attention", ["order": order.orderId, "error": message])
+                log.error("order.needs_attention", ["order": order.orderId, "reason": AttentionReason.grantConflict.rawValue,
+                                                    "error": message])
                 pass.count(.needsAttention)
             case .leaseLost:
-                log.warning("order.lease_lost", ["order": order.orderId])
+                leaseLost(order, "verified")
             }
         case let .rejected(reason, detail):
             entry.outcome = "rejected"
@@ -177,6 +213,18 @@ public final class Reconciler: Sendable {
                 log.warning("order.rejected", ["order": order.orderId, "reason": reason.rawValue, "detail": detail,
                                                "apple_status": verification.appleStatus])
                 pass.count(.rejected)
+            } else {
+                leaseLost(order, "rejected")
+            }
+        case let .needsAttention(reason, detail):
+            entry.outcome = "needs_attention"
+            entry.detail = "\(reason.rawValue): \(detail)"
+            if try ledger.recordNeedsAttention(orderId: order.orderId, owner: owner, reason: reason, detail: detail,
+                                               environment: verification.environment, history: entry) {
+                log.error("order.needs_attention", ["order": order.orderId, "reason": reason.rawValue, "detail": detail])
+                pass.count(.needsAttention)
+            } else {
+                leaseLost(order, "needs_attention")
             }
         case let .retry(message):
             entry.outcome = "retry"
@@ -187,6 +235,7 @@ public final class Reconciler: Sendable {
                                                  environment: verification.environment, history: entry)
             log.warning("order.verify_failed", ["order": order.orderId, "attempt": order.attempts + 1, "error": message,
                                                 "apple_status": verification.appleStatus])
+            if state == nil { leaseLost(order, "retry") }
             pass.count(state)
         case let .appleUnavailable(message, retryAfter):
             entry.outcome = "apple_unavailable"
@@ -196,6 +245,7 @@ public final class Reconciler: Sendable {
                                                  countsAttempt: false, nextAttemptAt: next, maxAttempts: policy.maxAttempts,
                                                  environment: verification.environment, history: entry)
             log.warning("apple.unavailable", ["order": order.orderId, "error": message, "apple_status": verification.appleStatus])
+            if state == nil { leaseLost(order, "retry") }
             pass.count(state)
         case let .configurationFault(message):
             try ledger.release(orderId: order.orderId, owner: owner)
@@ -208,7 +258,7 @@ public final class Reconciler: Sendable {
         guard let purchase = order.verified else {
             throw LedgerError.invalid("order \(order.orderId) is delivering without verified facts")
         }
-        let report = deliverer.deliver(order: order, purchase: purchase)
+        let report = withLeaseRenewed(order) { deliverer.deliver(order: order, purchase: purchase) }
         metrics?.observeDelivery(report.outcome)
         defer { pass.progress() }
         let now = ledger.time.unixSeconds
@@ -223,6 +273,25 @@ public final class Reconciler: Sendable {
                 log.info("order.finished", ["order": order.orderId, "idempotency_key": key, "hook_exit": report.exitCode,
                                             "duration_ms": report.durationMs])
                 pass.count(.finished)
+            } else {
+                // The hook granted, but another process holds the order now: it will deliver it
+                // again with the same key, which the receiver must answer as a duplicate.
+                log.warning("order.lease_lost", ["order": order.orderId, "refused": "finished", "idempotency_key": key,
+                                                 "why": "delivered, but the claim expired and another process took the order over"])
+            }
+        case let .alreadyGranted(message):
+            entry.outcome = "already_granted"
+            entry.detail = message + (report.output.isEmpty ? "" : "\n" + report.output)
+            switch try ledger.recordGrantedOutside(orderId: order.orderId, owner: owner, history: entry) {
+            case .finished:
+                log.info("order.finished", ["order": order.orderId, "outcome": "already_delivered", "idempotency_key": key])
+                pass.count(.finished)
+            case let .rematch(again):
+                log.info("order.rematch", ["order": order.orderId, "granted_outside": key,
+                                           "why": "the hook answered already granted; trying the next purchase"])
+                try verify(again, pass: pass)
+            case .leaseLost:
+                leaseLost(order, "already_granted")
             }
         case let .retry(message), let .refused(message):
             let permanent = report.outcome == .refused(message)
@@ -234,7 +303,28 @@ public final class Reconciler: Sendable {
                                                  maxAttempts: policy.maxAttempts, history: entry)
             log.warning("order.delivery_failed", ["order": order.orderId, "attempt": order.attempts + 1,
                                                   "idempotency_key": key, "hook_exit": report.exitCode, "error": message])
+            if state == nil { leaseLost(order, "delivery_failed") }
             pass.count(state)
         }
+    }
+
+    /// Runs `body` (a hook) while a timer pushes the order's lease out every third of its
+    /// length, so no other process takes the order over while the hook still runs.
+    private func withLeaseRenewed<T>(_ order: Order, _ body: () -> T) -> T {
+        let interval = max(0.01, Double(deliveryLeaseSeconds) * leaseRenewalFraction)
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
+        timer.schedule(deadline: .now() + interval, repeating: interval)
+        timer.setEventHandler { [self] in
+            do {
+                if try !ledger.renewLease(orderId: order.orderId, owner: owner, state: .delivering, leaseSeconds: deliveryLeaseSeconds) {
+                    leaseLost(order, "lease renewal")
+                }
+            } catch {
+                log.warning("order.lease_renewal_failed", ["order": order.orderId, "error": "\(error)"])
+            }
+        }
+        timer.resume()
+        defer { timer.cancel() }
+        return body()
     }
 }

@@ -4,7 +4,7 @@ import XCTest
 /// Every rule of SPEC section 4 for a valid verifyReceipt answer, without I/O.
 final class ReceiptMatcherTests: XCTestCase {
     let matcher = ReceiptMatcher(bundleId: "com.example.game", acceptSandbox: true,
-                                 products: ["coins", "premium"])
+                                 eligibility: PurchaseEligibility(products: ["coins": .consumable, "premium": .nonConsumable]))
 
     func order(_ id: String = "o-1", product: String = "coins", transaction: String? = nil) -> Order {
         Order(orderId: id, userId: "u-1", productId: product, requestedTransactionId: transaction, receiptSHA256: "x",
@@ -29,9 +29,14 @@ final class ReceiptMatcherTests: XCTestCase {
         return text + "}"
     }
 
-    func match(_ r: ReceiptResponse, _ o: Order, environment: String = "Production", held: [String: String] = [:],
-               matcher: ReceiptMatcher? = nil) -> VerificationOutcome {
-        (matcher ?? self.matcher).match(r, environment: environment, order: o, grantHolder: { held[$0] })
+    func match(_ r: ReceiptResponse, _ o: Order, environment: String = "Production", matcher: ReceiptMatcher? = nil) -> VerificationOutcome {
+        (matcher ?? self.matcher).match(r, environment: environment, order: o)
+    }
+
+    /// The candidates' transaction ids, in the order the ledger will try them.
+    func candidates(_ outcome: VerificationOutcome) -> [String]? {
+        guard case let .verified(m) = outcome else { return nil }
+        return m.candidates.map(\.transactionId)
     }
 
     func reason(_ outcome: VerificationOutcome) -> RejectionReason? {
@@ -41,9 +46,10 @@ final class ReceiptMatcherTests: XCTestCase {
 
     func testValidTransaction_isVerifiedWithItsFacts() throws {
         let r = try response(inApp: [entry("100", quantity: "3")])
-        guard case let .verified(p) = match(r, order(transaction: "100")) else { return XCTFail() }
-        XCTAssertEqual(p, VerifiedPurchase(transactionId: "100", originalTransactionId: "100", productId: "coins",
-                                           environment: "Production", quantity: 3, purchaseDateMs: 1000, expiresDateMs: nil))
+        guard case let .verified(m) = match(r, order(transaction: "100")) else { return XCTFail() }
+        XCTAssertEqual(m, Match(candidates: [VerifiedPurchase(transactionId: "100", originalTransactionId: "100", productId: "coins",
+                                                              environment: "Production", quantity: 3, purchaseDateMs: 1000,
+                                                              expiresDateMs: nil)], named: true))
     }
 
     func testBundleMismatch() throws {
@@ -74,51 +80,54 @@ final class ReceiptMatcherTests: XCTestCase {
         XCTAssertEqual(reason(match(r, order(transaction: "100"))), .refunded)
     }
 
-    func testAlreadyGrantedToAnotherOrder() throws {
-        let r = try response(inApp: [entry("100")])
-        XCTAssertEqual(reason(match(r, order("o-2", transaction: "100"), held: ["100": "o-1"])), .alreadyGranted)
-        guard case .verified = match(r, order("o-1", transaction: "100"), held: ["100": "o-1"]) else {
-            return XCTFail("the holder itself may be re-verified")
-        }
-    }
-
     func testSandboxPurchase_rejectedWhenSandboxNotAccepted() throws {
-        let strict = ReceiptMatcher(bundleId: "com.example.game", acceptSandbox: false, products: ["coins"])
+        let strict = ReceiptMatcher(bundleId: "com.example.game", acceptSandbox: false,
+                                    eligibility: PurchaseEligibility(products: ["coins": .consumable]))
         let r = try response(inApp: [entry("100")])
         XCTAssertEqual(reason(match(r, order(transaction: "100"), environment: "Sandbox", matcher: strict)), .sandboxNotAccepted)
         guard case .verified = match(r, order(transaction: "100"), environment: "Sandbox") else { return XCTFail() }
     }
 
-    func testOrderWithoutTransactionId_takesOldestUngrantedOfItsProduct() throws {
-        // Out of order, duplicated across both lists, one of another product, the oldest already granted.
+    func testOrderWithoutTransactionId_offersEveryPurchaseOfItsProduct_oldestFirst() throws {
+        // Out of order, duplicated across both lists, one of another product: which one the
+        // order gets is decided when the ledger reserves it (LedgerGrantTests).
         let r = try response(inApp: [entry("300", purchased: 3000), entry("100", purchased: 1000), entry("50", product: "premium", purchased: 10)],
                              latest: [entry("200", purchased: 2000), entry("300", purchased: 3000)])
-        guard case let .verified(p) = match(r, order("o-9"), held: ["100": "o-1"]) else { return XCTFail() }
-        XCTAssertEqual(p.transactionId, "200")
+        XCTAssertEqual(candidates(match(r, order("o-9"))), ["100", "200", "300"])
     }
 
     func testOrderWithoutTransactionId_prefersNumericPurchaseTimeOverIdStrings() throws {
         // "9" < "10" as numbers but not as strings; ids are never ordered, times are.
         let r = try response(inApp: [entry("501136461303889853", purchased: 9), entry("150001161180179", purchased: 10)])
-        guard case let .verified(p) = match(r, order()) else { return XCTFail() }
-        XCTAssertEqual(p.transactionId, "501136461303889853")
+        XCTAssertEqual(candidates(match(r, order())), ["501136461303889853", "150001161180179"])
     }
 
-    func testOrderWithoutTransactionId_whenAllAreGrantedElsewhere_isAlreadyGranted() throws {
-        let r = try response(inApp: [entry("100")])
-        XCTAssertEqual(reason(match(r, order("o-2"), held: ["100": "o-1"])), .alreadyGranted)
+    func testOrderWithoutTransactionId_refundedPurchasesAreNoCandidates() throws {
+        let r = try response(inApp: [entry("100", purchased: 1, cancelled: 5), entry("200", purchased: 2)])
+        XCTAssertEqual(candidates(match(r, order())), ["200"])
+        XCTAssertEqual(reason(match(try response(inApp: [entry("100", cancelled: 5)]), order())), .refunded)
     }
 
-    func testOrderWithoutTransactionId_keepsTheTransactionItAlreadyHolds() throws {
-        let r = try response(inApp: [entry("100", purchased: 1), entry("200", purchased: 2)])
-        guard case let .verified(p) = match(r, order("o-2"), held: ["200": "o-2"]) else { return XCTFail() }
-        XCTAssertEqual(p.transactionId, "200")
+    func testUpgradedTransaction_isNotGranted() throws {
+        let upgraded = #"{"quantity": "1", "product_id": "coins", "transaction_id": "100", "original_transaction_id": "100", "purchase_date_ms": "1", "is_upgraded": "true"}"#
+        XCTAssertEqual(reason(match(try response(inApp: [upgraded]), order(transaction: "100"))), .upgraded)
+        XCTAssertEqual(candidates(match(try response(inApp: [upgraded, entry("200", purchased: 2)]), order())), ["200"])
+    }
+
+    func testNonConsumable_grantKeyIsItsOriginalTransaction_soARestoreIsNotGrantedAgain() throws {
+        let restored = #"{"quantity": "1", "product_id": "premium", "transaction_id": "900", "original_transaction_id": "100", "purchase_date_ms": "9"}"#
+        guard case let .verified(m) = match(try response(inApp: [restored]), order(product: "premium", transaction: "900")) else {
+            return XCTFail()
+        }
+        XCTAssertEqual(m.candidates.map(\.grantKey), ["100"])
+        guard case let .verified(c) = match(try response(inApp: [entry("100")]), order(transaction: "100")) else { return XCTFail() }
+        XCTAssertEqual(c.candidates.map(\.grantKey), ["100"], "a consumable's key is its own transaction id")
     }
 
     func testIdsSentAsJSONNumbers_areRead() throws {
         let r = try response(inApp: [entry("1000000637840752", idAsNumber: true)])
-        guard case let .verified(p) = match(r, order(transaction: "1000000637840752")) else { return XCTFail() }
-        XCTAssertEqual(p.originalTransactionId, "1000000637840752")
+        guard case let .verified(m) = match(r, order(transaction: "1000000637840752")) else { return XCTFail() }
+        XCTAssertEqual(m.candidates.first?.originalTransactionId, "1000000637840752")
     }
 
     func testRetryableFlag_readInBothSpellings() throws {

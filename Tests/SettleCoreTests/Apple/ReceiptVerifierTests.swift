@@ -11,7 +11,8 @@ final class ReceiptVerifierTests: XCTestCase {
 
     func verifier(acceptSandbox: Bool = true, secret: String? = nil, timeout: Double = 3, maxBytes: Int = 8 << 20) -> ReceiptVerifier {
         let client = HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: 2, totalTimeout: timeout, maxResponseBytes: maxBytes))
-        let matcher = ReceiptMatcher(bundleId: world.bundleId, acceptSandbox: acceptSandbox, products: [world.coins, world.premium])
+        let matcher = ReceiptMatcher(bundleId: world.bundleId, acceptSandbox: acceptSandbox,
+                                     eligibility: PurchaseEligibility(products: [world.coins: .consumable, world.premium: .nonConsumable]))
         return ReceiptVerifier(productionURL: world.simulator.productionURL, sandboxURL: world.simulator.sandboxURL,
                                sharedSecret: Secret(secret ?? world.sharedSecret), matcher: matcher, client: client,
                                receiptText: { _ in nil })
@@ -24,7 +25,7 @@ final class ReceiptVerifierTests: XCTestCase {
                           receiptSHA256: "h", signedTransaction: nil, state: .verifying, attempts: 0, nextAttemptAt: 0,
                           reason: nil, lastError: nil, environment: environment, verified: nil, createdAt: 0, updatedAt: 0,
                           finishedAt: nil, lease: nil)
-        return try v.verify(order, grantHolder: { _ in nil })
+        return try v.verify(order)
     }
 
     func coinsReceipt(_ name: String, environment: String = "Production", answers: [SimulatedAnswer] = []) -> String {
@@ -46,7 +47,7 @@ final class ReceiptVerifierTests: XCTestCase {
     func testSandboxReceipt_hopsOnceToSandbox() throws {
         let receipt = coinsReceipt("sandbox", environment: "Sandbox")
         let v = try verify(receipt)
-        guard case let .verified(p) = v.outcome else { return XCTFail("\(v.outcome)") }
+        guard case let .verified(m) = v.outcome, let p = m.candidates.first else { return XCTFail("\(v.outcome)") }
         XCTAssertEqual(p.environment, "Sandbox")
         XCTAssertEqual(world.simulator.requests(for: receipt).map(\.environment), ["Production", "Sandbox"])
     }
@@ -54,7 +55,7 @@ final class ReceiptVerifierTests: XCTestCase {
     func testProductionReceipt_startingInSandbox_hopsOnceBackToProduction() throws {
         let receipt = coinsReceipt("production")
         let v = try verify(receipt, environment: "Sandbox")
-        guard case let .verified(p) = v.outcome else { return XCTFail("\(v.outcome)") }
+        guard case let .verified(m) = v.outcome, let p = m.candidates.first else { return XCTFail("\(v.outcome)") }
         XCTAssertEqual(p.environment, "Production")
         XCTAssertEqual(world.simulator.requests(for: receipt).map(\.environment), ["Sandbox", "Production"])
     }

@@ -105,10 +105,10 @@ final class LedgerTests: XCTestCase {
         let entry = HistoryEntry(at: 0, kind: .verification, outcome: "verified")
         _ = try ledger.claimNextDue(owner: me, leaseSeconds: 60)
         _ = try ledger.claimNextDue(owner: me, leaseSeconds: 60)
-        guard case .delivering = try ledger.recordVerified(orderId: "o-1", owner: me, purchase: purchase("100"),
+        guard case .delivering = try ledger.recordVerified(orderId: "o-1", owner: me, match: .only(purchase("100")),
                                                            deliveryLeaseSeconds: 60, history: entry) else { return XCTFail() }
-        XCTAssertEqual(try ledger.recordVerified(orderId: "o-2", owner: me, purchase: purchase("100"),
-                                                 deliveryLeaseSeconds: 60, history: entry), .alreadyGranted(otherOrderId: "o-1"))
+        XCTAssertEqual(try ledger.recordVerified(orderId: "o-2", owner: me, match: .only(purchase("100")),
+                                                 deliveryLeaseSeconds: 60, history: entry), .alreadyGranted("transaction 100 order o-1"))
         let o2 = try XCTUnwrap(try ledger.orderRecord("o-2")?.order)
         XCTAssertEqual(o2.state, .rejected)
         XCTAssertEqual(o2.reason, "already_granted")
@@ -118,7 +118,7 @@ final class LedgerTests: XCTestCase {
         try enqueue("o-1")
         _ = try ledger.claimNextDue(owner: me, leaseSeconds: 60)
         let stranger = LeaseOwner(host: me.host, pid: me.pid, startTime: "other-boot")
-        XCTAssertEqual(try ledger.recordVerified(orderId: "o-1", owner: stranger, purchase: purchase("100"), deliveryLeaseSeconds: 60,
+        XCTAssertEqual(try ledger.recordVerified(orderId: "o-1", owner: stranger, match: .only(purchase("100")), deliveryLeaseSeconds: 60,
                                                  history: HistoryEntry(at: 0, kind: .verification, outcome: "verified")), .leaseLost)
         XCTAssertEqual(try ledger.orderRecord("o-1")?.order.state, .verifying)
     }
@@ -133,14 +133,18 @@ final class LedgerTests: XCTestCase {
         _ = try ledger.claim(orderId: "o-1", owner: dead, leaseSeconds: 3600)
         _ = try ledger.claim(orderId: "o-2", owner: remoteLive, leaseSeconds: 60)
         _ = try ledger.claim(orderId: "o-3", owner: remoteLive, leaseSeconds: 3600)
-        _ = try ledger.recordVerified(orderId: "o-2", owner: remoteLive, purchase: purchase("200"), deliveryLeaseSeconds: 60,
+        _ = try ledger.recordVerified(orderId: "o-2", owner: remoteLive, match: .only(purchase("200")), deliveryLeaseSeconds: 60,
                                       history: HistoryEntry(at: 0, kind: .verification, outcome: "verified"))
         world.time.advance(by: 120)
-        let result = try ledger.rescue(owner: me, deliveryLeaseSeconds: 60)
+        let result = try ledger.rescue(owner: me)
         XCTAssertEqual(result.requeued, ["o-1"])
-        XCTAssertEqual(result.redeliver.map(\.orderId), ["o-2"])
-        XCTAssertEqual(result.redeliver.first?.verified?.transactionId, "200", "the same key is delivered again")
-        XCTAssertEqual(result.redeliver.first?.lease?.owner, me)
+        XCTAssertEqual(result.redeliver, ["o-2"])
+        XCTAssertNotEqual(try ledger.orderRecord("o-2")?.order.lease?.owner, me, "leased only when its delivery starts")
+        let redelivery = try XCTUnwrap(try ledger.claimRedelivery(orderId: "o-2", owner: me, leaseSeconds: 60))
+        XCTAssertEqual(redelivery.verified?.transactionId, "200", "the same key is delivered again")
+        XCTAssertEqual(redelivery.lease?.owner, me)
+        XCTAssertNil(try ledger.claimRedelivery(orderId: "o-2", owner: remoteLive, leaseSeconds: 60),
+                     "once leased again, nobody else takes it over")
         let o1 = try XCTUnwrap(try ledger.orderRecord("o-1"))
         XCTAssertEqual(o1.order.state, .pending)
         XCTAssertEqual(o1.order.attempts, 0)
@@ -151,7 +155,7 @@ final class LedgerTests: XCTestCase {
     func testRescue_takesBackThisProcesssOwnLeftoversFromAnEarlierPass() throws {
         try enqueue("o-1")
         _ = try ledger.claimNextDue(owner: me, leaseSeconds: 3600)
-        XCTAssertEqual(try ledger.rescue(owner: me, deliveryLeaseSeconds: 60).requeued, ["o-1"])
+        XCTAssertEqual(try ledger.rescue(owner: me).requeued, ["o-1"])
         XCTAssertEqual(try ledger.orderRecord("o-1")?.order.state, .pending)
     }
 

@@ -293,9 +293,9 @@ final class ReconcilerTests: XCTestCase {
         try enqueueValid("o-1", txn: "777")
         let dead = LeaseOwner(host: LeaseOwner.current.host, pid: Int32.max - 1, startTime: "1")
         _ = try ledger.claim(orderId: "o-1", owner: dead, leaseSeconds: 3600)
-        _ = try ledger.recordVerified(orderId: "o-1", owner: dead, purchase: VerifiedPurchase(
+        _ = try ledger.recordVerified(orderId: "o-1", owner: dead, match: .only(VerifiedPurchase(
             transactionId: "777", originalTransactionId: "777", productId: world.coins, environment: "Production",
-            quantity: 1, purchaseDateMs: 1, expiresDateMs: nil), deliveryLeaseSeconds: 3600,
+            quantity: 1, purchaseDateMs: 1, expiresDateMs: nil)), deliveryLeaseSeconds: 3600,
             history: HistoryEntry(at: 0, kind: .verification, outcome: "verified"))
         let report = try pass()
         XCTAssertEqual(report.finished, 1)

@@ -1,0 +1,20 @@
+/// Why an order went to `needs_attention`, as `status` shows it. Each one is something settle
+/// cannot decide by itself; the README says what an operator does with each.
+public enum AttentionReason: String, Sendable, Equatable, CaseIterable {
+    case attemptsExhausted = "attempts_exhausted"
+    case hookRefused = "hook_refused"
+    case grantConflict = "grant_conflict"
+    /// The order's receipt is not in the ledger, or its stored text does not hash to `receipt_sha256`.
+    case proofMissing = "proof_missing"
+    /// A backend wrote the row badly (a BLOB where text belongs, a broken reference): settle
+    /// cannot even record history against it.
+    case rowInvalid = "row_invalid"
+    /// The order's only proof is a transaction id, and no `server_api` is configured to look it up.
+    case serverAPIRequired = "server_api_required"
+    /// A receipt format settle does not read on this path (an iOS 6 transaction receipt without `receipt_api`).
+    case receiptFormatUnsupported = "receipt_format_unsupported"
+    /// The proof binds the purchase to nobody and `user_binding` asks a person to look.
+    case proofUnbound = "proof_unbound"
+    /// Apple's answer could not be read in full (a customer history past the page cap).
+    case historyIncomplete = "history_incomplete"
+}

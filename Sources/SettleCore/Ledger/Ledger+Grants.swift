@@ -1,0 +1,210 @@
+import Foundation
+
+/// What reserving one of Apple's confirmed purchases for an order did.
+public enum VerifiedResult: Sendable, Equatable {
+    /// The order holds the grant row of this purchase now and is `delivering`.
+    case delivering(Order)
+    /// Every candidate is granted to other orders: `rejected` (`already_granted`).
+    case alreadyGranted(String)
+    /// The order's purchase was granted outside settle: `finished` without a hook call
+    /// (reason `already_delivered`).
+    case alreadyDelivered(String)
+    /// Apple's answer rules out the purchase this order already holds: `rejected` with that reason.
+    case rejected(RejectionReason, String)
+    /// The order already holds a purchase that Apple no longer lists; it now needs a person.
+    case grantConflict(String)
+    /// Our claim was taken back meanwhile (lease expired and rescued); nothing written.
+    case leaseLost
+}
+
+/// What the hook's "already granted" answer led to.
+public enum GrantedOutsideResult: Sendable, Equatable {
+    /// The order named that purchase: `finished`, reason `already_delivered`.
+    case finished
+    /// The order was matched by product: it is back in `verifying` (still ours) to be matched
+    /// again, the purchase now recorded as granted outside settle.
+    case rematch(Order)
+    case leaseLost
+}
+
+/// Who holds a grant key.
+public enum GrantHolder: Sendable, Equatable {
+    case order(String)
+    /// Granted outside settle (the backend's own flow), as the hook or `grant-recorded` said.
+    case outside(note: String?)
+
+    var description: String {
+        switch self {
+        case let .order(id): return "order \(id)"
+        case .outside: return "outside settle"
+        }
+    }
+}
+
+/// Grants: the one table that makes "an Apple purchase is granted at most once" true.
+extension Ledger {
+    /// Reserves the first of Apple's candidates that nobody holds for this order and moves it
+    /// to `delivering`, all in one write transaction: the choice and the reservation are one
+    /// step, so concurrent orders (in this process or another) can never pick the same purchase.
+    /// A candidate this order already holds (an earlier attempt reserved it) comes first.
+    public func recordVerified(orderId: String, owner: LeaseOwner, match: Match,
+                               deliveryLeaseSeconds: Int64, history: HistoryEntry) throws(LedgerError) -> VerifiedResult {
+        let now = time.unixSeconds
+        return try locked { () throws(LedgerError) in
+            try write {
+                guard try holds(orderId, state: .verifying, owner: owner) else { return .leaseLost }
+                let environment = match.candidates.first?.environment
+                func end(_ state: OrderState, _ reason: String, _ message: String) throws {
+                    try finalize(orderId, state: state, reason: reason, error: message, environment: environment, now: now)
+                    var entry = history
+                    entry.outcome = state == .finished ? reason : state.rawValue
+                    entry.detail = "\(reason): \(message)"
+                    try appendHistory(orderId, entry)
+                }
+                let own = try database.query("SELECT grant_key FROM grants WHERE order_id = ?", [.text(orderId)]).first?.string("grant_key")
+                var chosen: VerifiedPurchase?
+                if let own {
+                    if let mine = match.candidates.first(where: { $0.grantKey == own }) {
+                        chosen = mine
+                    } else if let why = match.excluded[own] {
+                        try end(.rejected, why.reason.rawValue, why.detail)
+                        return .rejected(why.reason, why.detail)
+                    } else {
+                        let offered = match.candidates.map(\.transactionId).joined(separator: ", ")
+                        let message = "order already holds \(own), Apple now matched \(offered.isEmpty ? "nothing" : offered)"
+                        try end(.needsAttention, AttentionReason.grantConflict.rawValue, message)
+                        return .grantConflict(message)
+                    }
+                }
+                var held: [(VerifiedPurchase, GrantHolder)] = []
+                if chosen == nil {
+                    for candidate in match.candidates {
+                        if let holder = try holderOf(candidate) {
+                            held.append((candidate, holder))
+                            continue
+                        }
+                        chosen = candidate
+                        try database.query("""
+                            INSERT INTO grants(grant_key, transaction_id, order_id, source, granted_at) VALUES (?, ?, ?, 'settle', ?)
+                            """, [.text(candidate.grantKey), .text(candidate.transactionId), .text(orderId), .integer(now)])
+                        break
+                    }
+                }
+                guard let purchase = chosen else {
+                    let list = held.prefix(3).map { "\($0.0.transactionId) \($0.1.description)" }.joined(separator: ", ")
+                    if let (outside, _) = held.first(where: { if case .outside = $0.1 { return true }; return false }) {
+                        let message = "the purchase was granted outside settle (\(list)); nothing to deliver"
+                        try setVerified(orderId, outside)
+                        try end(.finished, "already_delivered", message)
+                        return .alreadyDelivered(message)
+                    }
+                    let message = match.named ? "transaction \(list)"
+                        : "every purchase of this product in the proof is already granted (\(list))"
+                    try end(.rejected, RejectionReason.alreadyGranted.rawValue, message)
+                    return .alreadyGranted(message)
+                }
+                let row = try database.query("""
+                    UPDATE orders SET state = 'delivering', environment = ?, verified_transaction_id = ?,
+                           original_transaction_id = ?, verified_product_id = ?, quantity = ?, purchase_date_ms = ?,
+                           expires_date_ms = ?, grant_key = ?, reason = NULL, last_error = NULL, lease_expires_at = ?,
+                           updated_at = ?
+                    WHERE order_id = ? RETURNING *
+                    """, [.text(purchase.environment), .text(purchase.transactionId), .text(purchase.originalTransactionId),
+                          .text(purchase.productId), .integer(Int64(purchase.quantity)), .from(purchase.purchaseDateMs),
+                          .from(purchase.expiresDateMs), .text(purchase.grantKey), .integer(now + deliveryLeaseSeconds),
+                          .integer(now), .text(orderId)])
+                var entry = history
+                entry.detail = "transaction \(purchase.transactionId)" + (purchase.grantKey == purchase.transactionId ? "" : " (grant key \(purchase.grantKey))")
+                try appendHistory(orderId, entry)
+                return .delivering(Order(row: row[0]))
+            }
+        }
+    }
+
+    /// The hook answered that this order's purchase was granted before (outside settle): the
+    /// grant is recorded as made outside settle, and the order either finishes (it named that
+    /// purchase) or goes back to matching for its next candidate, without using an attempt.
+    public func recordGrantedOutside(orderId: String, owner: LeaseOwner, history: HistoryEntry) throws(LedgerError) -> GrantedOutsideResult {
+        let now = time.unixSeconds
+        return try locked { () throws(LedgerError) in
+            try write {
+                guard let order = try holding(orderId, state: .delivering, owner: owner) else { return .leaseLost }
+                try database.query("""
+                    UPDATE grants SET order_id = NULL, source = 'outside', note = ? WHERE order_id = ?
+                    """, [.text("the hook answered \"already granted\" delivering order \(orderId)"), .text(orderId)])
+                try appendHistory(orderId, history)
+                if order.namesTransaction {
+                    try finalize(orderId, state: .finished, reason: "already_delivered",
+                                 error: "the hook answered that transaction \(order.verified?.transactionId ?? "?") was granted before",
+                                 environment: nil, now: now)
+                    return .finished
+                }
+                let row = try database.query("""
+                    UPDATE orders SET state = 'verifying', verified_transaction_id = NULL, original_transaction_id = NULL,
+                           verified_product_id = NULL, quantity = NULL, purchase_date_ms = NULL, expires_date_ms = NULL,
+                           grant_key = NULL, updated_at = ?
+                    WHERE order_id = ? RETURNING *
+                    """, [.integer(now), .text(orderId)])
+                return .rematch(Order(row: row[0]))
+            }
+        }
+    }
+
+    /// What `settle grant-recorded` did.
+    public enum OutsideGrantResult: Sendable, Equatable {
+        case recorded
+        /// Already recorded as granted outside settle: nothing changed.
+        case alreadyRecorded
+        /// settle granted it to this order: the customer may have received it twice.
+        case grantedBySettle(orderId: String)
+    }
+
+    /// Records that the backend granted a purchase itself, so settle never delivers it again
+    /// and matching moves past it.
+    public func recordOutsideGrant(transactionId: String, grantKey: String, note: String?) throws(LedgerError) -> OutsideGrantResult {
+        let now = time.unixSeconds
+        return try locked { () throws(LedgerError) in
+            try write {
+                let candidate = VerifiedPurchase(transactionId: transactionId, originalTransactionId: grantKey, productId: "",
+                                                 environment: "", quantity: 1, purchaseDateMs: nil, expiresDateMs: nil,
+                                                 grantKey: grantKey)
+                switch try holderOf(candidate) {
+                case let .order(id)?: return .grantedBySettle(orderId: id)
+                case .outside?: return .alreadyRecorded
+                case nil:
+                    try database.query("""
+                        INSERT INTO grants(grant_key, transaction_id, order_id, source, granted_at, note) VALUES (?, ?, NULL, 'outside', ?, ?)
+                        """, [.text(grantKey), .text(transactionId), .integer(now), .from(note)])
+                    return .recorded
+                }
+            }
+        }
+    }
+
+    /// Records the facts of the purchase an order is about (a `finished` row must name one).
+    /// Callers hold the lock.
+    private func setVerified(_ orderId: String, _ purchase: VerifiedPurchase) throws {
+        try database.query("""
+            UPDATE orders SET verified_transaction_id = ?, original_transaction_id = ?, verified_product_id = ?, quantity = ?,
+                   purchase_date_ms = ?, expires_date_ms = ?, grant_key = ?
+            WHERE order_id = ?
+            """, [.text(purchase.transactionId), .text(purchase.originalTransactionId), .text(purchase.productId),
+                  .integer(Int64(purchase.quantity)), .from(purchase.purchaseDateMs), .from(purchase.expiresDateMs),
+                  .text(purchase.grantKey), .text(orderId)])
+    }
+
+    /// Who holds a purchase: its grant key, or its transaction id recorded by a backend.
+    /// Callers hold the lock.
+    func holderOf(_ purchase: VerifiedPurchase) throws -> GrantHolder? {
+        guard let row = try database.query("""
+            SELECT order_id, note FROM grants WHERE grant_key = ? OR transaction_id = ? OR grant_key = ? LIMIT 1
+            """, [.text(purchase.grantKey), .text(purchase.transactionId), .text(purchase.transactionId)]).first else { return nil }
+        if let id = row.string("order_id") { return .order(id) }
+        return .outside(note: row.string("note"))
+    }
+
+    /// Who holds this purchase, for `reconcile --dry-run`.
+    public func grantHolder(of purchase: VerifiedPurchase) throws(LedgerError) -> GrantHolder? {
+        try read { try holderOf(purchase) }
+    }
+}
