@@ -57,6 +57,9 @@ enum CheckConfigCommand {
         case let .command(argv): lines.append("delivery.command: \(argv.joined(separator: " "))")
         case let .webhook(url, secret): lines.append("delivery.webhook: \(url), secret \(secret.path) (contents redacted)")
         }
+        if !c.delivery.environment.isEmpty {
+            lines.append("delivery.environment: \(c.delivery.environment.joined(separator: ", ")) (besides PATH, LANG, TZ, SETTLE_*)")
+        }
         let n = CommandHook.format
         lines.append("delivery.timeout_seconds: \(n(c.delivery.timeoutSeconds))")
         let s = c.schedule
