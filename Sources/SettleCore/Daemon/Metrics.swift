@@ -37,6 +37,7 @@ public final class Metrics: Sendable {
         case .delivered: label = "delivered"
         case .retry: label = "retry"
         case .refused: label = "refused"
+        case .cannotStart: label = "cannot_start"
         }
         state.withLock { $0.deliveries[label, default: 0] += 1 }
     }

@@ -51,7 +51,9 @@ public struct CommandHook: Deliverer {
                                         timeout: timeoutSeconds, outputLimit: CommandHook.outputLimit - 32)
         } catch {
             let ms = Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000)
-            return DeliveryReport(outcome: .retry("hook could not start: \(error)"), exitCode: nil, output: "", durationMs: ms)
+            let message = "hook could not start: \(error)"
+            let unusable = (error as? SubprocessError)?.programUnusable == true
+            return DeliveryReport(outcome: unusable ? .cannotStart(message) : .retry(message), exitCode: nil, output: "", durationMs: ms)
         }
         let ms = Int(result.duration * 1000)
         let outcome: DeliveryOutcome

@@ -30,6 +30,9 @@ public enum DeliveryOutcome: Sendable, Equatable {
     case retry(String)
     /// The receiver refused for good: a person must look.
     case refused(String)
+    /// The hook cannot even start (missing, not executable): a configuration fault. Nothing
+    /// ran, so no attempt is used; the pass stops until the operator fixes it.
+    case cannotStart(String)
 }
 
 /// One delivery attempt and what to keep of it in the history.
