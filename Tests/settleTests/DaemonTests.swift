@@ -128,6 +128,31 @@ final class DaemonTests: EndToEndTestCase {
         XCTAssertEqual(stateInLedger("o-op"), "finished")
     }
 
+    func testSecondDaemon_evenWithEveryFileBesideTheLedgerDeleted_exits75NamingTheHolder() throws {
+        let first = try startDaemon()
+        waitForReady(first)
+        XCTAssertTrue(eventually(within: 10) { passes(first) >= 1 }, log(first))
+        // The lock is the ledger file itself: nothing beside it can be deleted to fool a second daemon.
+        XCTAssertFalse(FileManager.default.fileExists(atPath: world.ledgerPath + ".lock"))
+        try? FileManager.default.removeItem(atPath: world.ledgerPath + ".lock")
+        let second = try settle(["run"])
+        XCTAssertEqual(second.status, 75, second.stderr)
+        XCTAssertTrue(second.stderr.contains("pid \(first.pid)"), second.stderr)
+        XCTAssertTrue(first.isRunning)
+    }
+
+    func testLedgerMovedAwayWhileRunning_theNextPassStopsTheDaemonWith74AndSaysWhy() throws {
+        let daemon = try startDaemon()
+        waitForReady(daemon)
+        XCTAssertTrue(eventually(within: 10) { passes(daemon) >= 1 }, log(daemon))
+        try FileManager.default.moveItem(atPath: world.ledgerPath, toPath: world.folder + "/ledger-moved.sqlite3")
+        daemon.send(SIGUSR1)
+        let result = daemon.wait()
+        XCTAssertEqual(result.status, 74, result.stderr)
+        XCTAssertTrue(result.stderr.contains("was moved, deleted or replaced"), result.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: world.ledgerPath), "the daemon must not create a new ledger")
+    }
+
     func testSIGTERM_withASlowHookInFlight_finishesThatDeliveryAndExitsZero() throws {
         let daemon = try startDaemonWithHookInFlight("touch \(world.folder)/started; sleep 1.5; touch \(world.folder)/done",
                                                      marker: "started")
