@@ -104,6 +104,9 @@ public final class Daemon: @unchecked Sendable {
         }
         graceSeconds.withLock { $0 = configuration.shutdownGraceSeconds }
         installSignalHandlers()
+        if !ChildReaper.becomeSubreaper() {
+            log.warning("daemon.no_subreaper", ["effect": "orphans of hooks are left to PID 1"])
+        }
         workQueue.sync {
             startWatchdog()
             scheduleTimer(interval: configuration.schedule.intervalSeconds)
@@ -171,6 +174,9 @@ public final class Daemon: @unchecked Sendable {
     private func runPass() {
         guard !stopping.load(ordering: .relaxed) else { return }
         guard lock?.isStillAtPath() != false else { return stopForReplacedLedger() }
+        // Passes never overlap and every hook of this one has been waited for by then: what is
+        // left to reap is orphans of hooks (ChildReaper).
+        defer { ChildReaper.reapExited() }
         let started = DispatchTime.now()
         let report: PassReport
         do {
