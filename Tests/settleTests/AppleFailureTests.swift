@@ -80,4 +80,13 @@ final class AppleFailureTests: EndToEndTestCase {
             XCTAssertEqual(try order(id)["reason"], .null, "\(id) must not be marked as failed")
         }
     }
+
+    func testReconcile_whenAppleAnswers429WithRetryAfter1e22_exits69_andTheOrderIsBackToPending() throws {
+        try enqueueValid("o-1", transaction: "2000000000000001", answers: Array(repeating: .http(429, retryAfter: "1e22"), count: 4))
+        let result = try settle(["reconcile"])
+        XCTAssertEqual(result.status, 69, "stdout: \(result.stdout)\nstderr: \(result.stderr)")
+        try assertUntouched(["o-1"])
+        let breaker = try statusJSON()["apple"]
+        XCTAssertEqual(breaker?["breaker"], .string("open"), "\(String(describing: breaker))")
+    }
 }

@@ -128,6 +128,69 @@ final class DaemonTests: EndToEndTestCase {
         XCTAssertEqual(stateInLedger("o-op"), "finished")
     }
 
+    func testSecondDaemon_evenWithEveryFileBesideTheLedgerDeleted_exits75NamingTheHolder() throws {
+        let first = try startDaemon()
+        waitForReady(first)
+        XCTAssertTrue(eventually(within: 10) { passes(first) >= 1 }, log(first))
+        // The lock is the ledger file itself: nothing beside it can be deleted to fool a second daemon.
+        XCTAssertFalse(FileManager.default.fileExists(atPath: world.ledgerPath + ".lock"))
+        try? FileManager.default.removeItem(atPath: world.ledgerPath + ".lock")
+        let second = try settle(["run"])
+        XCTAssertEqual(second.status, 75, second.stderr)
+        XCTAssertTrue(second.stderr.contains("pid \(first.pid)"), second.stderr)
+        XCTAssertTrue(first.isRunning)
+    }
+
+    func testLedgerMovedAwayWhileRunning_theNextPassStopsTheDaemonWith74AndSaysWhy() throws {
+        let daemon = try startDaemon()
+        waitForReady(daemon)
+        XCTAssertTrue(eventually(within: 10) { passes(daemon) >= 1 }, log(daemon))
+        try FileManager.default.moveItem(atPath: world.ledgerPath, toPath: world.folder + "/ledger-moved.sqlite3")
+        daemon.send(SIGUSR1)
+        let result = daemon.wait()
+        XCTAssertEqual(result.status, 74, result.stderr)
+        XCTAssertTrue(result.stderr.contains("was moved, deleted or replaced"), result.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: world.ledgerPath), "the daemon must not create a new ledger")
+    }
+
+    /// Field 3 (state) and 4 (parent pid) of /proc/PID/stat, nil once the process is gone.
+    func stateAndParent(_ pid: Int32) -> (state: String, parent: Int32)? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 1, let parent = Int32(fields[1]) else { return nil }
+        return (String(fields[0]), parent)
+    }
+
+    func testAHooksOrphan_isAdoptedBySettle_andReapedAfterTheNextPass() throws {
+        let fifo = world.folder + "/release"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let pidFile = world.folder + "/orphan.pid"
+        let hook = try world.hook("orphaning.sh", exit: 0, extra: """
+            sh -c 'read line < \(fifo)' < /dev/null > /dev/null 2>&1 &
+            echo $! > \(pidFile).tmp && mv \(pidFile).tmp \(pidFile)
+            """)
+        try world.writeConfig(hook: hook, schedule: [("interval_seconds", .number(3600))])
+        let daemon = try startDaemon()
+        waitForReady(daemon)
+        try enqueueValid("o-1", transaction: "100")
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("o-1") == "finished" }, log(daemon))
+        let orphan = try XCTUnwrap(Int32(try String(contentsOfFile: pidFile, encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        // The hook has exited; its background child now waits on the fifo until we release it.
+        let writer = open(fifo, O_WRONLY | O_NONBLOCK)
+        XCTAssertGreaterThanOrEqual(writer, 0)
+        _ = write(writer, "go\n", 3)
+        close(writer)
+        XCTAssertTrue(eventually(within: 10) { stateAndParent(orphan).map { $0.state == "Z" && $0.parent == daemon.pid } == true },
+                      "the orphan is not a zombie child of settle: \(String(describing: stateAndParent(orphan)))")
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { stateAndParent(orphan) == nil },
+                      "the zombie was not reaped by the next pass: \(String(describing: stateAndParent(orphan)))")
+        XCTAssertTrue(daemon.isRunning)
+    }
+
     func testSIGTERM_withASlowHookInFlight_finishesThatDeliveryAndExitsZero() throws {
         let daemon = try startDaemonWithHookInFlight("touch \(world.folder)/started; sleep 1.5; touch \(world.folder)/done",
                                                      marker: "started")

@@ -109,4 +109,18 @@ final class EnqueueTests: EndToEndTestCase {
         try enqueue("o-1", transaction: "2000000000000001", receipt: nil)
         XCTAssertEqual(try order("o-1")["proof"], .string("transaction_id"))
     }
+
+    func testEnqueue_whileAnotherProcessHoldsTheLedgersWriteLockPastTheBusyTimeout_exits75SayingTheLedgerIsBusy() throws {
+        try enqueue("o-1", transaction: "2000000000000001", receipt: nil)
+        let holder = try SQLiteDatabase(path: world.ledgerPath, mode: .readWrite)
+        try holder.execute("BEGIN IMMEDIATE")
+        defer {
+            try? holder.execute("ROLLBACK")
+            try? holder.close()
+        }
+        let result = try settle(["enqueue", "--order", "o-2", "--user", "u-1", "--product", world.coins,
+                                 "--transaction", "2000000000000002"])
+        XCTAssertEqual(result.status, 75, "stdout: \(result.stdout)\nstderr: \(result.stderr)")
+        XCTAssertTrue(result.stderr.contains("the ledger is busy"), result.stderr)
+    }
 }

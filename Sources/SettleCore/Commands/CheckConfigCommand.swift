@@ -25,8 +25,13 @@ enum CheckConfigCommand {
         } catch {
             throw CommandFailure.from(error)
         }
-        if case let .command(argv) = c.delivery.method, access(argv[0], X_OK) != 0 {
+        // access(X_OK) alone passes a directory, and /dev/null passes as a ledger path: both
+        // must be regular files (stat follows symlinks, so a link to a file is fine).
+        if case let .command(argv) = c.delivery.method, !isRegularFile(argv[0]) || access(argv[0], X_OK) != 0 {
             throw CommandFailure(.config, "delivery.command[0]: \(argv[0]) is not an executable file")
+        }
+        if FileManager.default.fileExists(atPath: c.ledgerPath), !isRegularFile(c.ledgerPath) {
+            throw CommandFailure(.config, "ledger: \(c.ledgerPath) is not a regular file")
         }
         let folder = (c.ledgerPath as NSString).deletingLastPathComponent
         var isDirectory: ObjCBool = false
@@ -35,6 +40,11 @@ enum CheckConfigCommand {
         }
         context.print(describe(c))
         context.print("configuration OK")
+    }
+
+    static func isRegularFile(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
     }
 
     static func describe(_ c: Configuration) -> String {
@@ -63,6 +73,9 @@ enum CheckConfigCommand {
         switch c.delivery.method {
         case let .command(argv): lines.append("delivery.command: \(argv.joined(separator: " "))")
         case let .webhook(url, secret): lines.append("delivery.webhook: \(url), secret \(secret.path) (contents redacted)")
+        }
+        if !c.delivery.environment.isEmpty {
+            lines.append("delivery.environment: \(c.delivery.environment.joined(separator: ", ")) (besides PATH, LANG, TZ, SETTLE_*)")
         }
         let n = CommandHook.format
         lines.append("delivery.timeout_seconds: \(n(c.delivery.timeoutSeconds))")

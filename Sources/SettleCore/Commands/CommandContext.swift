@@ -10,8 +10,8 @@ public struct CommandContext: Sendable {
     public var time: any TimeSource
 
     public init(arguments: [String], environment: [String: String],
-                standardOutput: @escaping @Sendable (String) -> Void = { FileHandle.standardOutput.write(Data($0.utf8)) },
-                standardError: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) },
+                standardOutput: @escaping @Sendable (String) -> Void = { StandardStream.output.write($0) },
+                standardError: @escaping @Sendable (String) -> Void = { StandardStream.error.write($0) },
                 time: any TimeSource = SystemTimeSource()) {
         self.arguments = arguments
         self.environment = environment
@@ -20,8 +20,14 @@ public struct CommandContext: Sendable {
         self.time = time
     }
 
-    func print(_ text: String) { standardOutput(text.hasSuffix("\n") ? text : text + "\n") }
-    func printError(_ text: String) { standardError(text.hasSuffix("\n") ? text : text + "\n") }
+    /// Text for people: whatever outside text it carries, its control characters are shown, not obeyed.
+    func print(_ text: String) { standardOutput(Self.line(text)) }
+    func printError(_ text: String) { standardError(Self.line(text)) }
+
+    private static func line(_ text: String) -> String {
+        let printable = PrintableText.escape(text, keepingLineBreaks: true)
+        return printable.hasSuffix("\n") ? printable : printable + "\n"
+    }
 
     /// `--config`, else `$SETTLE_CONFIG`, else /etc/settle/settle.json.
     func configPath(_ parsed: ParsedArguments) -> String {

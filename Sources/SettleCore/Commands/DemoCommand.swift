@@ -24,7 +24,12 @@ enum DemoCommand {
         let parsed = try ParsedArguments(context.arguments, spec: spec)
         if parsed.wantsHelp { return context.print(help) }
         let folder = try makeFolder()
+        // The folder holds a key and a shared secret: it goes on every way out. Errors and a
+        // closed stdout (writes fail quietly) reach the defer below; SIGINT and SIGTERM would
+        // kill us before it, so they remove it themselves.
+        let removal = parsed.has("--keep") ? nil : FolderRemovalOnSignal(folder: folder)
         defer {
+            removal?.cancel()
             if parsed.has("--keep") {
                 context.print("\nkept \(folder) (ledger.sqlite3, settle.json, shared-secret, appstore-key.p8, simulator-root.pem, grant-goods.sh, granted.log)")
             } else {
@@ -166,5 +171,29 @@ enum DemoCommand {
             NewOrder(orderId: "o-1005", userId: "u-46", productId: coins, transactionId: "2000000100000005", receipt: outage),
             NewOrder(orderId: "o-1006", userId: "u-47", productId: coins, transactionId: "2000000100000001", receipt: valid),
         ]
+    }
+}
+
+/// Removes the demo's folder and exits 128+signal when SIGINT or SIGTERM arrives.
+final class FolderRemovalOnSignal {
+    private var sources: [any DispatchSourceSignal] = []
+
+    init(folder: String) {
+        for signalNumber in [SIGINT, SIGTERM] {
+            // Dispatch sees the signal only once its default action (death) is off.
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler {
+                try? FileManager.default.removeItem(atPath: folder)
+                _exit(128 + signalNumber)
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    func cancel() {
+        for source in sources { source.cancel() }
+        sources = []
     }
 }

@@ -40,12 +40,15 @@ enum ReconcileCommand {
         if parsed.has("--dry-run") {
             return try dryRun(reconciler, orderIds: orderIds, context: context)
         }
+        ChildReaper.becomeSubreaper()
         let report: PassReport
         do {
             report = try reconciler.runPass(orderIds: orderIds)
         } catch {
             throw CommandFailure.from(error)
         }
+        // Every hook of the pass has been waited for: only hooks' orphans are left (ChildReaper).
+        ChildReaper.reapExited()
         for skipped in report.skipped {
             context.printError("settle reconcile: order \(skipped.orderId) not reconciled: \(skipped.why)")
         }

@@ -11,7 +11,8 @@ enum RunCommand {
     the old one kept), SIGUSR1 runs a pass now. Speaks sd_notify (READY, STATUS, WATCHDOG,
     RELOADING, STOPPING) when $NOTIFY_SOCKET is set; logs to stderr.
 
-    Exit: 0 stopped; 74 ledger I/O error; 75 another settle run holds the ledger; 78 configuration error.
+    Exit: 0 stopped; 74 ledger I/O error, or the ledger file was replaced while running; 75 another
+    settle run holds the ledger; 78 configuration error.
     """
 
     static func run(_ context: CommandContext) throws {
@@ -20,6 +21,6 @@ enum RunCommand {
         let daemon = Daemon(configPath: context.configPath(parsed), environment: context.environment, log: context.log,
                             time: context.time)
         let code = daemon.run()
-        if code != .success { throw CommandFailure(code, "settle run could not start (see the log above)") }
+        if code != .success { throw CommandFailure(code, "settle run stopped with an error (see the log above)") }
     }
 }

@@ -36,6 +36,7 @@ public enum SettleCommand {
 
     /// Runs settle with `context.arguments` (without the program name) and returns the exit code.
     public static func run(_ context: CommandContext) -> Int32 {
+        StandardStream.ignoreSIGPIPE()
         var arguments = context.arguments
         guard let first = arguments.first else {
             context.printError(UsageError(command: "", message: "missing command").text)

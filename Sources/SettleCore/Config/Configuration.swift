@@ -59,6 +59,8 @@ public struct Configuration: Sendable {
         }
         public var method: Method
         public var timeoutSeconds: Double
+        /// Names of settle's environment variables a delivery command also gets (`delivery.environment`).
+        public var environment: [String] = []
     }
 
     public struct Schedule: Sendable {

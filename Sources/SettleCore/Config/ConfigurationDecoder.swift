@@ -131,6 +131,7 @@ struct ConfigurationDecoder {
         let command = o.value("command")
         let webhook = try o.object("webhook")
         let timeout = try o.number("timeout_seconds", default: 30, range: 0.1...3600)
+        let passed = try environmentNames(o.value("environment"))
         let method: Configuration.DeliveryConfiguration.Method
         switch (command, webhook) {
         case (nil, nil), (.some, .some):
@@ -156,10 +157,34 @@ struct ConfigurationDecoder {
             try checkURL(url, name: "delivery.webhook.url")
             let secret = try secretFile(&h, "secret_file")
             try h.rejectUnknownKeys()
+            guard passed.isEmpty else { throw ConfigError("delivery.environment: only a delivery.command has an environment") }
             method = .webhook(url: url, secretFile: secret)
         }
         try o.rejectUnknownKeys()
-        return .init(method: method, timeoutSeconds: timeout)
+        return .init(method: method, timeoutSeconds: timeout, environment: passed)
+    }
+
+    /// `delivery.environment`: variable names only (`[A-Za-z_][A-Za-z0-9_]*`); a value
+    /// (`NAME=value`) is refused, since values belong in settle's environment, not in its
+    /// configuration file.
+    private func environmentNames(_ value: JSONValue?) throws(ConfigError) -> [String] {
+        guard let value else { return [] }
+        guard let items = value.arrayValue else {
+            throw ConfigError("delivery.environment: expected an array of variable names, got \(value.typeName)")
+        }
+        var names: [String] = []
+        for (i, item) in items.enumerated() {
+            guard case let .string(name) = item else {
+                throw ConfigError("delivery.environment[\(i)]: expected a variable name, got \(item.typeName)")
+            }
+            let isName = name.unicodeScalars.first.map { $0 == "_" || ($0.isASCII && $0.properties.isAlphabetic) } == true
+                && name.unicodeScalars.allSatisfy { $0 == "_" || ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) }
+            guard isName else {
+                throw ConfigError("delivery.environment[\(i)]: \"\(PrintableText.escape(name))\" is not a variable name (letters, digits, _; no \"=\")")
+            }
+            names.append(name)
+        }
+        return names
     }
 
     private func decodeSchedule(_ object: ConfigObject) throws(ConfigError) -> Configuration.Schedule {

@@ -36,6 +36,7 @@ public final class Daemon: @unchecked Sendable {
     private var notBefore: Int64 = 0
     private var signalSources: [DispatchSourceSignal] = []
     private var watchdog: Watchdog?
+    private var exitCode = ExitCode.success
 
     public init(configPath: String, environment: [String: String], log: Log, time: any TimeSource = SystemTimeSource(),
                 owner: LeaseOwner = .current) {
@@ -61,7 +62,7 @@ public final class Daemon: @unchecked Sendable {
             return .ioError
         }
         done.wait()
-        return .success
+        return exitCode
     }
 
     // MARK: - Start
@@ -74,7 +75,7 @@ public final class Daemon: @unchecked Sendable {
             throw CommandFailure(.config, error.message)
         }
         do {
-            lock = try DaemonLock(path: DaemonLock.path(forLedger: configuration.ledgerPath))
+            lock = try DaemonLock(ledgerPath: configuration.ledgerPath)
         } catch {
             if case .held = error { throw CommandFailure(.tempFail, error.description) }
             throw CommandFailure(.ioError, error.description)
@@ -103,6 +104,9 @@ public final class Daemon: @unchecked Sendable {
         }
         graceSeconds.withLock { $0 = configuration.shutdownGraceSeconds }
         installSignalHandlers()
+        if !ChildReaper.becomeSubreaper() {
+            log.warning("daemon.no_subreaper", ["effect": "orphans of hooks are left to PID 1"])
+        }
         workQueue.sync {
             startWatchdog()
             scheduleTimer(interval: configuration.schedule.intervalSeconds)
@@ -169,6 +173,10 @@ public final class Daemon: @unchecked Sendable {
 
     private func runPass() {
         guard !stopping.load(ordering: .relaxed) else { return }
+        guard lock?.isStillAtPath() != false else { return stopForReplacedLedger() }
+        // Passes never overlap and every hook of this one has been waited for by then: what is
+        // left to reap is orphans of hooks (ChildReaper).
+        defer { ChildReaper.reapExited() }
         let started = DispatchTime.now()
         let report: PassReport
         do {
@@ -200,6 +208,21 @@ public final class Daemon: @unchecked Sendable {
                 log.error("metrics.write_failed", ["path": path, "error": "\(error)"])
             }
         }
+    }
+
+    /// The ledger file was moved, deleted or replaced under us. Carrying on would record grants
+    /// in a file nobody reads; silently reopening would serve whatever now lies at the path (a
+    /// restored backup may show granted orders as pending, and would grant them twice). A
+    /// person must look, so stop with 74 and say why; a restart opens what is there then.
+    private func stopForReplacedLedger() {
+        let message = "the ledger file \(configuration.ledgerPath) was moved, deleted or replaced while settle ran; "
+            + "stopping so that nothing is granted from the wrong ledger. Put the right ledger back and start settle again"
+        log.error("ledger.replaced", ["error": message])
+        notifier.send("STATUS=stopped: \(message)")
+        exitCode = .ioError
+        guard !stopping.exchange(true, ordering: .relaxed) else { return }
+        notifier.send("STOPPING=1")
+        finish(clean: true)
     }
 
     private func handleConfigurationFault(_ report: PassReport) {
@@ -292,7 +315,8 @@ public final class Daemon: @unchecked Sendable {
             try? ledger.recordDaemonStopped()
             try? ledger.close()
         }
-        lock?.release()
+        // Closing our descriptor while the ledger is open would drop SQLite's locks (DaemonLock).
+        if clean { lock?.release() }
         log.info("daemon.stopped", ["clean": clean])
         done.signal()
     }

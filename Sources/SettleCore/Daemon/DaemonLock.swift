@@ -1,17 +1,27 @@
 import Foundation
 
-/// One daemon per ledger: an exclusive `flock` on a lock file beside the ledger.
+/// One daemon per ledger: an exclusive `flock` on the ledger file itself.
 ///
-/// Never on the database file itself: POSIX advisory locks on a file are dropped when any
-/// descriptor of the process for that file is closed, and SQLite opens and closes its own
-/// (https://www.sqlite.org/howtocorrupt.html, section 2.2). The lock dies with the process,
-/// so a crashed daemon never leaves a stale lock behind.
+/// A lock file beside the ledger could be deleted while the daemon runs, and the next
+/// `settle run` would lock a fresh file and start next to it; the ledger file cannot be
+/// deleted from under an open descriptor. The lock dies with the process, so a crashed daemon
+/// never leaves a stale lock behind.
+///
+/// flock does not disturb SQLite's own locks, which are POSIX fcntl locks. flock(2), NOTES:
+/// "Since Linux 2.0, flock() is implemented as a system call in its own right rather than
+/// being emulated in the GNU C library as a call to fcntl(2). With this implementation, there
+/// is no interaction between the types of lock placed by flock() and fcntl(2)". (Over NFS
+/// flock is emulated with fcntl and would collide, but a WAL ledger cannot live on NFS anyway:
+/// https://www.sqlite.org/wal.html, "WAL does not work over a network filesystem".)
+///
+/// One hazard remains, from fcntl(2): "If a process closes any file descriptor referring to a
+/// file, then all of the process's locks on that file are released" — SQLite's included
+/// (https://www.sqlite.org/howtocorrupt.html, section 2.2). So `release()` closes our
+/// descriptor only once the ledger connection is closed; on an unclean stop the descriptor
+/// is left for the process exit to close.
 public final class DaemonLock {
     public let path: String
     private var fd: Int32
-
-    /// The lock file for a ledger.
-    public static func path(forLedger ledger: String) -> String { ledger + ".lock" }
 
     public enum Failure: Error, Sendable, CustomStringConvertible {
         case held(path: String, holderPid: Int32?)
@@ -22,39 +32,44 @@ public final class DaemonLock {
             case let .held(path, pid):
                 return "another settle run holds \(path)" + (pid.map { " (pid \($0))" } ?? "")
             case let .io(path, message):
-                return "cannot open lock file \(path): \(message)"
+                return "cannot open the ledger \(path) to lock it: \(message)"
             }
         }
     }
 
-    /// Takes the lock at once or fails naming the holder; writes our pid into the file.
-    public init(path: String) throws(Failure) {
-        self.path = path
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .io(path: path, message: String(cString: strerror(errno))) }
+    /// Takes the lock on `ledgerPath` at once (creating an empty file, which SQLite takes as
+    /// an empty database) or fails naming the holder, read from the ledger's daemon record.
+    /// Call before opening the ledger: on failure our descriptor is closed again.
+    public init(ledgerPath: String) throws(Failure) {
+        path = ledgerPath
+        fd = open(ledgerPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .io(path: ledgerPath, message: String(cString: strerror(errno))) }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let holder = DaemonLock.readPid(fd)
             close(fd)
-            throw .held(path: path, holderPid: holder)
+            fd = -1
+            throw .held(path: ledgerPath, holderPid: DaemonLock.holderPid(ledgerPath))
         }
-        let text = "\(getpid())\n"
-        _ = ftruncate(fd, 0)
-        _ = pwrite(fd, text, text.utf8.count, 0)
     }
 
-    deinit { release() }
+    /// Whether the file at `path` is still the one we locked: false once the ledger was moved
+    /// away, deleted or replaced (a restore from backup) while we ran.
+    public func isStillAtPath() -> Bool {
+        var locked = stat(), current = stat()
+        guard fd >= 0, fstat(fd, &locked) == 0, stat(path, &current) == 0 else { return false }
+        return locked.st_dev == current.st_dev && locked.st_ino == current.st_ino
+    }
 
+    /// Only after the ledger connection is closed (see the type's comment).
     public func release() {
         guard fd >= 0 else { return }
-        _ = ftruncate(fd, 0)
         close(fd)
         fd = -1
     }
 
-    private static func readPid(_ fd: Int32) -> Int32? {
-        var buffer = [UInt8](repeating: 0, count: 32)
-        let count = pread(fd, &buffer, buffer.count, 0)
-        guard count > 0 else { return nil }
-        return Int32(String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    /// The pid the running daemon recorded when it started; nil while it has not yet.
+    private static func holderPid(_ ledgerPath: String) -> Int32? {
+        guard let ledger = try? Ledger(readOnlyPath: ledgerPath), let record = try? ledger.daemonRecord() else { return nil }
+        try? ledger.close()
+        return record.stoppedAt == nil ? record.owner.pid : nil
     }
 }

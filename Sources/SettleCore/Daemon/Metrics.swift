@@ -38,6 +38,7 @@ public final class Metrics: Sendable {
         case .retry: label = "retry"
         case .refused: label = "refused"
         case .alreadyGranted: label = "already_granted"
+        case .cannotStart: label = "cannot_start"
         }
         state.withLock { $0.deliveries[label, default: 0] += 1 }
     }

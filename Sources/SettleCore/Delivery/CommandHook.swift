@@ -1,14 +1,21 @@
 import Foundation
 
 /// Runs the operator's delivery command (SPEC section 5): no shell, the payload on stdin,
-/// `SETTLE_ORDER_ID` and `SETTLE_IDEMPOTENCY_KEY` in the environment, killed with its whole
-/// process group past the timeout.
+/// a clean environment with `SETTLE_ORDER_ID` and `SETTLE_IDEMPOTENCY_KEY`, killed with its
+/// whole process group past the timeout.
 public struct CommandHook: Deliverer {
     public var arguments: [String]
     public var timeoutSeconds: Double
     public var products: [String: Configuration.Product]
-    /// The environment the hook inherits (settle's own, minus nothing secret: secrets live in files).
+    /// settle's own environment. The hook gets only `PATH`, `LANG`, `TZ` and the names in
+    /// `passedThrough` from it: the rest (`CREDENTIALS_DIRECTORY`, proxy credentials, systemd's
+    /// notify socket) belongs to settle, and a hook is often a script written in a hurry.
     public var baseEnvironment: [String: String]
+    /// Variable names from `delivery.environment`.
+    public var passedThrough: [String]
+
+    /// Used when settle itself runs without a PATH (as under some init systems).
+    public static let defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
     /// The exit code that answers "this purchase was granted before, outside settle" (see the
     /// README's hook contract). Outside the sysexits range and the shell's own codes.
@@ -18,21 +25,29 @@ public struct CommandHook: Deliverer {
     public static let outputLimit = 4096
 
     public init(arguments: [String], timeoutSeconds: Double, products: [String: Configuration.Product],
-                baseEnvironment: [String: String]) {
+                baseEnvironment: [String: String], passedThrough: [String] = []) {
         self.arguments = arguments
         self.timeoutSeconds = timeoutSeconds
         self.products = products
         self.baseEnvironment = baseEnvironment
+        self.passedThrough = passedThrough
+    }
+
+    /// The hook's whole environment for one order.
+    func environment(orderId: String, idempotencyKey: String) -> [String: String] {
+        var environment = ["PATH": baseEnvironment["PATH"] ?? Self.defaultPath]
+        for name in ["LANG", "TZ"] + passedThrough {
+            if let value = baseEnvironment[name] { environment[name] = value }
+        }
+        environment["SETTLE_ORDER_ID"] = orderId
+        environment["SETTLE_IDEMPOTENCY_KEY"] = idempotencyKey
+        environment["SETTLE_EXIT_ALREADY_GRANTED"] = String(CommandHook.alreadyGrantedExit)
+        return environment
     }
 
     public func deliver(order: Order, purchase: VerifiedPurchase) -> DeliveryReport {
         let payload = HookPayload.make(order: order, purchase: purchase, product: products[purchase.productId])
-        var environment = baseEnvironment
-        // systemd's notify socket and watchdog belong to settle, not to its hook.
-        for name in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] { environment[name] = nil }
-        environment["SETTLE_ORDER_ID"] = order.orderId
-        environment["SETTLE_IDEMPOTENCY_KEY"] = HookPayload.idempotencyKey(purchase)
-        environment["SETTLE_EXIT_ALREADY_GRANTED"] = String(CommandHook.alreadyGrantedExit)
+        let environment = environment(orderId: order.orderId, idempotencyKey: HookPayload.idempotencyKey(purchase))
         let started = DispatchTime.now()
         let result: SubprocessResult
         do {
@@ -41,7 +56,9 @@ public struct CommandHook: Deliverer {
                                         timeout: timeoutSeconds, outputLimit: CommandHook.outputLimit - 32)
         } catch {
             let ms = Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000)
-            return DeliveryReport(outcome: .retry("hook could not start: \(error)"), exitCode: nil, output: "", durationMs: ms)
+            let message = "hook could not start: \(error)"
+            let unusable = (error as? SubprocessError)?.programUnusable == true
+            return DeliveryReport(outcome: unusable ? .cannotStart(message) : .retry(message), exitCode: nil, output: "", durationMs: ms)
         }
         let ms = Int(result.duration * 1000)
         let outcome: DeliveryOutcome

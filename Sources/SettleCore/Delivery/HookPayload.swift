@@ -34,6 +34,9 @@ public enum DeliveryOutcome: Sendable, Equatable {
     /// The receiver says this purchase was granted before, outside settle (exit 80 / HTTP 409):
     /// recorded as such, and the order moves on to its next candidate or finishes.
     case alreadyGranted(String)
+    /// The hook cannot even start (missing, not executable): a configuration fault. Nothing
+    /// ran, so no attempt is used; the pass stops until the operator fixes it.
+    case cannotStart(String)
 }
 
 /// One delivery attempt and what to keep of it in the history.

@@ -40,10 +40,14 @@ public struct SubprocessError: Error, Sendable, CustomStringConvertible {
     /// For example "cannot run /no/such/hook: No such file or directory". Never contains
     /// environment values or standard input, which may carry secrets.
     public var message: String
+    /// The program itself cannot run (missing, not executable, a directory, not a program):
+    /// a fault of the configuration, not of this moment, so retrying changes nothing.
+    public var programUnusable: Bool
     public var description: String { message }
 
-    public init(message: String) {
+    public init(message: String, programUnusable: Bool = false) {
         self.message = message
+        self.programUnusable = programUnusable
     }
 }
 

@@ -144,7 +144,11 @@ extension Subprocess {
         // posix_spawn, not posix_spawnp: no PATH search. glibc runs the child with
         // CLONE_VFORK and reports exec failures (ENOENT, EACCES, ENOEXEC) as this result.
         let result = posix_spawn(&pid, program, &actions, &attributes, argv, envp)
-        guard result == 0 else { throw failure(describe(errno: result)) }
+        guard result == 0 else {
+            // execve(2)'s answers about the file itself; others (EAGAIN, ENOMEM) are of the moment.
+            let unusable = [ENOENT, EACCES, ENOEXEC, ENOTDIR, EISDIR, ELOOP, ENAMETOOLONG, EPERM, ETXTBSY].contains(result)
+            throw SubprocessError(message: "cannot run \(program): \(describe(errno: result))", programUnusable: unusable)
+        }
         return pid
     }
 

@@ -3,34 +3,73 @@ import Foundation
 import Glibc
 #endif
 
-/// The identity of a process that claims orders: host, pid and the process's start time.
+/// The identity of a process that claims orders: host, pid, the process's start time, and
+/// the boot and PID namespace the pid means something in.
 ///
 /// The start time makes the identity unique per boot and per process even when a pid is
 /// reused, so a restarted daemon never mistakes a dead predecessor's claims for its own.
+/// The boot id and PID-namespace inode matter because a pid is only a name inside one PID
+/// namespace of one boot: a settle in a container that shares our host name (or in a
+/// container of a previous boot, on a ledger on persistent storage) has pids we cannot see.
 public struct LeaseOwner: Sendable, Equatable, CustomStringConvertible {
     public var host: String
     public var pid: Int32
     public var startTime: String
+    /// /proc/sys/kernel/random/boot_id; nil for an owner recorded by an older settle.
+    public var bootId: String?
+    /// The inode of /proc/self/ns/pid; nil for an owner recorded by an older settle.
+    public var pidNamespace: UInt64?
 
-    public init(host: String, pid: Int32, startTime: String) {
+    public init(host: String, pid: Int32, startTime: String, bootId: String? = nil, pidNamespace: UInt64? = nil) {
         self.host = host
         self.pid = pid
         self.startTime = startTime
+        self.bootId = bootId
+        self.pidNamespace = pidNamespace
+    }
+
+    /// An owner as the ledger stores it: `lease_start` (and the daemon's `process_start`) hold
+    /// `"<starttime>;boot=<id>;pidns=<inode>"`, so the extra identity needs no new column.
+    public init(host: String, pid: Int32, leaseStart: String) {
+        var parts = leaseStart.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
+        let startTime = parts.isEmpty ? "" : parts.removeFirst()
+        var bootId: String?, pidNamespace: UInt64?
+        // Lenient: unknown or malformed parts are ignored, and a missing part leaves that
+        // identity unknown, which only ever makes the owner harder to declare dead.
+        for part in parts {
+            if part.hasPrefix("boot=") { bootId = String(part.dropFirst(5)) }
+            if part.hasPrefix("pidns=") { pidNamespace = UInt64(part.dropFirst(6)) }
+        }
+        self.init(host: host, pid: pid, startTime: startTime, bootId: bootId, pidNamespace: pidNamespace)
+    }
+
+    /// What the ledger stores in `lease_start` and `process_start` (see `init(host:pid:leaseStart:)`).
+    public var leaseStart: String {
+        startTime + (bootId.map { ";boot=\($0)" } ?? "") + (pidNamespace.map { ";pidns=\($0)" } ?? "")
     }
 
     /// This process.
     public static let current: LeaseOwner = {
         let pid = getpid()
-        return LeaseOwner(host: hostName(), pid: pid, startTime: processStartTime(pid) ?? "unknown")
+        return LeaseOwner(host: hostName(), pid: pid, startTime: processStartTime(pid) ?? "unknown",
+                          bootId: currentBootId(), pidNamespace: currentPidNamespace())
     }()
 
     public var description: String { "\(host):\(pid)@\(startTime)" }
 
-    /// Whether the owner is known to be gone: same host, and its pid is dead or now belongs
-    /// to a process with another start time. On another host nothing can be known, and the
-    /// lease expiry decides.
-    public var isKnownDead: Bool {
-        guard host == LeaseOwner.hostName() else { return false }
+    /// Whether the owner is known to be gone: same host, boot and PID namespace as ours, and
+    /// its pid is dead or now belongs to a process with another start time. Anywhere else its
+    /// pid means nothing to us, and the lease expiry decides.
+    ///
+    /// An owner recorded without boot id or namespace (by an older settle) is never
+    /// judged by its pid: it may have run in a container sharing our host name, and waiting
+    /// out one lease after an upgrade costs minutes, while a wrong "dead" grants twice.
+    public var isKnownDead: Bool { isKnownDead(comparedWith: .current) }
+
+    func isKnownDead(comparedWith us: LeaseOwner) -> Bool {
+        guard host == us.host, let bootId, bootId == us.bootId, let pidNamespace, pidNamespace == us.pidNamespace else {
+            return false
+        }
         if kill(pid, 0) != 0 && errno == ESRCH { return true }
         // The pid exists (EPERM means it belongs to another user). When its /proc entry can't be
         // read (ProtectProc=invisible hides other users' processes) nothing is known: the
@@ -43,6 +82,20 @@ public struct LeaseOwner: Sendable, Equatable, CustomStringConvertible {
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
         return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// A random id the kernel picks at each boot (random(4)); nil where /proc is not mounted.
+    static func currentBootId() -> String? {
+        guard let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) else { return nil }
+        let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        return id.isEmpty || id.contains(";") ? nil : id
+    }
+
+    /// The inode of our PID namespace: equal inodes (on one boot) mean one namespace (namespaces(7)).
+    static func currentPidNamespace() -> UInt64? {
+        var info = stat()
+        guard stat("/proc/self/ns/pid", &info) == 0 else { return nil }
+        return UInt64(info.st_ino)
     }
 
     /// Field 22 of /proc/PID/stat: the start time in clock ticks since boot (proc(5)).

@@ -49,7 +49,7 @@ extension Ledger {
             try write {
                 try database.query("""
                     INSERT OR REPLACE INTO daemon(id, host, pid, process_start, started_at) VALUES (1, ?, ?, ?, ?)
-                    """, [.text(owner.host), .integer(Int64(owner.pid)), .text(owner.startTime), .integer(now)])
+                    """, [.text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart), .integer(now)])
             }
         }
     }
@@ -76,7 +76,7 @@ extension Ledger {
         return try read {
             try database.query("SELECT * FROM daemon WHERE id = 1").first.map { row in
                 DaemonRecord(owner: LeaseOwner(host: row.string("host") ?? "", pid: Int32(truncatingIfNeeded: row.int("pid") ?? 0),
-                                               startTime: row.string("process_start") ?? ""),
+                                               leaseStart: row.string("process_start") ?? ""),
                              startedAt: row.int("started_at") ?? 0, lastPassAt: row.int("last_pass_at"),
                              lastPassSummary: row.string("last_pass_summary"), stoppedAt: row.int("stopped_at"))
             }

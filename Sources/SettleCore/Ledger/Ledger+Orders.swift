@@ -232,7 +232,7 @@ extension Ledger {
     static let ownedBy = "lease_host = ? AND lease_pid = ? AND lease_start = ?"
 
     func ownerArguments(_ owner: LeaseOwner) -> [SQLiteValue] {
-        [.text(owner.host), .integer(Int64(owner.pid)), .text(owner.startTime)]
+        [.text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart)]
     }
 
     func leaseArguments(_ owner: LeaseOwner, expiresAt: Int64) -> [SQLiteValue] {
@@ -280,7 +280,7 @@ extension Order {
         }
         var lease: Lease? = nil
         if let host = row.string("lease_host"), let pid = row.int("lease_pid") {
-            lease = Lease(owner: LeaseOwner(host: host, pid: Int32(truncatingIfNeeded: pid), startTime: row.string("lease_start") ?? ""),
+            lease = Lease(owner: LeaseOwner(host: host, pid: Int32(truncatingIfNeeded: pid), leaseStart: row.string("lease_start") ?? ""),
                           expiresAt: row.int("lease_expires_at") ?? 0)
         }
         self.init(orderId: row.string("order_id") ?? "", userId: row.string("user_id") ?? "",

@@ -14,6 +14,10 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
 
     /// SQLITE_CONSTRAINT and its extended codes.
     public var isConstraintViolation: Bool { code & 0xFF == SQLITE_CONSTRAINT }
+
+    /// SQLITE_BUSY or SQLITE_LOCKED and their extended codes: another connection held the
+    /// ledger past the busy timeout. Nothing is wrong with the file; trying again later works.
+    public var isBusy: Bool { code & 0xFF == SQLITE_BUSY || code & 0xFF == SQLITE_LOCKED }
 }
 
 /// A value bound to a statement parameter.
@@ -55,8 +59,11 @@ public final class SQLiteDatabase {
         sqlite3_extended_result_codes(db, 1)
         // "Set a busy handler that sleeps ... until at least ms milliseconds of sleeping have accumulated"
         // https://www.sqlite.org/c3ref/busy_timeout.html — the 5 s Litestream and others recommend.
-        sqlite3_busy_timeout(db, 5000)
+        sqlite3_busy_timeout(db, SQLiteDatabase.busyTimeoutMilliseconds)
     }
+
+    /// How long a statement waits for another connection's lock before SQLITE_BUSY.
+    static let busyTimeoutMilliseconds: Int32 = 5000
 
     deinit {
         // sqlite3_close_v2 defers the close until statements are finalized, so it cannot fail here.

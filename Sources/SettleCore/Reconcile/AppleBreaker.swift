@@ -65,9 +65,10 @@ public struct AppleBreaker: Sendable, Equatable {
         guard probeFailed || consecutiveFailures >= AppleBreaker.threshold || retryAfter != nil else { return false }
         let previous = Double(cooldownSeconds)
         let cooldown = probeFailed && previous > 0 ? min(maxSeconds, previous * 2) : min(maxSeconds, baseSeconds)
-        cooldownSeconds = Int64(cooldown.rounded())
+        cooldownSeconds = Int64(saturating: cooldown.rounded())
         state = .open
-        retryAt = now + max(cooldownSeconds, Int64((retryAfter ?? 0).rounded(.up)))
+        // Retry-After comes from outside: saturate rather than trap on a huge or NaN value.
+        retryAt = now.saturatingAdding(max(cooldownSeconds, Int64(saturating: (retryAfter ?? 0).rounded(.up))))
         return true
     }
 }

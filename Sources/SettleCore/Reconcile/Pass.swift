@@ -102,8 +102,11 @@ final class Pass: Sendable {
         }
     }
 
+    /// Our side is misconfigured (shared secret, delivery hook): the breaker row keeps the
+    /// fault for `settle status` across passes.
     func stop(configurationFault: String) {
         state.withLock { s in
+            s.breaker.recordConfigurationFault(configurationFault)
             s.stopped = true
             s.report.configurationFault = s.report.configurationFault ?? configurationFault
         }

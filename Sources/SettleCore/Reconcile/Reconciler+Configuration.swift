@@ -46,7 +46,8 @@ extension Reconciler {
         switch configuration.delivery.method {
         case let .command(arguments):
             deliverer = CommandHook(arguments: arguments, timeoutSeconds: configuration.delivery.timeoutSeconds,
-                                    products: configuration.products, baseEnvironment: environment)
+                                    products: configuration.products, baseEnvironment: environment,
+                                    passedThrough: configuration.delivery.environment)
         case let .webhook(url, secretFile):
             deliverer = WebhookHook(url: url, secret: try secretFile.read(), timeoutSeconds: configuration.delivery.timeoutSeconds,
                                     connectTimeoutSeconds: configuration.http.connectTimeoutSeconds,

@@ -305,6 +305,13 @@ public final class Reconciler: Sendable {
                                                   "idempotency_key": key, "hook_exit": report.exitCode, "error": message])
             if state == nil { leaseLost(order, "delivery_failed") }
             pass.count(state)
+        case let .cannotStart(message):
+            entry.outcome = "cannot_start"
+            entry.detail = message
+            try ledger.recordFailure(orderId: order.orderId, owner: owner, from: .delivering, error: message, countsAttempt: false,
+                                     nextAttemptAt: now, maxAttempts: policy.maxAttempts, history: entry)
+            log.error("delivery.configuration_fault", ["order": order.orderId, "error": message])
+            pass.stop(configurationFault: message)
         }
     }
 

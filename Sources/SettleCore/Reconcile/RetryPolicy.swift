@@ -33,6 +33,8 @@ public struct RetryPolicy: Sendable {
     /// Seconds to wait after a failure of Apple as a whole (no attempt used): the base
     /// delay, or Apple's Retry-After when it asked for longer.
     public func appleDelay(retryAfter: Double?) -> Double {
-        max(delay(afterAttempt: 1), min(maxSeconds, retryAfter ?? 0))
+        // `min` would pass a NaN through; only a finite Retry-After counts.
+        let asked = retryAfter.flatMap { $0.isFinite ? $0 : nil } ?? 0
+        return max(delay(afterAttempt: 1), min(maxSeconds, asked))
     }
 }

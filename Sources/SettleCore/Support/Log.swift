@@ -27,7 +27,7 @@ public final class Log: Sendable {
                 sink: (@Sendable (String) -> Void)? = nil) {
         self.journal = environment["JOURNAL_STREAM"].map { !$0.isEmpty } ?? false
         self.time = time
-        self.sink = sink ?? { line in FileHandle.standardError.write(Data(line.utf8)) }
+        self.sink = sink ?? { line in StandardStream.error.write(line) }
     }
 
     /// A log that writes nothing, for library users that log elsewhere.
@@ -47,11 +47,14 @@ public final class Log: Sendable {
     public func warning(_ event: String, _ fields: KeyValuePairs<String, Any?> = [:]) { log(.warning, event, fields) }
     public func error(_ event: String, _ fields: KeyValuePairs<String, Any?> = [:]) { log(.error, event, fields) }
 
+    /// A value quoted when it holds a space, quote, `=` or any control character, which is
+    /// then shown escaped: hook output or an order id can never start a forged log line.
     static func quote(_ value: String) -> String {
-        let needsQuotes = value.isEmpty || value.contains { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline }
+        let needsQuotes = value.isEmpty || value.unicodeScalars.contains {
+            $0 == " " || $0 == "\"" || $0 == "=" || PrintableText.isControl($0)
+        }
         guard needsQuotes else { return value }
         let escaped = value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-            .replacingOccurrences(of: "\n", with: "\\n")
-        return "\"\(escaped)\""
+        return "\"\(PrintableText.escape(escaped))\""
     }
 }

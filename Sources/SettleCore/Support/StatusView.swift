@@ -65,13 +65,13 @@ public enum StatusView {
         var out = OrderState.allCases.map { "\($0.rawValue) \(summary.counts[$0] ?? 0)" }.joined(separator: "  ") + "\n"
         out += "oldest undelivered: " + (summary.oldestUndeliveredSeconds.map(age) ?? "none") + "\n"
         if breaker.state == .open, let retryAt = breaker.retryAt {
-            out += "apple: breaker OPEN until \(Timestamp.rfc3339(unixSeconds: retryAt)) (\(breaker.lastError ?? "no detail"))\n"
+            out += "apple: breaker OPEN until \(Timestamp.rfc3339(unixSeconds: retryAt)) (\(PrintableText.escape(breaker.lastError ?? "no detail")))\n"
         } else if let error = breaker.lastError {
-            out += "apple: breaker closed; last error: \(error)\n"
+            out += "apple: breaker closed; last error: \(PrintableText.escape(error))\n"
         }
         if let d = daemon, d.isRunning {
             out += "daemon: pid \(d.owner.pid) since \(Timestamp.rfc3339(unixSeconds: d.startedAt))"
-            out += d.lastPassAt.map { "; last pass \(Timestamp.rfc3339(unixSeconds: $0)): \(d.lastPassSummary ?? "")" } ?? "; no pass yet"
+            out += d.lastPassAt.map { "; last pass \(Timestamp.rfc3339(unixSeconds: $0)): \(PrintableText.escape(d.lastPassSummary ?? ""))" } ?? "; no pass yet"
             out += "\n"
         } else {
             out += "daemon: not running\n"
@@ -104,7 +104,8 @@ public enum StatusView {
             ("finished", order.finishedAt.map { Timestamp.rfc3339(unixSeconds: $0) } ?? "-"),
         ]
         let width = fields.map(\.0.count).max() ?? 0
-        var out = fields.map { $0.0.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.1 }.joined(separator: "\n")
+        var out = fields.map { $0.0.padding(toLength: width + 2, withPad: " ", startingAt: 0) + PrintableText.escape($0.1) }
+            .joined(separator: "\n")
         out += "\n\nhistory:\n"
         let rows = history.map { e -> [String] in
             var facts: [String] = []
@@ -134,7 +135,9 @@ public enum StatusView {
         return "\(seconds / 86400)d\((seconds % 86400) / 3600)h"
     }
 
+    /// Cells are escaped first (ids and hook output are outside text), so widths count what is shown.
     static func table(_ rows: [[String]]) -> String {
+        let rows = rows.map { $0.map { PrintableText.escape($0) } }
         let columns = rows.map(\.count).max() ?? 0
         let widths = (0..<columns).map { c in rows.map { c < $0.count ? $0[c].count : 0 }.max() ?? 0 }
         return rows.map { row in

@@ -41,6 +41,7 @@ public enum Timestamp {
     }
 
     public static func rfc3339(milliseconds: Int64) -> String {
-        rfc3339(unixSeconds: milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000)
+        // Floor division without `milliseconds - 999`, which overflows for a date Apple sent as Int64.min.
+        rfc3339(unixSeconds: milliseconds / 1000 - (milliseconds % 1000 < 0 ? 1 : 0))
     }
 }

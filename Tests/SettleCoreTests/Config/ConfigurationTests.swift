@@ -83,6 +83,21 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertTrue(error([("delivery", .object([("command", .array([.string("grant")]))]))]).contains("absolute path"))
     }
 
+    func testDeliveryEnvironment_takesVariableNamesOnly() throws {
+        func delivery(_ names: [JSONValue]) -> [(String, JSONValue)] {
+            [("delivery", .object([("command", .array([.string("/bin/true")])), ("environment", .array(names))]))]
+        }
+        XCTAssertEqual(try load(delivery([.string("HOOK_TOKEN_FILE"), .string("_X1")])).delivery.environment, ["HOOK_TOKEN_FILE", "_X1"])
+        XCTAssertTrue(error(delivery([.string("A=b")])).contains("delivery.environment[0]"), error(delivery([.string("A=b")])))
+        XCTAssertTrue(error(delivery([.string("")])).contains("is not a variable name"))
+        XCTAssertTrue(error(delivery([.string("1ABC")])).contains("is not a variable name"))
+        XCTAssertTrue(error(delivery([.number(1)])).contains("expected a variable name"))
+        XCTAssertTrue(error([("delivery", .object([("command", .array([.string("/bin/true")])), ("environment", .string("PATH"))]))])
+            .contains("expected an array"))
+        XCTAssertTrue(error([("delivery", .object([("command", .array([.string("/bin/true")])), ("env", .array([]))]))])
+            .contains("delivery.env: unknown key"))
+    }
+
     func testProducts_typeMustBeKnown() {
         XCTAssertTrue(error([("products", .object([("p", .object([("type", .string("gift"))]))]))]).contains("products.p.type"))
     }

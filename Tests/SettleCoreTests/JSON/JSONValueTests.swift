@@ -44,4 +44,12 @@ final class JSONValueTests: XCTestCase {
         XCTAssertEqual(try JSONValue.parse(text), value)
         XCTAssertEqual(try JSONValue.parse(value.serialized(pretty: true)), value)
     }
+
+    func testNumbersBeyondAnyRange_parse_andReadAsNoInteger() throws {
+        let json = try JSONValue.parse(#"{"big": 1e400, "small": -1e400, "wide": 123456789012345678901234567890}"#)
+        XCTAssertEqual(json["big"]?.looseString, "1e400")
+        XCTAssertNil(json["big"]?.looseInt64)
+        XCTAssertNil(json["small"]?.looseInt64)
+        XCTAssertNil(json["wide"]?.looseInt64)
+    }
 }

@@ -5,7 +5,8 @@ import XCTest
 final class LedgerTests: XCTestCase {
     var world: TestWorld!
     var ledger: Ledger!
-    let me = LeaseOwner(host: LeaseOwner.current.host, pid: LeaseOwner.current.pid, startTime: LeaseOwner.current.startTime)
+    let me = LeaseOwner(host: LeaseOwner.current.host, pid: LeaseOwner.current.pid, startTime: LeaseOwner.current.startTime,
+                        bootId: LeaseOwner.current.bootId, pidNamespace: LeaseOwner.current.pidNamespace)
 
     override func setUpWithError() throws {
         world = try TestWorld()
@@ -128,7 +129,7 @@ final class LedgerTests: XCTestCase {
         try enqueue("o-2", transaction: "200")
         try enqueue("o-3", transaction: "300")
         // A dead process on this host (pid 1 never has our start time), one expired lease, one live claim.
-        let dead = LeaseOwner(host: me.host, pid: Int32.max - 1, startTime: "1")
+        let dead = LeaseOwner(host: me.host, pid: Int32.max - 1, startTime: "1", bootId: me.bootId, pidNamespace: me.pidNamespace)
         let remoteLive = LeaseOwner(host: "elsewhere", pid: 1, startTime: "1")
         _ = try ledger.claim(orderId: "o-1", owner: dead, leaseSeconds: 3600)
         _ = try ledger.claim(orderId: "o-2", owner: remoteLive, leaseSeconds: 60)

@@ -65,4 +65,15 @@ final class AppleBreakerTests: XCTestCase {
         breaker.recordAnswer()
         XCTAssertNil(breaker.lastError)
     }
+
+    func testRetryAfter_huge_infiniteOrNaN_opensWithoutTrapping() {
+        for retryAfter in [1e22, .infinity, .nan, -1e30] {
+            var breaker = AppleBreaker()
+            XCTAssertTrue(fail(&breaker, at: 1000, retryAfter: retryAfter), "\(retryAfter)")
+            XCTAssertNotNil(breaker.retryAt, "\(retryAfter)")
+        }
+        var late = AppleBreaker()
+        _ = fail(&late, at: .max - 5, retryAfter: 600)
+        XCTAssertEqual(late.retryAt, .max, "saturates instead of overflowing")
+    }
 }

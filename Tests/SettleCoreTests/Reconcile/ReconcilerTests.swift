@@ -291,7 +291,8 @@ final class ReconcilerTests: XCTestCase {
 
     func testRescuedDelivery_isDeliveredAgainWithTheSameKey() throws {
         try enqueueValid("o-1", txn: "777")
-        let dead = LeaseOwner(host: LeaseOwner.current.host, pid: Int32.max - 1, startTime: "1")
+        let dead = LeaseOwner(host: LeaseOwner.current.host, pid: Int32.max - 1, startTime: "1",
+                              bootId: LeaseOwner.current.bootId, pidNamespace: LeaseOwner.current.pidNamespace)
         _ = try ledger.claim(orderId: "o-1", owner: dead, leaseSeconds: 3600)
         _ = try ledger.recordVerified(orderId: "o-1", owner: dead, match: .only(VerifiedPurchase(
             transactionId: "777", originalTransactionId: "777", productId: world.coins, environment: "Production",

@@ -31,4 +31,27 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertNil(RetryAfter.seconds("soon", now: now))
         XCTAssertNil(RetryAfter.seconds(nil, now: now))
     }
+
+    func testRetryAfter_hugeNegativeNaNAndInfinite_neverTrap_andAreAtMostADay() {
+        let now = Date(timeIntervalSince1970: 1_764_410_645)
+        XCTAssertEqual(RetryAfter.seconds("1e22", now: now), RetryAfter.longest)
+        XCTAssertEqual(RetryAfter.seconds("99999999999", now: now), RetryAfter.longest)
+        XCTAssertNil(RetryAfter.seconds("-5", now: now))
+        XCTAssertNil(RetryAfter.seconds("NaN", now: now))
+        XCTAssertNil(RetryAfter.seconds("1e400", now: now))
+        XCTAssertNil(RetryAfter.seconds("inf", now: now))
+        XCTAssertEqual(RetryAfter.seconds("Fri, 31 Dec 9999 23:59:59 GMT", now: now), RetryAfter.longest)
+    }
+
+    func testAppleDelay_ignoresANaNRetryAfter() {
+        let policy = RetryPolicy(baseSeconds: 30, maxSeconds: 600, maxAttempts: 5, random: { 0.5 })
+        XCTAssertEqual(policy.appleDelay(retryAfter: .nan), 30)
+        XCTAssertEqual(policy.appleDelay(retryAfter: .infinity), 30)
+    }
+
+    func testTimestamp_ofExtremeMilliseconds_neverTraps() {
+        XCTAssertFalse(Timestamp.rfc3339(milliseconds: .min).isEmpty)
+        XCTAssertFalse(Timestamp.rfc3339(milliseconds: .max).isEmpty)
+        XCTAssertEqual(Timestamp.rfc3339(milliseconds: -1), "1969-12-31T23:59:59Z")
+    }
 }
