@@ -27,6 +27,8 @@ public enum RejectionReason: String, Sendable, CaseIterable {
     case signatureInvalid = "signature_invalid"
     /// Signed data from an environment never accepted (Xcode, LocalTesting).
     case environmentMismatch = "environment_mismatch"
+    /// Validly signed data whose payload lacks a field settle needs, or has it with the wrong type.
+    case payloadInvalid = "payload_invalid"
 }
 
 /// The result of one verification with the facts worth keeping in the order's history.
