@@ -81,6 +81,7 @@ public struct AppReceipt: Sendable, Equatable {
         guard !compact.isEmpty else { throw .empty }
         if looksLikeJWS(compact) { throw .jws }
         guard let der = Data(base64Encoded: compact) else { throw .notBase64 }
+        if TransactionReceipt.looksLikePlist(der) { throw .transactionReceiptFormat }
         return try parse(der: der)
     }
 

@@ -140,6 +140,16 @@ private final class Core: Sendable {
             Thread.sleep(forTimeInterval: seconds)
             return respond(.receipt, script: script, receiptData: receiptData, environment: environment,
                            passwordMatched: passwordMatched)
+        case let .transactionReceipt(status):
+            guard passwordMatched else { return .json(200, Self.status(21004)) }
+            guard let receipt = script?.receipt, let first = receipt.inApp.first else { return .json(200, Self.status(21003)) }
+            var members: [(String, JSONValue)] = [("status", .number(status)), ("environment", .string(receipt.environment)),
+                                                  ("receipt", first.legacyJSON(bundleId: receipt.bundleId))]
+            if let latest = receipt.latestReceiptInfo.last {
+                members.append((status == 21006 ? "latest_expired_receipt_info" : "latest_receipt_info",
+                                latest.legacyJSON(bundleId: receipt.bundleId)))
+            }
+            return .json(200, JSONValue.object(members).data)
         case .receipt:
             guard let data = receiptData, Data(base64Encoded: data) != nil else { return .json(200, Self.status(21002)) }
             guard passwordMatched else { return .json(200, Self.status(21004)) }
