@@ -37,6 +37,8 @@ public final class TestWorld: @unchecked Sendable {
         try write("shared-secret", sharedSecret, mode: 0o600)
         try write("appstore-key.p8", keyPEM, mode: 0o600)
         try write("simulator-root.pem", SimulatorSigningChain.rootPEM)
+        // The same test CA, as the anchor of receipts built by AppReceiptBuilder.buildSignedByTestChain.
+        try write("receipt-root.pem", SimulatorSigningChain.rootPEM)
         _ = try hook("grant.sh", exit: 0)
     }
 
@@ -126,6 +128,7 @@ public final class TestWorld: @unchecked Sendable {
             ("private_key_file", .string("appstore-key.p8")),
             ("app_apple_id", .number(1_234_567_890)),
             ("root_certificates", .array([.string("simulator-root.pem")])),
+            ("receipt_root_certificates", .array([.string("receipt-root.pem")])),
         ])
     }
 

@@ -37,6 +37,21 @@ final class StoreKitTests: EndToEndTestCase {
         try settle(expecting: 78, ["reconcile"])
     }
 
+    func testCheckConfig_reportsTheReceiptRoots_andRefusesAMissingOneWithoutReceiptAPI() throws {
+        var result = try settle(expecting: 0, ["check-config"])
+        XCTAssertTrue(result.stdout.contains("server_api.receipt_root_certificates: \(world.folder)/receipt-root.pem"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("receipt roots loaded: "), result.stdout)
+
+        try FileManager.default.removeItem(atPath: world.folder + "/receipt-root.pem")
+        result = try settle(expecting: 78, ["check-config"])
+        XCTAssertTrue(result.stderr.contains("server_api.receipt_root_certificates"), result.stderr)
+        try settle(expecting: 78, ["reconcile"])
+
+        try world.writeConfig(receiptAPI: true, serverAPI: true)
+        result = try settle(expecting: 0, ["check-config"])
+        XCTAssertTrue(result.stdout.contains("receipt roots not loaded (not needed"), result.stdout)
+    }
+
     func testEnqueue_refusesASignedTransactionThatIsNotACompactJWS() throws {
         let path = try world.write("not-a-jws.txt", "eyJhbGciOiJFUzI1NiJ9.only-two")
         let result = try settle(expecting: 65, ["enqueue", "--order", "o-1", "--user", "u", "--product", world.coins,

@@ -101,6 +101,8 @@ enum DemoCommand {
                 ("key_id", .string(keyId)),
                 ("private_key_file", .string("appstore-key.p8")),
                 ("root_certificates", .array([.string("simulator-root.pem")])),
+                // The demo's receipts go to the simulated verifyReceipt; this anchors any read locally.
+                ("receipt_root_certificates", .array([.string("simulator-root.pem")])),
             ])),
             ("products", .object([
                 ("com.example.game.coins100", .object([("type", .string("consumable")), ("grant", .object([("coins", .number(100))]))])),

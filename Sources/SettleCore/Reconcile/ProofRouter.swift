@@ -35,4 +35,6 @@ public struct ProofRouter: OrderVerifier {
 /// A stored legacy receipt that is not a PKCS#7 app receipt.
 struct LegacyReceiptError: Error {
     var message: String
+    /// Why the receipt's signature was refused; its `code` is stable (receipt_signature_invalid, ...).
+    var signatureFailure: ReceiptSignatureFailure? = nil
 }

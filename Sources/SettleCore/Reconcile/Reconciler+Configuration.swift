@@ -37,8 +37,10 @@ extension Reconciler {
             signedData: SignedDataVerifier(rootCertificates: roots, bundleId: configuration.bundleId,
                                            acceptSandbox: configuration.acceptSandbox),
             api: api, products: products, time: ledger.time)
-        if receipts == nil && api != nil {
-            storeKit.receiptTransactionIds = { order in try receiptTransactionIds(order, ledger: ledger) }
+        if receipts == nil, let serverAPI = configuration.serverAPI {
+            // Receipts are read here, not by Apple: their signatures must chain to these roots.
+            let signature = AppReceiptSignature(rootCertificates: try serverAPI.loadReceiptRoots())
+            storeKit.receiptTransactionIds = { order in try receiptTransactionIds(order, ledger: ledger, signature: signature) }
         }
         let deliverer: any Deliverer
         switch configuration.delivery.method {
@@ -68,13 +70,15 @@ extension Reconciler {
         return try ledger.receipt(sha256: hash)
     }
 
-    /// The ids a legacy receipt names, read locally: a lookup key for the Server API, never trusted.
-    private static func receiptTransactionIds(_ order: Order, ledger: Ledger) throws -> [String] {
+    /// The ids a legacy receipt names, read locally once its PKCS#7 signature chains to a receipt
+    /// root: a lookup key for the Server API, whose answer is what proves a purchase.
+    private static func receiptTransactionIds(_ order: Order, ledger: Ledger, signature: AppReceiptSignature) throws -> [String] {
         guard let text = try storedReceipt(order, ledger: ledger) else { return [] }
-        do {
-            return try AppReceipt.parse(base64: text).transactionIds
-        } catch {
-            throw LegacyReceiptError(message: "the order's receipt cannot be read: \(error)")
+        switch signature.verify(base64: text) {
+        case let .success(verified):
+            return verified.receipt.transactionIds
+        case let .failure(failure):
+            throw LegacyReceiptError(message: "the order's receipt is not accepted: \(failure)", signatureFailure: failure)
         }
     }
 }

@@ -224,9 +224,7 @@ final class StoreKitReconcileTests: XCTestCase {
     // MARK: - Legacy receipts without verifyReceipt
 
     func legacyReceipt(_ purchases: [AppReceipt.Purchase]) throws -> String {
-        try AppReceiptBuilder.build(bundleId: world.bundleId, purchases: purchases,
-                                    signerCertificatePEM: try String(contentsOfFile: TestWorld.fixture("apple/test-chain/testLeaf.pem"), encoding: .utf8),
-                                    signerKeyPEM: try String(contentsOfFile: TestWorld.fixture("apple/test-chain/testLeaf.key"), encoding: .utf8))
+        try AppReceiptBuilder.buildSignedByTestChain(bundleId: world.bundleId, purchases: purchases)
     }
 
     func testLegacyReceipt_withoutReceiptAPI_isReadLocallyAndVerifiedThroughTheServerAPI() throws {
@@ -250,6 +248,33 @@ final class StoreKitReconcileTests: XCTestCase {
         XCTAssertTrue([try order("o-1"), try order("o-2"), try order("o-3")].contains { $0.reason == "already_granted" })
         // Three orders, each looking up the receipt's three ids once: nine requests, no more.
         XCTAssertEqual(world.simulator.serverRequests.count, 9)
+    }
+
+    func testLegacyReceiptSignedByASelfMadeKey_isRejectedAsInvalid_withoutAskingApple() throws {
+        world.scriptTransaction("2000000900000043")
+        let forged = try AppReceiptBuilder.build(
+            bundleId: world.bundleId, purchases: [AppReceipt.Purchase(productId: world.coins, transactionId: "2000000900000043")],
+            creationDate: AppReceiptBuilder.testCreationDate,
+            signerCertificatePEM: try String(contentsOfFile: TestWorld.fixture("apple/self-made/selfMade.pem"), encoding: .utf8),
+            signerKeyPEM: try String(contentsOfFile: TestWorld.fixture("apple/self-made/selfMade.key"), encoding: .utf8))
+        _ = try ledger.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins, receipt: forged))
+        try world.writeConfig(receiptAPI: false, serverAPI: true)
+        _ = try pass()
+        let o = try order("o-1")
+        XCTAssertEqual(o.reason, "receipt_invalid")
+        XCTAssertTrue(o.lastError?.contains("receipt_chain_invalid") ?? false, o.lastError ?? "")
+        XCTAssertEqual(world.simulator.serverRequests.count, 0, "a stranger's id is never looked up")
+        XCTAssertEqual(world.deliveries, [])
+    }
+
+    func testMissingReceiptRoot_withoutReceiptAPI_isAConfigurationError() throws {
+        try FileManager.default.removeItem(atPath: world.folder + "/receipt-root.pem")
+        try world.writeConfig(receiptAPI: false, serverAPI: true)
+        XCTAssertThrowsError(try world.reconciler(ledger: ledger)) { error in
+            XCTAssertTrue("\(error)".contains("server_api.receipt_root_certificates"), "\(error)")
+        }
+        try world.writeConfig(receiptAPI: true, serverAPI: true)
+        XCTAssertNoThrow(try world.reconciler(ledger: ledger), "with receipt_api, Apple checks receipts")
     }
 
     func testLegacyReceiptThatIsNotAReceipt_isRejectedAsInvalid() throws {
