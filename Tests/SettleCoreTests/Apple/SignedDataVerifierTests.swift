@@ -27,9 +27,9 @@ final class SignedDataVerifierGenuineTests: XCTestCase {
         assertRefused(try verifier(acceptSandbox: false).verifySignedData(token, now: Date()), "environment_mismatch")
     }
 
-    func testGenuineRenewalInfo_isNotATransaction_forLackOfABundleId() throws {
+    func testGenuineRenewalInfo_isNotATransaction_itsPayloadLacksABundleId() throws {
         let token = try JWSFixtures.genuineRenewalInfo()
-        assertRefused(try verifier().verifyTransaction(token, now: Date()), "bundle_mismatch")
+        assertRefused(try verifier().verifyTransaction(token, now: Date()), "payload_invalid")
     }
 
     func testGenuineRenewalInfo_failsAgainstAnotherRoot() throws {
