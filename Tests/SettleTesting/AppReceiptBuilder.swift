@@ -16,20 +16,41 @@ public enum AppReceiptBuilder {
     }
 
     /// A PKCS#7 signedData app receipt (DER, then base64) holding these attributes, signed with
-    /// the given PEM certificate and private key.
+    /// the given PEM certificate and private key; `chainPEM` certificates (intermediates) are
+    /// embedded too, as Apple embeds its WWDR intermediate.
     public static func build(bundleId: String, environment: String = "Production", purchases: [AppReceipt.Purchase],
-                             signerCertificatePEM: String, signerKeyPEM: String) throws -> String {
-        let der = try sign(payload(bundleId: bundleId, environment: environment, purchases: purchases),
-                           certificatePEM: signerCertificatePEM, keyPEM: signerKeyPEM)
+                             creationDate: String? = nil, signerCertificatePEM: String, signerKeyPEM: String,
+                             chainPEM: [String] = []) throws -> String {
+        let der = try sign(payload(bundleId: bundleId, environment: environment, purchases: purchases, creationDate: creationDate),
+                           certificatePEM: signerCertificatePEM, keyPEM: signerKeyPEM, chainPEM: chainPEM)
         return Data(der).base64EncodedString()
     }
 
+    /// When test receipts signed by the test chain say they were created: inside the chain's
+    /// validity (2023-01-05 to 2033-01-01).
+    public static let testCreationDate = "2026-11-29T10:04:05Z"
+
+    /// A receipt signed by the test chain's leaf with the intermediate embedded: genuine for a
+    /// configuration whose receipt root is the test CA (the simulator's root).
+    public static func buildSignedByTestChain(bundleId: String, environment: String = "Production",
+                                              purchases: [AppReceipt.Purchase],
+                                              creationDate: String = testCreationDate) throws -> String {
+        func fixture(_ name: String) throws -> String {
+            try String(contentsOfFile: TestWorld.fixture("apple/test-chain/\(name)"), encoding: .utf8)
+        }
+        return try build(bundleId: bundleId, environment: environment, purchases: purchases, creationDate: creationDate,
+                         signerCertificatePEM: fixture("testLeaf.pem"), signerKeyPEM: fixture("testLeaf.key"),
+                         chainPEM: [fixture("testIntermediate.pem")])
+    }
+
     /// The `SET OF ReceiptAttribute` that the receipt signs.
-    public static func payload(bundleId: String, environment: String, purchases: [AppReceipt.Purchase]) -> [UInt8] {
+    public static func payload(bundleId: String, environment: String, purchases: [AppReceipt.Purchase],
+                               creationDate: String? = nil) -> [UInt8] {
         var attributes = [
             DER.attribute(0, DER.utf8String(environment)),
             DER.attribute(2, DER.utf8String(bundleId)),
         ]
+        if let creationDate { attributes.append(DER.attribute(12, DER.ia5String(creationDate))) }
         for purchase in purchases {
             var fields: [[UInt8]] = []
             if let quantity = purchase.quantity { fields.append(DER.attribute(1701, DER.integer(quantity))) }
@@ -43,13 +64,9 @@ public enum AppReceiptBuilder {
     }
 
     /// Signs `payload` as PKCS#7 signedData with the content embedded.
-    public static func sign(_ payload: [UInt8], certificatePEM: String, keyPEM: String) throws -> [UInt8] {
+    public static func sign(_ payload: [UInt8], certificatePEM: String, keyPEM: String, chainPEM: [String] = []) throws -> [UInt8] {
         ERR_clear_error()
-        guard let certificateBIO = memoryBIO(Array(certificatePEM.utf8)) else { throw failure("BIO_write") }
-        defer { BIO_free(certificateBIO) }
-        guard let certificate = PEM_read_bio_X509(certificateBIO, nil, nil, nil) else {
-            throw failure("the signer certificate is not a PEM certificate")
-        }
+        let certificate = try readCertificate(certificatePEM)
         defer { X509_free(certificate) }
 
         guard let keyBIO = memoryBIO(Array(keyPEM.utf8)) else { throw failure("BIO_write") }
@@ -59,12 +76,35 @@ public enum AppReceiptBuilder {
         }
         defer { EVP_PKEY_free(key) }
 
+        return try envelope(payload, certificate: certificate, key: key, chainPEM: chainPEM)
+    }
+
+    /// A signedData holding `payload` and these certificates but no SignerInfo: what
+    /// `PKCS7_sign` makes without a signer ("certificates only").
+    public static func unsigned(_ payload: [UInt8], certificatesPEM: [String]) throws -> [UInt8] {
+        ERR_clear_error()
+        return try envelope(payload, certificate: nil, key: nil, chainPEM: certificatesPEM)
+    }
+
+    private static func envelope(_ payload: [UInt8], certificate: OpaquePointer?, key: OpaquePointer?,
+                                 chainPEM: [String]) throws -> [UInt8] {
+        guard let stack = OPENSSL_sk_new_null() else { throw failure("OPENSSL_sk_new_null") }
+        var extra: [OpaquePointer] = []
+        defer {
+            settle_X509_stack_free(stack)
+            extra.forEach { X509_free($0) }
+        }
+        for pem in chainPEM {
+            let certificate = try readCertificate(pem)
+            extra.append(certificate)
+            guard OPENSSL_sk_push(stack, UnsafeRawPointer(certificate)) > 0 else { throw failure("OPENSSL_sk_push") }
+        }
         guard let contentBIO = memoryBIO(payload) else { throw failure("BIO_write") }
         defer { BIO_free(contentBIO) }
         // PKCS7_BINARY: the payload is DER, so no MIME canonicalisation of line endings.
         // PKCS7_NOATTR: no signed attributes, as in Apple's receipts, so the signature covers the
         // payload itself. https://docs.openssl.org/3.0/man3/PKCS7_sign/
-        guard let pkcs7 = PKCS7_sign(certificate, key, nil, contentBIO, PKCS7_BINARY | PKCS7_NOATTR) else {
+        guard let pkcs7 = PKCS7_sign(certificate, key, stack, contentBIO, PKCS7_BINARY | PKCS7_NOATTR) else {
             throw failure("PKCS7_sign")
         }
         defer { PKCS7_free(pkcs7) }
@@ -81,6 +121,15 @@ public enum AppReceiptBuilder {
         }
         guard written == length else { throw failure("i2d_PKCS7") }
         return der
+    }
+
+    private static func readCertificate(_ pem: String) throws -> OpaquePointer {
+        guard let bio = memoryBIO(Array(pem.utf8)) else { throw failure("BIO_write") }
+        defer { BIO_free(bio) }
+        guard let certificate = PEM_read_bio_X509(bio, nil, nil, nil) else {
+            throw failure("not a PEM certificate")
+        }
+        return certificate
     }
 
     /// A memory BIO holding its own copy of `bytes`. Not BIO_new_mem_buf: that one reads the

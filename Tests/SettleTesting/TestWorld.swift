@@ -37,6 +37,11 @@ public final class TestWorld: @unchecked Sendable {
         try write("shared-secret", sharedSecret, mode: 0o600)
         try write("appstore-key.p8", keyPEM, mode: 0o600)
         try write("simulator-root.pem", SimulatorSigningChain.rootPEM)
+        // Installed next to the configuration as the README says: the StoreKit 2 anchor when
+        // there is no server_api section (Apple's real root, so only Apple's data verifies).
+        try write("AppleRootCA-G3.pem", String(contentsOfFile: TestWorld.fixture("apple/roots/AppleRootCA-G3.pem"), encoding: .utf8))
+        // The same test CA, as the anchor of receipts built by AppReceiptBuilder.buildSignedByTestChain.
+        try write("receipt-root.pem", SimulatorSigningChain.rootPEM)
         _ = try hook("grant.sh", exit: 0)
     }
 
@@ -126,6 +131,7 @@ public final class TestWorld: @unchecked Sendable {
             ("private_key_file", .string("appstore-key.p8")),
             ("app_apple_id", .number(1_234_567_890)),
             ("root_certificates", .array([.string("simulator-root.pem")])),
+            ("receipt_root_certificates", .array([.string("receipt-root.pem")])),
         ])
     }
 
@@ -133,12 +139,25 @@ public final class TestWorld: @unchecked Sendable {
     @discardableResult
     public func scriptTransaction(_ id: String, product: String? = nil, environment: String = "Production",
                                   bundleId: String? = nil, revoked: Bool = false, purchaseDateMs: Int64 = 1_764_410_645_000,
+                                  originalTransactionId: String? = nil, appAccountToken: String? = nil, isUpgraded: Bool = false,
                                   answers: [SimulatedServerAnswer] = []) -> SimulatedSignedTransaction {
-        let transaction = SimulatedSignedTransaction(transactionId: id, productId: product ?? coins, bundleId: bundleId ?? self.bundleId,
+        var transaction = SimulatedSignedTransaction(transactionId: id, originalTransactionId: originalTransactionId,
+                                                     productId: product ?? coins, bundleId: bundleId ?? self.bundleId,
                                                      environment: environment, purchaseDateMs: purchaseDateMs,
                                                      revocationDateMs: revoked ? purchaseDateMs + 60_000 : nil)
+        transaction.appAccountToken = appAccountToken
+        transaction.isUpgraded = isUpgraded
         simulator.script(transaction: id, TransactionScript(transaction: transaction, answers: answers))
         return transaction
+    }
+
+    /// Scripts one customer's purchases, so Get Transaction History of any of their ids lists
+    /// them all (and Get Transaction Info finds each).
+    @discardableResult
+    public func scriptCustomer(_ transactions: [SimulatedSignedTransaction]) -> [SimulatedSignedTransaction] {
+        for t in transactions { simulator.script(transaction: t.transactionId, TransactionScript(transaction: t)) }
+        simulator.script(customer: transactions)
+        return transactions
     }
 
     /// `base` with `changes` replacing keys it has and adding those it lacks.

@@ -105,12 +105,34 @@ final class EnqueueTests: EndToEndTestCase {
         }
     }
 
-    func testEnqueue_onlyATransactionId_isAValidProof() throws {
+    func testEnqueue_onlyATransactionId_isAValidProof_whenServerAPIIsConfigured() throws {
+        try world.writeConfig(serverAPI: true)
         try enqueue("o-1", transaction: "2000000000000001", receipt: nil)
         XCTAssertEqual(try order("o-1")["proof"], .string("transaction_id"))
     }
 
+    func testEnqueue_onlyATransactionId_withoutServerAPI_isRefused_65() throws {
+        let result = try settle(["enqueue", "--order", "o-1", "--user", "u-1", "--product", world.coins,
+                                 "--transaction", "2000000000000001"])
+        XCTAssertEqual(result.status, 65, result.stderr)
+        XCTAssertTrue(result.stderr.contains("server_api"), result.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: world.ledgerPath), "nothing was recorded")
+    }
+
+    func testEnqueue_appAccountToken_mustBeAUUID_andIsStoredLowercased() throws {
+        try world.writeConfig(serverAPI: true)
+        var result = try settle(["enqueue", "--order", "o-1", "--user", "u-1", "--product", world.coins,
+                                 "--transaction", "2000000000000001", "--app-account-token", "not-a-uuid"])
+        XCTAssertEqual(result.status, 65, result.stderr)
+        result = try settle(["enqueue", "--order", "o-1", "--user", "u-1", "--product", world.coins,
+                             "--transaction", "2000000000000001", "--app-account-token", "6F1E4C2A-5B3D-4E8F-9A0B-1C2D3E4F5A6B"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let ledger = try Ledger(readOnlyPath: world.ledgerPath)
+        XCTAssertEqual(try ledger.orderRecord("o-1")?.order.appAccountToken, "6f1e4c2a-5b3d-4e8f-9a0b-1c2d3e4f5a6b")
+    }
+
     func testEnqueue_whileAnotherProcessHoldsTheLedgersWriteLockPastTheBusyTimeout_exits75SayingTheLedgerIsBusy() throws {
+        try world.writeConfig(serverAPI: true)
         try enqueue("o-1", transaction: "2000000000000001", receipt: nil)
         let holder = try SQLiteDatabase(path: world.ledgerPath, mode: .readWrite)
         try holder.execute("BEGIN IMMEDIATE")

@@ -37,6 +37,21 @@ final class StoreKitTests: EndToEndTestCase {
         try settle(expecting: 78, ["reconcile"])
     }
 
+    func testCheckConfig_reportsTheReceiptRoots_andRefusesAMissingOneWithoutReceiptAPI() throws {
+        var result = try settle(expecting: 0, ["check-config"])
+        XCTAssertTrue(result.stdout.contains("server_api.receipt_root_certificates: \(world.folder)/receipt-root.pem"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("receipt roots loaded: "), result.stdout)
+
+        try FileManager.default.removeItem(atPath: world.folder + "/receipt-root.pem")
+        result = try settle(expecting: 78, ["check-config"])
+        XCTAssertTrue(result.stderr.contains("server_api.receipt_root_certificates"), result.stderr)
+        try settle(expecting: 78, ["reconcile"])
+
+        try world.writeConfig(receiptAPI: true, serverAPI: true)
+        result = try settle(expecting: 0, ["check-config"])
+        XCTAssertTrue(result.stdout.contains("receipt roots not loaded (not needed"), result.stdout)
+    }
+
     func testEnqueue_refusesASignedTransactionThatIsNotACompactJWS() throws {
         let path = try world.write("not-a-jws.txt", "eyJhbGciOiJFUzI1NiJ9.only-two")
         let result = try settle(expecting: 65, ["enqueue", "--order", "o-1", "--user", "u", "--product", world.coins,
@@ -49,9 +64,10 @@ final class StoreKitTests: EndToEndTestCase {
         let path = try world.write("signed.jws", try transaction.signed(at: Int64(Date().timeIntervalSince1970) * 1000) + "\n")
         try settle(expecting: 0, ["enqueue", "--order", "o-sk2", "--user", "u-9", "--product", world.coins,
                                   "--signed-transaction-file", path])
+        let token = "6f1e4c2a-5b3d-4e8f-9a0b-1c2d3e4f5a6b"
         try settle(expecting: 0, ["enqueue", "--order", "o-id", "--user", "u-9", "--product", world.coins,
-                                  "--transaction", "2000000950000002"])
-        world.scriptTransaction("2000000950000002", environment: "Sandbox")
+                                  "--transaction", "2000000950000002", "--app-account-token", token])
+        world.scriptTransaction("2000000950000002", environment: "Sandbox", appAccountToken: token)
         let result = try settle(expecting: 0, ["reconcile"])
         XCTAssertEqual(lines(result.stdout).last, "reconciled 2: 2 finished, 0 rejected, 0 retrying, 0 needs attention")
         XCTAssertEqual(try state("o-sk2"), "finished")

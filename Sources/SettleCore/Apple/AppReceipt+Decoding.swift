@@ -8,8 +8,8 @@
 ///     payload ::= SET OF ReceiptAttribute
 ///     ReceiptAttribute ::= SEQUENCE { type INTEGER, version INTEGER, value OCTET STRING }
 ///
-/// Certificates and signer infos after `encapContentInfo` are only passed over: the signature is
-/// not checked, since the receipt is only a lookup key (see `AppReceipt`).
+/// Certificates and signer infos after `encapContentInfo` are only passed over here: the
+/// signature is `AppReceiptSignature`'s business.
 extension AppReceipt {
     /// 1.2.840.113549.1.7.2, id-signedData (RFC 5652 section 5.1).
     private static let signedDataOID: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x02]
@@ -19,6 +19,7 @@ extension AppReceipt {
     private enum AttributeType {
         static let environment = 0
         static let bundleId = 2
+        static let creationDate = 12
         static let inAppPurchase = 17
         static let quantity = 1701
         static let productId = 1702
@@ -69,6 +70,8 @@ extension AppReceipt {
                 receipt.environment = try attribute.string()
             case AttributeType.bundleId where receipt.bundleId == nil:
                 receipt.bundleId = try attribute.string()
+            case AttributeType.creationDate where receipt.creationDate == nil:
+                receipt.creationDate = try attribute.string()
             case AttributeType.inAppPurchase:
                 receipt.purchases.append(try decodePurchase(attribute.value))
             default:

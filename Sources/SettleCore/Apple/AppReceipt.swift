@@ -1,7 +1,8 @@
 import Foundation
 
-/// What a legacy app receipt says about its in-app purchases. Nothing in it is trusted:
-/// it is only a lookup key for the App Store Server API (the receipt's signature is not checked).
+/// What a legacy app receipt says about its in-app purchases. Parsing checks no signature
+/// (`AppReceiptSignature` does), and even a signed receipt is only a lookup key for the App
+/// Store Server API.
 ///
 /// The same job as `ReceiptUtility.extractTransactionId(appReceipt:)` in Apple's server libraries
 /// (apple-protocol.md 3.6), but it keeps every purchase rather than picking one id, so settle can
@@ -42,11 +43,14 @@ public struct AppReceipt: Sendable, Equatable {
     public var environment: String?
     /// Every type-17 attribute, in file order.
     public var purchases: [Purchase]
+    /// Attribute 12, RFC 3339 text as stored: the time the receipt's signature is checked at.
+    public var creationDate: String?
 
-    public init(bundleId: String? = nil, environment: String? = nil, purchases: [Purchase] = []) {
+    public init(bundleId: String? = nil, environment: String? = nil, purchases: [Purchase] = [], creationDate: String? = nil) {
         self.bundleId = bundleId
         self.environment = environment
         self.purchases = purchases
+        self.creationDate = creationDate
     }
 
     /// The largest receipt accepted. Real ones are a few KB, and even a receipt with thousands of
@@ -74,6 +78,11 @@ public struct AppReceipt: Sendable, Equatable {
     /// Line breaks and spaces are ignored, since receipts often arrive wrapped at 64 or 76 columns;
     /// any other character outside the base64 alphabet is an error.
     public static func parse(base64: String) throws(AppReceiptError) -> AppReceipt {
+        try parse(der: try der(base64: base64))
+    }
+
+    /// The receipt's bytes from its base64 text, refusing what is recognisably something else.
+    static func der(base64: String) throws(AppReceiptError) -> Data {
         // Base64 is 4/3 of the bytes it encodes; twice the cap leaves room for line breaks while
         // refusing a huge string before anything is allocated for it.
         guard base64.utf8.count <= 2 * maximumSize else { throw .tooLarge }
@@ -81,7 +90,8 @@ public struct AppReceipt: Sendable, Equatable {
         guard !compact.isEmpty else { throw .empty }
         if looksLikeJWS(compact) { throw .jws }
         guard let der = Data(base64Encoded: compact) else { throw .notBase64 }
-        return try parse(der: der)
+        if TransactionReceipt.looksLikePlist(der) { throw .transactionReceiptFormat }
+        return der
     }
 
     /// Parses the DER (or BER) bytes of an app receipt: a PKCS#7 signedData `ContentInfo`.

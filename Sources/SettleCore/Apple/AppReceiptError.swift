@@ -18,6 +18,10 @@ public struct AppReceiptError: Error, Sendable, Equatable, CustomStringConvertib
     /// Clients migrating to StoreKit 2 send signed transactions where a receipt used to go; saying
     /// so saves the operator from decoding the base64 by hand.
     static let jws = AppReceiptError(message: "a StoreKit 2 JWS, not a legacy app receipt")
+    /// An iOS 6-style transaction receipt (a text plist), which has no PKCS#7 to read; public so
+    /// a caller can recognise it and fall back to `TransactionReceipt.transactionId(base64:)`.
+    public static let transactionReceiptFormat = AppReceiptError(
+        message: "an iOS 6-style transaction receipt (text plist), not a PKCS#7 app receipt")
 
     static func notSignedData(_ detail: String) -> AppReceiptError {
         AppReceiptError(message: "not a PKCS#7 signedData receipt: \(detail)")

@@ -1,7 +1,8 @@
 import Foundation
 
-/// The App Store Server API's Get Transaction Info over libcurl: production first, one hop to
-/// sandbox on 4040010 (not found) or on 401 from production (an app not yet released).
+/// The App Store Server API over libcurl (Get Transaction Info here, Get Transaction History in
+/// `AppStoreServerClient+History.swift`): production first, one hop to sandbox on 4040010 (not
+/// found) or on 401 from production (an app not yet released).
 /// https://developer.apple.com/documentation/appstoreserverapi/get-transaction-info
 public struct AppStoreServerClient: Sendable {
     public var productionURL: String
@@ -30,31 +31,65 @@ public struct AppStoreServerClient: Sendable {
         case failed(VerificationOutcome)
     }
 
-    /// One environment's answer.
-    enum Answer {
-        case found(String)
+    /// One environment's answer to one request.
+    enum Answer<Body> {
+        case found(Body)
         case notFound
         case unauthorized
         case failed(VerificationOutcome, answered: Bool)
         case invalidId(String)
+        /// 400 with 4000014 (invalid pagination token) or 4000017 (expired): start paging again.
+        case paginationExpired
     }
 
     /// Looks the transaction up, production first. `appleAnswered` is false when no answer
     /// came back at all (an outage).
     public func transactionInfo(_ transactionId: String) -> (lookup: Lookup, appleAnswered: Bool) {
-        let production = get(transactionId, environment: "Production")
+        let (routed, answered) = route(transactionId) { environment in
+            get("/inApps/v1/transactions/\(transactionId)", environment: environment) { json -> String? in
+                guard case let .string(jws)? = json["signedTransactionInfo"] else { return nil }
+                return jws
+            }
+        }
+        switch routed {
+        case let .found(jws, environment): return (.found(signedTransactionInfo: jws, environment: environment), answered)
+        case let .notFound(message): return (.notFound(message), answered)
+        case let .invalidId(message): return (.invalidId(message), answered)
+        case let .failed(outcome): return (.failed(outcome), answered)
+        }
+    }
+
+    /// Where an id was found, after Apple's environment rule.
+    enum Routed<Body> {
+        case found(Body, environment: String)
+        case notFound(String)
+        case invalidId(String)
+        case failed(VerificationOutcome)
+    }
+
+    /// Apple's environment rule (apple-protocol.md 2.6): production first; sandbox on 4040010, or
+    /// on 401 from production (an app not yet released); 401 from both is our configuration.
+    func route<Body>(_ transactionId: String, _ request: (String) -> Answer<Body>) -> (Routed<Body>, appleAnswered: Bool) {
+        // Transaction ids are digits; anything else would change the URL's meaning.
+        guard !transactionId.isEmpty, transactionId.count <= 64,
+              transactionId.allSatisfy({ $0.isASCII && ($0.isNumber || $0.isLetter) }) else {
+            return (.invalidId("'\(transactionId.prefix(64))' is not an Apple transaction id"), true)
+        }
+        let production = request("Production")
         switch production {
-        case let .found(jws): return (.found(signedTransactionInfo: jws, environment: "Production"), true)
+        case let .found(body): return (.found(body, environment: "Production"), true)
         case let .invalidId(message): return (.invalidId(message), true)
         case let .failed(outcome, answered): return (.failed(outcome), answered)
+        case .paginationExpired: return (.failed(.retry("the App Store Server API refused a pagination token twice")), true)
         case .notFound, .unauthorized:
             var productionRefused = false
             if case .unauthorized = production { productionRefused = true }
             let neither = "transaction \(transactionId) is not known to Apple in production or sandbox"
-            switch get(transactionId, environment: "Sandbox") {
-            case let .found(jws): return (.found(signedTransactionInfo: jws, environment: "Sandbox"), true)
+            switch request("Sandbox") {
+            case let .found(body): return (.found(body, environment: "Sandbox"), true)
             case let .invalidId(message): return (.invalidId(message), true)
             case let .failed(outcome, answered): return (.failed(outcome), answered)
+            case .paginationExpired: return (.failed(.retry("the App Store Server API refused a pagination token twice")), true)
             case .notFound:
                 return (.notFound(productionRefused
                     ? "transaction \(transactionId) is not known to Apple in sandbox (production answered 401: app not yet released?)"
@@ -67,19 +102,17 @@ public struct AppStoreServerClient: Sendable {
         }
     }
 
-    private func get(_ transactionId: String, environment: String) -> Answer {
+    /// One GET, timed for metrics. `path` must hold an id `route` has checked; `decode` reads a
+    /// 200's JSON body, nil meaning it is not the expected answer.
+    func get<Body>(_ path: String, environment: String, decode: (JSONValue) -> Body?) -> Answer<Body> {
         let started = DispatchTime.now()
-        let (answer, label) = exchange(transactionId, environment: environment)
+        let (answer, label) = exchange(path, environment: environment, decode: decode)
         observe?(environment, label, Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9)
         return answer
     }
 
-    private func exchange(_ transactionId: String, environment: String) -> (Answer, String) {
+    private func exchange<Body>(_ path: String, environment: String, decode: (JSONValue) -> Body?) -> (Answer<Body>, String) {
         let name = "\(environment.lowercased()) App Store Server API"
-        // Transaction ids are digits; anything else would change the URL's meaning.
-        guard !transactionId.isEmpty, transactionId.count <= 64, transactionId.allSatisfy({ $0.isASCII && ($0.isNumber || $0.isLetter) }) else {
-            return (.invalidId("'\(transactionId.prefix(64))' is not an Apple transaction id"), "invalid_id")
-        }
         let token: String
         do {
             token = try tokens.token()
@@ -88,7 +121,7 @@ public struct AppStoreServerClient: Sendable {
         }
         let base = environment == "Production" ? productionURL : sandboxURL
         let url = base.hasSuffix("/") ? String(base.dropLast()) : base
-        let request = HTTPRequest(method: "GET", url: "\(url)/inApps/v1/transactions/\(transactionId)",
+        let request = HTTPRequest(method: "GET", url: "\(url)\(path)",
                                   headers: [HTTPHeader("Authorization", "Bearer \(token)"), HTTPHeader("Accept", "application/json")])
         let response: HTTPResponse
         do {
@@ -102,11 +135,11 @@ public struct AppStoreServerClient: Sendable {
         let errorCode = (try? JSONValue.parse(response.body))?["errorCode"]?.looseInt64.map { Int($0) }
         switch response.status {
         case 200:
-            guard let json = try? JSONValue.parse(response.body), case let .string(jws)? = json["signedTransactionInfo"] else {
-                return (.failed(.appleUnavailable("\(name) sent a 200 without signedTransactionInfo (\(response.body.count) bytes)",
+            guard let json = try? JSONValue.parse(response.body), let body = decode(json) else {
+                return (.failed(.appleUnavailable("\(name) sent a 200 that is not the expected answer (\(response.body.count) bytes)",
                                                   retryAfter: nil), answered: false), "garbage")
             }
-            return (.found(jws), "found")
+            return (.found(body), "found")
         case 401:
             return (.unauthorized, "http_401")
         case 404 where errorCode == nil || errorCode == 4040010:
@@ -121,6 +154,8 @@ public struct AppStoreServerClient: Sendable {
             return (.failed(.appleUnavailable("\(name) answered HTTP \(response.status)\(code)", retryAfter: nil), answered: false), "http_5xx")
         case 400 where errorCode == 4000006:
             return (.invalidId("\(name): invalid transaction id (4000006)"), "invalid_id")
+        case 400 where errorCode == 4000014 || errorCode == 4000017:
+            return (.paginationExpired, "pagination_expired")
         default:
             let code = errorCode.map { " (error \($0))" } ?? ""
             return (.failed(.retry("\(name) answered HTTP \(response.status)\(code)"), answered: true), "http_4xx")

@@ -1,6 +1,6 @@
 /// One in-app transaction of a verifyReceipt answer (an entry of `receipt.in_app` or
-/// `latest_receipt_info`), read leniently: Apple sends numbers as strings, ids sometimes as
-/// JSON numbers.
+/// `latest_receipt_info`, or an iOS 6-style receipt itself), read leniently: Apple sends
+/// numbers as strings, ids sometimes as JSON numbers.
 /// https://developer.apple.com/documentation/appstorereceipts/responsebody/receipt/in_app
 public struct ReceiptTransaction: Sendable, Equatable {
     public var transactionId: String
@@ -10,29 +10,40 @@ public struct ReceiptTransaction: Sendable, Equatable {
     public var purchaseDateMs: Int64?
     public var expiresDateMs: Int64?
     public var cancellationDateMs: Int64?
-    /// `is_upgraded`: the customer upgraded to another subscription; this one is not granted.
-    public var isUpgraded: Bool = false
-    /// `app_account_token`, when the app set one (StoreKit 2 purchases).
+    /// `is_upgraded`: the subscription was cancelled because the customer upgraded.
+    /// https://developer.apple.com/documentation/appstorereceipts/is_upgraded
+    public var isUpgraded: Bool
+    /// `app_account_token` in lowercase with hyphens; nil when absent or empty.
+    /// https://developer.apple.com/documentation/appstorereceipts/app_account_token
     public var appAccountToken: String?
 
     init?(_ json: JSONValue) {
-        guard let txn = json["transaction_id"]?.looseString, !txn.isEmpty,
+        guard json.objectMembers != nil,
+              let txn = json["transaction_id"]?.looseString, !txn.isEmpty,
               let product = json["product_id"]?.looseString, !product.isEmpty else { return nil }
         transactionId = txn
         originalTransactionId = json["original_transaction_id"]?.looseString ?? txn
         productId = product
         quantity = Int(json["quantity"]?.looseInt64 ?? 1)
         purchaseDateMs = json["purchase_date_ms"]?.looseInt64
-        expiresDateMs = json["expires_date_ms"]?.looseInt64
+        // iOS 6-style receipts have no `expires_date_ms`: their `expires_date` is the milliseconds
+        // (iOS 7 answers put formatted text there, which does not read as a number).
+        expiresDateMs = json["expires_date_ms"]?.looseInt64 ?? json["expires_date"]?.looseInt64
         // Present only when Apple refunded or revoked the transaction; an empty string means none.
-        cancellationDateMs = json["cancellation_date_ms"]?.looseInt64
+        cancellationDateMs = json["cancellation_date_ms"]?.looseInt64 ?? json["cancellation_date"]?.looseInt64
             ?? (json["cancellation_date"]?.looseString.flatMap { $0.isEmpty ? nil : Int64(0) })
         isUpgraded = json["is_upgraded"]?.looseBool ?? false
-        appAccountToken = json["app_account_token"]?.looseString.flatMap { $0.isEmpty ? nil : $0.lowercased() }
+        // A token that is not a UUID cannot be one an app supplied, so it binds nobody.
+        appAccountToken = json["app_account_token"]?.looseString.flatMap { try? SignedTransaction.normalizedUUID($0) }
     }
 }
 
 /// The parts of a verifyReceipt answer settle relies on.
+///
+/// Reads both shapes Apple answers in: an app receipt (iOS 7+, `receipt.bundle_id` and
+/// `receipt.in_app`) and an iOS 6-style transaction receipt, where `receipt` is the
+/// transaction itself with legacy keys (`bid`, `bvrs`) and `latest_receipt_info` /
+/// `latest_expired_receipt_info` are single objects (apple-protocol.md 1.7).
 /// https://developer.apple.com/documentation/appstorereceipts/responsebody
 public struct ReceiptResponse: Sendable, Equatable {
     public var status: Int
@@ -54,12 +65,11 @@ public struct ReceiptResponse: Sendable, Equatable {
         environment = json["environment"]?.looseString
         let receipt = json["receipt"]
         hasReceipt = receipt?.objectMembers != nil
-        bundleId = receipt?["bundle_id"]?.looseString
+        bundleId = receipt?["bundle_id"]?.looseString ?? receipt?["bid"]?.looseString
         isRetryable = json["is-retryable"]?.looseBool ?? json["is_retryable"]?.looseBool
         var merged: [String: ReceiptTransaction] = [:]
         var order: [String] = []
-        let entries = (receipt?["in_app"]?.arrayValue ?? []) + (json["latest_receipt_info"]?.arrayValue ?? [])
-        for entry in entries.compactMap(ReceiptTransaction.init) {
+        for entry in Self.entries(json).compactMap(ReceiptTransaction.init) {
             if var existing = merged[entry.transactionId] {
                 // A duplicate may carry facts the other lacks (a refund seen only in latest_receipt_info).
                 existing.cancellationDateMs = existing.cancellationDateMs ?? entry.cancellationDateMs
@@ -74,5 +84,21 @@ public struct ReceiptResponse: Sendable, Equatable {
             }
         }
         transactions = order.compactMap { merged[$0] }
+    }
+
+    /// The transaction entries of either shape, receipt first.
+    private static func entries(_ json: JSONValue) -> [JSONValue] {
+        let receipt = json["receipt"]
+        var entries = receipt?["in_app"]?.arrayValue ?? []
+        // An iOS 6-style receipt is one transaction; an app receipt never has a top-level transaction_id.
+        if let receipt, receipt["in_app"] == nil, receipt["transaction_id"] != nil { entries.append(receipt) }
+        for key in ["latest_receipt_info", "latest_expired_receipt_info"] {
+            switch json[key] {
+            case let .array(items)?: entries += items
+            case let object? where object.objectMembers != nil: entries.append(object)
+            default: break
+            }
+        }
+        return entries
     }
 }

@@ -2,6 +2,10 @@
 /// https://developer.apple.com/documentation/appstorereceipts/status
 public enum ReceiptStatus: Equatable, Sendable {
     case valid
+    /// 21006: an iOS 6-style subscription receipt that is genuine but expired. Apple still
+    /// returns the receipt, so it is an answer like 0: what it proves is for the matcher to say
+    /// (an expired subscription may still be a paid order).
+    case validExpired
     /// 21007: a sandbox receipt sent to production.
     case sandboxReceipt
     /// 21008: a production receipt sent to sandbox.
@@ -14,12 +18,13 @@ public enum ReceiptStatus: Equatable, Sendable {
     case invalid
     /// Our request or configuration is wrong (21000 not a POST / unreadable, 21004 shared secret).
     case configurationFault
-    /// Anything else (21001, 21006, unknown codes): retried, and a person sees it at max_attempts.
+    /// Anything else (21001, unknown codes): retried, and a person sees it at max_attempts.
     case unexpected
 
     public init(status: Int, isRetryable: Bool?) {
         switch status {
         case 0: self = .valid
+        case 21006: self = .validExpired
         case 21007: self = .sandboxReceipt
         case 21008: self = .productionReceipt
         case 21002: self = .retryOrder
@@ -39,6 +44,7 @@ public enum ReceiptStatus: Equatable, Sendable {
         case 21003: return "receipt could not be authenticated (21003)"
         case 21004: return "shared secret does not match (21004)"
         case 21005: return "receipt server temporarily unavailable (21005)"
+        case 21006: return "valid, subscription expired (21006)"
         case 21007: return "sandbox receipt sent to production (21007)"
         case 21008: return "production receipt sent to sandbox (21008)"
         case 21009: return "internal data access error (21009)"

@@ -120,11 +120,11 @@ public struct ReceiptVerifier: OrderVerifier {
             let name = "\(endpoint.rawValue.lowercased()) verifyReceipt"
             let outcome: VerificationOutcome
             switch ReceiptStatus(status: response.status, isRetryable: response.isRetryable) {
-            case .valid:
+            case .valid, .validExpired:
                 if response.hasReceipt {
                     outcome = matcher.match(response, environment: environment, order: order)
                 } else {
-                    outcome = .retry("\(name) answered status 0 without a receipt")
+                    outcome = .retry("\(name) answered status \(response.status) without a receipt")
                 }
             case .sandboxReceipt, .productionReceipt:
                 outcome = .retry("\(name) answered \(ReceiptStatus.explain(response.status)) after one hop; not hopping again")

@@ -4,7 +4,8 @@
 /// None of these is worth retrying: verification is a pure function of the token, the
 /// configured roots and the time, so the same input always fails the same way.
 public enum SignedDataFailure: Error, Sendable, Equatable, CustomStringConvertible {
-    /// Not three base64url parts, not JSON, over a size cap, or a required field missing.
+    /// Not three base64url parts, not JSON, over a size cap, or a header field missing:
+    /// found before the signature could be checked.
     case malformed(String)
     /// The header's `alg` is not ES256 (e.g. `none`, `HS256`, or absent).
     case unsupportedAlgorithm(String)
@@ -20,6 +21,9 @@ public enum SignedDataFailure: Error, Sendable, Equatable, CustomStringConvertib
     /// The data comes from an environment that is not accepted (Xcode and LocalTesting
     /// always; Sandbox unless configured).
     case environmentMismatch(String)
+    /// The signature verified, but the payload lacks a field Apple always sends or has it
+    /// with the wrong type: Apple's data, so not a forgery, but nothing settle can act on.
+    case payloadInvalid(String)
 
     public var code: String {
         switch self {
@@ -29,13 +33,14 @@ public enum SignedDataFailure: Error, Sendable, Equatable, CustomStringConvertib
         case .signatureInvalid: return "signature_invalid"
         case .bundleMismatch: return "bundle_mismatch"
         case .environmentMismatch: return "environment_mismatch"
+        case .payloadInvalid: return "payload_invalid"
         }
     }
 
     public var description: String {
         switch self {
         case let .malformed(detail), let .unsupportedAlgorithm(detail), let .invalidChain(detail),
-             let .bundleMismatch(detail), let .environmentMismatch(detail):
+             let .bundleMismatch(detail), let .environmentMismatch(detail), let .payloadInvalid(detail):
             return "\(code): \(detail)"
         case let .invalidChainLength(count):
             return "\(code): x5c holds \(count) certificates, expected 3"

@@ -56,7 +56,7 @@ public struct SignedDataVerifier: Sendable {
             // Bundle before environment, the order of Apple's libraries, so a foreign
             // app's sandbox data reports the more telling reason.
             guard case let .string(bundle) = payload["bundleId"] else {
-                throw .bundleMismatch("transaction has no bundleId, expected \(bundleId)")
+                throw .payloadInvalid("transaction payload has no bundleId string")
             }
             guard bundle == bundleId else {
                 throw .bundleMismatch("transaction is for \(bundle), expected \(bundleId)")
@@ -158,8 +158,10 @@ public struct SignedDataVerifier: Sendable {
             guard acceptSandbox else { throw .environmentMismatch("Sandbox data is not accepted by this configuration") }
         case let .string(other):
             throw .environmentMismatch("environment \(other) is not accepted")
-        default:
-            throw .environmentMismatch("payload has no environment")
+        case nil, .null?:
+            throw .payloadInvalid("payload has no environment")
+        case let value?:
+            throw .payloadInvalid("payload field environment is a \(value.typeName), expected a string")
         }
     }
 }

@@ -23,16 +23,21 @@ public struct SignedTransaction: Sendable, Equatable {
     public var type: String?
     /// `PURCHASED` or `FAMILY_SHARED`, kept as sent.
     public var inAppOwnershipType: String?
-    /// The UUID the app passed to StoreKit for its user, lowercased; nil when none was set.
+    /// The UUID the app passed at purchase (`Product.PurchaseOption.appAccountToken`), in
+    /// lowercase with hyphens, Apple's own spelling, so it compares equal to what an operator
+    /// stored whatever case their language prints UUIDs in; nil when none was supplied.
+    /// https://developer.apple.com/documentation/appstoreserverapi/appaccounttoken
     public var appAccountToken: String?
-    /// The customer upgraded to another subscription; this transaction is not granted.
+    /// True when the customer upgraded to another subscription: this transaction no longer
+    /// gives access. https://developer.apple.com/documentation/appstoreserverapi/isupgraded
     public var isUpgraded: Bool
     public var payload: JSONValue
 
     /// Reads the fields from a decoded payload. This does not verify anything: use
-    /// `SignedDataVerifier.verifyTransaction` for data from outside.
+    /// `SignedDataVerifier.verifyTransaction` for data from outside, which calls this only once
+    /// the signature is good, so every failure here is `payloadInvalid`.
     public init(decoding payload: JSONValue) throws(SignedDataFailure) {
-        guard payload.objectMembers != nil else { throw .malformed("transaction payload is not a JSON object") }
+        guard payload.objectMembers != nil else { throw .payloadInvalid("transaction payload is not a JSON object") }
         transactionId = try Self.requiredText("transactionId", in: payload)
         originalTransactionId = try Self.requiredText("originalTransactionId", in: payload)
         bundleId = try Self.requiredText("bundleId", in: payload)
@@ -45,21 +50,33 @@ public struct SignedTransaction: Sendable, Equatable {
         // practice, but older simulators and hand-made test data do.
         let quantity = try Self.optionalInteger("quantity", in: payload) ?? 1
         guard let count = Int(exactly: quantity), count >= 1 else {
-            throw .malformed("transaction payload has quantity \(quantity)")
+            throw .payloadInvalid("transaction payload has quantity \(quantity)")
         }
         self.quantity = count
         environment = try Self.requiredText("environment", in: payload)
         type = try Self.optionalString("type", in: payload)
         inAppOwnershipType = try Self.optionalString("inAppOwnershipType", in: payload)
-        appAccountToken = try Self.optionalString("appAccountToken", in: payload).flatMap { $0.isEmpty ? nil : $0.lowercased() }
-        isUpgraded = payload["isUpgraded"]?.looseBool ?? false
+        appAccountToken = try Self.optionalString("appAccountToken", in: payload).flatMap { (text) throws(SignedDataFailure) in
+            try Self.normalizedUUID(text)
+        }
+        isUpgraded = try Self.optionalBool("isUpgraded", in: payload) ?? false
         self.payload = payload
     }
 
+    /// An empty token is read as none; anything else must be a UUID, which is all Apple
+    /// accepts at purchase (error 4000183 otherwise).
+    static func normalizedUUID(_ text: String) throws(SignedDataFailure) -> String? {
+        guard !text.isEmpty else { return nil }
+        guard let uuid = UUID(uuidString: text) else {
+            throw .payloadInvalid("transaction payload field appAccountToken is not a UUID")
+        }
+        return uuid.uuidString.lowercased()
+    }
+
     private static func requiredText(_ key: String, in payload: JSONValue) throws(SignedDataFailure) -> String {
-        guard let value = payload[key], value != .null else { throw .malformed("transaction payload has no \(key)") }
+        guard let value = payload[key], value != .null else { throw .payloadInvalid("transaction payload has no \(key)") }
         guard let text = value.looseString, !text.isEmpty else {
-            throw .malformed("transaction payload field \(key) is a \(value.typeName), expected a string")
+            throw .payloadInvalid("transaction payload field \(key) is a \(value.typeName), expected a string")
         }
         return text
     }
@@ -67,7 +84,7 @@ public struct SignedTransaction: Sendable, Equatable {
     private static func optionalString(_ key: String, in payload: JSONValue) throws(SignedDataFailure) -> String? {
         guard let value = payload[key], value != .null else { return nil }
         guard case let .string(text) = value else {
-            throw .malformed("transaction payload field \(key) is a \(value.typeName), expected a string")
+            throw .payloadInvalid("transaction payload field \(key) is a \(value.typeName), expected a string")
         }
         return text
     }
@@ -75,8 +92,16 @@ public struct SignedTransaction: Sendable, Equatable {
     private static func optionalInteger(_ key: String, in payload: JSONValue) throws(SignedDataFailure) -> Int64? {
         guard let value = payload[key], value != .null else { return nil }
         guard let number = value.looseInt64 else {
-            throw .malformed("transaction payload field \(key) is not a number")
+            throw .payloadInvalid("transaction payload field \(key) is not a number")
         }
         return number
+    }
+
+    private static func optionalBool(_ key: String, in payload: JSONValue) throws(SignedDataFailure) -> Bool? {
+        guard let value = payload[key], value != .null else { return nil }
+        guard case let .bool(flag) = value else {
+            throw .payloadInvalid("transaction payload field \(key) is a \(value.typeName), expected a boolean")
+        }
+        return flag
     }
 }

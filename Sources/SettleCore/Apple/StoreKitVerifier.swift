@@ -15,6 +15,12 @@ public struct StoreKitVerifier: OrderVerifier {
     /// A transaction Apple does not know yet may be brand new: this many spaced retries
     /// (the order's backoff) before it is rejected as not found.
     public static let notFoundRetries = 2
+    /// How many of a receipt's ids are tried as the start of the customer's history before it is
+    /// taken as unknown to Apple.
+    public static let historyStartAttempts = 3
+    /// The most pages of one customer's history read for one order (20 purchases a page): a
+    /// bound on what one order can cost. Past it the order needs a person, never a rejection.
+    public var historyPageCap = 500
 
     public init(signedData: SignedDataVerifier, api: AppStoreServerClient?, eligibility: PurchaseEligibility,
                 time: any TimeSource, legacyReceipt: (@Sendable (Order) throws -> LegacyReceiptIds?)? = nil) {
@@ -151,26 +157,43 @@ public struct StoreKitVerifier: OrderVerifier {
                             environment: environment, appleAnswered: true)
     }
 
-    /// Every purchase of the customer a receipt belongs to, verified.
+    /// Every purchase of the customer a receipt belongs to, verified: Get Transaction History
+    /// from the first id Apple knows, so a receipt of any length is read in full.
     private func customerTransactions(_ ids: [String], order: Order) -> Result<[SignedTransaction], VerificationFailure> {
-        var found: [String: SignedTransaction] = [:]
-        var order_: [String] = []
-        var last: Verification?
-        for id in ids {
-            switch fetch(id, order: order) {
-            case let .transaction(t):
-                if found[t.transactionId] == nil { order_.append(t.transactionId) }
-                found[t.transactionId] = t
-            case let .answer(verification):
-                guard case .rejected(.transactionNotFound, _) = verification.outcome else {
-                    // An outage or a fault stops the search: the answer for this order is that.
-                    return .failure(VerificationFailure(verification))
+        guard let api else {
+            return .failure(VerificationFailure(Verification(outcome: .needsAttention(
+                reason: .serverAPIRequired, detail: "reading a receipt without receipt_api needs server_api"))))
+        }
+        var last = Verification(outcome: .rejected(reason: .transactionNotFound, detail: "the receipt names no in-app purchase"))
+        // A few ids at most: any one of the customer's ids yields the whole history.
+        for id in ids.prefix(StoreKitVerifier.historyStartAttempts) {
+            let (lookup, answered) = api.transactionHistory(id, maxPages: historyPageCap)
+            switch lookup {
+            case let .found(history):
+                var byId: [String: SignedTransaction] = [:]
+                var order_: [String] = []
+                for jws in history.signedTransactions {
+                    switch verifyApple(jws, environment: history.environment) {
+                    case let .success(t):
+                        if byId[t.transactionId] == nil { order_.append(t.transactionId) }
+                        // ASCENDING by modification: a later copy of a transaction is the newer one.
+                        byId[t.transactionId] = t
+                    case let .failure(failure):
+                        return .failure(failure)
+                    }
                 }
-                last = verification
+                return .success(order_.compactMap { byId[$0] })
+            case let .notFound(message), let .invalidId(message):
+                last = notFound(message, order: order)
+                guard case .rejected = last.outcome else { return .failure(VerificationFailure(last)) }
+            case let .pageCapExceeded(message):
+                return .failure(VerificationFailure(Verification(outcome: .needsAttention(reason: .historyIncomplete, detail: message),
+                                                                 appleAnswered: true)))
+            case let .failed(outcome):
+                return .failure(VerificationFailure(Verification(outcome: outcome, appleAnswered: answered)))
             }
         }
-        if found.isEmpty, let last { return .failure(VerificationFailure(last)) }
-        return .success(order_.compactMap { found[$0] })
+        return .failure(VerificationFailure(last))
     }
 
     private func decide(_ transactions: [SignedTransaction], order: Order, named: Bool, proofSigned: Bool) -> VerificationOutcome {
@@ -187,6 +210,7 @@ public struct StoreKitVerifier: OrderVerifier {
     private func reason(_ failure: SignedDataFailure) -> RejectionReason {
         switch failure {
         case .bundleMismatch: return .bundleMismatch
+        case .payloadInvalid: return .payloadInvalid
         case let .environmentMismatch(detail): return detail.contains("Sandbox") ? .sandboxNotAccepted : .environmentMismatch
         default: return .signatureInvalid
         }

@@ -38,6 +38,8 @@ public enum RejectionReason: String, Sendable, CaseIterable {
     /// The proof binds the purchase to nobody (a bare transaction id without a matching
     /// appAccountToken) and `user_binding` says to refuse such proofs.
     case proofUnbound = "proof_unbound"
+    /// Validly signed data whose payload lacks a field settle needs, or has it with the wrong type.
+    case payloadInvalid = "payload_invalid"
 }
 
 /// The result of one verification with the facts worth keeping in the order's history.

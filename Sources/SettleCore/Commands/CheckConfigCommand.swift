@@ -25,6 +25,17 @@ enum CheckConfigCommand {
         } catch {
             throw CommandFailure.from(error)
         }
+        var receiptRoots = ""
+        if let serverAPI = c.serverAPI {
+            // Needed only when settle reads receipts itself, i.e. without receipt_api.
+            do {
+                let roots = try serverAPI.loadReceiptRoots()
+                receiptRoots = "receipt roots loaded: " + roots.map(\.subjectSummary).joined(separator: "; ")
+            } catch {
+                guard c.receiptAPI != nil else { throw CommandFailure.from(error) }
+                receiptRoots = "receipt roots not loaded (not needed: receipt_api verifies receipts): \(error)"
+            }
+        }
         // access(X_OK) alone passes a directory, and /dev/null passes as a ledger path: both
         // must be regular files (stat follows symlinks, so a link to a file is fine).
         if case let .command(argv) = c.delivery.method, !isRegularFile(argv[0]) || access(argv[0], X_OK) != 0 {
@@ -39,6 +50,7 @@ enum CheckConfigCommand {
             throw CommandFailure(.config, "ledger: folder \(folder) does not exist")
         }
         context.print(describe(c))
+        if !receiptRoots.isEmpty { context.print(receiptRoots) }
         context.print("configuration OK")
     }
 
@@ -58,7 +70,8 @@ enum CheckConfigCommand {
             lines += ["server_api.production_url: \(s.productionURL)", "server_api.sandbox_url: \(s.sandboxURL)",
                       "server_api.issuer_id: \(s.issuerId)", "server_api.key_id: \(s.keyId)",
                       "server_api.private_key_file: \(s.privateKeyFile.path) (contents redacted)",
-                      "server_api.root_certificates: \(s.rootCertificates.joined(separator: ", "))"]
+                      "server_api.root_certificates: \(s.rootCertificates.joined(separator: ", "))",
+                      "server_api.receipt_root_certificates: \(s.receiptRootCertificates.joined(separator: ", "))"]
         }
         if c.serverAPI == nil {
             lines.append("StoreKit 2 root: \((c.sourcePath as NSString).deletingLastPathComponent)/AppleRootCA-G3.pem")

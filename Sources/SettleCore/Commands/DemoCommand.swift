@@ -106,6 +106,8 @@ enum DemoCommand {
                 ("key_id", .string(keyId)),
                 ("private_key_file", .string("appstore-key.p8")),
                 ("root_certificates", .array([.string("simulator-root.pem")])),
+                // The demo's receipts go to the simulated verifyReceipt; this anchors any read locally.
+                ("receipt_root_certificates", .array([.string("simulator-root.pem")])),
             ])),
             ("products", .object([
                 ("com.example.game.coins100", .object([("type", .string("consumable")), ("grant", .object([("coins", .number(100))]))])),
@@ -145,11 +147,14 @@ enum DemoCommand {
         simulator.script(outage, ReceiptScript(receipt: SimulatedReceipt(bundleId: bundleId, inApp: [
             SimulatedTransaction(productId: coins, transactionId: "2000000100000005", purchaseDateMs: ms)]),
                                                answers: [.status(21005)]))
-        // StoreKit 2: a device's signed transaction, a forged one, and a bare sandbox transaction id.
+        // StoreKit 2: a device's signed transaction, a forged one, a bare sandbox transaction id
+        // bound to its buyer by appAccountToken, and the same id claimed by a stranger.
+        let buyerToken = "6f1e4c2a-5b3d-4e8f-9a0b-1c2d3e4f5a6b"
         let signed = SimulatedSignedTransaction(transactionId: "2000000200000001", productId: premium, bundleId: bundleId,
                                                 purchaseDateMs: ms, type: "Non-Consumable")
-        let sandboxOnly = SimulatedSignedTransaction(transactionId: "2000000200000002", productId: coins, bundleId: bundleId,
+        var sandboxOnly = SimulatedSignedTransaction(transactionId: "2000000200000002", productId: coins, bundleId: bundleId,
                                                      environment: "Sandbox", purchaseDateMs: ms)
+        sandboxOnly.appAccountToken = buyerToken
         simulator.script(transaction: signed.transactionId, TransactionScript(transaction: signed))
         simulator.script(transaction: sandboxOnly.transactionId, TransactionScript(transaction: sandboxOnly))
         let signedToken = try signed.signed(at: ms + 1000)
@@ -162,7 +167,10 @@ enum DemoCommand {
         let forgedToken = "\(parts[0]).\(Base64URL.encode(forgedPayload.data)).\(parts[2])"
         return [
             NewOrder(orderId: "o-2001", userId: "u-50", productId: premium, signedTransaction: signedToken),
-            NewOrder(orderId: "o-2002", userId: "u-51", productId: coins, transactionId: sandboxOnly.transactionId),
+            NewOrder(orderId: "o-2002", userId: "u-51", productId: coins, transactionId: sandboxOnly.transactionId,
+                     appAccountToken: buyerToken),
+            NewOrder(orderId: "o-2004", userId: "u-66", productId: coins, transactionId: sandboxOnly.transactionId,
+                     appAccountToken: "0d9c8b7a-6f5e-4d3c-8b2a-19f8e7d6c5b4"),
             NewOrder(orderId: "o-2003", userId: "u-52", productId: premium, signedTransaction: forgedToken),
             NewOrder(orderId: "o-1001", userId: "u-42", productId: coins, transactionId: "2000000100000001", receipt: valid),
             NewOrder(orderId: "o-1002", userId: "u-43", productId: premium, receipt: sandbox),

@@ -49,6 +49,9 @@ public struct Configuration: Sendable {
         public var privateKeyFile: SecretFile
         public var appAppleId: String?
         public var rootCertificates: [String]
+        /// The roots legacy app receipts' PKCS#7 signatures must chain to when settle reads
+        /// receipts itself (no `receipt_api`): Apple Inc. Root CA by default.
+        public var receiptRootCertificates: [String]
     }
 
     /// How goods are granted.

@@ -57,23 +57,29 @@ struct ConfigurationDecoder {
             }
             appAppleId = text
         }
-        // Apple Root CA - G3 ships in config/; installed next to the configuration it is the default anchor.
-        var roots: [String] = [resolve("AppleRootCA-G3.pem")]
-        if let value = o.value("root_certificates") {
-            guard let items = value.arrayValue, !items.isEmpty else {
-                throw ConfigError("\(o.name("root_certificates")): expected a non-empty array of paths")
-            }
-            roots = []
-            for (i, item) in items.enumerated() {
-                guard case let .string(p) = item, !p.isEmpty else {
-                    throw ConfigError("\(o.name("root_certificates"))[\(i)]: expected a path string, got \(item.typeName)")
-                }
-                roots.append(resolve(p))
-            }
-        }
+        // Apple Root CA - G3 and Apple Inc. Root CA ship in config/; installed next to the
+        // configuration they are the default anchors for signed data and for app receipts.
+        let roots = try paths(&o, "root_certificates", default: "AppleRootCA-G3.pem")
+        let receiptRoots = try paths(&o, "receipt_root_certificates", default: "AppleIncRootCA.pem")
         try o.rejectUnknownKeys()
         return .init(productionURL: production, sandboxURL: sandbox, issuerId: issuer, keyId: keyId, privateKeyFile: key,
-                     appAppleId: appAppleId, rootCertificates: roots)
+                     appAppleId: appAppleId, rootCertificates: roots, receiptRootCertificates: receiptRoots)
+    }
+
+    /// A non-empty array of certificate paths, each resolved from the configuration's folder.
+    private func paths(_ o: inout ConfigObject, _ key: String, default name: String) throws(ConfigError) -> [String] {
+        guard let value = o.value(key) else { return [resolve(name)] }
+        guard let items = value.arrayValue, !items.isEmpty else {
+            throw ConfigError("\(o.name(key)): expected a non-empty array of paths")
+        }
+        var paths: [String] = []
+        for (i, item) in items.enumerated() {
+            guard case let .string(p) = item, !p.isEmpty else {
+                throw ConfigError("\(o.name(key))[\(i)]: expected a path string, got \(item.typeName)")
+            }
+            paths.append(resolve(p))
+        }
+        return paths
     }
 
     private func decodeUserBinding(_ object: ConfigObject) throws(ConfigError) -> UserBinding {

@@ -15,6 +15,12 @@ extension Configuration.ServerAPIConfiguration {
     public func loadRoots() throws(ConfigError) -> [X509Certificate] {
         try Configuration.loadRoots(rootCertificates, key: "server_api.root_certificates")
     }
+
+    /// The roots legacy app receipts are checked against; each file must hold at least one
+    /// certificate.
+    public func loadReceiptRoots() throws(ConfigError) -> [X509Certificate] {
+        try Configuration.loadRoots(receiptRootCertificates, key: "server_api.receipt_root_certificates")
+    }
 }
 
 extension Configuration {

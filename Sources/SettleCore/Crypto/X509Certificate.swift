@@ -114,7 +114,7 @@ public final class X509Certificate: @unchecked Sendable {
         Self.summary(of: X509_get_issuer_name(handle))
     }
 
-    private static func summary(of name: OpaquePointer?) -> String {
+    static func summary(of name: OpaquePointer?) -> String {
         guard let name, let bio = BIO_new(BIO_s_mem()) else { return "?" }
         defer { BIO_free(bio) }
         // XN_FLAG_ONELINE (through the shim: Swift cannot import the macro) is the format

@@ -27,6 +27,9 @@ public struct ProofRouter: OrderVerifier {
         do {
             return try storeKit.verify(order)
         } catch let error as LegacyReceiptError {
+            if error.unsupportedFormat {
+                return Verification(outcome: .needsAttention(reason: .receiptFormatUnsupported, detail: error.message))
+            }
             return Verification(outcome: .rejected(reason: .receiptInvalid, detail: error.message))
         }
     }
@@ -35,4 +38,8 @@ public struct ProofRouter: OrderVerifier {
 /// A stored legacy receipt that is not a PKCS#7 app receipt.
 struct LegacyReceiptError: Error {
     var message: String
+    /// Why the receipt's signature was refused; its `code` is stable (receipt_signature_invalid, ...).
+    var signatureFailure: ReceiptSignatureFailure? = nil
+    /// A format settle does not read on this path (an iOS 6 transaction receipt): a person decides.
+    var unsupportedFormat = false
 }

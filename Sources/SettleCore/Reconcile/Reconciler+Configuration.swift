@@ -39,8 +39,10 @@ extension Reconciler {
             signedData: SignedDataVerifier(rootCertificates: roots, bundleId: configuration.bundleId,
                                            acceptSandbox: configuration.acceptSandbox),
             api: api, eligibility: eligibility, time: ledger.time)
-        if receipts == nil && api != nil {
-            storeKit.legacyReceipt = { order in try legacyReceiptIds(order, ledger: ledger) }
+        if receipts == nil, let serverAPI = configuration.serverAPI {
+            // Receipts are read here, not by Apple: their signatures must chain to these roots.
+            let signature = AppReceiptSignature(rootCertificates: try serverAPI.loadReceiptRoots())
+            storeKit.legacyReceipt = { order in try legacyReceiptIds(order, ledger: ledger, signature: signature) }
         }
         let deliverer: any Deliverer
         switch configuration.delivery.method {
@@ -71,13 +73,19 @@ extension Reconciler {
         return try ledger.receipt(sha256: hash)
     }
 
-    /// The ids a legacy receipt names, read locally: lookup keys for the Server API.
-    private static func legacyReceiptIds(_ order: Order, ledger: Ledger) throws -> LegacyReceiptIds? {
+    /// The ids a legacy receipt names, read locally once its PKCS#7 signature chains to a receipt
+    /// root: lookup keys for the Server API, whose answers are what prove purchases.
+    private static func legacyReceiptIds(_ order: Order, ledger: Ledger, signature: AppReceiptSignature) throws -> LegacyReceiptIds? {
         guard let text = try storedReceipt(order, ledger: ledger) else { return nil }
-        do {
-            return LegacyReceiptIds(transactionIds: try AppReceipt.parse(base64: text).transactionIds, signatureVerified: false)
-        } catch {
-            throw LegacyReceiptError(message: "the order's receipt cannot be read: \(error)")
+        if TransactionReceipt.transactionId(base64: text) != nil {
+            throw LegacyReceiptError(message: "the order's receipt is an iOS 6 transaction receipt, which only verifyReceipt (receipt_api) can check",
+                                     unsupportedFormat: true)
+        }
+        switch signature.verify(base64: text) {
+        case let .success(verified):
+            return LegacyReceiptIds(transactionIds: verified.receipt.transactionIds, signatureVerified: true)
+        case let .failure(failure):
+            throw LegacyReceiptError(message: "the order's receipt is not accepted: \(failure)", signatureFailure: failure)
         }
     }
 }

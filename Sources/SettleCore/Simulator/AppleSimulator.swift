@@ -5,8 +5,9 @@ import Synchronization
 ///
 /// `POST /{production,sandbox}/verifyReceipt` answer per receipt as scripted;
 /// `GET /{production,sandbox}/inApps/v1/transactions/{id}` is the App Store Server API's Get
-/// Transaction Info, checking each bearer token and signing its answers with
-/// `SimulatorSigningChain`. Nothing in settle talks to it unless a configuration points there.
+/// Transaction Info, and `GET /{production,sandbox}/inApps/v2/history/{id}` Get Transaction
+/// History v2 over scripted customers, both checking each bearer token and signing their answers
+/// with `SimulatorSigningChain`. Nothing in settle talks to it unless a configuration points there.
 public final class AppleSimulator: Sendable {
     /// One request as the simulator saw it (never the shared secret itself).
     public struct Request: Sendable, Equatable {
@@ -20,6 +21,17 @@ public final class AppleSimulator: Sendable {
     public struct ServerRequest: Sendable, Equatable {
         public var environment: String
         public var transactionId: String
+        /// Why the bearer token was refused, nil when it was good.
+        public var tokenProblem: String?
+    }
+
+    /// One Get Transaction History request as the simulator saw it.
+    public struct HistoryRequest: Sendable, Equatable {
+        public var environment: String
+        public var transactionId: String
+        /// The `revision` query parameter, nil on a first page.
+        public var revision: String?
+        public var sort: String?
         /// Why the bearer token was refused, nil when it was good.
         public var tokenProblem: String?
     }
@@ -59,13 +71,30 @@ public final class AppleSimulator: Sendable {
 
     public var serverRequests: [ServerRequest] { core.state.withLock { $0.serverRequests } }
 
+    /// Scripts a customer for Get Transaction History: the history of any of their transaction
+    /// ids is all of `transactions` in this order, 20 to a page. `answers` are used one per
+    /// history request first (`.transaction` meaning "answer normally").
+    public func script(customer transactions: [SimulatedSignedTransaction], answers: [SimulatedServerAnswer] = []) {
+        core.state.withLock { $0.customers.append(CustomerScript(transactions: transactions, answers: answers)) }
+    }
+
+    public var historyRequests: [HistoryRequest] { core.state.withLock { $0.historyRequests } }
+
     /// The most requests that were being answered at the same time.
     public var peakConcurrentRequests: Int { core.state.withLock { $0.peakInFlight } }
+}
+
+/// A customer's transactions and the answers still to give for their history.
+private struct CustomerScript {
+    var transactions: [SimulatedSignedTransaction]
+    var answers: [SimulatedServerAnswer]
 }
 
 /// The simulator's scripts and request log, and the request handling, shared with the server's threads.
 private final class Core: Sendable {
     struct State {
+        var customers: [CustomerScript] = []
+        var historyRequests: [AppleSimulator.HistoryRequest] = []
         var scripts: [String: ReceiptScript] = [:]
         var requests: [AppleSimulator.Request] = []
         var transactions: [String: TransactionScript] = [:]
@@ -91,6 +120,10 @@ private final class Core: Sendable {
             s.peakInFlight = max(s.peakInFlight, s.inFlight)
         }
         defer { state.withLock { $0.inFlight -= 1 } }
+        for (prefix, name) in [("/production/inApps/v2/history/", "Production"), ("/sandbox/inApps/v2/history/", "Sandbox")]
+            where request.method == "GET" && request.path.hasPrefix(prefix) {
+            return history(String(request.path.dropFirst(prefix.count)), environment: name, authorization: request.header("Authorization"))
+        }
         for (prefix, name) in [("/production/inApps/v1/transactions/", "Production"), ("/sandbox/inApps/v1/transactions/", "Sandbox")]
             where request.method == "GET" && request.path.hasPrefix(prefix) {
             return transactionInfo(String(request.path.dropFirst(prefix.count)), environment: name,
@@ -140,6 +173,16 @@ private final class Core: Sendable {
             Thread.sleep(forTimeInterval: seconds)
             return respond(.receipt, script: script, receiptData: receiptData, environment: environment,
                            passwordMatched: passwordMatched)
+        case let .transactionReceipt(status):
+            guard passwordMatched else { return .json(200, Self.status(21004)) }
+            guard let receipt = script?.receipt, let first = receipt.inApp.first else { return .json(200, Self.status(21003)) }
+            var members: [(String, JSONValue)] = [("status", .number(status)), ("environment", .string(receipt.environment)),
+                                                  ("receipt", first.legacyJSON(bundleId: receipt.bundleId))]
+            if let latest = receipt.latestReceiptInfo.last {
+                members.append((status == 21006 ? "latest_expired_receipt_info" : "latest_receipt_info",
+                                latest.legacyJSON(bundleId: receipt.bundleId)))
+            }
+            return .json(200, JSONValue.object(members).data)
         case .receipt:
             guard let data = receiptData, Data(base64Encoded: data) != nil else { return .json(200, Self.status(21002)) }
             guard passwordMatched else { return .json(200, Self.status(21004)) }
@@ -162,9 +205,7 @@ private final class Core: Sendable {
             s.transactions[id] = script
             return (next, script)
         }
-        func apiError(_ status: Int, _ code: Int, _ message: String) -> HTTPServerResponse {
-            .json(status, JSONValue.object([("errorCode", .number(code)), ("errorMessage", .string(message))]).data)
-        }
+        let apiError = Self.apiError
         switch answer {
         case .unauthorized:
             return HTTPServerResponse(status: 401)
@@ -183,6 +224,72 @@ private final class Core: Sendable {
             }
             guard let signed = try? transaction.signed(at: now * 1000) else { return HTTPServerResponse(status: 500) }
             return .json(200, JSONValue.object([("signedTransactionInfo", .string(signed))]).data)
+        }
+    }
+
+    static func apiError(_ status: Int, _ code: Int, _ message: String) -> HTTPServerResponse {
+        .json(status, JSONValue.object([("errorCode", .number(code)), ("errorMessage", .string(message))]).data)
+    }
+
+    /// Get Transaction History v2: checks the bearer token, then pages the customer's transactions.
+    private func history(_ target: String, environment: String, authorization: String?) -> HTTPServerResponse {
+        let now = time.unixSeconds
+        let problem = credentials.map { $0.problem(with: authorization, now: now) } ?? "the simulator has no Server API credentials"
+        let parts = target.split(separator: "?", maxSplits: 1).map(String.init)
+        let id = parts.first ?? ""
+        var query: [String: String] = [:]
+        for pair in (parts.count > 1 ? parts[1] : "").split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            query[kv[0]] = kv.count > 1 ? kv[1].removingPercentEncoding : ""
+        }
+        let (answer, customer) = state.withLock { s -> (SimulatedServerAnswer, (index: Int, transactions: [SimulatedSignedTransaction])?) in
+            s.historyRequests.append(AppleSimulator.HistoryRequest(environment: environment, transactionId: id, revision: query["revision"],
+                                                                   sort: query["sort"], tokenProblem: problem))
+            guard problem == nil else { return (.unauthorized, nil) }
+            guard let index = s.customers.firstIndex(where: { $0.transactions.contains { t in
+                t.transactionId == id || t.originalTransactionId == id } }) else { return (.notFound, nil) }
+            let next = s.customers[index].answers.isEmpty ? SimulatedServerAnswer.transaction : s.customers[index].answers.removeFirst()
+            return (next, (index, s.customers[index].transactions))
+        }
+        switch answer {
+        case .unauthorized:
+            return HTTPServerResponse(status: 401)
+        case .notFound:
+            return Self.apiError(404, 4040010, "Transaction id not found.")
+        case let .rateLimited(retryAfter):
+            var response = Self.apiError(429, 4290000, "Rate limit exceeded.")
+            response.headers.append(HTTPHeader("Retry-After", retryAfter))
+            return response
+        case let .error(status, code):
+            return Self.apiError(status, code, "Simulated error.")
+        case .transaction:
+            guard let (index, transactions) = customer, let first = transactions.first,
+                  first.environment == environment || (environment == "Sandbox" && first.environment != "Production") else {
+                return Self.apiError(404, 4040010, "Transaction id not found.")
+            }
+            // The revision is opaque to clients: which customer and how far, in base64.
+            var offset = 0
+            if let revision = query["revision"] {
+                let fields = Data(base64Encoded: revision).flatMap { String(data: $0, encoding: .utf8) }?.split(separator: ":")
+                guard let fields, fields.count == 2, Int(fields[0]) == index, let at = Int(fields[1]), at > 0, at < transactions.count else {
+                    return Self.apiError(400, 4000014, "Invalid pagination token.")
+                }
+                offset = at
+            }
+            let end = min(offset + AppStoreServerClient.historyPageSize, transactions.count)
+            var signed: [JSONValue] = []
+            for transaction in transactions[offset..<end] {
+                guard let jws = try? transaction.signed(at: now * 1000) else { return HTTPServerResponse(status: 500) }
+                signed.append(.string(jws))
+            }
+            return .json(200, JSONValue.object([
+                ("revision", .string(Data("\(index):\(end)".utf8).base64EncodedString())),
+                ("bundleId", .string(first.bundleId)),
+                ("appAppleId", .number(1_234_567_890)),
+                ("environment", .string(first.environment)),
+                ("hasMore", .bool(end < transactions.count)),
+                ("signedTransactions", .array(signed)),
+            ]).data)
         }
     }
 

@@ -9,10 +9,14 @@ public struct SimulatedTransaction: Sendable, Equatable {
     public var expiresDateMs: Int64?
     /// Send the ids as JSON numbers, as Apple has been seen to do.
     public var idsAsNumbers: Bool
+    /// Sent as `is_upgraded: "true"` (Apple omits the key otherwise).
+    public var isUpgraded: Bool
+    /// Sent as `app_account_token`, exactly as given.
+    public var appAccountToken: String?
 
     public init(productId: String, transactionId: String, originalTransactionId: String? = nil,
                 purchaseDateMs: Int64 = 1_764_410_645_000, quantity: Int = 1, cancellationDateMs: Int64? = nil,
-                expiresDateMs: Int64? = nil, idsAsNumbers: Bool = false) {
+                expiresDateMs: Int64? = nil, idsAsNumbers: Bool = false, isUpgraded: Bool = false, appAccountToken: String? = nil) {
         self.productId = productId
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
@@ -21,6 +25,8 @@ public struct SimulatedTransaction: Sendable, Equatable {
         self.cancellationDateMs = cancellationDateMs
         self.expiresDateMs = expiresDateMs
         self.idsAsNumbers = idsAsNumbers
+        self.isUpgraded = isUpgraded
+        self.appAccountToken = appAccountToken
     }
 
     /// The entry as verifyReceipt sends it: every value a string, dates in three forms.
@@ -46,6 +52,32 @@ public struct SimulatedTransaction: Sendable, Equatable {
             members.append(("cancellation_date_ms", .string(String(cancelled))))
             members.append(("cancellation_reason", .string("0")))
         }
+        if isUpgraded { members.append(("is_upgraded", .string("true"))) }
+        if let token = appAccountToken { members.append(("app_account_token", .string(token))) }
+        return .object(members)
+    }
+
+    /// The transaction as an iOS 6-style answer spells it (apple-protocol.md 1.7): legacy keys,
+    /// the bundle as `bid`, and `expires_date` in milliseconds.
+    func legacyJSON(bundleId: String) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("bid", .string(bundleId)),
+            ("bvrs", .string("42")),
+            ("item_id", .string("521129812")),
+            ("quantity", .string(String(quantity))),
+            ("product_id", .string(productId)),
+            ("transaction_id", .string(transactionId)),
+            ("original_transaction_id", .string(originalTransactionId ?? transactionId)),
+            ("purchase_date", .string(Self.appleDate(purchaseDateMs))),
+            ("purchase_date_ms", .string(String(purchaseDateMs))),
+            ("original_purchase_date_ms", .string(String(purchaseDateMs))),
+            ("unique_identifier", .string("0000b01147b8")),
+        ]
+        if let expires = expiresDateMs {
+            members.append(("expires_date", .string(String(expires))))
+            members.append(("expires_date_formatted", .string(Self.appleDate(expires))))
+        }
+        if let cancelled = cancellationDateMs { members.append(("cancellation_date", .string(String(cancelled)))) }
         return .object(members)
     }
 
@@ -87,6 +119,10 @@ public enum SimulatedAnswer: Sendable, Equatable {
     case slow(seconds: Double)
     /// A 200 whose body is this many bytes of valid-looking JSON.
     case huge(bytes: Int)
+    /// An iOS 6-style transaction receipt answer with this status (0, or 21006 for an expired
+    /// subscription): `receipt` is the first `inApp` transaction in legacy keys, and the last
+    /// `latestReceiptInfo` entry comes as a single object, `latest_expired_receipt_info` under 21006.
+    case transactionReceipt(status: Int)
 }
 
 /// What the simulator does with one receipt: `answers` are used one per request, then the

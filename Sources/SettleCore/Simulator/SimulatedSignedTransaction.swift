@@ -13,10 +13,15 @@ public struct SimulatedSignedTransaction: Sendable, Equatable {
     public var revocationDateMs: Int64?
     public var expiresDateMs: Int64?
     public var type: String
+    /// Sent as `appAccountToken`, exactly as given.
+    public var appAccountToken: String?
+    /// Sent as `isUpgraded: true` (omitted when false, as Apple does).
+    public var isUpgraded: Bool
 
     public init(transactionId: String, originalTransactionId: String? = nil, productId: String, bundleId: String,
                 environment: String = "Production", purchaseDateMs: Int64 = 1_764_410_645_000, quantity: Int = 1,
-                revocationDateMs: Int64? = nil, expiresDateMs: Int64? = nil, type: String = "Consumable") {
+                revocationDateMs: Int64? = nil, expiresDateMs: Int64? = nil, type: String = "Consumable",
+                appAccountToken: String? = nil, isUpgraded: Bool = false) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
         self.productId = productId
@@ -27,6 +32,8 @@ public struct SimulatedSignedTransaction: Sendable, Equatable {
         self.revocationDateMs = revocationDateMs
         self.expiresDateMs = expiresDateMs
         self.type = type
+        self.appAccountToken = appAccountToken
+        self.isUpgraded = isUpgraded
     }
 
     /// The JWSTransactionDecodedPayload, as Apple signs it.
@@ -47,6 +54,8 @@ public struct SimulatedSignedTransaction: Sendable, Equatable {
             ("storefront", .string("USA")),
         ]
         if let expires = expiresDateMs { members.append(("expiresDate", .number(expires))) }
+        if let token = appAccountToken { members.append(("appAccountToken", .string(token))) }
+        if isUpgraded { members.append(("isUpgraded", .bool(true))) }
         if let revoked = revocationDateMs {
             members.append(("revocationDate", .number(revoked)))
             members.append(("revocationReason", .number(0)))

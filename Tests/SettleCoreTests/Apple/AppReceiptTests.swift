@@ -113,7 +113,7 @@ final class AppReceiptTests: XCTestCase {
         let receipt = try AppReceipt.parse(base64: fixture("receipts/xcode-app-receipt-empty.b64"))
 
         XCTAssertEqual(receipt, AppReceipt(bundleId: "com.example.naturelab.backyardbirds.example",
-                                           environment: "Xcode", purchases: []))
+                                           environment: "Xcode", purchases: [], creationDate: "2023-10-19T01:18:54Z"))
     }
 
     func testParse_ignoresLineBreaksAndSpaces() throws {

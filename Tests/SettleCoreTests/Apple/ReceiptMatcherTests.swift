@@ -149,7 +149,7 @@ final class ReceiptMatcherTests: XCTestCase {
         XCTAssertEqual(ReceiptStatus(status: 21000, isRetryable: nil), .configurationFault)
         XCTAssertEqual(ReceiptStatus(status: 21007, isRetryable: nil), .sandboxReceipt)
         XCTAssertEqual(ReceiptStatus(status: 21008, isRetryable: nil), .productionReceipt)
-        XCTAssertEqual(ReceiptStatus(status: 21006, isRetryable: nil), .unexpected)
+        XCTAssertEqual(ReceiptStatus(status: 21006, isRetryable: nil), .validExpired)
     }
 
     func testNotAReceiptAnswer_isNil() throws {

@@ -132,4 +132,34 @@ final class ReceiptVerifierTests: XCTestCase {
         guard case .appleUnavailable = result.outcome else { return XCTFail("\(result.outcome)") }
         XCTAssertFalse(result.appleAnswered)
     }
+    // MARK: - iOS 6-style answers
+
+    func testStatus21006WithAReceipt_isAnAnswerHandedToTheMatcher_notAnUnknownStatus() throws {
+        let receipt = world.scriptReceipt("expired-ios6", [SimulatedTransaction(productId: world.coins, transactionId: "100",
+                                                                                   expiresDateMs: 1_353_970_684_000)],
+                                          answers: [.transactionReceipt(status: 21006)])
+        let v = try verify(receipt)
+        guard case let .verified(m) = v.outcome, let p = m.candidates.first else { return XCTFail("\(v.outcome)") }
+        XCTAssertEqual(p.transactionId, "100")
+        XCTAssertEqual(p.expiresDateMs, 1_353_970_684_000)
+        XCTAssertEqual(v.appleStatus, 21006)
+        XCTAssertTrue(v.appleAnswered)
+        XCTAssertEqual(world.simulator.requests(for: receipt).count, 1)
+    }
+
+    func testStatus21006WithoutAReceipt_isRetried() throws {
+        let receipt = coinsReceipt("bare-21006", answers: [.status(21006)])
+        guard case let .retry(detail) = try verify(receipt).outcome else { return XCTFail() }
+        XCTAssertTrue(detail.contains("21006"), detail)
+    }
+
+    func testIOS6TransactionReceiptAnswer_isMatchedOnItsBidAndTransaction_notABundleMismatch() throws {
+        let receipt = world.scriptReceipt("ios6", [SimulatedTransaction(productId: world.coins, transactionId: "100")],
+                                          latest: [SimulatedTransaction(productId: world.coins, transactionId: "101")],
+                                          answers: [.transactionReceipt(status: 0), .transactionReceipt(status: 0)])
+        guard case let .verified(m) = try verify(receipt).outcome else { return XCTFail() }
+        XCTAssertEqual(m.candidates.first?.transactionId, "100")
+        guard case let .verified(latest) = try verify(receipt, transaction: "101").outcome else { return XCTFail() }
+        XCTAssertEqual(latest.candidates.map(\.transactionId), ["101"])
+    }
 }

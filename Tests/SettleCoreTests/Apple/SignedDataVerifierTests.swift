@@ -27,9 +27,9 @@ final class SignedDataVerifierGenuineTests: XCTestCase {
         assertRefused(try verifier(acceptSandbox: false).verifySignedData(token, now: Date()), "environment_mismatch")
     }
 
-    func testGenuineRenewalInfo_isNotATransaction_forLackOfABundleId() throws {
+    func testGenuineRenewalInfo_isNotATransaction_itsPayloadLacksABundleId() throws {
         let token = try JWSFixtures.genuineRenewalInfo()
-        assertRefused(try verifier().verifyTransaction(token, now: Date()), "bundle_mismatch")
+        assertRefused(try verifier().verifyTransaction(token, now: Date()), "payload_invalid")
     }
 
     func testGenuineRenewalInfo_failsAgainstAnotherRoot() throws {
@@ -260,7 +260,7 @@ final class SignedDataVerifierTests: XCTestCase {
     }
 
     func testTestEnvironments_areNeverAccepted() throws {
-        for environment: JSONValue in [.string("Xcode"), .string("LocalTesting"), .string("production"), .null, .number("1")] {
+        for environment: JSONValue in [.string("Xcode"), .string("LocalTesting"), .string("production")] {
             let token = try pki.token(TestPKI.transaction([("environment", environment)]))
             assertRefused(pki.verifier(acceptSandbox: true).verifyTransaction(token, now: Date()), "environment_mismatch")
             assertRefused(pki.verifier(acceptSandbox: true).verifySignedData(token, now: Date()), "environment_mismatch")
@@ -273,13 +273,49 @@ final class SignedDataVerifierTests: XCTestCase {
         XCTAssertEqual(try pki.verifier(acceptSandbox: true).verifyTransaction(token, now: Date()).get().environment, "Sandbox")
     }
 
-    func testMissingRequiredFields_areMalformed() throws {
-        for field in ["transactionId", "originalTransactionId", "productId"] {
+    func testValidlySignedPayload_missingARequiredField_isPayloadInvalid() throws {
+        for field in ["transactionId", "originalTransactionId", "productId", "bundleId", "environment"] {
             let token = try pki.token(TestPKI.transaction([(field, .null)]))
-            assertRefused(pki.verifier().verifyTransaction(token, now: Date()), "jws_malformed")
+            assertRefused(pki.verifier().verifyTransaction(token, now: Date()), "payload_invalid")
         }
-        let badQuantity = try pki.token(TestPKI.transaction([("quantity", .string("many"))]))
-        assertRefused(pki.verifier().verifyTransaction(badQuantity, now: Date()), "jws_malformed")
+        let noEnvironment = try pki.token(TestPKI.transaction([("environment", .null)]))
+        assertRefused(pki.verifier().verifySignedData(noEnvironment, now: Date()), "payload_invalid")
+    }
+
+    func testValidlySignedPayload_withAFieldOfTheWrongType_isPayloadInvalid() throws {
+        let cases: [(String, JSONValue)] = [
+            ("quantity", .string("many")), ("bundleId", .number("7")), ("environment", .number("1")),
+            ("productId", .array([])), ("isUpgraded", .string("yes")), ("appAccountToken", .number("1")),
+            ("appAccountToken", .string("not-a-uuid")),
+        ]
+        for (field, value) in cases {
+            let token = try pki.token(TestPKI.transaction([(field, value)]))
+            assertRefused(pki.verifier().verifyTransaction(token, now: Date()), "payload_invalid")
+        }
+    }
+
+    func testPayloadWithMissingFields_underABadSignature_isASignatureFailureNotPayloadInvalid() throws {
+        let stranger = try ES256PrivateKey(pem: ES256PrivateKey.generatePEM())
+        let token = try pki.token(TestPKI.transaction([("transactionId", .null), ("bundleId", .null)]), key: stranger)
+        XCTAssertEqual(pki.verifier().verifyTransaction(token, now: Date()), .failure(.signatureInvalid))
+    }
+
+    func testAppAccountToken_isReadLowercasedWithHyphens() throws {
+        let token = try pki.token(TestPKI.transaction([("appAccountToken", .string("7E3FB20B-4CDB-47CC-936D-99D65F608138"))]))
+        XCTAssertEqual(try pki.verifier().verifyTransaction(token, now: Date()).get().appAccountToken,
+                       "7e3fb20b-4cdb-47cc-936d-99d65f608138")
+    }
+
+    func testAppAccountToken_isNilWhenAbsentOrEmpty() throws {
+        XCTAssertNil(try pki.verifier().verifyTransaction(try pki.token(TestPKI.transaction()), now: Date()).get().appAccountToken)
+        let empty = try pki.token(TestPKI.transaction([("appAccountToken", .string(""))]))
+        XCTAssertNil(try pki.verifier().verifyTransaction(empty, now: Date()).get().appAccountToken)
+    }
+
+    func testIsUpgraded_isReadFromThePayload_andFalseWhenAbsent() throws {
+        let upgraded = try pki.token(TestPKI.transaction([("isUpgraded", .bool(true))]))
+        XCTAssertTrue(try pki.verifier().verifyTransaction(upgraded, now: Date()).get().isUpgraded)
+        XCTAssertFalse(try pki.verifier().verifyTransaction(try pki.token(TestPKI.transaction()), now: Date()).get().isUpgraded)
     }
 
     func testGarbage_isMalformed() throws {
@@ -340,7 +376,7 @@ final class SignedDataVerifierTests: XCTestCase {
             (.malformed("x"), "jws_malformed"), (.unsupportedAlgorithm("x"), "algorithm_unsupported"),
             (.invalidChainLength(2), "chain_invalid"), (.invalidChain("x"), "chain_invalid"),
             (.signatureInvalid, "signature_invalid"), (.bundleMismatch("x"), "bundle_mismatch"),
-            (.environmentMismatch("x"), "environment_mismatch"),
+            (.environmentMismatch("x"), "environment_mismatch"), (.payloadInvalid("x"), "payload_invalid"),
         ]
         for (failure, code) in failures {
             XCTAssertEqual(failure.code, code)

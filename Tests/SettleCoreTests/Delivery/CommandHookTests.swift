@@ -22,12 +22,13 @@ final class CommandHookTests: XCTestCase {
         // /bin/sh itself adds PWD (and dash nothing else); everything else must be what settle chose.
         XCTAssertEqual(Set(env.filter { !$0.hasPrefix("PWD=") && !$0.hasPrefix("SHLVL=") && !$0.hasPrefix("_=") && !$0.hasPrefix("OLDPWD=") }),
                        ["PATH=/usr/bin:/bin", "LANG=C.UTF-8", "TZ=UTC", "KEEP_ME=yes",
-                        "SETTLE_ORDER_ID=o-7", "SETTLE_IDEMPOTENCY_KEY=42"])
+                        "SETTLE_ORDER_ID=o-7", "SETTLE_IDEMPOTENCY_KEY=42", "SETTLE_EXIT_ALREADY_GRANTED=80"])
     }
 
     func testHookEnvironment_withoutAPathInSettles_getsASafeDefault() {
         let hook = CommandHook(arguments: ["/bin/true"], timeoutSeconds: 5, products: [:], baseEnvironment: [:])
         XCTAssertEqual(hook.environment(orderId: "o", idempotencyKey: "k"),
-                       ["PATH": CommandHook.defaultPath, "SETTLE_ORDER_ID": "o", "SETTLE_IDEMPOTENCY_KEY": "k"])
+                       ["PATH": CommandHook.defaultPath, "SETTLE_ORDER_ID": "o", "SETTLE_IDEMPOTENCY_KEY": "k",
+                        "SETTLE_EXIT_ALREADY_GRANTED": "80"])
     }
 }

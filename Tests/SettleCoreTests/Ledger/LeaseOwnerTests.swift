@@ -58,9 +58,9 @@ final class LeaseOwnerTests: XCTestCase {
         let foreign = owner(pid: deadPid, startTime: "1", bootId: us.bootId, pidNamespace: (us.pidNamespace ?? 0) &+ 1)
         _ = try ledger.claim(orderId: "o-1", owner: foreign, leaseSeconds: 3600)
         XCTAssertEqual(try ledger.orderRecord("o-1")?.order.lease?.owner, foreign)
-        let rescued = try ledger.rescue(owner: us, deliveryLeaseSeconds: 60)
+        let rescued = try ledger.rescue(owner: us)
         XCTAssertEqual(rescued.requeued, [], "a claim from another PID namespace waits for its lease to expire")
         world.time.advance(by: 3601)
-        XCTAssertEqual(try ledger.rescue(owner: us, deliveryLeaseSeconds: 60).requeued, ["o-1"])
+        XCTAssertEqual(try ledger.rescue(owner: us).requeued, ["o-1"])
     }
 }

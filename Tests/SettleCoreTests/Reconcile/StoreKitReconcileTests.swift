@@ -37,8 +37,12 @@ final class StoreKitReconcileTests: XCTestCase {
                                         signedTransaction: token))
     }
 
-    func enqueueTransactionId(_ id: String, _ txn: String, product: String? = nil) throws {
-        _ = try ledger.enqueue(NewOrder(orderId: id, userId: "u-\(id)", productId: product ?? world.coins, transactionId: txn))
+    /// The appAccountToken the app set for the user of every bare-id order here.
+    let token = "6f1e4c2a-5b3d-4e8f-9a0b-1c2d3e4f5a6b"
+
+    func enqueueTransactionId(_ id: String, _ txn: String, product: String? = nil, token: String? = nil) throws {
+        _ = try ledger.enqueue(NewOrder(orderId: id, userId: "u-\(id)", productId: product ?? world.coins, transactionId: txn,
+                                        appAccountToken: token ?? self.token))
     }
 
     // MARK: - Signed transactions
@@ -134,22 +138,22 @@ final class StoreKitReconcileTests: XCTestCase {
 
     // MARK: - Bare transaction ids and the Server API's answers
 
-    func testTransactionIdOnly_isConfirmedWithGetTransactionInfo() throws {
-        world.scriptTransaction("2000000900000010")
+    func testTransactionIdOnly_boundByAppAccountToken_isConfirmedWithGetTransactionInfo() throws {
+        world.scriptTransaction("2000000900000010", appAccountToken: token)
         try enqueueTransactionId("o-1", "2000000900000010")
         XCTAssertEqual(try pass().finished, 1)
         XCTAssertEqual(try order("o-1").verified?.quantity, 1)
     }
 
     func testTransactionOfAnotherProduct_isAProductMismatch() throws {
-        world.scriptTransaction("2000000900000011", product: world.premium)
+        world.scriptTransaction("2000000900000011", product: world.premium, appAccountToken: token)
         try enqueueTransactionId("o-1", "2000000900000011")
         _ = try pass()
         XCTAssertEqual(try order("o-1").reason, "product_mismatch")
     }
 
     func testSandboxTransaction_isFoundAfterOneHop_on4040010() throws {
-        world.scriptTransaction("2000000900000012", environment: "Sandbox")
+        world.scriptTransaction("2000000900000012", environment: "Sandbox", appAccountToken: token)
         try enqueueTransactionId("o-1", "2000000900000012")
         XCTAssertEqual(try pass().finished, 1)
         XCTAssertEqual(world.simulator.serverRequests.map(\.environment), ["Production", "Sandbox"])
@@ -157,7 +161,7 @@ final class StoreKitReconcileTests: XCTestCase {
     }
 
     func testUnreleasedApp_productionAnswers401_andSandboxIsAsked() throws {
-        world.scriptTransaction("2000000900000013", environment: "Sandbox", answers: [.unauthorized])
+        world.scriptTransaction("2000000900000013", environment: "Sandbox", appAccountToken: token, answers: [.unauthorized])
         try enqueueTransactionId("o-1", "2000000900000013")
         XCTAssertEqual(try pass().finished, 1)
         XCTAssertEqual(world.simulator.serverRequests.map(\.environment), ["Production", "Sandbox"])
@@ -224,15 +228,18 @@ final class StoreKitReconcileTests: XCTestCase {
     // MARK: - Legacy receipts without verifyReceipt
 
     func legacyReceipt(_ purchases: [AppReceipt.Purchase]) throws -> String {
-        try AppReceiptBuilder.build(bundleId: world.bundleId, purchases: purchases,
-                                    signerCertificatePEM: try String(contentsOfFile: TestWorld.fixture("apple/test-chain/testLeaf.pem"), encoding: .utf8),
-                                    signerKeyPEM: try String(contentsOfFile: TestWorld.fixture("apple/test-chain/testLeaf.key"), encoding: .utf8))
+        try AppReceiptBuilder.buildSignedByTestChain(bundleId: world.bundleId, purchases: purchases)
     }
 
-    func testLegacyReceipt_withoutReceiptAPI_isReadLocallyAndVerifiedThroughTheServerAPI() throws {
-        world.scriptTransaction("2000000900000041", purchaseDateMs: 2000)
-        world.scriptTransaction("2000000900000040", purchaseDateMs: 1000)
-        world.scriptTransaction("2000000900000042", product: world.premium, purchaseDateMs: 500)
+    func customerTransaction(_ id: String, product: String? = nil, purchased: Int64) -> SimulatedSignedTransaction {
+        SimulatedSignedTransaction(transactionId: id, productId: product ?? world.coins, bundleId: world.bundleId,
+                                   environment: "Production", purchaseDateMs: purchased)
+    }
+
+    func testLegacyReceipt_withoutReceiptAPI_isReadLocallyAndVerifiedThroughTheCustomersHistory() throws {
+        world.scriptCustomer([customerTransaction("2000000900000041", purchased: 2000),
+                              customerTransaction("2000000900000040", purchased: 1000),
+                              customerTransaction("2000000900000042", product: world.premium, purchased: 500)])
         let receipt = try legacyReceipt([
             AppReceipt.Purchase(productId: world.coins, transactionId: "2000000900000041"),
             AppReceipt.Purchase(productId: world.premium, transactionId: "2000000900000042"),
@@ -248,8 +255,72 @@ final class StoreKitReconcileTests: XCTestCase {
         XCTAssertEqual(Set(world.deliveries.map { String($0.split(separator: " ")[0]) }), ["2000000900000040", "2000000900000041"])
         XCTAssertEqual(world.deliveries.first?.hasPrefix("2000000900000040"), true, "the oldest first")
         XCTAssertTrue([try order("o-1"), try order("o-2"), try order("o-3")].contains { $0.reason == "already_granted" })
-        // Three orders, each looking up the receipt's three ids once: nine requests, no more.
-        XCTAssertEqual(world.simulator.serverRequests.count, 9)
+        // Three orders, one history request each (one page), no per-id lookups.
+        XCTAssertEqual(world.simulator.historyRequests.count, 3)
+        XCTAssertEqual(world.simulator.serverRequests.count, 0)
+    }
+
+    func testLegacyReceiptWith200Purchases_settlesTheOrderWhosePurchaseIsLast() throws {
+        // 199 consumables already granted (outside settle) and, last, the purchase of the order:
+        // more than the 20 ids a per-id lookup once read, and more than one history page.
+        var transactions: [SimulatedSignedTransaction] = []
+        var purchases: [AppReceipt.Purchase] = []
+        for i in 0..<200 {
+            let id = String(2_000_000_910_000_000 + i)
+            let product = i == 199 ? world.premium : world.coins
+            transactions.append(customerTransaction(id, product: product, purchased: Int64(1000 + i)))
+            purchases.append(AppReceipt.Purchase(productId: product, transactionId: id))
+        }
+        world.scriptCustomer(transactions)
+        _ = try ledger.enqueue(NewOrder(orderId: "o-premium", userId: "u", productId: world.premium,
+                                        receipt: try legacyReceipt(purchases)))
+        XCTAssertEqual(try pass().finished, 1)
+        XCTAssertEqual(try order("o-premium").verified?.transactionId, "2000000910000199")
+        XCTAssertEqual(world.simulator.historyRequests.count, 10, "200 purchases, 20 a page")
+    }
+
+    func testLegacyReceipt_historyPastThePageCap_needsAttention_neverRejected() throws {
+        let transactions = (0..<21).map { customerTransaction(String(2_000_000_920_000_000 + $0), purchased: Int64($0)) }
+        world.scriptCustomer(transactions)
+        _ = try ledger.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins,
+                                        receipt: try legacyReceipt([AppReceipt.Purchase(productId: world.coins, transactionId: "2000000920000000")])))
+        let configured = try world.reconciler(ledger: ledger)
+        var router = try XCTUnwrap(configured.verifier as? ProofRouter)
+        router.storeKit.historyPageCap = 1
+        let reconciler = Reconciler(configuration: configured.configuration, ledger: ledger, verifier: router,
+                                    deliverer: configured.deliverer, policy: configured.policy, log: configured.log)
+        XCTAssertEqual(try reconciler.runPass().needsAttention, 1)
+        let o = try order("o-1")
+        XCTAssertEqual(o.state, .needsAttention)
+        XCTAssertEqual(o.reason, "history_incomplete")
+        XCTAssertTrue(world.deliveries.isEmpty)
+    }
+
+    func testLegacyReceiptSignedByASelfMadeKey_isRejectedAsInvalid_withoutAskingApple() throws {
+        world.scriptTransaction("2000000900000043")
+        let forged = try AppReceiptBuilder.build(
+            bundleId: world.bundleId, purchases: [AppReceipt.Purchase(productId: world.coins, transactionId: "2000000900000043")],
+            creationDate: AppReceiptBuilder.testCreationDate,
+            signerCertificatePEM: try String(contentsOfFile: TestWorld.fixture("apple/self-made/selfMade.pem"), encoding: .utf8),
+            signerKeyPEM: try String(contentsOfFile: TestWorld.fixture("apple/self-made/selfMade.key"), encoding: .utf8))
+        _ = try ledger.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins, receipt: forged))
+        try world.writeConfig(receiptAPI: false, serverAPI: true)
+        _ = try pass()
+        let o = try order("o-1")
+        XCTAssertEqual(o.reason, "receipt_invalid")
+        XCTAssertTrue(o.lastError?.contains("receipt_chain_invalid") ?? false, o.lastError ?? "")
+        XCTAssertEqual(world.simulator.serverRequests.count, 0, "a stranger's id is never looked up")
+        XCTAssertEqual(world.deliveries, [])
+    }
+
+    func testMissingReceiptRoot_withoutReceiptAPI_isAConfigurationError() throws {
+        try FileManager.default.removeItem(atPath: world.folder + "/receipt-root.pem")
+        try world.writeConfig(receiptAPI: false, serverAPI: true)
+        XCTAssertThrowsError(try world.reconciler(ledger: ledger)) { error in
+            XCTAssertTrue("\(error)".contains("server_api.receipt_root_certificates"), "\(error)")
+        }
+        try world.writeConfig(receiptAPI: true, serverAPI: true)
+        XCTAssertNoThrow(try world.reconciler(ledger: ledger), "with receipt_api, Apple checks receipts")
     }
 
     func testLegacyReceiptThatIsNotAReceipt_isRejectedAsInvalid() throws {
