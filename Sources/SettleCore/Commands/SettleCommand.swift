@@ -9,6 +9,7 @@ public enum SettleCommand {
         ("status", "show the ledger: counts, oldest undelivered order, orders and their history"),
         ("enqueue", "record a paid order and its proof of purchase"),
         ("retry", "put needs_attention or rejected orders back to pending"),
+        ("grant-recorded", "record that your backend granted a transaction itself"),
         ("check-config", "validate the configuration and print what was understood"),
         ("demo", "run settle against a local Apple simulator in a throwaway ledger"),
     ]
@@ -24,7 +25,7 @@ public enum SettleCommand {
 
         """
         for (name, summary) in subcommands {
-            text += "  " + name.padding(toLength: 14, withPad: " ", startingAt: 0) + summary + "\n"
+            text += "  " + name.padding(toLength: 16, withPad: " ", startingAt: 0) + summary + "\n"
         }
         text += """
 
@@ -60,6 +61,7 @@ public enum SettleCommand {
             case "status": try StatusCommand.run(sub)
             case "enqueue": try EnqueueCommand.run(sub)
             case "retry": try RetryCommand.run(sub)
+            case "grant-recorded": try GrantRecordedCommand.run(sub)
             case "check-config": try CheckConfigCommand.run(sub)
             case "demo": try DemoCommand.run(sub)
             default:

@@ -136,6 +136,26 @@ final class StoreKitReconcileTests: XCTestCase {
         XCTAssertEqual(world.simulator.serverRequests.count, 0)
     }
 
+    func testValidlySignedTransactionLackingAField_isPayloadInvalid_notSignatureInvalid() throws {
+        let transaction = world.scriptTransaction("2000000900000009")
+        guard case var .object(members) = transaction.payload(signedAt: world.time.unixSeconds * 1000) else { return XCTFail() }
+        members.removeAll { $0.0 == "productId" }
+        try enqueueSigned("o-1", try SimulatorSigningChain.sign(.object(members)))
+        _ = try pass()
+        XCTAssertEqual(try order("o-1").reason, "payload_invalid")
+        XCTAssertTrue(world.deliveries.isEmpty)
+    }
+
+    func testIOS6TransactionReceipt_withoutReceiptAPI_needsAttention_neverRejected() throws {
+        let purchaseInfo = Data(#"{ "transaction-id" = "1000000012345678"; "product-id" = "coins"; }"#.utf8).base64EncodedString()
+        let plist = #"{ "signature" = "AAAA"; "purchase-info" = "\#(purchaseInfo)"; "environment" = "Sandbox"; "pod" = "100"; "signing-status" = "0"; }"#
+        _ = try ledger.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins,
+                                        receipt: Data(plist.utf8).base64EncodedString()))
+        XCTAssertEqual(try pass().needsAttention, 1)
+        XCTAssertEqual(try order("o-1").reason, "receipt_format_unsupported")
+        XCTAssertEqual(world.simulator.serverRequests.count, 0)
+    }
+
     // MARK: - Bare transaction ids and the Server API's answers
 
     func testTransactionIdOnly_boundByAppAccountToken_isConfirmedWithGetTransactionInfo() throws {
