@@ -24,6 +24,8 @@ defer { try? FileManager.default.removeItem(atPath: folder) }
 let secret = "bench-secret"
 let simulator = try AppleSimulator(sharedSecret: secret)
 _ = FileManager.default.createFile(atPath: folder + "/secret", contents: Data(secret.utf8), attributes: [.posixPermissions: 0o600])
+// The StoreKit 2 root settle requires next to its configuration (the simulator's, as in the demo).
+_ = FileManager.default.createFile(atPath: folder + "/AppleRootCA-G3.pem", contents: Data(SimulatorSigningChain.rootPEM.utf8))
 _ = FileManager.default.createFile(atPath: folder + "/hook.sh", contents: Data("#!/bin/sh\ncat > /dev/null\n".utf8),
                                attributes: [.posixPermissions: 0o755])
 let config = JSONValue.object([
