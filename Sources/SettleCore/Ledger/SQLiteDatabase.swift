@@ -37,6 +37,11 @@ public enum SQLiteValue: Sendable, Equatable {
 public final class SQLiteDatabase {
     private var handle: OpaquePointer?
     public let path: String
+    /// Prepared statements by SQL text, reused across calls: preparing is a large part of a
+    /// short statement's cost ("reused ... can be more efficient than ... preparing a new
+    /// statement", https://www.sqlite.org/c3ref/stmt.html). Bounded: status filters build SQL.
+    private var statements: [String: SQLiteStatement] = [:]
+    static let statementCacheLimit = 128
 
     public enum Mode: Sendable { case readWrite, readOnly }
 
@@ -73,6 +78,9 @@ public final class SQLiteDatabase {
     /// Closes the connection, reporting a failure instead of hiding it.
     public func close() throws(SQLiteError) {
         guard let db = handle else { return }
+        // "all prepared statements must be finalized before sqlite3_close() is called"
+        // (https://www.sqlite.org/c3ref/close.html).
+        statements.removeAll()
         let rc = sqlite3_close(db)
         guard rc == SQLITE_OK else { throw error(rc, sql: nil) }
         handle = nil
@@ -109,9 +117,18 @@ public final class SQLiteDatabase {
     /// Runs a statement with bound parameters and returns every row.
     @discardableResult
     public func query(_ sql: String, _ arguments: [SQLiteValue] = []) throws(SQLiteError) -> [SQLiteRow] {
-        let statement = try SQLiteStatement(database: self, handle: handle, sql: sql)
+        let statement = try prepared(sql)
+        defer { statement.reset() }
         try statement.bind(arguments)
         return try statement.rows()
+    }
+
+    private func prepared(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        if let cached = statements[sql] { return cached }
+        let statement = try SQLiteStatement(database: self, handle: handle, sql: sql)
+        if statements.count >= SQLiteDatabase.statementCacheLimit { statements.removeAll() }
+        statements[sql] = statement
+        return statement
     }
 
     /// Runs `body` in a transaction that takes the write lock up front.
@@ -120,21 +137,21 @@ public final class SQLiteDatabase {
     /// with SQLITE_BUSY_SNAPSHOT without ever calling the busy handler
     /// (https://www.sqlite.org/lang_transaction.html, "If the ... write ... SQLITE_BUSY").
     public func writeTransaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN IMMEDIATE")
+        try query("BEGIN IMMEDIATE")
         do {
             let result = try body()
-            try execute("COMMIT")
+            try query("COMMIT")
             return result
         } catch {
-            try? execute("ROLLBACK")
+            try? query("ROLLBACK")
             throw error
         }
     }
 
     /// Runs `body` in a read transaction so that every query in it sees one snapshot.
     public func readTransaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN DEFERRED")
-        defer { try? execute("COMMIT") }
+        try query("BEGIN DEFERRED")
+        defer { try? query("COMMIT") }
         return try body()
     }
 }
@@ -143,16 +160,31 @@ public final class SQLiteDatabase {
 final class SQLiteStatement {
     private var handle: OpaquePointer?
     private let sql: String
-    private let database: SQLiteDatabase
+    /// Unowned: the database keeps its statements, and finalizes them before it closes.
+    private unowned let database: SQLiteDatabase
+    /// Column names, read once: they do not change between runs of a prepared statement.
+    private var columnNames: [String]?
 
     init(database: SQLiteDatabase, handle db: OpaquePointer?, sql: String) throws(SQLiteError) {
         self.database = database
         self.sql = sql
-        let rc = sqlite3_prepare_v2(db, sql, -1, &handle, nil)
-        guard rc == SQLITE_OK else { throw database.error(rc, sql: sql) }
+        // SQLITE_PREPARE_PERSISTENT: "the prepared statement will be retained for a long time
+        // and probably reused many times" (https://www.sqlite.org/c3ref/c_prepare_normalize.html).
+        let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &handle, nil)
+        guard rc == SQLITE_OK else {
+            sqlite3_finalize(handle)
+            handle = nil
+            throw database.error(rc, sql: sql)
+        }
     }
 
     deinit { sqlite3_finalize(handle) }
+
+    /// Makes the statement ready for its next run: rewound, parameters cleared.
+    func reset() {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
 
     func bind(_ arguments: [SQLiteValue]) throws(SQLiteError) {
         for (offset, argument) in arguments.enumerated() {
@@ -175,8 +207,15 @@ final class SQLiteStatement {
             if rc == SQLITE_DONE { return rows }
             guard rc == SQLITE_ROW else { throw database.error(rc, sql: sql) }
             var row = SQLiteRow()
-            for column in 0..<sqlite3_column_count(handle) {
-                let name = String(cString: sqlite3_column_name(handle, column))
+            // A statement SQLite re-prepared after a schema change (another process migrated)
+            // may have more columns: read the names again then.
+            let count = sqlite3_column_count(handle)
+            let names = columnNames.flatMap { $0.count == count ? $0 : nil }
+                ?? (0..<count).map { String(cString: sqlite3_column_name(handle, $0)) }
+            columnNames = names
+            row.values.reserveCapacity(names.count)
+            for (index, name) in names.enumerated() {
+                let column = Int32(index)
                 switch sqlite3_column_type(handle, column) {
                 case SQLITE_NULL: row.values[name] = .null
                 case SQLITE_INTEGER: row.values[name] = .integer(sqlite3_column_int64(handle, column))
