@@ -7,12 +7,14 @@ extension Ledger {
         let now = time.unixSeconds
         return try locked { () throws(LedgerError) in
             try write {
-                // The subquery repeats the partial index's predicate so the planner uses orders_due.
+                // Pinned to the partial index that is already in claim order: without it the planner
+                // may sort the whole backlog on every claim (quadratic passes), and ANALYZE can
+                // flip plans (https://www.sqlite.org/lang_indexedby.html).
                 try database.query("""
                     UPDATE orders SET state = 'verifying', lease_host = ?, lease_pid = ?, lease_start = ?,
                            lease_expires_at = ?, updated_at = ?
-                    WHERE order_id = (SELECT order_id FROM orders WHERE state = 'pending' AND next_attempt_at <= ?
-                                      AND \(Ledger.wellFormed)
+                    WHERE order_id = (SELECT order_id FROM orders INDEXED BY orders_claim
+                                      WHERE state = 'pending' AND next_attempt_at <= ? AND \(Ledger.wellFormed)
                                       ORDER BY next_attempt_at, order_id LIMIT 1)
                     RETURNING *
                     """, leaseArguments(owner, expiresAt: now + leaseSeconds) + [.integer(now), .integer(now)])

@@ -83,7 +83,7 @@ public final class Ledger: @unchecked Sendable {
     }
 
     /// Callers hold the lock.
-    private func userVersion() throws(LedgerError) -> Int {
+    func userVersion() throws(LedgerError) -> Int {
         do {
             return Int(try database.query("PRAGMA user_version").first?.int("user_version") ?? 0)
         } catch {

@@ -111,5 +111,31 @@ enum LedgerSchema {
         ALTER TABLE orders ADD COLUMN grant_key TEXT;
         ALTER TABLE orders ADD COLUMN app_account_token TEXT;
         """,
+        // 4: indexes that keep a pass linear and status instant on large ledgers, and counts
+        // by state kept by triggers (so rows backends insert count too).
+        """
+        CREATE INDEX orders_claim ON orders(next_attempt_at, order_id) WHERE state = 'pending';
+        DROP INDEX orders_due;
+        CREATE INDEX orders_recent ON orders(updated_at DESC, order_id);
+        CREATE INDEX orders_state_created ON orders(state, created_at);
+        CREATE INDEX orders_original_transaction ON orders(original_transaction_id);
+        CREATE TABLE order_counts (
+            state  TEXT PRIMARY KEY NOT NULL,
+            n      INTEGER NOT NULL DEFAULT 0
+        );
+        INSERT INTO order_counts(state, n)
+            SELECT s.column1, (SELECT count(*) FROM orders WHERE state = s.column1)
+            FROM (VALUES ('pending'), ('verifying'), ('delivering'), ('finished'), ('rejected'), ('needs_attention')) AS s;
+        CREATE TRIGGER orders_counted_insert AFTER INSERT ON orders BEGIN
+            UPDATE order_counts SET n = n + 1 WHERE state = NEW.state;
+        END;
+        CREATE TRIGGER orders_counted_delete AFTER DELETE ON orders BEGIN
+            UPDATE order_counts SET n = n - 1 WHERE state = OLD.state;
+        END;
+        CREATE TRIGGER orders_counted_update AFTER UPDATE OF state ON orders WHEN OLD.state IS NOT NEW.state BEGIN
+            UPDATE order_counts SET n = n - 1 WHERE state = OLD.state;
+            UPDATE order_counts SET n = n + 1 WHERE state = NEW.state;
+        END;
+        """,
     ]
 }

@@ -187,3 +187,59 @@ final class LedgerTests: XCTestCase {
         XCTAssertThrowsError(try reader.database.execute("DELETE FROM orders"))
     }
 }
+
+/// Large ledgers: the claim and the status views use indexes, and counts by state are kept by
+/// triggers, also for rows a backend writes itself.
+final class LedgerScaleTests: XCTestCase {
+    var world: TestWorld!
+    var ledger: Ledger!
+
+    override func setUpWithError() throws {
+        world = try TestWorld()
+        try world.writeConfig()
+        ledger = try world.ledger()
+    }
+
+    func plan(_ sql: String) throws -> String {
+        let database = try SQLiteDatabase(path: world.ledgerPath, mode: .readOnly)
+        defer { try? database.close() }
+        return try database.query("EXPLAIN QUERY PLAN " + sql).compactMap { $0.string("detail") }.joined(separator: "\n")
+    }
+
+    func testClaim_walksTheClaimIndexInOrder_neverSortsTheBacklog() throws {
+        let claim = try plan("""
+            SELECT order_id FROM orders INDEXED BY orders_claim WHERE state = 'pending' AND next_attempt_at <= 0
+            AND \(Ledger.wellFormed) ORDER BY next_attempt_at, order_id LIMIT 1
+            """)
+        XCTAssertTrue(claim.contains("orders_claim"), claim)
+        XCTAssertFalse(claim.contains("TEMP B-TREE"), claim)
+    }
+
+    func testStatusViews_useIndexes_withoutSortingTheTable() throws {
+        let recent = try plan("SELECT * FROM orders ORDER BY updated_at DESC, order_id LIMIT 50")
+        XCTAssertFalse(recent.contains("TEMP B-TREE"), recent)
+        let byState = try plan("SELECT * FROM orders WHERE state = 'pending' ORDER BY updated_at DESC, order_id LIMIT 50")
+        XCTAssertFalse(byState.contains("SCAN orders\n") || byState == "SCAN orders", byState)
+        let byTransaction = try plan("""
+            SELECT * FROM orders WHERE (transaction_id = '1' OR verified_transaction_id = '1' OR original_transaction_id = '1')
+            ORDER BY updated_at DESC, order_id LIMIT 50
+            """)
+        XCTAssertFalse(byTransaction.contains("SCAN orders"), byTransaction)
+    }
+
+    func testCounts_followEveryTransition_andRowsABackendInserts() throws {
+        _ = try ledger.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins, transactionId: "1"))
+        let backend = try SQLiteDatabase(path: world.ledgerPath, mode: .readWrite)
+        try backend.execute("INSERT INTO orders(order_id, user_id, product_id, transaction_id) VALUES ('o-2', 'u', 'p', '2')")
+        try backend.close()
+        var counts = try ledger.summary(OrderFilter()).counts
+        XCTAssertEqual(counts[.pending], 2)
+        _ = try ledger.claim(orderId: "o-1", owner: .current, leaseSeconds: 60)
+        _ = try ledger.recordRejected(orderId: "o-1", owner: .current, reason: "refunded", detail: "", environment: nil,
+                                      history: HistoryEntry(at: 0, kind: .verification, outcome: "rejected"))
+        counts = try ledger.summary(OrderFilter()).counts
+        XCTAssertEqual(counts[.pending], 1)
+        XCTAssertEqual(counts[.rejected], 1)
+        XCTAssertEqual(counts[.verifying], 0)
+    }
+}
