@@ -5,21 +5,19 @@ extension Ledger {
     /// Claims the next due order for verification, or nil when none is due.
     public func claimNextDue(owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order? {
         let now = time.unixSeconds
-        return try locked { () throws(LedgerError) in
-            try write {
-                // Pinned to the partial index that is already in claim order: without it the planner
-                // may sort the whole backlog on every claim (quadratic passes), and ANALYZE can
-                // flip plans (https://www.sqlite.org/lang_indexedby.html).
-                try database.query("""
-                    UPDATE orders SET state = 'verifying', lease_host = ?, lease_pid = ?, lease_start = ?,
-                           lease_expires_at = ?, updated_at = ?
-                    WHERE order_id = (SELECT order_id FROM orders INDEXED BY orders_claim
-                                      WHERE state = 'pending' AND next_attempt_at <= ? AND \(Ledger.wellFormed)
-                                      ORDER BY next_attempt_at, order_id LIMIT 1)
-                    RETURNING *
-                    """, leaseArguments(owner, expiresAt: now + leaseSeconds) + [.integer(now), .integer(now)])
-                .first.map(Order.init(row:))
-            }
+        return try transition {
+            // Pinned to the partial index that is already in claim order: without it the planner
+            // may sort the whole backlog on every claim (quadratic passes), and ANALYZE can
+            // flip plans (https://www.sqlite.org/lang_indexedby.html).
+            try database.query("""
+                UPDATE orders SET state = 'verifying', lease_host = ?, lease_pid = ?, lease_start = ?,
+                       lease_expires_at = ?, updated_at = ?
+                WHERE order_id = (SELECT order_id FROM orders INDEXED BY orders_claim
+                                  WHERE state = 'pending' AND next_attempt_at <= ? AND \(Ledger.wellFormed)
+                                  ORDER BY next_attempt_at, order_id LIMIT 1)
+                RETURNING *
+                """, leaseArguments(owner, expiresAt: now + leaseSeconds) + [.integer(now), .integer(now)])
+            .first.map(Order.init(row:))
         }
     }
 
@@ -27,19 +25,17 @@ extension Ledger {
     /// could not be claimed (so the caller can say why), nil if there is no such order.
     public func claim(orderId: String, owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> (order: Order, claimed: Bool)? {
         let now = time.unixSeconds
-        return try locked { () throws(LedgerError) in
-            try write {
-                if let row = try database.query("""
-                    UPDATE orders SET state = 'verifying', lease_host = ?, lease_pid = ?, lease_start = ?,
-                           lease_expires_at = ?, updated_at = ?
-                    WHERE order_id = ? AND state = 'pending'
-                    RETURNING *
-                    """, leaseArguments(owner, expiresAt: now + leaseSeconds) + [.integer(now), .text(orderId)]).first {
-                    return (Order(row: row), true)
-                }
-                return try database.query("SELECT * FROM orders WHERE order_id = ?", [.text(orderId)])
-                    .first.map { (Order(row: $0), false) }
+        return try transition {
+            if let row = try database.query("""
+                UPDATE orders SET state = 'verifying', lease_host = ?, lease_pid = ?, lease_start = ?,
+                       lease_expires_at = ?, updated_at = ?
+                WHERE order_id = ? AND state = 'pending'
+                RETURNING *
+                """, leaseArguments(owner, expiresAt: now + leaseSeconds) + [.integer(now), .text(orderId)]).first {
+                return (Order(row: row), true)
             }
+            return try database.query("SELECT * FROM orders WHERE order_id = ?", [.text(orderId)])
+                .first.map { (Order(row: $0), false) }
         }
     }
 
@@ -78,19 +74,17 @@ extension Ledger {
     /// dead, its lease expired, or a leftover of ours); nil when someone else has it now.
     public func claimRedelivery(orderId: String, owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order? {
         let now = time.unixSeconds
-        return try locked { () throws(LedgerError) in
-            try write {
-                guard let row = try database.query("SELECT * FROM orders WHERE order_id = ? AND state = 'delivering'",
-                                                   [.text(orderId)]).first else { return nil }
-                let order = Order(row: row)
-                guard let why = rescuable(order, by: owner, now: now) else { return nil }
-                let leased = try database.query("""
-                    UPDATE orders SET lease_host = ?, lease_pid = ?, lease_start = ?, lease_expires_at = ?, updated_at = ?
-                    WHERE order_id = ? RETURNING *
-                    """, leaseArguments(owner, expiresAt: now + leaseSeconds) + [.integer(now), .text(orderId)])
-                try appendHistory(orderId, HistoryEntry(at: now, kind: .rescue, outcome: "redeliver", detail: why))
-                return leased.first.map(Order.init(row:))
-            }
+        return try transition {
+            guard let row = try database.query("SELECT * FROM orders WHERE order_id = ? AND state = 'delivering'",
+                                               [.text(orderId)]).first else { return nil }
+            let order = Order(row: row)
+            guard let why = rescuable(order, by: owner, now: now) else { return nil }
+            let leased = try database.query("""
+                UPDATE orders SET lease_host = ?, lease_pid = ?, lease_start = ?, lease_expires_at = ?, updated_at = ?
+                WHERE order_id = ? RETURNING *
+                """, leaseArguments(owner, expiresAt: now + leaseSeconds) + [.integer(now), .text(orderId)])
+            try appendHistory(orderId, HistoryEntry(at: now, kind: .rescue, outcome: "redeliver", detail: why))
+            return leased.first.map(Order.init(row:))
         }
     }
 
@@ -98,13 +92,11 @@ extension Ledger {
     /// False when the order is no longer ours.
     public func renewLease(orderId: String, owner: LeaseOwner, state: OrderState, leaseSeconds: Int64) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
-        return try locked { () throws(LedgerError) in
-            try write {
-                try database.query("""
-                    UPDATE orders SET lease_expires_at = ? WHERE order_id = ? AND state = ? AND \(Ledger.ownedBy)
-                    RETURNING 1 AS renewed
-                    """, [.integer(now + leaseSeconds), .text(orderId), .text(state.rawValue)] + ownerArguments(owner)).count == 1
-            }
+        return try transition {
+            try database.query("""
+                UPDATE orders SET lease_expires_at = ? WHERE order_id = ? AND state = ? AND \(Ledger.ownedBy)
+                RETURNING 1 AS renewed
+                """, [.integer(now + leaseSeconds), .text(orderId), .text(state.rawValue)] + ownerArguments(owner)).count == 1
         }
     }
 
@@ -124,14 +116,12 @@ extension Ledger {
     /// no history (nothing happened to it).
     public func release(orderId: String, owner: LeaseOwner) throws(LedgerError) {
         let now = time.unixSeconds
-        _ = try locked { () throws(LedgerError) in
-            try write {
-                try database.query("""
-                    UPDATE orders SET state = 'pending', updated_at = ?,
-                           lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
-                    WHERE order_id = ? AND state = 'verifying' AND \(Ledger.ownedBy)
-                    """, [.integer(now), .text(orderId)] + ownerArguments(owner))
-            }
+        _ = try transition {
+            try database.query("""
+                UPDATE orders SET state = 'pending', updated_at = ?,
+                       lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
+                WHERE order_id = ? AND state = 'verifying' AND \(Ledger.ownedBy)
+                """, [.integer(now), .text(orderId)] + ownerArguments(owner))
         }
     }
 }

@@ -50,74 +50,72 @@ extension Ledger {
     public func recordVerified(orderId: String, owner: LeaseOwner, match: Match,
                                deliveryLeaseSeconds: Int64, history: HistoryEntry) throws(LedgerError) -> VerifiedResult {
         let now = time.unixSeconds
-        return try locked { () throws(LedgerError) in
-            try write {
-                guard try holds(orderId, state: .verifying, owner: owner) else { return .leaseLost }
-                let environment = match.candidates.first?.environment
-                func end(_ state: OrderState, _ reason: String, _ message: String) throws {
-                    try finalize(orderId, state: state, reason: reason, error: message, environment: environment, now: now)
-                    var entry = history
-                    entry.outcome = state == .finished ? reason : state.rawValue
-                    entry.detail = "\(reason): \(message)"
-                    try appendHistory(orderId, entry)
-                }
-                let own = try database.query("SELECT grant_key FROM grants WHERE order_id = ?", [.text(orderId)]).first?.string("grant_key")
-                var chosen: VerifiedPurchase?
-                if let own {
-                    if let mine = match.candidates.first(where: { $0.grantKey == own }) {
-                        chosen = mine
-                    } else if let why = match.excluded[own] {
-                        try end(.rejected, why.reason.rawValue, why.detail)
-                        return .rejected(why.reason, why.detail)
-                    } else {
-                        let offered = match.candidates.map(\.transactionId).joined(separator: ", ")
-                        let message = "order already holds \(own), Apple now matched \(offered.isEmpty ? "nothing" : offered)"
-                        try end(.needsAttention, AttentionReason.grantConflict.rawValue, message)
-                        return .grantConflict(message)
-                    }
-                }
-                var held: [(VerifiedPurchase, GrantHolder)] = []
-                if chosen == nil {
-                    for candidate in match.candidates {
-                        if let holder = try holderOf(candidate) {
-                            held.append((candidate, holder))
-                            continue
-                        }
-                        chosen = candidate
-                        try database.query("""
-                            INSERT INTO grants(grant_key, transaction_id, order_id, source, granted_at) VALUES (?, ?, ?, 'settle', ?)
-                            """, [.text(candidate.grantKey), .text(candidate.transactionId), .text(orderId), .integer(now)])
-                        break
-                    }
-                }
-                guard let purchase = chosen else {
-                    let list = held.prefix(3).map { "\($0.0.transactionId) \($0.1.description)" }.joined(separator: ", ")
-                    if let (outside, _) = held.first(where: { if case .outside = $0.1 { return true }; return false }) {
-                        let message = "the purchase was granted outside settle (\(list)); nothing to deliver"
-                        try setVerified(orderId, outside)
-                        try end(.finished, "already_delivered", message)
-                        return .alreadyDelivered(message)
-                    }
-                    let message = match.named ? "transaction \(list)"
-                        : "every purchase of this product in the proof is already granted (\(list))"
-                    try end(.rejected, RejectionReason.alreadyGranted.rawValue, message)
-                    return .alreadyGranted(message)
-                }
-                let row = try database.query("""
-                    UPDATE orders SET state = 'delivering', environment = ?, verified_transaction_id = ?,
-                           original_transaction_id = ?, verified_product_id = ?, quantity = ?, purchase_date_ms = ?,
-                           expires_date_ms = ?, grant_key = ?, reason = NULL, last_error = NULL, lease_expires_at = ?,
-                           updated_at = ?
-                    WHERE order_id = ? RETURNING *
-                    """, [.text(purchase.environment), .text(purchase.transactionId), .text(purchase.originalTransactionId),
-                          .text(purchase.productId), .integer(Int64(purchase.quantity)), .from(purchase.purchaseDateMs),
-                          .from(purchase.expiresDateMs), .text(purchase.grantKey), .integer(now + deliveryLeaseSeconds),
-                          .integer(now), .text(orderId)])
+        return try transition {
+            guard try holds(orderId, state: .verifying, owner: owner) else { return .leaseLost }
+            let environment = match.candidates.first?.environment
+            func end(_ state: OrderState, _ reason: String, _ message: String) throws {
+                try finalize(orderId, state: state, reason: reason, error: message, environment: environment, now: now)
                 var entry = history
-                entry.detail = "transaction \(purchase.transactionId)" + (purchase.grantKey == purchase.transactionId ? "" : " (grant key \(purchase.grantKey))")
+                entry.outcome = state == .finished ? reason : state.rawValue
+                entry.detail = "\(reason): \(message)"
                 try appendHistory(orderId, entry)
-                return .delivering(Order(row: row[0]))
             }
+            let own = try database.query("SELECT grant_key FROM grants WHERE order_id = ?", [.text(orderId)]).first?.string("grant_key")
+            var chosen: VerifiedPurchase?
+            if let own {
+                if let mine = match.candidates.first(where: { $0.grantKey == own }) {
+                    chosen = mine
+                } else if let why = match.excluded[own] {
+                    try end(.rejected, why.reason.rawValue, why.detail)
+                    return .rejected(why.reason, why.detail)
+                } else {
+                    let offered = match.candidates.map(\.transactionId).joined(separator: ", ")
+                    let message = "order already holds \(own), Apple now matched \(offered.isEmpty ? "nothing" : offered)"
+                    try end(.needsAttention, AttentionReason.grantConflict.rawValue, message)
+                    return .grantConflict(message)
+                }
+            }
+            var held: [(VerifiedPurchase, GrantHolder)] = []
+            if chosen == nil {
+                for candidate in match.candidates {
+                    if let holder = try holderOf(candidate) {
+                        held.append((candidate, holder))
+                        continue
+                    }
+                    chosen = candidate
+                    try database.query("""
+                        INSERT INTO grants(grant_key, transaction_id, order_id, source, granted_at) VALUES (?, ?, ?, 'settle', ?)
+                        """, [.text(candidate.grantKey), .text(candidate.transactionId), .text(orderId), .integer(now)])
+                    break
+                }
+            }
+            guard let purchase = chosen else {
+                let list = held.prefix(3).map { "\($0.0.transactionId) \($0.1.description)" }.joined(separator: ", ")
+                if let (outside, _) = held.first(where: { if case .outside = $0.1 { return true }; return false }) {
+                    let message = "the purchase was granted outside settle (\(list)); nothing to deliver"
+                    try setVerified(orderId, outside)
+                    try end(.finished, "already_delivered", message)
+                    return .alreadyDelivered(message)
+                }
+                let message = match.named ? "transaction \(list)"
+                    : "every purchase of this product in the proof is already granted (\(list))"
+                try end(.rejected, RejectionReason.alreadyGranted.rawValue, message)
+                return .alreadyGranted(message)
+            }
+            let row = try database.query("""
+                UPDATE orders SET state = 'delivering', environment = ?, verified_transaction_id = ?,
+                       original_transaction_id = ?, verified_product_id = ?, quantity = ?, purchase_date_ms = ?,
+                       expires_date_ms = ?, grant_key = ?, reason = NULL, last_error = NULL, lease_expires_at = ?,
+                       updated_at = ?
+                WHERE order_id = ? RETURNING *
+                """, [.text(purchase.environment), .text(purchase.transactionId), .text(purchase.originalTransactionId),
+                      .text(purchase.productId), .integer(Int64(purchase.quantity)), .from(purchase.purchaseDateMs),
+                      .from(purchase.expiresDateMs), .text(purchase.grantKey), .integer(now + deliveryLeaseSeconds),
+                      .integer(now), .text(orderId)])
+            var entry = history
+            entry.detail = "transaction \(purchase.transactionId)" + (purchase.grantKey == purchase.transactionId ? "" : " (grant key \(purchase.grantKey))")
+            try appendHistory(orderId, entry)
+            return .delivering(Order(row: row[0]))
         }
     }
 
@@ -126,27 +124,25 @@ extension Ledger {
     /// purchase) or goes back to matching for its next candidate, without using an attempt.
     public func recordGrantedOutside(orderId: String, owner: LeaseOwner, history: HistoryEntry) throws(LedgerError) -> GrantedOutsideResult {
         let now = time.unixSeconds
-        return try locked { () throws(LedgerError) in
-            try write {
-                guard let order = try holding(orderId, state: .delivering, owner: owner) else { return .leaseLost }
-                try database.query("""
-                    UPDATE grants SET order_id = NULL, source = 'outside', note = ? WHERE order_id = ?
-                    """, [.text("the hook answered \"already granted\" delivering order \(orderId)"), .text(orderId)])
-                try appendHistory(orderId, history)
-                if order.namesTransaction {
-                    try finalize(orderId, state: .finished, reason: "already_delivered",
-                                 error: "the hook answered that transaction \(order.verified?.transactionId ?? "?") was granted before",
-                                 environment: nil, now: now)
-                    return .finished
-                }
-                let row = try database.query("""
-                    UPDATE orders SET state = 'verifying', verified_transaction_id = NULL, original_transaction_id = NULL,
-                           verified_product_id = NULL, quantity = NULL, purchase_date_ms = NULL, expires_date_ms = NULL,
-                           grant_key = NULL, updated_at = ?
-                    WHERE order_id = ? RETURNING *
-                    """, [.integer(now), .text(orderId)])
-                return .rematch(Order(row: row[0]))
+        return try transition {
+            guard let order = try holding(orderId, state: .delivering, owner: owner) else { return .leaseLost }
+            try database.query("""
+                UPDATE grants SET order_id = NULL, source = 'outside', note = ? WHERE order_id = ?
+                """, [.text("the hook answered \"already granted\" delivering order \(orderId)"), .text(orderId)])
+            try appendHistory(orderId, history)
+            if order.namesTransaction {
+                try finalize(orderId, state: .finished, reason: "already_delivered",
+                             error: "the hook answered that transaction \(order.verified?.transactionId ?? "?") was granted before",
+                             environment: nil, now: now)
+                return .finished
             }
+            let row = try database.query("""
+                UPDATE orders SET state = 'verifying', verified_transaction_id = NULL, original_transaction_id = NULL,
+                       verified_product_id = NULL, quantity = NULL, purchase_date_ms = NULL, expires_date_ms = NULL,
+                       grant_key = NULL, updated_at = ?
+                WHERE order_id = ? RETURNING *
+                """, [.integer(now), .text(orderId)])
+            return .rematch(Order(row: row[0]))
         }
     }
 

@@ -68,13 +68,11 @@ extension Ledger {
     public func recordRejected(orderId: String, owner: LeaseOwner, reason: String, detail: String,
                                environment: String?, history: HistoryEntry) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
-        return try locked { () throws(LedgerError) in
-            try write {
-                guard try holds(orderId, state: .verifying, owner: owner) else { return false }
-                try finalize(orderId, state: .rejected, reason: reason, error: detail, environment: environment, now: now)
-                try appendHistory(orderId, history)
-                return true
-            }
+        return try transition {
+            guard try holds(orderId, state: .verifying, owner: owner) else { return false }
+            try finalize(orderId, state: .rejected, reason: reason, error: detail, environment: environment, now: now)
+            try appendHistory(orderId, history)
+            return true
         }
     }
 
@@ -83,13 +81,11 @@ extension Ledger {
     public func recordNeedsAttention(orderId: String, owner: LeaseOwner, reason: AttentionReason, detail: String,
                                      environment: String?, history: HistoryEntry) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
-        return try locked { () throws(LedgerError) in
-            try write {
-                guard try holds(orderId, state: .verifying, owner: owner) else { return false }
-                try finalize(orderId, state: .needsAttention, reason: reason.rawValue, error: detail, environment: environment, now: now)
-                try appendHistory(orderId, history)
-                return true
-            }
+        return try transition {
+            guard try holds(orderId, state: .verifying, owner: owner) else { return false }
+            try finalize(orderId, state: .needsAttention, reason: reason.rawValue, error: detail, environment: environment, now: now)
+            try appendHistory(orderId, history)
+            return true
         }
     }
 
@@ -161,29 +157,27 @@ extension Ledger {
                               countsAttempt: Bool, permanent: Bool = false, nextAttemptAt: Int64, maxAttempts: Int,
                               environment: String? = nil, history: HistoryEntry) throws(LedgerError) -> OrderState? {
         let now = time.unixSeconds
-        return try locked { () throws(LedgerError) in
-            try write {
-                guard let order = try holding(orderId, state: state, owner: owner) else { return nil }
-                let attempts = order.attempts + (countsAttempt ? 1 : 0)
-                var newState = OrderState.pending
-                var reason: String? = nil
-                if permanent {
-                    newState = .needsAttention
-                    reason = AttentionReason.hookRefused.rawValue
-                } else if countsAttempt && attempts >= maxAttempts {
-                    newState = .needsAttention
-                    reason = AttentionReason.attemptsExhausted.rawValue
-                }
-                try database.query("""
-                    UPDATE orders SET state = ?, attempts = ?, next_attempt_at = ?, reason = ?, last_error = ?,
-                           environment = coalesce(?, environment), updated_at = ?,
-                           lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
-                    WHERE order_id = ?
-                    """, [.text(newState.rawValue), .integer(Int64(attempts)), .integer(nextAttemptAt), .from(reason),
-                          .text(error), .from(environment), .integer(now), .text(orderId)])
-                try appendHistory(orderId, history)
-                return newState
+        return try transition {
+            guard let order = try holding(orderId, state: state, owner: owner) else { return nil }
+            let attempts = order.attempts + (countsAttempt ? 1 : 0)
+            var newState = OrderState.pending
+            var reason: String? = nil
+            if permanent {
+                newState = .needsAttention
+                reason = AttentionReason.hookRefused.rawValue
+            } else if countsAttempt && attempts >= maxAttempts {
+                newState = .needsAttention
+                reason = AttentionReason.attemptsExhausted.rawValue
             }
+            try database.query("""
+                UPDATE orders SET state = ?, attempts = ?, next_attempt_at = ?, reason = ?, last_error = ?,
+                       environment = coalesce(?, environment), updated_at = ?,
+                       lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
+                WHERE order_id = ?
+                """, [.text(newState.rawValue), .integer(Int64(attempts)), .integer(nextAttemptAt), .from(reason),
+                      .text(error), .from(environment), .integer(now), .text(orderId)])
+            try appendHistory(orderId, history)
+            return newState
         }
     }
 
@@ -191,13 +185,11 @@ extension Ledger {
     @discardableResult
     public func markFinished(orderId: String, owner: LeaseOwner, history: HistoryEntry) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
-        return try locked { () throws(LedgerError) in
-            try write {
-                guard try holds(orderId, state: .delivering, owner: owner) else { return false }
-                try finalize(orderId, state: .finished, reason: nil, error: nil, environment: nil, now: now)
-                try appendHistory(orderId, history)
-                return true
-            }
+        return try transition {
+            guard try holds(orderId, state: .delivering, owner: owner) else { return false }
+            try finalize(orderId, state: .finished, reason: nil, error: nil, environment: nil, now: now)
+            try appendHistory(orderId, history)
+            return true
         }
     }
 
@@ -245,7 +237,8 @@ extension Ledger {
     }
 
     func holds(_ orderId: String, state: OrderState, owner: LeaseOwner) throws -> Bool {
-        try holding(orderId, state: state, owner: owner) != nil
+        try !database.query("SELECT 1 AS held FROM orders WHERE order_id = ? AND state = ? AND \(Ledger.ownedBy)",
+                            [.text(orderId), .text(state.rawValue)] + ownerArguments(owner)).isEmpty
     }
 
     func finalize(_ orderId: String, state: OrderState, reason: String?, error: String?, environment: String?,

@@ -31,6 +31,7 @@ public enum LedgerError: Error, Sendable, CustomStringConvertible {
 public final class Ledger: @unchecked Sendable {
     let database: SQLiteDatabase
     let lock = NSLock()
+    let groupCommit = GroupCommit()
     public let time: any TimeSource
     public let path: String
 
