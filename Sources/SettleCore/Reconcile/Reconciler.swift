@@ -301,8 +301,15 @@ public final class Reconciler: Sendable {
             let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, from: .delivering, error: message,
                                                  countsAttempt: true, permanent: permanent, nextAttemptAt: next,
                                                  maxAttempts: policy.maxAttempts, history: entry)
+            let output = report.output.isEmpty ? nil : DeliveryReport.tail(report.output)
             log.warning("order.delivery_failed", ["order": order.orderId, "attempt": order.attempts + 1,
-                                                  "idempotency_key": key, "hook_exit": report.exitCode, "error": message])
+                                                  "idempotency_key": key, "hook_exit": report.exitCode, "error": message,
+                                                  "hook_output": output])
+            if state == .needsAttention {
+                log.error("order.needs_attention", ["order": order.orderId,
+                                                    "reason": permanent ? AttentionReason.hookRefused.rawValue : AttentionReason.attemptsExhausted.rawValue,
+                                                    "hook_exit": report.exitCode, "hook_output": output])
+            }
             if state == nil { leaseLost(order, "delivery_failed") }
             pass.count(state)
         case let .cannotStart(message):
