@@ -17,6 +17,11 @@ public struct Configuration: Sendable {
     public var metricsFile: String?
     /// How long `settle run` lets in-flight work finish after SIGTERM.
     public var shutdownGraceSeconds: Double = 20
+    /// The least important events logged (`log_level`): debug adds idle passes.
+    public var logLevel: Log.Level = .info
+    /// History of finished and rejected orders older than this many days is pruned
+    /// (`retention.history_days`); nil keeps it for ever. Orders and grants are never pruned.
+    public var historyRetentionDays: Int?
     /// The file this was read from; relative paths in it are resolved against its folder.
     public var sourcePath: String
 

@@ -26,11 +26,21 @@ struct ConfigurationDecoder {
         let metricsFile = try root.string("metrics_file").map(resolve)
         let grace = try root.number("shutdown_grace_seconds", default: 20, range: 0...600)
         let binding = try root.object("user_binding").map { (o) throws(ConfigError) in try decodeUserBinding(o) } ?? UserBinding()
+        let logLevel = try choice(&root, "log_level", default: Log.Level.info)
+        var retentionDays: Int? = nil
+        if var retention = try root.object("retention") {
+            if retention.value("history_days") != nil {
+                retentionDays = try retention.integer("history_days", default: 0, range: 1...36500)
+            }
+            try retention.rejectUnknownKeys()
+        }
         try root.rejectUnknownKeys()
         var configuration = Configuration(ledgerPath: ledger, bundleId: bundleId, acceptSandbox: acceptSandbox, receiptAPI: receiptAPI,
                                           serverAPI: serverAPI, products: products, delivery: delivery, schedule: schedule, http: http,
                                           metricsFile: metricsFile, shutdownGraceSeconds: grace, sourcePath: path)
         configuration.userBinding = binding
+        configuration.logLevel = logLevel
+        configuration.historyRetentionDays = retentionDays
         return configuration
     }
 

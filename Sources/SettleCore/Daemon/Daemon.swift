@@ -198,12 +198,13 @@ public final class Daemon: @unchecked Sendable {
             log.error("ledger.error", ["error": "\(error)"])
         }
         let breaker = (try? ledger.appleBreaker()) ?? AppleBreaker()
-        log.info("pass.finished", ["summary": report.summaryLine, "duration_ms": Int(seconds * 1000),
+        // An idle pass is news to nobody: debug, so the journal shows what happened, not the clock.
+        log.log(report.reconciled == 0 ? .debug : .info, "pass.finished", ["summary": report.summaryLine, "duration_ms": Int(seconds * 1000),
                                    "breaker": breaker.state.rawValue])
         notifier.send("STATUS=" + statusLine(report, summary: summary, breaker: breaker))
         if let path = configuration.metricsFile, let summary {
             do {
-                try metrics.write(to: path, summary: summary)
+                try metrics.write(to: path, summary: summary, bundleId: configuration.bundleId)
             } catch {
                 log.error("metrics.write_failed", ["path": path, "error": "\(error)"])
             }

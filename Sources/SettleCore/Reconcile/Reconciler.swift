@@ -45,6 +45,10 @@ public final class Reconciler: Sendable {
     /// `progress` is called after each order, from the thread that worked on it.
     public func runPass(orderIds: [String] = [], shouldStop: @escaping @Sendable () -> Bool = { false },
                         progress: @escaping @Sendable () -> Void = {}) throws(LedgerError) -> PassReport {
+        if let days = configuration.historyRetentionDays {
+            let pruned = try ledger.pruneHistory(olderThanDays: days)
+            if pruned > 0 { log.info("history.pruned", ["rows": pruned, "older_than_days": days]) }
+        }
         for id in try ledger.quarantineMalformedRows() {
             log.error("order.needs_attention", ["order": id, "reason": AttentionReason.rowInvalid.rawValue])
         }
