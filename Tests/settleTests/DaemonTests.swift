@@ -247,6 +247,9 @@ final class DaemonTests: EndToEndTestCase {
         daemon.send(SIGHUP)
         XCTAssertTrue(eventually(within: 10) { log(daemon).contains("daemon.reload_failed") }, log(daemon))
         XCTAssertTrue(log(daemon).contains("error daemon.reload_failed"), "logged at error level")
+        XCTAssertTrue(eventually(within: 5) {
+            notify.messages.contains { $0.hasPrefix("STATUS=reload failed, running with the previous configuration: ") }
+        }, "systemctl status shows the failed reload: \(notify.messages)")
         XCTAssertTrue(daemon.isRunning)
         // Still serving with the previous configuration.
         try world.writeConfig(schedule: [("interval_seconds", .number(3600))])

@@ -103,12 +103,22 @@ public struct Configuration: Sendable {
         do {
             json = try JSONValue.parse(data)
         } catch {
-            throw ConfigError("\(path) is not valid JSON: \(error)")
+            // Editors and jq speak line:column, not byte offsets.
+            let (line, column) = Configuration.lineAndColumn(data, offset: error.offset)
+            throw ConfigError("\(path):\(line):\(column): not valid JSON: \(error.message)")
         }
         do {
             return try ConfigurationDecoder(path: path, environment: environment).decode(json)
         } catch {
-            throw ConfigError("\(path): \(error.message)")
+            throw ConfigError(error.message.split(separator: "\n").map { "\(path): \($0)" }.joined(separator: "\n"))
         }
+    }
+
+    /// The 1-based line and column (in characters) of a byte offset.
+    static func lineAndColumn(_ data: Data, offset: Int) -> (Int, Int) {
+        let before = data.prefix(max(0, min(offset, data.count)))
+        let line = before.filter { $0 == UInt8(ascii: "\n") }.count + 1
+        let lastLine = before.lastIndex(of: UInt8(ascii: "\n")).map { before[(before.index(after: $0))...] } ?? before[...]
+        return (line, String(decoding: lastLine, as: UTF8.self).count + 1)
     }
 }

@@ -264,23 +264,25 @@ public final class Daemon: @unchecked Sendable {
         log.info("daemon.reloading", ["config": configPath])
         workQueue.async { [self] in
             defer { notifier.send("READY=1") }
+            // Said in the journal and in `systemctl status`, which is where whoever reloaded looks.
+            func failed(_ error: String) {
+                log.error("daemon.reload_failed", ["error": error, "kept": "previous configuration"])
+                notifier.send("STATUS=reload failed, running with the previous configuration: "
+                              + PrintableText.escape(error.split(separator: "\n").first.map(String.init) ?? error))
+            }
             let fresh: Configuration
             do {
                 fresh = try Configuration.load(path: configPath, environment: environment)
             } catch {
-                log.error("daemon.reload_failed", ["error": "\(error)", "kept": "previous configuration"])
-                return
+                return failed("\(error)")
             }
             guard fresh.ledgerPath == configuration.ledgerPath else {
-                log.error("daemon.reload_failed", ["error": "the ledger path cannot change on reload; restart settle",
-                                                   "kept": "previous configuration"])
-                return
+                return failed("the ledger path cannot change on reload; restart settle")
             }
             do {
                 reconciler = try Reconciler.configured(fresh, ledger: ledger, environment: environment, log: log, metrics: metrics)
             } catch {
-                log.error("daemon.reload_failed", ["error": "\(error)", "kept": "previous configuration"])
-                return
+                return failed("\(error)")
             }
             if fresh.schedule.intervalSeconds != configuration.schedule.intervalSeconds {
                 scheduleTimer(interval: fresh.schedule.intervalSeconds)
