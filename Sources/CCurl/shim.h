@@ -20,4 +20,6 @@ static inline CURLcode settle_curl_getinfo_long(CURL *h, CURLINFO i, long *v) { 
 // curl_easy_getinfo is variadic, which Swift can't call.
 static inline CURLcode settle_curl_getinfo_double(CURL *h, CURLINFO i, double *v) { return curl_easy_getinfo(h, i, v); }
 
+// CURLVERSION_NOW is a macro naming an enum case, which Swift does not import.
+static inline curl_version_info_data *settle_curl_version_info(void) { return curl_version_info(CURLVERSION_NOW); }
 #endif

@@ -114,6 +114,8 @@ public final class TestWorld: @unchecked Sendable {
                                                   ("backoff_base_seconds", .number(30)), ("backoff_max_seconds", .number(3600))],
                                                  schedule))),
             ("http", .object([("connect_timeout_seconds", .number(2)), ("timeout_seconds", .number(3))])),
+            // Daemon tests count passes by their pass.finished lines, which idle passes log at debug.
+            ("log_level", .string("debug")),
         ]
         if !receiptAPI { members.removeAll { $0.0 == "receipt_api" } }
         if serverAPI { members.append(("server_api", serverAPIConfig)) }

@@ -95,3 +95,30 @@ final class ConfigurationTests: EndToEndTestCase {
         XCTAssertFalse((result.stdout + result.stderr).contains(world.sharedSecret))
     }
 }
+
+/// Configuration mistakes reported as an editor would want them.
+final class ConfigurationErrorTests: EndToEndTestCase {
+    func testInvalidJSON_isReportedAtLineAndColumn() throws {
+        try world.write("settle.json", "{\n  \"ledger\": \"x\",\n  \"bundle_id\": \"a\",,\n}")
+        let result = try settle(["check-config"])
+        XCTAssertEqual(result.status, 78)
+        XCTAssertTrue(result.stderr.contains("settle.json:3:20: not valid JSON: expected a string key"), result.stderr)
+    }
+
+    func testCheckConfig_reportsEveryError_oneLineEach_withProductIdsQuoted() throws {
+        try world.writeConfig(overrides: [
+            ("bundle_id", .number(5)),
+            ("schedule", .object([("intervall", .number(3))])),
+            ("products", .object([("com.example.game.coins100", .object([("type", .string("consumible"))]))])),
+            ("log_level", .string("loud")),
+        ])
+        let result = try settle(["check-config"])
+        XCTAssertEqual(result.status, 78)
+        let messages = lines(result.stderr)
+        XCTAssertEqual(messages.count, 4, result.stderr)
+        XCTAssertTrue(messages.contains { $0.hasSuffix("bundle_id: expected a non-empty string, got number") }, result.stderr)
+        XCTAssertTrue(messages.contains { $0.contains("products[\"com.example.game.coins100\"].type: \"consumible\" is not one of") }, result.stderr)
+        XCTAssertTrue(messages.contains { $0.hasSuffix("schedule.intervall: unknown key") }, result.stderr)
+        XCTAssertTrue(messages.contains { $0.contains("log_level: \"loud\"") }, result.stderr)
+    }
+}

@@ -247,6 +247,9 @@ final class DaemonTests: EndToEndTestCase {
         daemon.send(SIGHUP)
         XCTAssertTrue(eventually(within: 10) { log(daemon).contains("daemon.reload_failed") }, log(daemon))
         XCTAssertTrue(log(daemon).contains("error daemon.reload_failed"), "logged at error level")
+        XCTAssertTrue(eventually(within: 5) {
+            notify.messages.contains { $0.hasPrefix("STATUS=reload failed, running with the previous configuration: ") }
+        }, "systemctl status shows the failed reload: \(notify.messages)")
         XCTAssertTrue(daemon.isRunning)
         // Still serving with the previous configuration.
         try world.writeConfig(schedule: [("interval_seconds", .number(3600))])
@@ -318,22 +321,25 @@ final class DaemonTests: EndToEndTestCase {
                                   "settle_apple_request_duration_seconds", "settle_deliveries_total", "settle_breaker_open",
                                   "settle_last_pass_timestamp_seconds", "settle_build_info"])
         for state in ["pending", "verifying", "delivering", "finished", "rejected", "needs_attention"] {
-            XCTAssertTrue(text.contains("settle_orders{state=\"\(state)\"}"), state)
+            XCTAssertTrue(text.contains("settle_orders{bundle_id=\"com.example.game\",state=\"\(state)\"}"), state)
         }
-        XCTAssertTrue(text.contains("settle_orders{state=\"finished\"} 1"))
-        XCTAssertTrue(text.contains("settle_deliveries_total{result=\"delivered\"} 1"))
-        XCTAssertTrue(text.contains("settle_apple_requests_total{environment=\"Production\",outcome=\"status_0\"} 1"))
-        XCTAssertTrue(text.contains("settle_apple_request_duration_seconds_count 1"))
+        let app = "bundle_id=\"com.example.game\""
+        XCTAssertTrue(text.contains("settle_orders{\(app),state=\"finished\"} 1"))
+        XCTAssertTrue(text.contains("settle_deliveries_total{\(app),result=\"delivered\"} 1"))
+        XCTAssertTrue(text.contains("settle_apple_requests_total{\(app),environment=\"Production\",outcome=\"status_0\"} 1"))
+        XCTAssertTrue(text.contains("settle_apple_request_duration_seconds_count{\(app)} 1"))
+        for line in lines(text) where !line.hasPrefix("#") {
+            XCTAssertTrue(line.contains("{\(app)"), "every series names its app: \(line)")
+        }
         XCTAssertFalse(text.contains("o-1"), "no per-order labels")
         XCTAssertFalse(try FileManager.default.contentsOfDirectory(atPath: world.folder).contains { $0.hasSuffix(".tmp") })
         daemon.send(SIGTERM)
         XCTAssertEqual(daemon.wait().status, 0)
     }
 
-    func testJournalStream_prefixesEveryLogLineWithItsSyslogPriority() throws {
-        let daemon = try SettleBinary.start(["run", "--config", world.configPath],
-                                            environment: ["NOTIFY_SOCKET": notify.path, "JOURNAL_STREAM": "8:12345"],
-                                            outputFolder: world.folder)
+    func testJournalStream_namingStderr_prefixesEachLineWithItsPriorityAndLeavesTheTimeToJournald() throws {
+        let daemon = try SettleBinary.start(["run", "--config", world.configPath], environment: ["NOTIFY_SOCKET": notify.path],
+                                            outputFolder: world.folder, stderrIsJournal: true)
         daemons.append(daemon)
         waitForReady(daemon)
         daemon.send(SIGTERM)
@@ -341,8 +347,19 @@ final class DaemonTests: EndToEndTestCase {
         XCTAssertEqual(result.status, 0)
         let logLines = lines(result.stderr)
         XCTAssertFalse(logLines.isEmpty)
-        for line in logLines { XCTAssertNotNil(line.range(of: #"^<[0-7]>\d{4}-"#, options: .regularExpression), line) }
-        XCTAssertTrue(logLines.contains { $0.hasPrefix("<6>") && $0.contains("daemon.started") })
+        for line in logLines { XCTAssertNotNil(line.range(of: #"^<[0-7]>[a-z]+\.[a-z_]+( |$)"#, options: .regularExpression), line) }
+        XCTAssertTrue(logLines.contains { $0.hasPrefix("<6>daemon.started ") })
+    }
+
+    func testJournalStream_inheritedButNotNamingStderr_isIgnored() throws {
+        let daemon = try SettleBinary.start(["run", "--config", world.configPath],
+                                            environment: ["NOTIFY_SOCKET": notify.path, "JOURNAL_STREAM": "8:12345"],
+                                            outputFolder: world.folder)
+        daemons.append(daemon)
+        waitForReady(daemon)
+        daemon.send(SIGTERM)
+        let result = daemon.wait()
+        for line in lines(result.stderr) { XCTAssertNotNil(line.range(of: #"^\d{4}-\d\d-\d\dT[0-9:]+Z (debug|info|warning|error) "#, options: .regularExpression), line) }
     }
 }
 

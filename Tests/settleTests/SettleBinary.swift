@@ -64,12 +64,20 @@ enum SettleBinary {
 
     /// Starts settle without waiting for it. Its output goes to files in `outputFolder` (not
     /// pipes, so a process it leaves behind can never hold the test up), stdin is /dev/null.
+    /// With `stderrIsJournal`, `$JOURNAL_STREAM` names the stderr file, as systemd sets it
+    /// when stderr is the journal.
     static func start(_ arguments: [String], environment: [String: String] = [:], workingDirectory: String? = nil,
-                      outputFolder: String) throws -> Running {
+                      outputFolder: String, stderrIsJournal: Bool = false) throws -> Running {
         let name = "settle-\(UUID().uuidString)"
         let stdoutPath = outputFolder + "/\(name).out", stderrPath = outputFolder + "/\(name).err"
         for path in [stdoutPath, stderrPath] {
             guard FileManager.default.createFile(atPath: path, contents: nil) else { throw CocoaError(.fileWriteUnknown) }
+        }
+        var environment = environment
+        if stderrIsJournal {
+            var info = stat()
+            guard stat(stderrPath, &info) == 0 else { throw CocoaError(.fileReadUnknown) }
+            environment["JOURNAL_STREAM"] = "\(info.st_dev):\(info.st_ino)"
         }
         let process = Process()
         process.executableURL = url

@@ -24,8 +24,10 @@ final class StatusTests: EndToEndTestCase {
     func testStatusJSON_topLevelHasCountsOldestUndeliveredAppleDaemonAndOrders() throws {
         try makeLedgerWithEveryFinalState()
         let status = try statusJSON()
-        XCTAssertEqual(status.objectMembers?.map(\.0), ["counts", "oldest_undelivered_seconds", "apple", "daemon", "orders"])
-        XCTAssertEqual(status["apple"], .object([("breaker", .string("closed")), ("retry_at", .null), ("last_error", .null)]))
+        XCTAssertEqual(status.objectMembers?.map(\.0), ["counts", "oldest_undelivered_seconds", "apple", "daemon", "matching", "orders"])
+        XCTAssertEqual(status["apple"], .object([("breaker", .string("closed")), ("retry_at", .null), ("last_error", .null),
+                                                 ("last_error_at", .null)]))
+        XCTAssertEqual(status["matching"], .number(5))
         XCTAssertEqual(status["daemon"], .null, "no daemon runs")
     }
 
@@ -129,8 +131,10 @@ final class StatusTests: EndToEndTestCase {
         XCTAssertEqual(try listedOrderIds(["--user", "u-2", "--state", "finished"]), ["o-2"])
         XCTAssertEqual(try listedOrderIds(["--limit", "2"]).count, 2)
         XCTAssertEqual(try listedOrderIds(["--limit", "0"]), [])
-        // Counts describe the whole ledger whatever the filter.
-        XCTAssertEqual(try statusJSON(["--user", "u-1"])["counts"]?["finished"], .number(2))
+        // Counts describe the orders asked about: u-1 has one finished and one rejected order.
+        XCTAssertEqual(try statusJSON(["--user", "u-1"])["counts"]?["finished"], .number(1))
+        XCTAssertEqual(try statusJSON(["--user", "u-1"])["counts"]?["rejected"], .number(1))
+        XCTAssertEqual(try statusJSON([])["counts"]?["finished"], .number(2))
 
         let wrongState = try settle(["status", "--state", "done"])
         XCTAssertEqual(wrongState.status, 64, wrongState.stderr)

@@ -12,8 +12,9 @@ struct ArgumentSpec {
     /// How many positional arguments are allowed, and whether at least one is required.
     var positionals: ClosedRange<Int> = 0...0
 
-    /// Options every command takes.
+    /// Options every command takes; `-c` is `--config`.
     static let common = [Option(name: "--config", takesValue: true)]
+    static let aliases = ["-c": "--config"]
 }
 
 /// A wrong call: printed with a one-line hint, exit 64.
@@ -47,7 +48,7 @@ struct ParsedArguments {
             }
             if argument == "--" { onlyPositionals = true; continue }
             if argument == "--help" || argument == "-h" { wantsHelp = true; continue }
-            var name = argument
+            var name = ArgumentSpec.aliases[argument] ?? argument
             var inline: String? = nil
             if let equals = argument.firstIndex(of: "="), argument.hasPrefix("--") {
                 name = String(argument[..<equals])

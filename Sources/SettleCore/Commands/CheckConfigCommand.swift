@@ -46,10 +46,15 @@ enum CheckConfigCommand {
         }
         let folder = (c.ledgerPath as NSString).deletingLastPathComponent
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+        var ledgerNote: String? = nil
+        if !FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) && folder.hasPrefix("/var/lib/settle") {
+            // The units' StateDirectory=: systemd creates it, owned by settle, at first start.
+            ledgerNote = "ledger folder \(folder) does not exist yet: systemd creates it at the first start (StateDirectory=)"
+        } else if !isDirectory.boolValue {
             throw CommandFailure(.config, "ledger: folder \(folder) does not exist")
         }
         context.print(describe(c))
+        if let ledgerNote { context.print(ledgerNote) }
         if !receiptRoots.isEmpty { context.print(receiptRoots) }
         context.print("configuration OK")
     }

@@ -65,10 +65,10 @@ enum DemoCommand {
         time.advance(by: 3600)
         let second = try reconciler.runPass()
         context.print("pass 2 (an hour later): \(second.summaryLine)\n")
-        context.print(StatusView.text(try ledger.summary(OrderFilter(limit: 50))))
+        context.print(StatusView.text(try ledger.summary(OrderFilter(limit: 50)), now: time.unixSeconds))
         if let record = try ledger.orderRecord("o-1005") {
             context.print("o-1005, whose first verification met an Apple outage:\n")
-            context.print(StatusView.text(record.order, history: record.history))
+            context.print(StatusView.text(record.order, history: record.history, now: time.unixSeconds))
         }
         let granted = (try? String(contentsOfFile: folder + "/granted.log", encoding: .utf8)) ?? ""
         context.print("the demo hook was called \(granted.split(separator: "\n").count) times (idempotency key, order):\n" + granted)

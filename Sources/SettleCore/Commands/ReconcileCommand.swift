@@ -30,9 +30,10 @@ enum ReconcileCommand {
             throw CommandFailure.from(error)
         }
         let reconciler: Reconciler
+        let metrics = Metrics()
         do {
             reconciler = try Reconciler.configured(configuration, ledger: ledger, environment: context.environment,
-                                                   log: context.log)
+                                                   log: context.log, metrics: metrics)
         } catch {
             throw CommandFailure.from(error)
         }
@@ -49,6 +50,7 @@ enum ReconcileCommand {
         }
         // Every hook of the pass has been waited for: only hooks' orphans are left (ChildReaper).
         ChildReaper.reapExited()
+        writeMetrics(metrics, reconciler: reconciler, context: context)
         for skipped in report.skipped {
             context.printError("settle reconcile: order \(skipped.orderId) not reconciled: \(skipped.why)")
         }
@@ -67,6 +69,19 @@ enum ReconcileCommand {
         }
         if report.skipped.contains(where: { !$0.exists }) {
             throw CommandFailure(.dataError, "some named orders are not in the ledger")
+        }
+    }
+
+    /// A timer-driven one-shot pass is the only pass some installations run: it writes the
+    /// metrics file as the daemon does, its counters counting this pass. A file that cannot be
+    /// written is reported, but the pass still counts as run.
+    static func writeMetrics(_ metrics: Metrics, reconciler: Reconciler, context: CommandContext) {
+        guard let path = reconciler.configuration.metricsFile else { return }
+        do {
+            try metrics.write(to: path, summary: try reconciler.ledger.summary(OrderFilter(limit: 0)),
+                              bundleId: reconciler.configuration.bundleId)
+        } catch {
+            context.printError("settle reconcile: cannot write the metrics file \(path): \(error)")
         }
     }
 

@@ -4,19 +4,24 @@ enum StatusCommand {
     static let spec = ArgumentSpec(command: "status", options: [
         .init(name: "--state", takesValue: true), .init(name: "--user", takesValue: true),
         .init(name: "--transaction", takesValue: true), .init(name: "--json", takesValue: false),
-        .init(name: "--limit", takesValue: true),
+        .init(name: "--limit", takesValue: true), .init(name: "--app-account-token", takesValue: true),
     ], positionals: 0...1)
 
     static let help = """
-    Usage: settle status [ORDER_ID] [--state STATE] [--user USER] [--transaction TXN] [--json] [--limit N]
+    Usage: settle status [ORDER_ID] [--state STATE] [--user USER] [--transaction TXN]
+                         [--app-account-token UUID] [--json] [--limit N]
 
     Shows counts by state, the oldest undelivered order's age and the matching orders (most
-    recently changed first). With ORDER_ID, shows that order's full record and every
-    verification and delivery attempt. Read-only: never writes, never takes the daemon's lock.
+    recently changed first); with --user, --transaction or --app-account-token the counts are
+    of those orders only. With ORDER_ID, starts with a verdict in plain words (charged?
+    delivered? why? what next?), then the order's full record and every verification and
+    delivery attempt. Read-only: never writes, never takes the daemon's lock.
 
       --state STATE      pending, verifying, delivering, finished, rejected or needs_attention
       --user USER        orders of this user id
       --transaction TXN  orders with this Apple transaction id (or original transaction id)
+      --app-account-token UUID
+                         orders whose backend stored this StoreKit appAccountToken
       --limit N          list at most N orders (default 50)
       --json             print JSON (SPEC section 6) instead of text
     """
@@ -37,6 +42,7 @@ enum StatusCommand {
         }
         filter.userId = parsed.value("--user")
         filter.transactionId = parsed.value("--transaction")
+        filter.appAccountToken = parsed.value("--app-account-token")
         let configuration = try context.loadConfiguration(parsed)
         do {
             let ledger = try Ledger(readOnlyPath: configuration.ledgerPath, time: context.time)
@@ -45,14 +51,14 @@ enum StatusCommand {
                     throw CommandFailure(.dataError, "no order \(orderId) in the ledger")
                 }
                 context.print(parsed.has("--json") ? StatusView.json(record.order, history: record.history).serialized(pretty: true)
-                                                   : StatusView.text(record.order, history: record.history))
+                                                   : StatusView.text(record.order, history: record.history, now: context.time.unixSeconds))
                 return
             }
             let summary = try ledger.summary(filter)
             let breaker = try ledger.appleBreaker()
             let daemon = try ledger.daemonRecord()
             context.print(parsed.has("--json") ? StatusView.json(summary, breaker: breaker, daemon: daemon).serialized(pretty: true)
-                                               : StatusView.text(summary, breaker: breaker, daemon: daemon))
+                                               : StatusView.text(summary, breaker: breaker, daemon: daemon, now: context.time.unixSeconds))
         } catch let error as LedgerError {
             throw CommandFailure.from(error)
         }

@@ -17,7 +17,15 @@ struct ConfigObject {
         }
     }
 
-    func name(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+    /// A key's path as a reader would type it: `schedule.interval_seconds`, and a key that is
+    /// not a plain word (a product id with dots) quoted: `products["com.example.coins"].type`.
+    func name(_ key: String) -> String {
+        let plain = !key.isEmpty && key.unicodeScalars.allSatisfy { $0 == "_" || ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) }
+        if !plain {
+            return path + "[\"" + PrintableText.escape(key).replacingOccurrences(of: "\"", with: "\\\"") + "\"]"
+        }
+        return path.isEmpty ? key : "\(path).\(key)"
+    }
 
     mutating func value(_ key: String) -> JSONValue? {
         read.insert(key)
@@ -83,9 +91,13 @@ struct ConfigObject {
 
     /// Call after reading: any key not read is unknown, and an unknown key is an error.
     func rejectUnknownKeys() throws(ConfigError) {
-        if let unknown = members.first(where: { !read.contains($0.0) }) {
-            throw ConfigError("\(name(unknown.0)): unknown key")
-        }
+        if let unknown = unknownKeys() { throw ConfigError(unknown) }
+    }
+
+    /// One line per key not read, or nil when every key was read.
+    func unknownKeys() -> String? {
+        let unknown = members.filter { !read.contains($0.0) }.map { "\(name($0.0)): unknown key" }
+        return unknown.isEmpty ? nil : unknown.joined(separator: "\n")
     }
 
     private func format(_ d: Double) -> String { d.rounded() == d ? String(Int(d)) : String(d) }

@@ -17,6 +17,11 @@ public struct Configuration: Sendable {
     public var metricsFile: String?
     /// How long `settle run` lets in-flight work finish after SIGTERM.
     public var shutdownGraceSeconds: Double = 20
+    /// The least important events logged (`log_level`): debug adds idle passes.
+    public var logLevel: Log.Level = .info
+    /// History of finished and rejected orders older than this many days is pruned
+    /// (`retention.history_days`); nil keeps it for ever. Orders and grants are never pruned.
+    public var historyRetentionDays: Int?
     /// The file this was read from; relative paths in it are resolved against its folder.
     public var sourcePath: String
 
@@ -98,12 +103,22 @@ public struct Configuration: Sendable {
         do {
             json = try JSONValue.parse(data)
         } catch {
-            throw ConfigError("\(path) is not valid JSON: \(error)")
+            // Editors and jq speak line:column, not byte offsets.
+            let (line, column) = Configuration.lineAndColumn(data, offset: error.offset)
+            throw ConfigError("\(path):\(line):\(column): not valid JSON: \(error.message)")
         }
         do {
             return try ConfigurationDecoder(path: path, environment: environment).decode(json)
         } catch {
-            throw ConfigError("\(path): \(error.message)")
+            throw ConfigError(error.message.split(separator: "\n").map { "\(path): \($0)" }.joined(separator: "\n"))
         }
+    }
+
+    /// The 1-based line and column (in characters) of a byte offset.
+    static func lineAndColumn(_ data: Data, offset: Int) -> (Int, Int) {
+        let before = data.prefix(max(0, min(offset, data.count)))
+        let line = before.filter { $0 == UInt8(ascii: "\n") }.count + 1
+        let lastLine = before.lastIndex(of: UInt8(ascii: "\n")).map { before[(before.index(after: $0))...] } ?? before[...]
+        return (line, String(decoding: lastLine, as: UTF8.self).count + 1)
     }
 }

@@ -7,30 +7,60 @@ struct ConfigurationDecoder {
 
     var folder: String { (path as NSString).deletingLastPathComponent }
 
+    /// Decodes every section even after one failed, so that `check-config` lists every
+    /// mistake at once (one per line) instead of one per run.
     func decode(_ json: JSONValue) throws(ConfigError) -> Configuration {
         var root = try ConfigObject(json, path: "")
-        let ledger = resolve(try root.requireString("ledger"))
-        let bundleId = try root.requireString("bundle_id")
-        let acceptSandbox = try root.bool("accept_sandbox", default: true)
-        let receiptAPI = try root.object("receipt_api").map { (o) throws(ConfigError) in try decodeReceiptAPI(o) }
-        let serverAPI = try root.object("server_api").map { (o) throws(ConfigError) in try decodeServerAPI(o) }
-        guard receiptAPI != nil || serverAPI != nil else {
-            throw ConfigError("receipt_api: required key is missing (configure receipt_api and/or server_api to verify with Apple)")
+        var problems: [String] = []
+        func collect<T>(_ fallback: T, _ body: () throws(ConfigError) -> T) -> T {
+            do { return try body() } catch { problems.append(error.message); return fallback }
         }
-        guard let productsObject = try root.object("products") else { throw ConfigError("products: required key is missing") }
-        let products = try decodeProducts(productsObject)
-        guard let deliveryObject = try root.object("delivery") else { throw ConfigError("delivery: required key is missing") }
-        let delivery = try decodeDelivery(deliveryObject)
-        let schedule = try root.object("schedule").map { (o) throws(ConfigError) in try decodeSchedule(o) } ?? Configuration.Schedule()
-        let http = try root.object("http").map { (o) throws(ConfigError) in try decodeHTTP(o) } ?? Configuration.HTTPSettings()
-        let metricsFile = try root.string("metrics_file").map(resolve)
-        let grace = try root.number("shutdown_grace_seconds", default: 20, range: 0...600)
-        let binding = try root.object("user_binding").map { (o) throws(ConfigError) in try decodeUserBinding(o) } ?? UserBinding()
-        try root.rejectUnknownKeys()
+        let ledger = collect("") { () throws(ConfigError) in resolve(try root.requireString("ledger")) }
+        let bundleId = collect("") { () throws(ConfigError) in try root.requireString("bundle_id") }
+        let acceptSandbox = collect(true) { () throws(ConfigError) in try root.bool("accept_sandbox", default: true) }
+        let receiptAPI = collect(nil) { () throws(ConfigError) in
+            try root.object("receipt_api").map { (o) throws(ConfigError) in try decodeReceiptAPI(o) }
+        }
+        let serverAPI = collect(nil) { () throws(ConfigError) in
+            try root.object("server_api").map { (o) throws(ConfigError) in try decodeServerAPI(o) }
+        }
+        if receiptAPI == nil && serverAPI == nil && root.value("receipt_api") == nil && root.value("server_api") == nil {
+            problems.append("receipt_api: required key is missing (configure receipt_api and/or server_api to verify with Apple)")
+        }
+        let products: [String: Configuration.Product] = collect([:]) { () throws(ConfigError) in
+            guard let productsObject = try root.object("products") else { throw ConfigError("products: required key is missing") }
+            return try decodeProducts(productsObject)
+        }
+        let delivery = collect(Configuration.DeliveryConfiguration(method: .command(["/"]), timeoutSeconds: 30)) { () throws(ConfigError) in
+            guard let deliveryObject = try root.object("delivery") else { throw ConfigError("delivery: required key is missing") }
+            return try decodeDelivery(deliveryObject)
+        }
+        let schedule = collect(Configuration.Schedule()) { () throws(ConfigError) in
+            try root.object("schedule").map { (o) throws(ConfigError) in try decodeSchedule(o) } ?? Configuration.Schedule()
+        }
+        let http = collect(Configuration.HTTPSettings()) { () throws(ConfigError) in
+            try root.object("http").map { (o) throws(ConfigError) in try decodeHTTP(o) } ?? Configuration.HTTPSettings()
+        }
+        let metricsFile = collect(nil) { () throws(ConfigError) in try root.string("metrics_file").map(resolve) }
+        let grace = collect(20) { () throws(ConfigError) in try root.number("shutdown_grace_seconds", default: 20, range: 0...600) }
+        let binding = collect(UserBinding()) { () throws(ConfigError) in
+            try root.object("user_binding").map { (o) throws(ConfigError) in try decodeUserBinding(o) } ?? UserBinding()
+        }
+        let logLevel = collect(Log.Level.info) { () throws(ConfigError) in try choice(&root, "log_level", default: Log.Level.info) }
+        let retentionDays: Int? = collect(nil) { () throws(ConfigError) in
+            guard var retention = try root.object("retention") else { return nil }
+            defer { if let unknown = retention.unknownKeys() { problems.append(unknown) } }
+            guard retention.value("history_days") != nil else { return nil }
+            return try retention.integer("history_days", default: 0, range: 1...36500)
+        }
+        if let unknown = root.unknownKeys() { problems.append(unknown) }
+        guard problems.isEmpty else { throw ConfigError(problems.joined(separator: "\n")) }
         var configuration = Configuration(ledgerPath: ledger, bundleId: bundleId, acceptSandbox: acceptSandbox, receiptAPI: receiptAPI,
                                           serverAPI: serverAPI, products: products, delivery: delivery, schedule: schedule, http: http,
                                           metricsFile: metricsFile, shutdownGraceSeconds: grace, sourcePath: path)
         configuration.userBinding = binding
+        configuration.logLevel = logLevel
+        configuration.historyRetentionDays = retentionDays
         return configuration
     }
 
@@ -113,8 +143,22 @@ struct ConfigurationDecoder {
     private func decodeProducts(_ object: ConfigObject) throws(ConfigError) -> [String: Configuration.Product] {
         var o = object
         var products: [String: Configuration.Product] = [:]
+        var problems: [String] = []
         for key in o.allKeys() {
-            guard var product = try o.object(key) else { continue }
+            do {
+                products[key] = try decodeProduct(&o, key)
+            } catch {
+                problems.append(error.message)
+            }
+        }
+        guard problems.isEmpty else { throw ConfigError(problems.joined(separator: "\n")) }
+        guard !products.isEmpty else { throw ConfigError("products: at least one product is required") }
+        return products
+    }
+
+    private func decodeProduct(_ o: inout ConfigObject, _ key: String) throws(ConfigError) -> Configuration.Product {
+        do {
+            guard var product = try o.object(key) else { throw ConfigError("\(o.name(key)): expected an object") }
             let typeName = try product.requireString("type")
             guard let kind = Configuration.Product.Kind(rawValue: typeName) else {
                 let allowed = Configuration.Product.Kind.allCases.map(\.rawValue).joined(separator: ", ")
@@ -126,10 +170,8 @@ struct ConfigurationDecoder {
                 grant = value
             }
             try product.rejectUnknownKeys()
-            products[key] = .init(kind: kind, grant: grant)
+            return .init(kind: kind, grant: grant)
         }
-        guard !products.isEmpty else { throw ConfigError("products: at least one product is required") }
-        return products
     }
 
     private func decodeDelivery(_ object: ConfigObject) throws(ConfigError) -> Configuration.DeliveryConfiguration {

@@ -20,6 +20,10 @@ public struct SecretFile: Sendable, Equatable {
             let candidate = (credentials as NSString).appendingPathComponent(name)
             if FileManager.default.fileExists(atPath: candidate) { return candidate }
         }
+        // Outside the unit (an operator's `settle check-config`), the file systemd would pass:
+        // the installed layout keeps credentials in `credentials/` next to the configuration.
+        let installed = (folder as NSString).appendingPathComponent("credentials/" + name)
+        if FileManager.default.fileExists(atPath: installed) { return installed }
         return (folder as NSString).appendingPathComponent(name)
     }
 

@@ -198,12 +198,13 @@ public final class Daemon: @unchecked Sendable {
             log.error("ledger.error", ["error": "\(error)"])
         }
         let breaker = (try? ledger.appleBreaker()) ?? AppleBreaker()
-        log.info("pass.finished", ["summary": report.summaryLine, "duration_ms": Int(seconds * 1000),
+        // An idle pass is news to nobody: debug, so the journal shows what happened, not the clock.
+        log.log(report.reconciled == 0 ? .debug : .info, "pass.finished", ["summary": report.summaryLine, "duration_ms": Int(seconds * 1000),
                                    "breaker": breaker.state.rawValue])
         notifier.send("STATUS=" + statusLine(report, summary: summary, breaker: breaker))
         if let path = configuration.metricsFile, let summary {
             do {
-                try metrics.write(to: path, summary: summary)
+                try metrics.write(to: path, summary: summary, bundleId: configuration.bundleId)
             } catch {
                 log.error("metrics.write_failed", ["path": path, "error": "\(error)"])
             }
@@ -263,23 +264,25 @@ public final class Daemon: @unchecked Sendable {
         log.info("daemon.reloading", ["config": configPath])
         workQueue.async { [self] in
             defer { notifier.send("READY=1") }
+            // Said in the journal and in `systemctl status`, which is where whoever reloaded looks.
+            func failed(_ error: String) {
+                log.error("daemon.reload_failed", ["error": error, "kept": "previous configuration"])
+                notifier.send("STATUS=reload failed, running with the previous configuration: "
+                              + PrintableText.escape(error.split(separator: "\n").first.map(String.init) ?? error))
+            }
             let fresh: Configuration
             do {
                 fresh = try Configuration.load(path: configPath, environment: environment)
             } catch {
-                log.error("daemon.reload_failed", ["error": "\(error)", "kept": "previous configuration"])
-                return
+                return failed("\(error)")
             }
             guard fresh.ledgerPath == configuration.ledgerPath else {
-                log.error("daemon.reload_failed", ["error": "the ledger path cannot change on reload; restart settle",
-                                                   "kept": "previous configuration"])
-                return
+                return failed("the ledger path cannot change on reload; restart settle")
             }
             do {
                 reconciler = try Reconciler.configured(fresh, ledger: ledger, environment: environment, log: log, metrics: metrics)
             } catch {
-                log.error("daemon.reload_failed", ["error": "\(error)", "kept": "previous configuration"])
-                return
+                return failed("\(error)")
             }
             if fresh.schedule.intervalSeconds != configuration.schedule.intervalSeconds {
                 scheduleTimer(interval: fresh.schedule.intervalSeconds)

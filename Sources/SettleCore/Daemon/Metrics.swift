@@ -1,8 +1,10 @@
 import Foundation
 import Synchronization
 
-/// The daemon's counters, rendered after each pass as a Prometheus text file (for
-/// node_exporter's textfile collector), written atomically. No per-order labels.
+/// The counters of a process's passes, rendered after each pass as a Prometheus text file (for
+/// node_exporter's textfile collector), written atomically. Every series carries the app's
+/// `bundle_id`, so the files of several settle instances on one machine never collide. No
+/// per-order labels.
 public final class Metrics: Sendable {
     /// Upper bounds of the Apple request duration histogram, in seconds.
     static let buckets: [Double] = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
@@ -51,45 +53,46 @@ public final class Metrics: Sendable {
     }
 
     /// The whole file, in the Prometheus text exposition format (version 0.0.4).
-    public func render(summary: LedgerSummary) -> String {
+    public func render(summary: LedgerSummary, bundleId: String) -> String {
         let s = state.withLock { $0 }
+        let app = "bundle_id=\"\(Metrics.labelValue(bundleId))\""
         var out = ""
         func family(_ name: String, _ type: String, _ help: String) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
         }
         family("settle_orders", "gauge", "Orders in the ledger by state.")
-        for state in OrderState.allCases { out += "settle_orders{state=\"\(state.rawValue)\"} \(summary.counts[state] ?? 0)\n" }
+        for state in OrderState.allCases { out += "settle_orders{\(app),state=\"\(state.rawValue)\"} \(summary.counts[state] ?? 0)\n" }
         family("settle_oldest_undelivered_seconds", "gauge", "Age of the oldest paid order not yet delivered (0 when none).")
-        out += "settle_oldest_undelivered_seconds \(summary.oldestUndeliveredSeconds ?? 0)\n"
+        out += "settle_oldest_undelivered_seconds{\(app)} \(summary.oldestUndeliveredSeconds ?? 0)\n"
         family("settle_apple_requests_total", "counter", "HTTP requests to Apple by environment and outcome.")
         for key in s.appleRequests.keys.sorted() {
             let parts = key.split(separator: "|", maxSplits: 1).map(String.init)
-            out += "settle_apple_requests_total{environment=\"\(parts[0])\",outcome=\"\(parts[1])\"} \(s.appleRequests[key] ?? 0)\n"
+            out += "settle_apple_requests_total{\(app),environment=\"\(parts[0])\",outcome=\"\(parts[1])\"} \(s.appleRequests[key] ?? 0)\n"
         }
         family("settle_apple_request_duration_seconds", "histogram", "Duration of HTTP requests to Apple.")
         for (i, bound) in Metrics.buckets.enumerated() {
-            out += "settle_apple_request_duration_seconds_bucket{le=\"\(Metrics.format(bound))\"} \(s.durationBuckets[i])\n"
+            out += "settle_apple_request_duration_seconds_bucket{\(app),le=\"\(Metrics.format(bound))\"} \(s.durationBuckets[i])\n"
         }
-        out += "settle_apple_request_duration_seconds_bucket{le=\"+Inf\"} \(s.durationCount)\n"
-        out += "settle_apple_request_duration_seconds_sum \(Metrics.format(s.durationSum))\n"
-        out += "settle_apple_request_duration_seconds_count \(s.durationCount)\n"
+        out += "settle_apple_request_duration_seconds_bucket{\(app),le=\"+Inf\"} \(s.durationCount)\n"
+        out += "settle_apple_request_duration_seconds_sum{\(app)} \(Metrics.format(s.durationSum))\n"
+        out += "settle_apple_request_duration_seconds_count{\(app)} \(s.durationCount)\n"
         family("settle_deliveries_total", "counter", "Delivery hook calls by result.")
-        for key in s.deliveries.keys.sorted() { out += "settle_deliveries_total{result=\"\(key)\"} \(s.deliveries[key] ?? 0)\n" }
+        for key in s.deliveries.keys.sorted() { out += "settle_deliveries_total{\(app),result=\"\(key)\"} \(s.deliveries[key] ?? 0)\n" }
         family("settle_breaker_open", "gauge", "1 while the Apple breaker is open.")
-        out += "settle_breaker_open \(s.breakerOpen ? 1 : 0)\n"
+        out += "settle_breaker_open{\(app)} \(s.breakerOpen ? 1 : 0)\n"
         family("settle_last_pass_timestamp_seconds", "gauge", "When the last reconcile pass ended (Unix time).")
-        out += "settle_last_pass_timestamp_seconds \(s.lastPassAt ?? 0)\n"
+        out += "settle_last_pass_timestamp_seconds{\(app)} \(s.lastPassAt ?? 0)\n"
         family("settle_build_info", "gauge", "The running settle's version.")
-        out += "settle_build_info{version=\"\(SettleCommand.version)\"} 1\n"
+        out += "settle_build_info{\(app),version=\"\(SettleCommand.version)\"} 1\n"
         return out
     }
 
     /// Writes the file atomically: a temporary file in the same folder, fsynced, then renamed
     /// over the old one, so a scraper never reads half a file.
-    public func write(to path: String, summary: LedgerSummary) throws {
+    public func write(to path: String, summary: LedgerSummary, bundleId: String) throws {
         let folder = (path as NSString).deletingLastPathComponent
         let temporary = (folder as NSString).appendingPathComponent(".\((path as NSString).lastPathComponent).\(getpid()).tmp")
-        let data = Data(render(summary: summary).utf8)
+        let data = Data(render(summary: summary, bundleId: bundleId).utf8)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary]) }
         let written = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
@@ -99,6 +102,12 @@ public final class Metrics: Sendable {
             unlink(temporary)
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
         }
+    }
+
+    /// A label value as the exposition format wants it: backslash, quote and newline escaped.
+    static func labelValue(_ text: String) -> String {
+        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
     }
 
     static func format(_ value: Double) -> String {

@@ -60,3 +60,12 @@ public struct DeliveryReport: Sendable, Equatable {
 public protocol Deliverer: Sendable {
     func deliver(order: Order, purchase: VerifiedPurchase) -> DeliveryReport
 }
+
+extension DeliveryReport {
+    /// The last few lines of a hook's output, where its error usually is, for a log line and
+    /// the status view; the history keeps all of it (up to 4 KiB).
+    public static func tail(_ output: String, lines: Int = 3, characters: Int = 400) -> String {
+        let kept = output.split(separator: "\n", omittingEmptySubsequences: true).suffix(lines).joined(separator: "\n")
+        return kept.count > characters ? "…" + String(kept.suffix(characters)) : kept
+    }
+}

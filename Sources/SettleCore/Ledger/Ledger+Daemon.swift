@@ -22,7 +22,8 @@ extension Ledger {
             return AppleBreaker(state: AppleBreaker.State(rawValue: row.string("state") ?? "") ?? .closed,
                                 consecutiveFailures: Int(row.int("consecutive_failures") ?? 0),
                                 cooldownSeconds: row.int("cooldown_seconds") ?? 0, retryAt: row.int("retry_at"),
-                                lastError: row.string("last_error"))
+                                lastError: AppleBreaker.storedError(row.string("last_error")).message,
+                                lastErrorAt: AppleBreaker.storedError(row.string("last_error")).at)
         }
     }
 
@@ -37,7 +38,7 @@ extension Ledger {
                         cooldown_seconds = excluded.cooldown_seconds, retry_at = excluded.retry_at,
                         last_error = excluded.last_error, updated_at = excluded.updated_at
                     """, [.text(breaker.state.rawValue), .integer(Int64(breaker.consecutiveFailures)),
-                          .integer(breaker.cooldownSeconds), .from(breaker.retryAt), .from(breaker.lastError), .integer(now)])
+                          .integer(breaker.cooldownSeconds), .from(breaker.retryAt), .from(breaker.storedLastError), .integer(now)])
             }
         }
     }

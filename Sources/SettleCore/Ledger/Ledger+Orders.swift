@@ -193,32 +193,6 @@ extension Ledger {
         }
     }
 
-    // MARK: - Support
-
-    /// Puts `needs_attention` or `rejected` orders back to `pending`, due now, attempts reset.
-    /// All or nothing: an unknown id or an order in another state refuses the whole request.
-    public func retry(orderIds: [String], note: String?) throws(LedgerError) {
-        let now = time.unixSeconds
-        try locked { () throws(LedgerError) in
-            try write {
-                for id in orderIds {
-                    guard let row = try database.query("SELECT state FROM orders WHERE order_id = ?", [.text(id)]).first else {
-                        throw LedgerError.invalid("no order \(id) in the ledger")
-                    }
-                    let state = row.string("state") ?? "?"
-                    guard state == OrderState.needsAttention.rawValue || state == OrderState.rejected.rawValue else {
-                        throw LedgerError.invalid("order \(id) is \(state); only needs_attention or rejected orders can be retried")
-                    }
-                    try database.query("""
-                        UPDATE orders SET state = 'pending', attempts = 0, next_attempt_at = ?, reason = NULL,
-                               last_error = NULL, updated_at = ? WHERE order_id = ?
-                        """, [.integer(now), .integer(now), .text(id)])
-                    try appendHistory(id, HistoryEntry(at: now, kind: .retry, outcome: "retried", detail: note ?? "from \(state)"))
-                }
-            }
-        }
-    }
-
     // MARK: - Private
 
     static let ownedBy = "lease_host = ? AND lease_pid = ? AND lease_start = ?"

@@ -5,9 +5,13 @@ public struct OrderFilter: Sendable, Equatable {
     public var state: OrderState?
     public var userId: String?
     public var transactionId: String?
+    /// Orders whose backend stored this StoreKit appAccountToken.
+    public var appAccountToken: String?
     public var limit: Int
 
-    public init(state: OrderState? = nil, userId: String? = nil, transactionId: String? = nil, limit: Int = 50) {
+    public init(state: OrderState? = nil, userId: String? = nil, transactionId: String? = nil, appAccountToken: String? = nil,
+                limit: Int = 50) {
+        self.appAccountToken = appAccountToken
         self.state = state
         self.userId = userId
         self.transactionId = transactionId
@@ -21,6 +25,10 @@ public struct LedgerSummary: Sendable, Equatable {
     /// Age of the oldest order that is paid and not delivered (pending, in flight or needing a person).
     public var oldestUndeliveredSeconds: Int64?
     public var orders: [Order]
+    /// How many orders match the filter; `orders` holds at most `limit` of them.
+    public var matching: Int = 0
+    /// Whether counts and age are of a subset (a user, a transaction) rather than the ledger.
+    public var filtered = false
 }
 
 extension Ledger {
@@ -28,36 +36,52 @@ extension Ledger {
     /// activity first, read in one snapshot.
     public func summary(_ filter: OrderFilter) throws(LedgerError) -> LedgerSummary {
         let now = time.unixSeconds
+        // Counts and the oldest age follow the subject of the question (a user, a transaction),
+        // not the state filter, so `--user u-42 --state rejected` still shows u-42's other orders.
+        var conditions: [String] = []
+        var arguments: [SQLiteValue] = []
+        if let user = filter.userId { conditions.append("user_id = ?"); arguments.append(.text(user)) }
+        if let txn = filter.transactionId {
+            conditions.append("(transaction_id = ? OR verified_transaction_id = ? OR original_transaction_id = ?)")
+            arguments += [.text(txn), .text(txn), .text(txn)]
+        }
+        if let token = filter.appAccountToken {
+            conditions.append("lower(app_account_token) = lower(?)")
+            arguments.append(.text(token))
+        }
+        let subject = conditions.isEmpty ? "1" : conditions.joined(separator: " AND ")
         return try read {
             var counts = Dictionary(uniqueKeysWithValues: OrderState.allCases.map { ($0, 0) })
-            // Kept by triggers (schema 4): a GROUP BY over a million rows is what made status slow.
-            // A ledger not yet migrated by the daemon is counted the slow way.
-            let countsSQL = try userVersion() >= 4 ? "SELECT state, n FROM order_counts"
-                : "SELECT state, count(*) AS n FROM orders GROUP BY state"
-            for row in try database.query(countsSQL) {
-                if let state = OrderState(rawValue: row.string("state") ?? "") { counts[state] = Int(row.int("n") ?? 0) }
+            let countsKept = try userVersion() >= 4
+            if conditions.isEmpty && countsKept {
+                // Kept by triggers (schema 4): a GROUP BY over a million rows is what made status slow.
+                for row in try database.query("SELECT state, n FROM order_counts") {
+                    if let state = OrderState(rawValue: row.string("state") ?? "") { counts[state] = Int(row.int("n") ?? 0) }
+                }
+            } else {
+                for row in try database.query("SELECT state, count(*) AS n FROM orders WHERE \(subject) GROUP BY state", arguments) {
+                    if let state = OrderState(rawValue: row.string("state") ?? "") { counts[state] = Int(row.int("n") ?? 0) }
+                }
             }
             // One index probe per state (orders_state_created) rather than a scan of the backlog.
             let oldest = try database.query("""
                 SELECT min(m) AS oldest FROM (
-                    SELECT min(created_at) AS m FROM orders WHERE state = 'pending' UNION ALL
-                    SELECT min(created_at) FROM orders WHERE state = 'verifying' UNION ALL
-                    SELECT min(created_at) FROM orders WHERE state = 'delivering' UNION ALL
-                    SELECT min(created_at) FROM orders WHERE state = 'needs_attention')
-                """).first?.int("oldest")
-            var conditions: [String] = []
-            var arguments: [SQLiteValue] = []
-            if let state = filter.state { conditions.append("state = ?"); arguments.append(.text(state.rawValue)) }
-            if let user = filter.userId { conditions.append("user_id = ?"); arguments.append(.text(user)) }
-            if let txn = filter.transactionId {
-                conditions.append("(transaction_id = ? OR verified_transaction_id = ? OR original_transaction_id = ?)")
-                arguments += [.text(txn), .text(txn), .text(txn)]
-            }
-            let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-            let rows = try database.query("SELECT * FROM orders \(whereClause) ORDER BY updated_at DESC, order_id LIMIT ?",
-                                          arguments + [.integer(Int64(max(0, filter.limit)))])
+                    SELECT min(created_at) AS m FROM orders WHERE state = 'pending' AND \(subject) UNION ALL
+                    SELECT min(created_at) FROM orders WHERE state = 'verifying' AND \(subject) UNION ALL
+                    SELECT min(created_at) FROM orders WHERE state = 'delivering' AND \(subject) UNION ALL
+                    SELECT min(created_at) FROM orders WHERE state = 'needs_attention' AND \(subject))
+                """, arguments + arguments + arguments + arguments).first?.int("oldest")
+            var listed = subject
+            var listArguments = arguments
+            if let state = filter.state { listed += " AND state = ?"; listArguments.append(.text(state.rawValue)) }
+            // Without a subject the counts already say how many match: no count(*) over the table.
+            let matching = conditions.isEmpty
+                ? filter.state.map { counts[$0] ?? 0 } ?? counts.values.reduce(0, +)
+                : Int(try database.query("SELECT count(*) AS n FROM orders WHERE \(listed)", listArguments).first?.int("n") ?? 0)
+            let rows = try database.query("SELECT * FROM orders WHERE \(listed) ORDER BY updated_at DESC, order_id LIMIT ?",
+                                          listArguments + [.integer(Int64(max(0, filter.limit)))])
             return LedgerSummary(counts: counts, oldestUndeliveredSeconds: oldest.map { max(0, now - $0) },
-                                 orders: rows.map(Order.init(row:)))
+                                 orders: rows.map(Order.init(row:)), matching: matching, filtered: !conditions.isEmpty)
         }
     }
 

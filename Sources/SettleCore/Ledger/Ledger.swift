@@ -11,6 +11,12 @@ public enum LedgerError: Error, Sendable, CustomStringConvertible {
     case conflictingOrder(String)
     /// The request does not fit the ledger (unknown order, wrong state) (exit 65).
     case invalid(String)
+    /// The operating system refused this user the ledger or its folder (exit 74).
+    case permissionDenied(path: String)
+    /// The ledger needs a migration and this command does not migrate (exit 74).
+    case olderSchema(found: Int, needed: Int)
+    /// The system's SQLite lacks what the ledger's schema uses (`unixepoch()`, `RETURNING`).
+    case sqliteTooOld(found: String)
 
     public var description: String {
         switch self {
@@ -20,6 +26,15 @@ public enum LedgerError: Error, Sendable, CustomStringConvertible {
         case let .conflictingOrder(id):
             return "order \(id) is already in the ledger with different content; refusing to change it"
         case let .invalid(message): return message
+        case let .permissionDenied(path):
+            return "permission denied: this user (uid \(getuid())) may not read \(path). Run as the settle user "
+                + "(sudo -u settle settle ...) or join the settle-support group (sudo usermod -aG settle-support $USER, then log in again)"
+        case let .olderSchema(found, needed):
+            return "the ledger has schema version \(found) and this settle needs \(needed); run `settle migrate` "
+                + "(it backs the ledger up first), or start settle run"
+        case let .sqliteTooOld(found):
+            return "settle needs SQLite \(Ledger.minimumSQLite) or newer, this system has \(found) "
+                + "(Debian 12, Ubuntu 24.04 and newer have it)"
         }
     }
 }
@@ -35,12 +50,39 @@ public final class Ledger: @unchecked Sendable {
     public let time: any TimeSource
     public let path: String
 
-    /// Opens (creating and migrating if needed) the ledger for writing.
+    /// The oldest SQLite the schema and the queries work with: `unixepoch()` came in 3.38.0.
+    public static let minimumSQLite = "3.38.0"
+    static let minimumSQLiteNumber: Int32 = 3_038_000
+
+    /// Opens (creating and migrating if needed) the ledger for writing. Only the commands that
+    /// own the ledger's life call this (`settle migrate`, `run`, `reconcile`); an existing ledger
+    /// is backed up next to itself before its schema changes.
     public init(path: String, time: any TimeSource = SystemTimeSource()) throws(LedgerError) {
         self.path = path
         self.time = time
+        database = try Ledger.openForWriting(path)
+        try migrate(backingUp: true)
+    }
+
+    /// Opens the ledger for writing without migrating it, for support and backend commands
+    /// (`enqueue`, `retry`, `resolve`): a brand-new ledger is created, an older one is refused
+    /// with a pointer to `settle migrate`, so a schema never changes behind an operator's back.
+    public init(existingPath path: String, time: any TimeSource = SystemTimeSource()) throws(LedgerError) {
+        self.path = path
+        self.time = time
+        database = try Ledger.openForWriting(path)
+        let version = try schemaVersion()
+        let target = LedgerSchema.migrations.count
+        guard version <= target else { throw .newerSchema(found: version, supported: target) }
+        guard version == 0 || version == target else { throw .olderSchema(found: version, needed: target) }
+        try migrate(backingUp: false)
+    }
+
+    private static func openForWriting(_ path: String) throws(LedgerError) -> SQLiteDatabase {
+        try checkSQLiteVersion()
+        try checkAccess(path, writing: true)
         do {
-            database = try SQLiteDatabase(path: path, mode: .readWrite)
+            let database = try SQLiteDatabase(path: path, mode: .readWrite)
             // WAL lets `settle status` read while a pass writes; it persists in the file.
             try database.execute("PRAGMA journal_mode = WAL")
             try database.persistWAL()
@@ -48,18 +90,35 @@ public final class Ledger: @unchecked Sendable {
             // (https://www.sqlite.org/pragma.html#pragma_synchronous).
             try database.execute("PRAGMA synchronous = FULL")
             try database.execute("PRAGMA foreign_keys = ON")
+            return database
         } catch {
             throw .io(error)
         }
-        try migrate()
+    }
+
+    static func checkSQLiteVersion() throws(LedgerError) {
+        guard sqlite3_libversion_number() >= minimumSQLiteNumber else {
+            throw .sqliteTooOld(found: String(cString: sqlite3_libversion()))
+        }
+    }
+
+    /// SQLite reports a folder this user cannot enter as "unable to open", and a missing file
+    /// looks the same to `fileExists`: ask the operating system, so support hears "permission
+    /// denied" and what to do, not "no ledger".
+    static func checkAccess(_ path: String, writing: Bool) throws(LedgerError) {
+        let folder = (path as NSString).deletingLastPathComponent
+        if access(folder.isEmpty ? "." : folder, X_OK) != 0 && errno == EACCES { throw .permissionDenied(path: path) }
+        if access(path, writing ? R_OK | W_OK : R_OK) != 0 && errno == EACCES { throw .permissionDenied(path: path) }
     }
 
     /// Opens an existing ledger read-only, for `settle status`: never creates, never writes.
     public init(readOnlyPath path: String, time: any TimeSource = SystemTimeSource()) throws(LedgerError) {
         self.path = path
         self.time = time
+        try Ledger.checkSQLiteVersion()
+        try Ledger.checkAccess(path, writing: false)
         guard FileManager.default.fileExists(atPath: path) else {
-            throw .io(SQLiteError(code: SQLITE_CANTOPEN, message: "no ledger at \(path)", sql: nil))
+            throw .io(SQLiteError(code: SQLITE_CANTOPEN, message: "no ledger at \(path) (settle creates it at the first enqueue, reconcile or start)", sql: nil))
         }
         do {
             database = try SQLiteDatabase(path: path, mode: .readOnly)
@@ -92,12 +151,15 @@ public final class Ledger: @unchecked Sendable {
         }
     }
 
-    private func migrate() throws(LedgerError) {
+    private func migrate(backingUp: Bool) throws(LedgerError) {
+        let current = try schemaVersion()
+        let target = LedgerSchema.migrations.count
+        guard current <= target else { throw .newerSchema(found: current, supported: target) }
+        guard current < target else { return }
+        // A ledger with orders in it is copied before its schema changes: a rollback to the
+        // previous settle restores this file.
+        if backingUp && current > 0 { try backupBeforeMigration(from: current) }
         try locked { () throws(LedgerError) in
-            let current = try userVersion()
-            let target = LedgerSchema.migrations.count
-            guard current <= target else { throw .newerSchema(found: current, supported: target) }
-            guard current < target else { return }
             try write {
                 // Re-read inside the write lock: another process may have migrated meanwhile.
                 let version = Int(try database.query("PRAGMA user_version").first?.int("user_version") ?? 0)

@@ -1,7 +1,7 @@
 /// The ledger's migrations. Each runs once, in one transaction, and is recorded in
 /// `PRAGMA user_version`. The tables and columns that backends write only ever grow.
-enum LedgerSchema {
-    static let migrations: [String] = [
+public enum LedgerSchema {
+    public static let migrations: [String] = [
         // 1: orders, deduplicated receipts, history, grants.
         """
         CREATE TABLE receipts (

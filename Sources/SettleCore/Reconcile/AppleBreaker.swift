@@ -14,12 +14,16 @@ public struct AppleBreaker: Sendable, Equatable {
     public var cooldownSeconds: Int64 = 0
     public var retryAt: Int64?
     public var lastError: String?
+    /// When `lastError` happened, so support can tell an old hiccup from an outage now.
+    public var lastErrorAt: Int64?
 
     public static let threshold = 5
 
     public init() {}
 
-    public init(state: State, consecutiveFailures: Int, cooldownSeconds: Int64, retryAt: Int64?, lastError: String?) {
+    public init(state: State, consecutiveFailures: Int, cooldownSeconds: Int64, retryAt: Int64?, lastError: String?,
+                lastErrorAt: Int64? = nil) {
+        self.lastErrorAt = lastErrorAt
         self.state = state
         self.consecutiveFailures = consecutiveFailures
         self.cooldownSeconds = cooldownSeconds
@@ -40,9 +44,10 @@ public struct AppleBreaker: Sendable, Equatable {
         return now >= retryAt ? .probe : .wait(until: retryAt)
     }
 
-    /// Apple answered (whatever it said): the breaker closes.
+    /// Apple answered (whatever it said): the breaker closes and the last error is history.
     public mutating func recordAnswer() {
-        if state == .open || lastError?.hasPrefix("configuration fault") == true { lastError = nil }
+        lastError = nil
+        lastErrorAt = nil
         state = .closed
         consecutiveFailures = 0
         cooldownSeconds = 0
@@ -51,8 +56,9 @@ public struct AppleBreaker: Sendable, Equatable {
 
     /// Our side is wrong (e.g. Apple rejected the shared secret). Not Apple's outage, so the
     /// breaker stays as it is, but the fault is kept for `settle status` until Apple answers.
-    public mutating func recordConfigurationFault(_ message: String) {
+    public mutating func recordConfigurationFault(_ message: String, now: Int64) {
         lastError = "configuration fault: \(message)"
+        lastErrorAt = now
     }
 
     /// Apple as a whole failed. Returns true when this failure opened (or re-opened) the breaker.
@@ -61,6 +67,7 @@ public struct AppleBreaker: Sendable, Equatable {
                                        baseSeconds: Double, maxSeconds: Double) -> Bool {
         consecutiveFailures += 1
         lastError = message
+        lastErrorAt = now
         let probeFailed = state == .open
         guard probeFailed || consecutiveFailures >= AppleBreaker.threshold || retryAfter != nil else { return false }
         let previous = Double(cooldownSeconds)
@@ -70,5 +77,19 @@ public struct AppleBreaker: Sendable, Equatable {
         // Retry-After comes from outside: saturate rather than trap on a huge or NaN value.
         retryAt = now.saturatingAdding(max(cooldownSeconds, Int64(saturating: (retryAfter ?? 0).rounded(.up))))
         return true
+    }
+}
+
+extension AppleBreaker {
+    /// The schema has one `last_error` column; its time rides in front as "@<unix seconds> "
+    /// until a migration gives it a column of its own. Rows written before carry no time.
+    var storedLastError: String? {
+        lastError.map { message in lastErrorAt.map { "@\($0) \(message)" } ?? message }
+    }
+
+    static func storedError(_ text: String?) -> (message: String?, at: Int64?) {
+        guard let text, text.hasPrefix("@"), let space = text.firstIndex(of: " "),
+              let at = Int64(text[text.index(after: text.startIndex)..<space]) else { return (text, nil) }
+        return (String(text[text.index(after: space)...]), at)
     }
 }

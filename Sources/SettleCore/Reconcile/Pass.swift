@@ -81,7 +81,7 @@ final class Pass: Sendable {
                 }
             } else if case let .configurationFault(message) = verification.outcome {
                 // Say so in status and retry slowly: the breaker carries the fault across passes.
-                s.breaker.recordConfigurationFault(message)
+                s.breaker.recordConfigurationFault(message, now: now)
             } else if verification.appleAnswered {
                 s.report.appleAnswers += 1
                 s.breaker.recordAnswer()
@@ -105,8 +105,9 @@ final class Pass: Sendable {
     /// Our side is misconfigured (shared secret, delivery hook): the breaker row keeps the
     /// fault for `settle status` across passes.
     func stop(configurationFault: String) {
+        let now = time.unixSeconds
         state.withLock { s in
-            s.breaker.recordConfigurationFault(configurationFault)
+            s.breaker.recordConfigurationFault(configurationFault, now: now)
             s.stopped = true
             s.report.configurationFault = s.report.configurationFault ?? configurationFault
         }

@@ -7,6 +7,7 @@ extension Reconciler {
                                   log: Log, metrics: Metrics? = nil,
                                   random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) })
         throws(ConfigError) -> Reconciler {
+        log.minimumLevel = configuration.logLevel
         let client = HTTPClient(configuration: HTTPClientConfiguration(
             connectTimeout: configuration.http.connectTimeoutSeconds, totalTimeout: configuration.http.timeoutSeconds))
         let products = Set(configuration.products.keys)

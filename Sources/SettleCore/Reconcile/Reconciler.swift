@@ -45,6 +45,10 @@ public final class Reconciler: Sendable {
     /// `progress` is called after each order, from the thread that worked on it.
     public func runPass(orderIds: [String] = [], shouldStop: @escaping @Sendable () -> Bool = { false },
                         progress: @escaping @Sendable () -> Void = {}) throws(LedgerError) -> PassReport {
+        if let days = configuration.historyRetentionDays {
+            let pruned = try ledger.pruneHistory(olderThanDays: days)
+            if pruned > 0 { log.info("history.pruned", ["rows": pruned, "older_than_days": days]) }
+        }
         for id in try ledger.quarantineMalformedRows() {
             log.error("order.needs_attention", ["order": id, "reason": AttentionReason.rowInvalid.rawValue])
         }
@@ -301,8 +305,15 @@ public final class Reconciler: Sendable {
             let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, from: .delivering, error: message,
                                                  countsAttempt: true, permanent: permanent, nextAttemptAt: next,
                                                  maxAttempts: policy.maxAttempts, history: entry)
+            let output = report.output.isEmpty ? nil : DeliveryReport.tail(report.output)
             log.warning("order.delivery_failed", ["order": order.orderId, "attempt": order.attempts + 1,
-                                                  "idempotency_key": key, "hook_exit": report.exitCode, "error": message])
+                                                  "idempotency_key": key, "hook_exit": report.exitCode, "error": message,
+                                                  "hook_output": output])
+            if state == .needsAttention {
+                log.error("order.needs_attention", ["order": order.orderId,
+                                                    "reason": permanent ? AttentionReason.hookRefused.rawValue : AttentionReason.attemptsExhausted.rawValue,
+                                                    "hook_exit": report.exitCode, "hook_output": output])
+            }
             if state == nil { leaseLost(order, "delivery_failed") }
             pass.count(state)
         case let .cannotStart(message):

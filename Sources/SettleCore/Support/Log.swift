@@ -1,12 +1,17 @@
 import Foundation
 import Synchronization
 
-/// One line per event on stderr: time, level, event and key=value fields. With
-/// `$JOURNAL_STREAM` set each line starts with its `<N>` syslog priority so journald files it
-/// at the right level. Callers never pass secrets; values are quoted when they need it.
+/// One line per event on stderr: time, level, event and key=value fields. When stderr is the
+/// journal (`$JOURNAL_STREAM` names the device and inode of fd 2, as systemd documents in
+/// systemd.exec(5)) each line is `<N>event fields`: journald reads the priority from the
+/// prefix and stamps its own time, so neither is printed twice. Callers never pass secrets;
+/// values are quoted when they need it.
 public final class Log: Sendable {
-    public enum Level: String, Sendable {
+    public enum Level: String, Sendable, CaseIterable, Comparable {
         case debug, info, warning, error
+
+        public static func < (a: Level, b: Level) -> Bool { a.rank < b.rank }
+        private var rank: Int { Level.allCases.firstIndex(of: self) ?? 0 }
 
         var syslogPriority: Int {
             switch self {
@@ -22,10 +27,11 @@ public final class Log: Sendable {
     private let journal: Bool
     private let time: any TimeSource
     private let lock = Mutex(())
+    private let minimum = Mutex(Level.info)
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment, time: any TimeSource = SystemTimeSource(),
                 sink: (@Sendable (String) -> Void)? = nil) {
-        self.journal = environment["JOURNAL_STREAM"].map { !$0.isEmpty } ?? false
+        self.journal = Log.isJournal(environment["JOURNAL_STREAM"], descriptor: 2)
         self.time = time
         self.sink = sink ?? { line in StandardStream.error.write(line) }
     }
@@ -33,9 +39,26 @@ public final class Log: Sendable {
     /// A log that writes nothing, for library users that log elsewhere.
     public static let silent = Log(environment: [:], sink: { _ in })
 
+    /// The least important level written (`log_level`); set again on reload.
+    public var minimumLevel: Level {
+        get { minimum.withLock { $0 } }
+        set { minimum.withLock { $0 = newValue } }
+    }
+
+    /// Whether `value` ("<device>:<inode>") names what `descriptor` is open on: a child that
+    /// inherited the variable but writes to a pipe or file must not speak journal.
+    static func isJournal(_ value: String?, descriptor: Int32) -> Bool {
+        guard let parts = value?.split(separator: ":"), parts.count == 2,
+              let device = UInt64(parts[0]), let inode = UInt64(parts[1]) else { return false }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { return false }
+        return UInt64(info.st_dev) == device && UInt64(info.st_ino) == inode
+    }
+
     public func log(_ level: Level, _ event: String, _ fields: KeyValuePairs<String, Any?> = [:]) {
-        var line = journal ? "<\(level.syslogPriority)>" : ""
-        line += Timestamp.rfc3339(unixSeconds: time.unixSeconds) + " " + level.rawValue + " " + event
+        guard level >= minimumLevel else { return }
+        var line = journal ? "<\(level.syslogPriority)>" + event
+            : Timestamp.rfc3339(unixSeconds: time.unixSeconds) + " " + level.rawValue + " " + event
         for (key, value) in fields {
             guard let value else { continue }
             line += " \(key)=\(Log.quote(String(describing: value)))"
@@ -43,6 +66,7 @@ public final class Log: Sendable {
         lock.withLock { _ in sink(line + "\n") }
     }
 
+    public func debug(_ event: String, _ fields: KeyValuePairs<String, Any?> = [:]) { log(.debug, event, fields) }
     public func info(_ event: String, _ fields: KeyValuePairs<String, Any?> = [:]) { log(.info, event, fields) }
     public func warning(_ event: String, _ fields: KeyValuePairs<String, Any?> = [:]) { log(.warning, event, fields) }
     public func error(_ event: String, _ fields: KeyValuePairs<String, Any?> = [:]) { log(.error, event, fields) }

@@ -9,6 +9,7 @@ public enum StatusView {
                 ("breaker", .string(breaker.state.rawValue)),
                 ("retry_at", breaker.state == .open ? time(breaker.retryAt) : .null),
                 ("last_error", .string(breaker.lastError)),
+                ("last_error_at", time(breaker.lastErrorAt)),
             ])),
             ("daemon", daemon.flatMap { $0.isRunning ? $0 : nil }.map { d in
                 .object([
@@ -18,6 +19,7 @@ public enum StatusView {
                     ("last_pass_summary", .string(d.lastPassSummary)),
                 ])
             } ?? .null),
+            ("matching", .number(summary.matching)),
             ("orders", .array(summary.orders.map(json))),
         ])
     }
@@ -61,17 +63,21 @@ public enum StatusView {
         return .object(members)
     }
 
-    public static func text(_ summary: LedgerSummary, breaker: AppleBreaker = AppleBreaker(), daemon: DaemonRecord? = nil) -> String {
-        var out = OrderState.allCases.map { "\($0.rawValue) \(summary.counts[$0] ?? 0)" }.joined(separator: "  ") + "\n"
-        out += "oldest undelivered: " + (summary.oldestUndeliveredSeconds.map(age) ?? "none") + "\n"
+    public static func text(_ summary: LedgerSummary, breaker: AppleBreaker = AppleBreaker(), daemon: DaemonRecord? = nil,
+                            now: Int64) -> String {
+        var out = summary.filtered ? "matching orders by state: " : ""
+        out += OrderState.allCases.map { "\($0.rawValue) \(summary.counts[$0] ?? 0)" }.joined(separator: "  ") + "\n"
+        out += "oldest undelivered: " + (summary.oldestUndeliveredSeconds.map(Timestamp.age) ?? "none") + "\n"
         if breaker.state == .open, let retryAt = breaker.retryAt {
-            out += "apple: breaker OPEN until \(Timestamp.rfc3339(unixSeconds: retryAt)) (\(PrintableText.escape(breaker.lastError ?? "no detail")))\n"
-        } else if let error = breaker.lastError {
-            out += "apple: breaker closed; last error: \(PrintableText.escape(error))\n"
+            out += "apple: breaker OPEN until \(Timestamp.relative(retryAt, now: now))" + lastError(breaker, now: now) + "\n"
+        } else if breaker.lastError != nil {
+            out += "apple: breaker closed" + lastError(breaker, now: now) + "\n"
+        } else {
+            out += "apple: answering\n"
         }
         if let d = daemon, d.isRunning {
-            out += "daemon: pid \(d.owner.pid) since \(Timestamp.rfc3339(unixSeconds: d.startedAt))"
-            out += d.lastPassAt.map { "; last pass \(Timestamp.rfc3339(unixSeconds: $0)): \(PrintableText.escape(d.lastPassSummary ?? ""))" } ?? "; no pass yet"
+            out += "daemon: pid \(d.owner.pid) since \(Timestamp.relative(d.startedAt, now: now))"
+            out += d.lastPassAt.map { "; last pass \(Timestamp.relative($0, now: now)): \(PrintableText.escape(d.lastPassSummary ?? ""))" } ?? "; no pass yet"
             out += "\n"
         } else {
             out += "daemon: not running\n"
@@ -80,13 +86,25 @@ public enum StatusView {
         let header = ["ORDER", "STATE", "USER", "PRODUCT", "TRANSACTION", "ATTEMPTS", "REASON", "UPDATED"]
         let rows = summary.orders.map { o in
             [o.orderId, o.state.rawValue, o.userId, o.productId, o.transactionId ?? "-", String(o.attempts),
-             o.reason ?? "-", Timestamp.rfc3339(unixSeconds: o.updatedAt)]
+             o.reason ?? "-", Timestamp.age(max(0, now - o.updatedAt)) + " ago"]
         }
-        return out + "\n" + table([header] + rows)
+        out += "\n" + table([header] + rows)
+        if summary.matching > summary.orders.count {
+            out += "showing \(summary.orders.count) of \(summary.matching) (most recently changed first; --limit N shows more)\n"
+        }
+        return out
     }
 
-    public static func text(_ order: Order, history: [HistoryEntry]) -> String {
-        var fields: [(String, String)] = [
+    static func lastError(_ breaker: AppleBreaker, now: Int64) -> String {
+        guard let error = breaker.lastError else { return "" }
+        return "; last error" + (breaker.lastErrorAt.map { " \(Timestamp.relative($0, now: now))" } ?? "")
+            + ": \(PrintableText.escape(error))"
+    }
+
+    public static func text(_ order: Order, history: [HistoryEntry], now: Int64) -> String {
+        let verdict = Verdict(order, now: now)
+        var fields: [(String, String)] = verdict.lines + [("", "")]
+        fields += [
             ("order", order.orderId), ("state", order.state.rawValue), ("user", order.userId), ("product", order.productId),
             ("transaction", order.transactionId ?? "-"),
         ]
@@ -94,29 +112,39 @@ public enum StatusView {
             fields.append(("original transaction", verified.originalTransactionId))
             fields.append(("quantity", String(verified.quantity)))
         }
+        if let token = order.appAccountToken { fields.append(("app account token", token)) }
         fields += [
             ("environment", order.environment ?? "-"), ("proof", proof(order)), ("attempts", String(order.attempts)),
-            ("next attempt", order.state == .pending ? Timestamp.rfc3339(unixSeconds: order.nextAttemptAt) : "-"),
+            ("next attempt", order.state == .pending ? Timestamp.relative(order.nextAttemptAt, now: now) : "-"),
             ("reason", order.reason ?? "-"), ("last error", order.lastError ?? "-"),
-            ("claimed by", order.lease.map { "\($0.owner) until \(Timestamp.rfc3339(unixSeconds: $0.expiresAt))" } ?? "-"),
-            ("created", Timestamp.rfc3339(unixSeconds: order.createdAt)),
-            ("updated", Timestamp.rfc3339(unixSeconds: order.updatedAt)),
-            ("finished", order.finishedAt.map { Timestamp.rfc3339(unixSeconds: $0) } ?? "-"),
+            ("claimed by", order.lease.map { "\($0.owner) until \(Timestamp.relative($0.expiresAt, now: now))" } ?? "-"),
+            ("created", Timestamp.relative(order.createdAt, now: now)),
+            ("updated", Timestamp.relative(order.updatedAt, now: now)),
+            ("finished", order.finishedAt.map { Timestamp.relative($0, now: now) } ?? "-"),
         ]
         let width = fields.map(\.0.count).max() ?? 0
-        var out = fields.map { $0.0.padding(toLength: width + 2, withPad: " ", startingAt: 0) + PrintableText.escape($0.1) }
+        var out = fields.map { $0.0.isEmpty ? "" : ($0.0 + ":").padding(toLength: width + 2, withPad: " ", startingAt: 0) + PrintableText.escape($0.1) }
             .joined(separator: "\n")
         out += "\n\nhistory:\n"
-        let rows = history.map { e -> [String] in
+        var rows: [[String]] = []
+        var said: [[String]] = []
+        for e in history {
             var facts: [String] = []
             if let s = e.appleStatus { facts.append("apple status \(s)") }
             if let x = e.hookExit { facts.append("hook exit \(x)") }
             if let env = e.environment { facts.append(env) }
             if let ms = e.durationMs { facts.append("\(ms) ms") }
-            let detail = (e.detail ?? "").split(separator: "\n", omittingEmptySubsequences: true).first.map(String.init) ?? ""
-            return [Timestamp.rfc3339(unixSeconds: e.at), e.kind.rawValue, e.outcome, facts.joined(separator: ", "), detail]
+            let detailLines = (e.detail ?? "").split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+            rows.append([Timestamp.rfc3339(unixSeconds: e.at), e.kind.rawValue, e.outcome, facts.joined(separator: ", "),
+                         detailLines.first ?? ""])
+            // A failed delivery's own words (its stderr) are what support needs: the last lines, escaped.
+            guard e.kind == .delivery, e.outcome != "delivered", detailLines.count > 1 else { said.append([]); continue }
+            let output = DeliveryReport.tail(detailLines.dropFirst().joined(separator: "\n"))
+            said.append(output.split(separator: "\n").map { "    hook said: " + PrintableText.escape(String($0)) })
         }
-        out += rows.isEmpty ? "  (none)\n" : table(rows).split(separator: "\n").map { "  " + $0 }.joined(separator: "\n") + "\n"
+        let tableLines = rows.isEmpty ? [] : table(rows).split(separator: "\n").map(String.init)
+        let lines = zip(tableLines, said).flatMap { [$0.0] + $0.1 }
+        out += lines.isEmpty ? "  (none)\n" : lines.map { "  " + $0 }.joined(separator: "\n") + "\n"
         return out
     }
 
@@ -127,13 +155,6 @@ public enum StatusView {
     }
 
     static func time(_ seconds: Int64?) -> JSONValue { .string(seconds.map { Timestamp.rfc3339(unixSeconds: $0) }) }
-
-    static func age(_ seconds: Int64) -> String {
-        if seconds < 60 { return "\(seconds)s" }
-        if seconds < 3600 { return "\(seconds / 60)m\(seconds % 60)s" }
-        if seconds < 86400 { return "\(seconds / 3600)h\((seconds % 3600) / 60)m" }
-        return "\(seconds / 86400)d\((seconds % 86400) / 3600)h"
-    }
 
     /// Cells are escaped first (ids and hook output are outside text), so widths count what is shown.
     static func table(_ rows: [[String]]) -> String {

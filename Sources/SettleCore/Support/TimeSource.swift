@@ -44,4 +44,19 @@ public enum Timestamp {
         // Floor division without `milliseconds - 999`, which overflows for a date Apple sent as Int64.min.
         rfc3339(unixSeconds: milliseconds / 1000 - (milliseconds % 1000 < 0 ? 1 : 0))
     }
+
+    /// A UTC time with its age, as support reads it: "2026-11-29T10:04:05Z (3h12m ago)".
+    public static func relative(_ unixSeconds: Int64, now: Int64) -> String {
+        let delta = now - unixSeconds
+        let words = abs(delta) < 1 ? "now" : delta > 0 ? "\(age(delta)) ago" : "in \(age(-delta))"
+        return rfc3339(unixSeconds: unixSeconds) + " (\(words))"
+    }
+
+    /// A duration as "45s", "12m5s", "3h12m" or "2d4h".
+    public static func age(_ seconds: Int64) -> String {
+        if seconds < 60 { return "\(seconds)s" }
+        if seconds < 3600 { return "\(seconds / 60)m\(seconds % 60)s" }
+        if seconds < 86400 { return "\(seconds / 3600)h\((seconds % 3600) / 60)m" }
+        return "\(seconds / 86400)d\((seconds % 86400) / 3600)h"
+    }
 }

@@ -114,7 +114,7 @@ final class ConfigurationTests: XCTestCase {
     }
 
     func testRelativeSecret_isLookedUpInCredentialsDirectoryFirst() throws {
-        let credentials = world.folder + "/credentials"
+        let credentials = world.folder + "/run-credentials"
         try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
         try world.write(credentials + "/shared-secret", "from-systemd", mode: 0o600)
         try world.writeConfig()

@@ -59,7 +59,7 @@ final class AppleBreakerTests: XCTestCase {
 
     func testConfigurationFault_isShownButDoesNotOpenTheBreaker() {
         var breaker = AppleBreaker()
-        breaker.recordConfigurationFault("21004")
+        breaker.recordConfigurationFault("21004", now: 100)
         XCTAssertEqual(breaker.state, .closed)
         XCTAssertEqual(breaker.lastError, "configuration fault: 21004")
         breaker.recordAnswer()

@@ -1,0 +1,126 @@
+/// An order's story in plain words, first thing in `settle status ORDER_ID`: was the customer
+/// charged (as far as Apple confirmed), were the goods delivered, why not, and what to do next
+/// — a command support can paste.
+public struct Verdict: Sendable, Equatable {
+    public var charged: String
+    public var delivered: String
+    public var why: String?
+    public var next: String?
+
+    public init(_ order: Order, now: Int64) {
+        let id = Verdict.shellWord(order.orderId)
+        if let verified = order.verified {
+            charged = "yes: Apple confirmed transaction \(verified.transactionId) (\(verified.environment))"
+                + (verified.purchaseDateMs.map { ", bought \(Timestamp.relative($0 / 1000, now: now))" } ?? "")
+        } else if order.reason.flatMap(RejectionReason.init(rawValue:)) == .refunded {
+            charged = "refunded: Apple says the purchase was refunded or revoked"
+        } else if order.state == .rejected {
+            charged = "not confirmed: Apple did not confirm a purchase for this order"
+        } else {
+            charged = "not yet confirmed: settle has not had Apple's answer yet"
+        }
+        switch (order.state, order.reason) {
+        case (.finished, Resolution.grantedByHand.rawValue?):
+            delivered = "by hand (resolved \(Timestamp.relative(order.updatedAt, now: now)))"
+        case (.finished, _):
+            delivered = "yes, \(order.finishedAt.map { Timestamp.relative($0, now: now) } ?? "")"
+                + (order.reason == "already_delivered" ? " (the backend had already granted it)" : "")
+        case (.rejected, Resolution.grantedByHand.rawValue?):
+            delivered = "by hand (resolved \(Timestamp.relative(order.updatedAt, now: now)))"
+        case (.pending, _), (.verifying, _), (.delivering, _):
+            delivered = "not yet"
+        default:
+            delivered = "no"
+        }
+        why = Verdict.why(order)
+        next = Verdict.next(order, id: id, now: now)
+    }
+
+    var lines: [(String, String)] {
+        [("charged", charged), ("delivered", delivered)] + [("why", why), ("next", next)].compactMap { k, v in v.map { (k, $0) } }
+    }
+
+    static func why(_ order: Order) -> String? {
+        switch order.state {
+        case .finished:
+            return order.reason == Resolution.grantedByHand.rawValue ? "a person granted it by hand: \(order.lastError ?? "")" : nil
+        case .pending:
+            guard let error = order.lastError else { return order.attempts == 0 ? "waiting for its first pass" : nil }
+            return "the last attempt failed (\(error)); settle retries by itself"
+        case .verifying: return "settle is asking Apple right now"
+        case .delivering: return "settle is running the delivery hook right now"
+        case .rejected, .needsAttention:
+            guard let reason = order.reason else { return order.lastError }
+            return explanation(reason) + (order.lastError.map { " (\($0))" } ?? "")
+        }
+    }
+
+    /// What each reason means for the customer, in a support agent's words.
+    public static func explanation(_ reason: String) -> String {
+        switch reason {
+        case "receipt_invalid": return "Apple says the receipt is not genuine or is malformed"
+        case "bundle_mismatch": return "the proof is for another app"
+        case "transaction_not_found": return "Apple does not know this purchase in the proof"
+        case "product_mismatch": return "the proof is for another product than the order"
+        case "unknown_product": return "the product is not in settle's configuration"
+        case "refunded": return "Apple refunded or revoked the purchase"
+        case "already_granted": return "this purchase was already granted to another order"
+        case "sandbox_not_accepted": return "a sandbox (test) purchase, and this server does not accept sandbox"
+        case "signature_invalid": return "the signed transaction is forged or altered"
+        case "environment_mismatch": return "signed data from Xcode or local testing, never accepted"
+        case "user_mismatch": return "the purchase belongs to another user (appAccountToken)"
+        case "upgraded": return "the subscription was upgraded; the new one is what is granted"
+        case "proof_unbound": return "the proof does not say which user bought it"
+        case "payload_invalid": return "Apple's signed data lacks a field settle needs"
+        case "attempts_exhausted": return "every attempt failed; settle stopped trying"
+        case "hook_refused": return "your delivery hook refused the grant (exit 65 or HTTP 4xx)"
+        case "grant_conflict": return "the order holds a purchase Apple no longer lists"
+        case "proof_missing": return "the order's receipt is missing from the ledger"
+        case "row_invalid": return "a backend wrote this row with wrong types"
+        case "server_api_required": return "only a transaction id, and no server_api is configured to look it up"
+        case "receipt_format_unsupported": return "an old iOS 6 receipt, which needs receipt_api"
+        case "history_incomplete": return "Apple's answer for this customer could not be read in full"
+        case Resolution.grantedByHand.rawValue: return "a person granted it by hand"
+        case Resolution.wontGrant.rawValue: return "a person decided not to grant it"
+        default: return reason
+        }
+    }
+
+    static func next(_ order: Order, id: String, now: Int64) -> String? {
+        switch order.state {
+        case .finished: return nil
+        case .pending:
+            return "nothing: settle tries again \(Timestamp.relative(order.nextAttemptAt, now: now)) "
+                + "(settle reconcile --order \(id) to try now)"
+        case .verifying, .delivering: return "nothing: wait for the pass to end"
+        case .rejected, .needsAttention:
+            if let reason = order.reason, Resolution(rawValue: reason) != nil { return nil }
+            if let reason = order.reason, let advice = retryAdvice(reason) {
+                return advice + "; or settle resolve \(id) --as wont_grant --note TICKET"
+            }
+            return "fix the cause, then settle retry \(id) --note TICKET; or settle resolve \(id) --as granted_by_hand|wont_grant --note TICKET"
+        }
+    }
+
+    /// For reasons a plain retry reproduces (Apple's answer will not change), what would make a
+    /// retry worthwhile; nil when a plain retry may well succeed.
+    public static func retryAdvice(_ reason: String) -> String? {
+        switch reason {
+        case "refunded": return "nothing to grant: Apple refunded it (a retry is rejected the same way)"
+        case "bundle_mismatch", "receipt_invalid", "signature_invalid", "product_mismatch", "environment_mismatch",
+             "transaction_not_found", "payload_invalid":
+            return "ask the customer for a fresh receipt and attach it: settle retry ID --receipt-file FILE (a plain retry is rejected the same way)"
+        case "unknown_product": return "add the product to products in the configuration, then settle retry ID"
+        case "already_granted": return "check the order that holds the purchase (settle status --transaction TXN)"
+        case "sandbox_not_accepted": return "set accept_sandbox if sandbox purchases should be granted, then settle retry ID"
+        case "user_mismatch", "proof_unbound", "upgraded": return "check the customer's account; a plain retry is rejected the same way"
+        default: return nil
+        }
+    }
+
+    /// An order id as a shell word, so a suggested command can be pasted.
+    static func shellWord(_ text: String) -> String {
+        let plain = text.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || "0123456789-_.:@/+".unicodeScalars.contains($0)) }
+        return plain && !text.isEmpty ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+}
