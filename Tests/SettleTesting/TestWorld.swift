@@ -163,7 +163,7 @@ public final class TestWorld: @unchecked Sendable {
     }
 
     /// `base` with `changes` replacing keys it has and adding those it lacks.
-    static func merge(_ base: [(String, JSONValue)], _ changes: [(String, JSONValue)]) -> [(String, JSONValue)] {
+    public static func merge(_ base: [(String, JSONValue)], _ changes: [(String, JSONValue)]) -> [(String, JSONValue)] {
         var members = base
         for (key, value) in changes {
             if let index = members.firstIndex(where: { $0.0 == key }) { members[index].1 = value } else { members.append((key, value)) }

@@ -19,7 +19,9 @@ enum StatusCommand {
 
       --state STATE      pending, verifying, delivering, finished, rejected or needs_attention
       --user USER        orders of this user id
-      --transaction TXN  orders with this Apple transaction id (or original transaction id)
+      --transaction TXN  orders with this Apple transaction id (or original transaction id); an
+                         Apple order id from the customer's receipt email (e.g. MQ5Q8W3X2Z) is
+                         looked up with Apple first (Look Up Order ID; needs server_api)
       --app-account-token UUID
                          orders whose backend stored this StoreKit appAccountToken
       --limit N          list at most N orders (default 50)
@@ -54,11 +56,28 @@ enum StatusCommand {
                                                    : StatusView.text(record.order, history: record.history, now: context.time.unixSeconds))
                 return
             }
+            var appleOrder: AppleOrderLookup.Result?
+            if let id = filter.transactionId, AppleOrderLookup.isOrderId(id),
+               let lookup = try AppleOrderLookup.configured(configuration, time: context.time) {
+                appleOrder = lookup.lookUp(id)
+                if case let .found(_, _, purchases) = appleOrder {
+                    filter.transactionIds = purchases.flatMap { [$0.transactionId, $0.originalTransactionId] }
+                }
+            }
             let summary = try ledger.summary(filter)
             let breaker = try ledger.appleBreaker()
             let daemon = try ledger.daemonRecord()
-            context.print(parsed.has("--json") ? StatusView.json(summary, breaker: breaker, daemon: daemon).serialized(pretty: true)
-                                               : StatusView.text(summary, breaker: breaker, daemon: daemon, now: context.time.unixSeconds))
+            if parsed.has("--json") {
+                var json = StatusView.json(summary, breaker: breaker, daemon: daemon)
+                if let appleOrder, case var .object(members) = json {
+                    members.insert(("apple_order", StatusView.json(appleOrder)), at: 0)
+                    json = .object(members)
+                }
+                context.print(json.serialized(pretty: true))
+            } else {
+                if let appleOrder { context.print(StatusView.text(appleOrder)) }
+                context.print(StatusView.text(summary, breaker: breaker, daemon: daemon, now: context.time.unixSeconds))
+            }
         } catch let error as LedgerError {
             throw CommandFailure.from(error)
         }

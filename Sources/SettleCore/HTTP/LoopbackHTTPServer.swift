@@ -62,9 +62,9 @@ public final class LoopbackHTTPServer: Sendable {
     /// last reference to the server runs `deinit` (and therefore `stop()`).
     private let core: LoopbackServerCore
 
-    /// Binds 127.0.0.1 on a kernel-chosen port and starts accepting at once.
-    public init(handler: @escaping @Sendable (HTTPServerRequest) -> HTTPServerResponse) throws {
-        core = try LoopbackServerCore(handler: handler)
+    /// Binds 127.0.0.1 on `port` (0: a kernel-chosen free port) and starts accepting at once.
+    public init(port requested: UInt16 = 0, handler: @escaping @Sendable (HTTPServerRequest) -> HTTPServerResponse) throws {
+        core = try LoopbackServerCore(port: requested, handler: handler)
         port = core.port
         core.start()
     }
@@ -114,7 +114,7 @@ final class LoopbackServerCore: Sendable {
         var connections: Set<Int32> = []
     }
 
-    init(handler: @escaping @Sendable (HTTPServerRequest) -> HTTPServerResponse) throws {
+    init(port requested: UInt16, handler: @escaping @Sendable (HTTPServerRequest) -> HTTPServerResponse) throws {
         self.handler = handler
 
         // Non-blocking listener: poll() may report a connection that is reset before we
@@ -131,7 +131,7 @@ final class LoopbackServerCore: Sendable {
 
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0  // kernel picks a free port; tests never collide
+        address.sin_port = requested.bigEndian  // 0: the kernel picks a free port, so tests never collide
         address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian  // 127.0.0.1: never reachable from outside
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {

@@ -5,6 +5,8 @@ public struct OrderFilter: Sendable, Equatable {
     public var state: OrderState?
     public var userId: String?
     public var transactionId: String?
+    /// Several transactions at once (those behind an Apple order id); used instead of `transactionId`.
+    public var transactionIds: [String] = []
     /// Orders whose backend stored this StoreKit appAccountToken.
     public var appAccountToken: String?
     public var limit: Int
@@ -41,9 +43,13 @@ extension Ledger {
         var conditions: [String] = []
         var arguments: [SQLiteValue] = []
         if let user = filter.userId { conditions.append("user_id = ?"); arguments.append(.text(user)) }
-        if let txn = filter.transactionId {
-            conditions.append("(transaction_id = ? OR verified_transaction_id = ? OR original_transaction_id = ?)")
-            arguments += [.text(txn), .text(txn), .text(txn)]
+        // An Apple order id (from the customer's receipt email) is looked up with Apple first and
+        // arrives here as the transactions behind it.
+        let transactions = filter.transactionIds.isEmpty ? filter.transactionId.map { [$0] } ?? [] : filter.transactionIds
+        if !transactions.isEmpty {
+            let marks = Array(repeating: "?", count: transactions.count).joined(separator: ",")
+            conditions.append("(transaction_id IN (\(marks)) OR verified_transaction_id IN (\(marks)) OR original_transaction_id IN (\(marks)))")
+            for _ in 0..<3 { arguments += transactions.map(SQLiteValue.text) }
         }
         if let token = filter.appAccountToken {
             conditions.append("lower(app_account_token) = lower(?)")

@@ -39,11 +39,16 @@ public final class AppleSimulator: Sendable {
     private let core: Core
     private let server: LoopbackHTTPServer
 
-    public init(sharedSecret: String, credentials: ServerAPICredentials? = nil, time: any TimeSource = SystemTimeSource()) throws {
+    /// Listens on 127.0.0.1:`port` (0: any free port; the standalone `settle simulator` picks one).
+    public init(sharedSecret: String, credentials: ServerAPICredentials? = nil, time: any TimeSource = SystemTimeSource(),
+                port: UInt16 = 0) throws {
         let core = Core(sharedSecret: sharedSecret, credentials: credentials, time: time)
         self.core = core
-        server = try LoopbackHTTPServer { request in core.handle(request) }
+        server = try LoopbackHTTPServer(port: port) { request in core.handle(request) }
     }
+
+    /// "http://127.0.0.1:<port>"
+    public var baseURL: String { server.baseURL }
 
     deinit { server.stop() }
 
@@ -80,6 +85,11 @@ public final class AppleSimulator: Sendable {
 
     public var historyRequests: [HistoryRequest] { core.state.withLock { $0.historyRequests } }
 
+    /// Scripts Look Up Order ID: the order id of a customer's receipt email and its purchases.
+    public func script(appleOrder orderId: String, _ transactions: [SimulatedSignedTransaction]) {
+        core.state.withLock { $0.appleOrders[orderId] = transactions }
+    }
+
     /// The most requests that were being answered at the same time.
     public var peakConcurrentRequests: Int { core.state.withLock { $0.peakInFlight } }
 }
@@ -94,6 +104,7 @@ private struct CustomerScript {
 private final class Core: Sendable {
     struct State {
         var customers: [CustomerScript] = []
+        var appleOrders: [String: [SimulatedSignedTransaction]] = [:]
         var historyRequests: [AppleSimulator.HistoryRequest] = []
         var scripts: [String: ReceiptScript] = [:]
         var requests: [AppleSimulator.Request] = []
@@ -123,6 +134,10 @@ private final class Core: Sendable {
         for (prefix, name) in [("/production/inApps/v2/history/", "Production"), ("/sandbox/inApps/v2/history/", "Sandbox")]
             where request.method == "GET" && request.path.hasPrefix(prefix) {
             return history(String(request.path.dropFirst(prefix.count)), environment: name, authorization: request.header("Authorization"))
+        }
+        for (prefix, name) in [("/production/inApps/v1/lookup/", "Production"), ("/sandbox/inApps/v1/lookup/", "Sandbox")]
+            where request.method == "GET" && request.path.hasPrefix(prefix) {
+            return lookUpOrder(String(request.path.dropFirst(prefix.count)), environment: name, authorization: request.header("Authorization"))
         }
         for (prefix, name) in [("/production/inApps/v1/transactions/", "Production"), ("/sandbox/inApps/v1/transactions/", "Sandbox")]
             where request.method == "GET" && request.path.hasPrefix(prefix) {
@@ -225,6 +240,17 @@ private final class Core: Sendable {
             guard let signed = try? transaction.signed(at: now * 1000) else { return HTTPServerResponse(status: 500) }
             return .json(200, JSONValue.object([("signedTransactionInfo", .string(signed))]).data)
         }
+    }
+
+    /// Look Up Order ID: status 0 with the order's signed transactions in their environment, else status 1.
+    private func lookUpOrder(_ orderId: String, environment: String, authorization: String?) -> HTTPServerResponse {
+        let now = time.unixSeconds
+        let problem = credentials.map { $0.problem(with: authorization, now: now) } ?? "the simulator has no Server API credentials"
+        guard problem == nil else { return HTTPServerResponse(status: 401) }
+        let transactions = state.withLock { $0.appleOrders[orderId] ?? [] }.filter { $0.environment == environment }
+        guard !transactions.isEmpty else { return .json(200, JSONValue.object([("status", .number(1))]).data) }
+        let signed = transactions.compactMap { try? $0.signed(at: now * 1000) }.map { JSONValue.string($0) }
+        return .json(200, JSONValue.object([("status", .number(0)), ("signedTransactions", .array(signed))]).data)
     }
 
     static func apiError(_ status: Int, _ code: Int, _ message: String) -> HTTPServerResponse {
