@@ -15,7 +15,9 @@ let package = Package(
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"])]),
-        .target(name: "SettleCore", dependencies: ["CSQLite", "CCurl", "COpenSSL"]),
+        .systemLibrary(name: "CPostgres", path: "Sources/CPostgres", pkgConfig: "libpq",
+                       providers: [.apt(["libpq-dev"])]),
+        .target(name: "SettleCore", dependencies: ["CSQLite", "CCurl", "COpenSSL", "CPostgres"]),
         .executableTarget(name: "settle", dependencies: ["SettleCore"]),
         // Measures a reconcile pass against the local simulator; prints numbers (scripts/bench.sh).
         .executableTarget(name: "settle-bench", dependencies: ["SettleCore"], path: "Benchmarks/settle-bench"),

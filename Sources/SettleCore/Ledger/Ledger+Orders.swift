@@ -237,7 +237,7 @@ extension Ledger {
 }
 
 extension Order {
-    init(row: SQLiteRow) {
+    init(row: some LedgerRow) {
         let verified: VerifiedPurchase? = row.string("verified_transaction_id").map { txn in
             VerifiedPurchase(transactionId: txn, originalTransactionId: row.string("original_transaction_id") ?? txn,
                              productId: row.string("verified_product_id") ?? row.string("product_id") ?? "",
