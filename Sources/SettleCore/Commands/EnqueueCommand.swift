@@ -64,7 +64,7 @@ enum EnqueueCommand {
             context.printError("settle enqueue: warning: product \(productId) is not in the configuration's products; reconcile will reject it as unknown_product")
         }
         do {
-            let ledger = try Ledger(existingPath: configuration.ledgerPath, time: context.time)
+            let ledger = try configuration.openLedger(.existing, time: context.time)
             let result = try ledger.enqueue(NewOrder(orderId: orderId, userId: userId, productId: productId,
                                                      transactionId: transactionId, receipt: receipt, signedTransaction: signed,
                                                      appAccountToken: token))

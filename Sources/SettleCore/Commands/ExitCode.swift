@@ -24,7 +24,9 @@ public struct CommandFailure: Error, Sendable, CustomStringConvertible {
         case let .io(sqlite) where sqlite.isBusy:
             return CommandFailure(.tempFail, "the ledger is busy: another process held its write lock for longer than "
                                   + "\(SQLiteDatabase.busyTimeoutMilliseconds / 1000) s; try again later (\(sqlite))")
-        case .io, .newerSchema, .permissionDenied, .olderSchema, .sqliteTooOld: return CommandFailure(.ioError, error.description)
+        case let .postgres(postgres) where postgres.isConnectionLost:
+            return CommandFailure(.tempFail, "the ledger's PostgreSQL cannot be reached; try again later (\(postgres))")
+        case .io, .newerSchema, .permissionDenied, .olderSchema, .sqliteTooOld, .postgres: return CommandFailure(.ioError, error.description)
         case .conflictingOrder, .invalid: return CommandFailure(.dataError, error.description)
         }
     }

@@ -23,9 +23,9 @@ enum ReconcileCommand {
         let parsed = try ParsedArguments(context.arguments, spec: spec)
         if parsed.wantsHelp { return context.print(help) }
         let configuration = try context.loadConfiguration(parsed)
-        let ledger: Ledger
+        let ledger: any LedgerStore
         do {
-            ledger = try Ledger(path: configuration.ledgerPath, time: context.time)
+            ledger = try configuration.openLedger(.migrating, time: context.time)
         } catch {
             throw CommandFailure.from(error)
         }

@@ -37,7 +37,7 @@ enum ResolveCommand {
         let configuration = try context.loadConfiguration(parsed)
         let resolved: [(String, OrderState)]
         do {
-            let ledger = try Ledger(existingPath: configuration.ledgerPath, time: context.time)
+            let ledger = try configuration.openLedger(.existing, time: context.time)
             resolved = try ledger.resolve(orderIds: parsed.positionals, as: resolution, note: note)
         } catch {
             throw CommandFailure.from(error)

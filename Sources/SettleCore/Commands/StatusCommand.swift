@@ -47,7 +47,7 @@ enum StatusCommand {
         filter.appAccountToken = parsed.value("--app-account-token")
         let configuration = try context.loadConfiguration(parsed)
         do {
-            let ledger = try Ledger(readOnlyPath: configuration.ledgerPath, time: context.time)
+            let ledger = try configuration.openLedger(.readOnly, time: context.time)
             if let orderId = parsed.positionals.first {
                 guard let record = try ledger.orderRecord(orderId) else {
                     throw CommandFailure(.dataError, "no order \(orderId) in the ledger")
@@ -67,16 +67,23 @@ enum StatusCommand {
             let summary = try ledger.summary(filter)
             let breaker = try ledger.appleBreaker()
             let daemon = try ledger.daemonRecord()
+            // A shared ledger has as many daemons as hosts run: each is listed with its heartbeat.
+            let workers = ledger.isShared ? try ledger.liveDaemons() : nil
             if parsed.has("--json") {
                 var json = StatusView.json(summary, breaker: breaker, daemon: daemon)
                 if let appleOrder, case var .object(members) = json {
                     members.insert(("apple_order", StatusView.json(appleOrder)), at: 0)
                     json = .object(members)
                 }
+                if let workers, case var .object(members) = json {
+                    members.append(("workers", StatusView.json(workers: workers)))
+                    json = .object(members)
+                }
                 context.print(json.serialized(pretty: true))
             } else {
                 if let appleOrder { context.print(StatusView.text(appleOrder)) }
                 context.print(StatusView.text(summary, breaker: breaker, daemon: daemon, now: context.time.unixSeconds))
+                if let workers { context.print(StatusView.text(workers: workers, now: context.time.unixSeconds)) }
             }
         } catch let error as LedgerError {
             throw CommandFailure.from(error)

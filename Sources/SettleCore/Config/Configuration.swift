@@ -2,7 +2,10 @@ import Foundation
 
 /// settle's configuration (SPEC section 2), validated: every value here has been checked.
 public struct Configuration: Sendable {
+    /// The SQLite ledger's file; for a PostgreSQL ledger, its URL without a password (for display).
     public var ledgerPath: String
+    /// Set when `ledger` names a PostgreSQL database: then it is the ledger, not `ledgerPath`.
+    public var postgresLedger: PostgresLedgerConfiguration? = nil
     public var bundleId: String
     public var acceptSandbox: Bool
     public var receiptAPI: ReceiptAPIConfiguration?

@@ -15,7 +15,7 @@ struct ConfigurationDecoder {
         func collect<T>(_ fallback: T, _ body: () throws(ConfigError) -> T) -> T {
             do { return try body() } catch { problems.append(error.message); return fallback }
         }
-        let ledger = collect("") { () throws(ConfigError) in resolve(try root.requireString("ledger")) }
+        let (ledger, postgresLedger) = collect(("", nil)) { () throws(ConfigError) in try decodeLedger(&root) }
         let bundleId = collect("") { () throws(ConfigError) in try root.requireString("bundle_id") }
         let acceptSandbox = collect(true) { () throws(ConfigError) in try root.bool("accept_sandbox", default: true) }
         let receiptAPI = collect(nil) { () throws(ConfigError) in
@@ -59,6 +59,7 @@ struct ConfigurationDecoder {
                                           serverAPI: serverAPI, products: products, delivery: delivery, schedule: schedule, http: http,
                                           metricsFile: metricsFile, shutdownGraceSeconds: grace, sourcePath: path)
         configuration.userBinding = binding
+        configuration.postgresLedger = postgresLedger
         configuration.logLevel = logLevel
         configuration.historyRetentionDays = retentionDays
         return configuration
@@ -288,6 +289,23 @@ struct ConfigurationDecoder {
     private func secretFile(_ o: inout ConfigObject, _ key: String) throws(ConfigError) -> SecretFile {
         let name = try o.requireString(key)
         return SecretFile(key: o.name(key), path: SecretFile.resolve(name, relativeTo: folder, environment: environment))
+    }
+
+    /// A path (SQLite), a PostgreSQL URL, or an object with the URL and a password file.
+    private func decodeLedger(_ root: inout ConfigObject) throws(ConfigError) -> (String, PostgresLedgerConfiguration?) {
+        guard case .object = root.value("ledger") else {
+            let text = try root.requireString("ledger")
+            guard PostgresLedgerConfiguration.isPostgresURL(text) else { return (resolve(text), nil) }
+            return (PostgresLedger.redacted(text), PostgresLedgerConfiguration(url: text, passwordFile: nil))
+        }
+        guard var o = try root.object("ledger") else { throw ConfigError("ledger: required key is missing") }
+        let url = try o.requireString("url")
+        guard PostgresLedgerConfiguration.isPostgresURL(url) else {
+            throw ConfigError("\(o.name("url")): expected a postgresql:// URL (an SQLite ledger is given as a path string)")
+        }
+        let passwordFile = o.value("password_file") == nil ? nil : try secretFile(&o, "password_file")
+        try o.rejectUnknownKeys()
+        return (PostgresLedger.redacted(url), PostgresLedgerConfiguration(url: url, passwordFile: passwordFile))
     }
 
     private func resolve(_ path: String) -> String {

@@ -26,7 +26,7 @@ public final class Daemon: @unchecked Sendable {
 
     // Touched only on workQueue.
     private var configuration: Configuration!
-    private var ledger: Ledger!
+    private var ledger: (any LedgerStore)!
     private var reconciler: Reconciler!
     private var lock: DaemonLock?
     private var timer: DispatchSourceTimer?
@@ -74,15 +74,19 @@ public final class Daemon: @unchecked Sendable {
         } catch {
             throw CommandFailure(.config, error.message)
         }
-        do {
-            lock = try DaemonLock(ledgerPath: configuration.ledgerPath)
-        } catch {
-            if case .held = error { throw CommandFailure(.tempFail, error.description) }
-            throw CommandFailure(.ioError, error.description)
+        // The file lock keeps one daemon per SQLite ledger; a PostgreSQL ledger is shared by
+        // any number of them, coordinated in the database.
+        if configuration.postgresLedger == nil {
+            do {
+                lock = try DaemonLock(ledgerPath: configuration.ledgerPath)
+            } catch {
+                if case .held = error { throw CommandFailure(.tempFail, error.description) }
+                throw CommandFailure(.ioError, error.description)
+            }
         }
-        let ledger: Ledger
+        let ledger: any LedgerStore
         do {
-            ledger = try Ledger(path: configuration.ledgerPath, time: time)
+            ledger = try configuration.openLedger(.migrating, time: time)
         } catch {
             throw CommandFailure.from(error)
         }
@@ -192,7 +196,7 @@ public final class Daemon: @unchecked Sendable {
         handleConfigurationFault(report)
         var summary: LedgerSummary? = nil
         do {
-            try ledger.recordDaemonPass(summary: report.summaryLine)
+            try ledger.recordDaemonPass(owner, summary: report.summaryLine)
             summary = try ledger.summary(OrderFilter(limit: 0))
         } catch {
             log.error("ledger.error", ["error": "\(error)"])
@@ -315,7 +319,7 @@ public final class Daemon: @unchecked Sendable {
         timer?.cancel()
         watchdogTimer?.cancel()
         if clean {
-            try? ledger.recordDaemonStopped()
+            try? ledger.recordDaemonStopped(owner)
             try? ledger.close()
         }
         // Closing our descriptor while the ledger is open would drop SQLite's locks (DaemonLock).

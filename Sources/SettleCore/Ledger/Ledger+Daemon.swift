@@ -7,6 +7,8 @@ public struct DaemonRecord: Sendable, Equatable {
     public var lastPassAt: Int64?
     public var lastPassSummary: String?
     public var stoppedAt: Int64?
+    /// The last sign of life on a shared ledger (PostgreSQL's clock); nil on SQLite.
+    public var heartbeatAt: Int64? = nil
 
     /// Whether the recorded daemon is running now, judged without its lock: not stopped, and
     /// its process (same host, pid and start time) still alive.

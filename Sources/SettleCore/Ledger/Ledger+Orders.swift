@@ -258,5 +258,6 @@ extension Order {
                   reason: row.string("reason"), lastError: row.string("last_error"), environment: row.string("environment"),
                   verified: verified, createdAt: row.int("created_at") ?? 0, updatedAt: row.int("updated_at") ?? 0,
                   finishedAt: row.int("finished_at"), lease: lease, appAccountToken: row.string("app_account_token"))
+        fencingToken = row.int("fencing_token")
     }
 }

@@ -17,6 +17,8 @@ public enum LedgerError: Error, Sendable, CustomStringConvertible {
     case olderSchema(found: Int, needed: Int)
     /// The system's SQLite lacks what the ledger's schema uses (`unixepoch()`, `RETURNING`).
     case sqliteTooOld(found: String)
+    /// The PostgreSQL ledger could not be reached, read or written (exit 74).
+    case postgres(PostgresError)
 
     public var description: String {
         switch self {
@@ -35,6 +37,7 @@ public enum LedgerError: Error, Sendable, CustomStringConvertible {
         case let .sqliteTooOld(found):
             return "settle needs SQLite \(Ledger.minimumSQLite) or newer, this system has \(found) "
                 + "(Debian 12, Ubuntu 24.04 and newer have it)"
+        case let .postgres(error): return "ledger database error: \(error)"
         }
     }
 }
@@ -138,7 +141,7 @@ public final class Ledger: @unchecked Sendable {
     }
 
     /// The ledger's schema version (`PRAGMA user_version`).
-    func schemaVersion() throws(LedgerError) -> Int {
+    public func schemaVersion() throws(LedgerError) -> Int {
         try locked { () throws(LedgerError) in try userVersion() }
     }
 

@@ -63,6 +63,9 @@ public struct Order: Sendable, Equatable {
     public var lease: Lease?
     /// The StoreKit appAccountToken the backend stored with the order (a UUID), if any.
     public var appAccountToken: String? = nil
+    /// The claim's fencing token on a shared ledger (PostgreSQL): bumped at each claim, checked
+    /// by every transition and sent to the hook, so a stale worker's late write is refused.
+    public var fencingToken: Int64? = nil
 
     /// Whether the order names the one purchase it claims (a transaction id or a signed
     /// transaction), rather than "a purchase of this product" in a receipt.

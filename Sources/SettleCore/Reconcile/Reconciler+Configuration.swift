@@ -3,7 +3,7 @@ import Foundation
 extension Reconciler {
     /// Builds the reconciler a configuration describes: reads its secrets (refusing readable
     /// ones), loads the StoreKit roots and key, and wires the verifiers and the delivery hook.
-    public static func configured(_ configuration: Configuration, ledger: Ledger, environment: [String: String],
+    public static func configured(_ configuration: Configuration, ledger: any LedgerStore, environment: [String: String],
                                   log: Log, metrics: Metrics? = nil,
                                   random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) })
         throws(ConfigError) -> Reconciler {
@@ -69,14 +69,14 @@ extension Reconciler {
         }
     }
 
-    private static func storedReceipt(_ order: Order, ledger: Ledger) throws -> String? {
+    private static func storedReceipt(_ order: Order, ledger: any LedgerStore) throws -> String? {
         guard let hash = order.receiptSHA256 else { return nil }
         return try ledger.receipt(sha256: hash)
     }
 
     /// The ids a legacy receipt names, read locally once its PKCS#7 signature chains to a receipt
     /// root: lookup keys for the Server API, whose answers are what prove purchases.
-    private static func legacyReceiptIds(_ order: Order, ledger: Ledger, signature: AppReceiptSignature) throws -> LegacyReceiptIds? {
+    private static func legacyReceiptIds(_ order: Order, ledger: any LedgerStore, signature: AppReceiptSignature) throws -> LegacyReceiptIds? {
         guard let text = try storedReceipt(order, ledger: ledger) else { return nil }
         if TransactionReceipt.transactionId(base64: text) != nil {
             throw LegacyReceiptError(message: "the order's receipt is an iOS 6 transaction receipt, which only verifyReceipt (receipt_api) can check",

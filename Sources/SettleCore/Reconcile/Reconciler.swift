@@ -5,7 +5,7 @@ import Synchronization
 /// `schedule.concurrency` orders in flight. `settle reconcile` and the daemon both run this.
 public final class Reconciler: Sendable {
     public let configuration: Configuration
-    public let ledger: Ledger
+    public let ledger: any LedgerStore
     public let verifier: any OrderVerifier
     public let deliverer: any Deliverer
     public let policy: RetryPolicy
@@ -14,7 +14,7 @@ public final class Reconciler: Sendable {
     /// Counters for the metrics file, when the daemon keeps one.
     public let metrics: Metrics?
 
-    public init(configuration: Configuration, ledger: Ledger, verifier: any OrderVerifier, deliverer: any Deliverer,
+    public init(configuration: Configuration, ledger: any LedgerStore, verifier: any OrderVerifier, deliverer: any Deliverer,
                 policy: RetryPolicy, owner: LeaseOwner = .current, log: Log, metrics: Metrics? = nil) {
         self.configuration = configuration
         self.ledger = ledger
@@ -55,7 +55,7 @@ public final class Reconciler: Sendable {
         let rescued = try ledger.rescue(owner: owner)
         for id in rescued.requeued { log.warning("order.rescued", ["order": id, "to": "pending"]) }
         for id in rescued.redeliver { log.warning("order.rescued", ["order": id, "to": "redeliver"]) }
-        let breaker = try ledger.appleBreaker()
+        let breaker = try ledger.appleBreakerForPass()
         let pass = Pass(redeliver: rescued.redeliver, named: orderIds.isEmpty ? nil : orderIds, breaker: breaker,
                         policy: policy, time: ledger.time, shouldStop: shouldStop, progress: progress)
         var permission = breaker.permission(now: ledger.time.unixSeconds)
@@ -115,10 +115,10 @@ public final class Reconciler: Sendable {
                     }
                 } catch let error as LedgerError {
                     // A row a backend broke fails its own writes; it must not stop every other order.
-                    guard case let .io(sqlite) = error, sqlite.isConstraintViolation else { throw error }
-                    try ledger.quarantine(orderId: next.orderId, detail: "a ledger write about this order failed: \(sqlite.message)")
+                    guard let violation = error.constraintViolation else { throw error }
+                    try ledger.quarantine(orderId: next.orderId, detail: "a ledger write about this order failed: \(violation)")
                     log.error("order.needs_attention", ["order": next.orderId, "reason": AttentionReason.rowInvalid.rawValue,
-                                                        "error": sqlite.message])
+                                                        "error": violation])
                     pass.count(.needsAttention)
                 }
             }
@@ -161,7 +161,7 @@ public final class Reconciler: Sendable {
     /// The breaker may have opened while we were claiming: put the claim back untouched.
     private func keepUnlessStopped(_ order: Order, _ pass: Pass) throws(LedgerError) -> Order? {
         guard pass.isStopped else { return order }
-        try ledger.release(orderId: order.orderId, owner: owner)
+        try ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
         return nil
     }
 
@@ -175,7 +175,7 @@ public final class Reconciler: Sendable {
         do {
             verification = try verifier.verify(order)
         } catch let error as LedgerError {
-            try? ledger.release(orderId: order.orderId, owner: owner)
+            try? ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
             throw error
         }
         let now = ledger.time.unixSeconds
@@ -186,7 +186,7 @@ public final class Reconciler: Sendable {
         switch verification.outcome {
         case let .verified(match):
             entry.outcome = "verified"
-            switch try ledger.recordVerified(orderId: order.orderId, owner: owner, match: match,
+            switch try ledger.recordVerified(orderId: order.orderId, owner: owner, fence: order.fencingToken, match: match,
                                              deliveryLeaseSeconds: deliveryLeaseSeconds, history: entry) {
             case let .delivering(verified):
                 log.info("order.verified", ["order": order.orderId, "transaction": verified.verified?.transactionId,
@@ -212,7 +212,7 @@ public final class Reconciler: Sendable {
         case let .rejected(reason, detail):
             entry.outcome = "rejected"
             entry.detail = "\(reason.rawValue): \(detail)"
-            if try ledger.recordRejected(orderId: order.orderId, owner: owner, reason: reason.rawValue, detail: detail,
+            if try ledger.recordRejected(orderId: order.orderId, owner: owner, fence: order.fencingToken, reason: reason.rawValue, detail: detail,
                                          environment: verification.environment, history: entry) {
                 log.warning("order.rejected", ["order": order.orderId, "reason": reason.rawValue, "detail": detail,
                                                "apple_status": verification.appleStatus])
@@ -223,7 +223,7 @@ public final class Reconciler: Sendable {
         case let .needsAttention(reason, detail):
             entry.outcome = "needs_attention"
             entry.detail = "\(reason.rawValue): \(detail)"
-            if try ledger.recordNeedsAttention(orderId: order.orderId, owner: owner, reason: reason, detail: detail,
+            if try ledger.recordNeedsAttention(orderId: order.orderId, owner: owner, fence: order.fencingToken, reason: reason, detail: detail,
                                                environment: verification.environment, history: entry) {
                 log.error("order.needs_attention", ["order": order.orderId, "reason": reason.rawValue, "detail": detail])
                 pass.count(.needsAttention)
@@ -234,8 +234,8 @@ public final class Reconciler: Sendable {
             entry.outcome = "retry"
             entry.detail = message
             let next = now + Int64(policy.delay(afterAttempt: order.attempts + 1))
-            let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, from: .verifying, error: message,
-                                                 countsAttempt: true, nextAttemptAt: next, maxAttempts: policy.maxAttempts,
+            let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .verifying, error: message,
+                                                 countsAttempt: true, permanent: false, nextAttemptAt: next, maxAttempts: policy.maxAttempts,
                                                  environment: verification.environment, history: entry)
             log.warning("order.verify_failed", ["order": order.orderId, "attempt": order.attempts + 1, "error": message,
                                                 "apple_status": verification.appleStatus])
@@ -245,14 +245,14 @@ public final class Reconciler: Sendable {
             entry.outcome = "apple_unavailable"
             entry.detail = message
             let next = now + Int64(policy.appleDelay(retryAfter: retryAfter))
-            let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, from: .verifying, error: message,
-                                                 countsAttempt: false, nextAttemptAt: next, maxAttempts: policy.maxAttempts,
+            let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .verifying, error: message,
+                                                 countsAttempt: false, permanent: false, nextAttemptAt: next, maxAttempts: policy.maxAttempts,
                                                  environment: verification.environment, history: entry)
             log.warning("apple.unavailable", ["order": order.orderId, "error": message, "apple_status": verification.appleStatus])
             if state == nil { leaseLost(order, "retry") }
             pass.count(state)
         case let .configurationFault(message):
-            try ledger.release(orderId: order.orderId, owner: owner)
+            try ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
             log.error("apple.configuration_fault", ["order": order.orderId, "error": message])
             pass.stop(configurationFault: message)
         }
@@ -273,7 +273,7 @@ public final class Reconciler: Sendable {
         switch report.outcome {
         case .delivered:
             entry.outcome = "delivered"
-            if try ledger.markFinished(orderId: order.orderId, owner: owner, history: entry) {
+            if try ledger.markFinished(orderId: order.orderId, owner: owner, fence: order.fencingToken, history: entry) {
                 log.info("order.finished", ["order": order.orderId, "idempotency_key": key, "hook_exit": report.exitCode,
                                             "duration_ms": report.durationMs])
                 pass.count(.finished)
@@ -286,7 +286,7 @@ public final class Reconciler: Sendable {
         case let .alreadyGranted(message):
             entry.outcome = "already_granted"
             entry.detail = message + (report.output.isEmpty ? "" : "\n" + report.output)
-            switch try ledger.recordGrantedOutside(orderId: order.orderId, owner: owner, history: entry) {
+            switch try ledger.recordGrantedOutside(orderId: order.orderId, owner: owner, fence: order.fencingToken, history: entry) {
             case .finished:
                 log.info("order.finished", ["order": order.orderId, "outcome": "already_delivered", "idempotency_key": key])
                 pass.count(.finished)
@@ -302,9 +302,9 @@ public final class Reconciler: Sendable {
             entry.outcome = permanent ? "refused" : "failed"
             entry.detail = message + (report.output.isEmpty ? "" : "\n" + report.output)
             let next = now + Int64(policy.delay(afterAttempt: order.attempts + 1))
-            let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, from: .delivering, error: message,
+            let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .delivering, error: message,
                                                  countsAttempt: true, permanent: permanent, nextAttemptAt: next,
-                                                 maxAttempts: policy.maxAttempts, history: entry)
+                                                 maxAttempts: policy.maxAttempts, environment: nil, history: entry)
             let output = report.output.isEmpty ? nil : DeliveryReport.tail(report.output)
             log.warning("order.delivery_failed", ["order": order.orderId, "attempt": order.attempts + 1,
                                                   "idempotency_key": key, "hook_exit": report.exitCode, "error": message,
@@ -319,8 +319,9 @@ public final class Reconciler: Sendable {
         case let .cannotStart(message):
             entry.outcome = "cannot_start"
             entry.detail = message
-            try ledger.recordFailure(orderId: order.orderId, owner: owner, from: .delivering, error: message, countsAttempt: false,
-                                     nextAttemptAt: now, maxAttempts: policy.maxAttempts, history: entry)
+            try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .delivering, error: message, countsAttempt: false,
+                                     permanent: false, nextAttemptAt: now, maxAttempts: policy.maxAttempts, environment: nil,
+                                     history: entry)
             log.error("delivery.configuration_fault", ["order": order.orderId, "error": message])
             pass.stop(configurationFault: message)
         }
@@ -334,7 +335,7 @@ public final class Reconciler: Sendable {
         timer.schedule(deadline: .now() + interval, repeating: interval)
         timer.setEventHandler { [self] in
             do {
-                if try !ledger.renewLease(orderId: order.orderId, owner: owner, state: .delivering, leaseSeconds: deliveryLeaseSeconds) {
+                if try !ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken, state: .delivering, leaseSeconds: deliveryLeaseSeconds) {
                     leaseLost(order, "lease renewal")
                 }
             } catch {

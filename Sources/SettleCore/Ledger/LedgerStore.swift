@@ -1,0 +1,159 @@
+/// The ledger as the rest of settle uses it: the one place where orders change state,
+/// whichever database holds it. `Ledger` keeps it in SQLite on one host; `PostgresLedger`
+/// in PostgreSQL, shared by any number of `settle run` processes on any number of hosts.
+///
+/// Every transition names the claim it acts on: the owner (host, pid, start) and, on
+/// PostgreSQL, the claim's fencing token (`Order.fencingToken`), a counter bumped at each
+/// claim. A transition whose claim is no longer current changes nothing and answers so
+/// (`false`, `nil` or `.leaseLost`). SQLite's claims are taken back only by this process's
+/// own rescue before a pass, so the owner alone identifies them there and `fence` is unused.
+public protocol LedgerStore: AnyObject, Sendable {
+    var time: any TimeSource { get }
+    /// Where the ledger is, for logs and status (a path, or a URL without its password).
+    var location: String { get }
+    /// Whether several `settle run` processes may share this ledger (PostgreSQL), or one
+    /// holds it under the file lock (SQLite).
+    var isShared: Bool { get }
+
+    func schemaVersion() throws(LedgerError) -> Int
+    func close() throws(LedgerError)
+
+    // Backends and support
+    func enqueue(_ new: NewOrder) throws(LedgerError) -> EnqueueResult
+    @discardableResult
+    func retry(orderIds: [String], note: String?, proof: ReplacementProof?) throws(LedgerError) -> [RetriedOrder]
+    @discardableResult
+    func resolve(orderIds: [String], as resolution: Resolution, note: String) throws(LedgerError) -> [(String, OrderState)]
+    func recordOutsideGrant(transactionId: String, grantKey: String, note: String?) throws(LedgerError) -> Ledger.OutsideGrantResult
+
+    // Claims
+    func claimNextDue(owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order?
+    func claim(orderId: String, owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> (order: Order, claimed: Bool)?
+    func rescue(owner: LeaseOwner) throws(LedgerError) -> RescueResult
+    func claimRedelivery(orderId: String, owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order?
+    func renewLease(orderId: String, owner: LeaseOwner, fence: Int64?, state: OrderState, leaseSeconds: Int64) throws(LedgerError) -> Bool
+    func release(orderId: String, owner: LeaseOwner, fence: Int64?) throws(LedgerError)
+
+    // Transitions of a claimed order
+    func recordVerified(orderId: String, owner: LeaseOwner, fence: Int64?, match: Match, deliveryLeaseSeconds: Int64,
+                        history: HistoryEntry) throws(LedgerError) -> VerifiedResult
+    func recordGrantedOutside(orderId: String, owner: LeaseOwner, fence: Int64?, history: HistoryEntry) throws(LedgerError) -> GrantedOutsideResult
+    @discardableResult
+    func recordRejected(orderId: String, owner: LeaseOwner, fence: Int64?, reason: String, detail: String,
+                        environment: String?, history: HistoryEntry) throws(LedgerError) -> Bool
+    @discardableResult
+    func recordNeedsAttention(orderId: String, owner: LeaseOwner, fence: Int64?, reason: AttentionReason, detail: String,
+                              environment: String?, history: HistoryEntry) throws(LedgerError) -> Bool
+    @discardableResult
+    func recordFailure(orderId: String, owner: LeaseOwner, fence: Int64?, from state: OrderState, error: String,
+                       countsAttempt: Bool, permanent: Bool, nextAttemptAt: Int64, maxAttempts: Int,
+                       environment: String?, history: HistoryEntry) throws(LedgerError) -> OrderState?
+    @discardableResult
+    func markFinished(orderId: String, owner: LeaseOwner, fence: Int64?, history: HistoryEntry) throws(LedgerError) -> Bool
+
+    // Rows settle cannot work on, and housekeeping
+    func quarantineMalformedRows() throws(LedgerError) -> [String]
+    func quarantine(orderId: String, detail: String) throws(LedgerError)
+    @discardableResult
+    func pruneHistory(olderThanDays days: Int) throws(LedgerError) -> Int
+
+    // Reads
+    func receipt(sha256: String) throws(LedgerError) -> String?
+    func summary(_ filter: OrderFilter) throws(LedgerError) -> LedgerSummary
+    func orderRecord(_ orderId: String) throws(LedgerError) -> (order: Order, history: [HistoryEntry])?
+    func grantHolder(transactionId: String) throws(LedgerError) -> String?
+    func grantHolder(of purchase: VerifiedPurchase) throws(LedgerError) -> GrantHolder?
+    func dueOrders(limit: Int) throws(LedgerError) -> [Order]
+
+    // Work done once for all daemons, and the daemons themselves
+    func appleBreaker() throws(LedgerError) -> AppleBreaker
+    /// The breaker as a pass starts: on a shared ledger, when it is due for a probe, only one
+    /// daemon gets it due (and probes); the others see it wait one more cooldown.
+    func appleBreakerForPass() throws(LedgerError) -> AppleBreaker
+    func saveAppleBreaker(_ breaker: AppleBreaker) throws(LedgerError)
+    func recordDaemonStarted(_ owner: LeaseOwner) throws(LedgerError)
+    func recordDaemonPass(_ owner: LeaseOwner, summary: String) throws(LedgerError)
+    func recordDaemonStopped(_ owner: LeaseOwner) throws(LedgerError)
+    /// The most recently started daemon (SQLite keeps only that one).
+    func daemonRecord() throws(LedgerError) -> DaemonRecord?
+    /// The daemons whose heartbeat is recent, newest first (`settle status`).
+    func liveDaemons() throws(LedgerError) -> [DaemonRecord]
+}
+
+extension LedgerStore {
+    @discardableResult
+    public func retry(orderIds: [String], note: String?) throws(LedgerError) -> [RetriedOrder] {
+        try retry(orderIds: orderIds, note: note, proof: nil)
+    }
+}
+
+/// `Ledger` is the SQLite `LedgerStore`; these forward to its methods under the protocol's
+/// names (the fence is not needed on one host, see `LedgerStore`).
+extension Ledger: LedgerStore {
+    public var location: String { path }
+    public var isShared: Bool { false }
+
+    public func renewLease(orderId: String, owner: LeaseOwner, fence: Int64?, state: OrderState, leaseSeconds: Int64) throws(LedgerError) -> Bool {
+        try renewLease(orderId: orderId, owner: owner, state: state, leaseSeconds: leaseSeconds)
+    }
+
+    public func release(orderId: String, owner: LeaseOwner, fence: Int64?) throws(LedgerError) {
+        try release(orderId: orderId, owner: owner)
+    }
+
+    public func recordVerified(orderId: String, owner: LeaseOwner, fence: Int64?, match: Match, deliveryLeaseSeconds: Int64,
+                               history: HistoryEntry) throws(LedgerError) -> VerifiedResult {
+        try recordVerified(orderId: orderId, owner: owner, match: match, deliveryLeaseSeconds: deliveryLeaseSeconds, history: history)
+    }
+
+    public func recordGrantedOutside(orderId: String, owner: LeaseOwner, fence: Int64?, history: HistoryEntry) throws(LedgerError) -> GrantedOutsideResult {
+        try recordGrantedOutside(orderId: orderId, owner: owner, history: history)
+    }
+
+    public func recordRejected(orderId: String, owner: LeaseOwner, fence: Int64?, reason: String, detail: String,
+                               environment: String?, history: HistoryEntry) throws(LedgerError) -> Bool {
+        try recordRejected(orderId: orderId, owner: owner, reason: reason, detail: detail, environment: environment, history: history)
+    }
+
+    public func recordNeedsAttention(orderId: String, owner: LeaseOwner, fence: Int64?, reason: AttentionReason, detail: String,
+                                     environment: String?, history: HistoryEntry) throws(LedgerError) -> Bool {
+        try recordNeedsAttention(orderId: orderId, owner: owner, reason: reason, detail: detail, environment: environment, history: history)
+    }
+
+    public func recordFailure(orderId: String, owner: LeaseOwner, fence: Int64?, from state: OrderState, error: String,
+                              countsAttempt: Bool, permanent: Bool, nextAttemptAt: Int64, maxAttempts: Int,
+                              environment: String?, history: HistoryEntry) throws(LedgerError) -> OrderState? {
+        try recordFailure(orderId: orderId, owner: owner, from: state, error: error, countsAttempt: countsAttempt,
+                          permanent: permanent, nextAttemptAt: nextAttemptAt, maxAttempts: maxAttempts,
+                          environment: environment, history: history)
+    }
+
+    public func markFinished(orderId: String, owner: LeaseOwner, fence: Int64?, history: HistoryEntry) throws(LedgerError) -> Bool {
+        try markFinished(orderId: orderId, owner: owner, history: history)
+    }
+
+    public func recordDaemonPass(_ owner: LeaseOwner, summary: String) throws(LedgerError) {
+        try recordDaemonPass(summary: summary)
+    }
+
+    public func recordDaemonStopped(_ owner: LeaseOwner) throws(LedgerError) {
+        try recordDaemonStopped()
+    }
+
+    public func appleBreakerForPass() throws(LedgerError) -> AppleBreaker { try appleBreaker() }
+
+    public func liveDaemons() throws(LedgerError) -> [DaemonRecord] {
+        try daemonRecord().map { $0.isRunning ? [$0] : [] } ?? []
+    }
+}
+
+extension LedgerError {
+    /// The database's words when a write broke a constraint (a row a backend wrote badly), else nil.
+    public var constraintViolation: String? {
+        switch self {
+        case let .io(sqlite) where sqlite.isConstraintViolation: return sqlite.message
+        case let .postgres(postgres) where postgres.isConstraintViolation: return postgres.message
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+
+/// The PostgreSQL ledger: the same orders, states and grants as the SQLite `Ledger`, shared by
+/// any number of `settle run` processes on any number of hosts.
+///
+/// What keeps several hosts safe: a claim takes a row with `FOR UPDATE SKIP LOCKED` and
+/// re-checks its state in the same statement; each claim bumps the order's fencing token and
+/// every transition names the token it holds, so a worker whose claim was taken over changes
+/// nothing; leases are measured on the database's clock (`now()`), never a host's; an owner on
+/// another host is judged dead only by its lease expiring. Each transition is one short
+/// transaction on a pooled connection; none spans network I/O or a hook run.
+///
+/// Due times (`next_attempt_at`) and history timestamps come from `time`, as on SQLite: a
+/// host's clock skew can move a retry by that much, never hand one order to two workers.
+public final class PostgresLedger: LedgerStore, @unchecked Sendable {
+    let pool: PostgresPool
+    public let time: any TimeSource
+    public let location: String
+    public var isShared: Bool { true }
+
+    /// The database's clock in the ledger's unit (seconds since the epoch).
+    static let databaseNow = "extract(epoch FROM now())::bigint"
+
+    /// How the ledger is opened: as for SQLite, only the commands that own its life migrate.
+    public enum Access: Sendable { case migrating, existing, readOnly }
+
+    /// Connects (lazily, per worker) and checks or brings the schema up to date.
+    /// `connections` bounds the pool: a pass's workers, a lease-renewal timer and status.
+    public init(url: String, password: Secret? = nil, access: Access = .migrating, time: any TimeSource = SystemTimeSource(),
+                connections: Int = 8) throws(LedgerError) {
+        pool = PostgresPool(url: url, password: password, capacity: connections)
+        self.time = time
+        location = PostgresLedger.redacted(url)
+        let version = try schemaVersion()
+        let target = PostgresLedgerSchema.migrations.count
+        guard version <= target else { throw .newerSchema(found: version, supported: target) }
+        switch access {
+        case .migrating: try migrate()
+        case .existing:
+            guard version == 0 || version == target else { throw .olderSchema(found: version, needed: target) }
+            try migrate()
+        case .readOnly:
+            guard version > 0 else { throw .invalid("no settle ledger in \(location) yet (run settle migrate)") }
+        }
+    }
+
+    /// The URL without its password, for logs and status.
+    static func redacted(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.password != nil else { return url }
+        components.password = "redacted"
+        return components.string ?? url
+    }
+
+    public func close() throws(LedgerError) { pool.close() }
+
+    public func schemaVersion() throws(LedgerError) -> Int {
+        try read { connection in
+            let exists = try connection.query("SELECT to_regclass('settle_schema') IS NOT NULL AS present").first?.bool("present") ?? false
+            guard exists else { return 0 }
+            return Int(try connection.query("SELECT coalesce(max(version), 0) AS version FROM settle_schema").first?.int("version") ?? 0)
+        }
+    }
+
+    /// The migrations this ledger still needs, by number (for `settle migrate --dry-run`).
+    public func pendingMigrations() throws(LedgerError) -> [Int] {
+        let version = try schemaVersion()
+        return Array((version + 1)...max(version + 1, PostgresLedgerSchema.migrations.count)).filter { $0 <= PostgresLedgerSchema.migrations.count }
+    }
+
+    /// Applies the missing migrations, each in its own transaction under a transaction-level
+    /// advisory lock: two hosts starting together apply each migration once, the second
+    /// waiting for the first and then finding nothing to do. Returns the versions applied.
+    @discardableResult
+    public func migrate() throws(LedgerError) -> [Int] {
+        var applied: [Int] = []
+        for (index, sql) in PostgresLedgerSchema.migrations.enumerated() {
+            let version = index + 1
+            let ran = try write { connection in
+                try connection.query("SELECT pg_advisory_xact_lock($1)", [.integer(PostgresLedgerSchema.migrationLock)])
+                try connection.execute("CREATE TABLE IF NOT EXISTS settle_schema (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+                let current = Int(try connection.query("SELECT coalesce(max(version), 0) AS version FROM settle_schema").first?.int("version") ?? 0)
+                guard current < version else { return false }
+                try connection.execute(sql)
+                try connection.query("INSERT INTO settle_schema(version) VALUES ($1)", [.integer(Int64(version))])
+                return true
+            }
+            if ran { applied.append(version) }
+        }
+        return applied
+    }
+
+    // MARK: - Transactions
+
+    /// One read-write transaction on a pooled connection. PostgreSQL errors become `.postgres`,
+    /// domain errors pass through.
+    func write<T>(_ body: (PostgresConnection) throws -> T) throws(LedgerError) -> T {
+        try run(begin: "BEGIN", body)
+    }
+
+    /// One read-only transaction with one snapshot, so a status view is consistent.
+    func read<T>(_ body: (PostgresConnection) throws -> T) throws(LedgerError) -> T {
+        try run(begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", body)
+    }
+
+    private func run<T>(begin: String, _ body: (PostgresConnection) throws -> T) throws(LedgerError) -> T {
+        do {
+            return try pool.with { connection in
+                try connection.execute(begin)
+                do {
+                    let result = try body(connection)
+                    try connection.execute("COMMIT")
+                    return result
+                } catch {
+                    if connection.isHealthy { try? connection.execute("ROLLBACK") }
+                    throw error
+                }
+            }
+        } catch let error as LedgerError {
+            throw error
+        } catch let error as PostgresError {
+            throw .postgres(error)
+        } catch {
+            throw .invalid("\(error)")
+        }
+    }
+}
+
+extension PostgresConnection {
+    /// Runs a ledger statement written with `?` placeholders (as the SQLite ledger's are),
+    /// numbered `$1`, `$2`, ... for PostgreSQL.
+    @discardableResult
+    func run(_ sql: String, _ arguments: [PostgresValue] = []) throws(PostgresError) -> [PostgresRow] {
+        try query(PostgresConnection.numbered(sql), arguments)
+    }
+
+    static func numbered(_ sql: String) -> String {
+        guard sql.contains("?") else { return sql }
+        var result = ""
+        result.reserveCapacity(sql.utf8.count + 16)
+        var next = 1
+        for character in sql {
+            if character == "?" {
+                result += "$\(next)"
+                next += 1
+            } else {
+                result.append(character)
+            }
+        }
+        return result
+    }
+}

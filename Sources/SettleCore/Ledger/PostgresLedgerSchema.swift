@@ -1,0 +1,108 @@
+/// The PostgreSQL ledger's migrations. Each runs once, in its own transaction, under an
+/// advisory lock (`PostgresLedger.migrate`), and is recorded in `settle_schema`. Columns,
+/// states and constraints are those of the SQLite ledger (`LedgerSchema`), so a ledger can
+/// be copied between them; what differs is what several hosts need: the fencing token, the
+/// daemons' heartbeats, and timestamps a backend can fill from the database's clock.
+public enum PostgresLedgerSchema {
+    /// Taken by `pg_advisory_xact_lock` around each migration: the first bytes of "settle" as an integer.
+    static let migrationLock: Int64 = 0x7365_7474_6C65_0001
+
+    public static let migrations: [String] = [
+        // 1: everything the SQLite ledger has at its schema 4, plus the fencing token.
+        """
+        CREATE TABLE receipts (
+            sha256      TEXT PRIMARY KEY CHECK (length(sha256) = 64),
+            data        TEXT NOT NULL,
+            created_at  BIGINT NOT NULL DEFAULT extract(epoch FROM now())::bigint
+        );
+        CREATE TABLE orders (
+            order_id            TEXT PRIMARY KEY CHECK (length(order_id) BETWEEN 1 AND 200),
+            user_id             TEXT NOT NULL,
+            product_id          TEXT NOT NULL,
+            transaction_id      TEXT,
+            receipt_sha256      TEXT REFERENCES receipts(sha256),
+            signed_transaction  TEXT,
+            state               TEXT NOT NULL DEFAULT 'pending'
+                                CHECK (state IN ('pending','verifying','delivering','finished','rejected','needs_attention')),
+            attempts            INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+            next_attempt_at     BIGINT NOT NULL DEFAULT extract(epoch FROM now())::bigint,
+            reason              TEXT,
+            last_error          TEXT,
+            environment         TEXT,
+            verified_transaction_id  TEXT,
+            original_transaction_id  TEXT,
+            verified_product_id TEXT,
+            quantity            INTEGER,
+            purchase_date_ms    BIGINT,
+            expires_date_ms     BIGINT,
+            lease_host          TEXT,
+            lease_pid           INTEGER,
+            lease_start         TEXT,
+            lease_expires_at    BIGINT,
+            fencing_token       BIGINT NOT NULL DEFAULT 0,
+            created_at          BIGINT NOT NULL DEFAULT extract(epoch FROM now())::bigint,
+            updated_at          BIGINT NOT NULL DEFAULT extract(epoch FROM now())::bigint,
+            finished_at         BIGINT,
+            grant_key           TEXT,
+            app_account_token   TEXT,
+            CHECK ((state = 'finished') = (finished_at IS NOT NULL)),
+            CHECK ((state IN ('verifying','delivering')) = (lease_pid IS NOT NULL)),
+            CHECK (state NOT IN ('delivering','finished') OR verified_transaction_id IS NOT NULL),
+            CHECK (receipt_sha256 IS NOT NULL OR signed_transaction IS NOT NULL OR transaction_id IS NOT NULL)
+        );
+        CREATE INDEX orders_claim ON orders(next_attempt_at, order_id) WHERE state = 'pending';
+        CREATE INDEX orders_leased ON orders(lease_expires_at) WHERE state IN ('verifying','delivering');
+        CREATE INDEX orders_user ON orders(user_id);
+        CREATE INDEX orders_transaction ON orders(transaction_id);
+        CREATE INDEX orders_verified_transaction ON orders(verified_transaction_id);
+        CREATE INDEX orders_original_transaction ON orders(original_transaction_id);
+        CREATE INDEX orders_recent ON orders(updated_at DESC, order_id);
+        CREATE INDEX orders_state_created ON orders(state, created_at);
+        CREATE TABLE history (
+            id           BIGSERIAL PRIMARY KEY,
+            order_id     TEXT NOT NULL REFERENCES orders(order_id),
+            at           BIGINT NOT NULL,
+            kind         TEXT NOT NULL CHECK (kind IN ('enqueue','verification','delivery','rescue','retry')),
+            outcome      TEXT NOT NULL,
+            apple_status INTEGER,
+            hook_exit    INTEGER,
+            environment  TEXT,
+            duration_ms  BIGINT,
+            detail       TEXT
+        );
+        CREATE INDEX history_order ON history(order_id, id);
+        CREATE TABLE grants (
+            grant_key       TEXT PRIMARY KEY,
+            transaction_id  TEXT NOT NULL,
+            order_id        TEXT UNIQUE REFERENCES orders(order_id),
+            source          TEXT NOT NULL DEFAULT 'settle' CHECK (source IN ('settle','outside')),
+            granted_at      BIGINT NOT NULL,
+            note            TEXT,
+            CHECK ((source = 'settle') = (order_id IS NOT NULL))
+        );
+        CREATE INDEX grants_transaction ON grants(transaction_id);
+        CREATE TABLE apple_breaker (
+            id                    INTEGER PRIMARY KEY CHECK (id = 1),
+            state                 TEXT NOT NULL DEFAULT 'closed' CHECK (state IN ('closed','open')),
+            consecutive_failures  INTEGER NOT NULL DEFAULT 0,
+            cooldown_seconds      BIGINT NOT NULL DEFAULT 0,
+            retry_at              BIGINT,
+            last_error            TEXT,
+            updated_at            BIGINT NOT NULL DEFAULT extract(epoch FROM now())::bigint,
+            CHECK ((state = 'open') = (retry_at IS NOT NULL))
+        );
+        INSERT INTO apple_breaker(id) VALUES (1);
+        CREATE TABLE daemons (
+            host               TEXT NOT NULL,
+            pid                INTEGER NOT NULL,
+            process_start      TEXT NOT NULL,
+            started_at         BIGINT NOT NULL,
+            heartbeat_at       BIGINT NOT NULL,
+            last_pass_at       BIGINT,
+            last_pass_summary  TEXT,
+            stopped_at         BIGINT,
+            PRIMARY KEY (host, pid, process_start)
+        );
+        """,
+    ]
+}

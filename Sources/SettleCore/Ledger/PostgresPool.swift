@@ -1,0 +1,76 @@
+import Foundation
+
+/// A few PostgreSQL connections shared by a process's workers: each borrowed by one thread at
+/// a time, opened on first need, and dropped when it failed in a way that leaves it unusable
+/// (the server went away, the network was cut), so the next borrower reconnects.
+final class PostgresPool: @unchecked Sendable {
+    private let url: String
+    private let password: Secret?
+    private let capacity: Int
+    private let condition = NSCondition()
+    private var idle: [PostgresConnection] = []
+    private var open = 0
+
+    init(url: String, password: Secret?, capacity: Int) {
+        self.url = url
+        self.password = password
+        self.capacity = max(1, capacity)
+    }
+
+    /// Runs `body` with a connection of its own; waits while every connection is in use.
+    func with<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        let connection = try borrow()
+        do {
+            let result = try body(connection)
+            giveBack(connection, healthy: connection.isHealthy)
+            return result
+        } catch let error as PostgresError {
+            giveBack(connection, healthy: !error.isConnectionLost && connection.isHealthy)
+            throw error
+        } catch {
+            giveBack(connection, healthy: connection.isHealthy)
+            throw error
+        }
+    }
+
+    private func borrow() throws -> PostgresConnection {
+        condition.lock()
+        while idle.isEmpty && open >= capacity { condition.wait() }
+        if let connection = idle.popLast() {
+            condition.unlock()
+            return connection
+        }
+        open += 1
+        condition.unlock()
+        do {
+            return try PostgresConnection(url: url, password: password)
+        } catch {
+            condition.lock()
+            open -= 1
+            condition.signal()
+            condition.unlock()
+            throw error
+        }
+    }
+
+    private func giveBack(_ connection: PostgresConnection, healthy: Bool) {
+        condition.lock()
+        if healthy {
+            idle.append(connection)
+        } else {
+            connection.close()
+            open -= 1
+        }
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Closes the idle connections; borrowed ones close when given back unhealthy or at deinit.
+    func close() {
+        condition.lock()
+        for connection in idle { connection.close() }
+        open -= idle.count
+        idle.removeAll()
+        condition.unlock()
+    }
+}

@@ -1,0 +1,375 @@
+import Foundation
+import SettleTesting
+import Synchronization
+import XCTest
+@testable import SettleCore
+
+/// One back end under test: a fresh ledger and a way to write rows as a backend would.
+struct LedgerBackEnd {
+    var name: String
+    var store: any LedgerStore
+    /// Runs SQL as a backend or an operator would, outside settle.
+    var execute: (String) throws -> Void
+}
+
+/// The ledger's contract, run against every back end: each test runs on SQLite, then on
+/// PostgreSQL (when the tests have one; `PostgresAvailabilityTests` fails when they don't).
+final class LedgerContractTests: XCTestCase {
+    var world: TestWorld!
+    var schemas: [String] = []
+    let me = LeaseOwner(host: LeaseOwner.current.host, pid: LeaseOwner.current.pid, startTime: LeaseOwner.current.startTime,
+                        bootId: LeaseOwner.current.bootId, pidNamespace: LeaseOwner.current.pidNamespace)
+    let remote = LeaseOwner(host: "other-host", pid: 4242, startTime: "77", bootId: "b", pidNamespace: 1)
+    let entry = HistoryEntry(at: 0, kind: .verification, outcome: "verified")
+
+    override func setUpWithError() throws { world = try TestWorld() }
+
+    override func tearDown() {
+        schemas.forEach(TestPostgres.drop(schema:))
+        world = nil
+    }
+
+    func backEnds() throws -> [LedgerBackEnd] {
+        let sqlitePath = world.folder + "/contract-\(UUID().uuidString).sqlite3"
+        var all = [LedgerBackEnd(name: "SQLite", store: try Ledger(path: sqlitePath, time: world.time)) { sql in
+            try SQLiteDatabase(path: sqlitePath, mode: .readWrite).execute(sql)
+        }]
+        if TestPostgres.url != nil {
+            let fresh = try TestPostgres.freshSchema()
+            schemas.append(fresh.schema)
+            let store = try PostgresLedger(url: fresh.url, time: world.time)
+            all.append(LedgerBackEnd(name: "PostgreSQL", store: store) { sql in
+                let connection = try PostgresConnection(url: fresh.url)
+                defer { connection.close() }
+                try connection.execute(sql)
+            })
+        }
+        return all
+    }
+
+    /// Runs `body` on each back end; a failure names the back end it happened on.
+    func onEachBackEnd(_ body: (LedgerBackEnd) throws -> Void) throws {
+        for backEnd in try backEnds() {
+            do {
+                try body(backEnd)
+            } catch {
+                XCTFail("\(backEnd.name): \(error)")
+            }
+        }
+    }
+
+    func enqueue(_ store: any LedgerStore, _ id: String, transaction: String? = "100") throws {
+        _ = try store.enqueue(NewOrder(orderId: id, userId: "u-1", productId: world.coins, transactionId: transaction,
+                                       receipt: world.receipt(id)))
+    }
+
+    func purchase(_ txn: String, grantKey: String? = nil) -> VerifiedPurchase {
+        VerifiedPurchase(transactionId: txn, originalTransactionId: grantKey ?? txn, productId: world.coins, environment: "Production",
+                         quantity: 1, purchaseDateMs: 1, expiresDateMs: nil, grantKey: grantKey)
+    }
+
+    func state(_ store: any LedgerStore, _ id: String) throws -> OrderState? { try store.orderRecord(id)?.order.state }
+
+    // MARK: - Enqueue
+
+    func testEnqueue_sameContentIsANoOp_differentContentIsRefused_onEveryBackEnd() throws {
+        try onEachBackEnd { b in
+            let order = NewOrder(orderId: "o-1", userId: "u-1", productId: world.coins, transactionId: "100", receipt: world.receipt("r"))
+            XCTAssertEqual(try b.store.enqueue(order), .created, b.name)
+            XCTAssertEqual(try b.store.enqueue(order), .unchanged, b.name)
+            var other = order
+            other.receipt = world.receipt("other")
+            XCTAssertThrowsError(try b.store.enqueue(other), b.name) { error in
+                guard case .conflictingOrder("o-1") = error as? LedgerError else { return XCTFail("\(b.name): \(error)") }
+            }
+            XCTAssertEqual(try b.store.orderRecord("o-1")?.history.count, 1, b.name)
+            XCTAssertEqual(try b.store.receipt(sha256: SHA256.hex(Data(world.receipt("r").utf8))), world.receipt("r"), b.name)
+        }
+    }
+
+    // MARK: - Every transition
+
+    func testClaimVerifyDeliverFinish_movesThroughEachState_andCarriesAFencingTokenOnSharedLedgers() throws {
+        try onEachBackEnd { b in
+            try enqueue(b.store, "o-1")
+            let claimed = try XCTUnwrap(try b.store.claimNextDue(owner: me, leaseSeconds: 60), b.name)
+            XCTAssertEqual(claimed.state, .verifying, b.name)
+            XCTAssertEqual(claimed.lease?.owner, me, b.name)
+            if b.store.isShared { XCTAssertEqual(claimed.fencingToken, 1, b.name) }
+            XCTAssertNil(try b.store.claimNextDue(owner: me, leaseSeconds: 60), "\(b.name): claimed once")
+            guard case let .delivering(order) = try b.store.recordVerified(orderId: "o-1", owner: me, fence: claimed.fencingToken,
+                                                                          match: .only(purchase("100")), deliveryLeaseSeconds: 60,
+                                                                          history: entry) else { return XCTFail(b.name) }
+            XCTAssertEqual(order.verified?.transactionId, "100", b.name)
+            XCTAssertTrue(try b.store.renewLease(orderId: "o-1", owner: me, fence: claimed.fencingToken, state: .delivering, leaseSeconds: 60), b.name)
+            XCTAssertTrue(try b.store.markFinished(orderId: "o-1", owner: me, fence: claimed.fencingToken,
+                                                   history: HistoryEntry(at: 0, kind: .delivery, outcome: "delivered")), b.name)
+            let record = try XCTUnwrap(try b.store.orderRecord("o-1"), b.name)
+            XCTAssertEqual(record.order.state, .finished, b.name)
+            XCTAssertNil(record.order.lease, b.name)
+            XCTAssertNotNil(record.order.finishedAt, b.name)
+            XCTAssertEqual(record.history.map(\.outcome), ["enqueued", "verified", "delivered"], b.name)
+        }
+    }
+
+    func testRejectNeedsAttentionFailureAndRelease_eachEndWhereTheContractSays() throws {
+        try onEachBackEnd { b in
+            for id in ["r", "n", "f", "x", "p", "l"] { try enqueue(b.store, id, transaction: id) }
+            func claim(_ id: String) throws -> Order { try XCTUnwrap(try b.store.claim(orderId: id, owner: me, leaseSeconds: 60)?.order) }
+            let r = try claim("r"), n = try claim("n"), f = try claim("f"), x = try claim("x"), l = try claim("l")
+            XCTAssertTrue(try b.store.recordRejected(orderId: "r", owner: me, fence: r.fencingToken, reason: "not_paid", detail: "d",
+                                                     environment: "Sandbox", history: entry), b.name)
+            XCTAssertTrue(try b.store.recordNeedsAttention(orderId: "n", owner: me, fence: n.fencingToken, reason: .proofMissing,
+                                                           detail: "d", environment: nil, history: entry), b.name)
+            let future = world.time.unixSeconds + 3600
+            XCTAssertEqual(try b.store.recordFailure(orderId: "f", owner: me, fence: f.fencingToken, from: .verifying, error: "e",
+                                                     countsAttempt: true, permanent: false, nextAttemptAt: future, maxAttempts: 5,
+                                                     environment: nil, history: entry), .pending, b.name)
+            XCTAssertEqual(try b.store.recordFailure(orderId: "x", owner: me, fence: x.fencingToken, from: .verifying, error: "e",
+                                                     countsAttempt: true, permanent: false, nextAttemptAt: future, maxAttempts: 1,
+                                                     environment: nil, history: entry), .needsAttention, b.name)
+            try b.store.release(orderId: "l", owner: me, fence: l.fencingToken)
+            XCTAssertEqual(try b.store.orderRecord("r")?.order.reason, "not_paid", b.name)
+            XCTAssertEqual(try b.store.orderRecord("n")?.order.reason, "proof_missing", b.name)
+            XCTAssertEqual(try b.store.orderRecord("f")?.order.attempts, 1, b.name)
+            XCTAssertEqual(try b.store.orderRecord("x")?.order.reason, "attempts_exhausted", b.name)
+            XCTAssertEqual(try state(b.store, "l"), .pending, b.name)
+            XCTAssertEqual(try b.store.orderRecord("l")?.order.attempts, 0, "\(b.name): a release uses no attempt")
+            // Due now: p and l; f waits an hour.
+            XCTAssertEqual(Set(try b.store.dueOrders(limit: 10).map(\.orderId)), ["l", "p"], b.name)
+            let summary = try b.store.summary(OrderFilter(limit: 10))
+            XCTAssertEqual(summary.counts[.pending], 3, b.name)
+            XCTAssertEqual(summary.counts[.rejected], 1, b.name)
+            XCTAssertEqual(summary.counts[.needsAttention], 2, b.name)
+            // Support: retry and resolve.
+            XCTAssertEqual(try b.store.retry(orderIds: ["x"], note: "again").map(\.orderId), ["x"], b.name)
+            XCTAssertEqual(try state(b.store, "x"), .pending, b.name)
+            XCTAssertEqual(try b.store.resolve(orderIds: ["n"], as: .wontGrant, note: "fraud").first?.1, .rejected, b.name)
+            XCTAssertThrowsError(try b.store.retry(orderIds: ["p"], note: nil), "\(b.name): a pending order is not retried")
+        }
+    }
+
+    // MARK: - Leases
+
+    func testLeaseLoss_aStrangerOrAnExpiredClaimChangesNothing() throws {
+        try onEachBackEnd { b in
+            try enqueue(b.store, "o-1")
+            let mine = try XCTUnwrap(try b.store.claimNextDue(owner: me, leaseSeconds: 0), b.name)
+            XCTAssertEqual(try b.store.recordVerified(orderId: "o-1", owner: remote, fence: mine.fencingToken, match: .only(purchase("100")),
+                                                      deliveryLeaseSeconds: 60, history: entry), .leaseLost, b.name)
+            // The lease (0 s) expired: another host's rescue takes it back, and our late writes are refused.
+            let rescued = try b.store.rescue(owner: remote)
+            XCTAssertEqual(rescued.requeued, ["o-1"], b.name)
+            XCTAssertEqual(try state(b.store, "o-1"), .pending, b.name)
+            XCTAssertEqual(try b.store.orderRecord("o-1")?.order.attempts, 0, "\(b.name): rescue uses no attempt")
+            XCTAssertEqual(try b.store.recordVerified(orderId: "o-1", owner: me, fence: mine.fencingToken, match: .only(purchase("100")),
+                                                      deliveryLeaseSeconds: 60, history: entry), .leaseLost, b.name)
+            XCTAssertFalse(try b.store.renewLease(orderId: "o-1", owner: me, fence: mine.fencingToken, state: .verifying, leaseSeconds: 60), b.name)
+            XCTAssertNil(try b.store.recordFailure(orderId: "o-1", owner: me, fence: mine.fencingToken, from: .verifying, error: "late",
+                                                   countsAttempt: true, permanent: false, nextAttemptAt: 0, maxAttempts: 5,
+                                                   environment: nil, history: entry), b.name)
+        }
+    }
+
+    func testFencingToken_refusesTheSameOwnersStaleClaim_afterTheOrderWasTakenOverAndClaimedAgain() throws {
+        try onEachBackEnd { b in
+            guard b.store.isShared else { return }  // SQLite: claims are taken back only before this process's pass.
+            try enqueue(b.store, "o-1")
+            let stale = try XCTUnwrap(try b.store.claimNextDue(owner: me, leaseSeconds: 0))
+            _ = try b.store.rescue(owner: remote)
+            let fresh = try XCTUnwrap(try b.store.claimNextDue(owner: me, leaseSeconds: 60))
+            XCTAssertGreaterThan(fresh.fencingToken ?? 0, stale.fencingToken ?? 0)
+            XCTAssertFalse(try b.store.recordRejected(orderId: "o-1", owner: me, fence: stale.fencingToken, reason: "late", detail: "",
+                                                      environment: nil, history: entry), "the stale worker's write is refused")
+            XCTAssertEqual(try state(b.store, "o-1"), .verifying)
+            XCTAssertTrue(try b.store.recordRejected(orderId: "o-1", owner: me, fence: fresh.fencingToken, reason: "not_paid", detail: "",
+                                                     environment: nil, history: entry))
+        }
+    }
+
+    func testRescue_takesBackOnlyTheDeadAndTheExpired_andRedeliversDeliveringWithTheSameKey() throws {
+        try onEachBackEnd { b in
+            try enqueue(b.store, "expired-v", transaction: "1")
+            try enqueue(b.store, "expired-d", transaction: "2")
+            try enqueue(b.store, "live", transaction: "3")
+            try enqueue(b.store, "dead", transaction: "4")
+            let deadHere = LeaseOwner(host: me.host, pid: Int32.max - 1, startTime: "1", bootId: me.bootId, pidNamespace: me.pidNamespace)
+            _ = try b.store.claim(orderId: "expired-v", owner: remote, leaseSeconds: 0)
+            let d = try XCTUnwrap(try b.store.claim(orderId: "expired-d", owner: remote, leaseSeconds: 60)?.order)
+            _ = try b.store.recordVerified(orderId: "expired-d", owner: remote, fence: d.fencingToken, match: .only(purchase("2")),
+                                           deliveryLeaseSeconds: 0, history: entry)
+            _ = try b.store.claim(orderId: "live", owner: remote, leaseSeconds: 3600)
+            _ = try b.store.claim(orderId: "dead", owner: deadHere, leaseSeconds: 3600)
+            let result = try b.store.rescue(owner: me)
+            XCTAssertEqual(Set(result.requeued), ["expired-v", "dead"], b.name)
+            XCTAssertEqual(result.redeliver, ["expired-d"], b.name)
+            XCTAssertEqual(try state(b.store, "live"), .verifying, "\(b.name): a live claim on another host is left alone")
+            let again = try XCTUnwrap(try b.store.claimRedelivery(orderId: "expired-d", owner: me, leaseSeconds: 60), b.name)
+            XCTAssertEqual(again.lease?.owner, me, b.name)
+            XCTAssertEqual(again.verified?.grantKey, "2", b.name)
+            XCTAssertNil(try b.store.claimRedelivery(orderId: "expired-d", owner: remote, leaseSeconds: 60), "\(b.name): now ours")
+            XCTAssertTrue(try b.store.markFinished(orderId: "expired-d", owner: me, fence: again.fencingToken,
+                                                   history: HistoryEntry(at: 0, kind: .delivery, outcome: "delivered")), b.name)
+            XCTAssertFalse(try b.store.markFinished(orderId: "expired-d", owner: remote, fence: d.fencingToken,
+                                                    history: HistoryEntry(at: 0, kind: .delivery, outcome: "delivered")), b.name)
+        }
+    }
+
+    // MARK: - Grants
+
+    func testGrants_onePurchaseOnce_byTransactionAndByGrantKey() throws {
+        try onEachBackEnd { b in
+            for id in ["a", "b", "c", "d"] { try enqueue(b.store, id, transaction: nil) }
+            var claims: [String: Order] = [:]
+            for id in ["a", "b", "c", "d"] { claims[id] = try b.store.claim(orderId: id, owner: me, leaseSeconds: 60)?.order }
+            func verify(_ id: String, _ match: Match) throws -> VerifiedResult {
+                try b.store.recordVerified(orderId: id, owner: me, fence: claims[id]?.fencingToken, match: match,
+                                           deliveryLeaseSeconds: 60, history: entry)
+            }
+            guard case .delivering = try verify("a", .only(purchase("100"))) else { return XCTFail(b.name) }
+            XCTAssertEqual(try verify("b", .only(purchase("100"))), .alreadyGranted("transaction 100 order a"), b.name)
+            // A non-consumable restored under a new transaction id: same grant key, granted once.
+            guard case .delivering = try verify("c", .only(purchase("200", grantKey: "orig-1"))) else { return XCTFail(b.name) }
+            guard case .alreadyGranted = try verify("d", .only(purchase("201", grantKey: "orig-1"))) else { return XCTFail(b.name) }
+            XCTAssertEqual(try b.store.grantHolder(transactionId: "100"), "a", b.name)
+            XCTAssertEqual(try b.store.grantHolder(of: purchase("201", grantKey: "orig-1")), .order("c"), b.name)
+        }
+    }
+
+    func testGrantsMadeOutsideSettle_byCommandOrByABackendRow_finishTheOrderWithoutDelivery() throws {
+        try onEachBackEnd { b in
+            try enqueue(b.store, "o-1", transaction: "300")
+            try enqueue(b.store, "o-2", transaction: "400")
+            XCTAssertEqual(try b.store.recordOutsideGrant(transactionId: "300", grantKey: "300", note: "admin tool"), .recorded, b.name)
+            XCTAssertEqual(try b.store.recordOutsideGrant(transactionId: "300", grantKey: "300", note: nil), .alreadyRecorded, b.name)
+            try b.execute("INSERT INTO grants(grant_key, transaction_id, order_id, source, granted_at, note) VALUES ('400', '400', NULL, 'outside', 1, 'backend')")
+            for (id, txn) in [("o-1", "300"), ("o-2", "400")] {
+                let claim = try XCTUnwrap(try b.store.claim(orderId: id, owner: me, leaseSeconds: 60)?.order)
+                guard case .alreadyDelivered = try b.store.recordVerified(orderId: id, owner: me, fence: claim.fencingToken,
+                                                                         match: .only(purchase(txn)), deliveryLeaseSeconds: 60,
+                                                                         history: entry) else { return XCTFail(b.name) }
+                XCTAssertEqual(try b.store.orderRecord(id)?.order.reason, "already_delivered", b.name)
+            }
+        }
+    }
+
+    func testHookAnswersAlreadyGranted_anOrderMatchedByProduct_isMatchedAgainToItsNextPurchase() throws {
+        try onEachBackEnd { b in
+            _ = try b.store.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins, receipt: world.receipt("o-1")))
+            let claim = try XCTUnwrap(try b.store.claim(orderId: "o-1", owner: me, leaseSeconds: 60)?.order)
+            let match = Match(candidates: [purchase("500"), purchase("501")], named: false)
+            guard case .delivering = try b.store.recordVerified(orderId: "o-1", owner: me, fence: claim.fencingToken, match: match,
+                                                                deliveryLeaseSeconds: 60, history: entry) else { return XCTFail(b.name) }
+            guard case let .rematch(again) = try b.store.recordGrantedOutside(orderId: "o-1", owner: me, fence: claim.fencingToken,
+                                                                               history: entry) else { return XCTFail(b.name) }
+            XCTAssertEqual(again.state, .verifying, b.name)
+            guard case let .delivering(second) = try b.store.recordVerified(orderId: "o-1", owner: me, fence: again.fencingToken,
+                                                                           match: match, deliveryLeaseSeconds: 60, history: entry)
+            else { return XCTFail(b.name) }
+            XCTAssertEqual(second.verified?.transactionId, "501", b.name)
+            XCTAssertEqual(try b.store.grantHolder(of: purchase("500")), .outside(note: "the hook answered \"already granted\" delivering order o-1"), b.name)
+        }
+    }
+
+    func testConcurrentWorkers_claimEachOrderOnce_andGrantEachPurchaseOnce() throws {
+        try onEachBackEnd { b in
+            for i in 0..<60 { try enqueue(b.store, "o-\(i)", transaction: "t-\(i % 30)") }
+            let claimed = Mutex<[String]>([])
+            let granted = Mutex<[String]>([])
+            let group = DispatchGroup()
+            let store = b.store
+            let entry = self.entry
+            let products = (0..<30).map { purchase("t-\($0)") }
+            for worker in 0..<4 {
+                let owner = LeaseOwner(host: "host-\(worker)", pid: Int32(worker + 1), startTime: "1")
+                group.enter()
+                Thread {
+                    defer { group.leave() }
+                    while let order = try? store.claimNextDue(owner: owner, leaseSeconds: 60) {
+                        claimed.withLock { $0.append(order.orderId) }
+                        let txn = order.requestedTransactionId ?? ""
+                        let product = products.first { $0.transactionId == txn }!
+                        if case .delivering = try? store.recordVerified(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                                                        match: .only(product), deliveryLeaseSeconds: 60, history: entry) {
+                            granted.withLock { $0.append(txn) }
+                        }
+                    }
+                }.start()
+            }
+            group.wait()
+            XCTAssertEqual(claimed.withLock { $0.sorted() }, (0..<60).map { "o-\($0)" }.sorted(), "\(b.name): every order claimed exactly once")
+            XCTAssertEqual(granted.withLock { $0.sorted() }, (0..<30).map { "t-\($0)" }.sorted(), "\(b.name): every purchase granted exactly once")
+        }
+    }
+
+    // MARK: - Dry run, daemons, schema
+
+    func testDryRunReads_changeNothing() throws {
+        try onEachBackEnd { b in
+            try enqueue(b.store, "o-1")
+            let before = try b.store.orderRecord("o-1")
+            XCTAssertEqual(try b.store.dueOrders(limit: 5).map(\.orderId), ["o-1"], b.name)
+            XCTAssertNil(try b.store.grantHolder(of: purchase("100")), b.name)
+            XCTAssertEqual(try b.store.orderRecord("o-1")?.order, before?.order, b.name)
+            XCTAssertEqual(try b.store.orderRecord("o-1")?.history, before?.history, b.name)
+        }
+    }
+
+    func testDaemons_areListedLiveUntilTheyStop() throws {
+        try onEachBackEnd { b in
+            try b.store.recordDaemonStarted(me)
+            try b.store.recordDaemonPass(me, summary: "1 finished")
+            XCTAssertEqual(try b.store.liveDaemons().map(\.owner), [me], b.name)
+            XCTAssertEqual(try b.store.daemonRecord()?.lastPassSummary, "1 finished", b.name)
+            try b.store.recordDaemonStopped(me)
+            XCTAssertEqual(try b.store.liveDaemons().count, 0, b.name)
+        }
+    }
+
+    func testAppleBreakerDueForAProbe_isProbedByOneDaemonOnly_onASharedLedger() throws {
+        try onEachBackEnd { b in
+            guard b.store.isShared else { return }
+            let now = world.time.unixSeconds
+            try b.store.saveAppleBreaker(AppleBreaker(state: .open, consecutiveFailures: 3, cooldownSeconds: 60, retryAt: now,
+                                                      lastError: "503", lastErrorAt: now))
+            XCTAssertEqual(try b.store.appleBreaker().permission(now: now), .probe, "a plain read takes nothing")
+            let first = try b.store.appleBreakerForPass()
+            let second = try b.store.appleBreakerForPass()
+            XCTAssertEqual(first.permission(now: now), .probe)
+            XCTAssertEqual(second.permission(now: now), .wait(until: now + 60))
+        }
+    }
+}
+
+final class PostgresLedgerMigrationTests: XCTestCase {
+    func testMigrations_fromTwoHostsAtOnce_runOnce_andRecordTheVersion() throws {
+        let fresh = try TestPostgres.freshSchema()
+        defer { TestPostgres.drop(schema: fresh.schema) }
+        let errors = Mutex<[String]>([])
+        let group = DispatchGroup()
+        for _ in 0..<3 {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                do { _ = try PostgresLedger(url: fresh.url) } catch { errors.withLock { $0.append("\(error)") } }
+            }.start()
+        }
+        group.wait()
+        XCTAssertEqual(errors.withLock { $0 }, [String]())
+        let ledger = try PostgresLedger(url: fresh.url, access: .readOnly)
+        XCTAssertEqual(try ledger.schemaVersion(), PostgresLedgerSchema.migrations.count)
+        XCTAssertEqual(try ledger.pendingMigrations(), [])
+        let connection = try PostgresConnection(url: fresh.url)
+        defer { connection.close() }
+        XCTAssertEqual(try connection.query("SELECT count(*) AS n FROM settle_schema").first?.int("n"),
+                       Int64(PostgresLedgerSchema.migrations.count))
+    }
+
+    func testReadOnlyOpen_ofAnEmptyDatabase_saysToMigrate() throws {
+        let fresh = try TestPostgres.freshSchema()
+        defer { TestPostgres.drop(schema: fresh.schema) }
+        XCTAssertThrowsError(try PostgresLedger(url: fresh.url, access: .readOnly)) { error in
+            XCTAssertTrue("\(error)".contains("settle migrate"), "\(error)")
+        }
+    }
+}
