@@ -17,6 +17,9 @@ public struct Configuration: Sendable {
     public var metricsFile: String?
     /// How long `settle run` lets in-flight work finish after SIGTERM.
     public var shutdownGraceSeconds: Double = 20
+    /// The notifications endpoint and history catch-up (absent: off).
+    public var notifications: NotificationsConfiguration?
+    public var consumption = ConsumptionConfiguration()
     /// The file this was read from; relative paths in it are resolved against its folder.
     public var sourcePath: String
 
@@ -64,6 +67,9 @@ public struct Configuration: Sendable {
         public var timeoutSeconds: Double
         /// Names of settle's environment variables a delivery command also gets (`delivery.environment`).
         public var environment: [String] = []
+        /// `delivery.revoke_command`: argv of the hook that takes goods back after a refund (a
+        /// webhook gets `event: "revoke"` instead). nil with a command delivery: refunds are recorded only.
+        public var revokeCommand: [String]? = nil
     }
 
     public struct Schedule: Sendable {

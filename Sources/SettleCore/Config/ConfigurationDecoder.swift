@@ -26,11 +26,20 @@ struct ConfigurationDecoder {
         let metricsFile = try root.string("metrics_file").map(resolve)
         let grace = try root.number("shutdown_grace_seconds", default: 20, range: 0...600)
         let binding = try root.object("user_binding").map { (o) throws(ConfigError) in try decodeUserBinding(o) } ?? UserBinding()
+        let notifications = try root.object("notifications").map { (o) throws(ConfigError) in try decodeNotifications(o) }
+        let consumption = try root.object("consumption").map { (o) throws(ConfigError) in try decodeConsumption(o) }
         try root.rejectUnknownKeys()
         var configuration = Configuration(ledgerPath: ledger, bundleId: bundleId, acceptSandbox: acceptSandbox, receiptAPI: receiptAPI,
                                           serverAPI: serverAPI, products: products, delivery: delivery, schedule: schedule, http: http,
                                           metricsFile: metricsFile, shutdownGraceSeconds: grace, sourcePath: path)
         configuration.userBinding = binding
+        configuration.notifications = notifications
+        if let consumption {
+            guard serverAPI != nil || !consumption.respond else {
+                throw ConfigError("consumption.respond: answering refund requests needs server_api")
+            }
+            configuration.consumption = consumption
+        }
         return configuration
     }
 
@@ -138,6 +147,17 @@ struct ConfigurationDecoder {
         let webhook = try o.object("webhook")
         let timeout = try o.number("timeout_seconds", default: 30, range: 0.1...3600)
         let passed = try environmentNames(o.value("environment"))
+        var revokeCommand: [String]? = nil
+        if let value = o.value("revoke_command") {
+            guard let items = value.arrayValue, !items.isEmpty,
+                  case let .string(program)? = items.first, program.hasPrefix("/") else {
+                throw ConfigError("delivery.revoke_command: expected a non-empty array of strings starting with an absolute path")
+            }
+            revokeCommand = try items.enumerated().map { (i, item) throws(ConfigError) -> String in
+                guard case let .string(s) = item else { throw ConfigError("delivery.revoke_command[\(i)]: expected a string, got \(item.typeName)") }
+                return s
+            }
+        }
         let method: Configuration.DeliveryConfiguration.Method
         switch (command, webhook) {
         case (nil, nil), (.some, .some):
@@ -167,7 +187,10 @@ struct ConfigurationDecoder {
             method = .webhook(url: url, secretFile: secret)
         }
         try o.rejectUnknownKeys()
-        return .init(method: method, timeoutSeconds: timeout, environment: passed)
+        if revokeCommand != nil, case .webhook = method {
+            throw ConfigError("delivery.revoke_command: a webhook delivery gets revokes as event \"revoke\"; drop revoke_command")
+        }
+        return .init(method: method, timeoutSeconds: timeout, environment: passed, revokeCommand: revokeCommand)
     }
 
     /// `delivery.environment`: variable names only (`[A-Za-z_][A-Za-z0-9_]*`); a value
