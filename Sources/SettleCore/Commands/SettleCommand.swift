@@ -9,6 +9,7 @@ public enum SettleCommand {
         ("status", "show the ledger: counts, oldest undelivered order, orders and their history"),
         ("enqueue", "record a paid order and its proof of purchase"),
         ("retry", "put needs_attention or rejected orders back to pending"),
+        ("assign", "give a purchase Apple reported and nobody claimed to its buyer"),
         ("check-config", "validate the configuration and print what was understood"),
         ("demo", "run settle against a local Apple simulator in a throwaway ledger"),
     ]
@@ -60,6 +61,7 @@ public enum SettleCommand {
             case "status": try StatusCommand.run(sub)
             case "enqueue": try EnqueueCommand.run(sub)
             case "retry": try RetryCommand.run(sub)
+            case "assign": try AssignCommand.run(sub)
             case "check-config": try CheckConfigCommand.run(sub)
             case "demo": try DemoCommand.run(sub)
             default:

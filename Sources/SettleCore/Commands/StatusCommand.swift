@@ -5,6 +5,7 @@ enum StatusCommand {
         .init(name: "--state", takesValue: true), .init(name: "--user", takesValue: true),
         .init(name: "--transaction", takesValue: true), .init(name: "--json", takesValue: false),
         .init(name: "--limit", takesValue: true),
+        .init(name: "--notification", takesValue: true), .init(name: "--refunded", takesValue: false),
     ], positionals: 0...1)
 
     static let help = """
@@ -18,6 +19,8 @@ enum StatusCommand {
       --user USER        orders of this user id
       --transaction TXN  orders with this Apple transaction id (or original transaction id)
       --limit N          list at most N orders (default 50)
+      --refunded         only orders Apple refunded or revoked
+      --notification UUID  one App Store Server Notification: type, transaction, order, outcome
       --json             print JSON (SPEC section 6) instead of text
     """
 
@@ -37,15 +40,25 @@ enum StatusCommand {
         }
         filter.userId = parsed.value("--user")
         filter.transactionId = parsed.value("--transaction")
+        filter.refunded = parsed.has("--refunded")
         let configuration = try context.loadConfiguration(parsed)
         do {
             let ledger = try Ledger(readOnlyPath: configuration.ledgerPath, time: context.time)
+            if let uuid = parsed.value("--notification") {
+                guard let record = try ledger.notification(uuid: uuid) else {
+                    throw CommandFailure(.dataError, "no notification \(uuid) in the ledger")
+                }
+                context.print(parsed.has("--json") ? StatusView.json(record).serialized(pretty: true) : StatusView.text(record))
+                return
+            }
             if let orderId = parsed.positionals.first {
                 guard let record = try ledger.orderRecord(orderId) else {
                     throw CommandFailure(.dataError, "no order \(orderId) in the ledger")
                 }
-                context.print(parsed.has("--json") ? StatusView.json(record.order, history: record.history).serialized(pretty: true)
-                                                   : StatusView.text(record.order, history: record.history))
+                let notifications = try ledger.notifications(orderId: orderId)
+                context.print(parsed.has("--json")
+                              ? StatusView.json(record.order, history: record.history, notifications: notifications).serialized(pretty: true)
+                              : StatusView.text(record.order, history: record.history, notifications: notifications))
                 return
             }
             let summary = try ledger.summary(filter)

@@ -234,10 +234,34 @@ extension Ledger {
         return IngestResult(outcome: "answer_queued", orderId: order?.orderId, detail: nil, duplicate: false, needsPass: true)
     }
 
+    /// `settle assign`: an unclaimed purchase gets its buyer and is due now.
+    public func assign(orderId: String, userId: String, note: String?) throws(LedgerError) {
+        let now = time.unixSeconds
+        try locked { () throws(LedgerError) in
+            try write {
+                guard let row = try database.query("SELECT state, reason FROM orders WHERE order_id = ?", [.text(orderId)]).first else {
+                    throw LedgerError.invalid("no order \(orderId) in the ledger")
+                }
+                guard row.string("state") == OrderState.needsAttention.rawValue,
+                      row.string("reason") == AttentionReason.unclaimedPurchase.rawValue else {
+                    throw LedgerError.invalid("order \(orderId) is \(row.string("state") ?? "?") (\(row.string("reason") ?? "no reason")); "
+                                              + "only needs_attention orders with reason unclaimed_purchase can be assigned")
+                }
+                try database.query("""
+                    UPDATE orders SET user_id = ?, state = 'pending', attempts = 0, next_attempt_at = ?, reason = NULL, last_error = NULL,
+                           updated_at = ? WHERE order_id = ?
+                    """, [.text(userId), .integer(now), .integer(now), .text(orderId)])
+                try appendHistory(orderId, HistoryEntry(at: now, kind: .assign, outcome: "assigned",
+                                                        detail: "to user \(userId)" + (note.map { ": \($0)" } ?? "")))
+            }
+        }
+    }
+
     // MARK: - Reading
 
     public func notification(uuid: String) throws(LedgerError) -> NotificationRecord? {
-        try read { try database.query("SELECT * FROM notifications WHERE uuid = ?", [.text(uuid)]).first.map(NotificationRecord.init(row:)) }
+        guard try schemaVersion() >= 4 else { return nil }
+        return try read { try database.query("SELECT * FROM notifications WHERE uuid = ?", [.text(uuid)]).first.map(NotificationRecord.init(row:)) }
     }
 
     /// The notifications about one order, oldest first.

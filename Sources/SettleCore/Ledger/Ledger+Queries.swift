@@ -6,6 +6,8 @@ public struct OrderFilter: Sendable, Equatable {
     public var userId: String?
     public var transactionId: String?
     public var limit: Int
+    /// Only orders Apple refunded or revoked (`status --refunded`).
+    public var refunded = false
 
     public init(state: OrderState? = nil, userId: String? = nil, transactionId: String? = nil, limit: Int = 50) {
         self.state = state
@@ -45,6 +47,7 @@ extension Ledger {
                 conditions.append("(transaction_id = ? OR verified_transaction_id = ? OR original_transaction_id = ?)")
                 arguments += [.text(txn), .text(txn), .text(txn)]
             }
+            if filter.refunded { conditions.append("refunded_at IS NOT NULL") }
             let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
             let rows = try database.query("SELECT * FROM orders \(whereClause) ORDER BY updated_at DESC, order_id LIMIT ?",
                                           arguments + [.integer(Int64(max(0, filter.limit)))])

@@ -41,6 +41,8 @@ public enum StatusView {
             ("created_at", time(order.createdAt)),
             ("updated_at", time(order.updatedAt)),
             ("finished_at", time(order.finishedAt)),
+            ("origin", .string(order.origin)),
+            ("refund", order.refund.map(refundJSON) ?? .null),
         ])
     }
 
@@ -102,6 +104,8 @@ public enum StatusView {
             ("created", Timestamp.rfc3339(unixSeconds: order.createdAt)),
             ("updated", Timestamp.rfc3339(unixSeconds: order.updatedAt)),
             ("finished", order.finishedAt.map { Timestamp.rfc3339(unixSeconds: $0) } ?? "-"),
+            ("origin", order.origin),
+            ("refund", order.refund.map(refundText) ?? "-"),
         ]
         let width = fields.map(\.0.count).max() ?? 0
         var out = fields.map { $0.0.padding(toLength: width + 2, withPad: " ", startingAt: 0) + PrintableText.escape($0.1) }
