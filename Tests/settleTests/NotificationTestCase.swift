@@ -65,7 +65,8 @@ class NotificationTestCase: EndToEndTestCase {
     func applePurchase(_ id: String, type: String = "ONE_TIME_CHARGE", token: String?, product: String? = nil,
                        environment: String = "Production") -> SimulatedNotification {
         let transaction = world.scriptTransaction(id, product: product, environment: environment, appAccountToken: token)
-        return SimulatedNotification(type: type, transaction: transaction, bundleId: world.bundleId, signedDateMs: nowMs)
+        // Signed a few seconds ago: sent before settle looks (history windows end at "now", exclusive).
+        return SimulatedNotification(type: type, transaction: transaction, bundleId: world.bundleId, signedDateMs: nowMs - 5000)
     }
 
     /// POSTs raw bytes on a fresh connection and returns the status line's code (nil: closed without answer).

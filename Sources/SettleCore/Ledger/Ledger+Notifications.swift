@@ -51,6 +51,15 @@ extension Ledger {
                 if try !database.query("SELECT 1 AS seen FROM notifications WHERE uuid = ?", [.text(notification.uuid)]).isEmpty {
                     return IngestResult(outcome: "duplicate", orderId: nil, detail: nil, duplicate: true, needsPass: false)
                 }
+                // The row first: what the notification leads to may refer to it.
+                try database.query("""
+                    INSERT INTO notifications(uuid, type, subtype, environment, signed_date_ms, transaction_id, original_transaction_id,
+                                              source, received_at, outcome, payload)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'recorded', ?)
+                    """, [.text(notification.uuid), .text(notification.type), .from(notification.subtype), .text(notification.environment),
+                          .from(notification.signedDateMs), .from(notification.transaction?.transactionId),
+                          .from(notification.transaction?.originalTransactionId), .text(source), .integer(now),
+                          .text(notification.signedPayload)])
                 var result = IngestResult(outcome: "recorded", orderId: nil, detail: nil, duplicate: false, needsPass: false)
                 if let transaction = notification.transaction {
                     switch notification.effect {
@@ -63,14 +72,8 @@ extension Ledger {
                         if let id = result.orderId { try note(id, notification, "recorded", nil, now: now) }
                     }
                 }
-                try database.query("""
-                    INSERT INTO notifications(uuid, type, subtype, environment, signed_date_ms, transaction_id, original_transaction_id,
-                                              order_id, source, received_at, outcome, detail, payload)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, [.text(notification.uuid), .text(notification.type), .from(notification.subtype), .text(notification.environment),
-                          .from(notification.signedDateMs), .from(notification.transaction?.transactionId),
-                          .from(notification.transaction?.originalTransactionId), .from(result.orderId), .text(source), .integer(now),
-                          .text(result.outcome), .from(result.detail), .text(notification.signedPayload)])
+                try database.query("UPDATE notifications SET order_id = ?, outcome = ?, detail = ? WHERE uuid = ?",
+                                   [.from(result.orderId), .text(result.outcome), .from(result.detail), .text(notification.uuid)])
                 return result
             }
         }
