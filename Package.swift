@@ -22,6 +22,8 @@ let package = Package(
         .executableTarget(name: "settle", dependencies: ["SettleCore"]),
         // Measures a reconcile pass against the local simulator; prints numbers (scripts/bench.sh).
         .executableTarget(name: "settle-bench", dependencies: ["SettleCore"], path: "Benchmarks/settle-bench"),
+        // Notifications/s the endpoint takes while passes run (scripts/notify-bench.sh).
+        .executableTarget(name: "settle-notify-bench", dependencies: ["SettleCore"], path: "Benchmarks/settle-notify-bench"),
         // Shared test fixtures: a throwaway folder with a configuration, hooks and an Apple simulator.
         .target(name: "SettleTesting", dependencies: ["SettleCore"], path: "Tests/SettleTesting"),
         .testTarget(name: "SettleCoreTests", dependencies: ["SettleCore", "SettleTesting"], exclude: ["Fixtures"]),

@@ -110,4 +110,15 @@ final class NotificationEndpointTests: NotificationTestCase {
         XCTAssertNil(stateInLedger("apple-307"))
         XCTAssertTrue(daemon.isRunning)
     }
+
+    func testSIGTERM_stopsTheEndpointAndTheDaemonCleanly() throws {
+        try writeNotificationConfig()
+        let (daemon, url) = try startDaemon()
+        XCTAssertEqual(try world.simulator.send(applePurchase("309", token: buyer), to: url), 200)
+        daemon.send(SIGTERM)
+        let result = daemon.wait()
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stderr.contains("daemon.stopped clean=true"), result.stderr)
+        XCTAssertNil(post(url, body: "{}"), "nothing listens any more")
+    }
 }

@@ -41,8 +41,10 @@ public final class NotificationEndpoint: @unchecked Sendable {
                 handle: @escaping @Sendable (Data) -> HTTPServerResponse) throws(StartError) {
         core = EndpointCore(path: path, limits: limits, log: log, handle: handle)
         let context = Unmanaged.passUnretained(core).toOpaque()
-        // epoll with a small thread pool: a slow sender costs a socket, not a thread.
-        let flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue
+        // epoll with a small thread pool: a slow sender costs a socket, not a thread. ITC (an
+        // eventfd per thread) lets MHD_stop_daemon wake idle workers; without it they sleep in
+        // epoll_wait until the next connection and stopping hangs.
+        let flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_USE_ITC.rawValue
         let connections = UInt32(max(1, limits.maxConnections))
         let timeout = UInt32(max(1, limits.timeoutSeconds))
         // Headers and our per-connection buffers; the body is copied out as it arrives.
