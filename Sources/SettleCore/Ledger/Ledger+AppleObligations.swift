@@ -77,15 +77,6 @@ extension Ledger {
         }
     }
 
-    /// The state of the revoke of an order's transaction, nil when none was owed.
-    public func revocationState(orderId: String) throws(LedgerError) -> String? {
-        guard try schemaVersion() >= 4 else { return nil }
-        return try read {
-            try database.query("SELECT state FROM revocations WHERE order_id = ? ORDER BY created_at DESC LIMIT 1", [.text(orderId)])
-                .first?.string("state")
-        }
-    }
-
     public func dueConsumptionAnswers(limit: Int) throws(LedgerError) -> [(ConsumptionJob, Order?)] {
         let now = time.unixSeconds
         return try read {

@@ -12,14 +12,13 @@ public final class NotificationInbox: Sendable {
     /// nil when refunds can only be recorded (a command delivery without `revoke_command`).
     public let revokeHook: RevokeHook?
     public let consumption: Configuration.ConsumptionConfiguration
-    public let products: [String: Configuration.Product]
     public let acceptSandbox: Bool
     public let policy: RetryPolicy
     public let log: Log
     public let metrics: Metrics?
 
     public init(ledger: Ledger, verifier: SignedDataVerifier, rules: NotificationRules, api: AppStoreServerClient?, revokeHook: RevokeHook?,
-                consumption: Configuration.ConsumptionConfiguration, products: [String: Configuration.Product], acceptSandbox: Bool,
+                consumption: Configuration.ConsumptionConfiguration, acceptSandbox: Bool,
                 policy: RetryPolicy, log: Log, metrics: Metrics?) {
         self.ledger = ledger
         self.verifier = verifier
@@ -27,7 +26,6 @@ public final class NotificationInbox: Sendable {
         self.api = api
         self.revokeHook = revokeHook
         self.consumption = consumption
-        self.products = products
         self.acceptSandbox = acceptSandbox
         self.policy = policy
         self.log = log

@@ -68,7 +68,7 @@ extension Reconciler {
             verifier: SignedDataVerifier(rootCertificates: roots, bundleId: configuration.bundleId, acceptSandbox: configuration.acceptSandbox,
                                          appAppleId: configuration.serverAPI?.appAppleId),
             rules: NotificationRules(eligibility: eligibility, answerConsumptionRequests: configuration.consumption.respond),
-            api: api, revokeHook: revokeHook, consumption: configuration.consumption, products: configuration.products,
+            api: api, revokeHook: revokeHook, consumption: configuration.consumption,
             acceptSandbox: configuration.acceptSandbox, policy: policy, log: log, metrics: metrics)
         return Reconciler(configuration: configuration, ledger: ledger,
                           verifier: ProofRouter(receipts: receipts, storeKit: storeKit, products: products),
