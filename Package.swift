@@ -15,10 +15,15 @@ let package = Package(
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"])]),
-        .target(name: "SettleCore", dependencies: ["CSQLite", "CCurl", "COpenSSL"]),
+        // The App Store Server Notifications endpoint: a well-kept HTTP server, not a hand-written parser.
+        .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
+                       providers: [.apt(["libmicrohttpd-dev"])]),
+        .target(name: "SettleCore", dependencies: ["CSQLite", "CCurl", "COpenSSL", "CMicroHTTPD"]),
         .executableTarget(name: "settle", dependencies: ["SettleCore"]),
         // Measures a reconcile pass against the local simulator; prints numbers (scripts/bench.sh).
         .executableTarget(name: "settle-bench", dependencies: ["SettleCore"], path: "Benchmarks/settle-bench"),
+        // Notifications/s the endpoint takes while passes run (scripts/notify-bench.sh).
+        .executableTarget(name: "settle-notify-bench", dependencies: ["SettleCore"], path: "Benchmarks/settle-notify-bench"),
         // Shared test fixtures: a throwaway folder with a configuration, hooks and an Apple simulator.
         .target(name: "SettleTesting", dependencies: ["SettleCore"], path: "Tests/SettleTesting"),
         .testTarget(name: "SettleCoreTests", dependencies: ["SettleCore", "SettleTesting"], exclude: ["Fixtures"]),

@@ -101,6 +101,14 @@ enum CheckConfigCommand {
         lines.append("schedule: every \(n(s.intervalSeconds)) s, concurrency \(s.concurrency), max_attempts \(s.maxAttempts), backoff \(n(s.backoffBaseSeconds))...\(n(s.backoffMaxSeconds)) s")
         lines.append("http: connect timeout \(n(c.http.connectTimeoutSeconds)) s, total timeout \(n(c.http.timeoutSeconds)) s")
         if let metrics = c.metricsFile { lines.append("metrics_file: \(metrics)") }
+        if let revoke = c.delivery.revokeCommand { lines.append("delivery.revoke_command: \(revoke.joined(separator: " "))") }
+        if let notes = c.notifications {
+            lines.append("notifications: POST \(notes.path) on \(notes.listen), body <= \(notes.limits.maxBodyBytes) bytes, timeout \(notes.limits.timeoutSeconds) s, "
+                         + "\(notes.limits.maxConnections) connections, history every \(n(notes.historyIntervalSeconds)) s")
+        }
+        if c.consumption.respond {
+            lines.append("consumption: answer refund requests, refund_preference \(c.consumption.refundPreference?.rawValue ?? "none")")
+        }
         lines.append("shutdown_grace_seconds: \(n(c.shutdownGraceSeconds))")
         return lines.joined(separator: "\n")
     }

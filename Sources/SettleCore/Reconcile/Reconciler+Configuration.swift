@@ -46,20 +46,34 @@ extension Reconciler {
             storeKit.legacyReceipt = { order in try legacyReceiptIds(order, ledger: ledger, signature: signature) }
         }
         let deliverer: any Deliverer
+        var revokeHook: RevokeHook? = nil
         switch configuration.delivery.method {
         case let .command(arguments):
             deliverer = CommandHook(arguments: arguments, timeoutSeconds: configuration.delivery.timeoutSeconds,
                                     products: configuration.products, baseEnvironment: environment,
                                     passedThrough: configuration.delivery.environment)
+            revokeHook = configuration.delivery.revokeCommand.map { argv in
+                .command(CommandHook(arguments: argv, timeoutSeconds: configuration.delivery.timeoutSeconds, products: configuration.products,
+                                     baseEnvironment: environment, passedThrough: configuration.delivery.environment))
+            }
         case let .webhook(url, secretFile):
-            deliverer = WebhookHook(url: url, secret: try secretFile.read(), timeoutSeconds: configuration.delivery.timeoutSeconds,
-                                    connectTimeoutSeconds: configuration.http.connectTimeoutSeconds,
-                                    products: configuration.products, time: ledger.time)
+            let webhook = WebhookHook(url: url, secret: try secretFile.read(), timeoutSeconds: configuration.delivery.timeoutSeconds,
+                                      connectTimeoutSeconds: configuration.http.connectTimeoutSeconds,
+                                      products: configuration.products, time: ledger.time)
+            deliverer = webhook
+            revokeHook = .webhook(webhook)
         }
+        let policy = RetryPolicy(configuration.schedule, random: random)
+        let inbox = NotificationInbox(
+            ledger: ledger,
+            verifier: SignedDataVerifier(rootCertificates: roots, bundleId: configuration.bundleId, acceptSandbox: configuration.acceptSandbox,
+                                         appAppleId: configuration.serverAPI?.appAppleId),
+            rules: NotificationRules(eligibility: eligibility, answerConsumptionRequests: configuration.consumption.respond),
+            api: api, revokeHook: revokeHook, consumption: configuration.consumption,
+            acceptSandbox: configuration.acceptSandbox, policy: policy, log: log, metrics: metrics)
         return Reconciler(configuration: configuration, ledger: ledger,
                           verifier: ProofRouter(receipts: receipts, storeKit: storeKit, products: products),
-                          deliverer: deliverer, policy: RetryPolicy(configuration.schedule, random: random), log: log,
-                          metrics: metrics)
+                          deliverer: deliverer, policy: policy, log: log, metrics: metrics, inbox: inbox)
     }
 
     private static func appleObserver(_ metrics: Metrics?) -> (@Sendable (String, String, Double) -> Void)? {
