@@ -17,10 +17,15 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CPostgres", path: "Sources/CPostgres", pkgConfig: "libpq",
                        providers: [.apt(["libpq-dev"])]),
-        .target(name: "SettleCore", dependencies: ["CSQLite", "CCurl", "COpenSSL", "CPostgres"]),
+        // The App Store Server Notifications endpoint: a well-kept HTTP server, not a hand-written parser.
+        .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
+                       providers: [.apt(["libmicrohttpd-dev"])]),
+        .target(name: "SettleCore", dependencies: ["CSQLite", "CCurl", "COpenSSL", "CPostgres", "CMicroHTTPD"]),
         .executableTarget(name: "settle", dependencies: ["SettleCore"]),
         // Measures a reconcile pass against the local simulator; prints numbers (scripts/bench.sh).
         .executableTarget(name: "settle-bench", dependencies: ["SettleCore"], path: "Benchmarks/settle-bench"),
+        // Notifications/s the endpoint takes while passes run (scripts/notify-bench.sh).
+        .executableTarget(name: "settle-notify-bench", dependencies: ["SettleCore"], path: "Benchmarks/settle-notify-bench"),
         // Shared test fixtures: a throwaway folder with a configuration, hooks and an Apple simulator.
         .target(name: "SettleTesting", dependencies: ["SettleCore"], path: "Tests/SettleTesting"),
         .testTarget(name: "SettleCoreTests", dependencies: ["SettleCore", "SettleTesting"], exclude: ["Fixtures"]),

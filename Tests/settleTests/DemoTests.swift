@@ -17,6 +17,11 @@ final class DemoTests: EndToEndTestCase {
         XCTAssertTrue(result.stdout.contains("refunded"), result.stdout)
         XCTAssertTrue(result.stdout.contains("already_granted"), result.stdout)
         XCTAssertTrue(result.stdout.contains("pass 1: reconciled"), result.stdout)
+        // Apple tells settle: a purchase nobody enqueued delivered, a refund revoked, a refund request answered.
+        XCTAssertTrue(table.contains { $0.hasPrefix("origin") && $0.contains("apple_notification") }, result.stdout)
+        XCTAssertTrue(result.stdout.contains("2000000300000001 apple-2000000300000001") || result.stdout.contains("idempotency_key\":\"2000000300000001"), result.stdout)
+        XCTAssertTrue(table.contains("revoke:2000000100000001 o-1001"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("1 refund requests answered"), result.stdout)
 
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: tmp), [],
                        "settle demo left files behind in $TMPDIR")

@@ -105,13 +105,20 @@ public struct AppStoreServerClient: Sendable {
     /// One GET, timed for metrics. `path` must hold an id `route` has checked; `decode` reads a
     /// 200's JSON body, nil meaning it is not the expected answer.
     func get<Body>(_ path: String, environment: String, decode: (JSONValue) -> Body?) -> Answer<Body> {
+        send("GET", path, body: Data(), environment: environment, decode: decode)
+    }
+
+    /// One request of any method, timed for metrics. A 2xx with an empty body (202 Accepted)
+    /// is decoded from JSON null.
+    func send<Body>(_ method: String, _ path: String, body: Data, environment: String, decode: (JSONValue) -> Body?) -> Answer<Body> {
         let started = DispatchTime.now()
-        let (answer, label) = exchange(path, environment: environment, decode: decode)
+        let (answer, label) = exchange(method, path, body: body, environment: environment, decode: decode)
         observe?(environment, label, Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9)
         return answer
     }
 
-    private func exchange<Body>(_ path: String, environment: String, decode: (JSONValue) -> Body?) -> (Answer<Body>, String) {
+    private func exchange<Body>(_ method: String, _ path: String, body: Data, environment: String,
+                                decode: (JSONValue) -> Body?) -> (Answer<Body>, String) {
         let name = "\(environment.lowercased()) App Store Server API"
         let token: String
         do {
@@ -121,8 +128,9 @@ public struct AppStoreServerClient: Sendable {
         }
         let base = environment == "Production" ? productionURL : sandboxURL
         let url = base.hasSuffix("/") ? String(base.dropLast()) : base
-        let request = HTTPRequest(method: "GET", url: "\(url)\(path)",
-                                  headers: [HTTPHeader("Authorization", "Bearer \(token)"), HTTPHeader("Accept", "application/json")])
+        var headers = [HTTPHeader("Authorization", "Bearer \(token)"), HTTPHeader("Accept", "application/json")]
+        if !body.isEmpty { headers.append(HTTPHeader("Content-Type", "application/json")) }
+        let request = HTTPRequest(method: method, url: "\(url)\(path)", headers: headers, body: body)
         let response: HTTPResponse
         do {
             response = try client.send(request)
@@ -134,8 +142,9 @@ public struct AppStoreServerClient: Sendable {
         }
         let errorCode = (try? JSONValue.parse(response.body))?["errorCode"]?.looseInt64.map { Int($0) }
         switch response.status {
-        case 200:
-            guard let json = try? JSONValue.parse(response.body), let body = decode(json) else {
+        case 200...299:
+            let json = response.body.isEmpty && response.status != 200 ? JSONValue.null : try? JSONValue.parse(response.body)
+            guard let json, let body = decode(json) else {
                 return (.failed(.appleUnavailable("\(name) sent a 200 that is not the expected answer (\(response.body.count) bytes)",
                                                   retryAfter: nil), answered: false), "garbage")
             }

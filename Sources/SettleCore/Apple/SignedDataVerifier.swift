@@ -27,11 +27,14 @@ public struct SignedDataVerifier: Sendable {
     let rootCertificates: [X509Certificate]
     let bundleId: String
     let acceptSandbox: Bool
+    /// The app's Apple ID (`server_api.app_apple_id`): production notifications must name it.
+    let appAppleId: String?
 
-    public init(rootCertificates: [X509Certificate], bundleId: String, acceptSandbox: Bool) {
+    public init(rootCertificates: [X509Certificate], bundleId: String, acceptSandbox: Bool, appAppleId: String? = nil) {
         self.rootCertificates = rootCertificates
         self.bundleId = bundleId
         self.acceptSandbox = acceptSandbox
+        self.appAppleId = appAppleId
     }
 
     /// Verifies a JWSTransaction (StoreKit 2 signed transaction or Server API
@@ -76,7 +79,7 @@ public struct SignedDataVerifier: Sendable {
 
     /// Steps 1-8 of apple-protocol.md 3.4: format, algorithm, chain, signature. Returns
     /// the payload once it is known to be signed by an Apple leaf under a configured root.
-    private func authenticate(_ token: String, checkTime: CheckTime) throws(SignedDataFailure) -> JSONValue {
+    func authenticate(_ token: String, checkTime: CheckTime) throws(SignedDataFailure) -> JSONValue {
         let jws = try DecodedJWS(token)
 
         guard case .string("ES256") = jws.header["alg"] else {
@@ -150,7 +153,7 @@ public struct SignedDataVerifier: Sendable {
 
     /// Production always; Sandbox only when configured; anything else (Xcode,
     /// LocalTesting, missing) never, because it is not App Store-signed data.
-    private func checkEnvironment(_ payload: JSONValue) throws(SignedDataFailure) {
+    func checkEnvironment(_ payload: JSONValue) throws(SignedDataFailure) {
         switch payload["environment"] {
         case .string("Production"):
             return

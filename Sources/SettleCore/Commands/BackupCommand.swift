@@ -15,6 +15,10 @@ enum BackupCommand {
         if parsed.wantsHelp { return context.print(help) }
         let destination = parsed.positionals[0]
         let configuration = try context.loadConfiguration(parsed)
+        if configuration.postgresLedger != nil {
+            throw CommandFailure(.config, "settle backup copies an SQLite ledger; back a PostgreSQL ledger up with pg_dump "
+                                 + "(or your database's own backups)")
+        }
         do {
             let ledger = try Ledger(readOnlyPath: configuration.ledgerPath, time: context.time)
             try ledger.backup(to: destination)

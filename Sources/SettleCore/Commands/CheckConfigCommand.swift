@@ -41,17 +41,22 @@ enum CheckConfigCommand {
         if case let .command(argv) = c.delivery.method, !isRegularFile(argv[0]) || access(argv[0], X_OK) != 0 {
             throw CommandFailure(.config, "delivery.command[0]: \(argv[0]) is not an executable file")
         }
-        if FileManager.default.fileExists(atPath: c.ledgerPath), !isRegularFile(c.ledgerPath) {
-            throw CommandFailure(.config, "ledger: \(c.ledgerPath) is not a regular file")
-        }
-        let folder = (c.ledgerPath as NSString).deletingLastPathComponent
-        var isDirectory: ObjCBool = false
         var ledgerNote: String? = nil
-        if !FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) && folder.hasPrefix("/var/lib/settle") {
-            // The units' StateDirectory=: systemd creates it, owned by settle, at first start.
-            ledgerNote = "ledger folder \(folder) does not exist yet: systemd creates it at the first start (StateDirectory=)"
-        } else if !isDirectory.boolValue {
-            throw CommandFailure(.config, "ledger: folder \(folder) does not exist")
+        if let postgres = c.postgresLedger {
+            // The password file is read now, so a mode or path mistake shows here, not at start.
+            do { _ = try postgres.passwordFile?.read() } catch { throw CommandFailure.from(error) }
+        } else {
+            if FileManager.default.fileExists(atPath: c.ledgerPath), !isRegularFile(c.ledgerPath) {
+                throw CommandFailure(.config, "ledger: \(c.ledgerPath) is not a regular file")
+            }
+            let folder = (c.ledgerPath as NSString).deletingLastPathComponent
+            var isDirectory: ObjCBool = false
+            if !FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) && folder.hasPrefix("/var/lib/settle") {
+                // The units' StateDirectory=: systemd creates it, owned by settle, at first start.
+                ledgerNote = "ledger folder \(folder) does not exist yet: systemd creates it at the first start (StateDirectory=)"
+            } else if !isDirectory.boolValue {
+                throw CommandFailure(.config, "ledger: folder \(folder) does not exist")
+            }
         }
         context.print(describe(c))
         if let ledgerNote { context.print(ledgerNote) }
@@ -101,6 +106,14 @@ enum CheckConfigCommand {
         lines.append("schedule: every \(n(s.intervalSeconds)) s, concurrency \(s.concurrency), max_attempts \(s.maxAttempts), backoff \(n(s.backoffBaseSeconds))...\(n(s.backoffMaxSeconds)) s")
         lines.append("http: connect timeout \(n(c.http.connectTimeoutSeconds)) s, total timeout \(n(c.http.timeoutSeconds)) s")
         if let metrics = c.metricsFile { lines.append("metrics_file: \(metrics)") }
+        if let revoke = c.delivery.revokeCommand { lines.append("delivery.revoke_command: \(revoke.joined(separator: " "))") }
+        if let notes = c.notifications {
+            lines.append("notifications: POST \(notes.path) on \(notes.listen), body <= \(notes.limits.maxBodyBytes) bytes, timeout \(notes.limits.timeoutSeconds) s, "
+                         + "\(notes.limits.maxConnections) connections, history every \(n(notes.historyIntervalSeconds)) s")
+        }
+        if c.consumption.respond {
+            lines.append("consumption: answer refund requests, refund_preference \(c.consumption.refundPreference?.rawValue ?? "none")")
+        }
         lines.append("shutdown_grace_seconds: \(n(c.shutdownGraceSeconds))")
         return lines.joined(separator: "\n")
     }

@@ -31,7 +31,7 @@ enum DemoCommand {
         defer {
             removal?.cancel()
             if parsed.has("--keep") {
-                context.print("\nkept \(folder) (ledger.sqlite3, settle.json, shared-secret, appstore-key.p8, simulator-root.pem, grant-goods.sh, granted.log)")
+                context.print("\nkept \(folder) (ledger.sqlite3, settle.json, shared-secret, appstore-key.p8, simulator-root.pem, grant-goods.sh, granted.log, revoke-goods.sh, revoked.log)")
             } else {
                 try? FileManager.default.removeItem(atPath: folder)
                 context.print("\nremoved \(folder); nothing else was written")
@@ -72,6 +72,7 @@ enum DemoCommand {
         }
         let granted = (try? String(contentsOfFile: folder + "/granted.log", encoding: .utf8)) ?? ""
         context.print("the demo hook was called \(granted.split(separator: "\n").count) times (idempotency key, order):\n" + granted)
+        try showNotifications(context, simulator: simulator, ledger: ledger, reconciler: reconciler, time: time, folder: folder)
     }
 
     static func makeFolder() throws(CommandFailure) -> String {
@@ -115,7 +116,11 @@ enum DemoCommand {
                 ("com.example.game.monthly", .object([("type", .string("auto_renewable"))])),
             ])),
             ("delivery", .object([("command", .array([.string("/bin/sh"), .string(folder + "/grant-goods.sh")])),
+                                  ("revoke_command", .array([.string("/bin/sh"), .string(folder + "/revoke-goods.sh")])),
                                   ("timeout_seconds", .number(10))])),
+            ("notifications", .object([("listen", .string("127.0.0.1:0"))])),
+            ("consumption", .object([("respond", .bool(true)), ("customer_consented", .bool(true)),
+                                     ("refund_preference", .string("DECLINE"))])),
             ("schedule", .object([("concurrency", .number(4)), ("max_attempts", .number(5))])),
             ("http", .object([("connect_timeout_seconds", .number(2)), ("timeout_seconds", .number(5))])),
         ])
@@ -124,6 +129,7 @@ enum DemoCommand {
             && fm.createFile(atPath: folder + "/appstore-key.p8", contents: Data(keyPEM.utf8), attributes: [.posixPermissions: 0o600])
             && fm.createFile(atPath: folder + "/simulator-root.pem", contents: Data(SimulatorSigningChain.rootPEM.utf8))
             && fm.createFile(atPath: folder + "/grant-goods.sh", contents: Data(hook.utf8), attributes: [.posixPermissions: 0o700])
+            && fm.createFile(atPath: folder + "/revoke-goods.sh", contents: Data(revokeHook(folder).utf8), attributes: [.posixPermissions: 0o700])
             && fm.createFile(atPath: folder + "/settle.json", contents: Data(config.serialized(pretty: true).utf8))
         guard ok else { throw CommandFailure(.ioError, "cannot write the demo's files in \(folder)") }
         return folder + "/settle.json"

@@ -23,6 +23,8 @@ public enum SettleCommand {
               help: EnqueueCommand.help, options: EnqueueCommand.spec.options, run: EnqueueCommand.run),
         .init(name: "retry", summary: "put needs_attention or rejected orders back to pending, with a fresh proof if given",
               help: RetryCommand.help, options: RetryCommand.spec.options, run: RetryCommand.run),
+        .init(name: "assign", summary: "give an unclaimed purchase Apple told us about to a user",
+              help: AssignCommand.help, options: AssignCommand.spec.options, run: AssignCommand.run),
         .init(name: "grant-recorded", summary: "record that your backend granted a transaction itself",
               help: GrantRecordedCommand.help, options: GrantRecordedCommand.spec.options, run: GrantRecordedCommand.run),
         .init(name: "resolve", summary: "close needs_attention or rejected orders by hand (granted_by_hand or wont_grant)",

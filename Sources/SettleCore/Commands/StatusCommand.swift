@@ -5,6 +5,7 @@ enum StatusCommand {
         .init(name: "--state", takesValue: true), .init(name: "--user", takesValue: true),
         .init(name: "--transaction", takesValue: true), .init(name: "--json", takesValue: false),
         .init(name: "--limit", takesValue: true), .init(name: "--app-account-token", takesValue: true),
+        .init(name: "--notification", takesValue: true), .init(name: "--refunded", takesValue: false),
     ], positionals: 0...1)
 
     static let help = """
@@ -25,6 +26,8 @@ enum StatusCommand {
       --app-account-token UUID
                          orders whose backend stored this StoreKit appAccountToken
       --limit N          list at most N orders (default 50)
+      --refunded         only orders Apple refunded or revoked
+      --notification UUID  one App Store Server Notification: type, transaction, order, outcome
       --json             print JSON (SPEC section 6) instead of text
     """
 
@@ -45,15 +48,27 @@ enum StatusCommand {
         filter.userId = parsed.value("--user")
         filter.transactionId = parsed.value("--transaction")
         filter.appAccountToken = parsed.value("--app-account-token")
+        filter.refunded = parsed.has("--refunded")
         let configuration = try context.loadConfiguration(parsed)
         do {
             let ledger = try configuration.openLedger(.readOnly, time: context.time)
+            if let uuid = parsed.value("--notification") {
+                // App Store Server Notifications are kept in an SQLite ledger only, so far.
+                guard let record = try (ledger as? Ledger)?.notification(uuid: uuid) else {
+                    throw CommandFailure(.dataError, "no notification \(uuid) in the ledger")
+                }
+                context.print(parsed.has("--json") ? StatusView.json(record).serialized(pretty: true) : StatusView.text(record))
+                return
+            }
             if let orderId = parsed.positionals.first {
                 guard let record = try ledger.orderRecord(orderId) else {
                     throw CommandFailure(.dataError, "no order \(orderId) in the ledger")
                 }
-                context.print(parsed.has("--json") ? StatusView.json(record.order, history: record.history).serialized(pretty: true)
-                                                   : StatusView.text(record.order, history: record.history, now: context.time.unixSeconds))
+                let notifications = try (ledger as? Ledger)?.notifications(orderId: orderId) ?? []
+                context.print(parsed.has("--json")
+                              ? StatusView.json(record.order, history: record.history, notifications: notifications).serialized(pretty: true)
+                              : StatusView.text(record.order, history: record.history, notifications: notifications,
+                                                now: context.time.unixSeconds))
                 return
             }
             var appleOrder: AppleOrderLookup.Result?

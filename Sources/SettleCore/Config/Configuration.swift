@@ -25,6 +25,9 @@ public struct Configuration: Sendable {
     /// History of finished and rejected orders older than this many days is pruned
     /// (`retention.history_days`); nil keeps it for ever. Orders and grants are never pruned.
     public var historyRetentionDays: Int?
+    /// The notifications endpoint and history catch-up (absent: off).
+    public var notifications: NotificationsConfiguration?
+    public var consumption = ConsumptionConfiguration()
     /// The file this was read from; relative paths in it are resolved against its folder.
     public var sourcePath: String
 
@@ -72,6 +75,9 @@ public struct Configuration: Sendable {
         public var timeoutSeconds: Double
         /// Names of settle's environment variables a delivery command also gets (`delivery.environment`).
         public var environment: [String] = []
+        /// `delivery.revoke_command`: argv of the hook that takes goods back after a refund (a
+        /// webhook gets `event: "revoke"` instead). nil with a command delivery: refunds are recorded only.
+        public var revokeCommand: [String]? = nil
     }
 
     public struct Schedule: Sendable {

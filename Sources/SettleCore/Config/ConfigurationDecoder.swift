@@ -53,6 +53,15 @@ struct ConfigurationDecoder {
             guard retention.value("history_days") != nil else { return nil }
             return try retention.integer("history_days", default: 0, range: 1...36500)
         }
+        let notifications = collect(nil) { () throws(ConfigError) in
+            try root.object("notifications").map { (o) throws(ConfigError) in try decodeNotifications(o) }
+        }
+        let consumption = collect(nil) { () throws(ConfigError) in
+            try root.object("consumption").map { (o) throws(ConfigError) in try decodeConsumption(o) }
+        }
+        if let consumption, consumption.respond, serverAPI == nil {
+            problems.append("consumption.respond: answering refund requests needs server_api")
+        }
         if let unknown = root.unknownKeys() { problems.append(unknown) }
         guard problems.isEmpty else { throw ConfigError(problems.joined(separator: "\n")) }
         var configuration = Configuration(ledgerPath: ledger, bundleId: bundleId, acceptSandbox: acceptSandbox, receiptAPI: receiptAPI,
@@ -62,6 +71,8 @@ struct ConfigurationDecoder {
         configuration.postgresLedger = postgresLedger
         configuration.logLevel = logLevel
         configuration.historyRetentionDays = retentionDays
+        configuration.notifications = notifications
+        if let consumption { configuration.consumption = consumption }
         return configuration
     }
 
@@ -181,6 +192,17 @@ struct ConfigurationDecoder {
         let webhook = try o.object("webhook")
         let timeout = try o.number("timeout_seconds", default: 30, range: 0.1...3600)
         let passed = try environmentNames(o.value("environment"))
+        var revokeCommand: [String]? = nil
+        if let value = o.value("revoke_command") {
+            guard let items = value.arrayValue, !items.isEmpty,
+                  case let .string(program)? = items.first, program.hasPrefix("/") else {
+                throw ConfigError("delivery.revoke_command: expected a non-empty array of strings starting with an absolute path")
+            }
+            revokeCommand = try items.enumerated().map { (i, item) throws(ConfigError) -> String in
+                guard case let .string(s) = item else { throw ConfigError("delivery.revoke_command[\(i)]: expected a string, got \(item.typeName)") }
+                return s
+            }
+        }
         let method: Configuration.DeliveryConfiguration.Method
         switch (command, webhook) {
         case (nil, nil), (.some, .some):
@@ -210,7 +232,10 @@ struct ConfigurationDecoder {
             method = .webhook(url: url, secretFile: secret)
         }
         try o.rejectUnknownKeys()
-        return .init(method: method, timeoutSeconds: timeout, environment: passed)
+        if revokeCommand != nil, case .webhook = method {
+            throw ConfigError("delivery.revoke_command: a webhook delivery gets revokes as event \"revoke\"; drop revoke_command")
+        }
+        return .init(method: method, timeoutSeconds: timeout, environment: passed, revokeCommand: revokeCommand)
     }
 
     /// `delivery.environment`: variable names only (`[A-Za-z_][A-Za-z0-9_]*`); a value

@@ -37,6 +37,10 @@ public final class Daemon: @unchecked Sendable {
     private var signalSources: [DispatchSourceSignal] = []
     private var watchdog: Watchdog?
     private var exitCode = ExitCode.success
+    private var endpoint: NotificationEndpoint?
+    private var historyTimer: DispatchSourceTimer?
+    /// The inbox the endpoint's threads hand notifications to; replaced on reload.
+    private let inbox = Mutex<NotificationInbox?>(nil)
 
     public init(configPath: String, environment: [String: String], log: Log, time: any TimeSource = SystemTimeSource(),
                 owner: LeaseOwner = .current) {
@@ -107,6 +111,11 @@ public final class Daemon: @unchecked Sendable {
             self.reconciler = reconciler
         }
         graceSeconds.withLock { $0 = configuration.shutdownGraceSeconds }
+        inbox.withLock { $0 = reconciler.inbox }
+        metrics.observeNewestNotification(at: (ledger as? Ledger).flatMap { try? $0.newestNotificationAt() })
+        if let notifications = configuration.notifications {
+            try startEndpoint(notifications)
+        }
         installSignalHandlers()
         if !ChildReaper.becomeSubreaper() {
             log.warning("daemon.no_subreaper", ["effect": "orphans of hooks are left to PID 1"])
@@ -114,6 +123,7 @@ public final class Daemon: @unchecked Sendable {
         workQueue.sync {
             startWatchdog()
             scheduleTimer(interval: configuration.schedule.intervalSeconds)
+            if let notifications = configuration.notifications { scheduleHistorySync(interval: notifications.historyIntervalSeconds) }
         }
         log.info("daemon.started", ["pid": owner.pid, "ledger": configuration.ledgerPath,
                                     "interval_seconds": configuration.schedule.intervalSeconds,
@@ -131,6 +141,49 @@ public final class Daemon: @unchecked Sendable {
             source.setEventHandler(handler: handler)
             source.resume()
             signalSources.append(source)
+        }
+    }
+
+    /// Listens for App Store Server Notifications: on the socket systemd passed (settle.socket),
+    /// else on `notifications.listen`.
+    private func startEndpoint(_ notifications: Configuration.NotificationsConfiguration) throws {
+        var passed: Int32? = nil
+        if environment["LISTEN_PID"].flatMap({ Int32($0) }) == owner.pid, environment["LISTEN_FDS"] == "1" {
+            passed = 3 // SD_LISTEN_FDS_START (sd_listen_fds(3))
+        }
+        do {
+            endpoint = try NotificationEndpoint(address: notifications.listen, listenDescriptor: passed, path: notifications.path,
+                                                limits: notifications.limits, log: log) { [workQueue, unowned self] body in
+                guard let current = self.inbox.withLock({ $0 }) else { return NotificationInbox.reply(503, "starting") }
+                let (response, needsPass) = current.answer(body)
+                if needsPass { workQueue.async { self.requestPass(force: true) } }
+                return response
+            }
+        } catch {
+            throw CommandFailure(.unavailable, error.description)
+        }
+        log.info("notifications.listening", ["address": passed == nil ? notifications.listen : "systemd socket",
+                                             "port": endpoint?.port, "path": notifications.path])
+    }
+
+    /// Get Notification History at start and every `notifications.history_interval_seconds`.
+    private func scheduleHistorySync(interval: Double) {
+        historyTimer?.cancel()
+        let source = DispatchSource.makeTimerSource(queue: workQueue)
+        source.schedule(deadline: .now(), repeating: interval, leeway: .seconds(1))
+        source.setEventHandler { [unowned self] in syncHistory() }
+        source.resume()
+        historyTimer = source
+    }
+
+    private func syncHistory() {
+        guard !stopping.load(ordering: .relaxed), let inbox = reconciler.inbox else { return }
+        do {
+            let report = try inbox.syncHistory()
+            log.info("notifications.history_synced", ["stored": report.stored, "pages": report.pages, "stopped": report.stoppedBecause])
+            if report.needsPass { requestPass(force: true) }
+        } catch {
+            log.error("notifications.history_failed", ["error": "\(error)"])
         }
     }
 
@@ -291,6 +344,14 @@ public final class Daemon: @unchecked Sendable {
             if fresh.schedule.intervalSeconds != configuration.schedule.intervalSeconds {
                 scheduleTimer(interval: fresh.schedule.intervalSeconds)
             }
+            inbox.withLock { $0 = reconciler.inbox }
+            if fresh.notifications?.listen != configuration.notifications?.listen || fresh.notifications?.path != configuration.notifications?.path {
+                log.warning("daemon.reload_partial", ["kept": "the notifications endpoint as it was; restart settle to move it"])
+            }
+            if let interval = fresh.notifications?.historyIntervalSeconds, interval != configuration.notifications?.historyIntervalSeconds,
+               configuration.notifications != nil {
+                scheduleHistorySync(interval: interval)
+            }
             configuration = fresh
             graceSeconds.withLock { $0 = fresh.shutdownGraceSeconds }
             configurationFaultDelay = 0
@@ -318,6 +379,9 @@ public final class Daemon: @unchecked Sendable {
         guard !finished.exchange(true, ordering: .relaxed) else { return }
         timer?.cancel()
         watchdogTimer?.cancel()
+        historyTimer?.cancel()
+        // Stop taking notifications before the ledger closes; answers in flight finish first.
+        endpoint?.stop()
         if clean {
             try? ledger.recordDaemonStopped(owner)
             try? ledger.close()

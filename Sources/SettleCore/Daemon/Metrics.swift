@@ -17,6 +17,8 @@ public final class Metrics: Sendable {
         var deliveries: [String: Int] = ["delivered": 0, "retry": 0, "refused": 0]
         var breakerOpen = false
         var lastPassAt: Int64?
+        var notifications: [String: Int] = [:]     // "type|outcome" -> count
+        var newestNotificationAt: Int64?
     }
 
     private let state = Mutex(State())
@@ -45,6 +47,22 @@ public final class Metrics: Sendable {
         state.withLock { $0.deliveries[label, default: 0] += 1 }
     }
 
+    /// One notification received: its type (Apple's, or `unverified`) and what came of it.
+    /// `at` is when a new one was stored, for the newest notification's age.
+    public func observeNotification(type: String, outcome: String, at: Int64?) {
+        let label = String(type.prefix(64).filter { $0.isLetter || $0.isNumber || $0 == "_" })
+        state.withLock { s in
+            s.notifications["\(label)|\(outcome)", default: 0] += 1
+            if let at { s.newestNotificationAt = max(s.newestNotificationAt ?? at, at) }
+        }
+    }
+
+    /// The newest notification the ledger holds, read at start so the age survives restarts.
+    public func observeNewestNotification(at: Int64?) {
+        guard let at else { return }
+        state.withLock { s in s.newestNotificationAt = max(s.newestNotificationAt ?? at, at) }
+    }
+
     public func observePass(breakerOpen: Bool, at time: Int64) {
         state.withLock { s in
             s.breakerOpen = breakerOpen
@@ -53,7 +71,7 @@ public final class Metrics: Sendable {
     }
 
     /// The whole file, in the Prometheus text exposition format (version 0.0.4).
-    public func render(summary: LedgerSummary, bundleId: String) -> String {
+    public func render(summary: LedgerSummary, bundleId: String, now: Int64 = Int64(Date().timeIntervalSince1970)) -> String {
         let s = state.withLock { $0 }
         let app = "bundle_id=\"\(Metrics.labelValue(bundleId))\""
         var out = ""
@@ -82,6 +100,13 @@ public final class Metrics: Sendable {
         out += "settle_breaker_open{\(app)} \(s.breakerOpen ? 1 : 0)\n"
         family("settle_last_pass_timestamp_seconds", "gauge", "When the last reconcile pass ended (Unix time).")
         out += "settle_last_pass_timestamp_seconds{\(app)} \(s.lastPassAt ?? 0)\n"
+        family("settle_notifications_total", "counter", "App Store Server Notifications received, by type and outcome.")
+        for key in s.notifications.keys.sorted() {
+            let parts = key.split(separator: "|", maxSplits: 1).map(String.init)
+            out += "settle_notifications_total{\(app),type=\"\(Metrics.labelValue(parts[0]))\",outcome=\"\(Metrics.labelValue(parts[1]))\"} \(s.notifications[key] ?? 0)\n"
+        }
+        family("settle_newest_notification_age_seconds", "gauge", "Seconds since the newest notification was stored (-1 when none).")
+        out += "settle_newest_notification_age_seconds{\(app)} \(s.newestNotificationAt.map { max(0, now - $0) } ?? -1)\n"
         family("settle_build_info", "gauge", "The running settle's version.")
         out += "settle_build_info{\(app),version=\"\(SettleCommand.version)\"} 1\n"
         return out

@@ -46,8 +46,13 @@ public struct CommandHook: Deliverer {
     }
 
     public func deliver(order: Order, purchase: VerifiedPurchase) -> DeliveryReport {
-        let payload = HookPayload.make(order: order, purchase: purchase, product: products[purchase.productId])
-        let environment = environment(orderId: order.orderId, idempotencyKey: HookPayload.idempotencyKey(purchase))
+        run(HookPayload.make(order: order, purchase: purchase, product: products[purchase.productId]), orderId: order.orderId,
+            idempotencyKey: HookPayload.idempotencyKey(purchase))
+    }
+
+    /// Runs the command with `payload` on stdin and reads its answer (also for revokes).
+    func run(_ payload: JSONValue, orderId: String, idempotencyKey: String) -> DeliveryReport {
+        let environment = environment(orderId: orderId, idempotencyKey: idempotencyKey)
         let started = DispatchTime.now()
         let result: SubprocessResult
         do {

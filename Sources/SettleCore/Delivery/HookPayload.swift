@@ -1,8 +1,10 @@
 /// The JSON document the delivery hook receives (SPEC section 5). Built only from facts
-/// persisted in the ledger, so a re-delivery after a crash sends the same document.
+/// persisted in the ledger, so a re-delivery after a crash sends the same document; on a
+/// shared (PostgreSQL) ledger it also carries the claim's `fencing_token`, which only grows
+/// from one claim to the next, so a receiver may refuse a call older than one it has seen.
 public enum HookPayload {
     public static func make(order: Order, purchase: VerifiedPurchase, product: Configuration.Product?) -> JSONValue {
-        .object([
+        var members: [(String, JSONValue)] = [
             ("order_id", .string(order.orderId)),
             ("user_id", .string(order.userId)),
             ("product_id", .string(purchase.productId)),
@@ -15,7 +17,9 @@ public enum HookPayload {
             ("purchase_date", .string(purchase.purchaseDateMs.map { Timestamp.rfc3339(milliseconds: $0) })),
             ("expires_date", .string(purchase.expiresDateMs.map { Timestamp.rfc3339(milliseconds: $0) })),
             ("idempotency_key", .string(idempotencyKey(purchase))),
-        ])
+        ]
+        if let token = order.fencingToken { members.append(("fencing_token", .number(String(token)))) }
+        return .object(members)
     }
 
     /// The grant key: the Apple transaction id (the original one for a non-consumable), stable

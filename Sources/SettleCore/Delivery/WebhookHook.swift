@@ -28,8 +28,12 @@ public struct WebhookHook: Deliverer {
     }
 
     public func deliver(order: Order, purchase: VerifiedPurchase) -> DeliveryReport {
-        let body = HookPayload.make(order: order, purchase: purchase, product: products[purchase.productId]).data
-        let key = HookPayload.idempotencyKey(purchase)
+        post(HookPayload.make(order: order, purchase: purchase, product: products[purchase.productId]).data,
+             idempotencyKey: HookPayload.idempotencyKey(purchase))
+    }
+
+    /// POSTs one signed document and reads the answer (also for revokes).
+    func post(_ body: Data, idempotencyKey key: String) -> DeliveryReport {
         let request = HTTPRequest(method: "POST", url: url, headers: [
             HTTPHeader("Content-Type", "application/json"),
             HTTPHeader("Idempotency-Key", key),

@@ -17,4 +17,7 @@ public enum AttentionReason: String, Sendable, Equatable, CaseIterable {
     case proofUnbound = "proof_unbound"
     /// Apple's answer could not be read in full (a customer history past the page cap).
     case historyIncomplete = "history_incomplete"
+    /// Apple reported a purchase no backend enqueued, and nothing maps it to a user: support
+    /// assigns it (`settle assign ORDER --user U`).
+    case unclaimedPurchase = "unclaimed_purchase"
 }

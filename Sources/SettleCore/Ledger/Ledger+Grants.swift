@@ -60,6 +60,13 @@ extension Ledger {
                 entry.detail = "\(reason): \(message)"
                 try appendHistory(orderId, entry)
             }
+            // Apple refunded it while we verified: never delivered (a REFUND notification).
+            if let refunded = try database.query("SELECT refund_kind FROM orders WHERE order_id = ? AND refunded_at IS NOT NULL",
+                                                 [.text(orderId)]).first {
+                let message = "Apple reported a \(refunded.string("refund_kind") ?? "REFUND") of this purchase before delivery"
+                try end(.rejected, RejectionReason.refunded.rawValue, message)
+                return .rejected(.refunded, message)
+            }
             let own = try database.query("SELECT grant_key FROM grants WHERE order_id = ?", [.text(orderId)]).first?.string("grant_key")
             var chosen: VerifiedPurchase?
             if let own {

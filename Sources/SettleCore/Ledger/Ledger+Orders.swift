@@ -257,7 +257,10 @@ extension Order {
                   attempts: Int(row.int("attempts") ?? 0), nextAttemptAt: row.int("next_attempt_at") ?? 0,
                   reason: row.string("reason"), lastError: row.string("last_error"), environment: row.string("environment"),
                   verified: verified, createdAt: row.int("created_at") ?? 0, updatedAt: row.int("updated_at") ?? 0,
-                  finishedAt: row.int("finished_at"), lease: lease, appAccountToken: row.string("app_account_token"))
+                  finishedAt: row.int("finished_at"), lease: lease, appAccountToken: row.string("app_account_token"),
+                  origin: row.string("origin") ?? "backend",
+                  refund: row.int("refunded_at").map { Refund(at: $0, kind: row.string("refund_kind") ?? "REFUND",
+                                                              reason: row.string("refund_reason")) })
         fencingToken = row.int("fencing_token")
     }
 }

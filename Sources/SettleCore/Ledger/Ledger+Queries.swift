@@ -5,6 +5,8 @@ public struct OrderFilter: Sendable, Equatable {
     public var state: OrderState?
     public var userId: String?
     public var transactionId: String?
+    /// Only orders Apple refunded or revoked (`status --refunded`).
+    public var refunded = false
     /// Several transactions at once (those behind an Apple order id); used instead of `transactionId`.
     public var transactionIds: [String] = []
     /// Orders whose backend stored this StoreKit appAccountToken.
@@ -80,8 +82,9 @@ extension Ledger {
             var listed = subject
             var listArguments = arguments
             if let state = filter.state { listed += " AND state = ?"; listArguments.append(.text(state.rawValue)) }
+            if filter.refunded { listed += " AND refunded_at IS NOT NULL" }
             // Without a subject the counts already say how many match: no count(*) over the table.
-            let matching = conditions.isEmpty
+            let matching = conditions.isEmpty && !filter.refunded
                 ? filter.state.map { counts[$0] ?? 0 } ?? counts.values.reduce(0, +)
                 : Int(try database.query("SELECT count(*) AS n FROM orders WHERE \(listed)", listArguments).first?.int("n") ?? 0)
             let rows = try database.query("SELECT * FROM orders WHERE \(listed) ORDER BY updated_at DESC, order_id LIMIT ?",

@@ -137,5 +137,86 @@ public enum LedgerSchema {
             UPDATE order_counts SET n = n + 1 WHERE state = NEW.state;
         END;
         """,
+        // 5: App Store Server Notifications: each stored once by UUID with what it led to; the
+        // order's origin and refund; revoke and refund-request answers owed to hooks and Apple;
+        // where Get Notification History resumes. History gains the kinds these write.
+        """
+        CREATE TABLE notifications (
+            uuid                     TEXT PRIMARY KEY NOT NULL,
+            type                     TEXT NOT NULL,
+            subtype                  TEXT,
+            environment              TEXT NOT NULL,
+            signed_date_ms           INTEGER,
+            transaction_id           TEXT,
+            original_transaction_id  TEXT,
+            order_id                 TEXT,
+            source                   TEXT NOT NULL CHECK (source IN ('endpoint','history')),
+            received_at              INTEGER NOT NULL,
+            outcome                  TEXT NOT NULL,
+            detail                   TEXT,
+            payload                  TEXT NOT NULL
+        );
+        CREATE INDEX notifications_transaction ON notifications(transaction_id);
+        CREATE INDEX notifications_order ON notifications(order_id);
+        CREATE INDEX notifications_received ON notifications(received_at);
+        ALTER TABLE orders ADD COLUMN origin TEXT NOT NULL DEFAULT 'backend';
+        ALTER TABLE orders ADD COLUMN refunded_at INTEGER;
+        ALTER TABLE orders ADD COLUMN refund_kind TEXT;
+        ALTER TABLE orders ADD COLUMN refund_reason TEXT;
+        CREATE INDEX orders_refunded ON orders(refunded_at) WHERE refunded_at IS NOT NULL;
+        CREATE TABLE revocations (
+            transaction_id   TEXT PRIMARY KEY NOT NULL,
+            order_id         TEXT NOT NULL REFERENCES orders(order_id),
+            kind             TEXT NOT NULL,
+            state            TEXT NOT NULL DEFAULT 'pending'
+                             CHECK (state IN ('pending','revoked','cancelled','needs_attention')),
+            attempts         INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at  INTEGER NOT NULL,
+            last_error       TEXT,
+            created_at       INTEGER NOT NULL,
+            updated_at       INTEGER NOT NULL
+        );
+        CREATE INDEX revocations_due ON revocations(next_attempt_at) WHERE state = 'pending';
+        CREATE TABLE consumption_answers (
+            notification_uuid  TEXT PRIMARY KEY NOT NULL REFERENCES notifications(uuid),
+            transaction_id     TEXT NOT NULL,
+            environment        TEXT NOT NULL,
+            order_id           TEXT,
+            state              TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending','sent','failed')),
+            attempts           INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at    INTEGER NOT NULL,
+            deadline_at        INTEGER NOT NULL,
+            body               TEXT,
+            apple_status       INTEGER,
+            last_error         TEXT,
+            updated_at         INTEGER NOT NULL
+        );
+        CREATE INDEX consumption_due ON consumption_answers(next_attempt_at) WHERE state = 'pending';
+        CREATE TABLE notification_cursor (
+            environment       TEXT PRIMARY KEY NOT NULL,
+            synced_until_ms   INTEGER,
+            window_start_ms   INTEGER,
+            window_end_ms     INTEGER,
+            pagination_token  TEXT,
+            updated_at        INTEGER NOT NULL
+        );
+        CREATE TABLE history_v4 (
+            id           INTEGER PRIMARY KEY,
+            order_id     TEXT NOT NULL REFERENCES orders(order_id),
+            at           INTEGER NOT NULL,
+            kind         TEXT NOT NULL CHECK (kind IN ('enqueue','verification','delivery','rescue','retry',
+                                                      'notification','revoke','consumption','assign')),
+            outcome      TEXT NOT NULL,
+            apple_status INTEGER,
+            hook_exit    INTEGER,
+            environment  TEXT,
+            duration_ms  INTEGER,
+            detail       TEXT
+        );
+        INSERT INTO history_v4 SELECT * FROM history;
+        DROP TABLE history;
+        ALTER TABLE history_v4 RENAME TO history;
+        CREATE INDEX history_order ON history(order_id, id);
+        """,
     ]
 }

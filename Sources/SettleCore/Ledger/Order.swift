@@ -66,6 +66,10 @@ public struct Order: Sendable, Equatable {
     /// The claim's fencing token on a shared ledger (PostgreSQL): bumped at each claim, checked
     /// by every transition and sent to the hook, so a stale worker's late write is refused.
     public var fencingToken: Int64? = nil
+    /// `backend` (enqueued) or `apple_notification` (Apple told settle of a purchase nobody enqueued).
+    public var origin: String = "backend"
+    /// Set once Apple refunded or revoked the purchase.
+    public var refund: Refund? = nil
 
     /// Whether the order names the one purchase it claims (a transaction id or a signed
     /// transaction), rather than "a purchase of this product" in a receipt.
@@ -73,6 +77,16 @@ public struct Order: Sendable, Equatable {
 
     /// What support and the hook see as the order's transaction: Apple's, once verified.
     public var transactionId: String? { verified?.transactionId ?? requestedTransactionId }
+}
+
+/// Apple took an order's purchase back.
+public struct Refund: Sendable, Equatable {
+    /// When settle learned of it (Unix seconds).
+    public var at: Int64
+    /// `REFUND` or `REVOKE`.
+    public var kind: String
+    /// Apple's revocationReason, if given.
+    public var reason: String?
 }
 
 /// Who holds an order in `verifying` or `delivering`, and until when.
@@ -83,7 +97,7 @@ public struct Lease: Sendable, Equatable {
 
 /// One history row: a verification, a delivery, a rescue or a person's note.
 public struct HistoryEntry: Sendable, Equatable {
-    public enum Kind: String, Sendable { case enqueue, verification, delivery, rescue, retry }
+    public enum Kind: String, Sendable { case enqueue, verification, delivery, rescue, retry, notification, revoke, consumption, assign }
     public var at: Int64
     public var kind: Kind
     public var outcome: String

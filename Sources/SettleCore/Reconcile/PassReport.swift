@@ -15,6 +15,9 @@ public struct PassReport: Sendable, Equatable {
     public var breakerWaitUntil: Int64?
     /// Set when the pass stopped on a configuration fault (e.g. 21004).
     public var configurationFault: String?
+    /// Revokes the hook confirmed and refund requests answered (notifications' work).
+    public var revoked = 0
+    public var refundRequestsAnswered = 0
     /// Named orders (`--order`) that were not reconciled, and why.
     public var skipped: [SkippedOrder] = []
 
@@ -30,6 +33,9 @@ public struct PassReport: Sendable, Equatable {
     public var appleUnavailableForWholePass: Bool { appleAnswers == 0 && (appleWideFailures > 0 || breakerWaitUntil != nil) }
 
     public var summaryLine: String {
-        "reconciled \(reconciled): \(finished) finished, \(rejected) rejected, \(retrying) retrying, \(needsAttention) needs attention"
+        var line = "reconciled \(reconciled): \(finished) finished, \(rejected) rejected, \(retrying) retrying, \(needsAttention) needs attention"
+        if revoked > 0 { line += ", \(revoked) revoked" }
+        if refundRequestsAnswered > 0 { line += ", \(refundRequestsAnswered) refund requests answered" }
+        return line
     }
 }

@@ -46,20 +46,40 @@ extension Reconciler {
             storeKit.legacyReceipt = { order in try legacyReceiptIds(order, ledger: ledger, signature: signature) }
         }
         let deliverer: any Deliverer
+        var revokeHook: RevokeHook? = nil
         switch configuration.delivery.method {
         case let .command(arguments):
             deliverer = CommandHook(arguments: arguments, timeoutSeconds: configuration.delivery.timeoutSeconds,
                                     products: configuration.products, baseEnvironment: environment,
                                     passedThrough: configuration.delivery.environment)
+            revokeHook = configuration.delivery.revokeCommand.map { argv in
+                .command(CommandHook(arguments: argv, timeoutSeconds: configuration.delivery.timeoutSeconds, products: configuration.products,
+                                     baseEnvironment: environment, passedThrough: configuration.delivery.environment))
+            }
         case let .webhook(url, secretFile):
-            deliverer = WebhookHook(url: url, secret: try secretFile.read(), timeoutSeconds: configuration.delivery.timeoutSeconds,
-                                    connectTimeoutSeconds: configuration.http.connectTimeoutSeconds,
-                                    products: configuration.products, time: ledger.time)
+            let webhook = WebhookHook(url: url, secret: try secretFile.read(), timeoutSeconds: configuration.delivery.timeoutSeconds,
+                                      connectTimeoutSeconds: configuration.http.connectTimeoutSeconds,
+                                      products: configuration.products, time: ledger.time)
+            deliverer = webhook
+            revokeHook = .webhook(webhook)
         }
+        let policy = RetryPolicy(configuration.schedule, random: random)
+        // App Store Server Notifications keep their tables in the SQLite ledger; on PostgreSQL
+        // they are not available yet, so the combination is refused here (run and check-config say so).
+        if configuration.notifications != nil && !(ledger is Ledger) {
+            throw ConfigError("notifications: App Store Server Notifications need an SQLite ledger in this version of settle; "
+                              + "remove the notifications section or use a ledger file")
+        }
+        let inbox = (ledger as? Ledger).map { ledger in NotificationInbox(
+            ledger: ledger,
+            verifier: SignedDataVerifier(rootCertificates: roots, bundleId: configuration.bundleId, acceptSandbox: configuration.acceptSandbox,
+                                         appAppleId: configuration.serverAPI?.appAppleId),
+            rules: NotificationRules(eligibility: eligibility, answerConsumptionRequests: configuration.consumption.respond),
+            api: api, revokeHook: revokeHook, consumption: configuration.consumption,
+            acceptSandbox: configuration.acceptSandbox, policy: policy, log: log, metrics: metrics) }
         return Reconciler(configuration: configuration, ledger: ledger,
                           verifier: ProofRouter(receipts: receipts, storeKit: storeKit, products: products),
-                          deliverer: deliverer, policy: RetryPolicy(configuration.schedule, random: random), log: log,
-                          metrics: metrics)
+                          deliverer: deliverer, policy: policy, log: log, metrics: metrics, inbox: inbox)
     }
 
     private static func appleObserver(_ metrics: Metrics?) -> (@Sendable (String, String, Double) -> Void)? {

@@ -13,9 +13,12 @@ public final class Reconciler: Sendable {
     public let log: Log
     /// Counters for the metrics file, when the daemon keeps one.
     public let metrics: Metrics?
+    /// App Store Server Notifications: a pass also does the revokes and refund-request answers they leave.
+    public let inbox: NotificationInbox?
 
     public init(configuration: Configuration, ledger: any LedgerStore, verifier: any OrderVerifier, deliverer: any Deliverer,
-                policy: RetryPolicy, owner: LeaseOwner = .current, log: Log, metrics: Metrics? = nil) {
+                policy: RetryPolicy, owner: LeaseOwner = .current, log: Log, metrics: Metrics? = nil, inbox: NotificationInbox? = nil) {
+        self.inbox = inbox
         self.configuration = configuration
         self.ledger = ledger
         self.verifier = verifier
@@ -78,7 +81,13 @@ public final class Reconciler: Sendable {
         case .claim:
             runWorkers(count: configuration.schedule.concurrency) { self.work(pass) }
         }
-        let report = try pass.finish()
+        var report = try pass.finish()
+        // A pass over named orders is about those orders only.
+        if let inbox, orderIds.isEmpty, !shouldStop() {
+            let settled = try inbox.settleObligations()
+            report.revoked = settled.revoked
+            report.refundRequestsAnswered = settled.answered
+        }
         if pass.breaker != breaker {
             try ledger.saveAppleBreaker(pass.breaker)
             if pass.breaker.state == .open && breaker.state == .closed {

@@ -36,13 +36,13 @@ public final class AppleSimulator: Sendable {
         public var tokenProblem: String?
     }
 
-    private let core: Core
+    let core: AppleSimulatorCore
     private let server: LoopbackHTTPServer
 
     /// Listens on 127.0.0.1:`port` (0: any free port; the standalone `settle simulator` picks one).
     public init(sharedSecret: String, credentials: ServerAPICredentials? = nil, time: any TimeSource = SystemTimeSource(),
                 port: UInt16 = 0) throws {
-        let core = Core(sharedSecret: sharedSecret, credentials: credentials, time: time)
+        let core = AppleSimulatorCore(sharedSecret: sharedSecret, credentials: credentials, time: time)
         self.core = core
         server = try LoopbackHTTPServer(port: port) { request in core.handle(request) }
     }
@@ -95,13 +95,13 @@ public final class AppleSimulator: Sendable {
 }
 
 /// A customer's transactions and the answers still to give for their history.
-private struct CustomerScript {
+struct CustomerScript {
     var transactions: [SimulatedSignedTransaction]
     var answers: [SimulatedServerAnswer]
 }
 
 /// The simulator's scripts and request log, and the request handling, shared with the server's threads.
-private final class Core: Sendable {
+final class AppleSimulatorCore: Sendable {
     struct State {
         var customers: [CustomerScript] = []
         var appleOrders: [String: [SimulatedSignedTransaction]] = [:]
@@ -112,6 +112,12 @@ private final class Core: Sendable {
         var serverRequests: [AppleSimulator.ServerRequest] = []
         var inFlight = 0
         var peakInFlight = 0
+        /// Every notification Apple "sent", per environment: what Get Notification History serves.
+        var sentNotifications: [String: [(signedDateMs: Int64, signedPayload: String)]] = [:]
+        var notificationHistoryAnswers: [SimulatedServerAnswer] = []
+        var notificationHistoryRequests: [AppleSimulator.NotificationHistoryRequest] = []
+        var consumptionAnswers: [SimulatedServerAnswer] = []
+        var consumptionRequests: [AppleSimulator.ConsumptionRequest] = []
     }
 
     let state = Mutex(State())
@@ -131,6 +137,7 @@ private final class Core: Sendable {
             s.peakInFlight = max(s.peakInFlight, s.inFlight)
         }
         defer { state.withLock { $0.inFlight -= 1 } }
+        if let response = notificationRoute(request) { return response }
         for (prefix, name) in [("/production/inApps/v2/history/", "Production"), ("/sandbox/inApps/v2/history/", "Sandbox")]
             where request.method == "GET" && request.path.hasPrefix(prefix) {
             return history(String(request.path.dropFirst(prefix.count)), environment: name, authorization: request.header("Authorization"))

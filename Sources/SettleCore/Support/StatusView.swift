@@ -43,6 +43,8 @@ public enum StatusView {
             ("created_at", time(order.createdAt)),
             ("updated_at", time(order.updatedAt)),
             ("finished_at", time(order.finishedAt)),
+            ("origin", .string(order.origin)),
+            ("refund", order.refund.map(refundJSON) ?? .null),
         ])
     }
 
@@ -121,6 +123,8 @@ public enum StatusView {
             ("created", Timestamp.relative(order.createdAt, now: now)),
             ("updated", Timestamp.relative(order.updatedAt, now: now)),
             ("finished", order.finishedAt.map { Timestamp.relative($0, now: now) } ?? "-"),
+            ("origin", order.origin),
+            ("refund", order.refund.map(refundText) ?? "-"),
         ]
         let width = fields.map(\.0.count).max() ?? 0
         var out = fields.map { $0.0.isEmpty ? "" : ($0.0 + ":").padding(toLength: width + 2, withPad: " ", startingAt: 0) + PrintableText.escape($0.1) }

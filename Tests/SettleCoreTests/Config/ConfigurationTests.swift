@@ -128,3 +128,38 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertThrowsError(try world.configuration()) { e in XCTAssertTrue("\(e)".contains("not valid JSON"), "\(e)") }
     }
 }
+
+/// The notifications, consumption and revoke keys.
+final class NotificationConfigurationTests: XCTestCase {
+    nonisolated(unsafe) var world: TestWorld!
+    override func setUpWithError() throws { world = try TestWorld() }
+    override func tearDown() { world = nil }
+
+    func load(_ overrides: [(String, JSONValue)]) throws -> Configuration {
+        try world.writeConfig(serverAPI: true, overrides: overrides)
+        return try world.configuration()
+    }
+
+    func testNotifications_defaults() throws {
+        let c = try load([("notifications", .object([("listen", .string("127.0.0.1:8787"))]))])
+        XCTAssertEqual(c.notifications?.path, "/apple/notifications/v2")
+        XCTAssertEqual(c.notifications?.limits, NotificationEndpoint.Limits(maxBodyBytes: 65536, timeoutSeconds: 10, maxConnections: 64))
+        XCTAssertEqual(c.notifications?.historyIntervalSeconds, 3600)
+        XCTAssertFalse(c.consumption.respond)
+    }
+
+    func testConsumptionRespond_requiresTheCustomersConsent() {
+        XCTAssertThrowsError(try load([("consumption", .object([("respond", .bool(true))]))])) { error in
+            XCTAssertTrue("\(error)".contains("consumption.customer_consented"), "\(error)")
+        }
+    }
+
+    func testRefundPreference_mustBeOneOfApples() {
+        XCTAssertThrowsError(try load([("consumption", .object([("refund_preference", .string("MAYBE"))]))]))
+    }
+
+    func testRevokeCommand_mustBeAnAbsoluteArgv() {
+        XCTAssertThrowsError(try load([("delivery", .object([("command", .array([.string("/bin/true")])),
+                                                             ("revoke_command", .array([.string("revoke.sh")]))]))]))
+    }
+}

@@ -67,8 +67,42 @@ final class WebhookHookTests: XCTestCase {
         XCTAssertFalse(String(decoding: request.body, as: UTF8.self).contains(webhookSecret))
     }
 
-    func testConflict409_meansAlreadyDelivered() throws {
-        XCTAssertEqual(try runOrder(statuses: [409]).state, .finished)
+    func testConflict409_meansAlreadyGranted_andAnOrderNamingItsTransactionFinishesAsAlreadyDelivered() throws {
+        let order = try runOrder(statuses: [409])
+        XCTAssertEqual(order.state, .finished)
+        XCTAssertEqual(order.reason, "already_delivered")
+    }
+
+    func testRefundAfterDelivery_isRevokedThroughTheWebhook_withEventRevokeAndItsOwnKey() throws {
+        try world.writeConfig(serverAPI: true, overrides: [
+            ("delivery", .object([
+                ("webhook", .object([("url", .string(receiver.server.baseURL + "/grant")), ("secret_file", .string("webhook-secret"))])),
+                ("timeout_seconds", .number(3)),
+            ])),
+            ("user_binding", .object([("app_account_token", .string("user_id"))])),
+        ])
+        let ledger = try world.ledger()
+        let reconciler = try world.reconciler(ledger: ledger)
+        let inbox = try XCTUnwrap(reconciler.inbox)
+        let buyer = "6f1e4c2a-5b3d-4e8f-9a0b-1c2d3e4f5a6b"
+        let now = world.time.unixSeconds * 1000
+        var purchase = SimulatedSignedTransaction(transactionId: "2000000000000711", productId: world.coins, bundleId: world.bundleId,
+                                                  purchaseDateMs: now - 60_000, appAccountToken: buyer)
+        world.simulator.script(transaction: purchase.transactionId, TransactionScript(transaction: purchase))
+        let bought = SimulatedNotification(type: "ONE_TIME_CHARGE", transaction: purchase, bundleId: world.bundleId, signedDateMs: now)
+        guard case .stored = inbox.receive(signedPayload: try bought.signed(), source: "endpoint") else { return XCTFail() }
+        _ = try reconciler.runPass()
+        purchase.revocationDateMs = now
+        let refund = SimulatedNotification(type: "REFUND", transaction: purchase, bundleId: world.bundleId, signedDateMs: now)
+        guard case .stored = inbox.receive(signedPayload: try refund.signed(), source: "endpoint") else { return XCTFail() }
+        _ = try reconciler.runPass()
+        let bodies = receiver.requests.withLock { $0 }.compactMap { try? JSONValue.parse($0.body) }
+        XCTAssertEqual(bodies.count, 2, "one grant, one revoke")
+        XCTAssertEqual(bodies.last?["event"]?.looseString, "revoke")
+        XCTAssertEqual(bodies.last?["idempotency_key"]?.looseString, "revoke:2000000000000711")
+        XCTAssertEqual(receiver.requests.withLock { $0 }.last?.header("Idempotency-Key"), "revoke:2000000000000711")
+        _ = try reconciler.runPass()
+        XCTAssertEqual(receiver.requests.withLock { $0.count }, 2, "a revoke that succeeded is not sent again")
     }
 
     func testTemporaryStatuses_areRetriedWithAnAttempt() throws {

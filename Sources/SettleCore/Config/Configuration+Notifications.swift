@@ -1,0 +1,65 @@
+import Foundation
+
+extension Configuration {
+    /// The App Store Server Notifications V2 endpoint and the Get Notification History catch-up
+    /// (`notifications`); absent means settle neither listens nor asks Apple for history.
+    public struct NotificationsConfiguration: Sendable, Equatable {
+        /// `HOST:PORT` with a numeric host, behind the operator's TLS reverse proxy.
+        public var listen: String
+        public var path: String = "/apple/notifications/v2"
+        public var limits = NotificationEndpoint.Limits()
+        /// How often Get Notification History is asked for what arrived since the last point seen.
+        public var historyIntervalSeconds: Double = 3600
+    }
+
+    /// Answers to `CONSUMPTION_REQUEST` (Send Consumption Information v2), opt-in.
+    public struct ConsumptionConfiguration: Sendable, Equatable {
+        /// Apple's refund preference values (ConsumptionRequest.refundPreference).
+        public enum RefundPreference: String, Sendable, CaseIterable {
+            case decline = "DECLINE"
+            case grantFull = "GRANT_FULL"
+            case grantProrated = "GRANT_PRORATED"
+        }
+        public var respond = false
+        public var refundPreference: RefundPreference?
+        public var sampleContentProvided = false
+    }
+}
+
+extension ConfigurationDecoder {
+    func decodeNotifications(_ object: ConfigObject) throws(ConfigError) -> Configuration.NotificationsConfiguration {
+        var o = object
+        var notifications = Configuration.NotificationsConfiguration(listen: try o.requireString("listen"))
+        if let path = try o.string("path") {
+            guard path.hasPrefix("/"), !path.contains("?") else { throw ConfigError("\(o.name("path")): \"\(path)\" must start with / and hold no query") }
+            notifications.path = path
+        }
+        notifications.limits.maxBodyBytes = try o.integer("max_body_bytes", default: 64 * 1024, range: 1024...(1 << 20))
+        notifications.limits.timeoutSeconds = try o.integer("timeout_seconds", default: 10, range: 1...300)
+        notifications.limits.maxConnections = try o.integer("max_connections", default: 64, range: 1...10_000)
+        notifications.historyIntervalSeconds = try o.number("history_interval_seconds", default: 3600, range: 10...86_400)
+        try o.rejectUnknownKeys()
+        return notifications
+    }
+
+    func decodeConsumption(_ object: ConfigObject) throws(ConfigError) -> Configuration.ConsumptionConfiguration {
+        var o = object
+        var consumption = Configuration.ConsumptionConfiguration()
+        consumption.respond = try o.bool("respond", default: false)
+        // Apple accepts consumption data only with the customer's consent; the operator states it.
+        let consented = try o.bool("customer_consented", default: false)
+        if consumption.respond && !consented {
+            throw ConfigError("\(o.name("customer_consented")): must be true when respond is true (Apple requires the customer's consent)")
+        }
+        if let text = try o.string("refund_preference") {
+            guard let preference = Configuration.ConsumptionConfiguration.RefundPreference(rawValue: text) else {
+                let allowed = Configuration.ConsumptionConfiguration.RefundPreference.allCases.map { "\"\($0.rawValue)\"" }
+                throw ConfigError("\(o.name("refund_preference")): \"\(text)\" is not one of \(allowed.joined(separator: ", "))")
+            }
+            consumption.refundPreference = preference
+        }
+        consumption.sampleContentProvided = try o.bool("sample_content_provided", default: false)
+        try o.rejectUnknownKeys()
+        return consumption
+    }
+}

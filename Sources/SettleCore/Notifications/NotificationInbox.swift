@@ -1,0 +1,91 @@
+import Foundation
+
+/// Where App Store Server Notifications come in, from the endpoint or from Get Notification
+/// History: verified, stored once by UUID with their effect on orders, then answered. Also does
+/// the work they leave (revokes, refund-request answers) and the history catch-up.
+public final class NotificationInbox: Sendable {
+    public let ledger: Ledger
+    public let verifier: SignedDataVerifier
+    public let rules: NotificationRules
+    /// The Server API, for history and consumption answers (nil without `server_api`).
+    public let api: AppStoreServerClient?
+    /// nil when refunds can only be recorded (a command delivery without `revoke_command`).
+    public let revokeHook: RevokeHook?
+    public let consumption: Configuration.ConsumptionConfiguration
+    public let acceptSandbox: Bool
+    public let policy: RetryPolicy
+    public let log: Log
+    public let metrics: Metrics?
+
+    public init(ledger: Ledger, verifier: SignedDataVerifier, rules: NotificationRules, api: AppStoreServerClient?, revokeHook: RevokeHook?,
+                consumption: Configuration.ConsumptionConfiguration, acceptSandbox: Bool,
+                policy: RetryPolicy, log: Log, metrics: Metrics?) {
+        self.ledger = ledger
+        self.verifier = verifier
+        self.rules = rules
+        self.api = api
+        self.revokeHook = revokeHook
+        self.consumption = consumption
+        self.acceptSandbox = acceptSandbox
+        self.policy = policy
+        self.log = log
+        self.metrics = metrics
+    }
+
+    /// What receiving one `signedPayload` came to.
+    public enum Receipt: Sendable, Equatable {
+        case stored(IngestResult)
+        /// Not a notification for this app (forged, another app, an environment not accepted).
+        case refused(SignedDataFailure)
+        /// Verified but not stored: the ledger failed. Apple must send it again.
+        case notStored(String)
+    }
+
+    /// Verifies and stores one notification. Returns only once the row is durable (or not stored).
+    public func receive(signedPayload: String, source: String) -> Receipt {
+        switch verifier.verifyNotification(signedPayload, now: ledger.time.now) {
+        case let .failure(failure):
+            metrics?.observeNotification(type: "unverified", outcome: failure.code, at: nil)
+            log.warning("notification.refused", ["source": source, "reason": failure.code, "detail": "\(failure)"])
+            return .refused(failure)
+        case let .success(notification):
+            do {
+                let result = try ledger.ingest(notification, source: source, rules: rules)
+                metrics?.observeNotification(type: notification.type, outcome: result.outcome,
+                                             at: result.duplicate ? nil : ledger.time.unixSeconds)
+                if !result.duplicate {
+                    log.info("notification.stored", ["uuid": notification.uuid, "type": notification.type, "subtype": notification.subtype,
+                                                      "environment": notification.environment, "source": source,
+                                                      "transaction": notification.transaction?.transactionId, "order": result.orderId,
+                                                      "outcome": result.outcome])
+                }
+                return .stored(result)
+            } catch {
+                log.error("notification.not_stored", ["uuid": notification.uuid, "error": "\(error)"])
+                return .notStored("\(error)")
+            }
+        }
+    }
+
+    /// The endpoint's answer to one request body (`{"signedPayload": "..."}`): 200 only once
+    /// the notification is durable, 5xx when it is not (Apple retries), 4xx for what is not ours.
+    public func answer(_ body: Data) -> (response: HTTPServerResponse, needsPass: Bool) {
+        guard let json = try? JSONValue.parse(body), case let .string(signed)? = json["signedPayload"] else {
+            log.warning("notifications.bad_request", ["status": 400, "why": "body is not JSON with a signedPayload string",
+                                                      "bytes": body.count])
+            metrics?.observeNotification(type: "unverified", outcome: "body_invalid", at: nil)
+            return (Self.reply(400, "body is not JSON with a signedPayload string"), false)
+        }
+        switch receive(signedPayload: signed, source: "endpoint") {
+        case let .stored(result): return (Self.reply(200, result.outcome), result.needsPass)
+        case let .refused(failure):
+            let status = failure.code == "jws_malformed" || failure.code == "payload_invalid" ? 400 : 403
+            return (Self.reply(status, failure.code), false)
+        case .notStored: return (Self.reply(503, "not stored; send it again"), false)
+        }
+    }
+
+    static func reply(_ status: Int, _ text: String) -> HTTPServerResponse {
+        .json(status, JSONValue.object([("result", .string(text))]).data)
+    }
+}

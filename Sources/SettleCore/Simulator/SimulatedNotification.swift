@@ -1,0 +1,184 @@
+import Foundation
+
+/// An App Store Server Notification V2 as the simulator signs it (`ResponseBodyV2DecodedPayload`).
+public struct SimulatedNotification: Sendable, Equatable {
+    public var type: String
+    public var subtype: String?
+    public var uuid: String
+    public var transaction: SimulatedSignedTransaction?
+    public var bundleId: String
+    public var environment: String
+    public var appAppleId: Int64?
+    public var consumptionRequestReason: String?
+    public var signedDateMs: Int64
+
+    public init(type: String, subtype: String? = nil, uuid: String = UUID().uuidString.lowercased(),
+                transaction: SimulatedSignedTransaction?, bundleId: String, environment: String? = nil,
+                appAppleId: Int64? = 1_234_567_890, consumptionRequestReason: String? = nil, signedDateMs: Int64) {
+        self.type = type
+        self.subtype = subtype
+        self.uuid = uuid
+        self.transaction = transaction
+        self.bundleId = bundleId
+        self.environment = environment ?? transaction?.environment ?? "Production"
+        self.appAppleId = appAppleId
+        self.consumptionRequestReason = consumptionRequestReason
+        self.signedDateMs = signedDateMs
+    }
+
+    public func payload() throws -> JSONValue {
+        var data: [(String, JSONValue)] = [("bundleId", .string(bundleId)), ("bundleVersion", .string("1")),
+                                           ("environment", .string(environment))]
+        if let appAppleId { data.append(("appAppleId", .number(appAppleId))) }
+        if let transaction { data.append(("signedTransactionInfo", .string(try transaction.signed(at: signedDateMs)))) }
+        if let consumptionRequestReason { data.append(("consumptionRequestReason", .string(consumptionRequestReason))) }
+        var members: [(String, JSONValue)] = [("notificationType", .string(type))]
+        if let subtype { members.append(("subtype", .string(subtype))) }
+        members += [("notificationUUID", .string(uuid)), ("version", .string("2.0")), ("signedDate", .number(signedDateMs)),
+                    ("data", .object(data))]
+        return .object(members)
+    }
+
+    /// The `signedPayload`, signed with `SimulatorSigningChain`.
+    public func signed() throws -> String { try SimulatorSigningChain.sign(try payload()) }
+}
+
+extension AppleSimulator {
+    /// One Get Notification History request as the simulator saw it.
+    public struct NotificationHistoryRequest: Sendable, Equatable {
+        public var environment: String
+        public var startDate: Int64?
+        public var endDate: Int64?
+        public var paginationToken: String?
+        public var tokenProblem: String?
+    }
+
+    /// One Send Consumption Information request as the simulator saw it.
+    public struct ConsumptionRequest: Sendable, Equatable {
+        public var environment: String
+        public var transactionId: String
+        public var body: JSONValue?
+        public var tokenProblem: String?
+    }
+
+    /// Notifications per history page (Apple does not document it; small enough to page in tests).
+    public static let notificationPageSize = 20
+
+    /// Apple sends `notification`: recorded for Get Notification History, then POSTed to `url`
+    /// as `{"signedPayload": ...}`. Returns the HTTP status, nil when nothing answered (the
+    /// endpoint down): Apple still has it in its history, as the real one does.
+    @discardableResult
+    public func send(_ notification: SimulatedNotification, to url: String?) throws -> Int? {
+        let signed = try notification.signed()
+        record(signedPayload: signed, environment: notification.environment, signedDateMs: notification.signedDateMs)
+        guard let url else { return nil }
+        return Self.post(signedPayload: signed, to: url)
+    }
+
+    /// POSTs a `signedPayload` as Apple does; nil when nothing answered.
+    public static func post(signedPayload: String, to url: String) -> Int? {
+        let client = HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: 2, totalTimeout: 10))
+        let body = JSONValue.object([("signedPayload", .string(signedPayload))]).data
+        return try? client.send(HTTPRequest(method: "POST", url: url, headers: [HTTPHeader("Content-Type", "application/json")],
+                                            body: body)).status
+    }
+
+    public func record(signedPayload: String, environment: String, signedDateMs: Int64) {
+        core.state.withLock { $0.sentNotifications[environment, default: []].append((signedDateMs, signedPayload)) }
+    }
+
+    /// Answers for the next Get Notification History requests, one each (`.transaction`: answer normally).
+    public func script(notificationHistory answers: [SimulatedServerAnswer]) {
+        core.state.withLock { $0.notificationHistoryAnswers += answers }
+    }
+
+    /// Answers for the next Send Consumption Information requests, one each (`.transaction`: 202).
+    public func script(consumption answers: [SimulatedServerAnswer]) {
+        core.state.withLock { $0.consumptionAnswers += answers }
+    }
+
+    public var notificationHistoryRequests: [NotificationHistoryRequest] { core.state.withLock { $0.notificationHistoryRequests } }
+    public var consumptionRequests: [ConsumptionRequest] { core.state.withLock { $0.consumptionRequests } }
+}
+
+extension AppleSimulatorCore {
+    /// Get Notification History and Send Consumption Information; nil for other paths.
+    func notificationRoute(_ request: HTTPServerRequest) -> HTTPServerResponse? {
+        for (prefix, environment) in [("/production", "Production"), ("/sandbox", "Sandbox")] {
+            if request.method == "POST", request.path.hasPrefix(prefix + "/inApps/v1/notifications/history") {
+                return notificationHistory(request, environment: environment)
+            }
+            let consumption = prefix + "/inApps/v2/transactions/consumption/"
+            if request.method == "PUT", request.path.hasPrefix(consumption) {
+                return consumptionInformation(String(request.path.dropFirst(consumption.count)), request: request, environment: environment)
+            }
+        }
+        return nil
+    }
+
+    private func problem(_ request: HTTPServerRequest) -> String? {
+        credentials.map { $0.problem(with: request.header("Authorization"), now: time.unixSeconds) } ?? "the simulator has no Server API credentials"
+    }
+
+    private func notificationHistory(_ request: HTTPServerRequest, environment: String) -> HTTPServerResponse {
+        let problem = problem(request)
+        let body = try? JSONValue.parse(request.body)
+        let token = request.path.split(separator: "?", maxSplits: 1).dropFirst().first.flatMap { query in
+            query.split(separator: "&").first { $0.hasPrefix("paginationToken=") }
+                .map { String($0.dropFirst("paginationToken=".count)).removingPercentEncoding ?? "" }
+        }
+        let start = body?["startDate"]?.looseInt64, end = body?["endDate"]?.looseInt64
+        let (answer, sent) = state.withLock { s -> (SimulatedServerAnswer, [(signedDateMs: Int64, signedPayload: String)]) in
+            s.notificationHistoryRequests.append(.init(environment: environment, startDate: start, endDate: end,
+                                                       paginationToken: token, tokenProblem: problem))
+            guard problem == nil else { return (.unauthorized, []) }
+            let next = s.notificationHistoryAnswers.isEmpty ? SimulatedServerAnswer.transaction : s.notificationHistoryAnswers.removeFirst()
+            return (next, s.sentNotifications[environment] ?? [])
+        }
+        switch answer {
+        case .unauthorized: return HTTPServerResponse(status: 401)
+        case .notFound: return Self.apiError(404, 4040010, "Not found.")
+        case let .rateLimited(retryAfter):
+            var response = Self.apiError(429, 4290000, "Rate limit exceeded.")
+            response.headers.append(HTTPHeader("Retry-After", retryAfter))
+            return response
+        case let .error(status, code): return Self.apiError(status, code, "Simulated error.")
+        case .transaction: break
+        }
+        guard let start, let end, start < end else { return Self.apiError(400, 4000015, "Invalid start date.") }
+        let inWindow = sent.filter { $0.signedDateMs >= start && $0.signedDateMs < end }
+        var offset = 0
+        if let token {
+            guard let decoded = Data(base64Encoded: token).flatMap({ String(data: $0, encoding: .utf8) }).flatMap(Int.init),
+                  decoded > 0, decoded < inWindow.count else { return Self.apiError(400, 4000014, "Invalid pagination token.") }
+            offset = decoded
+        }
+        let stop = min(offset + AppleSimulator.notificationPageSize, inWindow.count)
+        var members: [(String, JSONValue)] = [
+            ("notificationHistory", .array(inWindow[offset..<stop].map { .object([("signedPayload", .string($0.signedPayload))]) })),
+            ("hasMore", .bool(stop < inWindow.count)),
+        ]
+        if stop < inWindow.count { members.append(("paginationToken", .string(Data(String(stop).utf8).base64EncodedString()))) }
+        return .json(200, JSONValue.object(members).data)
+    }
+
+    private func consumptionInformation(_ id: String, request: HTTPServerRequest, environment: String) -> HTTPServerResponse {
+        let problem = problem(request)
+        let answer = state.withLock { s -> SimulatedServerAnswer in
+            s.consumptionRequests.append(.init(environment: environment, transactionId: id, body: try? JSONValue.parse(request.body),
+                                               tokenProblem: problem))
+            guard problem == nil else { return .unauthorized }
+            return s.consumptionAnswers.isEmpty ? .transaction : s.consumptionAnswers.removeFirst()
+        }
+        switch answer {
+        case .unauthorized: return HTTPServerResponse(status: 401)
+        case .notFound: return Self.apiError(404, 4040010, "Transaction id not found.")
+        case let .rateLimited(retryAfter):
+            var response = Self.apiError(429, 4290000, "Rate limit exceeded.")
+            response.headers.append(HTTPHeader("Retry-After", retryAfter))
+            return response
+        case let .error(status, code): return Self.apiError(status, code, "Simulated error.")
+        case .transaction: return HTTPServerResponse(status: 202)
+        }
+    }
+}

@@ -1,0 +1,172 @@
+import Foundation
+import SettleCore
+import SettleTesting
+import XCTest
+
+/// What notifications do to orders, through a running `settle run`: purchases found and granted
+/// once whichever side tells first, refunds, refund requests, and history catching up.
+final class NotificationOrderTests: NotificationTestCase {
+    /// Enqueues an order for StoreKit transaction `id` of the buyer (the app's side).
+    func enqueueFromApp(_ orderId: String, transaction id: String) throws {
+        try settle(expecting: 0, ["enqueue", "--order", orderId, "--user", buyer, "--product", world.coins, "--transaction", id])
+    }
+
+    func passes(_ daemon: SettleBinary.Running) -> Int { log(daemon).components(separatedBy: "pass.finished").count - 1 }
+
+    func testPurchaseFromTheAppThenFromApple_isGrantedOnce() throws {
+        try writeNotificationConfig()
+        let (daemon, url) = try startDaemon()
+        let notification = applePurchase("400", token: buyer)
+        try enqueueFromApp("o-1", transaction: "400")
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("o-1") == "finished" }, log(daemon))
+        XCTAssertEqual(try world.simulator.send(notification, to: url), 200)
+        XCTAssertEqual(try statusJSON(["--notification", notification.uuid])["outcome"]?.looseString, "attached")
+        XCTAssertNil(stateInLedger("apple-400"), "no second order")
+        XCTAssertEqual(world.deliveries, ["400 o-1"])
+    }
+
+    func testPurchaseFromAppleThenFromTheApp_isGrantedOnce() throws {
+        try writeNotificationConfig()
+        let (daemon, url) = try startDaemon()
+        XCTAssertEqual(try world.simulator.send(applePurchase("401", token: buyer), to: url), 200)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("apple-401") == "finished" }, log(daemon))
+        try enqueueFromApp("o-2", transaction: "401")
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("o-2") == "rejected" }, log(daemon))
+        XCTAssertEqual(try order("o-2")["reason"]?.looseString, "already_granted")
+        XCTAssertEqual(world.deliveries, ["401 apple-401"])
+    }
+
+    func testPurchaseWithoutAUser_waitsAsUnclaimed_untilSupportAssignsIt() throws {
+        try writeNotificationConfig()
+        let (daemon, url) = try startDaemon()
+        XCTAssertEqual(try world.simulator.send(applePurchase("402", token: nil), to: url), 200)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("apple-402") == "needs_attention" }, log(daemon))
+        let unclaimed = try order("apple-402")
+        XCTAssertEqual(unclaimed["reason"]?.looseString, "unclaimed_purchase")
+        XCTAssertTrue(unclaimed["last_error"]?.looseString?.contains("settle assign apple-402 --user") == true)
+        XCTAssertEqual(world.deliveries, [])
+        try settle(expecting: 65, ["assign", "apple-999", "--user", buyer])
+        try settle(expecting: 0, ["assign", "apple-402", "--user", buyer])
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("apple-402") == "finished" }, log(daemon))
+        XCTAssertEqual(world.deliveries, ["402 apple-402"])
+    }
+
+    func testNotificationSentWhileDown_isFoundByHistoryAtStart_andDelivered() throws {
+        try writeNotificationConfig()
+        let missed = applePurchase("403", token: buyer)
+        XCTAssertNil(try world.simulator.send(missed, to: "http://127.0.0.1:9/apple/notifications/v2"), "nobody listens")
+        let (daemon, _) = try startDaemon()
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("apple-403") == "finished" }, log(daemon))
+        XCTAssertEqual(try statusJSON(["--notification", missed.uuid])["source"]?.looseString, "history")
+        XCTAssertEqual(world.deliveries, ["403 apple-403"])
+        let requests = world.simulator.notificationHistoryRequests
+        XCTAssertEqual(Set(requests.map(\.environment)), ["Production", "Sandbox"], "both environments when sandbox is accepted")
+        XCTAssertTrue(requests.allSatisfy { $0.tokenProblem == nil })
+        let rows = try ledgerRows(["notification_cursor"])["notification_cursor"] ?? []
+        XCTAssertEqual(rows.count, 2, "the point reached is persisted per environment")
+    }
+
+    func testRefundBeforeDelivery_marksTheOrderNeverToBeDelivered() throws {
+        try writeNotificationConfig()
+        let (daemon, url) = try startDaemon()
+        // Apple cannot confirm the order yet: it waits, pending, for its next attempt.
+        let purchase = world.scriptTransaction("404", appAccountToken: buyer, answers: [.error(status: 500, code: 5000001)])
+        try enqueueFromApp("o-4", transaction: "404")
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { passes(daemon) >= 2 && stateInLedger("o-4") == "pending" }, log(daemon))
+        var refunded = purchase
+        refunded.revocationDateMs = nowMs
+        let refund = SimulatedNotification(type: "REFUND", transaction: refunded, bundleId: world.bundleId, signedDateMs: nowMs)
+        XCTAssertEqual(try world.simulator.send(refund, to: url), 200)
+        XCTAssertEqual(stateInLedger("o-4"), "rejected")
+        let order = try order("o-4")
+        XCTAssertEqual(order["reason"]?.looseString, "refunded")
+        XCTAssertEqual(order["refund"]?["kind"]?.looseString, "REFUND")
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { passes(daemon) >= 3 })
+        XCTAssertEqual(world.deliveries, [])
+        XCTAssertEqual(try listedOrderIds(["--refunded"]), ["o-4"])
+    }
+
+    func testRefundAfterDelivery_callsTheRevokeHookOnce_withItsOwnKey() throws {
+        let revoke = try world.write("revoke.sh", """
+            #!/bin/sh
+            payload=$(cat)
+            echo "$SETTLE_IDEMPOTENCY_KEY $SETTLE_ORDER_ID" >> "\(world.folder)/revokes.log"
+            printf '%s' "$payload" > "\(world.folder)/revoke-payload.json"
+            exit 0
+            """, mode: 0o755)
+        try writeNotificationConfig(delivery: .object([("command", .array([.string(world.folder + "/grant.sh")])),
+                                                       ("revoke_command", .array([.string(revoke)]))]))
+        let (daemon, url) = try startDaemon()
+        let purchase = applePurchase("405", token: buyer)
+        XCTAssertEqual(try world.simulator.send(purchase, to: url), 200)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("apple-405") == "finished" }, log(daemon))
+        var refunded = purchase.transaction!
+        refunded.revocationDateMs = nowMs
+        let refund = SimulatedNotification(type: "REFUND", transaction: refunded, bundleId: world.bundleId, signedDateMs: nowMs)
+        XCTAssertEqual(try world.simulator.send(refund, to: url), 200)
+        XCTAssertEqual(try world.simulator.send(refund, to: url), 200, "Apple's retry of the same notification")
+        let revokes = { ((try? String(contentsOfFile: self.world.folder + "/revokes.log", encoding: .utf8)) ?? "").split(separator: "\n") }
+        XCTAssertTrue(eventually(within: 10) { revokes().count == 1 }, log(daemon))
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { passes(daemon) >= 3 })
+        XCTAssertEqual(revokes(), ["revoke:405 apple-405"])
+        let payload = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: world.folder + "/revoke-payload.json")))
+        XCTAssertEqual(payload["event"]?.looseString, "revoke")
+        XCTAssertEqual(payload["idempotency_key"]?.looseString, "revoke:405")
+        let history = try history("apple-405").compactMap { $0["kind"]?.looseString }
+        XCTAssertTrue(history.contains("revoke"), "\(history)")
+        XCTAssertEqual(try listedOrderIds(["--refunded"]), ["apple-405"])
+        XCTAssertEqual(world.deliveries, ["405 apple-405"])
+    }
+
+    func testConsumptionRequest_isAnsweredWithTheLedgersFacts() throws {
+        try writeNotificationConfig(extra: [("consumption", .object([("respond", .bool(true)), ("customer_consented", .bool(true)),
+                                                                     ("refund_preference", .string("DECLINE"))]))])
+        let (daemon, url) = try startDaemon()
+        let purchase = applePurchase("406", token: buyer)
+        XCTAssertEqual(try world.simulator.send(purchase, to: url), 200)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("apple-406") == "finished" }, log(daemon))
+        let request = SimulatedNotification(type: "CONSUMPTION_REQUEST", transaction: purchase.transaction, bundleId: world.bundleId,
+                                            consumptionRequestReason: "UNINTENDED_PURCHASE", signedDateMs: nowMs)
+        XCTAssertEqual(try world.simulator.send(request, to: url), 200)
+        XCTAssertTrue(eventually(within: 10) { !world.simulator.consumptionRequests.isEmpty }, log(daemon))
+        guard let sent = world.simulator.consumptionRequests.first else { return XCTFail("nothing sent to Apple") }
+        XCTAssertEqual(sent.transactionId, "406")
+        XCTAssertEqual(sent.environment, "Production")
+        XCTAssertNil(sent.tokenProblem)
+        XCTAssertEqual(sent.body, .object([("customerConsented", .bool(true)), ("deliveryStatus", .string("DELIVERED")),
+                                           ("sampleContentProvided", .bool(false)), ("refundPreference", .string("DECLINE"))]))
+        XCTAssertTrue(eventually(within: 5) { (try? self.history("apple-406").contains { $0["kind"]?.looseString == "consumption"
+                                                                                      && $0["outcome"]?.looseString == "answered" }) == true })
+    }
+
+    func testHistoryCall429_opensTheBreaker_andNothingCrashes() throws {
+        try writeNotificationConfig()
+        world.simulator.script(notificationHistory: [.rateLimited(retryAfter: "600")])
+        let (daemon, _) = try startDaemon()
+        XCTAssertTrue(eventually(within: 10) { log(daemon).contains("notifications.history_unavailable") }, log(daemon))
+        let status = try statusJSON()
+        XCTAssertEqual(status["apple"]?["breaker"]?.looseString, "open")
+        XCTAssertTrue(status["apple"]?["last_error"]?.looseString?.contains("429") == true)
+        XCTAssertEqual(world.simulator.notificationHistoryRequests.count, 1, "Apple-wide trouble stops the catch-up")
+        XCTAssertTrue(daemon.isRunning)
+    }
+
+    func testHistoryCall5xx_isRetriedNextInterval_andThenFindsTheMissedNotification() throws {
+        try writeNotificationConfig(historyInterval: 10)
+        world.simulator.script(notificationHistory: [.error(status: 500, code: 5000001)])
+        let missed = applePurchase("407", token: buyer)
+        XCTAssertNil(try world.simulator.send(missed, to: nil))
+        let (daemon, _) = try startDaemon()
+        XCTAssertTrue(eventually(within: 10) { log(daemon).contains("notifications.history_unavailable") }, log(daemon))
+        XCTAssertEqual(try statusJSON()["apple"]?["breaker"]?.looseString, "closed", "one 5xx does not open the breaker")
+        XCTAssertNil(stateInLedger("apple-407"))
+        XCTAssertTrue(eventually(within: 20) { stateInLedger("apple-407") == "finished" }, log(daemon))
+        XCTAssertEqual(world.deliveries, ["407 apple-407"])
+    }
+}
