@@ -34,12 +34,14 @@ final class PostgresLedgerTests: EndToEndTestCase {
         try enqueue("o-1", transaction: "100", receipt: world.scriptReceipt("o-1", [purchase("100")]))
         try enqueue("o-2", transaction: "100", receipt: world.scriptReceipt("o-2", [purchase("100")]))
         try settle(expecting: 0, ["reconcile"])
-        XCTAssertEqual(world.deliveries, ["100 o-1"], "one purchase, granted once")
-        let payload = try String(contentsOfFile: world.folder + "/payload-o-1.json", encoding: .utf8)
+        // Both orders name the one purchase; workers race for it and exactly one wins.
+        XCTAssertEqual(world.deliveries.count, 1, "one purchase, granted once")
+        let (winner, loser) = world.deliveries.first == "100 o-1" ? ("o-1", "o-2") : ("o-2", "o-1")
+        let payload = try String(contentsOfFile: world.folder + "/payload-\(winner).json", encoding: .utf8)
         XCTAssertTrue(payload.contains("\"fencing_token\""), payload)
         let status = try settle(expecting: 0, ["status", "--json"])
         XCTAssertTrue(status.stdout.contains("\"workers\""), status.stdout)
-        XCTAssertTrue(try settle(expecting: 0, ["status", "o-2"]).stdout.contains("already_granted"))
+        XCTAssertTrue(try settle(expecting: 0, ["status", loser]).stdout.contains("already_granted"))
         XCTAssertFalse(transcript.joined().contains(world.sharedSecret))
     }
 
@@ -68,5 +70,31 @@ final class PostgresLedgerTests: EndToEndTestCase {
         XCTAssertTrue(eventually(within: 10) {
             ((try? settle(["status"]))?.stdout ?? "").contains("workers: 2 live")
         }, (try? settle(["status"]))?.stdout ?? "")
+    }
+
+    func testLedgerCopy_movesASQLiteLedgerIntoPostgreSQL_withMatchingCounts_andSettleCarriesOnThere() throws {
+        let sqlite = try world.ledger()
+        for i in 0..<3 {
+            _ = try sqlite.enqueue(NewOrder(orderId: "o-\(i)", userId: "u-1", productId: world.coins, transactionId: "t-\(i)",
+                                            receipt: world.scriptReceipt("o-\(i)", [purchase("t-\(i)")])))
+        }
+        _ = try world.reconciler(ledger: sqlite).runPass()
+        XCTAssertEqual(try sqlite.recordOutsideGrant(transactionId: "t-9", grantKey: "t-9", note: "by hand"), .recorded)
+        _ = try sqlite.enqueue(NewOrder(orderId: "o-late", userId: "u-1", productId: world.coins, transactionId: "t-late",
+                                        receipt: world.scriptReceipt("o-late", [purchase("t-late")])))
+        try sqlite.close()
+        let copy = try settleWithoutConfig(["ledger", "copy", "--from", "sqlite:" + world.ledgerPath, "--to", url])
+        XCTAssertEqual(copy.status, 0, copy.stderr)
+        XCTAssertTrue(copy.stdout.contains("orders: 4 rows copied, counts match"), copy.stdout)
+        XCTAssertTrue(copy.stdout.contains("grants: 4 rows copied"), copy.stdout)
+        XCTAssertEqual(try settleWithoutConfig(["ledger", "copy", "--from", "sqlite:" + world.ledgerPath, "--to", url]).status, 65,
+                       "a second copy into a ledger with orders is refused")
+        try settle(expecting: 0, ["reconcile"])
+        let ledger = try PostgresLedger(url: url, access: .readOnly)
+        XCTAssertEqual(try ledger.summary(OrderFilter(limit: 0)).counts[.finished], 4)
+        XCTAssertEqual(try ledger.orderRecord("o-0")?.history.map(\.outcome), ["enqueued", "verified", "delivered"])
+        XCTAssertEqual(try ledger.grantHolder(of: VerifiedPurchase(transactionId: "t-9", originalTransactionId: "t-9", productId: "",
+                                                                   environment: "", quantity: 1, purchaseDateMs: nil, expiresDateMs: nil)),
+                       .outside(note: "by hand"))
     }
 }

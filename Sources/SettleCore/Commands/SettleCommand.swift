@@ -37,6 +37,8 @@ public enum SettleCommand {
               help: BackupCommand.help, options: BackupCommand.spec.options, run: BackupCommand.run),
         .init(name: "verify-backup", summary: "check that a backup file is a whole, readable settle ledger",
               help: VerifyBackupCommand.help, options: VerifyBackupCommand.spec.options, run: VerifyBackupCommand.run),
+        .init(name: "ledger", summary: "copy an SQLite ledger into PostgreSQL (settle ledger copy --from sqlite:PATH --to URL)",
+              help: LedgerCommand.help, options: LedgerCommand.spec.options, run: LedgerCommand.run),
         .init(name: "simulator", summary: "a local stand-in for Apple, scripted, to test your hook and backend against",
               help: SimulatorCommand.help, options: SimulatorCommand.spec.options, run: SimulatorCommand.run),
         .init(name: "demo", summary: "run settle against a local Apple simulator in a throwaway ledger",
