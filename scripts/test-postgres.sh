@@ -13,6 +13,10 @@ set -euo pipefail
 
 folder=${SETTLE_TEST_POSTGRES_DIR:-/tmp/settle-test-postgres}
 port=${SETTLE_TEST_POSTGRES_PORT:-55432}
+# Where it listens (comma-separated addresses) and one more pg_hba.conf line, for the
+# multi-host test's namespaces; loopback only by default.
+listen=${SETTLE_TEST_POSTGRES_LISTEN:-127.0.0.1}
+hba=${SETTLE_TEST_POSTGRES_HBA:-}
 url="postgresql://settle@127.0.0.1:$port/settle_test"
 
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
@@ -47,10 +51,11 @@ start() {
     fi
     as_owner "$bindir/initdb" --pgdata="$folder/data" --username=settle --auth=trust --encoding=UTF8 \
         --locale=C.UTF-8 >"$folder/initdb.log" 2>&1 || { cat "$folder/initdb.log" >&2; exit 70; }
+    [ -z "$hba" ] || echo "$hba" >> "$folder/data/pg_hba.conf"
     # Loopback and a socket in the cluster's own folder; fsync off: a test cluster trades
     # durability for speed (the tests never crash the server).
     as_owner "$bindir/pg_ctl" -D "$folder/data" -l "$folder/server.log" -w \
-        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$folder -c fsync=off -c max_connections=200" \
+        -o "-c listen_addresses=$listen -c port=$port -c unix_socket_directories=$folder -c fsync=off -c max_connections=200" \
         start >&2 || { cat "$folder/server.log" >&2; exit 70; }
     as_owner "$bindir/createdb" -h 127.0.0.1 -p "$port" -U settle settle_test
     echo "export SETTLE_TEST_POSTGRES_URL='$url'"

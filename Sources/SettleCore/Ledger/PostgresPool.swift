@@ -43,7 +43,13 @@ final class PostgresPool: @unchecked Sendable {
         open += 1
         condition.unlock()
         do {
-            return try PostgresConnection(url: url, password: password)
+            let connection = try PostgresConnection(url: url, password: password)
+            // A host cut off between a transaction's statements would keep its row locks, and
+            // so its orders, from everyone else for as long as it is gone: the server ends such a
+            // transaction after 30 s (https://www.postgresql.org/docs/current/runtime-config-client.html).
+            // client_min_messages: NOTICEs ("already exists, skipping") are not settle's to print.
+            try connection.execute("SET idle_in_transaction_session_timeout = '30s'; SET client_min_messages = warning")
+            return connection
         } catch {
             condition.lock()
             open -= 1
