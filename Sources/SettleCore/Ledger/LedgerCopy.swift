@@ -5,15 +5,11 @@ import Foundation
 /// yet, then checks that every table holds as many rows as the source.
 public enum LedgerCopy {
     /// Rows copied, by table.
-    public struct Report: Sendable, Equatable {
+    public struct Report: Sendable {
         public var counts: [(table: String, rows: Int)]
         /// Rows of the source that have no place in the destination yet (App Store Server
         /// Notifications' tables), by table; nothing is copied from them.
         public var leftBehind: [(table: String, rows: Int)]
-
-        public static func == (a: Report, b: Report) -> Bool {
-            a.counts.map(\.table) == b.counts.map(\.table) && a.counts.map(\.rows) == b.counts.map(\.rows)
-        }
     }
 
     /// Columns copied, per table, in an order that satisfies the foreign keys.

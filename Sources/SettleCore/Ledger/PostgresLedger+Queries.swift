@@ -31,7 +31,9 @@ extension PostgresLedger {
             var listed = subject
             var listArguments = arguments
             if let state = filter.state { listed += " AND state = ?"; listArguments.append(.text(state.rawValue)) }
-            let matching = filter.state.map { counts[$0] ?? 0 } ?? counts.values.reduce(0, +)
+            // Refunds come from App Store Server Notifications, which a PostgreSQL ledger does not keep yet.
+            if filter.refunded { listed += " AND FALSE" }
+            let matching = filter.refunded ? 0 : filter.state.map { counts[$0] ?? 0 } ?? counts.values.reduce(0, +)
             let rows = try db.run("SELECT * FROM orders WHERE \(listed) ORDER BY updated_at DESC, order_id LIMIT ?",
                                   listArguments + [.integer(Int64(max(0, filter.limit)))])
             return LedgerSummary(counts: counts, oldestUndeliveredSeconds: oldest.map { max(0, now - $0) },

@@ -61,12 +61,6 @@ public final class PostgresLedger: LedgerStore, @unchecked Sendable {
         }
     }
 
-    /// The migrations this ledger still needs, by number (for `settle migrate --dry-run`).
-    public func pendingMigrations() throws(LedgerError) -> [Int] {
-        let version = try schemaVersion()
-        return Array((version + 1)...max(version + 1, PostgresLedgerSchema.migrations.count)).filter { $0 <= PostgresLedgerSchema.migrations.count }
-    }
-
     /// Applies the missing migrations, each in its own transaction under a transaction-level
     /// advisory lock: two hosts starting together apply each migration once, the second
     /// waiting for the first and then finding nothing to do. Returns the versions applied.
