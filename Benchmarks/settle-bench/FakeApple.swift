@@ -1,0 +1,86 @@
+import Foundation
+import SettleCore
+
+/// The orders every benchmark ledger holds: order i pays for one "coins" with transaction
+/// 3,000,000,000 + i in the receipt "bench receipt i" (base64).
+enum BenchOrders {
+    static let bundleId = "com.example.bench"
+    static let productId = "coins"
+    static let sharedSecret = "bench-secret"
+    static let webhookSecret = "bench-webhook-secret"
+
+    static func receipt(_ index: Int) -> String { Data("bench receipt \(index)".utf8).base64EncodedString() }
+    static func transactionId(_ index: Int) -> String { String(3_000_000_000 + index) }
+}
+
+/// `settle-bench --serve-apple`: the fake Apple (the simulator, answering every
+/// verifyReceipt after `latencyMs`) and a webhook receiver, in a process of their own so
+/// that their CPU is never counted as settle's. Prints its URLs as one JSON line, then
+/// serves until its standard input closes (the parent exits or is done) or `maxLifetime`.
+enum FakeAppleServer {
+    static let maxLifetime: Double = 4 * 3600
+
+    static func serve(orders: Int, latencyMs: Int) throws -> Never {
+        let simulator = try AppleSimulator(sharedSecret: BenchOrders.sharedSecret)
+        let answers: [SimulatedAnswer] = latencyMs > 0 ? [.slow(seconds: Double(latencyMs) / 1000)] : []
+        for index in 0..<orders {
+            simulator.script(BenchOrders.receipt(index), ReceiptScript(receipt: SimulatedReceipt(bundleId: BenchOrders.bundleId, inApp: [
+                SimulatedTransaction(productId: BenchOrders.productId, transactionId: BenchOrders.transactionId(index))]),
+                answers: answers))
+        }
+        // A receiver that grants everything at once, so the bound N·L/C stays Apple's alone.
+        let webhook = try LoopbackHTTPServer { _ in .json(200, Data(#"{"granted":true}"#.utf8)) }
+        let line = JSONValue.object([("apple", .string(simulator.productionURL)), ("sandbox", .string(simulator.sandboxURL)),
+                                     ("webhook", .string(webhook.baseURL + "/grant"))])
+        print(line.serialized())
+        fflush(nil)
+        let closed = DispatchSemaphore(value: 0)
+        Thread {
+            _ = FileHandle.standardInput.readDataToEndOfFile()
+            closed.signal()
+        }.start()
+        _ = closed.wait(timeout: .now() + maxLifetime)
+        simulator.stop()
+        webhook.stop()
+        exit(0)
+    }
+}
+
+/// The parent's handle on a running `--serve-apple` process.
+final class FakeAppleProcess {
+    let appleURL: String
+    let sandboxURL: String
+    let webhookURL: String
+    private let process: Process
+    private let input: Pipe
+
+    init(bench: String, orders: Int, latencyMs: Int) throws {
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: bench)
+        process.arguments = ["--serve-apple", "--orders", String(orders), "--apple-latency-ms", String(latencyMs)]
+        input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        // The first line is the URLs; scripting 100k receipts takes a moment.
+        var buffer = Data()
+        let handle = output.fileHandleForReading
+        let deadline = Date().addingTimeInterval(120)
+        while !buffer.contains(UInt8(ascii: "\n")) {
+            let chunk = handle.availableData
+            guard !chunk.isEmpty, Date() < deadline else { throw BenchError("the fake Apple process did not start") }
+            buffer.append(chunk)
+        }
+        let line = try ChildProcess.lastJSON(String(decoding: buffer, as: UTF8.self))
+        appleURL = line.string("apple")
+        sandboxURL = line.string("sandbox")
+        webhookURL = line.string("webhook")
+    }
+
+    /// The fake Apple's own CPU is of no interest; it only has to go away.
+    func stop() {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+}
