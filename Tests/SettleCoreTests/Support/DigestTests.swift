@@ -21,3 +21,20 @@ final class DigestTests: XCTestCase {
         XCTAssertEqual(LowercaseHex.encode([UInt8]()), "")
     }
 }
+
+/// The timestamp of every log line and hook payload, built without `String(format:)`.
+final class TimestampTests: XCTestCase {
+    func testRFC3339_isTheTextOfTheFormatItReplaced() {
+        for seconds: Int64 in [0, 1, 59, 86_399, 951_782_400, 1_764_410_645, 4_102_444_800, 253_402_300_799, 253_402_300_800,
+                               -1, -62_135_596_800, -62_167_219_200, -62_198_755_200, -100_000_000_000] {
+            var t = time_t(seconds)
+            var parts = tm()
+            gmtime_r(&t, &parts)
+            let expected = String(format: "%04d-%02d-%02dT%02d:%02d:%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+                                  Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+            XCTAssertEqual(Timestamp.rfc3339(unixSeconds: seconds), expected, "\(seconds)")
+        }
+        XCTAssertEqual(Timestamp.rfc3339(unixSeconds: 1_764_410_645), "2025-11-29T10:04:05Z")
+        XCTAssertEqual(Timestamp.rfc3339(milliseconds: -1), "1969-12-31T23:59:59Z")
+    }
+}
