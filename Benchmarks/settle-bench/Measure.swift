@@ -27,6 +27,12 @@ struct BenchError: Error, CustomStringConvertible {
 
 /// A child process whose stdout is read as text; killed if it outlives `timeout`.
 enum ChildProcess {
+    /// The child outlived its time and was killed.
+    struct Timeout: Error, CustomStringConvertible {
+        var seconds: Double
+        var description: String { "a child process did not finish in \(Int(seconds)) s and was killed" }
+    }
+
     /// Runs `arguments[0]` with the rest as arguments, waits at most `timeout` seconds, and
     /// returns its exit status and standard output.
     static func run(_ arguments: [String], timeout: Double, stdin: FileHandle? = nil) throws -> (status: Int32, output: String) {
@@ -46,7 +52,7 @@ enum ChildProcess {
         if finished.wait(timeout: .now() + timeout) == .timedOut {
             process.terminate()
             finished.wait()
-            throw BenchError("\(arguments.prefix(3).joined(separator: " ")) did not finish in \(Int(timeout)) s; killed")
+            throw Timeout(seconds: timeout)
         }
         while !collected.isSet { usleep(1_000) }
         return (process.terminationStatus, String(decoding: collected.get(), as: UTF8.self))
