@@ -17,6 +17,8 @@ struct BenchFolder {
         try write("AppleRootCA-G3.pem", SimulatorSigningChain.rootPEM, mode: 0o644)
         // The hook of the network rows: reads its payload, grants.
         try write("hook.sh", "#!/bin/sh\ncat > /dev/null\n", mode: 0o755)
+        // The App Store Connect key for StoreKit 2 orders (Server API bearer tokens).
+        try write("appstore-key.p8", ES256PrivateKey.generatePEM(), mode: 0o600)
     }
 
     func remove() { try? FileManager.default.removeItem(atPath: path) }
@@ -45,6 +47,14 @@ struct BenchFolder {
                                      ("sandbox_url", .string(apple?.sandboxURL ?? "http://127.0.0.1:9/sandbox/verifyReceipt")),
                                      ("shared_secret_file", .string("secret"))])),
             ("products", .object([(BenchOrders.productId, .object([("type", .string("consumable"))]))])),
+            ("server_api", .object([("production_url", .string(apple?.serverURL ?? "http://127.0.0.1:9/production")),
+                                    ("sandbox_url", .string(apple?.serverSandboxURL ?? "http://127.0.0.1:9/sandbox")),
+                                    ("issuer_id", .string(BenchOrders.issuerId)), ("key_id", .string(BenchOrders.keyId)),
+                                    ("private_key_file", .string("appstore-key.p8")),
+                                    ("root_certificates", .array([.string("AppleRootCA-G3.pem")])),
+                                    ("receipt_root_certificates", .array([.string("AppleRootCA-G3.pem")]))])),
+            // The backend enqueues transaction ids it got from Apple for this user itself.
+            ("user_binding", .object([("unsigned_proofs", .string("trust"))])),
             ("delivery", deliveryObject),
             ("schedule", .object([("concurrency", .number(concurrency))])),
         ])
@@ -54,8 +64,9 @@ struct BenchFolder {
     }
 
     /// A ledger at settle's current schema holding `orders` due orders, as `settle enqueue`
-    /// would have written them.
-    func dueLedger(name: String, orders: Int) throws -> String {
+    /// would have written them: each with its receipt, or with `storeKit` only its StoreKit 2
+    /// transaction id (verified through the Server API and its JWS).
+    func dueLedger(name: String, orders: Int, storeKit: Bool = false) throws -> String {
         let file = try emptyLedger(name: name)
         let database = try SeedDatabase(path: file)
         let now = Int64(Date().timeIntervalSince1970) - 1
@@ -69,9 +80,9 @@ struct BenchFolder {
         for index in 0..<orders {
             let data = BenchOrders.receipt(index)
             let hash = SHA256.hex(Data(data.utf8))
-            try receipt.run([.text(hash), .text(data), .integer(now)])
+            if !storeKit { try receipt.run([.text(hash), .text(data), .integer(now)]) }
             try order.run([.text("o-\(index)"), .text("u-\(index % 97)"), .text(BenchOrders.productId),
-                           .text(BenchOrders.transactionId(index)), .text(hash), .integer(now)])
+                           .text(BenchOrders.transactionId(index)), storeKit ? .null : .text(hash), .integer(now)])
             try history.run([.text("o-\(index)"), .integer(now)])
         }
         try database.execute("COMMIT")
@@ -160,7 +171,7 @@ final class SeedDatabase {
 }
 
 final class SeedStatement {
-    enum Value { case text(String), integer(Int64) }
+    enum Value { case text(String), integer(Int64), null }
     private let handle: OpaquePointer
     private let database: OpaquePointer
 
@@ -177,6 +188,7 @@ final class SeedStatement {
             switch value {
             case let .text(text): sqlite3_bind_text(handle, Int32(index + 1), text, -1, settle_sqlite_transient())
             case let .integer(number): sqlite3_bind_int64(handle, Int32(index + 1), number)
+            case .null: sqlite3_bind_null(handle, Int32(index + 1))
             }
         }
         guard sqlite3_step(handle) == SQLITE_DONE else {

@@ -25,7 +25,7 @@ struct BenchReport {
         emit("settle's CPU is getrusage(RUSAGE_SELF) of the process that ran the pass; hooks and the fake Apple are other processes.")
         if options.rows.contains("network") { try networkRows(runner, bench: bench, folder: folder) }
         if options.rows.contains("pass") { try passRows(runner, bench: bench, folder: folder) }
-        if options.rows.contains("jws") { try jwsRows(folder) }
+        if options.rows.contains("jws") { try jwsRows(runner, bench: bench, folder: folder) }
         if options.rows.contains("status") { try statusRows(settle: binaries + "/settle", folder: folder) }
         print("\n==== summary ====")
         for line in table { print(line) }
@@ -45,10 +45,10 @@ struct BenchReport {
         emit(String(format: "\n-- %d due orders, concurrency %d, Apple at %d ms: wall / (N·L/C = %.2f s); goal <= 1.10; CPU goal <= 0.6 ms/order", n, c, l, bound))
         emit(Self.columns("measure", "settle", "python", "python/settle"))
         for (name, delivery) in [("command hook", BenchFolder.Delivery.command([folder.path + "/hook.sh"])), ("webhook", .webhook(""))] {
-            let settle = try withApple(bench, orders: n, latencyMs: l) { apple in
+            let settle = try withApple(bench, folder: folder, orders: n, latencyMs: l) { apple in
                 try runner.settle(orders: n, apple: apple, delivery: resolved(delivery, apple), concurrency: c, tag: "net")
             }
-            let python = try options.python ? withApple(bench, orders: n, latencyMs: l) { apple in
+            let python = try options.python ? withApple(bench, folder: folder, orders: n, latencyMs: l) { apple in
                 try runner.python(orders: n, apple: apple, delivery: resolved(delivery, apple), concurrency: c, tag: "net")
             } : nil
             check(settle, "settle \(name)")
@@ -71,7 +71,7 @@ struct BenchReport {
         for size in options.passSizes {
             let settle: PassResult
             do {
-                settle = try withApple(bench, orders: size, latencyMs: 0) { apple in
+                settle = try withApple(bench, folder: folder, orders: size, latencyMs: 0) { apple in
                     try runner.settle(orders: size, apple: apple, delivery: .command(["/bin/true"]), concurrency: options.concurrency,
                                       tag: "pass")
                 }
@@ -82,7 +82,7 @@ struct BenchReport {
             }
             check(settle, "settle pass \(size)")
             // Python at the sizes the issue ran it (up to 10 k); beyond, it only adds minutes.
-            let python = try options.python && size <= 10_000 ? withApple(bench, orders: size, latencyMs: 0) { apple in
+            let python = try options.python && size <= 10_000 ? withApple(bench, folder: folder, orders: size, latencyMs: 0) { apple in
                 try runner.python(orders: size, apple: apple, delivery: .command(["/bin/true"]), concurrency: options.concurrency,
                                   tag: "pass")
             } : nil
@@ -97,7 +97,7 @@ struct BenchReport {
         }
     }
 
-    private mutating func jwsRows(_ folder: BenchFolder) throws {
+    private mutating func jwsRows(_ runner: PassRunner, bench: String, folder: BenchFolder) throws {
         let jws = JWSBench(folder: folder, fixtures: options.fixtures, cpuSeconds: options.jwsSeconds)
         emit("\n-- StoreKit 2 JWS verifications per CPU-second, offline, same token; goal >= 5x Apple's Python library")
         emit(Self.columns("chain", "settle", "python library", "settle/python"))
@@ -111,6 +111,15 @@ struct BenchReport {
         let (cpuMs, wallMs) = try jws.concurrentCostMs()
         emit(String(format: "  per JWS with 32 threads sharing one verifier, as a pass's workers (goal <= 0.3 ms): %.3f ms CPU, %.3f ms wall per thread",
                     cpuMs, wallMs))
+        // A whole pass of StoreKit 2 orders: Server API call, bearer token, JWS, hook.
+        let size = options.passSizes.first ?? 1_000
+        let storeKit = try withApple(bench, folder: folder, orders: size, latencyMs: 0) { apple in
+            try runner.settle(orders: size, apple: apple, delivery: .command(["/bin/true"]), concurrency: options.concurrency,
+                              tag: "storekit", storeKit: true)
+        }
+        check(storeKit, "settle StoreKit 2 pass")
+        emit(String(format: "  a pass over %d StoreKit 2 orders (Server API + JWS each), hook /bin/true, Apple at 0 ms: %.2f s, %.2f ms CPU/order",
+                    size, storeKit.wall, storeKit.cpuPerOrderMs))
     }
 
     private mutating func statusRows(settle: String, folder: BenchFolder) throws {
@@ -123,8 +132,8 @@ struct BenchReport {
 
     // MARK: Helpers
 
-    private func withApple<T>(_ bench: String, orders: Int, latencyMs: Int, _ body: (FakeAppleProcess) throws -> T) throws -> T {
-        let apple = try FakeAppleProcess(bench: bench, orders: orders, latencyMs: latencyMs)
+    private func withApple<T>(_ bench: String, folder: BenchFolder, orders: Int, latencyMs: Int, _ body: (FakeAppleProcess) throws -> T) throws -> T {
+        let apple = try FakeAppleProcess(bench: bench, folder: folder, orders: orders, latencyMs: latencyMs)
         defer { apple.stop() }
         return try body(apple)
     }
@@ -136,7 +145,7 @@ struct BenchReport {
 
     private func check(_ result: PassResult, _ name: String) {
         if result.finished != result.orders {
-            print("  warning: \(name) finished \(result.finished) of \(result.orders) orders")
+            print("  warning: \(name) finished \(result.finished) of \(result.orders) orders \(result.summary)")
         }
     }
 

@@ -8,6 +8,8 @@ enum BenchOrders {
     static let productId = "coins"
     static let sharedSecret = "bench-secret"
     static let webhookSecret = "bench-webhook-secret"
+    static let issuerId = "bench-issuer"
+    static let keyId = "BENCHKEY01"
 
     static func receipt(_ index: Int) -> String { Data("bench receipt \(index)".utf8).base64EncodedString() }
     static func transactionId(_ index: Int) -> String { String(3_000_000_000 + index) }
@@ -20,18 +22,27 @@ enum BenchOrders {
 enum FakeAppleServer {
     static let maxLifetime: Double = 4 * 3600
 
-    static func serve(orders: Int, latencyMs: Int) throws -> Never {
-        let simulator = try AppleSimulator(sharedSecret: BenchOrders.sharedSecret)
+    /// `storeKitKey`: the App Store Connect key settle signs Server API tokens with (PEM);
+    /// its public half is what the simulator checks them against.
+    static func serve(orders: Int, latencyMs: Int, storeKitKey: String) throws -> Never {
+        let key = try ES256PrivateKey(pem: String(contentsOfFile: storeKitKey, encoding: .utf8))
+        let simulator = try AppleSimulator(sharedSecret: BenchOrders.sharedSecret, credentials: ServerAPICredentials(
+            issuerId: BenchOrders.issuerId, keyId: BenchOrders.keyId, bundleId: BenchOrders.bundleId, publicKey: key.publicKey))
         let answers: [SimulatedAnswer] = latencyMs > 0 ? [.slow(seconds: Double(latencyMs) / 1000)] : []
         for index in 0..<orders {
             simulator.script(BenchOrders.receipt(index), ReceiptScript(receipt: SimulatedReceipt(bundleId: BenchOrders.bundleId, inApp: [
                 SimulatedTransaction(productId: BenchOrders.productId, transactionId: BenchOrders.transactionId(index))]),
                 answers: answers))
+            // The same purchase as a StoreKit 2 transaction, for orders that carry only its id.
+            simulator.script(transaction: BenchOrders.transactionId(index), TransactionScript(transaction: SimulatedSignedTransaction(
+                transactionId: BenchOrders.transactionId(index), productId: BenchOrders.productId, bundleId: BenchOrders.bundleId)))
         }
         // A receiver that grants everything at once, so the bound N·L/C stays Apple's alone.
         let webhook = try LoopbackHTTPServer { _ in .json(200, Data(#"{"granted":true}"#.utf8)) }
         let line = JSONValue.object([("apple", .string(simulator.productionURL)), ("sandbox", .string(simulator.sandboxURL)),
-                                     ("webhook", .string(webhook.baseURL + "/grant"))])
+                                     ("webhook", .string(webhook.baseURL + "/grant")),
+                                     ("server", .string(simulator.serverProductionURL)),
+                                     ("serverSandbox", .string(simulator.serverSandboxURL))])
         print(line.serialized())
         fflush(nil)
         let closed = DispatchSemaphore(value: 0)
@@ -51,13 +62,17 @@ final class FakeAppleProcess {
     let appleURL: String
     let sandboxURL: String
     let webhookURL: String
+    /// The simulated App Store Server API.
+    let serverURL: String
+    let serverSandboxURL: String
     private let process: Process
     private let input: Pipe
 
-    init(bench: String, orders: Int, latencyMs: Int) throws {
+    init(bench: String, folder: BenchFolder, orders: Int, latencyMs: Int) throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: bench)
-        process.arguments = ["--serve-apple", "--orders", String(orders), "--apple-latency-ms", String(latencyMs)]
+        process.arguments = ["--serve-apple", "--orders", String(orders), "--apple-latency-ms", String(latencyMs),
+                             "--storekit-key", folder.path + "/appstore-key.p8"]
         input = Pipe()
         let output = Pipe()
         process.standardInput = input
@@ -76,6 +91,8 @@ final class FakeAppleProcess {
         appleURL = line.string("apple")
         sandboxURL = line.string("sandbox")
         webhookURL = line.string("webhook")
+        serverURL = line.string("server")
+        serverSandboxURL = line.string("serverSandbox")
     }
 
     /// The fake Apple's own CPU is of no interest; it only has to go away.

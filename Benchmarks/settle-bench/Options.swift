@@ -22,6 +22,8 @@ struct BenchOptions {
     var passTimeout = 1_800.0
     var fixtures = "Tests/SettleCoreTests/Fixtures/apple"
     var pythonDirectory = "Benchmarks/python-reconciler"
+    /// For --serve-apple: the key settle signs Server API tokens with.
+    var storeKitKey = ""
 
     static let allRows: Set<String> = ["network", "pass", "jws", "status"]
 
@@ -70,6 +72,7 @@ struct BenchOptions {
             case "--pass-timeout": passTimeout = Double(try number(flag))
             case "--fixtures": fixtures = try value(flag)
             case "--python-dir": pythonDirectory = try value(flag)
+            case "--storekit-key": storeKitKey = try value(flag)
             default: throw BenchError("unknown option \(flag)\n\(Self.usage)")
             }
         }

@@ -9,6 +9,8 @@ struct PassResult {
     /// The process's own CPU seconds over the pass (hook processes excluded).
     var cpu: Double
     var peakRSSKiB: Int
+    /// settle's own one-line pass summary (empty for Python).
+    var summary: String
 
     var cpuPerOrderMs: Double { cpu * 1000 / Double(max(finished, 1)) }
 
@@ -18,6 +20,7 @@ struct PassResult {
         wall = line.double("wall")
         cpu = line.double("cpu")
         peakRSSKiB = line.int("maxrss_kib")
+        summary = line.string("summary")
     }
 }
 
@@ -51,8 +54,9 @@ struct PassRunner {
     let pythonReconciler: String
     let timeout: Double
 
-    func settle(orders: Int, apple: FakeAppleProcess?, delivery: BenchFolder.Delivery, concurrency: Int, tag: String) throws -> PassResult {
-        let ledger = try folder.dueLedger(name: "settle-\(tag)", orders: orders)
+    func settle(orders: Int, apple: FakeAppleProcess?, delivery: BenchFolder.Delivery, concurrency: Int, tag: String,
+                storeKit: Bool = false) throws -> PassResult {
+        let ledger = try folder.dueLedger(name: "settle-\(tag)", orders: orders, storeKit: storeKit)
         let config = try folder.configuration(name: "settle-\(tag)", ledger: ledger, apple: apple, delivery: delivery,
                                               concurrency: concurrency)
         let (status, output) = try ChildProcess.run([bench, "--run-pass", config], timeout: timeout)

@@ -9,7 +9,7 @@ import Foundation
 do {
     let options = try BenchOptions(Array(CommandLine.arguments.dropFirst()))
     switch options.mode {
-    case .serveApple: try FakeAppleServer.serve(orders: options.orders, latencyMs: options.latencyMs)
+    case .serveApple: try FakeAppleServer.serve(orders: options.orders, latencyMs: options.latencyMs, storeKitKey: options.storeKitKey)
     case let .runPass(config): try PassChild.run(configurationPath: config)
     case .report:
         var report = BenchReport(options: options)
