@@ -32,15 +32,10 @@ public struct SignedDataVerifier: Sendable {
     let verifiedChains: VerifiedChainCache
 
     public init(rootCertificates: [X509Certificate], bundleId: String, acceptSandbox: Bool) {
-        self.init(rootCertificates: rootCertificates, bundleId: bundleId, acceptSandbox: acceptSandbox,
-                  verifiedChains: VerifiedChainCache())
-    }
-
-    init(rootCertificates: [X509Certificate], bundleId: String, acceptSandbox: Bool, verifiedChains: VerifiedChainCache) {
         self.rootCertificates = rootCertificates
         self.bundleId = bundleId
         self.acceptSandbox = acceptSandbox
-        self.verifiedChains = verifiedChains
+        verifiedChains = VerifiedChainCache()
     }
 
     /// Verifies a JWSTransaction (StoreKit 2 signed transaction or Server API
