@@ -45,10 +45,12 @@ struct BenchReport {
         emit(String(format: "\n-- %d due orders, concurrency %d, Apple at %d ms: wall / (N·L/C = %.2f s); goal <= 1.10; CPU goal <= 0.6 ms/order", n, c, l, bound))
         emit(Self.columns("measure", "settle", "python", "python/settle"))
         for (name, delivery) in [("command hook", BenchFolder.Delivery.command([folder.path + "/hook.sh"])), ("webhook", .webhook(""))] {
-            let settle = try withApple(bench, folder: folder, orders: n, latencyMs: l) { apple in
+            var appleTraffic = (connections: 0, requests: 0)
+            let settle = try withApple(bench, folder: folder, orders: n, latencyMs: l, traffic: &appleTraffic) { apple in
                 try runner.settle(orders: n, apple: apple, delivery: resolved(delivery, apple), concurrency: c, tag: "net")
             }
-            let python = try options.python ? withApple(bench, folder: folder, orders: n, latencyMs: l) { apple in
+            var pythonTraffic = (connections: 0, requests: 0)
+            let python = try options.python ? withApple(bench, folder: folder, orders: n, latencyMs: l, traffic: &pythonTraffic) { apple in
                 try runner.python(orders: n, apple: apple, delivery: resolved(delivery, apple), concurrency: c, tag: "net")
             } : nil
             check(settle, "settle \(name)")
@@ -61,6 +63,8 @@ struct BenchReport {
                               python.map { String(format: "%.1fx", $0.cpuPerOrderMs / settle.cpuPerOrderMs) } ?? "-"))
             emit(Self.columns("peak RSS, \(name)", "\(settle.peakRSSKiB / 1024) MiB",
                               python.map { "\($0.peakRSSKiB / 1024) MiB" } ?? "-", ""))
+            emit(Self.columns("connections to Apple, \(name)", "\(appleTraffic.connections) for \(appleTraffic.requests) requests",
+                              python == nil ? "-" : "\(pythonTraffic.connections) for \(pythonTraffic.requests) requests", ""))
         }
     }
 
@@ -132,10 +136,26 @@ struct BenchReport {
 
     // MARK: Helpers
 
-    private func withApple<T>(_ bench: String, folder: BenchFolder, orders: Int, latencyMs: Int, _ body: (FakeAppleProcess) throws -> T) throws -> T {
+    private func withApple<T>(_ bench: String, folder: BenchFolder, orders: Int, latencyMs: Int,
+                              _ body: (FakeAppleProcess) throws -> T) throws -> T {
+        var traffic = (connections: 0, requests: 0)
+        return try withApple(bench, folder: folder, orders: orders, latencyMs: latencyMs, traffic: &traffic, body)
+    }
+
+    /// Runs `body` against a fresh fake Apple (scripted answers are used up by one pass) and
+    /// reports the connections and requests it saw.
+    private func withApple<T>(_ bench: String, folder: BenchFolder, orders: Int, latencyMs: Int,
+                              traffic: inout (connections: Int, requests: Int),
+                              _ body: (FakeAppleProcess) throws -> T) throws -> T {
         let apple = try FakeAppleProcess(bench: bench, folder: folder, orders: orders, latencyMs: latencyMs)
-        defer { apple.stop() }
-        return try body(apple)
+        do {
+            let result = try body(apple)
+            traffic = apple.stop()
+            return result
+        } catch {
+            apple.stop()
+            throw error
+        }
     }
 
     private func resolved(_ delivery: BenchFolder.Delivery, _ apple: FakeAppleProcess) -> BenchFolder.Delivery {

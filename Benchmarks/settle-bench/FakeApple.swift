@@ -51,6 +51,10 @@ enum FakeAppleServer {
             closed.signal()
         }.start()
         _ = closed.wait(timeout: .now() + maxLifetime)
+        // The parent reads this last line when it stops us.
+        print(JSONValue.object([("connections", .number(simulator.acceptedConnections)),
+                                ("requests", .number(simulator.requests.count + simulator.serverRequests.count))]).serialized())
+        fflush(nil)
         simulator.stop()
         webhook.stop()
         exit(0)
@@ -67,6 +71,7 @@ final class FakeAppleProcess {
     let serverSandboxURL: String
     private let process: Process
     private let input: Pipe
+    private let output: Pipe
 
     init(bench: String, folder: BenchFolder, orders: Int, latencyMs: Int) throws {
         process = Process()
@@ -74,7 +79,7 @@ final class FakeAppleProcess {
         process.arguments = ["--serve-apple", "--orders", String(orders), "--apple-latency-ms", String(latencyMs),
                              "--storekit-key", folder.path + "/appstore-key.p8"]
         input = Pipe()
-        let output = Pipe()
+        output = Pipe()
         process.standardInput = input
         process.standardOutput = output
         try process.run()
@@ -95,9 +100,14 @@ final class FakeAppleProcess {
         serverSandboxURL = line.string("serverSandbox")
     }
 
-    /// The fake Apple's own CPU is of no interest; it only has to go away.
-    func stop() {
+    /// Stops the process and returns how many connections clients opened to Apple and how
+    /// many requests they sent (its CPU is of no interest).
+    @discardableResult
+    func stop() -> (connections: Int, requests: Int) {
         try? input.fileHandleForWriting.close()
+        let rest = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        guard let line = try? ChildProcess.lastJSON(String(decoding: rest, as: UTF8.self)) else { return (0, 0) }
+        return (line.int("connections"), line.int("requests"))
     }
 }
