@@ -16,7 +16,7 @@ struct BenchReport {
         let folder = try BenchFolder()
         defer { folder.remove() }
         let runner = PassRunner(bench: bench, folder: folder, pythonReconciler: options.pythonDirectory + "/reconcile.py",
-                                timeout: options.passTimeout)
+                                timeout: options.passTimeout, wrapper: options.passWrapper)
         let sizes = options.passSizes.map(String.init).joined(separator: ", ")
         emit("settle-bench: \(ProcessInfo.processInfo.activeProcessorCount) cores\(options.quick ? ", --quick" : "");"
              + " N=\(options.orders) C=\(options.concurrency) L=\(options.latencyMs) ms; passes at \(sizes);"

@@ -37,7 +37,9 @@ enum ChildProcess {
     /// returns its exit status and standard output.
     static func run(_ arguments: [String], timeout: Double, stdin: FileHandle? = nil) throws -> (status: Int32, output: String) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: arguments[0])
+        // A bare name (a --pass-wrapper such as "valgrind") is looked up on PATH.
+        process.executableURL = URL(fileURLWithPath: arguments[0].hasPrefix("/") ? arguments[0] : "/usr/bin/env")
+        let arguments = arguments[0].hasPrefix("/") ? arguments : ["/usr/bin/env"] + arguments
         process.arguments = Array(arguments.dropFirst())
         let output = Pipe()
         process.standardOutput = output

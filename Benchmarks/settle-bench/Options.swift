@@ -22,6 +22,8 @@ struct BenchOptions {
     var passTimeout = 1_800.0
     var fixtures = "Tests/SettleCoreTests/Fixtures/apple"
     var pythonDirectory = "Benchmarks/python-reconciler"
+    /// Runs settle's passes under this command (e.g. "valgrind --tool=callgrind"), to profile them.
+    var passWrapper: [String] = []
     /// For --serve-apple: the key settle signs Server API tokens with.
     var storeKitKey = ""
 
@@ -31,7 +33,7 @@ struct BenchOptions {
     usage: settle-bench [--quick] [--orders N] [--concurrency C] [--apple-latency-ms L]
                         [--pass-sizes N,N,...] [--status-orders N] [--jws-seconds S]
                         [--rows network,pass,jws,status] [--no-python] [--pass-timeout S]
-                        [--fixtures DIR] [--python-dir DIR]
+                        [--fixtures DIR] [--python-dir DIR] [--pass-wrapper "valgrind --tool=callgrind"]
     """
 
     init(_ arguments: [String]) throws {
@@ -73,6 +75,7 @@ struct BenchOptions {
             case "--fixtures": fixtures = try value(flag)
             case "--python-dir": pythonDirectory = try value(flag)
             case "--storekit-key": storeKitKey = try value(flag)
+            case "--pass-wrapper": passWrapper = try value(flag).split(separator: " ").map(String.init)
             default: throw BenchError("unknown option \(flag)\n\(Self.usage)")
             }
         }

@@ -53,13 +53,15 @@ struct PassRunner {
     let folder: BenchFolder
     let pythonReconciler: String
     let timeout: Double
+    /// A profiler to run settle's passes under; empty for none.
+    let wrapper: [String]
 
     func settle(orders: Int, apple: FakeAppleProcess?, delivery: BenchFolder.Delivery, concurrency: Int, tag: String,
                 storeKit: Bool = false) throws -> PassResult {
         let ledger = try folder.dueLedger(name: "settle-\(tag)", orders: orders, storeKit: storeKit)
         let config = try folder.configuration(name: "settle-\(tag)", ledger: ledger, apple: apple, delivery: delivery,
                                               concurrency: concurrency)
-        let (status, output) = try ChildProcess.run([bench, "--run-pass", config], timeout: timeout)
+        let (status, output) = try ChildProcess.run(wrapper + [bench, "--run-pass", config], timeout: timeout)
         guard status == 0 else { throw BenchError("settle pass \(tag) exited \(status): \(output.suffix(400))") }
         let result = PassResult(orders: orders, json: try ChildProcess.lastJSON(output), finishedKey: "finished")
         try? FileManager.default.removeItem(atPath: ledger)
