@@ -17,6 +17,16 @@ struct BenchFolder {
         try write("AppleRootCA-G3.pem", SimulatorSigningChain.rootPEM, mode: 0o644)
         // The hook of the network rows: reads its payload, grants.
         try write("hook.sh", "#!/bin/sh\ncat > /dev/null\n", mode: 0o755)
+        // A batch hook (delivery.batch_size): answers "delivered" for every line, in plain sh
+        // (parameter expansion, no process per line).
+        try write("batch-hook.sh", """
+            #!/bin/sh
+            while IFS= read -r line; do
+              key=${line#*\\"idempotency_key\\":\\"}
+              key=${key%%\\"*}
+              printf '{"idempotency_key":"%s","result":"delivered"}\\n' "$key"
+            done
+            """, mode: 0o755)
         // The App Store Connect key for StoreKit 2 orders (Server API bearer tokens).
         try write("appstore-key.p8", ES256PrivateKey.generatePEM(), mode: 0o600)
     }
@@ -32,6 +42,8 @@ struct BenchFolder {
 
     enum Delivery {
         case command([String])
+        /// A command taking `batch` orders a run (delivery.batch_size).
+        case batchCommand([String], batch: Int)
         case webhook(String)
     }
 
@@ -39,6 +51,7 @@ struct BenchFolder {
     func configuration(name: String, ledger: String, apple: FakeAppleProcess?, delivery: Delivery, concurrency: Int) throws -> String {
         let deliveryObject: JSONValue = switch delivery {
         case let .command(argv): .object([("command", .array(argv.map { .string($0) }))])
+        case let .batchCommand(argv, batch): .object([("command", .array(argv.map { .string($0) })), ("batch_size", .number(batch))])
         case let .webhook(url): .object([("webhook", .object([("url", .string(url)), ("secret_file", .string("webhook-secret"))]))])
         }
         let config = JSONValue.object([

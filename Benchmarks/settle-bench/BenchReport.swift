@@ -44,13 +44,19 @@ struct BenchReport {
         let bound = Double(n) * Double(l) / 1000 / Double(c)
         emit(String(format: "\n-- %d due orders, concurrency %d, Apple at %d ms: wall / (N·L/C = %.2f s); goal <= 1.10; CPU goal <= 0.6 ms/order", n, c, l, bound))
         emit(Self.columns("measure", "settle", "python", "python/settle"))
-        for (name, delivery) in [("command hook", BenchFolder.Delivery.command([folder.path + "/hook.sh"])), ("webhook", .webhook(""))] {
+        let deliveries: [(String, BenchFolder.Delivery)] = [
+            ("command hook", .command([folder.path + "/hook.sh"])), ("webhook", .webhook("")),
+            ("batch hook (32)", .batchCommand([folder.path + "/batch-hook.sh"], batch: 32)),
+        ]
+        for (name, delivery) in deliveries {
             var appleTraffic = (connections: 0, requests: 0)
             let settle = try withApple(bench, folder: folder, orders: n, latencyMs: l, traffic: &appleTraffic) { apple in
                 try runner.settle(orders: n, apple: apple, delivery: resolved(delivery, apple), concurrency: c, tag: "net")
             }
             var pythonTraffic = (connections: 0, requests: 0)
-            let python = try options.python ? withApple(bench, folder: folder, orders: n, latencyMs: l, traffic: &pythonTraffic) { apple in
+            var runsPython = options.python
+            if case .batchCommand = delivery { runsPython = false }
+            let python = try runsPython ? withApple(bench, folder: folder, orders: n, latencyMs: l, traffic: &pythonTraffic) { apple in
                 try runner.python(orders: n, apple: apple, delivery: resolved(delivery, apple), concurrency: c, tag: "net")
             } : nil
             check(settle, "settle \(name)")

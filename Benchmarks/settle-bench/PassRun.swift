@@ -77,6 +77,7 @@ struct PassRunner {
         switch delivery {
         case let .webhook(url): arguments += ["--webhook-url", url, "--webhook-secret-file", folder.path + "/webhook-secret"]
         case let .command(argv): arguments += ["--hook"] + argv
+        case .batchCommand: throw BenchError("the Python reconciler has no batch delivery")
         }
         let (status, output) = try ChildProcess.run(arguments, timeout: timeout)
         guard status == 0 else { throw BenchError("python pass \(tag) exited \(status): \(output.suffix(400))") }
