@@ -36,7 +36,7 @@ final class BackupTests: EndToEndTestCase {
         try settle(expecting: 0, ["backup", destination])
         let data = try XCTUnwrap(bytes(destination))
         let truncated = world.folder + "/truncated.sqlite3"
-        FileManager.default.createFile(atPath: truncated, contents: data.prefix(data.count / 2))
+        _ = FileManager.default.createFile(atPath: truncated, contents: data.prefix(data.count / 2))
         let garbage = try world.write("garbage.sqlite3", String(repeating: "not a database ", count: 400))
         for path in [truncated, garbage] {
             let result = try settleWithoutConfig(["verify-backup", path])

@@ -16,7 +16,7 @@ final class ClosedPipeTests: EndToEndTestCase {
         process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory)
         let closed = Pipe()
         let errPath = world.folder + "/closed-pipe-\(UUID().uuidString).err"
-        FileManager.default.createFile(atPath: errPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
         process.standardOutput = closed
         process.standardError = closeStderr ? closed : try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
         process.standardInput = FileHandle.nullDevice

@@ -16,41 +16,55 @@ struct AppleCertificateChain {
     let leaf: X509Certificate
     let intermediate: X509Certificate
 
-    /// Checks the chain against `roots` at `time`; `nil` means it is good.
-    func failure(roots: [X509Certificate], at time: Date) -> SignedDataFailure? {
+    /// Checks the chain against `roots` at `time` and returns the root it chains to.
+    func verify(roots: [X509Certificate], at time: Date) -> Result<X509Certificate, SignedDataFailure> {
         // Extensions first: a certificate OpenSSL cannot fully understand must not be
         // trusted for anything, which is what RFC 5280 4.2 requires of critical ones.
         for (role, certificate) in [("leaf", leaf), ("intermediate", intermediate)]
         where certificate.hasUnprocessableExtensions {
-            return .invalidChain("\(Self.describe(role, certificate)) has an unsupported critical or undecodable extension")
+            return .failure(.invalidChain("\(Self.describe(role, certificate)) has an unsupported critical or undecodable extension"))
         }
 
         // The anchor must be one of ours: name chaining plus a signature check, as
         // Apple's node library does (`checkIssued` + `verify`).
         guard let root = roots.first(where: { intermediate.isNamed(issuedBy: $0) && intermediate.isSigned(by: $0) }) else {
             let issuer = Self.quoted(intermediate.issuerSummary)
-            return .invalidChain("\(Self.describe("intermediate", intermediate)) (issuer \(issuer)) is not signed by a configured root")
+            return .failure(.invalidChain("\(Self.describe("intermediate", intermediate)) (issuer \(issuer)) is not signed by a configured root"))
         }
         guard leaf.isNamed(issuedBy: intermediate), leaf.isSigned(by: intermediate) else {
-            return .invalidChain("\(Self.describe("leaf", leaf)) is not signed by the \(Self.describe("intermediate", intermediate))")
+            return .failure(.invalidChain("\(Self.describe("leaf", leaf)) is not signed by the \(Self.describe("intermediate", intermediate))"))
         }
         guard intermediate.isCertificateAuthority else {
-            return .invalidChain("\(Self.describe("intermediate", intermediate)) is not a CA (basicConstraints CA:TRUE)")
+            return .failure(.invalidChain("\(Self.describe("intermediate", intermediate)) is not a CA (basicConstraints CA:TRUE)"))
         }
 
         for (role, certificate) in [("leaf", leaf), ("intermediate", intermediate), ("root", root)] {
             if let problem = Self.validityProblem(certificate, at: time) {
-                return .invalidChain("\(Self.describe(role, certificate)) \(problem)")
+                return .failure(.invalidChain("\(Self.describe(role, certificate)) \(problem)"))
             }
         }
 
         guard leaf.hasExtension(oid: Self.leafMarkerOID) else {
-            return .invalidChain("\(Self.describe("leaf", leaf)) lacks Apple's receipt-signer extension \(Self.leafMarkerOID)")
+            return .failure(.invalidChain("\(Self.describe("leaf", leaf)) lacks Apple's receipt-signer extension \(Self.leafMarkerOID)"))
         }
         guard intermediate.hasExtension(oid: Self.intermediateMarkerOID) else {
-            return .invalidChain("\(Self.describe("intermediate", intermediate)) lacks Apple's WWDR extension \(Self.intermediateMarkerOID)")
+            return .failure(.invalidChain("\(Self.describe("intermediate", intermediate)) lacks Apple's WWDR extension \(Self.intermediateMarkerOID)"))
         }
-        return nil
+        return .success(root)
+    }
+
+    /// The time span in which the leaf, the intermediate and `root` are all valid (each
+    /// validity period is inclusive at both ends, as `isValid(at:)`), or `nil` if a
+    /// period is unreadable. A chain `verify` accepted at one time is accepted at exactly
+    /// the times inside this span: nothing else it checks depends on time.
+    func commonValidity(root: X509Certificate) -> ClosedRange<Date>? {
+        var start = Date.distantPast, end = Date.distantFuture
+        for certificate in [leaf, intermediate, root] {
+            guard let notBefore = certificate.notBefore, let notAfter = certificate.notAfter else { return nil }
+            start = max(start, notBefore)
+            end = min(end, notAfter)
+        }
+        return start <= end ? start...end : nil
     }
 
     private static func describe(_ role: String, _ certificate: X509Certificate) -> String {

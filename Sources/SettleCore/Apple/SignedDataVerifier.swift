@@ -29,12 +29,16 @@ public struct SignedDataVerifier: Sendable {
     let acceptSandbox: Bool
     /// The app's Apple ID (`server_api.app_apple_id`): production notifications must name it.
     let appAppleId: String?
+    /// Chains already verified against `rootCertificates` (shared by copies of this value,
+    /// which have the same roots).
+    let verifiedChains: VerifiedChainCache
 
     public init(rootCertificates: [X509Certificate], bundleId: String, acceptSandbox: Bool, appAppleId: String? = nil) {
         self.rootCertificates = rootCertificates
         self.bundleId = bundleId
         self.acceptSandbox = acceptSandbox
         self.appAppleId = appAppleId
+        verifiedChains = VerifiedChainCache()
     }
 
     /// Verifies a JWSTransaction (StoreKit 2 signed transaction or Server API
@@ -96,26 +100,45 @@ public struct SignedDataVerifier: Sendable {
             throw .malformed("header has crit parameters, which are not supported")
         }
 
-        let chain = try Self.certificateChain(in: jws.header)
-        let time = try effectiveTime(checkTime, payload: jws.payload)
-        if let failure = chain.failure(roots: rootCertificates, at: time) { throw failure }
-
-        guard let leafKey = try? ES256PublicKey(certificate: chain.leaf),
-              ES256.verify(signature: jws.signature, message: jws.signingInput, publicKey: leafKey)
-        else { throw .signatureInvalid }
+        let key = try Self.certificateDER(in: jws.header)
+        let leafKey = try trustedLeafKey(key, checkTime: checkTime, payload: jws.payload)
+        guard ES256.verify(signature: jws.signature, message: jws.signingInput, publicKey: leafKey) else {
+            throw .signatureInvalid
+        }
         return jws.payload
     }
 
-    /// Decodes `x5c[0]` (leaf) and `x5c[1]` (intermediate). `x5c[2]` is ignored: the
-    /// anchor is one of the configured roots, never a certificate the sender supplies.
-    private static func certificateChain(in header: JSONValue) throws(SignedDataFailure) -> AppleCertificateChain {
+    /// The key of a leaf whose chain is good at the check time: from the cache when this
+    /// pair was verified before and the time is inside its validity, otherwise by the full
+    /// check, whose failure is the one reported and whose success is remembered.
+    private func trustedLeafKey(_ key: VerifiedChainCache.Key, checkTime: CheckTime,
+                                payload: JSONValue) throws(SignedDataFailure) -> ES256PublicKey {
+        if let cached = verifiedChains.entry(for: key) {
+            let time = try effectiveTime(checkTime, payload: payload)
+            if cached.validity.contains(time) { return cached.leafKey }
+        }
+        // Certificates are parsed before the time is read, so an unreadable certificate is
+        // reported ahead of an unreadable signedDate.
+        let chain = try Self.certificateChain(key)
+        let time = try effectiveTime(checkTime, payload: payload)
+        let root = try chain.verify(roots: rootCertificates, at: time).get()
+        guard let leafKey = try? ES256PublicKey(certificate: chain.leaf) else { throw .signatureInvalid }
+        if let validity = chain.commonValidity(root: root) {
+            verifiedChains.insert(VerifiedChainCache.Entry(leafKey: leafKey, validity: validity), for: key)
+        }
+        return leafKey
+    }
+
+    /// The DER bytes of `x5c[0]` (leaf) and `x5c[1]` (intermediate). `x5c[2]` is ignored:
+    /// the anchor is one of the configured roots, never a certificate the sender supplies.
+    private static func certificateDER(in header: JSONValue) throws(SignedDataFailure) -> VerifiedChainCache.Key {
         guard let entries = header["x5c"]?.arrayValue else {
             throw .malformed("header has no x5c certificate chain")
         }
         guard entries.count == 3 else { throw .invalidChainLength(entries.count) }
         // Standard base64 of at most maxCertificateBytes is at most this many characters.
         let maxEncodedLength = (maxCertificateBytes + 2) / 3 * 4
-        var certificates: [X509Certificate] = []
+        var certificates: [Data] = []
         for (index, entry) in entries.enumerated() {
             guard case let .string(encoded) = entry else {
                 throw .malformed("x5c[\(index)] is a \(entry.typeName), expected a base64 string")
@@ -127,6 +150,15 @@ public struct SignedDataVerifier: Sendable {
             guard let der = Data(base64Encoded: encoded) else {
                 throw .malformed("x5c[\(index)] is not standard base64")
             }
+            certificates.append(der)
+        }
+        return VerifiedChainCache.Key(leaf: certificates[0], intermediate: certificates[1])
+    }
+
+    /// Parses the pair; a certificate OpenSSL cannot read fails the chain.
+    private static func certificateChain(_ key: VerifiedChainCache.Key) throws(SignedDataFailure) -> AppleCertificateChain {
+        var certificates: [X509Certificate] = []
+        for (index, der) in [key.leaf, key.intermediate].enumerated() {
             do {
                 certificates.append(try X509Certificate(der: der))
             } catch {

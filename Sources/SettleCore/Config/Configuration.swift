@@ -78,6 +78,9 @@ public struct Configuration: Sendable {
         /// `delivery.revoke_command`: argv of the hook that takes goods back after a refund (a
         /// webhook gets `event: "revoke"` instead). nil with a command delivery: refunds are recorded only.
         public var revokeCommand: [String]? = nil
+        /// `delivery.batch_size`: how many orders one run of the delivery command gets, as JSON
+        /// lines, answering one line each (1: one process per order, the plain contract).
+        public var batchSize = 1
     }
 
     public struct Schedule: Sendable {

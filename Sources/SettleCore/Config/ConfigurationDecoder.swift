@@ -192,6 +192,7 @@ struct ConfigurationDecoder {
         let webhook = try o.object("webhook")
         let timeout = try o.number("timeout_seconds", default: 30, range: 0.1...3600)
         let passed = try environmentNames(o.value("environment"))
+        let batchSize = try o.integer("batch_size", default: 1, range: 1...1000)
         var revokeCommand: [String]? = nil
         if let value = o.value("revoke_command") {
             guard let items = value.arrayValue, !items.isEmpty,
@@ -229,13 +230,17 @@ struct ConfigurationDecoder {
             let secret = try secretFile(&h, "secret_file")
             try h.rejectUnknownKeys()
             guard passed.isEmpty else { throw ConfigError("delivery.environment: only a delivery.command has an environment") }
+            guard batchSize == 1 else { throw ConfigError("delivery.batch_size: only a delivery.command takes batches") }
             method = .webhook(url: url, secretFile: secret)
         }
         try o.rejectUnknownKeys()
         if revokeCommand != nil, case .webhook = method {
             throw ConfigError("delivery.revoke_command: a webhook delivery gets revokes as event \"revoke\"; drop revoke_command")
         }
-        return .init(method: method, timeoutSeconds: timeout, environment: passed, revokeCommand: revokeCommand)
+        var delivery = Configuration.DeliveryConfiguration(method: method, timeoutSeconds: timeout, environment: passed,
+                                                           revokeCommand: revokeCommand)
+        delivery.batchSize = batchSize
+        return delivery
     }
 
     /// `delivery.environment`: variable names only (`[A-Za-z_][A-Za-z0-9_]*`); a value

@@ -13,6 +13,8 @@ public struct CommandHook: Deliverer {
     public var baseEnvironment: [String: String]
     /// Variable names from `delivery.environment`.
     public var passedThrough: [String]
+    /// `delivery.batch_size`: orders per run (see `CommandHook+Batch.swift`); 1 is one run per order.
+    public var batchSize = 1
 
     /// Used when settle itself runs without a PATH (as under some init systems).
     public static let defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -60,9 +60,22 @@ public struct DeliveryReport: Sendable, Equatable {
     }
 }
 
-/// Grants the goods of one verified order.
+/// Grants the goods of verified orders.
 public protocol Deliverer: Sendable {
     func deliver(order: Order, purchase: VerifiedPurchase) -> DeliveryReport
+    /// How many orders one call of `deliver(batch:)` should get at most.
+    var batchSize: Int { get }
+    /// Delivers several orders; one report per order, in order.
+    func deliver(batch: [(order: Order, purchase: VerifiedPurchase)]) -> [DeliveryReport]
+}
+
+extension Deliverer {
+    public var batchSize: Int { 1 }
+
+    /// One delivery after the other: for receivers that take one order a call.
+    public func deliver(batch: [(order: Order, purchase: VerifiedPurchase)]) -> [DeliveryReport] {
+        batch.map { deliver(order: $0.order, purchase: $0.purchase) }
+    }
 }
 
 extension DeliveryReport {

@@ -19,7 +19,8 @@ public struct HTTPClientConfiguration: Sendable {
 
 /// A blocking HTTP/HTTPS client on libcurl's easy interface.
 ///
-/// Thread-safe: may be called concurrently from many threads (each call uses its own easy handle or a per-call handle from a pool).
+/// Thread-safe: may be called concurrently from many threads (each call uses its own easy
+/// handle from a pool that keeps one per concurrent caller).
 /// Pooling easy handles matters because a handle keeps its live connections, DNS cache and
 /// TLS sessions across `curl_easy_reset`, so repeated calls to the same host skip the
 /// TCP and TLS handshakes.
@@ -29,7 +30,7 @@ public struct HTTPClientConfiguration: Sendable {
 /// verification stay on, and TLS 1.2 is the minimum version.
 public final class HTTPClient: Sendable {
     public let configuration: HTTPClientConfiguration
-    private let pool = CurlHandlePool(maxIdleHandles: 8)
+    private let pool = CurlHandlePool()
 
     public init(configuration: HTTPClientConfiguration = HTTPClientConfiguration()) {
         self.configuration = configuration
@@ -102,21 +103,40 @@ final class CurlEasyHandle: @unchecked Sendable {
     }
 }
 
-/// A small free-list of easy handles. Bounded so a burst of concurrent calls doesn't
-/// leave an unbounded number of idle handles (each may hold open connections).
+/// A free-list of easy handles that keeps one idle handle per caller that was ever in
+/// flight at once, so a pass with C workers reuses C handles (and their connections)
+/// instead of opening a connection for most requests once C exceeds a fixed idle count.
+/// Bounded by `maxIdleHandles`, so a burst can't leave an unbounded number of idle handles
+/// (each may hold open connections).
 final class CurlHandlePool: Sendable {
-    private let idle = Mutex<[CurlEasyHandle]>([])
-    private let maxIdleHandles: Int
+    /// The most idle handles kept: the largest `schedule.concurrency` plus the few other
+    /// callers (history lookups, the webhook has its own client).
+    static let defaultMaxIdleHandles = 72
 
-    init(maxIdleHandles: Int) {
+    private struct State {
+        var idle: [CurlEasyHandle] = []
+        var checkedOut = 0
+        /// Most handles checked out at the same time so far: how many idle ones are worth
+        /// keeping.
+        var peakCheckedOut = 0
+    }
+
+    private let state = Mutex(State())
+    let maxIdleHandles: Int
+
+    init(maxIdleHandles: Int = CurlHandlePool.defaultMaxIdleHandles) {
         self.maxIdleHandles = maxIdleHandles
     }
 
     func checkOut() throws(HTTPError) -> CurlEasyHandle {
-        if let reused = idle.withLock({ $0.popLast() }) {
-            return reused
+        let reused: CurlEasyHandle? = state.withLock { state in
+            state.checkedOut += 1
+            state.peakCheckedOut = max(state.peakCheckedOut, state.checkedOut)
+            return state.idle.popLast()
         }
+        if let reused { return reused }
         guard let fresh = CurlEasyHandle() else {
+            state.withLock { $0.checkedOut -= 1 }
             throw HTTPError(kind: .transport, message: "curl_easy_init failed")
         }
         return fresh
@@ -127,15 +147,19 @@ final class CurlHandlePool: Sendable {
         // the finished call's state (header list, callback box). Connections, DNS and TLS
         // session caches survive the reset, which is the point of pooling.
         curl_easy_reset(handle.raw)
-        let surplus: CurlEasyHandle? = idle.withLock { handles in
-            guard handles.count < maxIdleHandles else { return handle }
-            handles.append(handle)
+        let surplus: CurlEasyHandle? = state.withLock { state in
+            state.checkedOut -= 1
+            guard state.idle.count < min(state.peakCheckedOut, maxIdleHandles) else { return handle }
+            state.idle.append(handle)
             return nil
         }
         // Dropped outside the lock: curl_easy_cleanup may close TLS connections, which
         // involves I/O that must not stall other threads waiting for a handle.
         _ = surplus
     }
+
+    /// Handles waiting for a caller.
+    var idleCount: Int { state.withLock { $0.idle.count } }
 }
 
 /// Owns the `curl_slist` for the request headers and frees it in deinit.

@@ -4,8 +4,8 @@ import Glibc
 import Synchronization
 
 // A deliberately small HTTP/1.1 server bound to 127.0.0.1, for tests and the local
-// simulator. It is not meant for production traffic: one request per connection, one
-// thread per connection, no chunked request bodies, no TLS.
+// simulator. It is not meant for production traffic: one thread per connection (kept
+// alive for HTTP/1.1 clients, as Apple's servers do), no chunked request bodies, no TLS.
 
 /// A request as received by a `LoopbackHTTPServer` handler.
 public struct HTTPServerRequest: Sendable {
@@ -72,6 +72,9 @@ public final class LoopbackHTTPServer: Sendable {
     /// "http://127.0.0.1:<port>"
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
+    /// Connections accepted so far: with keep-alive, how many a client opened.
+    public var acceptedConnections: Int { core.acceptedConnections }
+
     /// Closes the listener (new connections are refused once this returns) and shuts down
     /// open connections so their clients fail fast. Returns promptly even if a handler is
     /// still blocked: that handler's thread finishes on its own and its reply goes nowhere.
@@ -94,6 +97,9 @@ final class LoopbackServerCore: Sendable {
     static let maxHeadBytes = 64 << 10
     /// Per-socket read/write timeout: a stalled client must not pin a thread forever.
     static let ioTimeoutSeconds = 30
+    /// Requests served on one connection before it is closed, so no client holds a
+    /// connection thread forever.
+    static let maxRequestsPerConnection = 10_000
 
     let port: Int
     private let listener: Int32
@@ -112,7 +118,10 @@ final class LoopbackServerCore: Sendable {
         /// removes its descriptor under the lock *before* closing it, so every descriptor
         /// stop() sees here is still ours.
         var connections: Set<Int32> = []
+        var accepted = 0
     }
+
+    var acceptedConnections: Int { state.withLock { $0.accepted } }
 
     init(port requested: UInt16, handler: @escaping @Sendable (HTTPServerRequest) -> HTTPServerResponse) throws {
         self.handler = handler
@@ -226,6 +235,7 @@ final class LoopbackServerCore: Sendable {
             let registered = state.withLock { state -> Bool in
                 guard !state.stopping else { return false }
                 state.connections.insert(connection)
+                state.accepted += 1
                 return true
             }
             guard registered else {
@@ -248,15 +258,26 @@ final class LoopbackServerCore: Sendable {
         Self.setSocketTimeout(fd, seconds: Self.ioTimeoutSeconds)
         var reader = SocketReader(fd: fd)
 
-        switch Self.readRequest(&reader) {
-        case .disconnected:
-            return  // client went away; nothing to answer
-        case let .reject(status, reason):
-            _ = Self.sendAll(fd, Self.serialize(HTTPServerResponse(status: status, body: Data(reason.utf8)), omitBody: false))
-        case let .request(request):
-            let response = handler(request)
-            // A failed send means the client disconnected (e.g. it timed out): ignore.
-            _ = Self.sendAll(fd, Self.serialize(response, omitBody: request.method == "HEAD"))
+        for _ in 0..<Self.maxRequestsPerConnection {
+            switch Self.readRequest(&reader) {
+            case .disconnected:
+                return  // client went away (or closed an idle connection); nothing to answer
+            case let .reject(status, reason):
+                let response = HTTPServerResponse(status: status, body: Data(reason.utf8))
+                _ = Self.sendAll(fd, Self.serialize(response, omitBody: false, keepAlive: false))
+                Self.lingeringClose(fd)
+                return
+            case let .request(request, length, clientKeepsAlive):
+                let response = handler(request)
+                let keepAlive = clientKeepsAlive && !state.withLock { $0.stopping }
+                // A failed send means the client disconnected (e.g. it timed out).
+                guard Self.sendAll(fd, Self.serialize(response, omitBody: request.method == "HEAD", keepAlive: keepAlive)),
+                      keepAlive
+                else { break }
+                reader.buffer.removeFirst(length)
+                continue
+            }
+            break
         }
         Self.lingeringClose(fd)
     }
@@ -264,7 +285,9 @@ final class LoopbackServerCore: Sendable {
     // MARK: Request parsing
 
     private enum ReadOutcome {
-        case request(HTTPServerRequest)
+        /// A request that took the first `length` bytes of the buffer; `keepAlive` when
+        /// the client is HTTP/1.1 and did not ask to close.
+        case request(HTTPServerRequest, length: Int, keepAlive: Bool)
         case reject(status: Int, reason: String)
         case disconnected
     }
@@ -342,7 +365,12 @@ final class LoopbackServerCore: Sendable {
             guard reader.fill() else { return .disconnected }
         }
         let body = Data(reader.buffer[bodyStart..<(bodyStart + contentLength)])
-        return .request(HTTPServerRequest(method: method, path: path, headers: headers, body: body))
+        // RFC 9112 9.3: HTTP/1.1 connections persist unless either side sends "close".
+        let keepAlive = requestLine[2] == "HTTP/1.1" && !headers.contains {
+            httpHeaderNamesEqual($0.name, "Connection") && $0.value.lowercased().contains("close")
+        }
+        return .request(HTTPServerRequest(method: method, path: path, headers: headers, body: body),
+                        length: bodyStart + contentLength, keepAlive: keepAlive)
     }
 
     /// Index of the "\r\n\r\n" that ends the request head, searching from `start`.
@@ -364,7 +392,7 @@ final class LoopbackServerCore: Sendable {
 
     // MARK: Response writing
 
-    private static func serialize(_ response: HTTPServerResponse, omitBody: Bool) -> Data {
+    private static func serialize(_ response: HTTPServerResponse, omitBody: Bool, keepAlive: Bool) -> Data {
         var response = response
         if !(200...599).contains(response.status) {
             // 1xx can't be a final answer and anything else isn't HTTP: a handler bug.
@@ -381,8 +409,9 @@ final class LoopbackServerCore: Sendable {
             head += "\(header.name): \(header.value)\r\n"
         }
         if !bodyless { head += "Content-Length: \(response.body.count)\r\n" }
-        // One request per connection keeps the server trivially correct about framing.
-        head += "Connection: close\r\n\r\n"
+        // Every response is framed by Content-Length (or is bodyless), so the connection can
+        // carry the next request.
+        head += keepAlive ? "\r\n" : "Connection: close\r\n\r\n"
 
         var bytes = Data(head.utf8)
         if !bodyless && !omitBody { bytes.append(response.body) }

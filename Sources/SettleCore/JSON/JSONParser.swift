@@ -43,7 +43,12 @@ private struct JSONParser {
     func fail(_ message: String) -> JSONParseError { JSONParseError(message: message, offset: index) }
 
     mutating func skipWhitespace() {
-        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
     }
 
     mutating func parseValue(depth: Int) throws(JSONParseError) -> JSONValue {
@@ -130,6 +135,20 @@ private struct JSONParser {
 
     mutating func parseString() throws(JSONParseError) -> String {
         index += 1
+        // Most strings have no escape: they are their bytes, decoded in one go. Otherwise
+        // (or at a control character, or the end) the general loop below takes over from
+        // the start of the string, so every error is reported as before.
+        let start = index
+        var end = index
+        while end < bytes.count {
+            let byte = bytes[end]
+            if byte == UInt8(ascii: "\"") {
+                index = end + 1
+                return String(decoding: bytes[start..<end], as: UTF8.self)
+            }
+            if byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            end += 1
+        }
         var scalars = String.UnicodeScalarView()
         var run = [UInt8]()
         func flush(_ run: inout [UInt8], into scalars: inout String.UnicodeScalarView) {

@@ -13,39 +13,56 @@ import Foundation
 final class GroupCommit: @unchecked Sendable {
     /// One submitted transition: runs on the leader's thread while its submitter waits.
     final class Item {
-        let run: () -> Void
+        /// Dropped once run: it borrows a caller's non-escaping closure, which must not outlive
+        /// the caller's wait (`withoutActuallyEscaping` checks that).
+        var run: (() -> Void)?
         /// Set when the batch's commit failed after `run` succeeded: the work was rolled back.
         var commitFailure: (any Error)?
         var done = false
+        /// Each submitter sleeps on its own semaphore: woken once, either done or made leader
+        /// (a shared condition would wake every waiting worker after every commit).
+        let wake = DispatchSemaphore(value: 0)
 
         init(run: @escaping () -> Void) { self.run = run }
     }
 
-    private let condition = NSCondition()
+    private let lock = NSLock()
     private var queue: [Item] = []
     private var leading = false
 
     /// Submits `item` and returns once a commit holding it finished (or failed). `runBatch`
-    /// is called by whichever submitter leads, with every item waiting at that moment.
+    /// is called by whichever submitter leads, with every item waiting at that moment; when
+    /// its own item is done, the leader hands the lead to the first item still waiting.
     func submit(_ item: Item, runBatch: ([Item]) -> Void) {
-        condition.lock()
+        lock.lock()
         queue.append(item)
-        while !item.done {
-            if leading {
-                condition.wait()
-                continue
-            }
+        if leading {
+            lock.unlock()
+            item.wake.wait()
+            if item.done { return }
+        } else {
             leading = true
-            let batch = queue
-            queue = []
-            condition.unlock()
-            runBatch(batch)
-            condition.lock()
-            for done in batch { done.done = true }
-            leading = false
-            condition.broadcast()
+            lock.unlock()
         }
-        condition.unlock()
+        // This submitter leads now.
+        lock.lock()
+        let batch = queue
+        queue = []
+        lock.unlock()
+        runBatch(batch)
+        for done in batch {
+            done.run = nil
+            done.done = true
+            if done !== item { done.wake.signal() }
+        }
+        lock.lock()
+        if let next = queue.first {
+            lock.unlock()
+            next.wake.signal()
+        } else {
+            leading = false
+            lock.unlock()
+        }
     }
 }
 
@@ -92,7 +109,7 @@ extension Ledger {
             for item in batch { item.commitFailure = error }
             return
         }
-        for item in batch { item.run() }
+        for item in batch { item.run?() }
         do {
             try database.query("COMMIT")
         } catch {

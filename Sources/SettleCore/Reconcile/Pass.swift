@@ -18,6 +18,8 @@ final class Pass: Sendable {
     }
 
     private let state: Mutex<State>
+    /// Verified orders waiting for their hook.
+    let deliveries = DeliveryQueue()
     private let policy: RetryPolicy
     private let time: any TimeSource
     private let shouldStop: @Sendable () -> Bool
@@ -118,6 +120,7 @@ final class Pass: Sendable {
             s.stopped = true
             if s.error == nil { s.error = error }
         }
+        deliveries.abandon()
     }
 
     func finish() throws(LedgerError) -> PassReport {

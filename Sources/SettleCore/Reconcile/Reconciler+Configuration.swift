@@ -49,9 +49,11 @@ extension Reconciler {
         var revokeHook: RevokeHook? = nil
         switch configuration.delivery.method {
         case let .command(arguments):
-            deliverer = CommandHook(arguments: arguments, timeoutSeconds: configuration.delivery.timeoutSeconds,
-                                    products: configuration.products, baseEnvironment: environment,
-                                    passedThrough: configuration.delivery.environment)
+            var hook = CommandHook(arguments: arguments, timeoutSeconds: configuration.delivery.timeoutSeconds,
+                                   products: configuration.products, baseEnvironment: environment,
+                                   passedThrough: configuration.delivery.environment)
+            hook.batchSize = configuration.delivery.batchSize
+            deliverer = hook
             revokeHook = configuration.delivery.revokeCommand.map { argv in
                 .command(CommandHook(arguments: argv, timeoutSeconds: configuration.delivery.timeoutSeconds, products: configuration.products,
                                      baseEnvironment: environment, passedThrough: configuration.delivery.environment))

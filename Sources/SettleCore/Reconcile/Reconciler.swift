@@ -63,6 +63,7 @@ public final class Reconciler: Sendable {
                         policy: policy, time: ledger.time, shouldStop: shouldStop, progress: progress)
         var permission = breaker.permission(now: ledger.time.unixSeconds)
         if !orderIds.isEmpty { permission = .claim }
+        let delivering = startDeliveryWorkers(pass)
         switch permission {
         case let .wait(until):
             pass.holdForBreaker(until: until)
@@ -81,6 +82,8 @@ public final class Reconciler: Sendable {
         case .claim:
             runWorkers(count: configuration.schedule.concurrency) { self.work(pass) }
         }
+        pass.deliveries.producersFinished()
+        delivering.wait()
         var report = try pass.finish()
         // A pass over named orders is about those orders only.
         if let inbox, orderIds.isEmpty, !shouldStop() {
@@ -97,6 +100,36 @@ public final class Reconciler: Sendable {
         }
         metrics?.observePass(breakerOpen: pass.breaker.state == .open, at: ledger.time.unixSeconds)
         return report
+    }
+
+    /// How many orders one hook call delivers (`delivery.batch_size`; 1 for a webhook).
+    var deliveryBatchSize: Int { max(1, deliverer.batchSize) }
+
+    /// Delivery workers: as many hooks in flight as verifications (`schedule.concurrency`), or
+    /// with batches, enough batches to cover that many orders.
+    private func startDeliveryWorkers(_ pass: Pass) -> DispatchGroup {
+        let concurrency = configuration.schedule.concurrency
+        let count = max(1, (concurrency + deliveryBatchSize - 1) / deliveryBatchSize)
+        let group = DispatchGroup()
+        for _ in 0..<count {
+            group.enter()
+            Thread {
+                self.deliveryWork(pass)
+                group.leave()
+            }.start()
+        }
+        return group
+    }
+
+    private func deliveryWork(_ pass: Pass) {
+        while let batch = pass.deliveries.take(limit: deliveryBatchSize) {
+            defer { pass.deliveries.finished() }
+            do {
+                try deliver(batch, pass: pass)
+            } catch {
+                pass.fail(error)
+            }
+        }
     }
 
     private func runWorkers(count: Int, _ body: @escaping @Sendable () -> Void) {
@@ -118,7 +151,7 @@ public final class Reconciler: Sendable {
             while let next = try nextOrder(pass) {
                 do {
                     if next.state == .delivering {
-                        try deliver(next, pass: pass)
+                        pass.deliveries.put(next)
                     } else {
                         try verify(next, pass: pass)
                     }
@@ -201,7 +234,8 @@ public final class Reconciler: Sendable {
                 log.info("order.verified", ["order": order.orderId, "transaction": verified.verified?.transactionId,
                                             "environment": verified.verified?.environment, "apple_status": verification.appleStatus,
                                             "duration_ms": verification.durationMs])
-                try deliver(verified, pass: pass)
+                // Its start is durable: the hook runs on a delivery worker, this one goes back to Apple.
+                pass.deliveries.put(verified)
             case let .alreadyGranted(detail):
                 log.warning("order.rejected", ["order": order.orderId, "reason": "already_granted", "detail": detail])
                 pass.count(.rejected)
@@ -267,11 +301,32 @@ public final class Reconciler: Sendable {
         }
     }
 
-    private func deliver(_ order: Order, pass: Pass) throws {
-        guard let purchase = order.verified else {
-            throw LedgerError.invalid("order \(order.orderId) is delivering without verified facts")
+    /// Runs the hook for `orders` (one call, or one per order without batches) while their
+    /// leases are renewed, then records each order's answer.
+    private func deliver(_ orders: [Order], pass: Pass) throws {
+        var items: [(order: Order, purchase: VerifiedPurchase)] = []
+        for order in orders {
+            guard let purchase = order.verified else {
+                throw LedgerError.invalid("order \(order.orderId) is delivering without verified facts")
+            }
+            items.append((order, purchase))
         }
-        let report = withLeaseRenewed(order) { deliverer.deliver(order: order, purchase: purchase) }
+        let reports = withLeasesRenewed(orders) { deliverer.deliver(batch: items) }
+        for ((order, purchase), report) in zip(items, reports) {
+            do {
+                try record(report, of: order, purchase: purchase, pass: pass)
+            } catch let error as LedgerError {
+                guard let violation = error.constraintViolation else { throw error }
+                try ledger.quarantine(orderId: order.orderId, detail: "a ledger write about this order failed: \(violation)")
+                log.error("order.needs_attention", ["order": order.orderId, "reason": AttentionReason.rowInvalid.rawValue,
+                                                    "error": violation])
+                pass.count(.needsAttention)
+            }
+        }
+    }
+
+    /// What the hook said about one order, recorded: finished, already granted, or a failure.
+    private func record(_ report: DeliveryReport, of order: Order, purchase: VerifiedPurchase, pass: Pass) throws {
         metrics?.observeDelivery(report.outcome)
         defer { pass.progress() }
         let now = ledger.time.unixSeconds
@@ -338,17 +393,19 @@ public final class Reconciler: Sendable {
 
     /// Runs `body` (a hook) while a timer pushes the order's lease out every third of its
     /// length, so no other process takes the order over while the hook still runs.
-    private func withLeaseRenewed<T>(_ order: Order, _ body: () -> T) -> T {
+    private func withLeasesRenewed<T>(_ orders: [Order], _ body: () -> T) -> T {
         let interval = max(0.01, Double(deliveryLeaseSeconds) * leaseRenewalFraction)
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
         timer.schedule(deadline: .now() + interval, repeating: interval)
         timer.setEventHandler { [self] in
-            do {
-                if try !ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken, state: .delivering, leaseSeconds: deliveryLeaseSeconds) {
-                    leaseLost(order, "lease renewal")
+            for order in orders {
+                do {
+                    if try !ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken, state: .delivering, leaseSeconds: deliveryLeaseSeconds) {
+                        leaseLost(order, "lease renewal")
+                    }
+                } catch {
+                    log.warning("order.lease_renewal_failed", ["order": order.orderId, "error": "\(error)"])
                 }
-            } catch {
-                log.warning("order.lease_renewal_failed", ["order": order.orderId, "error": "\(error)"])
             }
         }
         timer.resume()

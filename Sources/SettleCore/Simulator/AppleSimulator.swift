@@ -90,6 +90,9 @@ public final class AppleSimulator: Sendable {
         core.state.withLock { $0.appleOrders[orderId] = transactions }
     }
 
+    /// Connections clients opened to the simulator (HTTP/1.1 keep-alive lets one carry many requests).
+    public var acceptedConnections: Int { server.acceptedConnections }
+
     /// The most requests that were being answered at the same time.
     public var peakConcurrentRequests: Int { core.state.withLock { $0.peakInFlight } }
 }

@@ -14,6 +14,6 @@ public enum HMACSHA256 {
         }
         // HMAC fails only when OpenSSL cannot allocate; there is no sensible recovery.
         precondition(result != nil, "HMAC-SHA256 failed")
-        return digest.prefix(Int(length)).map { String(format: "%02x", $0) }.joined()
+        return LowercaseHex.encode(digest.prefix(Int(length)))
     }
 }

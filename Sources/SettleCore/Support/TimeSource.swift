@@ -36,8 +36,17 @@ public enum Timestamp {
         var t = time_t(unixSeconds)
         var parts = tm()
         gmtime_r(&t, &parts)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
-                      Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+        // Built by hand: `String(format:)` went through CoreFoundation's formatter for every
+        // log line and hook payload (issue 11). Same text as "%04d-%02d-%02dT%02d:%02d:%02dZ".
+        return padded(Int(parts.tm_year) + 1900, 4) + "-" + padded(Int(parts.tm_mon) + 1, 2) + "-" + padded(Int(parts.tm_mday), 2)
+            + "T" + padded(Int(parts.tm_hour), 2) + ":" + padded(Int(parts.tm_min), 2) + ":" + padded(Int(parts.tm_sec), 2) + "Z"
+    }
+
+    /// `value` as `%0<width>d` prints it: zero-padded to `width` characters, the sign counted.
+    static func padded(_ value: Int, _ width: Int) -> String {
+        let digits = String(value.magnitude)
+        let sign = value < 0 ? "-" : ""
+        return sign + String(repeating: "0", count: max(0, width - sign.count - digits.count)) + digits
     }
 
     public static func rfc3339(milliseconds: Int64) -> String {

@@ -22,7 +22,7 @@ final class HTTPClientTests: XCTestCase {
 
         XCTAssertEqual(response.status, 200)
         XCTAssertEqual(response.header("x-answer"), "42", "lookup is case-insensitive")
-        XCTAssertEqual(response.header("Connection"), "close")
+        XCTAssertNil(response.header("Connection"), "HTTP/1.1 keeps the connection")
         XCTAssertEqual(response.body, Data("hello".utf8))
         let request = try XCTUnwrap(seen.get())
         XCTAssertEqual(request.method, "GET")
@@ -231,6 +231,57 @@ final class HTTPClientTests: XCTestCase {
                 XCTFail("request \(index) never ran")
             }
         }
+    }
+
+    func testSequentialRequests_reuseOneConnection() throws {
+        let server = try LoopbackHTTPServer { _ in HTTPServerResponse(status: 200, body: Data("ok".utf8)) }
+        defer { server.stop() }
+        for _ in 0..<10 {
+            XCTAssertEqual(try client.send(HTTPRequest(method: "POST", url: server.baseURL + "/", body: Data("x".utf8))).status, 200)
+        }
+        XCTAssertEqual(server.acceptedConnections, 1)
+    }
+
+    func testClientAskingToClose_getsAConnectionPerRequest() throws {
+        let server = try LoopbackHTTPServer { _ in HTTPServerResponse(status: 200) }
+        defer { server.stop() }
+        for _ in 0..<3 {
+            let response = try client.send(HTTPRequest(method: "GET", url: server.baseURL + "/", headers: [HTTPHeader("Connection", "close")]))
+            XCTAssertEqual(response.header("Connection"), "close")
+        }
+        XCTAssertEqual(server.acceptedConnections, 3)
+    }
+
+    func testConcurrencyAboveEight_opensOneConnectionPerConcurrentCaller() throws {
+        // Each request waits long enough for all 32 callers to be in flight at once, and
+        // each caller pauses between requests, which is how a pass with
+        // schedule.concurrency 32 uses the client.
+        let server = try LoopbackHTTPServer { _ in
+            usleep(20_000)
+            return HTTPServerResponse(status: 200, body: Data("ok".utf8))
+        }
+        defer { server.stop() }
+        let client = HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 10))
+        let callers = 32, rounds = 8
+        let failures = LockedBox(0)
+        let done = DispatchGroup()
+        for _ in 0..<callers {
+            done.enter()
+            Thread {
+                defer { done.leave() }
+                for _ in 0..<rounds {
+                    let status = try? client.send(HTTPRequest(method: "GET", url: server.baseURL + "/")).status
+                    if status != 200 { failures.update { $0 += 1 } }
+                    // A worker does other work between requests (the ledger, the hook), so
+                    // many handles are idle at once: the moment a small pool drops them.
+                    usleep(20_000)
+                }
+            }.start()
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + 60), .success)
+        XCTAssertEqual(failures.get(), 0)
+        // 256 requests; a pool keeping 8 idle handles opened ~200 connections here.
+        XCTAssertLessThanOrEqual(server.acceptedConnections, callers)
     }
 
     func testErrorDescriptionsNeverContainRequestSecrets() throws {

@@ -30,6 +30,24 @@ final class JSONValueTests: XCTestCase {
         }
     }
 
+    func testParse_stringsWithAndWithoutEscapes_decodeTheSame() throws {
+        XCTAssertEqual(try JSONValue.parse(#"["plain text", "a long prefix then \"quoted\"", "é€😀", ""]"#),
+                       .array([.string("plain text"), .string("a long prefix then \"quoted\""), .string("é€😀"), .string("")]))
+        // Invalid UTF-8 is repaired with U+FFFD whether or not the string has escapes.
+        let invalid = Data([0x22, 0x61, 0xFF, 0x62, 0x22])
+        XCTAssertEqual(try JSONValue.parse(invalid), .string("a\u{FFFD}b"))
+        XCTAssertEqual(try JSONValue.parse(Data([0x22, 0x61, 0xFF, 0x5C, 0x6E, 0x22])), .string("a\u{FFFD}\n"))
+    }
+
+    func testParse_controlCharactersAndUnterminatedStrings_failWhereTheyAre() {
+        XCTAssertThrowsError(try JSONValue.parse(Data("\"abc\u{01}def\"".utf8))) { error in
+            XCTAssertEqual((error as? JSONParseError)?.offset, 4)
+        }
+        XCTAssertThrowsError(try JSONValue.parse(#""abc"#)) { error in
+            XCTAssertEqual((error as? JSONParseError)?.message, "unterminated string")
+        }
+    }
+
     func testParse_capsNestingDepth() {
         let deep = String(repeating: "[", count: 1000) + String(repeating: "]", count: 1000)
         XCTAssertThrowsError(try JSONValue.parse(deep)) { error in

@@ -1,0 +1,186 @@
+import Foundation
+import SettleCore
+
+/// Runs the selected rows and prints them as they finish, then the whole table again.
+struct BenchReport {
+    let options: BenchOptions
+    private var table: [String] = []
+
+    init(options: BenchOptions) {
+        self.options = options
+    }
+
+    mutating func run() throws {
+        let bench = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
+        let binaries = URL(fileURLWithPath: bench).deletingLastPathComponent().path
+        let folder = try BenchFolder()
+        defer { folder.remove() }
+        let runner = PassRunner(bench: bench, folder: folder, pythonReconciler: options.pythonDirectory + "/reconcile.py",
+                                timeout: options.passTimeout, wrapper: options.passWrapper)
+        let sizes = options.passSizes.map(String.init).joined(separator: ", ")
+        emit("settle-bench: \(ProcessInfo.processInfo.activeProcessorCount) cores\(options.quick ? ", --quick" : "");"
+             + " N=\(options.orders) C=\(options.concurrency) L=\(options.latencyMs) ms; passes at \(sizes);"
+             + " status ledger \(options.statusOrders); JWS \(options.jwsSeconds) CPU-s a case;"
+             + " rows \(options.rows.sorted().joined(separator: ","))\(options.python ? "" : "; no Python")")
+        emit("settle's CPU is getrusage(RUSAGE_SELF) of the process that ran the pass; hooks and the fake Apple are other processes.")
+        if options.rows.contains("network") { try networkRows(runner, bench: bench, folder: folder) }
+        if options.rows.contains("pass") { try passRows(runner, bench: bench, folder: folder) }
+        if options.rows.contains("jws") { try jwsRows(runner, bench: bench, folder: folder) }
+        if options.rows.contains("status") { try statusRows(settle: binaries + "/settle", folder: folder) }
+        print("\n==== summary ====")
+        for line in table { print(line) }
+    }
+
+    private mutating func emit(_ line: String) {
+        print(line)
+        fflush(nil)
+        table.append(line)
+    }
+
+    // MARK: Rows
+
+    private mutating func networkRows(_ runner: PassRunner, bench: String, folder: BenchFolder) throws {
+        let n = options.orders, c = options.concurrency, l = options.latencyMs
+        let bound = Double(n) * Double(l) / 1000 / Double(c)
+        emit(String(format: "\n-- %d due orders, concurrency %d, Apple at %d ms: wall / (N·L/C = %.2f s); goal <= 1.10; CPU goal <= 0.6 ms/order", n, c, l, bound))
+        emit(Self.columns("measure", "settle", "python", "python/settle"))
+        let deliveries: [(String, BenchFolder.Delivery)] = [
+            ("command hook", .command([folder.path + "/hook.sh"])), ("webhook", .webhook("")),
+            ("batch hook (32)", .batchCommand([folder.path + "/batch-hook.sh"], batch: 32)),
+        ]
+        for (name, delivery) in deliveries {
+            var appleTraffic = (connections: 0, requests: 0)
+            let settle = try withApple(bench, folder: folder, orders: n, latencyMs: l, traffic: &appleTraffic) { apple in
+                try runner.settle(orders: n, apple: apple, delivery: resolved(delivery, apple), concurrency: c, tag: "net")
+            }
+            var pythonTraffic = (connections: 0, requests: 0)
+            var runsPython = options.python
+            if case .batchCommand = delivery { runsPython = false }
+            let python = try runsPython ? withApple(bench, folder: folder, orders: n, latencyMs: l, traffic: &pythonTraffic) { apple in
+                try runner.python(orders: n, apple: apple, delivery: resolved(delivery, apple), concurrency: c, tag: "net")
+            } : nil
+            check(settle, "settle \(name)")
+            if let python { check(python, "python \(name)") }
+            emit(Self.columns("wall / bound, \(name)", String(format: "%.2f (%.1f s)", settle.wall / bound, settle.wall),
+                              python.map { String(format: "%.2f (%.1f s)", $0.wall / bound, $0.wall) } ?? "-",
+                              python.map { String(format: "%.2fx", $0.wall / settle.wall) } ?? "-"))
+            emit(Self.columns("own CPU per settled order, \(name)", String(format: "%.3f ms", settle.cpuPerOrderMs),
+                              python.map { String(format: "%.3f ms", $0.cpuPerOrderMs) } ?? "-",
+                              python.map { String(format: "%.1fx", $0.cpuPerOrderMs / settle.cpuPerOrderMs) } ?? "-"))
+            emit(Self.columns("peak RSS, \(name)", "\(settle.peakRSSKiB / 1024) MiB",
+                              python.map { "\($0.peakRSSKiB / 1024) MiB" } ?? "-", ""))
+            emit(Self.columns("connections to Apple, \(name)", "\(appleTraffic.connections) for \(appleTraffic.requests) requests",
+                              python == nil ? "-" : "\(pythonTraffic.connections) for \(pythonTraffic.requests) requests", ""))
+        }
+    }
+
+    private mutating func passRows(_ runner: PassRunner, bench: String, folder: BenchFolder) throws {
+        emit("\n-- a pass over N due orders, hook /bin/true, Apple at 0 ms, concurrency \(options.concurrency); goal: linear; RSS <= 64 MiB, flat")
+        emit(Self.columns("due orders", "settle", "python", "python/settle"))
+        var results: [(Int, PassResult)] = []
+        for size in options.passSizes {
+            let settle: PassResult
+            do {
+                settle = try withApple(bench, folder: folder, orders: size, latencyMs: 0) { apple in
+                    try runner.settle(orders: size, apple: apple, delivery: .command(["/bin/true"]), concurrency: options.concurrency,
+                                      tag: "pass")
+                }
+            } catch let error as ChildProcess.Timeout {
+                // A pass that outlives --pass-timeout is a result too (the issue's "not done in 420 s").
+                emit(Self.columns("\(size)", "not done in \(Int(error.seconds)) s", "", ""))
+                continue
+            }
+            check(settle, "settle pass \(size)")
+            // Python at the sizes the issue ran it (up to 10 k); beyond, it only adds minutes.
+            let python = try options.python && size <= 10_000 ? withApple(bench, folder: folder, orders: size, latencyMs: 0) { apple in
+                try runner.python(orders: size, apple: apple, delivery: .command(["/bin/true"]), concurrency: options.concurrency,
+                                  tag: "pass")
+            } : nil
+            results.append((size, settle))
+            emit(Self.columns("\(size)", Self.passCell(settle), python.map(Self.passCell) ?? "-",
+                              python.map { String(format: "%.2fx", $0.wall / settle.wall) } ?? "-"))
+        }
+        if results.count > 1, let (smallSize, small) = results.first, let (bigSize, big) = results.last {
+            let ratio = big.wall / small.wall, sizeRatio = Double(bigSize) / Double(smallSize)
+            emit(String(format: "  linearity: %d orders took %.2fx the time of %d (%.0fx the orders); peak RSS %d -> %d MiB",
+                        bigSize, ratio, smallSize, sizeRatio, small.peakRSSKiB / 1024, big.peakRSSKiB / 1024))
+        }
+    }
+
+    private mutating func jwsRows(_ runner: PassRunner, bench: String, folder: BenchFolder) throws {
+        let jws = JWSBench(folder: folder, fixtures: options.fixtures, cpuSeconds: options.jwsSeconds)
+        emit("\n-- StoreKit 2 JWS verifications per CPU-second, offline, same token; goal >= 5x Apple's Python library")
+        emit(Self.columns("chain", "settle", "python library", "settle/python"))
+        for bench in try jws.cases() {
+            let (cached, firstSight) = try jws.settleRates(bench)
+            let python = options.python ? try jws.pythonRate(bench, script: options.pythonDirectory + "/jws_bench.py") : nil
+            emit(Self.columns(bench.name, String(format: "%.0f/s (first sight %.0f/s)", cached, firstSight),
+                              python.map { String(format: "%.0f/s", $0) } ?? "-",
+                              python.map { String(format: "%.1fx", cached / $0) } ?? "-"))
+        }
+        let (cpuMs, wallMs) = try jws.concurrentCostMs()
+        emit(String(format: "  per JWS with 32 threads sharing one verifier, as a pass's workers (goal <= 0.3 ms): %.3f ms CPU, %.3f ms wall per thread",
+                    cpuMs, wallMs))
+        // A whole pass of StoreKit 2 orders: Server API call, bearer token, JWS, hook.
+        let size = options.passSizes.first ?? 1_000
+        let storeKit = try withApple(bench, folder: folder, orders: size, latencyMs: 0) { apple in
+            try runner.settle(orders: size, apple: apple, delivery: .command(["/bin/true"]), concurrency: options.concurrency,
+                              tag: "storekit", storeKit: true)
+        }
+        check(storeKit, "settle StoreKit 2 pass")
+        emit(String(format: "  a pass over %d StoreKit 2 orders (Server API + JWS each), hook /bin/true, Apple at 0 ms: %.2f s, %.2f ms CPU/order",
+                    size, storeKit.wall, storeKit.cpuPerOrderMs))
+    }
+
+    private mutating func statusRows(settle: String, folder: BenchFolder) throws {
+        emit("\n-- settle status on a ledger of \(options.statusOrders) orders (process wall, median of 3); goal < 100 ms each")
+        let results = try StatusBench(settle: settle, folder: folder).run(orders: options.statusOrders)
+        for (view, ms) in results {
+            emit(Self.columns("status \(view.name)", String(format: "%.0f ms", ms), "", ""))
+        }
+    }
+
+    // MARK: Helpers
+
+    private func withApple<T>(_ bench: String, folder: BenchFolder, orders: Int, latencyMs: Int,
+                              _ body: (FakeAppleProcess) throws -> T) throws -> T {
+        var traffic = (connections: 0, requests: 0)
+        return try withApple(bench, folder: folder, orders: orders, latencyMs: latencyMs, traffic: &traffic, body)
+    }
+
+    /// Runs `body` against a fresh fake Apple (scripted answers are used up by one pass) and
+    /// reports the connections and requests it saw.
+    private func withApple<T>(_ bench: String, folder: BenchFolder, orders: Int, latencyMs: Int,
+                              traffic: inout (connections: Int, requests: Int),
+                              _ body: (FakeAppleProcess) throws -> T) throws -> T {
+        let apple = try FakeAppleProcess(bench: bench, folder: folder, orders: orders, latencyMs: latencyMs)
+        do {
+            let result = try body(apple)
+            traffic = apple.stop()
+            return result
+        } catch {
+            apple.stop()
+            throw error
+        }
+    }
+
+    private func resolved(_ delivery: BenchFolder.Delivery, _ apple: FakeAppleProcess) -> BenchFolder.Delivery {
+        if case .webhook = delivery { return .webhook(apple.webhookURL) }
+        return delivery
+    }
+
+    private func check(_ result: PassResult, _ name: String) {
+        if result.finished != result.orders {
+            print("  warning: \(name) finished \(result.finished) of \(result.orders) orders \(result.summary)")
+        }
+    }
+
+    private static func passCell(_ result: PassResult) -> String {
+        String(format: "%.2f s, %.2f ms CPU/order, %d MiB", result.wall, result.cpuPerOrderMs, result.peakRSSKiB / 1024)
+    }
+
+    private static func columns(_ a: String, _ b: String, _ c: String, _ d: String) -> String {
+        func pad(_ text: String, _ width: Int) -> String { text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count) }
+        return pad(a, 40) + pad(b, 38) + pad(c, 34) + d
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+
+/// This process's own CPU time (user + system), children excluded: RUSAGE_SELF never counts
+/// the hook processes a pass starts, nor the fake Apple, which runs in its own process.
+func ownCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
+/// Peak resident set of this process so far, in KiB (Linux reports ru_maxrss in KiB).
+func peakRSSKiB() -> Int {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return usage.ru_maxrss
+}
+
+/// Monotonic seconds since `start`.
+func seconds(since start: DispatchTime) -> Double {
+    Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A child process whose stdout is read as text; killed if it outlives `timeout`.
+enum ChildProcess {
+    /// The child outlived its time and was killed.
+    struct Timeout: Error, CustomStringConvertible {
+        var seconds: Double
+        var description: String { "a child process did not finish in \(Int(seconds)) s and was killed" }
+    }
+
+    /// Runs `arguments[0]` with the rest as arguments, waits at most `timeout` seconds, and
+    /// returns its exit status and standard output.
+    static func run(_ arguments: [String], timeout: Double, stdin: FileHandle? = nil) throws -> (status: Int32, output: String) {
+        let process = Process()
+        // A bare name (a --pass-wrapper such as "valgrind") is looked up on PATH.
+        process.executableURL = URL(fileURLWithPath: arguments[0].hasPrefix("/") ? arguments[0] : "/usr/bin/env")
+        let arguments = arguments[0].hasPrefix("/") ? arguments : ["/usr/bin/env"] + arguments
+        process.arguments = Array(arguments.dropFirst())
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardInput = stdin ?? FileHandle.nullDevice
+        let finished = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in finished.signal() }
+        try process.run()
+        // Read while it runs, so a full pipe can't stall the child.
+        let collected = LockedData()
+        let reader = Thread { collected.set(output.fileHandleForReading.readDataToEndOfFile()) }
+        reader.start()
+        if finished.wait(timeout: .now() + timeout) == .timedOut {
+            process.terminate()
+            finished.wait()
+            throw Timeout(seconds: timeout)
+        }
+        while !collected.isSet { usleep(1_000) }
+        return (process.terminationStatus, String(decoding: collected.get(), as: UTF8.self))
+    }
+
+    /// The last line of `output` that parses as a JSON object.
+    static func lastJSON(_ output: String) throws -> JSONObjectLine {
+        for line in output.split(separator: "\n").reversed() {
+            if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] {
+                return JSONObjectLine(values: object)
+            }
+        }
+        throw BenchError("no JSON result in output: \(output.suffix(400))")
+    }
+}
+
+struct JSONObjectLine {
+    var values: [String: Any]
+    func double(_ key: String) -> Double { (values[key] as? NSNumber)?.doubleValue ?? .nan }
+    func int(_ key: String) -> Int { (values[key] as? NSNumber)?.intValue ?? 0 }
+    func string(_ key: String) -> String { values[key] as? String ?? "" }
+}
+
+final class LockedData: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data: Data?
+    func set(_ value: Data) { lock.withLock { data = value } }
+    var isSet: Bool { lock.withLock { data != nil } }
+    func get() -> Data { lock.withLock { data ?? Data() } }
+}
+
+/// Median of a few samples (the status views are timed three times each).
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
+}

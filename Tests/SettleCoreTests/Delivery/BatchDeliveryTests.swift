@@ -1,0 +1,97 @@
+import SettleTesting
+import XCTest
+@testable import SettleCore
+
+/// `delivery.batch_size`: one run of the command for several orders, one answer line each, and
+/// exactly-once per order as with one process per order.
+final class BatchDeliveryTests: XCTestCase {
+    var world: TestWorld!
+
+    override func setUpWithError() throws { world = try TestWorld() }
+    override func tearDown() { world = nil }
+
+    /// A batch hook: answers per line from the key, counts its runs.
+    func batchHook() throws -> String {
+        try world.write("batch.sh", """
+            #!/bin/sh
+            echo run >> "\(world.folder)/runs.log"
+            echo "starting a batch of $SETTLE_BATCH" >&2
+            while IFS= read -r line; do
+              key=$(printf '%s' "$line" | sed 's/.*"idempotency_key":"\\([^"]*\\)".*/\\1/')
+              echo "$key" >> "\(world.deliveriesPath)"
+              case "$key" in
+                T-already) r=already_granted;;
+                T-retry) r=retry;;
+                T-refused) r=refused;;
+                T-silent) continue;;
+                *) r=delivered;;
+              esac
+              printf '{"idempotency_key":"%s","result":"%s","message":"from the batch hook"}\\n' "$key" "$r"
+            done
+            exit 0
+            """, mode: 0o755)
+    }
+
+    func item(_ key: String) -> (order: Order, purchase: VerifiedPurchase) {
+        let purchase = VerifiedPurchase(transactionId: key, originalTransactionId: key, productId: world.coins, environment: "Production",
+                                        quantity: 1, purchaseDateMs: nil, expiresDateMs: nil)
+        let order = Order(orderId: "o-\(key)", userId: "u", productId: world.coins, requestedTransactionId: key, receiptSHA256: nil,
+                          signedTransaction: nil, state: .delivering, attempts: 0, nextAttemptAt: 0, reason: nil, lastError: nil,
+                          environment: nil, verified: purchase, createdAt: 0, updatedAt: 0, finishedAt: nil, lease: nil)
+        return (order, purchase)
+    }
+
+    func testOneRunForTheBatch_eachOrderGetsItsOwnAnswer_andNoLineMeansRetry() throws {
+        var hook = CommandHook(arguments: [try batchHook()], timeoutSeconds: 10, products: [:], baseEnvironment: [:])
+        hook.batchSize = 8
+        let reports = hook.deliver(batch: ["T-ok", "T-already", "T-retry", "T-refused", "T-silent"].map(item))
+        XCTAssertEqual(reports.map(\.outcome), [
+            .delivered,
+            .alreadyGranted("hook answered that this purchase was granted before: from the batch hook"),
+            .retry("hook asked to try again later: from the batch hook"),
+            .refused("hook refused the delivery permanently: from the batch hook"),
+            .retry("hook exited 0 without an answer line for this order"),
+        ])
+        XCTAssertEqual(try String(contentsOfFile: world.folder + "/runs.log", encoding: .utf8), "run\n", "one process for five orders")
+        XCTAssertTrue(reports[0].output.contains("starting a batch of 5"), reports[0].output)
+    }
+
+    func testABatchThatCannotStart_isAConfigurationFaultForEveryOrder() {
+        var hook = CommandHook(arguments: [world.folder + "/missing.sh"], timeoutSeconds: 10, products: [:], baseEnvironment: [:])
+        hook.batchSize = 8
+        let reports = hook.deliver(batch: ["T-1", "T-2"].map(item))
+        XCTAssertEqual(reports.count, 2)
+        for report in reports {
+            guard case .cannotStart = report.outcome else { return XCTFail("\(report.outcome)") }
+        }
+    }
+
+    func testAPassWithBatches_finishesEveryOrderOnce_inFewerRunsThanOrders() throws {
+        try world.writeConfig(hook: try batchHook(), schedule: [("concurrency", .number(8))],
+                              overrides: [("delivery", .object([("command", .array([.string(world.folder + "/batch.sh")])),
+                                                                ("batch_size", .number(16))]))])
+        let ledger = try world.ledger()
+        for i in 0..<40 {
+            let txn = String(2_000_000_740_000_000 + i)
+            let receipt = world.scriptReceipt("r\(i)", [SimulatedTransaction(productId: world.coins, transactionId: txn)])
+            _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: txn, receipt: receipt))
+        }
+        let report = try world.reconciler(ledger: ledger).runPass()
+        XCTAssertEqual(report.finished, 40)
+        XCTAssertEqual(Set(world.deliveries).count, 40)
+        XCTAssertEqual(world.deliveries.count, 40, "every order delivered once")
+        let runs = try String(contentsOfFile: world.folder + "/runs.log", encoding: .utf8).split(separator: "\n").count
+        XCTAssertLessThanOrEqual(runs, 40)
+        XCTAssertGreaterThanOrEqual(runs, 3, "at most 16 a run")
+    }
+
+    func testBatchSize_isForCommandsOnly() throws {
+        try world.write("webhook-secret", "s", mode: 0o600)
+        try world.writeConfig(overrides: [("delivery", .object([
+            ("webhook", .object([("url", .string("http://127.0.0.1:9/grant")), ("secret_file", .string("webhook-secret"))])),
+            ("batch_size", .number(8))]))])
+        XCTAssertThrowsError(try world.configuration()) { error in
+            XCTAssertTrue("\(error)".contains("delivery.batch_size"), "\(error)")
+        }
+    }
+}
