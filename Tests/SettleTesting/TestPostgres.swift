@@ -8,18 +8,15 @@ import XCTest
 /// cluster stays for the next run, `scripts/test-postgres.sh stop` removes it). Each test gets a
 /// schema of its own.
 ///
-/// Without PostgreSQL installed, one test fails saying so (`PostgresAvailabilityTests`) and the PostgreSQL tests
-/// are skipped with the same words: one red line that says what to do, not a hundred, and
-/// never a green run that silently tested only SQLite. `SETTLE_TEST_SKIP_POSTGRES=1` is the
-/// explicit opt-out (a machine that cannot run PostgreSQL): then the check is skipped too.
+/// Without PostgreSQL installed, the PostgreSQL tests fail saying how to get it: never a skip,
+/// never a green run that silently tested only SQLite.
 public enum TestPostgres {
     public static let missing = "PostgreSQL not available: install it (apt-get install postgresql), or set SETTLE_TEST_POSTGRES_URL, "
-        + "or run `eval \"$(scripts/test-postgres.sh start)\"` to see why it does not start "
-        + "(or set SETTLE_TEST_SKIP_POSTGRES=1 to skip the PostgreSQL tests on purpose)"
+        + "or run `eval \"$(scripts/test-postgres.sh start)\"` to see why it does not start"
 
     public static var url: String? {
         if let given = ProcessInfo.processInfo.environment["SETTLE_TEST_POSTGRES_URL"], !given.isEmpty { return given }
-        return optedOut ? nil : started
+        return started
     }
 
     /// A cluster started by the script, once per test process; nil when PostgreSQL is not installed.
@@ -50,11 +47,14 @@ public enum TestPostgres {
         return String(text[start.upperBound..<end])
     }()
 
-    public static var optedOut: Bool { ProcessInfo.processInfo.environment["SETTLE_TEST_SKIP_POSTGRES"] == "1" }
+    /// Why a PostgreSQL test could not run: it fails (never skips), saying what to do.
+    public struct Unavailable: Error, CustomStringConvertible {
+        public var description: String { TestPostgres.missing }
+    }
 
-    /// The server's URL, or a skip that says why.
+    /// The server's URL; a test without one fails.
     public static func requireURL() throws -> String {
-        guard let url else { throw XCTSkip(missing) }
+        guard let url else { throw Unavailable() }
         return url
     }
 

@@ -19,14 +19,13 @@ extension PostgresLedger {
             let own = try db.run("SELECT grant_key FROM grants WHERE order_id = ?", [.text(orderId)]).first?.string("grant_key")
             var chosen: VerifiedPurchase?
             if let own {
-                if let mine = match.candidates.first(where: { $0.grantKey == own }) {
+                switch GrantChoice.own(own, in: match) {
+                case let .keep(mine):
                     chosen = mine
-                } else if let why = match.excluded[own] {
+                case let .reject(why):
                     try end(.rejected, why.reason.rawValue, why.detail)
                     return .rejected(why.reason, why.detail)
-                } else {
-                    let offered = match.candidates.map(\.transactionId).joined(separator: ", ")
-                    let message = "order already holds \(own), Apple now matched \(offered.isEmpty ? "nothing" : offered)"
+                case let .conflict(message):
                     try end(.needsAttention, AttentionReason.grantConflict.rawValue, message)
                     return .grantConflict(message)
                 }
@@ -54,17 +53,15 @@ extension PostgresLedger {
                 }
             }
             guard let purchase = chosen else {
-                let list = held.prefix(3).map { "\($0.0.transactionId) \($0.1.description)" }.joined(separator: ", ")
-                if let (outside, _) = held.first(where: { if case .outside = $0.1 { return true }; return false }) {
-                    let message = "the purchase was granted outside settle (\(list)); nothing to deliver"
+                switch GrantChoice.allHeld(held, named: match.named) {
+                case let .alreadyDelivered(outside, message):
                     try setVerified(db, orderId, outside)
                     try end(.finished, "already_delivered", message)
                     return .alreadyDelivered(message)
+                case let .alreadyGranted(message):
+                    try end(.rejected, RejectionReason.alreadyGranted.rawValue, message)
+                    return .alreadyGranted(message)
                 }
-                let message = match.named ? "transaction \(list)"
-                    : "every purchase of this product in the proof is already granted (\(list))"
-                try end(.rejected, RejectionReason.alreadyGranted.rawValue, message)
-                return .alreadyGranted(message)
             }
             let row = try db.run("""
                 UPDATE orders SET state = 'delivering', environment = ?, verified_transaction_id = ?,
@@ -77,7 +74,7 @@ extension PostgresLedger {
                       .from(purchase.expiresDateMs), .text(purchase.grantKey), .integer(deliveryLeaseSeconds),
                       .integer(now), .text(orderId)])
             var entry = history
-            entry.detail = "transaction \(purchase.transactionId)" + (purchase.grantKey == purchase.transactionId ? "" : " (grant key \(purchase.grantKey))")
+            entry.detail = GrantChoice.reserved(purchase)
             try appendHistory(db, orderId, entry)
             return .delivering(Order(row: row[0]))
         }

@@ -5,7 +5,6 @@ import XCTest
 /// Fails, loudly, when the PostgreSQL tests have no server: see `TestPostgres`.
 final class PostgresAvailabilityTests: XCTestCase {
     func testPostgreSQL_isAvailableToTheTests_orTheRunSaysSo() throws {
-        if TestPostgres.optedOut { throw XCTSkip("SETTLE_TEST_SKIP_POSTGRES=1: the PostgreSQL ledger is NOT tested in this run") }
         guard let url = TestPostgres.url else { return XCTFail(TestPostgres.missing) }
         XCTAssertNoThrow(try PostgresConnection(url: url).query("SELECT 1 AS one"), "SETTLE_TEST_POSTGRES_URL is set but unusable")
     }

@@ -1,0 +1,40 @@
+/// The decisions of "which purchase does this order get", shared by both ledger back ends: pure,
+/// so only reading holders and writing rows (in each database's dialect) is written per back end.
+enum GrantChoice {
+    /// What to do with an order that already holds a grant key from an earlier attempt.
+    enum Own {
+        /// Keep that purchase.
+        case keep(VerifiedPurchase)
+        /// Apple now rules that purchase out (refunded, upgraded, another user's).
+        case reject(Exclusion)
+        /// Apple no longer lists it: a person must look.
+        case conflict(String)
+    }
+
+    static func own(_ key: String, in match: Match) -> Own {
+        if let mine = match.candidates.first(where: { $0.grantKey == key }) { return .keep(mine) }
+        if let why = match.excluded[key] { return .reject(why) }
+        let offered = match.candidates.map(\.transactionId).joined(separator: ", ")
+        return .conflict("order already holds \(key), Apple now matched \(offered.isEmpty ? "nothing" : offered)")
+    }
+
+    /// What an order is when every candidate is held by someone.
+    enum AllHeld {
+        /// One of them was granted outside settle: the order's purchase was delivered.
+        case alreadyDelivered(VerifiedPurchase, String)
+        case alreadyGranted(String)
+    }
+
+    static func allHeld(_ held: [(VerifiedPurchase, GrantHolder)], named: Bool) -> AllHeld {
+        let list = held.prefix(3).map { "\($0.0.transactionId) \($0.1.description)" }.joined(separator: ", ")
+        if let (outside, _) = held.first(where: { if case .outside = $0.1 { return true }; return false }) {
+            return .alreadyDelivered(outside, "the purchase was granted outside settle (\(list)); nothing to deliver")
+        }
+        return .alreadyGranted(named ? "transaction \(list)" : "every purchase of this product in the proof is already granted (\(list))")
+    }
+
+    /// The history detail of a reservation.
+    static func reserved(_ purchase: VerifiedPurchase) -> String {
+        "transaction \(purchase.transactionId)" + (purchase.grantKey == purchase.transactionId ? "" : " (grant key \(purchase.grantKey))")
+    }
+}
