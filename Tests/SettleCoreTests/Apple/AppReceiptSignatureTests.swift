@@ -134,6 +134,15 @@ final class AppReceiptSignatureTests: XCTestCase {
         assertFails(try signature().verify(base64: receipt), "receipt_creation_date_invalid")
     }
 
+    func testGenuineAppleReceipt_verifiesThroughApplesReceiptChain_atItsCreationDate() throws {
+        let receipt = try text("receipts/genuine-sandbox-receipt-2016.b64")
+        let verified = try signature(root: "roots/AppleIncRootCA.pem").verify(base64: receipt).get()
+        XCTAssertEqual(verified.receipt.bundleId, "com.zhihu.test")
+        XCTAssertEqual(verified.creationDate, try XCTUnwrap(ISO8601DateFormatter().date(from: "2016-07-23T06:21:11Z")))
+        XCTAssertTrue(verified.signer.contains("Receipt Signing"), verified.signer)
+        assertFails(try signature().verify(base64: receipt), "receipt_chain_invalid")
+    }
+
     func testXcodeReceipt_signedByItsOwnStoreKitCertificate_fails() throws {
         let receipt = try text("receipts/xcode-app-receipt-empty.b64")
         XCTAssertNoThrow(try AppReceipt.parse(base64: receipt))
