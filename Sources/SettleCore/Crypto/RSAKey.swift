@@ -81,6 +81,13 @@ public final class RSAPublicKey: @unchecked Sendable {
         handle = key
     }
 
+    private static let modulusName: StaticString = "n"
+    private static let exponentName: StaticString = "e"
+
+    private static func cString(_ text: StaticString) -> UnsafePointer<CChar> {
+        UnsafeRawPointer(text.utf8Start).assumingMemoryBound(to: CChar.self)
+    }
+
     /// Builds the key from a JWK's `n` and `e` (RFC 7518 6.3.1: unsigned big-endian integers).
     public convenience init(modulus: Data, exponent: Data) throws(CryptoError) {
         guard !modulus.isEmpty, !exponent.isEmpty, exponent.count <= 8 else {
@@ -94,8 +101,11 @@ public final class RSAPublicKey: @unchecked Sendable {
         defer { BN_free(bigN) }
         guard let bigE = BN_bin2bn(e, Int32(e.count), nil) else { throw CryptoError.openSSL("cannot read the exponent") }
         defer { BN_free(bigE) }
-        // "n" and "e" are OSSL_PKEY_PARAM_RSA_N and OSSL_PKEY_PARAM_RSA_E (provider-keymgmt(7)).
-        guard OSSL_PARAM_BLD_push_BN(builder, "n", bigN) == 1, OSSL_PARAM_BLD_push_BN(builder, "e", bigE) == 1,
+        // "n" and "e" are OSSL_PKEY_PARAM_RSA_N and OSSL_PKEY_PARAM_RSA_E (provider-keymgmt(7)). The
+        // builder keeps the name pointers until OSSL_PARAM_BLD_to_param, so they must be static
+        // strings, not the temporary C strings Swift makes for a String argument.
+        guard OSSL_PARAM_BLD_push_BN(builder, Self.cString(Self.modulusName), bigN) == 1,
+              OSSL_PARAM_BLD_push_BN(builder, Self.cString(Self.exponentName), bigE) == 1,
               let params = OSSL_PARAM_BLD_to_param(builder) else {
             throw CryptoError.openSSL("cannot build RSA key parameters")
         }

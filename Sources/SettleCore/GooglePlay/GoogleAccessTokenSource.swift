@@ -85,6 +85,11 @@ public final class GoogleAccessTokenSource: Sendable {
         }
     }
 
+    /// Callers waiting for the exchange in flight (0 when none is): lets a test see that they queued.
+    var waitingCallers: Int {
+        state.withLock { $0.inFlight?.waiters.withLock { $0 } ?? 0 }
+    }
+
     /// Forgets `rejected` if it is still the cached token (the API answered 401 to it). A token
     /// another caller already replaced is left alone, so concurrent 401s cause one refresh.
     public func invalidate(_ rejected: String) {

@@ -15,13 +15,17 @@ extension FakeGooglePlay {
         guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
             return oauthError(400, "unsupported_grant_type", "Invalid grant_type")
         }
-        if let problem = assertionProblem(form["assertion"]) {
-            state.withLock { $0.refusedAssertions.append(problem) }
-            return oauthError(400, "invalid_grant", problem)
+        let verified: RS256JWT.Verified
+        switch checkAssertion(form["assertion"]) {
+        case let .success(good): verified = good
+        case let .failure(refusal):
+            state.withLock { $0.refusedAssertions.append(refusal.problem) }
+            return oauthError(400, "invalid_grant", refusal.problem)
         }
         let accessToken = "ya29.fake-" + UUID().uuidString
         let lifetime = state.withLock { s in
             s.issuedAccessTokens.insert(accessToken)
+            s.acceptedAssertions.append(verified)
             return s.accessTokenLifetime
         }
         return .json(200, JSONValue.object([("access_token", .string(accessToken)), ("expires_in", .number(lifetime)),
@@ -31,25 +35,31 @@ extension FakeGooglePlay {
     /// Sets how long the access tokens the fake issues say they live (seconds).
     public func setAccessTokenLifetime(_ seconds: Int64) { state.withLock { $0.accessTokenLifetime = seconds } }
 
-    private func assertionProblem(_ assertion: String?) -> String? {
-        guard let assertion else { return "Missing assertion." }
-        let claims: JSONValue
+    private struct Refusal: Error {
+        var problem: String
+    }
+
+    private func checkAssertion(_ assertion: String?) -> Result<RS256JWT.Verified, Refusal> {
+        guard let assertion else { return .failure(Refusal(problem: "Missing assertion.")) }
+        let verified: RS256JWT.Verified
         switch RS256JWT.verify(assertion, keys: serviceAccountKeys) {
-        case let .success(verified): claims = verified.claims
-        case let .failure(failure): return "Invalid JWT Signature. (\(failure.rawValue))"
+        case let .success(good): verified = good
+        case let .failure(failure): return .failure(Refusal(problem: "Invalid JWT Signature. (\(failure.rawValue))"))
         }
-        guard claims["iss"] == .string(serviceAccountEmail) else { return "Invalid issuer." }
+        let claims = verified.claims
+        guard claims["iss"] == .string(serviceAccountEmail) else { return .failure(Refusal(problem: "Invalid issuer.")) }
         guard case let .string(scope)? = claims["scope"], scope.split(separator: " ").contains(Substring(GoogleAccessTokenSource.scope)) else {
-            return "Invalid scope."
+            return .failure(Refusal(problem: "Invalid scope."))
         }
         let expected = state.withLock { $0.tokenURL }
-        guard case let .string(audience)? = claims["aud"],
-              expected.map({ audience == $0 }) ?? audience.hasSuffix("/token") else { return "Invalid audience." }
+        guard case let .string(audience)? = claims["aud"], expected.map({ audience == $0 }) ?? audience.hasSuffix("/token") else {
+            return .failure(Refusal(problem: "Invalid audience."))
+        }
         guard let iat = claims["iat"]?.looseInt64, let exp = claims["exp"]?.looseInt64, exp > iat, exp - iat <= 3600,
               abs(iat - time.unixSeconds) <= 300 else {
-            return "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe."
+            return .failure(Refusal(problem: "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe."))
         }
-        return nil
+        return .success(verified)
     }
 
     private func oauthError(_ status: Int, _ code: String, _ description: String) -> HTTPServerResponse {

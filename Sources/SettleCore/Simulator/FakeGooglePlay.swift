@@ -48,6 +48,7 @@ public final class FakeGooglePlay: Sendable {
         var calls: [Call] = []
         var tokenRequests = 0
         var refusedAssertions: [String] = []
+        var acceptedAssertions: [RS256JWT.Verified] = []
     }
 
     /// `serviceAccount` is the key settle holds: the fake keeps only its public half and names.
@@ -82,6 +83,8 @@ public final class FakeGooglePlay: Sendable {
     public var tokenRequests: Int { state.withLock { $0.tokenRequests } }
     /// Why assertions were refused, in order (empty when all were good).
     public var refusedAssertions: [String] { state.withLock { $0.refusedAssertions } }
+    /// The header and claims of every assertion that got an access token.
+    public var acceptedAssertions: [RS256JWT.Verified] { state.withLock { $0.acceptedAssertions } }
 
     // MARK: Handling
 
