@@ -104,7 +104,14 @@ public final class FakeGooglePlay: Sendable {
         return purchases(request.method, segments: route.split(separator: "/", omittingEmptySubsequences: false), query: query)
     }
 
-    private func purchases(_ method: String, segments: [Substring], query: String) -> HTTPServerResponse {
+    private func purchases(_ method: String, segments raw: [Substring], query: String) -> HTTPServerResponse {
+        // The custom verb's colon is literal; one inside an id arrives encoded as %3A.
+        var segments = raw
+        var verb = ""
+        if let last = segments.last, let colon = last.lastIndex(of: ":") {
+            verb = String(last[last.index(after: colon)...])
+            segments[segments.count - 1] = last[..<colon]
+        }
         let parts = segments.compactMap { PlayPath.decode($0) }
         guard parts.count == segments.count else { return Self.error(400, reason: "invalid", "Invalid Value") }
         switch (method, parts.count, parts.first) {
@@ -116,12 +123,7 @@ public final class FakeGooglePlay: Sendable {
         default:
             return Self.error(404, reason: "notFound", "Not Found")
         }
-        var token = parts[parts.count - 1]
-        var verb = ""
-        if let colon = token.lastIndex(of: ":") {
-            verb = String(token[token.index(after: colon)...])
-            token = String(token[..<colon])
-        }
+        let token = parts[parts.count - 1]
         return state.withLock { s -> HTTPServerResponse in
             switch (method, parts[0], verb) {
             case ("GET", "products", ""):
