@@ -226,21 +226,12 @@ public final class Reconciler: Sendable {
     }
 
     private func verify(_ order: Order, pass: Pass) throws {
-        var verification: Verification
-        if order.userId.trimmingCharacters(in: .whitespaces).isEmpty {
-            // Never verified nor delivered for nobody, whoever wrote the row: a person names the buyer.
-            verification = Verification(outcome: .needsAttention(
-                reason: .unclaimedPurchase,
-                detail: "the order names no user (user_id is empty): settle never verifies or delivers a purchase for nobody; "
-                    + "find the buyer and run: settle assign \(Verdict.shellWord(order.orderId)) --user USER_ID"))
-        } else {
-            do {
-                verification = try verifier.verify(order)
-            } catch let error as LedgerError {
-                try? ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
-                throw error
-            }
-            verification.outcome = Reconciler.classify(verification.outcome, of: order)
+        let verification: Verification
+        do {
+            verification = try Reconciler.verification(of: order, by: verifier)
+        } catch let error as LedgerError {
+            try? ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
+            throw error
         }
         let now = ledger.time.unixSeconds
         var entry = HistoryEntry(at: now, kind: .verification, outcome: "", appleStatus: verification.appleStatus,
@@ -321,6 +312,20 @@ public final class Reconciler: Sendable {
             log.error("apple.configuration_fault", ["order": order.orderId, "error": message])
             pass.stop(configurationFault: message)
         }
+    }
+
+    /// What a pass (or a dry run) concludes about a claimed order. An order naming no user is
+    /// never verified nor delivered, whoever wrote the row: a person names the buyer first.
+    static func verification(of order: Order, by verifier: any OrderVerifier) throws -> Verification {
+        guard !order.userId.trimmingCharacters(in: .whitespaces).isEmpty else {
+            return Verification(outcome: .needsAttention(
+                reason: .unclaimedPurchase,
+                detail: "the order names no user (user_id is empty): settle never verifies or delivers a purchase for nobody; "
+                    + "find the buyer and run: settle assign \(Verdict.shellWord(order.orderId)) --user USER_ID"))
+        }
+        var verification = try verifier.verify(order)
+        verification.outcome = classify(verification.outcome, of: order)
+        return verification
     }
 
     /// Only Apple's final word rejects a paid order. A product missing from `products` is a gap

@@ -141,4 +141,33 @@ extension LedgerContractTests {
         }
         XCTAssertThrowsError(try PostgresLedger(url: fresh.url, access: .readOnly), "still no ledger there")
     }
+
+    func testAnOrderHoldingItsGrant_losesItOnlyToARefund_notToAnyOtherExclusion() throws {
+        try onEachBackEnd { b in
+            for (id, txn) in [("o-1", "920"), ("o-2", "921")] {
+                try enqueue(b.store, id, transaction: txn)
+                let first = try XCTUnwrap(try b.store.claim(orderId: id, owner: me, leaseSeconds: 60)?.order, b.name)
+                _ = try b.store.recordVerified(orderId: id, owner: me, fence: first.fencingToken, match: .only(purchase(txn)),
+                                               deliveryLeaseSeconds: 60, history: entry)
+                // The hook failed; the order waits, holding its grant, and is verified again.
+                _ = try b.store.recordFailure(orderId: id, owner: me, fence: first.fencingToken, from: .delivering, error: "hook failed",
+                                              countsAttempt: true, permanent: false, nextAttemptAt: 0, maxAttempts: 10,
+                                              environment: nil, history: entry)
+            }
+            func reverify(_ id: String, _ txn: String, _ why: Exclusion) throws -> VerifiedResult {
+                let claim = try XCTUnwrap(try b.store.claim(orderId: id, owner: me, leaseSeconds: 60)?.order, b.name)
+                return try b.store.recordVerified(orderId: id, owner: me, fence: claim.fencingToken,
+                                                  match: Match(candidates: [], named: true, excluded: [txn: why]),
+                                                  deliveryLeaseSeconds: 60, history: entry)
+            }
+            guard case .grantConflict = try reverify("o-1", "920", Exclusion(.userMismatch, "another user's token")) else {
+                return XCTFail("\(b.name): an exclusion other than a refund must not reject an order holding its grant")
+            }
+            XCTAssertEqual(try state(b.store, "o-1"), .needsAttention, b.name)
+            XCTAssertEqual(try b.store.grantHolder(transactionId: "920"), "o-1", b.name)
+            guard case .rejected(.refunded, _) = try reverify("o-2", "921", Exclusion(.refunded, "Apple refunded it")) else {
+                return XCTFail("\(b.name): a refund does take it away")
+            }
+        }
+    }
 }
