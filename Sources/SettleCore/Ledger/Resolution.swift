@@ -33,7 +33,7 @@ extension Resolution {
     /// user: an order without one (an unclaimed purchase) first needs its buyer.
     static func checkRetryable(_ order: Order) throws(LedgerError) {
         let unclaimed = order.reason == AttentionReason.unclaimedPurchase.rawValue
-        guard unclaimed || order.userId.trimmingCharacters(in: .whitespaces).isEmpty else { return }
+        guard unclaimed || order.userId.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return }
         throw .invalid("order \(order.orderId) names no user (\(order.reason ?? "no reason")): a retry would deliver it to nobody. "
                        + "Find the buyer and run: settle assign \(Verdict.shellWord(order.orderId)) --user USER_ID --note TICKET")
     }

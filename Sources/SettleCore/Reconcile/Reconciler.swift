@@ -317,7 +317,7 @@ public final class Reconciler: Sendable {
     /// What a pass (or a dry run) concludes about a claimed order. An order naming no user is
     /// never verified nor delivered, whoever wrote the row: a person names the buyer first.
     static func verification(of order: Order, by verifier: any OrderVerifier) throws -> Verification {
-        guard !order.userId.trimmingCharacters(in: .whitespaces).isEmpty else {
+        guard !order.userId.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
             return Verification(outcome: .needsAttention(
                 reason: .unclaimedPurchase,
                 detail: "the order names no user (user_id is empty): settle never verifies or delivers a purchase for nobody; "
@@ -356,7 +356,7 @@ public final class Reconciler: Sendable {
             guard let purchase = order.verified else {
                 throw LedgerError.invalid("order \(order.orderId) is delivering without verified facts")
             }
-            guard !order.userId.trimmingCharacters(in: .whitespaces).isEmpty else {
+            guard !order.userId.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
                 // Verification never lets such an order through: only a row written in `delivering` gets here.
                 let detail = "the order is delivering with an empty user_id; settle never delivers to nobody"
                 try ledger.quarantine(orderId: order.orderId, detail: detail)
