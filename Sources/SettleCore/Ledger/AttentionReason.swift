@@ -26,4 +26,7 @@ public enum AttentionReason: String, Sendable, Equatable, CaseIterable {
     /// Apple reported a purchase no backend enqueued, and nothing maps it to a user: support
     /// assigns it (`settle assign ORDER --user U`).
     case unclaimedPurchase = "unclaimed_purchase"
+    /// The order's product is not in the configuration's `products`: a gap on settle's side,
+    /// not Apple's word on the purchase.
+    case unknownProduct = "unknown_product"
 }

@@ -116,10 +116,6 @@ extension Ledger {
             return IngestResult(outcome: "already_granted", orderId: nil, detail: "grant key \(key) is held by \(holder.description)",
                                 duplicate: false, needsPass: false)
         }
-        guard rules.eligibility.products[t.productId] != nil else {
-            return IngestResult(outcome: "unknown_product", orderId: nil,
-                                detail: "product \(t.productId) is not in the configuration's products", duplicate: false, needsPass: false)
-        }
         let orderId = "apple-\(t.transactionId)"
         let user = try userFor(token: t.appAccountToken, binding: rules.eligibility.binding)
         var state = OrderState.pending
@@ -132,6 +128,13 @@ extension Ledger {
             error = "Apple reported \(t.productId) transaction \(t.transactionId) (\(t.environment), purchased "
                 + (t.purchaseDateMs.map { Timestamp.rfc3339(milliseconds: $0) } ?? "at an unknown time")
                 + ") that no backend enqueued, and \(token); find the buyer and run: settle assign \(orderId) --user USER_ID"
+        } else if rules.eligibility.products[t.productId] == nil {
+            // A product missing from the configuration is settle's gap, not a reason to forget a
+            // paid purchase: the order waits for a person (add the product, then settle retry).
+            state = .needsAttention
+            reason = AttentionReason.unknownProduct.rawValue
+            error = "Apple reported transaction \(t.transactionId) of product \(t.productId), which is not in the configuration's "
+                + "products; add it, then run: settle retry \(orderId)"
         }
         try database.query("""
             INSERT INTO orders(order_id, user_id, product_id, transaction_id, signed_transaction, app_account_token, state, reason,
@@ -139,11 +142,11 @@ extension Ledger {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'apple_notification', ?, ?, ?)
             """, [.text(orderId), .text(user ?? ""), .text(t.productId), .text(t.transactionId), .from(n.signedTransactionInfo),
                   .from(t.appAccountToken), .text(state.rawValue), .from(reason), .from(error), .integer(now), .integer(now), .integer(now)])
-        try note(orderId, n, state == .pending ? "order_created" : "unclaimed_purchase",
-                 user.map { "Apple reported transaction \(t.transactionId) that no backend enqueued; order created for user \($0)" } ?? error,
+        let outcome = state == .pending ? "order_created" : reason == AttentionReason.unknownProduct.rawValue ? "unknown_product" : "unclaimed"
+        try note(orderId, n, state == .pending ? "order_created" : reason ?? outcome,
+                 state == .pending ? user.map { "Apple reported transaction \(t.transactionId) that no backend enqueued; order created for user \($0)" } : error,
                  now: now)
-        return IngestResult(outcome: state == .pending ? "order_created" : "unclaimed", orderId: orderId, detail: error,
-                            duplicate: false, needsPass: state == .pending)
+        return IngestResult(outcome: outcome, orderId: orderId, detail: error, duplicate: false, needsPass: state == .pending)
     }
 
     /// The user an appAccountToken stands for: the token itself when user ids are the tokens,
