@@ -20,4 +20,8 @@ public enum AttentionReason: String, Sendable, Equatable, CaseIterable {
     /// Apple reported a purchase no backend enqueued, and nothing maps it to a user: support
     /// assigns it (`settle assign ORDER --user U`).
     case unclaimedPurchase = "unclaimed_purchase"
+    /// The hook answered "already granted" for a purchase settle may itself have handed to the
+    /// hook for this order before (a re-delivery, an earlier attempt): delivered by settle, or
+    /// granted elsewhere? The order keeps the purchase; a person checks the backend.
+    case alreadyGrantedUnclear = "already_granted_unclear"
 }
