@@ -107,6 +107,36 @@ final class DeliveryQueueTests: XCTestCase {
         XCTAssertEqual(seen.withLock { $0["o-3"] }, .finished, "o-3 was claimed only once o-0's hook had ended and made room")
         XCTAssertEqual(seen.withLock { $0["o-4"] }, .finished)
     }
+
+    func testStopRequested_whileAnOrderWaitsForItsHook_leavesItDeliveringForTheNextStart_withTheSameKey() throws {
+        let fifo = world.folder + "/release"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let hook = try world.hook("slow-first.sh", exit: 0, extra: "[ \"$SETTLE_ORDER_ID\" = o-0 ] && read line < \(fifo)")
+        try world.writeConfig(hook: hook, schedule: [("concurrency", .number(1))])
+        let ledger = try world.ledger()
+        for i in 0..<2 {
+            let receipt = world.scriptReceipt("o-\(i)", [SimulatedTransaction(productId: world.coins, transactionId: "t-\(i)")])
+            _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "t-\(i)",
+                                            receipt: receipt))
+        }
+        let lines = LineCollector()
+        let reconciler = try world.reconciler(ledger: ledger, log: Log(environment: [:], time: world.time, sink: { lines.append($0) }))
+        let stop = Atomic<Bool>(false)
+        let pass = DispatchGroup()
+        DispatchQueue.global().async(group: pass) { _ = try? reconciler.runPass(shouldStop: { stop.load(ordering: .relaxed) }) }
+        XCTAssertTrue(eventually { (try? ledger.orderRecord("o-1"))??.order.state == .delivering })
+        stop.store(true, ordering: .relaxed)  // SIGTERM
+        let fd = open(fifo, O_WRONLY)
+        _ = write(fd, "go\n", 3)
+        close(fd)
+        pass.wait()
+        XCTAssertEqual(world.deliveries, ["t-0 o-0"], "the hook in flight finished; no new one started")
+        XCTAssertEqual(try ledger.orderRecord("o-1")?.order.state, .delivering)
+        XCTAssertTrue(lines.lines.contains { $0.contains("order.delivery_deferred") && $0.contains("o-1") }, lines.lines.joined(separator: "\n"))
+        _ = try world.reconciler(ledger: ledger).runPass()
+        XCTAssertEqual(world.deliveries, ["t-0 o-0", "t-1 o-1"], "the next start delivers it, with its key")
+        XCTAssertEqual(try ledger.orderRecord("o-1")?.order.state, .finished)
+    }
 }
 
 /// The real verifier, with a look (or a wait) before each verification.
