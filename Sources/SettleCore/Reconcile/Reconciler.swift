@@ -439,22 +439,31 @@ public final class Reconciler: Sendable {
         let interval = max(0.01, Double(leaseSeconds) * leaseRenewalFraction)
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
         timer.schedule(deadline: .now() + interval, repeating: interval)
-        let lost = Mutex<Set<String>>([])
+        // The orders still being renewed. The handler renews under this lock and the end of the
+        // work empties it under the same lock, so no renewal runs after the work recorded its
+        // outcome (a late one would find the order moved on and report a lease lost that was not).
+        let renewing = Mutex<[Order]>(orders)
         timer.setEventHandler { [self] in
-            for order in orders where !lost.withLock({ $0.contains(order.orderId) }) {
-                do {
-                    if try !ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken, state: state,
-                                              leaseSeconds: leaseSeconds) {
-                        lost.withLock { _ = $0.insert(order.orderId) }
-                        leaseLost(order, "lease renewal")
+            renewing.withLock { renewing in
+                renewing.removeAll { order in
+                    do {
+                        if try !ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken, state: state,
+                                                  leaseSeconds: leaseSeconds) {
+                            leaseLost(order, "lease renewal")
+                            return true
+                        }
+                    } catch {
+                        log.warning("order.lease_renewal_failed", ["order": order.orderId, "error": "\(error)"])
                     }
-                } catch {
-                    log.warning("order.lease_renewal_failed", ["order": order.orderId, "error": "\(error)"])
+                    return false
                 }
             }
         }
         timer.resume()
-        defer { timer.cancel() }
+        defer {
+            renewing.withLock { $0 = [] }
+            timer.cancel()
+        }
         return try body()
     }
 }
