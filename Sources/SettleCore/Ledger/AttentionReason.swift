@@ -29,4 +29,8 @@ public enum AttentionReason: String, Sendable, Equatable, CaseIterable {
     /// The order's product is not in the configuration's `products`: a gap on settle's side,
     /// not Apple's word on the purchase.
     case unknownProduct = "unknown_product"
+    /// The hook answered "already granted" for a purchase settle may itself have handed to the
+    /// hook for this order before (a re-delivery, an earlier attempt): delivered by settle, or
+    /// granted elsewhere? The order keeps the purchase; a person checks the backend.
+    case alreadyGrantedUnclear = "already_granted_unclear"
 }
