@@ -104,11 +104,18 @@ final class EmbeddedHTTPServer: @unchecked Sendable {
         daemon = nil
         lock.unlock()
         guard let running else { return }
-        guard !waitingForHandlers else { return MHD_stop_daemon(running) }
-        let listener = MHD_quiesce_daemon(running)
-        if listener >= 0 { close(listener) }
+        // Quiescing hands the listening socket back; libmicrohttpd's threads may still poll it, so
+        // it is only closed after MHD_stop_daemon. Shutting it down now stops it listening at once
+        // (Linux drops a listening TCP socket's queue and refuses new connections on shutdown).
+        let listener = waitingForHandlers ? -1 : MHD_quiesce_daemon(running)
+        guard listener >= 0 else { return MHD_stop_daemon(running) }
+        shutdown(listener, Int32(SHUT_RDWR))
         let stopping = UncheckedDaemon(daemon: running, core: core)
-        Thread { MHD_stop_daemon(stopping.daemon); withExtendedLifetime(stopping.core) {} }.start()
+        Thread {
+            MHD_stop_daemon(stopping.daemon)
+            close(listener)
+            withExtendedLifetime(stopping.core) {}
+        }.start()
     }
 }
 
