@@ -20,4 +20,8 @@ public enum AttentionReason: String, Sendable, Equatable, CaseIterable {
     /// Apple reported a purchase no backend enqueued, and nothing maps it to a user: support
     /// assigns it (`settle assign ORDER --user U`).
     case unclaimedPurchase = "unclaimed_purchase"
+    /// The history catch-up found a purchase made before settle first read Apple's history
+    /// (`notifications.backfill_since`): the app's own flow most likely granted it already, so a
+    /// person decides (`settle retry` to deliver it, `settle resolve --as granted_by_hand` if it was).
+    case backfilledPurchase = "backfilled_purchase"
 }
