@@ -125,6 +125,26 @@ final class NotificationOrderTests: NotificationTestCase {
         XCTAssertEqual(world.deliveries, ["405 apple-405"])
     }
 
+    func testRefundAfterDelivery_withoutARevokeRoute_waitsVisiblyInStatus_andNothingIsSentToTheGrantHook() throws {
+        try writeNotificationConfig()
+        let (daemon, url) = try startDaemon()
+        let purchase = applePurchase("411", token: buyer)
+        XCTAssertEqual(try world.simulator.send(purchase, to: url), 200)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("apple-411") == "finished" }, log(daemon))
+        var refunded = purchase.transaction!
+        refunded.revocationDateMs = nowMs
+        let refund = SimulatedNotification(type: "REFUND", transaction: refunded, bundleId: world.bundleId, signedDateMs: nowMs)
+        XCTAssertEqual(try world.simulator.send(refund, to: url), 200)
+        XCTAssertTrue(eventually(within: 10) { log(daemon).contains("order.revoke_waiting") }, log(daemon))
+        let revoke = try order("apple-411")["revoke"]
+        XCTAssertEqual(revoke?["state"]?.looseString, "pending")
+        XCTAssertEqual(revoke?["idempotency_key"]?.looseString, "revoke:411")
+        XCTAssertTrue(revoke?["last_error"]?.looseString?.contains("no revoke route configured") == true, "\(String(describing: revoke))")
+        let text = try settle(expecting: 0, ["status", "apple-411"]).stdout
+        XCTAssertTrue(text.contains("revoke: pending, key revoke:411, 0 attempts: no revoke route configured"), text)
+        XCTAssertEqual(world.deliveries, ["411 apple-411"], "the grant hook never sees a revoke")
+    }
+
     func testConsumptionRequest_isAnsweredWithTheLedgersFacts() throws {
         try writeNotificationConfig(extra: [("consumption", .object([("respond", .bool(true)), ("customer_consented", .bool(true)),
                                                                      ("refund_preference", .string("DECLINE"))]))])
