@@ -130,8 +130,11 @@ extension Ledger {
             return IngestResult(outcome: "already_granted", orderId: nil, detail: "grant key \(key) is held by \(holder.description)",
                                 duplicate: false, needsPass: false)
         }
+        // The purchase's own user: its token binds to the order's user, or stands for that user.
+        let user = try userFor(token: t.appAccountToken, binding: rules.eligibility.binding)
         let buyers = { (order: Order) in
             rules.eligibility.binding.verdict(purchaseToken: t.appAccountToken, order: order, proofSigned: true) == .bound
+                || (user != nil && !order.userId.isEmpty && order.userId == user)
         }
         if let live = orders.first(where: { $0.state != .finished && $0.state != .rejected && buyers($0) }) {
             // Apple confirmed the purchase an order waits for: settle it now rather than at its backoff.
@@ -146,7 +149,7 @@ extension Ledger {
            let jws = n.signedTransactionInfo {
             let detail = "Apple confirmed transaction \(t.transactionId), which it had not found for this order: pending again, "
                 + "with Apple's signed transaction as its new proof"
-                + (stale.signedTransaction.map { "\nprevious signed transaction: \($0)" } ?? "")
+                + (stale.signedTransaction.map { "; previous signed transaction sha256 \(SHA256.hex(Data($0.utf8)))" } ?? "")
             try database.query("""
                 UPDATE orders SET signed_transaction = ?, state = 'pending', attempts = 0, next_attempt_at = ?, reason = NULL,
                        last_error = NULL, finished_at = NULL, updated_at = ? WHERE order_id = ?
@@ -163,7 +166,6 @@ extension Ledger {
             return IngestResult(outcome: "unknown_product", orderId: nil,
                                 detail: "product \(t.productId) is not in the configuration's products", duplicate: false, needsPass: false)
         }
-        let user = try userFor(token: t.appAccountToken, binding: rules.eligibility.binding)
         let purchased = t.purchaseDateMs.map { Timestamp.rfc3339(milliseconds: $0) } ?? "at an unknown time"
         var state = OrderState.pending
         var reason: String? = nil
@@ -179,8 +181,12 @@ extension Ledger {
             reason = AttentionReason.unclaimedPurchase.rawValue
             outcome = "unclaimed"
             let token = t.appAccountToken.map { "appAccountToken \($0) maps to no user (user_binding)" } ?? "the purchase carries no appAccountToken"
+            // Orders that name the transaction but cannot be tied to its buyer: support's first lead.
+            let naming = orders.prefix(3).map { "\($0.orderId) (user \($0.userId), \($0.state.rawValue))" }
             error = "Apple reported \(t.productId) transaction \(t.transactionId) (\(t.environment), purchased \(purchased)) that no backend "
-                + "enqueued, and \(token); "
+                + "enqueued for its buyer, and \(token); "
+                + (naming.isEmpty ? "" : "orders naming it that nothing ties to the buyer: \(naming.joined(separator: ", ")) "
+                    + "(if one of them is the buyer's and delivers it, assigning this one ends already_granted); ")
                 + (backfilled ? "it was made before settle first read Apple's history, so the app may have granted it already: "
                     + "if it did, settle resolve \(orderId) --as granted_by_hand; else find the buyer and run: "
                     : "find the buyer and run: ")
