@@ -86,12 +86,21 @@ extension Ledger {
         try ordersAbout(transaction).first
     }
 
-    /// Every order about this transaction: the one holding its grant first, then those that name it, oldest first.
+    /// Every order about this transaction: the one holding its grant first, then those that name
+    /// it, oldest first; then live orders whose only proof is a signed transaction of it (a row
+    /// a backend wrote without `transaction_id`).
     private func ordersAbout(_ transaction: SignedTransaction) throws -> [Order] {
-        try database.query("""
+        let named = try database.query("""
             SELECT * FROM orders WHERE verified_transaction_id = ? OR transaction_id = ?
             ORDER BY NOT EXISTS (SELECT 1 FROM grants g WHERE g.order_id = orders.order_id), verified_transaction_id IS NULL, created_at
             """, [.text(transaction.transactionId), .text(transaction.transactionId)]).map(Order.init(row:))
+        let unnamed = try database.query("""
+            SELECT * FROM orders WHERE transaction_id IS NULL AND verified_transaction_id IS NULL AND signed_transaction IS NOT NULL
+            AND state IN ('pending','verifying','delivering','needs_attention') ORDER BY created_at
+            """).map(Order.init(row:)).filter { order in
+            order.signedTransaction.flatMap(Order.transactionId(namedIn:)) == transaction.transactionId
+        }
+        return named + unnamed
     }
 
     private func holdsGrant(_ orderId: String) throws -> Bool {
@@ -450,6 +459,17 @@ extension Ledger {
     public func newestNotificationAt() throws(LedgerError) -> Int64? {
         guard try schemaVersion() >= 5 else { return nil }
         return try read { try database.query("SELECT max(received_at) AS newest FROM notifications").first?.int("newest") }
+    }
+}
+
+extension Order {
+    /// The `transactionId` a signed transaction's payload claims, unverified: a lookup key only
+    /// (verification checks the signature, and that it agrees with the order).
+    public static func transactionId(namedIn jws: String) -> String? {
+        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let payload = Base64URL.decode(parts[1]), let json = try? JSONValue.parse(payload),
+              case let .string(id)? = json["transactionId"], !id.isEmpty, id.count <= 64 else { return nil }
+        return id
     }
 }
 
