@@ -83,6 +83,7 @@ final class NotificationOrderTests: NotificationTestCase {
 
     func testNotificationSentWhileDown_isFoundByHistoryAtStart_andDelivered() throws {
         try writeNotificationConfig()
+        try historyStarted()
         let missed = applePurchase("403", token: buyer)
         XCTAssertNil(try world.simulator.send(missed, to: "http://127.0.0.1:9/apple/notifications/v2"), "nobody listens")
         let (daemon, _) = try startDaemon()
@@ -151,6 +152,26 @@ final class NotificationOrderTests: NotificationTestCase {
         XCTAssertEqual(world.deliveries, ["405 apple-405"])
     }
 
+    func testRefundAfterDelivery_withoutARevokeRoute_waitsVisiblyInStatus_andNothingIsSentToTheGrantHook() throws {
+        try writeNotificationConfig()
+        let (daemon, url) = try startDaemon()
+        let purchase = applePurchase("411", token: buyer)
+        XCTAssertEqual(try world.simulator.send(purchase, to: url), 200)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("apple-411") == "finished" }, log(daemon))
+        var refunded = purchase.transaction!
+        refunded.revocationDateMs = nowMs
+        let refund = SimulatedNotification(type: "REFUND", transaction: refunded, bundleId: world.bundleId, signedDateMs: nowMs)
+        XCTAssertEqual(try world.simulator.send(refund, to: url), 200)
+        XCTAssertTrue(eventually(within: 10) { log(daemon).contains("order.revoke_waiting") }, log(daemon))
+        let revoke = try order("apple-411")["revoke"]
+        XCTAssertEqual(revoke?["state"]?.looseString, "pending")
+        XCTAssertEqual(revoke?["idempotency_key"]?.looseString, "revoke:411")
+        XCTAssertTrue(revoke?["last_error"]?.looseString?.contains("no revoke route configured") == true, "\(String(describing: revoke))")
+        let text = try settle(expecting: 0, ["status", "apple-411"]).stdout
+        XCTAssertTrue(text.contains("revoke: pending, key revoke:411, 0 attempts: no revoke route configured"), text)
+        XCTAssertEqual(world.deliveries, ["411 apple-411"], "the grant hook never sees a revoke")
+    }
+
     func testConsumptionRequest_isAnsweredWithTheLedgersFacts() throws {
         try writeNotificationConfig(extra: [("consumption", .object([("respond", .bool(true)), ("customer_consented", .bool(true)),
                                                                      ("refund_preference", .string("DECLINE"))]))])
@@ -172,8 +193,54 @@ final class NotificationOrderTests: NotificationTestCase {
                                                                                       && $0["outcome"]?.looseString == "answered" }) == true })
     }
 
+    func testFirstStart_asksAppleForNoHistoryFromBeforeIt_andDeliversNothingItDidNotHear() throws {
+        try writeNotificationConfig()
+        let before = applePurchase("408", token: buyer)
+        XCTAssertNil(try world.simulator.send(before, to: nil), "sent before settle ever ran")
+        let (daemon, _) = try startDaemon()
+        XCTAssertTrue(eventually(within: 10) { log(daemon).contains("notifications.history_started") }, log(daemon))
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { passes(daemon) >= 2 }, log(daemon))
+        XCTAssertEqual(world.simulator.notificationHistoryRequests.count, 0, "history starts at the first start")
+        XCTAssertNil(stateInLedger("apple-408"))
+        XCTAssertEqual(world.deliveries, [])
+    }
+
+    func testEnqueue_ofAnOrderIdStartingWithApple_isRefused65() throws {
+        try writeNotificationConfig()
+        let refused = try settle(expecting: 65, ["enqueue", "--order", "apple-409", "--user", buyer, "--product", world.coins,
+                                                 "--transaction", "409"])
+        XCTAssertTrue(refused.stderr.contains("apple-"), refused.stderr)
+        XCTAssertNil(stateInLedger("apple-409"))
+    }
+
+    func testOrderEnqueuedWithOnlyASignedTransaction_isFoundByItsTransactionId_whenAppleTellsFirst() throws {
+        try writeNotificationConfig()
+        // Apple cannot confirm it at the first attempt: the order is still pending when Apple's notification comes.
+        let transaction = world.scriptTransaction("410", purchaseDateMs: nowMs - 5000, appAccountToken: buyer,
+                                                  answers: [.error(status: 500, code: 5000001)])
+        let file = try world.write("410.jws", try transaction.signed(at: nowMs))
+        try settle(expecting: 0, ["enqueue", "--order", "o-10", "--user", buyer, "--product", world.coins, "--signed-transaction-file", file])
+        let ledger = try world.ledger()
+        let reconciler = try world.reconciler(ledger: ledger)
+        let inbox = try XCTUnwrap(reconciler.inbox)
+        world.time.advance(by: 30)  // the binary enqueued on the real clock, a moment after the world's
+        _ = try reconciler.runPass()
+        XCTAssertEqual(stateInLedger("o-10"), "pending")
+        let charge = SimulatedNotification(type: "ONE_TIME_CHARGE", transaction: transaction, bundleId: world.bundleId, signedDateMs: nowMs)
+        guard case let .stored(result) = inbox.receive(signedPayload: try charge.signed(), source: "endpoint") else { return XCTFail() }
+        XCTAssertEqual(result.outcome, "attached")
+        XCTAssertEqual(result.orderId, "o-10")
+        world.time.advance(by: 3600)
+        _ = try reconciler.runPass()
+        XCTAssertEqual(stateInLedger("o-10"), "finished")
+        XCTAssertNil(stateInLedger("apple-410"), "no second order")
+        XCTAssertEqual(world.deliveries, ["410 o-10"])
+    }
+
     func testHistoryCall429_opensTheBreaker_andNothingCrashes() throws {
         try writeNotificationConfig()
+        try historyStarted()
         world.simulator.script(notificationHistory: [.rateLimited(retryAfter: "600")])
         let (daemon, _) = try startDaemon()
         XCTAssertTrue(eventually(within: 10) { log(daemon).contains("notifications.history_unavailable") }, log(daemon))
@@ -186,6 +253,7 @@ final class NotificationOrderTests: NotificationTestCase {
 
     func testHistoryCall5xx_isRetriedNextInterval_andThenFindsTheMissedNotification() throws {
         try writeNotificationConfig(historyInterval: 10)
+        try historyStarted()
         world.simulator.script(notificationHistory: [.error(status: 500, code: 5000001)])
         let missed = applePurchase("407", token: buyer)
         XCTAssertNil(try world.simulator.send(missed, to: nil))

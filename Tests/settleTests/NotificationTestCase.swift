@@ -64,9 +64,20 @@ class NotificationTestCase: EndToEndTestCase {
     /// A purchase Apple knows (Get Transaction Info finds it) and a notification about it.
     func applePurchase(_ id: String, type: String = "ONE_TIME_CHARGE", token: String?, product: String? = nil,
                        environment: String = "Production") -> SimulatedNotification {
-        let transaction = world.scriptTransaction(id, product: product, environment: environment, appAccountToken: token)
+        let transaction = world.scriptTransaction(id, product: product, environment: environment, purchaseDateMs: nowMs - 5000,
+                                                  appAccountToken: token)
         // Signed a few seconds ago: sent before settle looks (history windows end at "now", exclusive).
         return SimulatedNotification(type: type, transaction: transaction, bundleId: world.bundleId, signedDateMs: nowMs - 5000)
+    }
+
+    /// Settle read Apple's history before: its first start was `secondsAgo` back, so this start
+    /// catches up from there (a first start reads nothing from before itself).
+    func historyStarted(secondsAgo: Int64 = 60) throws {
+        let ledger = try world.ledger()
+        let start = nowMs - secondsAgo * 1000
+        for environment in ["Production", "Sandbox"] {
+            try ledger.saveNotificationCursor(NotificationCursor(syncedUntilMs: start, startedAtMs: start), environment: environment)
+        }
     }
 
     /// POSTs raw bytes on a fresh connection and returns the status line's code (nil: closed without answer).

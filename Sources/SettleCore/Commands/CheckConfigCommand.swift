@@ -124,9 +124,20 @@ enum CheckConfigCommand {
         lines.append("http: connect timeout \(n(c.http.connectTimeoutSeconds)) s, total timeout \(n(c.http.timeoutSeconds)) s")
         if let metrics = c.metricsFile { lines.append("metrics_file: \(metrics)") }
         if let revoke = c.delivery.revokeCommand { lines.append("delivery.revoke_command: \(revoke.joined(separator: " "))") }
+        if let revoke = c.delivery.revokeURL {
+            // Without any user information a URL may carry: check-config output is shared in tickets.
+            var shown = URLComponents(string: revoke)
+            shown?.user = nil
+            shown?.password = nil
+            lines.append("delivery.webhook.revoke_url: \(shown?.string ?? "(set)")")
+        }
         if let notes = c.notifications {
             lines.append("notifications: POST \(notes.path) on \(notes.listen), body <= \(notes.limits.maxBodyBytes) bytes, timeout \(notes.limits.timeoutSeconds) s, "
-                         + "\(notes.limits.maxConnections) connections, history every \(n(notes.historyIntervalSeconds)) s")
+                         + "\(notes.limits.maxConnections) connections, history every \(n(notes.historyIntervalSeconds)) s"
+                         + (notes.backfillSinceMs.map { ", first catch-up from \(Timestamp.rfc3339(milliseconds: $0))" } ?? ""))
+            if c.delivery.revokeCommand == nil && c.delivery.revokeURL == nil {
+                lines.append("revokes: no revoke route configured; after a refund the revoke waits (settle status ORDER shows it) until one is")
+            }
         }
         if c.consumption.respond {
             lines.append("consumption: answer refund requests, refund_preference \(c.consumption.refundPreference?.rawValue ?? "none")")

@@ -37,7 +37,10 @@ enum EnqueueCommand {
         let userId = try required("--user")
         let productId = try required("--product")
         guard orderId.count <= 200 else { throw CommandFailure(.dataError, "--order: an order id has at most 200 characters") }
-        let transactionId = parsed.value("--transaction")
+        guard !orderId.hasPrefix(Ledger.appleOrderIdPrefix) else {
+            throw CommandFailure(.dataError, "--order: ids starting with \(Ledger.appleOrderIdPrefix) are settle's own, for purchases Apple reports; use an id of the backend's")
+        }
+        var transactionId = parsed.value("--transaction")
         if parsed.value("--receipt-file") == "-" && parsed.value("--signed-transaction-file") == "-" {
             throw UsageError(command: "enqueue", message: "only one of the proofs can be read from standard input")
         }
@@ -49,6 +52,10 @@ enum EnqueueCommand {
         if let transactionId, transactionId.isEmpty || transactionId.count > 64 {
             throw CommandFailure(.dataError, "--transaction: '\(transactionId.prefix(64))' is not an Apple transaction id")
         }
+        // The order is found by its transaction id when Apple's notification of the same purchase
+        // comes: read from the signed transaction (verification still checks the signature and
+        // that the two agree), so app-then-Apple never makes a second order.
+        if transactionId == nil, let signed, let named = Order.transactionId(namedIn: signed) { transactionId = named }
         var token: String? = nil
         if let text = parsed.value("--app-account-token") {
             guard let uuid = UUID(uuidString: text) else {

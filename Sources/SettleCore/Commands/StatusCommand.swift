@@ -65,10 +65,12 @@ enum StatusCommand {
                     throw CommandFailure(.dataError, "no order \(orderId) in the ledger")
                 }
                 let notifications = try (ledger as? Ledger)?.notifications(orderId: orderId) ?? []
+                let revoke = try (ledger as? Ledger)?.revocation(orderId: orderId)
                 context.print(parsed.has("--json")
-                              ? StatusView.json(record.order, history: record.history, notifications: notifications).serialized(pretty: true)
+                              ? StatusView.json(record.order, history: record.history, notifications: notifications,
+                                                revoke: revoke).serialized(pretty: true)
                               : StatusView.text(record.order, history: record.history, notifications: notifications,
-                                                now: context.time.unixSeconds))
+                                                now: context.time.unixSeconds, revoke: revoke))
                 return
             }
             var appleOrder: AppleOrderLookup.Result?

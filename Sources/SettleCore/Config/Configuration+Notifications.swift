@@ -10,6 +10,10 @@ extension Configuration {
         public var limits = NotificationEndpoint.Limits()
         /// How often Get Notification History is asked for what arrived since the last point seen.
         public var historyIntervalSeconds: Double = 3600
+        /// `backfill_since` (RFC 3339): where the first history catch-up starts reading; nil:
+        /// at settle's first start. Purchases made before that first start are reported for a
+        /// person (`backfilled_purchase`), never delivered.
+        public var backfillSinceMs: Int64? = nil
     }
 
     /// Answers to `CONSUMPTION_REQUEST` (Send Consumption Information v2), opt-in.
@@ -38,8 +42,24 @@ extension ConfigurationDecoder {
         notifications.limits.timeoutSeconds = try o.integer("timeout_seconds", default: 10, range: 1...300)
         notifications.limits.maxConnections = try o.integer("max_connections", default: 64, range: 1...10_000)
         notifications.historyIntervalSeconds = try o.number("history_interval_seconds", default: 3600, range: 10...86_400)
+        if let text = try o.string("backfill_since") {
+            guard let ms = Self.rfc3339Milliseconds(text) else {
+                throw ConfigError("\(o.name("backfill_since")): \"\(text)\" is not an RFC 3339 time (like 2026-01-31T00:00:00Z)")
+            }
+            notifications.backfillSinceMs = ms
+        }
         try o.rejectUnknownKeys()
         return notifications
+    }
+
+    /// An RFC 3339 date-time with an offset (fractional seconds allowed) as Unix milliseconds.
+    static func rfc3339Milliseconds(_ text: String) -> Int64? {
+        for options in [ISO8601DateFormatter.Options.withInternetDateTime, [.withInternetDateTime, .withFractionalSeconds]] {
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = options
+            if let date = formatter.date(from: text) { return Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
+        }
+        return nil
     }
 
     func decodeConsumption(_ object: ConfigObject) throws(ConfigError) -> Configuration.ConsumptionConfiguration {

@@ -75,9 +75,12 @@ public struct Configuration: Sendable {
         public var timeoutSeconds: Double
         /// Names of settle's environment variables a delivery command also gets (`delivery.environment`).
         public var environment: [String] = []
-        /// `delivery.revoke_command`: argv of the hook that takes goods back after a refund (a
-        /// webhook gets `event: "revoke"` instead). nil with a command delivery: refunds are recorded only.
+        /// `delivery.revoke_command`: argv of the hook that takes goods back after a refund, for a
+        /// command delivery. nil: revokes wait, "no revoke route configured", until one is.
         public var revokeCommand: [String]? = nil
+        /// `delivery.webhook.revoke_url`: where a webhook delivery POSTs revokes (`event: "revoke"`),
+        /// never the grant URL. nil: revokes wait, "no revoke route configured", until one is.
+        public var revokeURL: String? = nil
         /// `delivery.batch_size`: how many orders one run of the delivery command gets, as JSON
         /// lines, answering one line each (1: one process per order, the plain contract).
         public var batchSize = 1

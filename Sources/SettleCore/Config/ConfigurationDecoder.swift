@@ -194,6 +194,7 @@ struct ConfigurationDecoder {
         let passed = try environmentNames(o.value("environment"))
         let batchSize = try o.integer("batch_size", default: 1, range: 1...1000)
         var revokeCommand: [String]? = nil
+        var revokeURL: String? = nil
         if let value = o.value("revoke_command") {
             guard let items = value.arrayValue, !items.isEmpty,
                   case let .string(program)? = items.first, program.hasPrefix("/") else {
@@ -228,6 +229,14 @@ struct ConfigurationDecoder {
             guard let url = try h.string("url") else { throw ConfigError("delivery.webhook.url: required key is missing") }
             try checkURL(url, name: "delivery.webhook.url")
             let secret = try secretFile(&h, "secret_file")
+            // Revokes go to a URL of their own: a receiver written for grants never sees one.
+            if let revoke = try h.string("revoke_url") {
+                try checkURL(revoke, name: "delivery.webhook.revoke_url")
+                guard revoke != url else {
+                    throw ConfigError("delivery.webhook.revoke_url: must differ from delivery.webhook.url (a grant receiver must never get a revoke)")
+                }
+                revokeURL = revoke
+            }
             try h.rejectUnknownKeys()
             guard passed.isEmpty else { throw ConfigError("delivery.environment: only a delivery.command has an environment") }
             guard batchSize == 1 else { throw ConfigError("delivery.batch_size: only a delivery.command takes batches") }
@@ -235,10 +244,11 @@ struct ConfigurationDecoder {
         }
         try o.rejectUnknownKeys()
         if revokeCommand != nil, case .webhook = method {
-            throw ConfigError("delivery.revoke_command: a webhook delivery gets revokes as event \"revoke\"; drop revoke_command")
+            throw ConfigError("delivery.revoke_command: a webhook delivery posts revokes to delivery.webhook.revoke_url; drop revoke_command")
         }
         var delivery = Configuration.DeliveryConfiguration(method: method, timeoutSeconds: timeout, environment: passed,
                                                            revokeCommand: revokeCommand)
+        delivery.revokeURL = revokeURL
         delivery.batchSize = batchSize
         return delivery
     }

@@ -179,7 +179,10 @@ public final class Daemon: @unchecked Sendable {
     private func syncHistory() {
         guard !stopping.load(ordering: .relaxed), let inbox = reconciler.inbox else { return }
         do {
-            let report = try inbox.syncHistory()
+            // The catch-up runs on the work queue, where the idle watchdog timer cannot fire: it
+            // kicks the watchdog itself after each page, as a pass does after each order.
+            let dog = watchdog
+            let report = try inbox.syncHistory(progress: { dog?.kick() })
             log.info("notifications.history_synced", ["stored": report.stored, "pages": report.pages, "stopped": report.stoppedBecause])
             if report.needsPass { requestPass(force: true) }
         } catch {

@@ -50,7 +50,10 @@ public final class Metrics: Sendable {
     /// One notification received: its type (Apple's, or `unverified`) and what came of it.
     /// `at` is when a new one was stored, for the newest notification's age.
     public func observeNotification(type: String, outcome: String, at: Int64?) {
-        let label = String(type.prefix(64).filter { $0.isLetter || $0.isNumber || $0 == "_" })
+        // A type of no letters (or none at all) still counts, under a name of its own: an empty
+        // label would make the key's first part vanish when it is split for the exposition.
+        let kept = String(type.prefix(64).filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
+        let label = kept.isEmpty ? "unnamed" : kept
         state.withLock { s in
             s.notifications["\(label)|\(outcome)", default: 0] += 1
             if let at { s.newestNotificationAt = max(s.newestNotificationAt ?? at, at) }
@@ -102,7 +105,7 @@ public final class Metrics: Sendable {
         out += "settle_last_pass_timestamp_seconds{\(app)} \(s.lastPassAt ?? 0)\n"
         family("settle_notifications_total", "counter", "App Store Server Notifications received, by type and outcome.")
         for key in s.notifications.keys.sorted() {
-            let parts = key.split(separator: "|", maxSplits: 1).map(String.init)
+            let parts = key.split(separator: "|", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
             out += "settle_notifications_total{\(app),type=\"\(Metrics.labelValue(parts[0]))\",outcome=\"\(Metrics.labelValue(parts[1]))\"} \(s.notifications[key] ?? 0)\n"
         }
         family("settle_newest_notification_age_seconds", "gauge", "Seconds since the newest notification was stored (-1 when none).")

@@ -2,9 +2,15 @@
 /// persisted in the ledger, so a re-delivery after a crash sends the same document; on a
 /// shared (PostgreSQL) ledger it also carries the claim's `fencing_token`, which only grows
 /// from one claim to the next, so a receiver may refuse a call older than one it has seen.
+/// Every document says what it is (`"event": "grant"`; a revoke says `"revoke"`), so a
+/// receiver can refuse events it does not know instead of granting them.
 public enum HookPayload {
+    /// The `event` of a delivery.
+    public static let grantEvent = "grant"
+
     public static func make(order: Order, purchase: VerifiedPurchase, product: Configuration.Product?) -> JSONValue {
         var members: [(String, JSONValue)] = [
+            ("event", .string(grantEvent)),
             ("order_id", .string(order.orderId)),
             ("user_id", .string(order.userId)),
             ("product_id", .string(purchase.productId)),

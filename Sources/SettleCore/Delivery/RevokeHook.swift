@@ -1,20 +1,28 @@
 import Foundation
 
 /// Takes goods back after Apple refunded or revoked a delivered purchase: the operator's
-/// `delivery.revoke_command`, or the delivery webhook with `event: "revoke"`. The idempotency
-/// key is `revoke:<transactionId>`, so a retried or repeated revoke is recognisable. Answers
+/// `delivery.revoke_command`, or a POST with `event: "revoke"` to `delivery.webhook.revoke_url`
+/// (never to the grant URL). The idempotency key is `revoke:<transactionId>` (with `:<round>`
+/// for a refund after a reversed one), so a retried or repeated revoke is recognisable. Answers
 /// read as for deliveries: 0 / 2xx done, 75 / 408, 429, 5xx retry, 65 / other 4xx refused.
 public enum RevokeHook: Sendable {
     case command(CommandHook)
     case webhook(WebhookHook)
 
-    public static func idempotencyKey(transactionId: String) -> String { "revoke:\(transactionId)" }
+    /// The `event` of a revoke.
+    public static let event = "revoke"
+
+    /// `revoke:<txn>` for the first refund; a refund after a reversed one whose revoke may have
+    /// reached the receiver gets `revoke:<txn>:<round>`, so a receiver that deduplicates by key acts on it.
+    public static func idempotencyKey(transactionId: String, round: Int = 1) -> String {
+        round <= 1 ? "revoke:\(transactionId)" : "revoke:\(transactionId):\(round)"
+    }
 
     /// The document the hook receives: the delivery's fields plus what Apple said.
-    public static func payload(order: Order, transactionId: String, product: Configuration.Product?) -> JSONValue {
+    public static func payload(order: Order, transactionId: String, round: Int = 1, product: Configuration.Product?) -> JSONValue {
         let purchase = order.verified
         return .object([
-            ("event", .string("revoke")),
+            ("event", .string(event)),
             ("order_id", .string(order.orderId)),
             ("user_id", .string(order.userId)),
             ("product_id", .string(purchase?.productId ?? order.productId)),
@@ -28,19 +36,19 @@ public enum RevokeHook: Sendable {
             ("refund_kind", .string(order.refund?.kind)),
             ("refund_reason", .string(order.refund?.reason)),
             ("refunded_at", .string(order.refund.map { Timestamp.rfc3339(unixSeconds: $0.at) })),
-            ("idempotency_key", .string(idempotencyKey(transactionId: transactionId))),
+            ("idempotency_key", .string(idempotencyKey(transactionId: transactionId, round: round))),
         ])
     }
 
-    public func revoke(order: Order, transactionId: String) -> DeliveryReport {
-        let key = Self.idempotencyKey(transactionId: transactionId)
+    public func revoke(order: Order, transactionId: String, round: Int = 1) -> DeliveryReport {
+        let key = Self.idempotencyKey(transactionId: transactionId, round: round)
         switch self {
         case let .command(hook):
-            return hook.run(Self.payload(order: order, transactionId: transactionId, product: hook.products[order.productId]),
+            return hook.run(Self.payload(order: order, transactionId: transactionId, round: round, product: hook.products[order.productId]),
                             orderId: order.orderId, idempotencyKey: key)
         case let .webhook(hook):
-            return hook.post(Self.payload(order: order, transactionId: transactionId, product: hook.products[order.productId]).data,
-                             idempotencyKey: key)
+            return hook.post(Self.payload(order: order, transactionId: transactionId, round: round,
+                                          product: hook.products[order.productId]).data, idempotencyKey: key)
         }
     }
 }

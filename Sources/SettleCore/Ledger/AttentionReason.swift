@@ -33,4 +33,8 @@ public enum AttentionReason: String, Sendable, Equatable, CaseIterable {
     /// hook for this order before (a re-delivery, an earlier attempt): delivered by settle, or
     /// granted elsewhere? The order keeps the purchase; a person checks the backend.
     case alreadyGrantedUnclear = "already_granted_unclear"
+    /// The history catch-up found a purchase made before settle first read Apple's history
+    /// (`notifications.backfill_since`): the app's own flow most likely granted it already, so a
+    /// person decides (`settle retry` to deliver it, `settle resolve --as granted_by_hand` if it was).
+    case backfilledPurchase = "backfilled_purchase"
 }

@@ -63,7 +63,7 @@ extension Ledger {
                 var result = IngestResult(outcome: "recorded", orderId: nil, detail: nil, duplicate: false, needsPass: false)
                 if let transaction = notification.transaction {
                     switch notification.effect {
-                    case .purchase: result = try applyPurchase(notification, transaction, rules: rules, now: now)
+                    case .purchase: result = try applyPurchase(notification, transaction, source: source, rules: rules, now: now)
                     case .refund: result = try applyRefund(notification, transaction, now: now)
                     case .refundReversed: result = try applyRefundReversed(notification, transaction, now: now)
                     case .consumptionRequest: result = try queueConsumptionAnswer(notification, transaction, rules: rules, now: now)
@@ -83,10 +83,28 @@ extension Ledger {
 
     /// The order about this transaction: the one holding it, else one that names it.
     private func orderFor(_ transaction: SignedTransaction) throws -> Order? {
-        try database.query("""
+        try ordersAbout(transaction).first
+    }
+
+    /// Every order about this transaction: the one holding its grant first, then those that name
+    /// it, oldest first; then live orders whose only proof is a signed transaction of it (a row
+    /// a backend wrote without `transaction_id`).
+    private func ordersAbout(_ transaction: SignedTransaction) throws -> [Order] {
+        let named = try database.query("""
             SELECT * FROM orders WHERE verified_transaction_id = ? OR transaction_id = ?
-            ORDER BY verified_transaction_id IS NULL, created_at LIMIT 1
-            """, [.text(transaction.transactionId), .text(transaction.transactionId)]).first.map(Order.init(row:))
+            ORDER BY NOT EXISTS (SELECT 1 FROM grants g WHERE g.order_id = orders.order_id), verified_transaction_id IS NULL, created_at
+            """, [.text(transaction.transactionId), .text(transaction.transactionId)]).map(Order.init(row:))
+        let unnamed = try database.query("""
+            SELECT * FROM orders WHERE transaction_id IS NULL AND verified_transaction_id IS NULL AND signed_transaction IS NOT NULL
+            AND state IN ('pending','verifying','delivering','needs_attention') ORDER BY created_at
+            """).map(Order.init(row:)).filter { order in
+            order.signedTransaction.flatMap(Order.transactionId(namedIn:)) == transaction.transactionId
+        }
+        return named + unnamed
+    }
+
+    private func holdsGrant(_ orderId: String) throws -> Bool {
+        try !database.query("SELECT 1 AS held FROM grants WHERE order_id = ?", [.text(orderId)]).isEmpty
     }
 
     private func note(_ orderId: String, _ n: AppleNotification, _ outcome: String, _ detail: String?, now: Int64) throws {
@@ -95,46 +113,106 @@ extension Ledger {
                                                 detail: detail.map { "\(what): \($0)" } ?? what))
     }
 
-    private func applyPurchase(_ n: AppleNotification, _ t: SignedTransaction, rules: NotificationRules, now: Int64) throws -> IngestResult {
-        if let order = try orderFor(t) {
-            // Apple confirmed the purchase an order waits for: settle it now rather than at its backoff.
-            if order.state == .pending {
-                try database.query("UPDATE orders SET next_attempt_at = ?, updated_at = ? WHERE order_id = ?",
-                                   [.integer(now), .integer(now), .text(order.orderId)])
-            }
-            try note(order.orderId, n, "apple_confirmed", "Apple confirmed transaction \(t.transactionId)", now: now)
-            return IngestResult(outcome: "attached", orderId: order.orderId, detail: nil, duplicate: false, needsPass: order.state == .pending)
-        }
+    /// Apple confirms a purchase. It is attached only to the order that holds its grant, or to a
+    /// live order of the purchase's own user that names it; an order of that user rejected
+    /// because Apple did not find the purchase then is re-queued with Apple's signed
+    /// transaction as its new proof. Otherwise the purchase gets its own `apple-<txn>` order, as
+    /// if no order named it: a stranger's order naming a guessed id squats nothing, and the
+    /// grant key still keeps the purchase delivered at most once.
+    private func applyPurchase(_ n: AppleNotification, _ t: SignedTransaction, source: String, rules: NotificationRules,
+                               now: Int64) throws -> IngestResult {
         let confirmed = ConfirmedPurchase(transactionId: t.transactionId, originalTransactionId: t.originalTransactionId,
                                           productId: t.productId, environment: t.environment, quantity: t.quantity,
                                           purchaseDateMs: t.purchaseDateMs, expiresDateMs: t.expiresDateMs, refunded: nil,
                                           isUpgraded: t.isUpgraded, appAccountToken: t.appAccountToken)
         let key = rules.eligibility.grantKey(confirmed)
+        let orders = try ordersAbout(t)
+        if let holder = try database.query("""
+            SELECT o.* FROM grants g JOIN orders o ON o.order_id = g.order_id WHERE g.grant_key = ? OR g.transaction_id = ? LIMIT 1
+            """, [.text(key), .text(t.transactionId)]).first.map(Order.init(row:)) {
+            try note(holder.orderId, n, "apple_confirmed", "Apple confirmed transaction \(t.transactionId), which this order holds", now: now)
+            return IngestResult(outcome: "attached", orderId: holder.orderId, detail: nil, duplicate: false, needsPass: false)
+        }
         let probe = VerifiedPurchase(transactionId: t.transactionId, originalTransactionId: t.originalTransactionId, productId: t.productId,
                                      environment: t.environment, quantity: t.quantity, purchaseDateMs: nil, expiresDateMs: nil, grantKey: key)
         if let holder = try holderOf(probe) {
             return IngestResult(outcome: "already_granted", orderId: nil, detail: "grant key \(key) is held by \(holder.description)",
                                 duplicate: false, needsPass: false)
         }
-        let orderId = "apple-\(t.transactionId)"
+        // The purchase's own user: its token binds to the order's user, or stands for that user.
         let user = try userFor(token: t.appAccountToken, binding: rules.eligibility.binding)
+        let buyers = { (order: Order) in
+            rules.eligibility.binding.verdict(purchaseToken: t.appAccountToken, order: order, proofSigned: true) == .bound
+                || (user != nil && !order.userId.isEmpty && order.userId == user)
+        }
+        if let live = orders.first(where: { $0.state != .finished && $0.state != .rejected && buyers($0) }) {
+            // Apple confirmed the purchase an order waits for: settle it now rather than at its backoff.
+            if live.state == .pending {
+                try database.query("UPDATE orders SET next_attempt_at = ?, updated_at = ? WHERE order_id = ?",
+                                   [.integer(now), .integer(now), .text(live.orderId)])
+            }
+            try note(live.orderId, n, "apple_confirmed", "Apple confirmed transaction \(t.transactionId)", now: now)
+            return IngestResult(outcome: "attached", orderId: live.orderId, detail: nil, duplicate: false, needsPass: live.state == .pending)
+        }
+        if let stale = orders.first(where: { $0.state == .rejected && $0.reason == RejectionReason.transactionNotFound.rawValue && buyers($0) }),
+           let jws = n.signedTransactionInfo {
+            let detail = "Apple confirmed transaction \(t.transactionId), which it had not found for this order: pending again, "
+                + "with Apple's signed transaction as its new proof"
+                + (stale.signedTransaction.map { "; previous signed transaction sha256 \(SHA256.hex(Data($0.utf8)))" } ?? "")
+            try database.query("""
+                UPDATE orders SET signed_transaction = ?, state = 'pending', attempts = 0, next_attempt_at = ?, reason = NULL,
+                       last_error = NULL, finished_at = NULL, updated_at = ? WHERE order_id = ?
+                """, [.text(jws), .integer(now), .integer(now), .text(stale.orderId)])
+            try note(stale.orderId, n, "requeued", detail, now: now)
+            return IngestResult(outcome: "requeued", orderId: stale.orderId, detail: detail, duplicate: false, needsPass: true)
+        }
+        let orderId = Ledger.appleOrderId(t.transactionId)
+        if orders.contains(where: { $0.orderId == orderId }) {
+            try note(orderId, n, "apple_confirmed", "Apple confirmed transaction \(t.transactionId) again", now: now)
+            return IngestResult(outcome: "attached", orderId: orderId, detail: nil, duplicate: false, needsPass: false)
+        }
+        let purchased = t.purchaseDateMs.map { Timestamp.rfc3339(milliseconds: $0) } ?? "at an unknown time"
         var state = OrderState.pending
         var reason: String? = nil
         var error: String? = nil
+        var outcome = "order_created"
+        let started = source == "history"
+            ? try database.query("SELECT started_at_ms FROM notification_cursor WHERE environment = ?", [.text(n.environment)])
+                .first?.int("started_at_ms")
+            : nil
+        let backfilled = started.map { (t.purchaseDateMs ?? n.signedDateMs ?? 0) < $0 } ?? false
         if user == nil {
             state = .needsAttention
             reason = AttentionReason.unclaimedPurchase.rawValue
+            outcome = "unclaimed"
             let token = t.appAccountToken.map { "appAccountToken \($0) maps to no user (user_binding)" } ?? "the purchase carries no appAccountToken"
-            error = "Apple reported \(t.productId) transaction \(t.transactionId) (\(t.environment), purchased "
-                + (t.purchaseDateMs.map { Timestamp.rfc3339(milliseconds: $0) } ?? "at an unknown time")
-                + ") that no backend enqueued, and \(token); find the buyer and run: settle assign \(orderId) --user USER_ID"
+            // Orders that name the transaction but cannot be tied to its buyer: support's first lead.
+            let naming = orders.prefix(3).map { "\($0.orderId) (user \($0.userId), \($0.state.rawValue))" }
+            error = "Apple reported \(t.productId) transaction \(t.transactionId) (\(t.environment), purchased \(purchased)) that no backend "
+                + "enqueued for its buyer, and \(token); "
+                + (naming.isEmpty ? "" : "orders naming it that nothing ties to the buyer: \(naming.joined(separator: ", ")) "
+                    + "(if one of them is the buyer's and delivers it, assigning this one ends already_granted); ")
+                + (backfilled ? "it was made before settle first read Apple's history, so the app may have granted it already: "
+                    + "if it did, settle resolve \(orderId) --as granted_by_hand; else find the buyer and run: "
+                    : "find the buyer and run: ")
+                + "settle assign \(orderId) --user USER_ID"
         } else if rules.eligibility.products[t.productId] == nil {
             // A product missing from the configuration is settle's gap, not a reason to forget a
             // paid purchase: the order waits for a person (add the product, then settle retry).
             state = .needsAttention
             reason = AttentionReason.unknownProduct.rawValue
+            outcome = "unknown_product"
             error = "Apple reported transaction \(t.transactionId) of product \(t.productId), which is not in the configuration's "
                 + "products; add it, then run: settle retry \(orderId)"
+        } else if backfilled, let user, let started {
+            // Catch-up found a purchase made before settle first listened: the app's own flow
+            // most likely granted it. Only a person can tell; settle never guesses.
+            state = .needsAttention
+            reason = AttentionReason.backfilledPurchase.rawValue
+            outcome = "backfilled"
+            error = "Apple's history lists \(t.productId) transaction \(t.transactionId) of user \(user) (\(t.environment), purchased "
+                + "\(purchased)), made before settle first read Apple's history (\(Timestamp.rfc3339(milliseconds: started))): "
+                + "the app may have granted it already. If it did: settle resolve \(orderId) --as granted_by_hand; if not: settle retry \(orderId)"
         }
         try database.query("""
             INSERT INTO orders(order_id, user_id, product_id, transaction_id, signed_transaction, app_account_token, state, reason,
@@ -142,9 +220,8 @@ extension Ledger {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'apple_notification', ?, ?, ?)
             """, [.text(orderId), .text(user ?? ""), .text(t.productId), .text(t.transactionId), .from(n.signedTransactionInfo),
                   .from(t.appAccountToken), .text(state.rawValue), .from(reason), .from(error), .integer(now), .integer(now), .integer(now)])
-        let outcome = state == .pending ? "order_created" : reason == AttentionReason.unknownProduct.rawValue ? "unknown_product" : "unclaimed"
         try note(orderId, n, state == .pending ? "order_created" : reason ?? outcome,
-                 state == .pending ? user.map { "Apple reported transaction \(t.transactionId) that no backend enqueued; order created for user \($0)" } : error,
+                 error ?? user.map { "Apple reported transaction \(t.transactionId) that no backend enqueued; order created for user \($0)" },
                  now: now)
         return IngestResult(outcome: outcome, orderId: orderId, detail: error, duplicate: false, needsPass: state == .pending)
     }
@@ -165,35 +242,78 @@ extension Ledger {
             """, [.text(token)]).first?.string("user_id")
     }
 
+    /// Apple took the purchase back. Every order about it learns so: one that never reached the
+    /// hook is never delivered; one that was delivered, or whose delivery's outcome is unknown
+    /// (it holds its grant: the hook timed out, settle died during it), owes a revoke.
     private func applyRefund(_ n: AppleNotification, _ t: SignedTransaction, now: Int64) throws -> IngestResult {
-        guard let order = try orderFor(t) else {
+        let orders = try ordersAbout(t)
+        guard let first = orders.first else {
             return IngestResult(outcome: "no_order", orderId: nil, detail: "settle holds no order for transaction \(t.transactionId)",
                                 duplicate: false, needsPass: false)
         }
-        try database.query("UPDATE orders SET refunded_at = ?, refund_kind = ?, refund_reason = ?, updated_at = ? WHERE order_id = ?",
-                           [.integer(now), .text(n.type), .from(n.revocationReason), .integer(now), .text(order.orderId)])
         let why = "Apple \(n.type == "REVOKE" ? "revoked" : "refunded") transaction \(t.transactionId)"
             + (n.revocationReason.map { " (revocationReason \($0))" } ?? "")
-        var outcome: String
+        var outcomes: [String: String] = [:]
         var needsPass = false
-        switch order.state {
-        case .pending, .needsAttention:
-            try finalize(order.orderId, state: .rejected, reason: RejectionReason.refunded.rawValue,
-                         error: "\(why) before it was delivered; it will never be delivered", environment: nil, now: now)
-            outcome = "never_delivered"
-        case .verifying, .rejected:
-            // A verification in flight sees the refund when it records its result (recordVerified).
-            outcome = "refund_recorded"
-        case .delivering, .finished:
-            try database.query("""
-                INSERT OR IGNORE INTO revocations(transaction_id, order_id, kind, next_attempt_at, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?)
-                """, [.text(t.transactionId), .text(order.orderId), .text(n.type), .integer(now), .integer(now), .integer(now)])
-            outcome = "revoke_queued"
-            needsPass = true
+        for order in orders {
+            try database.query("UPDATE orders SET refunded_at = ?, refund_kind = ?, refund_reason = ?, updated_at = ? WHERE order_id = ?",
+                               [.integer(now), .text(n.type), .from(n.revocationReason), .integer(now), .text(order.orderId)])
+            let held = try holdsGrant(order.orderId)
+            var outcome: String
+            var detail = why
+            switch order.state {
+            case .verifying:
+                // A verification in flight sees the refund when it records its result (recordVerified).
+                outcome = "refund_recorded"
+            case .delivering, .finished:
+                outcome = try queueRevocation(t.transactionId, order: order.orderId, kind: n.type, now: now)
+            case .pending, .needsAttention, .rejected:
+                if held {
+                    // The hook ran (or may have) and its outcome is unknown: take the goods back
+                    // anyway; a receiver that never granted them answers the revoke as done.
+                    if order.state != .rejected {
+                        try finalize(order.orderId, state: .rejected, reason: RejectionReason.refunded.rawValue,
+                                     error: "\(why); the delivery's outcome was not known, so a revoke is sent; it will never be delivered",
+                                     environment: nil, now: now)
+                    }
+                    detail += "; the delivery's outcome is unknown, so the goods are revoked"
+                    outcome = try queueRevocation(t.transactionId, order: order.orderId, kind: n.type, now: now)
+                } else if order.state == .rejected {
+                    outcome = "refund_recorded"
+                } else {
+                    try finalize(order.orderId, state: .rejected, reason: RejectionReason.refunded.rawValue,
+                                 error: "\(why) before it was delivered; it will never be delivered", environment: nil, now: now)
+                    outcome = "never_delivered"
+                }
+            }
+            needsPass = needsPass || outcome == "revoke_queued"
+            outcomes[order.orderId] = outcome
+            try note(order.orderId, n, outcome, detail, now: now)
         }
-        try note(order.orderId, n, outcome, why, now: now)
-        return IngestResult(outcome: outcome, orderId: order.orderId, detail: why, duplicate: false, needsPass: needsPass)
+        return IngestResult(outcome: outcomes[first.orderId] ?? "refund_recorded", orderId: first.orderId, detail: why,
+                            duplicate: false, needsPass: needsPass)
+    }
+
+    /// Owes a revoke of the transaction. A revoke already owed or done for this refund is kept
+    /// as it is; one cancelled by a reversed refund is owed again (under a new key when an
+    /// earlier round may have reached the hook).
+    private func queueRevocation(_ transactionId: String, order orderId: String, kind: String, now: Int64) throws -> String {
+        let row = try database.query("SELECT state FROM revocations WHERE transaction_id = ?", [.text(transactionId)]).first
+        switch row?.string("state") {
+        case nil:
+            try database.query("""
+                INSERT INTO revocations(transaction_id, order_id, kind, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+                """, [.text(transactionId), .text(orderId), .text(kind), .integer(now), .integer(now), .integer(now)])
+            return "revoke_queued"
+        case "cancelled":
+            try database.query("""
+                UPDATE revocations SET state = 'pending', order_id = ?, kind = ?, attempts = 0, next_attempt_at = ?, last_error = NULL,
+                       updated_at = ? WHERE transaction_id = ?
+                """, [.text(orderId), .text(kind), .integer(now), .integer(now), .text(transactionId)])
+            return "revoke_queued"
+        default:
+            return "revoke_already_queued"
+        }
     }
 
     private func applyRefundReversed(_ n: AppleNotification, _ t: SignedTransaction, now: Int64) throws -> IngestResult {
@@ -202,27 +322,37 @@ extension Ledger {
         }
         try database.query("UPDATE orders SET refunded_at = NULL, refund_kind = NULL, refund_reason = NULL, updated_at = ? WHERE order_id = ?",
                            [.integer(now), .text(order.orderId)])
-        let cancelled = try database.query("""
-            UPDATE revocations SET state = 'cancelled', updated_at = ? WHERE transaction_id = ? AND state = 'pending' RETURNING 1 AS n
-            """, [.integer(now), .text(t.transactionId)]).count
-        let revoked = try !database.query("SELECT 1 AS n FROM revocations WHERE transaction_id = ? AND state = 'revoked'",
-                                          [.text(t.transactionId)]).isEmpty
+        let revocation = try database.query("SELECT state, attempts FROM revocations WHERE transaction_id = ?", [.text(t.transactionId)]).first
         var outcome = "refund_reversed"
         var detail = "Apple reversed the refund of transaction \(t.transactionId)"
         var needsPass = false
-        if cancelled > 0 {
-            outcome = "revoke_cancelled"
-            detail += "; the revoke was not sent yet and is cancelled"
-        } else if revoked {
-            outcome = "regrant_needed"
-            detail += "; the revoke hook already took the goods back: grant them again by hand"
-        } else if order.state == .rejected && order.reason == RejectionReason.refunded.rawValue {
+        // The revoke is no longer owed. When it may have reached the hook, a later refund's
+        // revoke gets a round (and key) of its own, so a receiver that saw this one acts again.
+        let state = revocation?.string("state")
+        let reached = state == "revoked" || state == "needs_attention" || (revocation?.int("attempts") ?? 0) > 0
+        if let state, state != "cancelled" {
+            try database.query("""
+                UPDATE revocations SET state = 'cancelled', round = round + ?, last_error = 'Apple reversed the refund', updated_at = ?
+                WHERE transaction_id = ?
+                """, [.integer(reached ? 1 : 0), .integer(now), .text(t.transactionId)])
+            if state == "revoked" {
+                outcome = "regrant_needed"
+                detail += "; the revoke hook already took the goods back: grant them again by hand"
+            } else if reached {
+                outcome = "regrant_needed"
+                detail += "; a revoke was attempted and its outcome is not known: check whether the goods were taken back"
+            } else {
+                outcome = "revoke_cancelled"
+                detail += "; the revoke was not sent yet and is cancelled"
+            }
+        }
+        if order.state == .rejected && order.reason == RejectionReason.refunded.rawValue {
             try database.query("""
                 UPDATE orders SET state = 'pending', attempts = 0, next_attempt_at = ?, reason = NULL, last_error = NULL, updated_at = ?
                 WHERE order_id = ?
                 """, [.integer(now), .integer(now), .text(order.orderId)])
-            outcome = "requeued"
-            detail += "; the order, never delivered, is pending again"
+            if outcome == "refund_reversed" { outcome = "requeued" }
+            detail += "; the order is pending again"
             needsPass = true
         }
         try note(order.orderId, n, outcome, detail, now: now)
@@ -244,6 +374,56 @@ extension Ledger {
                   .integer(now + Ledger.consumptionDeadlineSeconds), .integer(now)])
         if let order { try note(order.orderId, n, "refund_requested", "the customer asked for a refund\(reason); answering Apple", now: now) }
         return IngestResult(outcome: "answer_queued", orderId: order?.orderId, detail: nil, duplicate: false, needsPass: true)
+    }
+
+    /// Order ids settle makes from Apple's notifications; a backend may not use them.
+    public static let appleOrderIdPrefix = "apple-"
+
+    static func appleOrderId(_ transactionId: String) -> String { appleOrderIdPrefix + transactionId }
+
+    /// Stores a verified notification whose effect could not be applied (a write about it failed:
+    /// a row a backend broke, a constraint) without its effect, `not_applied` with the error, so
+    /// the history catch-up moves on and a person sees it (`settle status --notification UUID`).
+    /// Throws when even that cannot be written: the ledger itself is failing.
+    public func recordUnapplied(_ notification: AppleNotification, source: String, error: String) throws(LedgerError) {
+        let now = time.unixSeconds
+        _ = try locked { () throws(LedgerError) in
+            try write {
+                try database.query("""
+                    INSERT OR IGNORE INTO notifications(uuid, type, subtype, environment, signed_date_ms, transaction_id,
+                                                        original_transaction_id, source, received_at, outcome, detail, payload)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'not_applied', ?, ?)
+                    """, [.text(notification.uuid), .text(notification.type), .from(notification.subtype), .text(notification.environment),
+                          .from(notification.signedDateMs), .from(notification.transaction?.transactionId),
+                          .from(notification.transaction?.originalTransactionId), .text(source), .integer(now),
+                          .text("its effect could not be written to the ledger: \(error); a person must apply it"),
+                          .text(notification.signedPayload)])
+            }
+        }
+    }
+
+    /// Pending rows a backend wrote under an id settle keeps for Apple's notifications
+    /// (`apple-...`, with no notification behind it): `needs_attention` (`row_invalid`), never
+    /// verified, so they cannot squat the order a notification of that purchase creates.
+    public func quarantineReservedOrderIds() throws(LedgerError) -> [String] {
+        let now = time.unixSeconds
+        return try locked { () throws(LedgerError) in
+            try write {
+                let reserved = try userVersion() >= 5 ? "AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.order_id = orders.order_id)" : ""
+                let ids = try database.query("""
+                    UPDATE orders SET state = 'needs_attention', reason = 'row_invalid',
+                           last_error = 'order ids starting with apple- are settle''s own, for purchases Apple reports; '
+                                        || 'enqueue this order under an id of the backend''s and resolve this one', updated_at = ?
+                    WHERE state = 'pending' AND typeof(order_id) = 'text' AND substr(order_id, 1, 6) = 'apple-' \(reserved)
+                    RETURNING order_id
+                    """, [.integer(now)]).compactMap { $0.string("order_id") }
+                for id in ids {
+                    try appendHistory(id, HistoryEntry(at: now, kind: .verification, outcome: "needs_attention",
+                                                       detail: "row_invalid: an order id starting with apple- written by a backend"))
+                }
+                return ids
+            }
+        }
     }
 
     /// `settle assign`: an unclaimed purchase gets its buyer and is due now.
@@ -289,6 +469,17 @@ extension Ledger {
     public func newestNotificationAt() throws(LedgerError) -> Int64? {
         guard try schemaVersion() >= 5 else { return nil }
         return try read { try database.query("SELECT max(received_at) AS newest FROM notifications").first?.int("newest") }
+    }
+}
+
+extension Order {
+    /// The `transactionId` a signed transaction's payload claims, unverified: a lookup key only
+    /// (verification checks the signature, and that it agrees with the order).
+    public static func transactionId(namedIn jws: String) -> String? {
+        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let payload = Base64URL.decode(parts[1]), let json = try? JSONValue.parse(payload),
+              case let .string(id)? = json["transactionId"], !id.isEmpty, id.count <= 64 else { return nil }
+        return id
     }
 }
 

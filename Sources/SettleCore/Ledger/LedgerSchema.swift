@@ -218,5 +218,12 @@ public enum LedgerSchema {
         ALTER TABLE history_v4 RENAME TO history;
         CREATE INDEX history_order ON history(order_id, id);
         """,
+        // 6: where Get Notification History began in each environment (a purchase older than
+        // that is reported for a person, not delivered), and the round of a revoke (a refund
+        // after a reversed one is revoked again, under a key of its own).
+        """
+        ALTER TABLE notification_cursor ADD COLUMN started_at_ms INTEGER;
+        ALTER TABLE revocations ADD COLUMN round INTEGER NOT NULL DEFAULT 1;
+        """,
     ]
 }

@@ -7,7 +7,8 @@ public struct HistorySyncReport: Sendable, Equatable {
     public var pages = 0
     /// Some stored notification left work for a pass.
     public var needsPass = false
-    /// Why it stopped early (Apple unavailable, the breaker open), nil when it read everything.
+    /// Why it stopped early (Apple unavailable, the breaker open, a notification our verifier
+    /// refused or the ledger could not store), nil when it read everything.
     public var stoppedBecause: String?
 }
 
@@ -22,7 +23,9 @@ extension NotificationInbox {
     /// Pages read per environment per catch-up; the cursor keeps the place for the next one.
     static let maxPagesPerSync = 50
 
-    public func syncHistory() throws(LedgerError) -> HistorySyncReport {
+    /// Reads what Apple sent since the last point seen. `progress` is called after each page
+    /// (the daemon kicks its watchdog there: a long catch-up is work, not a hang).
+    public func syncHistory(progress: () -> Void = {}) throws(LedgerError) -> HistorySyncReport {
         var report = HistorySyncReport()
         guard let api else { return report }
         let before = try ledger.appleBreaker()
@@ -35,6 +38,19 @@ extension NotificationInbox {
         environments: for environment in ["Production"] + (acceptSandbox ? ["Sandbox"] : []) {
             var cursor = try ledger.notificationCursor(environment: environment)
             let nowMs = ledger.time.unixSeconds * 1000
+            if cursor == NotificationCursor() {
+                // The first start: history begins now (what the app granted before settle is not
+                // settle's), or at notifications.backfill_since; purchases older than now that
+                // catch-up finds are reported for a person, never delivered.
+                let since = backfillSinceMs.map { min($0, nowMs) } ?? nowMs
+                cursor = NotificationCursor(syncedUntilMs: since, startedAtMs: nowMs)
+                try ledger.saveNotificationCursor(cursor, environment: environment)
+                log.info("notifications.history_started", ["environment": environment, "since": Timestamp.rfc3339(milliseconds: since),
+                                                           "backfill": backfillSinceMs != nil])
+                if since >= nowMs { continue environments }
+                cursor.windowStartMs = max(nowMs - Self.retentionMs(environment), since)
+                cursor.windowEndMs = nowMs
+            }
             if cursor.windowStartMs == nil || cursor.windowEndMs == nil {
                 let oldest = nowMs - Self.retentionMs(environment)
                 cursor.windowStartMs = max(oldest, (cursor.syncedUntilMs ?? oldest) - Self.overlapMs)
@@ -46,6 +62,7 @@ extension NotificationInbox {
                 let result = api.notificationHistory(environment: environment, startMs: cursor.windowStartMs!, endMs: cursor.windowEndMs!,
                                                      paginationToken: cursor.paginationToken)
                 report.pages += 1
+                progress()
                 switch result {
                 case let .ok(page):
                     breaker.recordAnswer()
@@ -54,8 +71,24 @@ extension NotificationInbox {
                         case let .stored(result):
                             if !result.duplicate { report.stored += 1 }
                             report.needsPass = report.needsPass || result.needsPass
-                        case .refused: continue
-                        case let .notStored(message): throw LedgerError.invalid("a notification from history was not stored: \(message)")
+                        case let .refused(failure):
+                            // Apple's own history, read over its authenticated API: a refusal means
+                            // our verifier is wrong (roots, clock, configuration). Skipping would lose
+                            // the notification for ever, so the cursor stays and the next interval
+                            // reads this page again.
+                            report.stoppedBecause = "settle's verifier refused a notification from Apple's history (\(failure.code)); "
+                                + "the catch-up stops here and tries again next interval"
+                            log.error("notifications.history_refused", ["environment": environment, "reason": failure.code,
+                                                                        "detail": "\(failure)",
+                                                                        "effect": "catch-up stopped, its place kept; check the roots and the clock"])
+                            continue environments
+                        case let .notStored(message):
+                            // Not even a record of it could be written: the ledger is failing. Keep
+                            // the place; the next interval tries again.
+                            report.stoppedBecause = "a notification from history could not be stored: \(message)"
+                            log.error("notifications.history_not_stored", ["environment": environment, "error": message,
+                                                                           "effect": "catch-up stopped, its place kept"])
+                            break environments
                         }
                     }
                     if page.hasMore, let token = page.paginationToken {
@@ -63,7 +96,7 @@ extension NotificationInbox {
                         try ledger.saveNotificationCursor(cursor, environment: environment)
                         continue
                     }
-                    cursor = NotificationCursor(syncedUntilMs: cursor.windowEndMs)
+                    cursor = NotificationCursor(syncedUntilMs: cursor.windowEndMs, startedAtMs: cursor.startedAtMs)
                     try ledger.saveNotificationCursor(cursor, environment: environment)
                     continue environments
                 case .paginationExpired where !restarted:

@@ -12,26 +12,31 @@ extension NotificationInbox {
         (try runRevocations(), try answerConsumptionRequests())
     }
 
+    /// Why a revoke waits when no route for revokes is configured.
+    static let noRevokeRoute = "no revoke route configured (delivery.revoke_command, or delivery.webhook.revoke_url for a webhook)"
+
     private func runRevocations() throws(LedgerError) -> Int {
         var done = 0
         for (job, order) in try ledger.dueRevocations(limit: Self.batch) {
             let now = ledger.time.unixSeconds
+            let key = RevokeHook.idempotencyKey(transactionId: job.transactionId, round: job.round)
             guard let revokeHook else {
-                try ledger.recordRevocation(job, state: "needs_attention", error: "no revoke hook is configured (delivery.revoke_command)",
-                                            nextAttemptAt: now, history: HistoryEntry(at: now, kind: .revoke, outcome: "needs_attention",
-                                            detail: "Apple took transaction \(job.transactionId) back; no revoke hook is configured, take the goods back by hand"))
-                log.error("order.revoke_unconfigured", ["order": order.orderId, "transaction": job.transactionId])
+                // Never to the grant route: the revoke waits, pending, and runs once a route is configured.
+                guard job.lastError != Self.noRevokeRoute else { continue }
+                try ledger.recordRevocationWaiting(job, reason: Self.noRevokeRoute, history: HistoryEntry(
+                    at: now, kind: .revoke, outcome: "waiting",
+                    detail: "Apple took transaction \(job.transactionId) back; the revoke (key \(key)) waits: \(Self.noRevokeRoute)"))
+                log.error("order.revoke_waiting", ["order": order.orderId, "transaction": job.transactionId, "why": Self.noRevokeRoute])
                 continue
             }
-            let report = revokeHook.revoke(order: order, transactionId: job.transactionId)
+            let report = revokeHook.revoke(order: order, transactionId: job.transactionId, round: job.round)
             var entry = HistoryEntry(at: now, kind: .revoke, outcome: "", hookExit: report.exitCode, durationMs: report.durationMs,
-                                     detail: report.output.isEmpty ? "key \(RevokeHook.idempotencyKey(transactionId: job.transactionId))" : report.output)
+                                     detail: report.output.isEmpty ? "key \(key)" : report.output)
             switch report.outcome {
             case .delivered, .alreadyGranted:
                 entry.outcome = "revoked"
                 try ledger.recordRevocation(job, state: "revoked", error: nil, nextAttemptAt: now, history: entry)
-                log.info("order.revoked", ["order": order.orderId, "transaction": job.transactionId,
-                                           "idempotency_key": RevokeHook.idempotencyKey(transactionId: job.transactionId)])
+                log.info("order.revoked", ["order": order.orderId, "transaction": job.transactionId, "idempotency_key": key])
                 done += 1
             case let .retry(message), let .cannotStart(message):
                 entry.outcome = "retry"
@@ -48,37 +53,60 @@ extension NotificationInbox {
         return done
     }
 
-    /// The Send Consumption Information v2 body from the ledger's facts: delivered or not.
+    /// The Send Consumption Information v2 body for a purchase the ledger shows delivered: the
+    /// only answer settle ever sends (nothing is sent when it does not know).
     /// https://developer.apple.com/documentation/appstoreserverapi/consumptionrequest
-    func consumptionBody(order: Order?) -> JSONValue {
-        let delivered = order?.state == .finished && order?.refund == nil
+    func deliveredConsumptionBody() -> JSONValue {
+        // How much of a delivered purchase was used is the operator's knowledge, not the
+        // ledger's, so consumptionPercentage is left out.
         var members: [(String, JSONValue)] = [
             ("customerConsented", .bool(true)),
-            ("deliveryStatus", .string(delivered ? "DELIVERED" : "UNDELIVERED_OTHER")),
+            ("deliveryStatus", .string("DELIVERED")),
             ("sampleContentProvided", .bool(consumption.sampleContentProvided)),
         ]
-        // Apple requires 0 for anything not delivered; how much of a delivered purchase was used
-        // is the operator's knowledge, not the ledger's, so it is left out then.
-        if !delivered { members.append(("consumptionPercentage", .number(0))) }
         if let preference = consumption.refundPreference { members.append(("refundPreference", .string(preference.rawValue))) }
         return .object(members)
     }
 
+    /// How long an answer waits for an order still being settled before it looks again.
+    static let evidenceRecheckSeconds: Int64 = 600
+
     private func answerConsumptionRequests() throws(LedgerError) -> Int {
         guard let api else { return 0 }
         var done = 0
-        for (job, order) in try ledger.dueConsumptionAnswers(limit: Self.batch) {
+        for (job, _) in try ledger.dueConsumptionAnswers(limit: Self.batch) {
             let now = ledger.time.unixSeconds
-            let body = consumptionBody(order: order)
-            let text = body.serialized()
             var entry = HistoryEntry(at: now, kind: .consumption, outcome: "", environment: job.environment,
-                                     detail: "answer to refund request \(job.notificationUUID): \(text)")
+                                     detail: "answer to refund request \(job.notificationUUID)")
             guard now < job.deadlineAt else {
-                entry.outcome = "failed"
-                try ledger.recordConsumptionAnswer(job, state: "failed", body: text, appleStatus: nil, error: "past Apple's 12-hour deadline",
+                entry.outcome = "not_answered"
+                entry.detail = (entry.detail ?? "") + ": no answer sent; past Apple's 12-hour deadline"
+                try ledger.recordConsumptionAnswer(job, state: "failed", body: "", appleStatus: nil, error: "past Apple's 12-hour deadline",
                                                    nextAttemptAt: now, history: entry)
+                log.warning("consumption.not_answered", ["transaction": job.transactionId, "why": "past Apple's 12-hour deadline"])
                 continue
             }
+            let evidence = try ledger.deliveryEvidence(transactionId: job.transactionId)
+            switch evidence {
+            case let .inFlight(why):
+                // Not known yet, perhaps soon: look again before the deadline, send nothing now.
+                try ledger.postponeConsumptionAnswer(job, until: min(now + Self.evidenceRecheckSeconds, job.deadlineAt - 1), why: why)
+                continue
+            case let .unknown(why):
+                // Settle cannot show whether it was delivered: no answer is better than a wrong one
+                // (Apple weighs "undelivered" toward a refund).
+                entry.outcome = "not_answered"
+                entry.detail = (entry.detail ?? "") + ": no answer sent: \(why)"
+                try ledger.recordConsumptionAnswer(job, state: "failed", body: "", appleStatus: nil, error: "no answer sent: \(why)",
+                                                   nextAttemptAt: now, history: entry)
+                log.warning("consumption.not_answered", ["transaction": job.transactionId, "order": job.orderId, "why": why])
+                continue
+            case .delivered:
+                break
+            }
+            let body = deliveredConsumptionBody()
+            let text = body.serialized()
+            entry.detail = (entry.detail ?? "") + ": \(text)"
             switch api.sendConsumptionInformation(transactionId: job.transactionId, environment: job.environment, body: body) {
             case .ok:
                 entry.outcome = "answered"

@@ -13,13 +13,16 @@ public final class NotificationInbox: Sendable {
     public let revokeHook: RevokeHook?
     public let consumption: Configuration.ConsumptionConfiguration
     public let acceptSandbox: Bool
+    /// `notifications.backfill_since` (ms): where the first history catch-up starts; nil: at the first start.
+    public let backfillSinceMs: Int64?
     public let policy: RetryPolicy
     public let log: Log
     public let metrics: Metrics?
 
     public init(ledger: Ledger, verifier: SignedDataVerifier, rules: NotificationRules, api: AppStoreServerClient?, revokeHook: RevokeHook?,
                 consumption: Configuration.ConsumptionConfiguration, acceptSandbox: Bool,
-                policy: RetryPolicy, log: Log, metrics: Metrics?) {
+                policy: RetryPolicy, log: Log, metrics: Metrics?, backfillSinceMs: Int64? = nil) {
+        self.backfillSinceMs = backfillSinceMs
         self.ledger = ledger
         self.verifier = verifier
         self.rules = rules
@@ -61,8 +64,24 @@ public final class NotificationInbox: Sendable {
                 }
                 return .stored(result)
             } catch {
-                log.error("notification.not_stored", ["uuid": notification.uuid, "error": "\(error)"])
-                return .notStored("\(error)")
+                // From the endpoint, a 5xx makes Apple send it again (and history has it later).
+                // From history, nobody sends it again: kept without its effect, for a person, so
+                // one notification the ledger cannot apply never blocks the catch-up for ever.
+                guard source == "history" else {
+                    log.error("notification.not_stored", ["uuid": notification.uuid, "error": "\(error)"])
+                    return .notStored("\(error)")
+                }
+                do {
+                    try ledger.recordUnapplied(notification, source: source, error: "\(error)")
+                } catch let second {
+                    log.error("notification.not_stored", ["uuid": notification.uuid, "error": "\(error)", "then": "\(second)"])
+                    return .notStored("\(second)")
+                }
+                metrics?.observeNotification(type: notification.type, outcome: "not_applied", at: ledger.time.unixSeconds)
+                log.error("notification.not_applied", ["uuid": notification.uuid, "type": notification.type, "source": source,
+                                                       "transaction": notification.transaction?.transactionId, "error": "\(error)",
+                                                       "action": "settle status --notification \(notification.uuid); apply it by hand"])
+                return .stored(IngestResult(outcome: "not_applied", orderId: nil, detail: "\(error)", duplicate: false, needsPass: false))
             }
         }
     }

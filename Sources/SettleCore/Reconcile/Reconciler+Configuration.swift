@@ -63,7 +63,12 @@ extension Reconciler {
                                       connectTimeoutSeconds: configuration.http.connectTimeoutSeconds,
                                       products: configuration.products, time: ledger.time)
             deliverer = webhook
-            revokeHook = .webhook(webhook)
+            // Revokes never go to the grant URL: only to a revoke URL of their own, when configured.
+            revokeHook = configuration.delivery.revokeURL.map { revokeURL in
+                var revoke = webhook
+                revoke.url = revokeURL
+                return .webhook(revoke)
+            }
         }
         let policy = RetryPolicy(configuration.schedule, random: random)
         // App Store Server Notifications keep their tables in the SQLite ledger; on PostgreSQL
@@ -78,7 +83,8 @@ extension Reconciler {
                                          appAppleId: configuration.serverAPI?.appAppleId),
             rules: NotificationRules(eligibility: eligibility, answerConsumptionRequests: configuration.consumption.respond),
             api: api, revokeHook: revokeHook, consumption: configuration.consumption,
-            acceptSandbox: configuration.acceptSandbox, policy: policy, log: log, metrics: metrics) }
+            acceptSandbox: configuration.acceptSandbox, policy: policy, log: log, metrics: metrics,
+            backfillSinceMs: configuration.notifications?.backfillSinceMs) }
         return Reconciler(configuration: configuration, ledger: ledger,
                           verifier: ProofRouter(receipts: receipts, storeKit: storeKit, products: products),
                           deliverer: deliverer, policy: policy, log: log, metrics: metrics, inbox: inbox)

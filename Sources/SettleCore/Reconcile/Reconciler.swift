@@ -55,6 +55,9 @@ public final class Reconciler: Sendable {
         for id in try ledger.quarantineMalformedRows() {
             log.error("order.needs_attention", ["order": id, "reason": AttentionReason.rowInvalid.rawValue])
         }
+        for id in try (ledger as? Ledger)?.quarantineReservedOrderIds() ?? [] {
+            log.error("order.needs_attention", ["order": id, "reason": AttentionReason.rowInvalid.rawValue, "why": "reserved order id"])
+        }
         let rescued = try ledger.rescue(owner: owner)
         for id in rescued.requeued { log.warning("order.rescued", ["order": id, "to": "pending"]) }
         for id in rescued.redeliver { log.warning("order.rescued", ["order": id, "to": "redeliver"]) }

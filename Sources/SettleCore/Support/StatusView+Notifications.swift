@@ -39,15 +39,32 @@ extension StatusView {
             .joined(separator: "\n") + "\n"
     }
 
-    /// The order view with its notifications added.
-    public static func json(_ order: Order, history: [HistoryEntry], notifications: [NotificationRecord]) -> JSONValue {
+    /// The revoke owed for an order after a refund: its state, key, attempts and why it waits or failed.
+    public static func json(_ revoke: (state: String, job: RevocationJob)) -> JSONValue {
+        .object([
+            ("state", .string(revoke.state)),
+            ("idempotency_key", .string(RevokeHook.idempotencyKey(transactionId: revoke.job.transactionId, round: revoke.job.round))),
+            ("attempts", .number(revoke.job.attempts)),
+            ("last_error", .string(revoke.job.lastError)),
+        ])
+    }
+
+    /// The order view with its notifications (and the revoke it owes, if any) added.
+    public static func json(_ order: Order, history: [HistoryEntry], notifications: [NotificationRecord],
+                            revoke: (state: String, job: RevocationJob)? = nil) -> JSONValue {
         guard case var .object(members) = json(order, history: history) else { return .null }
         members.append(("notifications", .array(notifications.map(json))))
+        if let revoke { members.append(("revoke", json(revoke))) }
         return .object(members)
     }
 
-    public static func text(_ order: Order, history: [HistoryEntry], notifications: [NotificationRecord], now: Int64) -> String {
+    public static func text(_ order: Order, history: [HistoryEntry], notifications: [NotificationRecord], now: Int64,
+                            revoke: (state: String, job: RevocationJob)? = nil) -> String {
         var out = text(order, history: history, now: now)
+        if let revoke {
+            out += "\nrevoke: \(revoke.state), key \(RevokeHook.idempotencyKey(transactionId: revoke.job.transactionId, round: revoke.job.round))"
+                + ", \(revoke.job.attempts) attempts" + (revoke.job.lastError.map { ": " + PrintableText.escape($0) } ?? "") + "\n"
+        }
         guard !notifications.isEmpty else { return out }
         out += "\nnotifications:\n"
         let rows = notifications.map { n in

@@ -83,6 +83,7 @@ public struct Verdict: Sendable, Equatable {
         case "history_incomplete": return "Apple's answer for this customer could not be read in full"
         case "unclaimed_purchase": return "the order names no user: settle does not know who bought it"
         case "already_granted_unclear": return "the hook said the purchase was granted before, maybe by settle's own earlier call for this order"
+        case "backfilled_purchase": return "a purchase made before settle first read Apple's history; the app may have granted it"
         case Resolution.grantedByHand.rawValue: return "a person granted it by hand"
         case Resolution.wontGrant.rawValue: return "a person decided not to grant it"
         default: return reason
@@ -127,6 +128,8 @@ public struct Verdict: Sendable, Equatable {
         case "already_granted_unclear":
             return "check in the backend whether this order's user got the purchase: if so settle resolve ID --as granted_by_hand "
                 + "(a plain retry ends the same way)"
+        case "backfilled_purchase":
+            return "check whether the app already granted it: if it did, settle resolve ID --as granted_by_hand; if not, settle retry ID delivers it"
         default: return nil
         }
     }

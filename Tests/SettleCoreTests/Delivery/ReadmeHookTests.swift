@@ -51,4 +51,25 @@ final class ReadmeHookTests: XCTestCase {
                                passedThrough: ["GAME_DB"])
         XCTAssertEqual(down.deliver(order: order, purchase: purchase).exitCode, 75, "a database that is down: try again later")
     }
+
+    func testTheREADMEsExampleHook_refusesAnEventItDoesNotKnow_andGrantsNothing() throws {
+        let world = try TestWorld()
+        let (url, schema) = try TestPostgres.freshSchema()
+        defer { TestPostgres.drop(schema: schema) }
+        let database = try PostgresConnection(url: url)
+        defer { database.close() }
+        try database.execute("CREATE TABLE grants (idempotency_key text PRIMARY KEY, user_id text NOT NULL, payload jsonb NOT NULL)")
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? CommandHook.defaultPath
+        let hook = CommandHook(arguments: [try readmeHook(in: world)], timeoutSeconds: 20, products: [:],
+                               baseEnvironment: ["GAME_DB": url, "PATH": path], passedThrough: ["GAME_DB"])
+        let purchase = VerifiedPurchase(transactionId: "2000000000000902", originalTransactionId: "2000000000000902", productId: "coins",
+                                        environment: "Production", quantity: 1, purchaseDateMs: nil, expiresDateMs: nil)
+        let order = Order(orderId: "o-2", userId: "u-2", productId: "coins", requestedTransactionId: nil, receiptSHA256: nil,
+                          signedTransaction: nil, state: .finished, attempts: 0, nextAttemptAt: 0, reason: nil, lastError: nil,
+                          environment: nil, verified: purchase, createdAt: 0, updatedAt: 0, finishedAt: nil, lease: nil)
+        let revoke = RevokeHook.command(hook).revoke(order: order, transactionId: purchase.transactionId)
+        XCTAssertEqual(revoke.exitCode, 65, revoke.output)
+        XCTAssertEqual(try database.query("SELECT idempotency_key FROM grants").count, 0, "a revoke is never granted")
+        XCTAssertEqual(hook.deliver(order: order, purchase: purchase).outcome, .delivered, "a grant still is")
+    }
 }

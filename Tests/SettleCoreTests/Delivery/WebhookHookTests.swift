@@ -64,6 +64,7 @@ final class WebhookHookTests: XCTestCase {
         let expected = HMACSHA256.hex(key: Data(webhookSecret.utf8), message: Data("\(timestamp).".utf8) + request.body)
         XCTAssertTrue(signature.hasSuffix(",v1=\(expected)"))
         XCTAssertEqual(try JSONValue.parse(request.body)["idempotency_key"], .string("700"))
+        XCTAssertEqual(try JSONValue.parse(request.body)["event"], .string("grant"), "every delivery says what it is")
         XCTAssertFalse(String(decoding: request.body, as: UTF8.self).contains(webhookSecret))
     }
 
@@ -73,36 +74,69 @@ final class WebhookHookTests: XCTestCase {
         XCTAssertEqual(order.reason, "already_delivered")
     }
 
-    func testRefundAfterDelivery_isRevokedThroughTheWebhook_withEventRevokeAndItsOwnKey() throws {
+    /// Writes a webhook configuration with notifications' rules (user ids are tokens), with or without a revoke URL.
+    func writeRefundConfig(revokeURL: String?) throws {
+        var webhook: [(String, JSONValue)] = [("url", .string(receiver.server.baseURL + "/grant")), ("secret_file", .string("webhook-secret"))]
+        if let revokeURL { webhook.append(("revoke_url", .string(revokeURL))) }
         try world.writeConfig(serverAPI: true, overrides: [
-            ("delivery", .object([
-                ("webhook", .object([("url", .string(receiver.server.baseURL + "/grant")), ("secret_file", .string("webhook-secret"))])),
-                ("timeout_seconds", .number(3)),
-            ])),
+            ("delivery", .object([("webhook", .object(webhook)), ("timeout_seconds", .number(3))])),
             ("user_binding", .object([("app_account_token", .string("user_id"))])),
         ])
+    }
+
+    /// A purchase Apple reports, delivered by a pass, then refunded: returns the ledger.
+    func deliverThenRefund(_ id: String) throws -> Ledger {
         let ledger = try world.ledger()
         let reconciler = try world.reconciler(ledger: ledger)
         let inbox = try XCTUnwrap(reconciler.inbox)
         let buyer = "6f1e4c2a-5b3d-4e8f-9a0b-1c2d3e4f5a6b"
         let now = world.time.unixSeconds * 1000
-        var purchase = SimulatedSignedTransaction(transactionId: "2000000000000711", productId: world.coins, bundleId: world.bundleId,
+        var purchase = SimulatedSignedTransaction(transactionId: id, productId: world.coins, bundleId: world.bundleId,
                                                   purchaseDateMs: now - 60_000, appAccountToken: buyer)
         world.simulator.script(transaction: purchase.transactionId, TransactionScript(transaction: purchase))
         let bought = SimulatedNotification(type: "ONE_TIME_CHARGE", transaction: purchase, bundleId: world.bundleId, signedDateMs: now)
-        guard case .stored = inbox.receive(signedPayload: try bought.signed(), source: "endpoint") else { return XCTFail() }
+        guard case .stored = inbox.receive(signedPayload: try bought.signed(), source: "endpoint") else { XCTFail(); return ledger }
         _ = try reconciler.runPass()
         purchase.revocationDateMs = now
         let refund = SimulatedNotification(type: "REFUND", transaction: purchase, bundleId: world.bundleId, signedDateMs: now)
-        guard case .stored = inbox.receive(signedPayload: try refund.signed(), source: "endpoint") else { return XCTFail() }
+        guard case .stored = inbox.receive(signedPayload: try refund.signed(), source: "endpoint") else { XCTFail(); return ledger }
         _ = try reconciler.runPass()
-        let bodies = receiver.requests.withLock { $0 }.compactMap { try? JSONValue.parse($0.body) }
-        XCTAssertEqual(bodies.count, 2, "one grant, one revoke")
-        XCTAssertEqual(bodies.last?["event"]?.looseString, "revoke")
+        return ledger
+    }
+
+    func testRefundAfterDelivery_isPostedToTheRevokeURLOnly_withEventRevokeAndItsOwnKey() throws {
+        try writeRefundConfig(revokeURL: receiver.server.baseURL + "/revoke")
+        let ledger = try deliverThenRefund("2000000000000711")
+        let requests = receiver.requests.withLock { $0 }
+        XCTAssertEqual(requests.map(\.path), ["/grant", "/revoke"], "one grant to the grant URL, one revoke to the revoke URL")
+        let bodies = requests.compactMap { try? JSONValue.parse($0.body) }
+        XCTAssertEqual(bodies.map { $0["event"]?.looseString }, ["grant", "revoke"])
         XCTAssertEqual(bodies.last?["idempotency_key"]?.looseString, "revoke:2000000000000711")
-        XCTAssertEqual(receiver.requests.withLock { $0 }.last?.header("Idempotency-Key"), "revoke:2000000000000711")
-        _ = try reconciler.runPass()
+        XCTAssertEqual(requests.last?.header("Idempotency-Key"), "revoke:2000000000000711")
+        let signature = try XCTUnwrap(requests.last?.header("Settle-Signature"))
+        let timestamp = try XCTUnwrap(Int64(signature.split(separator: ",")[0].dropFirst(2)))
+        XCTAssertEqual(signature, WebhookHook.signature(body: requests[1].body, timestamp: timestamp, secret: Secret(webhookSecret)))
+        _ = try world.reconciler(ledger: ledger).runPass()
         XCTAssertEqual(receiver.requests.withLock { $0.count }, 2, "a revoke that succeeded is not sent again")
+    }
+
+    func testRefundAfterDelivery_withoutARevokeURL_postsNothing_andTheRevokeWaitsUntilOneIsConfigured() throws {
+        try writeRefundConfig(revokeURL: nil)
+        let ledger = try deliverThenRefund("2000000000000712")
+        XCTAssertEqual(receiver.requests.withLock { $0.map(\.path) }, ["/grant"], "a revoke is never posted to the grant URL")
+        let (state, job) = try XCTUnwrap(try ledger.revocation(orderId: "apple-2000000000000712"))
+        XCTAssertEqual(state, "pending")
+        XCTAssertEqual(job.attempts, 0, "waiting for a route uses no attempt")
+        XCTAssertTrue(job.lastError?.contains("no revoke route configured") == true, job.lastError ?? "")
+        let history = try XCTUnwrap(try ledger.orderRecord("apple-2000000000000712")?.history)
+        XCTAssertEqual(history.filter { $0.kind == .revoke }.map(\.outcome), ["waiting"])
+        _ = try world.reconciler(ledger: ledger).runPass()
+        XCTAssertEqual(try ledger.orderRecord("apple-2000000000000712")?.history.filter { $0.kind == .revoke }.count, 1,
+                       "said once, not every pass")
+        try writeRefundConfig(revokeURL: receiver.server.baseURL + "/revoke")
+        _ = try world.reconciler(ledger: ledger).runPass()
+        XCTAssertEqual(receiver.requests.withLock { $0.map(\.path) }, ["/grant", "/revoke"])
+        XCTAssertEqual(try ledger.revocation(orderId: "apple-2000000000000712")?.state, "revoked")
     }
 
     func testTemporaryStatuses_areRetriedWithAnAttempt() throws {
