@@ -10,9 +10,13 @@ final class InstallTests: EndToEndTestCase {
     }
 
     func runInstall(root: String) throws -> (status: Int32, output: String) {
+        try runScript("install.sh", ["--binary", SettleBinary.url.path, "--root", root, "--no-systemd"])
+    }
+
+    func runScript(_ name: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [repository + "/scripts/install.sh", "--binary", SettleBinary.url.path, "--root", root, "--no-systemd"]
+        process.arguments = [repository + "/scripts/" + name] + arguments
         let out = Pipe()
         process.standardOutput = out
         process.standardError = out
@@ -64,5 +68,18 @@ final class InstallTests: EndToEndTestCase {
         XCTAssertTrue(result.stdout.contains("\(etc)/credentials/shared-secret (contents redacted)"), result.stdout)
         XCTAssertTrue(result.stdout.contains("systemd creates it at the first start"), result.stdout)
         XCTAssertFalse(result.stdout.contains(world.sharedSecret))
+    }
+
+    /// The debug build links the Swift runtime from the toolchain (/opt/swift), which no Debian
+    /// package provides: packaged, it would not start where the toolchain is not. The build
+    /// refuses it, naming the library, and leaves no package behind.
+    func testPackageDeb_refusesABinaryLinkingALibraryNoDebianPackageProvides_namingIt() throws {
+        let out = world.folder + "/packages"
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        let result = try runScript("package-deb", [out, "--binary", SettleBinary.url.path])
+        XCTAssertEqual(result.status, 70, result.output)
+        XCTAssertTrue(result.output.contains("the binary links libswiftCore.so"), result.output)
+        XCTAssertTrue(result.output.contains("which no Debian package provides"), result.output)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: out), [])
     }
 }
