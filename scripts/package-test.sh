@@ -55,11 +55,11 @@ cache=/var/cache/settle-ci/debian-$VERSION_CODENAME-$arch.tar
 if [ ! -s "$cache" ] || [ -n "$(find "$cache" -mtime +7)" ]; then
     command -v mmdebstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends mmdebstrap
     install -d /var/cache/settle-ci
-    mmdebstrap --quiet --variant=minbase --include=man-db --skip=cleanup/apt/lists "$VERSION_CODENAME" "$cache.new" \
+    mmdebstrap --quiet --variant=minbase --include=man-db --skip=cleanup/apt/lists "$VERSION_CODENAME" "$cache.new.$$" \
         "deb http://deb.debian.org/debian $VERSION_CODENAME main" \
         "deb http://deb.debian.org/debian $VERSION_CODENAME-updates main" \
         "deb http://deb.debian.org/debian-security $VERSION_CODENAME-security main"
-    mv "$cache.new" "$cache"
+    mv "$cache.new.$$" "$cache"
 fi
 mkdir "$root"
 tar -C "$root" -xpf "$cache"
@@ -133,8 +133,8 @@ for line in "${lines[@]}"; do
             "getent passwd settle && getent group settle-support && [ \"\$(id -gn settle)\" = settle-support ]"
         expect 0 "/var/lib/settle is settle:settle-support 0750 and /etc/settle/credentials root-only" \
             "stat -c '%U:%G %a' /var/lib/settle /etc/settle/credentials" "settle:settle-support 750" "root:root 700"
-        expect 78 "check-config on the shipped example exits 78 naming the missing secret" \
-            "settle check-config" "shared-secret"
+        expect 78 "check-config on the shipped example exits 78 saying where the missing secret goes" \
+            "settle check-config" "put the secret in /etc/settle/credentials/shared-secret"
     fi
 done
 expect 0 "dpkg-reconfigure settle listed the secrets present for systemd" \
@@ -153,9 +153,11 @@ expect 0 "settle status by a member of settle-support reads the ledger" \
 expect 74 "settle status by a user outside settle-support gets the permission message" \
     "useradd --create-home bob && runuser -u bob -- settle status" "permission denied" "join the settle-support group"
 
-# The lifecycle: upgrade over itself (a newer version of the same package), remove, purge.
+# The lifecycle: the same package over itself, a newer version of it, remove, purge.
 in_root "sha256sum /etc/settle/settle.json /var/lib/settle/ledger.sqlite3"
 before=$out
+expect 0 "apt-get install --reinstall of the same package keeps /etc/settle/settle.json (edited), the secrets and the ledger" \
+    "apt-get install --reinstall ./settle_${version}_$arch.deb && [ \"\$(sha256sum /etc/settle/settle.json /var/lib/settle/ledger.sqlite3)\" = '$before' ] && ls /etc/settle/credentials/shared-secret"
 newer=$work/newer
 dpkg-deb -R "$deb" "$newer"
 sed -i "s/^Version: .*/Version: $version+ci1/" "$newer/DEBIAN/control"

@@ -70,6 +70,18 @@ final class InstallTests: EndToEndTestCase {
         XCTAssertFalse(result.stdout.contains(world.sharedSecret))
     }
 
+    /// What a newcomer meets first after installing: the shipped example, no secret yet. The
+    /// message says where settle looked and where the secret goes.
+    func testCheckConfig_ofTheShippedExample_beforeTheSecretExists_exits78SayingWhereItLookedAndWhereTheSecretGoes() throws {
+        let etc = world.folder + "/etc-settle"
+        try FileManager.default.createDirectory(atPath: etc + "/credentials", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: repository + "/config/AppleRootCA-G3.pem", toPath: etc + "/AppleRootCA-G3.pem")
+        try FileManager.default.copyItem(atPath: repository + "/config/settle.example.json", toPath: etc + "/settle.json")
+        let result = try settleWithoutConfig(["check-config", "-c", etc + "/settle.json"])
+        XCTAssertEqual(result.status, 78, result.stderr)
+        XCTAssertTrue(result.stderr.contains("receipt_api.shared_secret_file: no secret file: looked for \(etc)/credentials/shared-secret, \(etc)/shared-secret; put the secret in \(etc)/credentials/shared-secret (chmod 600)"), result.stderr)
+    }
+
     /// The debug build links the Swift runtime from the toolchain (/opt/swift), which no Debian
     /// package provides: packaged, it would not start where the toolchain is not. The build
     /// refuses it, naming the library, and leaves no package behind.
