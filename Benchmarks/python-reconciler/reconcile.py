@@ -185,9 +185,9 @@ class Reconciler:
 
 
 def context_switches():
-    """Voluntary and involuntary context switches of this process's threads so far."""
+    """Voluntary context switches of this process's threads so far."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_nvcsw + usage.ru_nivcsw
+    return usage.ru_nvcsw
 
 
 def io_counters():
