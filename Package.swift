@@ -3,7 +3,6 @@ import PackageDescription
 
 let package = Package(
     name: "settle",
-    platforms: [.macOS(.v14)],
     products: [
         .executable(name: "settle", targets: ["settle"]),
         .library(name: "SettleCore", targets: ["SettleCore"]),

@@ -184,6 +184,17 @@ class Reconciler:
             thread.join()
 
 
+def io_counters():
+    """Bytes handed to write(2)/pwrite(2) and bytes that reached the block layer (/proc/self/io)."""
+    counters = {"wchar": 0, "write_bytes": 0}
+    with open("/proc/self/io") as io:
+        for line in io:
+            name, _, value = line.partition(":")
+            if name in counters:
+                counters[name] = int(value)
+    return counters
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--ledger", required=True)
@@ -201,12 +212,13 @@ def main():
         parser.error("exactly one of --hook or --webhook-url is required")
 
     reconciler = Reconciler(args)
-    wall_start, cpu_start = time.monotonic(), cpu_seconds()
+    wall_start, cpu_start, io_start = time.monotonic(), cpu_seconds(), io_counters()
     reconciler.run()
-    wall, cpu = time.monotonic() - wall_start, cpu_seconds() - cpu_start
+    wall, cpu, io = time.monotonic() - wall_start, cpu_seconds() - cpu_start, io_counters()
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"settled": reconciler.settled, "failed": reconciler.failed, "wall": wall, "cpu": cpu,
-                      "maxrss_kib": peak_kib}))
+                      "maxrss_kib": peak_kib, "wchar": io["wchar"] - io_start["wchar"],
+                      "write_bytes": io["write_bytes"] - io_start["write_bytes"]}))
 
 
 if __name__ == "__main__":

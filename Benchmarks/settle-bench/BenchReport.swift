@@ -24,6 +24,8 @@ struct BenchReport {
              + " rows \(options.rows.sorted().joined(separator: ","))\(options.python ? "" : "; no Python")")
         emit("settle's CPU is getrusage(RUSAGE_SELF) of the process that ran the pass; hooks and the fake Apple are other processes.")
         if options.rows.contains("network") { try networkRows(runner, bench: bench, folder: folder) }
+        if options.rows.contains("durability") { try durabilityRows(runner, bench: bench, folder: folder) }
+        if options.rows.contains("postgres") { try postgresRows(runner, bench: bench, folder: folder) }
         if options.rows.contains("pass") { try passRows(runner, bench: bench, folder: folder) }
         if options.rows.contains("jws") { try jwsRows(runner, bench: bench, folder: folder) }
         if options.rows.contains("status") { try statusRows(settle: binaries + "/settle", folder: folder) }
@@ -71,6 +73,65 @@ struct BenchReport {
                               python.map { "\($0.peakRSSKiB / 1024) MiB" } ?? "-", ""))
             emit(Self.columns("connections to Apple, \(name)", "\(appleTraffic.connections) for \(appleTraffic.requests) requests",
                               python == nil ? "-" : "\(pythonTraffic.connections) for \(pythonTraffic.requests) requests", ""))
+        }
+    }
+
+    /// fsyncs and bytes written per settled order: the kernel work behind each durable transition.
+    private mutating func durabilityRows(_ runner: PassRunner, bench: String, folder: BenchFolder) throws {
+        let n = options.orders, c = options.concurrency, l = options.latencyMs
+        emit("\n-- durability: \(n) due orders, concurrency \(c), Apple at \(l) ms, command hook; fsync+fdatasync counted by strace -c, bytes from /proc/self/io; goal <= 1.5 fsyncs/order")
+        emit(Self.columns("measure", "settle", "python", "python/settle"))
+        let trace = SyncTrace(output: folder.path + "/syncs.txt")
+        let delivery = BenchFolder.Delivery.command([folder.path + "/hook.sh"])
+        let settle = try withApple(bench, folder: folder, orders: n, latencyMs: l) { apple in
+            try runner.settle(orders: n, apple: apple, delivery: delivery, concurrency: c, tag: "sync", syncs: trace)
+        }
+        let settleSyncs = try trace.calls()
+        check(settle, "settle durability")
+        var python: (PassResult, Int)?
+        if options.python {
+            let result = try withApple(bench, folder: folder, orders: n, latencyMs: l) { apple in
+                try runner.python(orders: n, apple: apple, delivery: delivery, concurrency: c, tag: "sync", syncs: trace)
+            }
+            python = (result, try trace.calls())
+        }
+        func perOrder(_ value: Int, _ result: PassResult) -> Double { Double(value) / Double(max(result.finished, 1)) }
+        emit(Self.columns("fsyncs per settled order", String(format: "%.2f (%d for %d)", perOrder(settleSyncs, settle), settleSyncs, settle.finished),
+                          python.map { String(format: "%.2f (%d for %d)", perOrder($0.1, $0.0), $0.1, $0.0.finished) } ?? "-", ""))
+        emit(Self.columns("bytes written per order (write/pwrite)", String(format: "%.0f B", perOrder(settle.wchar, settle)),
+                          python.map { String(format: "%.0f B", perOrder($0.0.wchar, $0.0)) } ?? "-", ""))
+        emit(Self.columns("bytes to the block layer per order", String(format: "%.0f B", perOrder(settle.writeBytes, settle)),
+                          python.map { String(format: "%.0f B", perOrder($0.0.writeBytes, $0.0)) } ?? "-", ""))
+    }
+
+    /// Throughput of 1, 2 and 3 settle passes at once on one PostgreSQL ledger, with the CPU per
+    /// order of settle and of the database.
+    private mutating func postgresRows(_ runner: PassRunner, bench: String, folder: BenchFolder) throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let url = environment["SETTLE_BENCH_POSTGRES_URL"] ?? environment["SETTLE_TEST_POSTGRES_URL"] else {
+            emit("\n-- PostgreSQL: no server (set SETTLE_BENCH_POSTGRES_URL, or eval \"$(scripts/test-postgres.sh start)\")")
+            return
+        }
+        let n = options.orders, c = options.concurrency, l = options.latencyMs
+        let bound = Double(n) * Double(l) / 1000 / Double(c)
+        emit(String(format: "\n-- PostgreSQL ledger on this machine: %d due orders, concurrency %d each, Apple at %d ms, webhook; one daemon's bound N·L/C = %.2f s", n, c, l, bound))
+        emit(Self.columns("daemons on one database", "wall (orders/s)", "settle CPU/order", "database CPU/order"))
+        for daemons in 1...3 {
+            let databaseStart = PostgresCPU.seconds()
+            let start = DispatchTime.now()
+            let results = try withApple(bench, folder: folder, orders: n, latencyMs: l) { apple in
+                try runner.settlePostgres(url: url, orders: n, daemons: daemons, apple: apple, delivery: .webhook(apple.webhookURL),
+                                          concurrency: c)
+            }
+            let wall = seconds(since: start)
+            let database = PostgresCPU.seconds() - databaseStart
+            let finished = results.reduce(0) { $0 + $1.finished }
+            let passWall = results.map(\.wall).max() ?? wall
+            let cpu = results.reduce(0) { $0 + $1.cpu }
+            if finished != n { print("  warning: \(daemons) daemons finished \(finished) of \(n) orders") }
+            emit(Self.columns("\(daemons)", String(format: "%.2f s (%.0f/s)", passWall, Double(finished) / passWall),
+                              String(format: "%.3f ms", cpu * 1000 / Double(max(finished, 1))),
+                              String(format: "%.3f ms", database * 1000 / Double(max(finished, 1)))))
         }
     }
 

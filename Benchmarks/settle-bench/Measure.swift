@@ -91,3 +91,47 @@ func median(_ values: [Double]) -> Double {
     let sorted = values.sorted()
     return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
 }
+
+/// This process's I/O counters from /proc/self/io: `wchar` counts every byte handed to
+/// write(2)/pwrite(2) (the WAL and database pages, and the hooks' stdin), `write_bytes` what
+/// reached the block layer (0 on a tmpfs).
+struct IOCounters {
+    var wchar = 0
+    var writeBytes = 0
+
+    static func now() -> IOCounters {
+        guard let text = try? String(contentsOfFile: "/proc/self/io", encoding: .utf8) else { return IOCounters() }
+        var counters = IOCounters()
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: ":")
+            guard parts.count == 2, let value = Int(parts[1].trimmingCharacters(in: .whitespaces)) else { continue }
+            switch parts[0] {
+            case "wchar": counters.wchar = value
+            case "write_bytes": counters.writeBytes = value
+            default: break
+            }
+        }
+        return counters
+    }
+}
+
+/// CPU seconds used so far by a running PostgreSQL server: the postmaster, its live
+/// backends, and the backends that already exited (the postmaster's reaped children).
+enum PostgresCPU {
+    static func seconds() -> Double {
+        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+        var total = 0.0
+        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap { Int32($0) } ?? []
+        for pid in processes {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")"),
+                  stat[stat.index(after: open)..<close] == "postgres" else { continue }
+            // Fields after the command: state(3) ppid(4) ... utime(14) stime(15) cutime(16) cstime(17).
+            let fields = stat[stat.index(close, offsetBy: 2)...].split(separator: " ")
+            guard fields.count > 14, let utime = Double(fields[11]), let stime = Double(fields[12]),
+                  let cutime = Double(fields[13]), let cstime = Double(fields[14]) else { continue }
+            total += (utime + stime + cutime + cstime) / ticks
+        }
+        return total
+    }
+}

@@ -27,12 +27,12 @@ struct BenchOptions {
     /// For --serve-apple: the key settle signs Server API tokens with.
     var storeKitKey = ""
 
-    static let allRows: Set<String> = ["network", "pass", "jws", "status"]
+    static let allRows: Set<String> = ["network", "durability", "postgres", "pass", "jws", "status"]
 
     static let usage = """
     usage: settle-bench [--quick] [--orders N] [--concurrency C] [--apple-latency-ms L]
                         [--pass-sizes N,N,...] [--status-orders N] [--jws-seconds S]
-                        [--rows network,pass,jws,status] [--no-python] [--pass-timeout S]
+                        [--rows network,durability,postgres,pass,jws,status] [--no-python] [--pass-timeout S]
                         [--fixtures DIR] [--python-dir DIR] [--pass-wrapper "valgrind --tool=callgrind"]
     """
 

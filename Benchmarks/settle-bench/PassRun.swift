@@ -11,6 +11,9 @@ struct PassResult {
     var peakRSSKiB: Int
     /// settle's own one-line pass summary (empty for Python).
     var summary: String
+    /// Bytes the pass handed to write(2)/pwrite(2), and those that reached the block layer.
+    var wchar: Int
+    var writeBytes: Int
 
     var cpuPerOrderMs: Double { cpu * 1000 / Double(max(finished, 1)) }
 
@@ -21,6 +24,8 @@ struct PassResult {
         cpu = line.double("cpu")
         peakRSSKiB = line.int("maxrss_kib")
         summary = line.string("summary")
+        wchar = line.int("wchar")
+        writeBytes = line.int("write_bytes")
     }
 }
 
@@ -29,18 +34,21 @@ struct PassResult {
 enum PassChild {
     static func run(configurationPath: String) throws -> Never {
         let configuration = try Configuration.load(path: configurationPath, environment: [:])
-        let ledger = try Ledger(path: configuration.ledgerPath)
+        let ledger = try configuration.openLedger(.migrating, time: SystemTimeSource())
         // Lines are formatted as the daemon's are, then dropped instead of written to stderr.
         let log = Log(environment: [:], sink: { _ in })
         let reconciler = try Reconciler.configured(configuration, ledger: ledger, environment: [:], log: log)
         let cpuStart = ownCPUSeconds()
+        let ioStart = IOCounters.now()
         let start = DispatchTime.now()
         let report = try reconciler.runPass()
         let wall = seconds(since: start)
         let cpu = ownCPUSeconds() - cpuStart
+        let io = IOCounters.now()
         let line = JSONValue.object([
             ("finished", .number(report.finished)), ("wall", .number(String(wall))), ("cpu", .number(String(cpu))),
             ("maxrss_kib", .number(peakRSSKiB())), ("summary", .string(report.summaryLine)),
+            ("wchar", .number(io.wchar - ioStart.wchar)), ("write_bytes", .number(io.writeBytes - ioStart.writeBytes)),
         ])
         print(line.serialized())
         exit(0)
@@ -57,20 +65,59 @@ struct PassRunner {
     let wrapper: [String]
 
     func settle(orders: Int, apple: FakeAppleProcess?, delivery: BenchFolder.Delivery, concurrency: Int, tag: String,
-                storeKit: Bool = false) throws -> PassResult {
+                storeKit: Bool = false, syncs: SyncTrace? = nil) throws -> PassResult {
         let ledger = try folder.dueLedger(name: "settle-\(tag)", orders: orders, storeKit: storeKit)
         let config = try folder.configuration(name: "settle-\(tag)", ledger: ledger, apple: apple, delivery: delivery,
                                               concurrency: concurrency)
-        let (status, output) = try ChildProcess.run(wrapper + [bench, "--run-pass", config], timeout: timeout)
+        let (status, output) = try ChildProcess.run((syncs?.wrapper ?? wrapper) + [bench, "--run-pass", config], timeout: timeout)
         guard status == 0 else { throw BenchError("settle pass \(tag) exited \(status): \(output.suffix(400))") }
         let result = PassResult(orders: orders, json: try ChildProcess.lastJSON(output), finishedKey: "finished")
         try? FileManager.default.removeItem(atPath: ledger)
         return result
     }
 
-    func python(orders: Int, apple: FakeAppleProcess, delivery: BenchFolder.Delivery, concurrency: Int, tag: String) throws -> PassResult {
+    /// `daemons` passes at once over one PostgreSQL ledger holding `orders` due orders (seeded as
+    /// SQLite, then moved with `LedgerCopy`, as an operator's `settle ledger copy` does).
+    func settlePostgres(url: String, orders: Int, daemons: Int, apple: FakeAppleProcess, delivery: BenchFolder.Delivery,
+                        concurrency: Int) throws -> [PassResult] {
+        let sqlite = try folder.dueLedger(name: "settle-pg-seed", orders: orders)
+        defer { try? FileManager.default.removeItem(atPath: sqlite) }
+        let schema = "bench_\(getpid())_\(daemons)"
+        let admin = try PostgresConnection(url: url)
+        defer { admin.close() }
+        try admin.execute("SET client_min_messages = warning")
+        try admin.execute("DROP SCHEMA IF EXISTS \(schema) CASCADE")
+        try admin.execute("CREATE SCHEMA \(schema)")
+        defer { try? admin.execute("DROP SCHEMA IF EXISTS \(schema) CASCADE") }
+        let schemaURL = url + (url.contains("?") ? "&" : "?") + "options=-csearch_path%3D\(schema)"
+        let destination = try PostgresLedger(url: schemaURL, access: .migrating)
+        _ = try LedgerCopy.copy(fromSQLite: sqlite, to: destination)
+        try destination.close()
+        let config = try folder.configuration(name: "settle-pg", ledger: schemaURL, apple: apple, delivery: delivery,
+                                              concurrency: concurrency)
+        let lock = NSLock()
+        nonisolated(unsafe) var results: [Result<(status: Int32, output: String), Error>] = []
+        let group = DispatchGroup()
+        for _ in 0..<daemons {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                let result = Result { try ChildProcess.run([bench, "--run-pass", config], timeout: timeout) }
+                lock.withLock { results.append(result) }
+            }.start()
+        }
+        group.wait()
+        return try results.map { result in
+            let (status, output) = try result.get()
+            guard status == 0 else { throw BenchError("settle pass on PostgreSQL exited \(status): \(output.suffix(400))") }
+            return PassResult(orders: orders, json: try ChildProcess.lastJSON(output), finishedKey: "finished")
+        }
+    }
+
+    func python(orders: Int, apple: FakeAppleProcess, delivery: BenchFolder.Delivery, concurrency: Int, tag: String,
+                syncs: SyncTrace? = nil) throws -> PassResult {
         let ledger = try folder.dueLedger(name: "python-\(tag)", orders: orders)
-        var arguments = ["/usr/bin/env", "python3", pythonReconciler, "--ledger", ledger, "--apple-url", apple.appleURL,
+        var arguments = (syncs?.wrapper ?? []) + ["/usr/bin/env", "python3", pythonReconciler, "--ledger", ledger, "--apple-url", apple.appleURL,
                          "--sandbox-url", apple.sandboxURL, "--secret-file", folder.path + "/secret",
                          "--bundle-id", BenchOrders.bundleId, "--concurrency", String(concurrency),
                          "--max-seconds", String(Int(timeout - 10))]
@@ -84,5 +131,29 @@ struct PassRunner {
         let result = PassResult(orders: orders, json: try ChildProcess.lastJSON(output), finishedKey: "settled")
         try? FileManager.default.removeItem(atPath: ledger)
         return result
+    }
+}
+
+/// Counts a pass's fsync(2) and fdatasync(2) calls with `strace -c` (a seccomp filter, so only
+/// those calls stop the process): the durable commits, counted by the kernel.
+struct SyncTrace {
+    let output: String
+
+    var wrapper: [String] {
+        ["/usr/bin/strace", "-f", "-c", "--seccomp-bpf", "-e", "trace=fsync,fdatasync", "-o", output]
+    }
+
+    /// The calls strace counted.
+    func calls() throws -> Int {
+        let text = try String(contentsOfFile: output, encoding: .utf8)
+        var total = 0
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            // "% time seconds usecs/call calls errors syscall": calls is the 4th field.
+            if let name = fields.last, name == "fsync" || name == "fdatasync", fields.count >= 5, let calls = Int(fields[3]) {
+                total += calls
+            }
+        }
+        return total
     }
 }

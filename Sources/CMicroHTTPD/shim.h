@@ -4,33 +4,38 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 
-// MHD_start_daemon is variadic, which Swift can't call: the options settle uses, in one typed call.
+// The options settle's servers use, as one MHD_OPTION_ARRAY so that options can be left out
+// (MHD_start_daemon is variadic, which Swift can't call). threads 0 leaves the thread pool out
+// (thread-per-connection daemons refuse it); NULL callbacks and per_ip_limit 0 are left out too.
 // A listen_fd >= 0 (systemd socket activation) is used instead of binding address.
-static inline struct MHD_Daemon *settle_mhd_start(unsigned int flags, const struct sockaddr *address, int listen_fd,
-                                                  MHD_AccessHandlerCallback handler, void *handler_cls,
-                                                  MHD_RequestCompletedCallback completed,
-                                                  unsigned int connection_limit, unsigned int per_ip_limit,
-                                                  unsigned int timeout_seconds, size_t memory_limit, unsigned int threads) {
+typedef void *(*settle_mhd_uri_logger)(void *cls, const char *uri, struct MHD_Connection *connection);
+static inline struct MHD_Daemon *settle_mhd_start_server(unsigned int flags, const struct sockaddr *address, int listen_fd,
+                                                         MHD_AccessHandlerCallback handler, void *cls,
+                                                         MHD_RequestCompletedCallback completed,
+                                                         settle_mhd_uri_logger uri_logger,
+                                                         MHD_NotifyConnectionCallback notify_connection,
+                                                         unsigned int connection_limit, unsigned int per_ip_limit,
+                                                         unsigned int timeout_seconds, size_t memory_limit,
+                                                         unsigned int threads) {
+    struct MHD_OptionItem options[12];
+    int n = 0;
     if (listen_fd >= 0) {
-        return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_cls,
-                                MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
-                                MHD_OPTION_NOTIFY_COMPLETED, completed, handler_cls,
-                                MHD_OPTION_CONNECTION_LIMIT, connection_limit,
-                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
-                                MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
-                                MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
-                                MHD_OPTION_THREAD_POOL_SIZE, threads,
-                                MHD_OPTION_END);
+        options[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, (intptr_t)listen_fd, NULL};
+    } else {
+        options[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)address};
     }
-    return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_cls,
-                            MHD_OPTION_SOCK_ADDR, address,
-                            MHD_OPTION_NOTIFY_COMPLETED, completed, handler_cls,
-                            MHD_OPTION_CONNECTION_LIMIT, connection_limit,
-                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
-                            MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
-                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
-                            MHD_OPTION_THREAD_POOL_SIZE, threads,
-                            MHD_OPTION_END);
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, cls};
+    if (uri_logger != NULL) options[n++] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)uri_logger, cls};
+    if (notify_connection != NULL) {
+        options[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)notify_connection, cls};
+    }
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)connection_limit, NULL};
+    if (per_ip_limit > 0) options[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)per_ip_limit, NULL};
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)timeout_seconds, NULL};
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)memory_limit, NULL};
+    if (threads > 0) options[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)threads, NULL};
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    return MHD_start_daemon(flags, 0, NULL, NULL, handler, cls, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
 }
 
 // MHD_get_daemon_info is variadic: the port actually bound (for port 0 in tests).

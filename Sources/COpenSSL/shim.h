@@ -12,6 +12,8 @@
 #include <openssl/ecdsa.h>
 #include <openssl/bn.h>
 #include <openssl/pkcs7.h>
+#include <openssl/rsa.h>
+#include <openssl/param_build.h>
 
 // XN_FLAG_ONELINE is a macro composed of other macros, which Swift does not import.
 static inline unsigned long settle_XN_FLAG_ONELINE(void) { return XN_FLAG_ONELINE; }
@@ -31,5 +33,8 @@ static inline int settle_PKCS7_signer_count(PKCS7 *p7) {
 static inline int settle_X509_stack_count(STACK_OF(X509) *stack) { return sk_X509_num(stack); }
 static inline X509 *settle_X509_stack_value(STACK_OF(X509) *stack, int i) { return sk_X509_value(stack, i); }
 static inline void settle_X509_stack_free(STACK_OF(X509) *stack) { sk_X509_free(stack); }
+
+// EVP_PKEY_PUBLIC_KEY is a macro composed of other macros, which Swift does not import.
+static inline int settle_EVP_PKEY_PUBLIC_KEY(void) { return EVP_PKEY_PUBLIC_KEY; }
 
 #endif

@@ -54,6 +54,20 @@ final class NotificationOrderTests: NotificationTestCase {
         XCTAssertEqual(world.deliveries, ["402 apple-402"])
     }
 
+    func testPurchaseFromApple_ofAUserWhoseIdIsUpperCase_isOrderedUnderTheUsersOwnSpelling() throws {
+        // Apple writes the token in lower case; the backend's user id is the same UUID in upper case.
+        try writeNotificationConfig()
+        let (daemon, url) = try startDaemon()
+        _ = applePurchase("404", token: buyer)
+        try settle(expecting: 0, ["enqueue", "--order", "o-1", "--user", buyer.uppercased(), "--product", world.coins, "--transaction", "404"])
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("o-1") == "finished" }, log(daemon))
+        XCTAssertEqual(try world.simulator.send(applePurchase("405", token: buyer), to: url), 200)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("apple-405") == "finished" }, log(daemon))
+        XCTAssertEqual(try order("apple-405")["user_id"]?.looseString, buyer.uppercased())
+        XCTAssertEqual(world.deliveries, ["404 o-1", "405 apple-405"])
+    }
+
     func testNotificationSentWhileDown_isFoundByHistoryAtStart_andDelivered() throws {
         try writeNotificationConfig()
         try historyStarted()

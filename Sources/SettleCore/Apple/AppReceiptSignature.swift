@@ -95,8 +95,8 @@ private final class SignedReceiptEnvelope {
     /// SignerInfos in the signedData; -1 when it is not signedData.
     var signerCount: Int { Int(settle_PKCS7_signer_count(handle)) }
 
-    /// Checks every signer's certificate chain at `time`, then the signatures over the
-    /// content, and returns the content OpenSSL verified with the first signer's subject.
+    /// Checks every signer's certificate chain at `time` (Apple's receipt chain, nothing else),
+    /// then the signatures over the content, and returns the content OpenSSL verified with the first signer's subject.
     func verifiedContent(roots: [X509Certificate], at time: Date) throws(ReceiptSignatureFailure) -> (Data, String) {
         defer { OpenSSLErrorQueue.drain() }
         // flags 0: signer certificates are looked up among the receipt's own certificates.
@@ -125,30 +125,43 @@ private final class SignedReceiptEnvelope {
         return (Self.readAll(out), X509Certificate.summary(of: X509_get_subject_name(first)))
     }
 
-    /// X.509 path validation from `signer` through the receipt's certificates to one of `roots`.
+    /// Most certificates named like the signer's issuer tried as its intermediate: a bound on
+    /// the signature checks an uploaded receipt can make settle do.
+    private static let maxIssuerCandidates = 4
+
+    /// Apple's receipt chain exactly, the rules signed transactions are held to
+    /// (`AppleCertificateChain`): the signer is a receipt-signing leaf (marker
+    /// 1.2.840.113635.100.6.11.1, not a CA), issued by a WWDR intermediate the receipt carries
+    /// (marker 1.2.840.113635.100.6.2.1), issued by a configured root; three certificates, no more.
+    ///
+    /// Why not any path to the root: Apple Root CA also anchors the WWDR intermediate that issues
+    /// every developer's push, Pass Type and merchant certificates, whose keys developers hold.
+    /// A generic path check (X509_verify_cert with any purpose) accepts a receipt one of them signed.
     private func checkChain(_ signer: OpaquePointer, roots: [X509Certificate], at time: Date) throws(ReceiptSignatureFailure) {
-        guard let store = X509_STORE_new() else { throw .chainInvalid("cannot allocate a certificate store") }
-        defer { X509_STORE_free(store) }
-        for root in roots where X509_STORE_add_cert(store, root.handle) != 1 {
-            throw .chainInvalid("cannot add a root to the certificate store")
+        let leaf = X509Certificate(sharing: signer)
+        var issuers: [X509Certificate] = []
+        if let carried = settle_PKCS7_certificates(handle) {
+            for index in 0..<settle_X509_stack_count(carried) {
+                guard let certificate = settle_X509_stack_value(carried, index) else { continue }
+                let candidate = X509Certificate(sharing: certificate)
+                if leaf.isNamed(issuedBy: candidate) { issuers.append(candidate) }
+            }
         }
-        guard let context = X509_STORE_CTX_new() else { throw .chainInvalid("cannot allocate a verification context") }
-        defer { X509_STORE_CTX_free(context) }
-        // The receipt's certificates are untrusted intermediates; only `store` holds anchors.
-        guard X509_STORE_CTX_init(context, store, signer, settle_PKCS7_certificates(handle)) == 1 else {
-            throw .chainInvalid("cannot initialise the verification context")
+        let signerName = leaf.subjectSummary
+        guard !issuers.isEmpty else {
+            throw .chainInvalid("the signer \(signerName)'s issuer is not among the receipt's certificates")
         }
-        // Apple's receipt-signing certificates carry no S/MIME purpose, so the default
-        // "smime_sign" check would refuse them; ANY checks chain, validity and CA flags only.
-        // https://docs.openssl.org/3.0/man3/X509_STORE_CTX_new/
-        X509_STORE_CTX_set_purpose(context, X509_PURPOSE_ANY)
-        X509_VERIFY_PARAM_set_time(X509_STORE_CTX_get0_param(context), time_t(time.timeIntervalSince1970.rounded(.down)))
-        guard X509_verify_cert(context) == 1 else {
-            let error = X509_STORE_CTX_get_error(context)
-            let reason = X509_verify_cert_error_string(Int(error)).map { String(cString: $0) } ?? "error \(error)"
-            let checked = time.formatted(.iso8601)
-            throw .chainInvalid("the signer \(X509Certificate.summary(of: X509_get_subject_name(signer))) does not chain to a configured receipt root at \(checked): \(reason)")
+        var firstProblem: String?
+        for intermediate in issuers.prefix(Self.maxIssuerCandidates) {
+            switch AppleCertificateChain(leaf: leaf, intermediate: intermediate).verify(roots: roots, at: time) {
+            case .success:
+                return
+            case let .failure(failure):
+                firstProblem = firstProblem ?? failure.description
+            }
         }
+        throw .chainInvalid("the signer \(signerName) is not Apple's receipt chain under a configured receipt root at "
+                            + "\(time.formatted(.iso8601)): \(firstProblem ?? "no usable issuer")")
     }
 
     private static func readAll(_ bio: OpaquePointer) -> Data {

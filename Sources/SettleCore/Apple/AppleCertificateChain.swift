@@ -1,7 +1,10 @@
 import Foundation
 
 /// The certificate checks Apple's App Store Server libraries apply to a JWS `x5c` chain
-/// (apple-protocol.md 3.4, steps 4-6), done with explicit OpenSSL calls.
+/// (apple-protocol.md 3.4, steps 4-6), done with explicit OpenSSL calls. App receipts read
+/// locally (`AppReceiptSignature`) are held to the same rules: the same receipt-signing leaf
+/// under the same WWDR intermediate, so a developer's own certificate from that intermediate
+/// (push, Pass Type, merchant; their keys are the developers') signs nothing settle trusts.
 ///
 /// Why not `X509_verify_cert`: Apple's rules are narrower and different from a generic
 /// path build. `x5c[2]` must be ignored in favour of the configured roots, Apple's test
@@ -36,6 +39,9 @@ struct AppleCertificateChain {
         }
         guard intermediate.isCertificateAuthority else {
             return .failure(.invalidChain("\(Self.describe("intermediate", intermediate)) is not a CA (basicConstraints CA:TRUE)"))
+        }
+        guard !leaf.mayActAsCertificateAuthority else {
+            return .failure(.invalidChain("\(Self.describe("leaf", leaf)) is a CA certificate, not an end entity"))
         }
 
         for (role, certificate) in [("leaf", leaf), ("intermediate", intermediate), ("root", root)] {

@@ -73,7 +73,7 @@ public struct PurchaseEligibility: Sendable {
         var candidates: [VerifiedPurchase] = []
         var excluded: [String: Exclusion] = [:]
         var firstExclusion: Exclusion?
-        var needsPerson: String?
+        var needsPerson: (reason: AttentionReason, detail: String)?
         for p in ofProduct {
             let key = grantKey(p)
             var exclusion: Exclusion?
@@ -90,7 +90,10 @@ public struct PurchaseEligibility: Sendable {
                 case .unbound(.refuse):
                     exclusion = Exclusion(.proofUnbound, unboundDetail(p, order: order, proofSigned: proofSigned))
                 case .unbound(.needsAttention):
-                    needsPerson = needsPerson ?? unboundDetail(p, order: order, proofSigned: proofSigned)
+                    needsPerson = needsPerson ?? (.proofUnbound, unboundDetail(p, order: order, proofSigned: proofSigned))
+                    continue
+                case let .unverifiable(detail):
+                    needsPerson = needsPerson ?? (.tokenUnverifiable, "transaction \(p.transactionId): \(detail)")
                     continue
                 }
             }
@@ -105,7 +108,7 @@ public struct PurchaseEligibility: Sendable {
                 expiresDateMs: p.expiresDateMs, grantKey: key))
         }
         if !candidates.isEmpty { return .verified(Match(candidates: candidates, named: named, excluded: excluded)) }
-        if let needsPerson { return .needsAttention(reason: .proofUnbound, detail: needsPerson) }
+        if let needsPerson { return .needsAttention(reason: needsPerson.reason, detail: needsPerson.detail) }
         // A refund of any of them says more than "someone else's": report the most telling reason.
         let reasons: [RejectionReason] = [.refunded, .upgraded, .userMismatch, .proofUnbound]
         let telling = reasons.lazy.compactMap { r in excluded.values.first(where: { $0.reason == r }) }.first ?? firstExclusion

@@ -136,8 +136,19 @@ public struct StoreKitVerifier: OrderVerifier {
     /// purchase the customer made, however long the receipt. Only Apple's verified answers
     /// count; the receipt's own signature decides whether it binds the purchases to the user.
     private func verifyLegacyReceipt(_ order: Order, receipt: LegacyReceiptIds) -> Verification {
+        // A receipt for another app names that app's customers' ids: none is looked up. A
+        // transaction receipt's unsigned `bid` is compared when present, as a cheap refusal.
+        if receipt.format == .appReceipt || receipt.bundleId != nil, receipt.bundleId != signedData.bundleId {
+            let named = receipt.bundleId.map { "is for \($0)" } ?? "names no app"
+            return Verification(outcome: .rejected(reason: .bundleMismatch, detail: "the receipt \(named), expected \(signedData.bundleId)"))
+        }
         guard !receipt.transactionIds.isEmpty else {
             return Verification(outcome: .rejected(reason: .transactionNotFound, detail: "the receipt names no in-app purchase"))
+        }
+        if receipt.format == .transactionReceipt, let named = receipt.transactionIds.first {
+            // The id it names is a lookup key like any bare id (Apple's libraries read it the same
+            // way); an order naming another id stands on that id alone, as below.
+            return confirm(order.requestedTransactionId ?? named, order: order, proofSigned: false)
         }
         let customer: [SignedTransaction]
         switch customerTransactions(receipt.transactionIds, order: order) {
@@ -225,14 +236,28 @@ struct VerificationFailure: Error {
 
 /// What a stored legacy receipt names, read locally.
 public struct LegacyReceiptIds: Sendable, Equatable {
+    /// Which kind of receipt the ids come from.
+    public enum Format: Sendable, Equatable {
+        /// A PKCS#7 app receipt (iOS 7 and later): any of its ids leads to the customer's history.
+        case appReceipt
+        /// An iOS 6 transaction receipt: it names one transaction, and settle does not check its
+        /// proprietary signature, so it proves no more than the bare id it names.
+        case transactionReceipt
+    }
+
     /// Every transaction id the receipt names: lookup keys for Apple, never trusted by themselves.
     public var transactionIds: [String]
     /// Whether the receipt's PKCS#7 signature chains to a configured Apple root: only then is it
     /// a signed proof that binds its purchases to the customer who uploaded it.
     public var signatureVerified: Bool
+    /// The app the receipt is for; compared with `bundle_id` before any of its ids is used.
+    public var bundleId: String?
+    public var format: Format
 
-    public init(transactionIds: [String], signatureVerified: Bool) {
+    public init(transactionIds: [String], signatureVerified: Bool, bundleId: String?, format: Format = .appReceipt) {
         self.transactionIds = transactionIds
         self.signatureVerified = signatureVerified
+        self.bundleId = bundleId
+        self.format = format
     }
 }

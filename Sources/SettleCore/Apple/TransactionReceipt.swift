@@ -12,11 +12,21 @@ public enum TransactionReceipt {
     /// libraries' `ReceiptUtility.extractTransactionIdFromTransactionReceipt` reads it; nil when
     /// the text is not that format.
     public static func transactionId(base64: String) -> String? {
+        purchaseInfo(base64: base64).flatMap { firstCapture(#""transaction-id"\s+=\s+"([a-zA-Z0-9+/=]+)";"#, in: $0) }
+    }
+
+    /// The `bid` (bundle id) the purchase info names, nil when it names none or the text is not
+    /// a transaction receipt.
+    public static func bundleId(base64: String) -> String? {
+        purchaseInfo(base64: base64).flatMap { firstCapture(#""bid"\s+=\s+"([^"]*)";"#, in: $0) }
+    }
+
+    /// The decoded `purchase-info` plist text.
+    private static func purchaseInfo(base64: String) -> String? {
         guard base64.utf8.count <= 2 * AppReceipt.maximumSize,
               let text = decodedText(base64),
-              let purchaseInfo = firstCapture(#""purchase-info"\s+=\s+"([a-zA-Z0-9+/=]+)";"#, in: text),
-              let inner = decodedText(purchaseInfo) else { return nil }
-        return firstCapture(#""transaction-id"\s+=\s+"([a-zA-Z0-9+/=]+)";"#, in: inner)
+              let purchaseInfo = firstCapture(#""purchase-info"\s+=\s+"([a-zA-Z0-9+/=]+)";"#, in: text) else { return nil }
+        return decodedText(purchaseInfo)
     }
 
     /// Whether decoded receipt bytes are a text plist rather than DER: a PKCS#7 `ContentInfo`

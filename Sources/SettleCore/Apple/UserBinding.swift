@@ -63,15 +63,25 @@ public struct UserBinding: Sendable, Equatable {
         case mismatch(String)
         /// Nothing ties the purchase to a user; `policy` decides.
         case unbound(Policy)
+        /// The purchase names its buyer but the order's user's token is unknown, so whether
+        /// they are the same person cannot be checked: a person decides, whatever the policy.
+        case unverifiable(String)
     }
 
+    /// A purchase that carries a token is bound to whoever the token stands for: it is granted
+    /// only when the token is checked to be the order's user's. Only a purchase without one
+    /// is unbound, left to the policies.
     public func verdict(purchaseToken: String?, order: Order, proofSigned: Bool) -> Verdict {
-        let expected = expectedToken(for: order)
-        if let token = purchaseToken.flatMap(UUID.init(uuidString:))?.uuidString.lowercased(), let expected {
-            return token == expected ? .bound
-                : .mismatch("the purchase's appAccountToken \(token) is not user \(order.userId)'s (\(expected))")
+        guard let purchaseToken, !purchaseToken.isEmpty else {
+            return .unbound(proofSigned ? tokenlessSignedProofs : unsignedProofs)
         }
-        return .unbound(proofSigned ? tokenlessSignedProofs : unsignedProofs)
+        let token = UUID(uuidString: purchaseToken)?.uuidString.lowercased() ?? purchaseToken
+        guard let expected = expectedToken(for: order) else {
+            return .unverifiable("the purchase carries appAccountToken \(token), and no token is known for user \(order.userId) "
+                                 + "to check it against (user_binding.app_account_token: \(tokenSource.rawValue))")
+        }
+        return token == expected ? .bound
+            : .mismatch("the purchase's appAccountToken \(token) is not user \(order.userId)'s (\(expected))")
     }
 
     /// A version-5 UUID: SHA-1 of the namespace's 16 bytes and the name's UTF-8 bytes, with

@@ -37,6 +37,15 @@ public final class X509Certificate: @unchecked Sendable {
         self.handle = handle
     }
 
+    /// Shares a certificate another OpenSSL object owns (one of a PKCS#7's certificates): takes
+    /// a reference of its own, so the certificate outlives its container.
+    init(sharing handle: OpaquePointer) {
+        // "X509_up_ref() increments the reference count of a by one" (X509_new(3)); deinit's
+        // X509_free drops it again.
+        X509_up_ref(handle)
+        self.handle = handle
+    }
+
     deinit {
         X509_free(handle)
     }
@@ -153,6 +162,17 @@ public final class X509Certificate: @unchecked Sendable {
             return false
         }
         return true
+    }
+
+    /// Whether anything in the certificate lets it act as a CA: basicConstraints CA:TRUE, or
+    /// without basicConstraints a keyUsage allowing certificate signing (or the other legacy
+    /// signs `X509_check_ca` accepts). A leaf must have none of them.
+    var mayActAsCertificateAuthority: Bool {
+        // X509_check_ca: "returns 0 if the certificate is not a CA", any other value is some
+        // kind of CA (X509_check_ca(3)).
+        let result = X509_check_ca(handle)
+        OpenSSLErrorQueue.drain()
+        return result != 0
     }
 
     /// Whether the certificate carries an extension OpenSSL cannot process but must not

@@ -42,6 +42,10 @@ extension JSONValue {
         }
     }
 
+    /// A JSON string as RFC 8259 section 7 writes it: the quote, the backslash and every
+    /// control character escaped. RFC 8259 only requires C0 to be, but DEL and C1 are escaped
+    /// too (as `\u007f`, which any parser reads back as the same character): output with none
+    /// of them raw is what a terminal shows safely, so nothing after the serializer changes it.
     private static func writeString(_ s: String, to out: inout String) {
         out += "\""
         for scalar in s.unicodeScalars {
@@ -51,8 +55,9 @@ extension JSONValue {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case let c where c.value < 0x20:
-                out += "\\u" + String(repeating: "0", count: 4 - String(c.value, radix: 16).count) + String(c.value, radix: 16)
+            case let c where PrintableText.isControl(c):
+                let hex = String(c.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: out.unicodeScalars.append(scalar)
             }
         }

@@ -11,10 +11,16 @@ public enum AttentionReason: String, Sendable, Equatable, CaseIterable {
     case rowInvalid = "row_invalid"
     /// The order's only proof is a transaction id, and no `server_api` is configured to look it up.
     case serverAPIRequired = "server_api_required"
-    /// A receipt format settle does not read on this path (an iOS 6 transaction receipt without `receipt_api`).
+    /// A receipt format settle did not read on this path: what earlier versions said of an iOS 6
+    /// transaction receipt without `receipt_api` (now looked up by the id it names). Kept so
+    /// ledgers holding it still read.
     case receiptFormatUnsupported = "receipt_format_unsupported"
     /// The proof binds the purchase to nobody and `user_binding` asks a person to look.
     case proofUnbound = "proof_unbound"
+    /// The purchase carries an appAccountToken, but the order's user's token is unknown (no
+    /// `app_account_token` stored with the order, a user id that is not a UUID): settle cannot
+    /// tell whether the buyer the token names is the order's user.
+    case tokenUnverifiable = "token_unverifiable"
     /// Apple's answer could not be read in full (a customer history past the page cap).
     case historyIncomplete = "history_incomplete"
     /// Apple reported a purchase no backend enqueued, and nothing maps it to a user: support

@@ -215,9 +215,15 @@ extension Ledger {
 
     /// The user an appAccountToken stands for: the token itself when user ids are the tokens,
     /// else the user of an order that carries it. A uuid5 token cannot be reversed.
-    private func userFor(token: String?, binding: UserBinding) throws -> String? {
-        guard let token = token.flatMap(UUID.init(uuidString:))?.uuidString.lowercased() else { return nil }
-        if binding.tokenSource == .userId { return token }
+    private func userFor(token given: String?, binding: UserBinding) throws -> String? {
+        guard let given, let token = UUID(uuidString: given)?.uuidString.lowercased() else { return nil }
+        if binding.tokenSource == .userId {
+            // Apple writes tokens in lower case, a backend's UUID user ids may be upper case: the
+            // user's own spelling when an order already names them, else the token as Apple gave it.
+            return try database.query("""
+                SELECT user_id FROM orders WHERE lower(user_id) = ? ORDER BY created_at LIMIT 1
+                """, [.text(token)]).first?.string("user_id") ?? given
+        }
         return try database.query("""
             SELECT user_id FROM orders WHERE lower(app_account_token) = ? AND user_id != '' ORDER BY created_at LIMIT 1
             """, [.text(token)]).first?.string("user_id")

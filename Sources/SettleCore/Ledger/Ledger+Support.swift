@@ -31,9 +31,16 @@ extension Ledger {
                             + (order.receiptSHA256.map { "; previous receipt sha256 \($0) (kept in receipts)" } ?? "")
                     case let .signedTransaction(jws)?:
                         unchanged = jws == order.signedTransaction
+                        // The replaced proof is kept where receipts are, by hash: the history names
+                        // it, and status never prints a proof whole.
+                        let previous = order.signedTransaction.map { SHA256.hex(Data($0.utf8)) }
+                        if let old = order.signedTransaction, let previous {
+                            try database.query("INSERT OR IGNORE INTO receipts(sha256, data, created_at) VALUES (?, ?, ?)",
+                                               [.text(previous), .text(old), .integer(now)])
+                        }
                         try database.query("UPDATE orders SET signed_transaction = ? WHERE order_id = ?", [.text(jws), .text(id)])
                         detail += "\nnew proof: signed transaction sha256 \(SHA256.hex(Data(jws.utf8)))"
-                            + (order.signedTransaction.map { "\nprevious signed transaction: \($0)" } ?? "")
+                            + (previous.map { "; previous signed transaction sha256 \($0) (kept in receipts)" } ?? "")
                     case nil:
                         break
                     }

@@ -86,9 +86,15 @@ extension PostgresLedger {
                         + (order.receiptSHA256.map { "; previous receipt sha256 \($0) (kept in receipts)" } ?? "")
                 case let .signedTransaction(jws)?:
                     unchanged = jws == order.signedTransaction
+                    // The replaced proof is kept where receipts are, by hash (see Ledger.retry).
+                    let previous = order.signedTransaction.map { SHA256.hex(Data($0.utf8)) }
+                    if let old = order.signedTransaction, let previous {
+                        try db.run("INSERT INTO receipts(sha256, data, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                                   [.text(previous), .text(old), .integer(now)])
+                    }
                     try db.run("UPDATE orders SET signed_transaction = ? WHERE order_id = ?", [.text(jws), .text(id)])
                     detail += "\nnew proof: signed transaction sha256 \(SHA256.hex(Data(jws.utf8)))"
-                        + (order.signedTransaction.map { "\nprevious signed transaction: \($0)" } ?? "")
+                        + (previous.map { "; previous signed transaction sha256 \($0) (kept in receipts)" } ?? "")
                 case nil:
                     break
                 }

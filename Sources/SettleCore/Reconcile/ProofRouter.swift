@@ -27,9 +27,6 @@ public struct ProofRouter: OrderVerifier {
         do {
             return try storeKit.verify(order)
         } catch let error as LegacyReceiptError {
-            if error.unsupportedFormat {
-                return Verification(outcome: .needsAttention(reason: .receiptFormatUnsupported, detail: error.message))
-            }
             return Verification(outcome: .rejected(reason: .receiptInvalid, detail: error.message))
         }
     }
@@ -40,6 +37,4 @@ struct LegacyReceiptError: Error {
     var message: String
     /// Why the receipt's signature was refused; its `code` is stable (receipt_signature_invalid, ...).
     var signatureFailure: ReceiptSignatureFailure? = nil
-    /// A format settle does not read on this path (an iOS 6 transaction receipt): a person decides.
-    var unsupportedFormat = false
 }

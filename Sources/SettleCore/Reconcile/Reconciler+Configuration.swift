@@ -106,13 +106,14 @@ extension Reconciler {
     /// root: lookup keys for the Server API, whose answers are what prove purchases.
     private static func legacyReceiptIds(_ order: Order, ledger: any LedgerStore, signature: AppReceiptSignature) throws -> LegacyReceiptIds? {
         guard let text = try storedReceipt(order, ledger: ledger) else { return nil }
-        if TransactionReceipt.transactionId(base64: text) != nil {
-            throw LegacyReceiptError(message: "the order's receipt is an iOS 6 transaction receipt, which only verifyReceipt (receipt_api) can check",
-                                     unsupportedFormat: true)
+        if let id = TransactionReceipt.transactionId(base64: text) {
+            return LegacyReceiptIds(transactionIds: [id], signatureVerified: false, bundleId: TransactionReceipt.bundleId(base64: text),
+                                    format: .transactionReceipt)
         }
         switch signature.verify(base64: text) {
         case let .success(verified):
-            return LegacyReceiptIds(transactionIds: verified.receipt.transactionIds, signatureVerified: true)
+            return LegacyReceiptIds(transactionIds: verified.receipt.transactionIds, signatureVerified: true,
+                                    bundleId: verified.receipt.bundleId)
         case let .failure(failure):
             throw LegacyReceiptError(message: "the order's receipt is not accepted: \(failure)", signatureFailure: failure)
         }

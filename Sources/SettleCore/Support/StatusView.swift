@@ -1,3 +1,5 @@
+import Foundation
+
 /// Renders the ledger for support (SPEC section 6): one JSON object, or aligned text.
 /// Never prints receipts, signed transactions or anything secret.
 public enum StatusView {
@@ -38,7 +40,7 @@ public enum StatusView {
             ("attempts", .number(order.attempts)),
             ("next_attempt_at", order.state == .pending ? time(order.nextAttemptAt) : .null),
             ("reason", .string(order.reason)),
-            ("last_error", .string(order.lastError)),
+            ("last_error", .string(withoutSignedData(order.lastError))),
             ("claimed_by", .string(order.lease.map { "\($0.owner)" })),
             ("created_at", time(order.createdAt)),
             ("updated_at", time(order.updatedAt)),
@@ -59,7 +61,7 @@ public enum StatusView {
                 ("hook_exit", .number(entry.hookExit)),
                 ("environment", .string(entry.environment)),
                 ("duration_ms", .number(entry.durationMs)),
-                ("detail", .string(entry.detail)),
+                ("detail", .string(withoutSignedData(entry.detail))),
             ])
         })))
         return .object(members)
@@ -118,7 +120,7 @@ public enum StatusView {
         fields += [
             ("environment", order.environment ?? "-"), ("proof", proof(order)), ("attempts", String(order.attempts)),
             ("next attempt", order.state == .pending ? Timestamp.relative(order.nextAttemptAt, now: now) : "-"),
-            ("reason", order.reason ?? "-"), ("last error", order.lastError ?? "-"),
+            ("reason", order.reason ?? "-"), ("last error", withoutSignedData(order.lastError) ?? "-"),
             ("claimed by", order.lease.map { "\($0.owner) until \(Timestamp.relative($0.expiresAt, now: now))" } ?? "-"),
             ("created", Timestamp.relative(order.createdAt, now: now)),
             ("updated", Timestamp.relative(order.updatedAt, now: now)),
@@ -138,7 +140,7 @@ public enum StatusView {
             if let x = e.hookExit { facts.append("hook exit \(x)") }
             if let env = e.environment { facts.append(env) }
             if let ms = e.durationMs { facts.append("\(ms) ms") }
-            let detailLines = (e.detail ?? "").split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+            let detailLines = (withoutSignedData(e.detail) ?? "").split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
             rows.append([Timestamp.rfc3339(unixSeconds: e.at), e.kind.rawValue, e.outcome, facts.joined(separator: ", "),
                          detailLines.first ?? ""])
             // A failed delivery's own words (its stderr) are what support needs: the last lines, escaped.
@@ -151,6 +153,25 @@ public enum StatusView {
         out += lines.isEmpty ? "  (none)\n" : lines.map { "  " + $0 }.joined(separator: "\n") + "\n"
         return out
     }
+
+    /// Text with every compact JWS (a signed transaction or any other signed data) in it
+    /// replaced by its SHA-256: proofs are never printed whole. Ledgers written before retry
+    /// kept replaced proofs by hash carry whole ones in their history.
+    static func withoutSignedData(_ text: String?) -> String? {
+        guard let text, text.contains(".") else { return text }
+        guard let regex = signedDataPattern else { return text }
+        var out = ""
+        var last = text.startIndex
+        for match in regex.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+            guard let range = Range(match.range, in: text) else { continue }
+            out += text[last..<range.lowerBound] + "<signed data sha256 \(SHA256.hex(Data(text[range].utf8)))>"
+            last = range.upperBound
+        }
+        return out + text[last...]
+    }
+
+    /// Three dot-separated base64url parts, the first a JSON object's (`eyJ` is base64 of `{"`).
+    private static let signedDataPattern = try? NSRegularExpression(pattern: #"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"#)
 
     static func proof(_ order: Order) -> String {
         if order.receiptSHA256 != nil { return "receipt" }

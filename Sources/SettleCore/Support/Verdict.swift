@@ -71,6 +71,7 @@ public struct Verdict: Sendable, Equatable {
         case "user_mismatch": return "the purchase belongs to another user (appAccountToken)"
         case "upgraded": return "the subscription was upgraded; the new one is what is granted"
         case "proof_unbound": return "the proof does not say which user bought it"
+        case "token_unverifiable": return "the purchase names its buyer (appAccountToken), and the order's user's token is unknown"
         case "payload_invalid": return "Apple's signed data lacks a field settle needs"
         case "attempts_exhausted": return "every attempt failed; settle stopped trying"
         case "hook_refused": return "your delivery hook refused the grant (exit 65 or HTTP 4xx)"
@@ -117,6 +118,8 @@ public struct Verdict: Sendable, Equatable {
         case "user_mismatch", "proof_unbound", "upgraded": return "check the customer's account; a plain retry is rejected the same way"
         case "backfilled_purchase":
             return "check whether the app already granted it: if it did, settle resolve ID --as granted_by_hand; if not, settle retry ID delivers it"
+        case "token_unverifiable":
+            return "check the token is the customer's, then store it with the order (app_account_token) and settle retry ID; a plain retry ends the same way"
         default: return nil
         }
     }

@@ -82,6 +82,41 @@ final class AppReceiptSignatureTests: XCTestCase {
         assertFails(try signature().verify(base64: receipt), "receipt_chain_invalid")
     }
 
+    /// A receipt signed with the test leaf's key by `signer` (all test leaves share that key).
+    func receipt(signer: String, key: String = "testLeaf.key", chain: [String]) throws -> String {
+        try AppReceiptBuilder.build(bundleId: bundleId, purchases: purchases, creationDate: AppReceiptBuilder.testCreationDate,
+                                    signerCertificatePEM: text("test-chain/\(signer)"), signerKeyPEM: text("test-chain/\(key)"),
+                                    chainPEM: chain.map { try text("test-chain/\($0)") })
+    }
+
+    func testReceiptSignedByALeafWithoutTheReceiptMarker_underTheWWDRIntermediate_fails() throws {
+        // What a developer's push or Pass Type certificate is: issued by the WWDR intermediate
+        // under Apple's root, but not a receipt signer; its key is the developer's.
+        let forged = try receipt(signer: "testInvalidOIDLeaf.pem", chain: ["testIntermediate.pem"])
+        guard case let .failure(failure) = try signature().verify(base64: forged) else { return XCTFail("verified") }
+        XCTAssertEqual(failure.code, "receipt_chain_invalid")
+        XCTAssertTrue(failure.description.contains("1.2.840.113635.100.6.11.1"), "\(failure)")
+    }
+
+    func testReceiptUnderAnIntermediateWithoutTheWWDRMarker_fails() throws {
+        let forged = try receipt(signer: "testInvalidIntermediateLeaf.pem", chain: ["testInvalidOIDIntermediate.pem"])
+        guard case let .failure(failure) = try signature().verify(base64: forged) else { return XCTFail("verified") }
+        XCTAssertEqual(failure.code, "receipt_chain_invalid")
+        XCTAssertTrue(failure.description.contains("1.2.840.113635.100.6.2.1"), "\(failure)")
+    }
+
+    func testReceiptSignedByTheIntermediateItself_fails_aCAIsNeverTheLeaf() throws {
+        let forged = try receipt(signer: "testIntermediate.pem", key: "testIntermediate.key", chain: ["testCA.pem"])
+        guard case let .failure(failure) = try signature().verify(base64: forged) else { return XCTFail("verified") }
+        XCTAssertEqual(failure.code, "receipt_chain_invalid")
+    }
+
+    func testReceiptCarryingBothIntermediates_verifiesThroughTheOneThatIssuedItsLeaf() throws {
+        // Same subject name, different keys: the marker-less one is tried and passed over.
+        let receipt = try receipt(signer: "testLeaf.pem", chain: ["testInvalidOIDIntermediate.pem", "testIntermediate.pem"])
+        XCTAssertNoThrow(try signature().verify(base64: receipt).get())
+    }
+
     func testReceiptWithNoSignerInfo_fails() throws {
         let payload = AppReceiptBuilder.payload(bundleId: bundleId, environment: "Production", purchases: purchases,
                                                 creationDate: AppReceiptBuilder.testCreationDate)
@@ -97,6 +132,15 @@ final class AppReceiptSignatureTests: XCTestCase {
                                                   signerKeyPEM: text("test-chain/testLeaf.key"),
                                                   chainPEM: [text("test-chain/testIntermediate.pem")])
         assertFails(try signature().verify(base64: receipt), "receipt_creation_date_invalid")
+    }
+
+    func testGenuineAppleReceipt_verifiesThroughApplesReceiptChain_atItsCreationDate() throws {
+        let receipt = try text("receipts/genuine-sandbox-receipt-2016.b64")
+        let verified = try signature(root: "roots/AppleIncRootCA.pem").verify(base64: receipt).get()
+        XCTAssertEqual(verified.receipt.bundleId, "com.zhihu.test")
+        XCTAssertEqual(verified.creationDate, try XCTUnwrap(ISO8601DateFormatter().date(from: "2016-07-23T06:21:11Z")))
+        XCTAssertTrue(verified.signer.contains("Receipt Signing"), verified.signer)
+        assertFails(try signature().verify(base64: receipt), "receipt_chain_invalid")
     }
 
     func testXcodeReceipt_signedByItsOwnStoreKitCertificate_fails() throws {

@@ -18,6 +18,13 @@ final class JSONValueTests: XCTestCase {
         XCTAssertNil(json["x"]?.looseBool)
     }
 
+    func testSerialized_escapesC0DelAndC1_asRFC8259Escapes_andReadsBackTheSame() {
+        XCTAssertEqual(JSONValue.string("a\u{0}b\u{7F}c\u{85}d\u{9F}e\u{A0}é\"\\").serialized(),
+                       #""a\u0000b\u007fc\u0085d\u009fe\#u{A0}é\"\\""#)
+        let text = "a\u{0}b\u{7F}c\u{85}d\u{9F}e"
+        XCTAssertEqual(try JSONValue.parse(Data(JSONValue.string(text).serialized().utf8)), .string(text))
+    }
+
     func testParse_decodesEscapesAndSurrogatePairs() throws {
         let json = try JSONValue.parse(#"["a\"b\\c\n", "\u00e9\ud83d\ude00"]"#)
         XCTAssertEqual(json.arrayValue?[0], .string("a\"b\\c\n"))

@@ -149,6 +149,40 @@ final class LedgerContractTests: XCTestCase {
         }
     }
 
+    func testRetryWithANewSignedTransaction_keepsTheOldOneByHash_andStatusNeverShowsEitherWhole() throws {
+        // Shaped like a compact JWS: what status must never print whole.
+        let old = "eyJhbGciOiJFUzI1NiJ9.eyJ0cmFuc2FjdGlvbklkIjoiMSJ9.c2lnbmF0dXJlLW9sZA"
+        let new = "eyJhbGciOiJFUzI1NiJ9.eyJ0cmFuc2FjdGlvbklkIjoiMiJ9.c2lnbmF0dXJlLW5ldw"
+        try onEachBackEnd { b in
+            _ = try b.store.enqueue(NewOrder(orderId: "o-1", userId: "u-1", productId: world.coins, signedTransaction: old))
+            let claimed = try XCTUnwrap(try b.store.claim(orderId: "o-1", owner: me, leaseSeconds: 60)?.order)
+            XCTAssertTrue(try b.store.recordRejected(orderId: "o-1", owner: me, fence: claimed.fencingToken, reason: "signature_invalid",
+                                                     detail: "d", environment: nil, history: entry), b.name)
+            _ = try b.store.retry(orderIds: ["o-1"], note: "fresh proof", proof: .signedTransaction(new))
+            let record = try XCTUnwrap(try b.store.orderRecord("o-1"))
+            XCTAssertEqual(record.order.signedTransaction, new, b.name)
+            let oldHash = SHA256.hex(Data(old.utf8))
+            XCTAssertEqual(try b.store.receipt(sha256: oldHash), old, "\(b.name): the replaced proof is kept")
+            let shown = StatusView.json(record.order, history: record.history).serialized()
+                + StatusView.text(record.order, history: record.history, now: world.time.unixSeconds)
+            XCTAssertFalse(shown.contains(old) || shown.contains(new), "\(b.name): a proof printed whole:\n\(shown)")
+            XCTAssertTrue(shown.contains(oldHash), "\(b.name): the history names the old proof by hash")
+        }
+    }
+
+    func testStatus_ofAHistoryThatHoldsAWholeSignedTransaction_showsItsHashOnly() throws {
+        // Ledgers written before retries kept replaced proofs by hash hold them in the history.
+        let jws = "eyJhbGciOiJFUzI1NiJ9.eyJ0cmFuc2FjdGlvbklkIjoiMSJ9.c2lnbmF0dXJlLW9sZA"
+        let entry = HistoryEntry(at: 0, kind: .retry, outcome: "retried", detail: "again\nprevious signed transaction: \(jws)")
+        let ledger = try Ledger(path: world.folder + "/older.sqlite3", time: world.time)
+        _ = try ledger.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins, transactionId: "1"))
+        let order = try XCTUnwrap(try ledger.orderRecord("o-1")?.order)
+        let shown = StatusView.json(order, history: [entry]).serialized()
+            + StatusView.text(order, history: [entry], now: world.time.unixSeconds)
+        XCTAssertFalse(shown.contains(jws), shown)
+        XCTAssertTrue(shown.contains(SHA256.hex(Data(jws.utf8))), shown)
+    }
+
     // MARK: - Leases
 
     func testLeaseLoss_aStrangerOrAnExpiredClaimChangesNothing() throws {

@@ -146,13 +146,39 @@ final class StoreKitReconcileTests: XCTestCase {
         XCTAssertTrue(world.deliveries.isEmpty)
     }
 
-    func testIOS6TransactionReceipt_withoutReceiptAPI_needsAttention_neverRejected() throws {
-        let purchaseInfo = Data(#"{ "transaction-id" = "1000000012345678"; "product-id" = "coins"; }"#.utf8).base64EncodedString()
+    func transactionReceipt(_ transactionId: String, bundleId: String? = nil) -> String {
+        let bid = bundleId.map { #" "bid" = "\#($0)";"# } ?? ""
+        let purchaseInfo = Data(#"{ "transaction-id" = "\#(transactionId)"; "product-id" = "coins";\#(bid) }"#.utf8).base64EncodedString()
         let plist = #"{ "signature" = "AAAA"; "purchase-info" = "\#(purchaseInfo)"; "environment" = "Sandbox"; "pod" = "100"; "signing-status" = "0"; }"#
+        return Data(plist.utf8).base64EncodedString()
+    }
+
+    func testIOS6TransactionReceipt_withoutReceiptAPI_isLookedUpByTheTransactionIdItNames() throws {
+        world.scriptTransaction("1000000012345678", appAccountToken: token)
         _ = try ledger.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins,
-                                        receipt: Data(plist.utf8).base64EncodedString()))
+                                        receipt: transactionReceipt("1000000012345678", bundleId: world.bundleId),
+                                        appAccountToken: token))
+        XCTAssertEqual(try pass().finished, 1)
+        XCTAssertEqual(try order("o-1").verified?.transactionId, "1000000012345678")
+        XCTAssertEqual(world.simulator.serverRequests.count, 1, "one Get Transaction Info, no history")
+        XCTAssertEqual(world.simulator.historyRequests.count, 0)
+    }
+
+    func testIOS6TransactionReceipt_provesNoMoreThanABareId_soATokenlessPurchaseNeedsAPerson() throws {
+        // Settle does not check the receipt's proprietary signature: unsigned_proofs applies.
+        world.scriptTransaction("1000000012345679")
+        _ = try ledger.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins, receipt: transactionReceipt("1000000012345679")))
         XCTAssertEqual(try pass().needsAttention, 1)
-        XCTAssertEqual(try order("o-1").reason, "receipt_format_unsupported")
+        XCTAssertEqual(try order("o-1").reason, "proof_unbound")
+        XCTAssertTrue(world.deliveries.isEmpty)
+    }
+
+    func testIOS6TransactionReceiptForAnotherApp_isABundleMismatch_withoutAskingApple() throws {
+        world.scriptTransaction("1000000012345680", appAccountToken: token)
+        _ = try ledger.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins,
+                                        receipt: transactionReceipt("1000000012345680", bundleId: "com.other.app"), appAccountToken: token))
+        _ = try pass()
+        XCTAssertEqual(try order("o-1").reason, "bundle_mismatch")
         XCTAssertEqual(world.simulator.serverRequests.count, 0)
     }
 
@@ -330,6 +356,40 @@ final class StoreKitReconcileTests: XCTestCase {
         XCTAssertEqual(o.reason, "receipt_invalid")
         XCTAssertTrue(o.lastError?.contains("receipt_chain_invalid") ?? false, o.lastError ?? "")
         XCTAssertEqual(world.simulator.serverRequests.count, 0, "a stranger's id is never looked up")
+        XCTAssertEqual(world.deliveries, [])
+    }
+
+    func testLegacyReceiptSignedByADeveloperCertificateUnderWWDR_isRejected_andTheVictimsPurchasesAreNeverLookedUp() throws {
+        // A leaf issued by the WWDR-like intermediate without the receipt marker: what any
+        // developer holds the key of. It lists a victim's ids; the victim's purchases carry no token.
+        world.scriptCustomer([customerTransaction("2000000900000044", purchased: 1000)])
+        let forged = try AppReceiptBuilder.build(
+            bundleId: world.bundleId, purchases: [AppReceipt.Purchase(productId: world.coins, transactionId: "2000000900000044")],
+            creationDate: AppReceiptBuilder.testCreationDate,
+            signerCertificatePEM: try String(contentsOfFile: TestWorld.fixture("apple/test-chain/testInvalidOIDLeaf.pem"), encoding: .utf8),
+            signerKeyPEM: try String(contentsOfFile: TestWorld.fixture("apple/test-chain/testLeaf.key"), encoding: .utf8),
+            chainPEM: [try String(contentsOfFile: TestWorld.fixture("apple/test-chain/testIntermediate.pem"), encoding: .utf8)])
+        _ = try ledger.enqueue(NewOrder(orderId: "o-attacker", userId: "attacker", productId: world.coins, receipt: forged))
+        _ = try pass()
+        let o = try order("o-attacker")
+        XCTAssertEqual(o.state, .rejected)
+        XCTAssertEqual(o.reason, "receipt_invalid")
+        XCTAssertTrue(o.lastError?.contains("receipt_chain_invalid") ?? false, o.lastError ?? "")
+        XCTAssertEqual(world.simulator.historyRequests.count + world.simulator.serverRequests.count, 0)
+        XCTAssertEqual(world.deliveries, [])
+    }
+
+    func testLegacyReceiptForAnotherBundle_isABundleMismatch_andNoIdFromItIsLookedUp() throws {
+        world.scriptCustomer([customerTransaction("2000000900000045", purchased: 1000)])
+        let receipt = try AppReceiptBuilder.buildSignedByTestChain(
+            bundleId: "com.other.app", purchases: [AppReceipt.Purchase(productId: world.coins, transactionId: "2000000900000045")])
+        _ = try ledger.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins, receipt: receipt))
+        _ = try pass()
+        let o = try order("o-1")
+        XCTAssertEqual(o.state, .rejected)
+        XCTAssertEqual(o.reason, "bundle_mismatch")
+        XCTAssertTrue(o.lastError?.contains("com.other.app") ?? false, o.lastError ?? "")
+        XCTAssertEqual(world.simulator.historyRequests.count + world.simulator.serverRequests.count, 0)
         XCTAssertEqual(world.deliveries, [])
     }
 

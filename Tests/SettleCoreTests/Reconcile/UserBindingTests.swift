@@ -121,6 +121,57 @@ final class UserBindingTests: XCTestCase {
         XCTAssertEqual(try order("o-2").reason, "proof_unbound")
     }
 
+    // MARK: - Purchases that name their buyer
+
+    func testSignedTransactionCarryingAToken_whenTheOrderNamesNoToken_needsAttentionTokenUnverifiable_neverGranted() throws {
+        // Alice's purchase, uploaded by Mallory's backend order that names no token: under the
+        // default tokenless_signed_proofs trust it was once taken as unbound and granted.
+        let transaction = world.scriptTransaction("2000000800000040", appAccountToken: alice)
+        try enqueue("o-1", user: "mallory", txn: "", signed: try transaction.signed(at: world.time.unixSeconds * 1000))
+        XCTAssertEqual(try pass().needsAttention, 1)
+        let o = try order("o-1")
+        XCTAssertEqual(o.state, .needsAttention)
+        XCTAssertEqual(o.reason, "token_unverifiable")
+        XCTAssertTrue(o.lastError?.contains(alice) ?? false, o.lastError ?? "")
+        XCTAssertTrue(world.deliveries.isEmpty)
+    }
+
+    func testBareIdOfATokenBearingPurchase_withTrustPolicy_andNoTokenKnown_needsAttention() throws {
+        try config([("unsigned_proofs", .string("trust")), ("tokenless_signed_proofs", .string("trust"))])
+        world.scriptTransaction("2000000800000041", appAccountToken: alice)
+        try enqueue("o-1", user: "mallory", txn: "2000000800000041")
+        _ = try pass()
+        XCTAssertEqual(try order("o-1").reason, "token_unverifiable")
+        XCTAssertTrue(world.deliveries.isEmpty)
+    }
+
+    func testTokenBearingPurchase_whenTheUserIdIsNotAUUID_underUserIdTokens_needsAttention() throws {
+        try config([("app_account_token", .string("user_id"))])
+        let transaction = world.scriptTransaction("2000000800000042", appAccountToken: alice)
+        try enqueue("o-1", user: "player-7", txn: "", signed: try transaction.signed(at: world.time.unixSeconds * 1000))
+        _ = try pass()
+        XCTAssertEqual(try order("o-1").reason, "token_unverifiable")
+        XCTAssertTrue(world.deliveries.isEmpty)
+    }
+
+    func testLegacyReceiptOfTokenBearingPurchases_whenTheOrderNamesNoToken_needsAttention() throws {
+        world.scriptCustomer([SimulatedSignedTransaction(transactionId: "2000000800000043", productId: world.coins,
+                                                         bundleId: world.bundleId, appAccountToken: alice)])
+        let receipt = try AppReceiptBuilder.buildSignedByTestChain(
+            bundleId: world.bundleId, purchases: [AppReceipt.Purchase(productId: world.coins, transactionId: "2000000800000043")])
+        _ = try ledger.enqueue(NewOrder(orderId: "o-1", userId: "mallory", productId: world.coins, receipt: receipt))
+        _ = try pass()
+        XCTAssertEqual(try order("o-1").reason, "token_unverifiable")
+        XCTAssertTrue(world.deliveries.isEmpty)
+    }
+
+    func testTokenBearingPurchase_whenTheOrderNamesTheSameToken_isGranted() throws {
+        let transaction = world.scriptTransaction("2000000800000044", appAccountToken: alice)
+        try enqueue("o-1", user: "alice", txn: "", token: alice.uppercased(),
+                    signed: try transaction.signed(at: world.time.unixSeconds * 1000))
+        XCTAssertEqual(try pass().finished, 1)
+    }
+
     // MARK: - Restores and upgrades
 
     func testRestoredNonConsumable_isGrantedOnce_underItsOriginalTransactionId() throws {

@@ -1,0 +1,201 @@
+import Foundation
+import Synchronization
+
+/// A local stand-in for Google on loopback, for tests and (later) `settle simulator`/`demo`:
+/// the OAuth token endpoint (`POST /token`) and the purchases calls of the Google Play Developer
+/// API under `/androidpublisher/v3/applications/{packageName}/purchases/`, over scripted
+/// purchases and failures. It also signs Pub/Sub push tokens with a key of its own
+/// (`FakeGooglePlay+Push.swift`).
+///
+/// It is a request-to-response handler, `handle(_:)`, that knows nothing of the server it is
+/// mounted on: `LoopbackHTTPServer { fake.handle($0) }` today, any other server later.
+/// The token endpoint checks each assertion's RS256 signature against the service account's
+/// public key and its claims; the API answers 401 to any access token it did not issue.
+public final class FakeGooglePlay: Sendable {
+    /// One API request as the fake saw it (the full path, token included: this is the test's view).
+    public struct Call: Sendable, Equatable {
+        public var method: String
+        public var path: String
+        public var authorization: String?
+    }
+
+    /// What the next API request gets instead of its normal answer.
+    public enum Failure: Sendable, Equatable {
+        /// An HTTP status with Google's error document; `reason` goes into `errors[0].reason`.
+        case status(Int, reason: String? = nil, retryAfter: String? = nil)
+        /// A 200 whose body is not JSON.
+        case garbage
+    }
+
+    public let packageName: String
+    let serviceAccountEmail: String
+    let serviceAccountKeys: JSONWebKeySet
+    let pushKey: RSAPrivateKey
+    let pushKeyId: String
+    let time: any TimeSource
+    let state = Mutex(State())
+
+    struct State {
+        var products: [String: ProductPurchase] = [:]
+        var subscriptions: [String: SubscriptionPurchaseV2] = [:]
+        var voided: [VoidedPurchase] = []
+        var voidedPageSize = 2
+        var apiFailures: [Failure] = []
+        var tokenFailures: [Failure] = []
+        var issuedAccessTokens: Set<String> = []
+        var accessTokenLifetime: Int64 = 3600
+        var tokenURL: String?
+        var calls: [Call] = []
+        var tokenRequests = 0
+        var refusedAssertions: [String] = []
+        var acceptedAssertions: [RS256JWT.Verified] = []
+    }
+
+    /// `serviceAccount` is the key settle holds: the fake keeps only its public half and names.
+    public init(packageName: String, serviceAccount: ServiceAccountKey, pushKey: RSAPrivateKey, pushKeyId: String = "fake-push-key",
+                time: any TimeSource) {
+        self.packageName = packageName
+        serviceAccountEmail = serviceAccount.clientEmail
+        serviceAccountKeys = JSONWebKeySet(keys: [serviceAccount.privateKeyId: serviceAccount.privateKey.publicKey])
+        self.pushKey = pushKey
+        self.pushKeyId = pushKeyId
+        self.time = time
+    }
+
+    // MARK: Scripting
+
+    public func script(product token: String, _ purchase: ProductPurchase) { state.withLock { $0.products[token] = purchase } }
+    public func script(subscription token: String, _ purchase: SubscriptionPurchaseV2) { state.withLock { $0.subscriptions[token] = purchase } }
+    public func script(voided: [VoidedPurchase], pageSize: Int = 2) {
+        state.withLock { $0.voided = voided; $0.voidedPageSize = max(1, pageSize) }
+    }
+    /// Answers for the next API requests, one each, in order.
+    public func failNextAPICalls(_ failures: Failure...) { state.withLock { $0.apiFailures += failures } }
+    public func failNextTokenRequests(_ failures: Failure...) { state.withLock { $0.tokenFailures += failures } }
+    /// Forgets every access token issued so far, as if they expired: the next API call gets a 401.
+    public func revokeAccessTokens() { state.withLock { $0.issuedAccessTokens.removeAll() } }
+    /// The URL the assertions' `aud` must name; until set, any URL whose path is `/token`.
+    public func expectTokenURL(_ url: String) { state.withLock { $0.tokenURL = url } }
+
+    public func product(_ token: String) -> ProductPurchase? { state.withLock { $0.products[token] } }
+    public func subscription(_ token: String) -> SubscriptionPurchaseV2? { state.withLock { $0.subscriptions[token] } }
+    public var calls: [Call] { state.withLock { $0.calls } }
+    public var tokenRequests: Int { state.withLock { $0.tokenRequests } }
+    /// Why assertions were refused, in order (empty when all were good).
+    public var refusedAssertions: [String] { state.withLock { $0.refusedAssertions } }
+    /// The header and claims of every assertion that got an access token.
+    public var acceptedAssertions: [RS256JWT.Verified] { state.withLock { $0.acceptedAssertions } }
+
+    // MARK: Handling
+
+    public func handle(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        if request.path == "/token" { return tokenEndpoint(request) }
+        let prefix = "/androidpublisher/v3/applications/\(packageName)/purchases/"
+        guard request.path.hasPrefix(prefix) else { return Self.error(404, reason: "applicationNotFound", "No application was found.") }
+        let (failure, known): (Failure?, Bool) = state.withLock { s in
+            s.calls.append(Call(method: request.method, path: request.path, authorization: request.header("Authorization")))
+            let bearer = request.header("Authorization").flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+            return (s.apiFailures.isEmpty ? nil : s.apiFailures.removeFirst(), bearer.map(s.issuedAccessTokens.contains) ?? false)
+        }
+        if let failure { return Self.respond(failure) }
+        guard known else { return Self.error(401, reason: "authError", "Invalid Credentials") }
+        let rest = String(request.path.dropFirst(prefix.count))
+        let (route, query) = rest.firstIndex(of: "?").map { (String(rest[..<$0]), String(rest[rest.index(after: $0)...])) } ?? (rest, "")
+        return purchases(request.method, segments: route.split(separator: "/", omittingEmptySubsequences: false), query: query)
+    }
+
+    private func purchases(_ method: String, segments raw: [Substring], query: String) -> HTTPServerResponse {
+        // The custom verb's colon is literal; one inside an id arrives encoded as %3A.
+        var segments = raw
+        var verb = ""
+        if let last = segments.last, let colon = last.lastIndex(of: ":") {
+            verb = String(last[last.index(after: colon)...])
+            segments[segments.count - 1] = last[..<colon]
+        }
+        let parts = segments.compactMap { PlayPath.decode($0) }
+        guard parts.count == segments.count else { return Self.error(400, reason: "invalid", "Invalid Value") }
+        switch (method, parts.count, parts.first) {
+        case ("GET", 1, "voidedpurchases"):
+            return voidedPage(query)
+        case (_, 4, "products") where parts[2] == "tokens", (_, 4, "subscriptions") where parts[2] == "tokens",
+             (_, 3, "subscriptionsv2") where parts[1] == "tokens":
+            break
+        default:
+            return Self.error(404, reason: "notFound", "Not Found")
+        }
+        let token = parts[parts.count - 1]
+        return state.withLock { s -> HTTPServerResponse in
+            switch (method, parts[0], verb) {
+            case ("GET", "products", ""):
+                guard let p = s.products[token], p.productId ?? parts[1] == parts[1] else { return Self.tokenInvalid }
+                return .json(200, p.json.data)
+            case ("POST", "products", "acknowledge"):
+                guard s.products[token] != nil else { return Self.tokenInvalid }
+                s.products[token]!.rawAcknowledgementState = 1
+                return HTTPServerResponse(status: 200)
+            case ("POST", "products", "consume"):
+                guard let p = s.products[token] else { return Self.tokenInvalid }
+                guard p.consumptionState != .consumed else { return Self.error(400, reason: "productNotOwnedByUser", "The product is not owned by the user.") }
+                s.products[token]!.rawConsumptionState = 1
+                s.products[token]!.rawAcknowledgementState = 1
+                return HTTPServerResponse(status: 200)
+            case ("GET", "subscriptionsv2", ""):
+                guard let p = s.subscriptions[token] else { return Self.tokenInvalid }
+                return .json(200, p.json.data)
+            case ("POST", "subscriptions", "acknowledge"):
+                guard s.subscriptions[token]?.lineItems.contains(where: { $0.productId == parts[1] }) == true else { return Self.tokenInvalid }
+                s.subscriptions[token]!.rawAcknowledgementState = SubscriptionPurchaseV2.AcknowledgementState.acknowledged.rawValue
+                return HTTPServerResponse(status: 200)
+            default:
+                return Self.error(404, reason: "notFound", "Not Found")
+            }
+        }
+    }
+
+    private func voidedPage(_ query: String) -> HTTPServerResponse {
+        let fields = Self.form(query)
+        return state.withLock { s in
+            let start = fields["token"].flatMap { $0.hasPrefix("page-") ? Int($0.dropFirst(5)) : nil } ?? 0
+            let since = fields["token"] == nil ? fields["startTime"].flatMap { Int64($0) } ?? 0 : 0
+            let matching = s.voided.filter { ($0.voidedTimeMillis ?? 0) >= since }
+            let page = Array(matching.dropFirst(start).prefix(s.voidedPageSize))
+            var members: [(String, JSONValue)] = [("voidedPurchases", .array(page.map(\.json)))]
+            if start + page.count < matching.count {
+                members.insert(("tokenPagination", .object([("nextPageToken", .string("page-\(start + page.count)"))])), at: 0)
+            }
+            return .json(200, JSONValue.object(members).data)
+        }
+    }
+
+    // MARK: Answers
+
+    static let tokenInvalid = error(400, reason: "purchaseTokenInvalid", "The purchase token is invalid.")
+
+    static func error(_ status: Int, reason: String?, _ message: String, headers: [HTTPHeader] = []) -> HTTPServerResponse {
+        var error: [(String, JSONValue)] = [("code", .number(status)), ("message", .string(message))]
+        if let reason { error.append(("errors", .array([.object([("message", .string(message)), ("domain", .string("androidpublisher")),
+                                                                 ("reason", .string(reason))])]))) }
+        return HTTPServerResponse(status: status, headers: [HTTPHeader("Content-Type", "application/json")] + headers,
+                                  body: JSONValue.object([("error", .object(error))]).data)
+    }
+
+    static func respond(_ failure: Failure) -> HTTPServerResponse {
+        switch failure {
+        case let .status(status, reason, retryAfter):
+            return error(status, reason: reason, "scripted failure", headers: retryAfter.map { [HTTPHeader("Retry-After", $0)] } ?? [])
+        case .garbage:
+            return HTTPServerResponse(status: 200, headers: [HTTPHeader("Content-Type", "text/html")], body: Data("<html>oops".utf8))
+        }
+    }
+
+    /// `a=1&b=2` with percent-escapes decoded (`+` as a space, as forms send it).
+    static func form(_ text: String) -> [String: String] {
+        var fields: [String: String] = [:]
+        for pair in text.split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let key = PlayPath.decode(kv[0]) else { continue }
+            fields[key] = kv.count == 2 ? PlayPath.decode(Substring(kv[1].replacingOccurrences(of: "+", with: " "))) : ""
+        }
+        return fields
+    }
+}
