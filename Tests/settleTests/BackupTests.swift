@@ -56,12 +56,13 @@ final class BackupTests: EndToEndTestCase {
         try database.close()
     }
 
-    func testSupportCommandsOnAnOlderLedger_refuseAndPointAtMigrate_withoutChangingIt() throws {
+    func testSupportAndBackendCommandsOnAnOlderLedger_grantRecordedAndAssignToo_refuseAndPointAtMigrate_withoutChangingIt() throws {
         try makeSchema2Ledger()
         let before = try ledgerRows()
         let receipt = try receiptFile("new", world.receipt("new"))
         for arguments in [["retry", "o-old"], ["resolve", "o-old", "--as", "wont_grant", "--note", "x"],
-                          ["enqueue", "--order", "o-new", "--user", "u", "--product", world.coins, "--receipt-file", receipt]] {
+                          ["enqueue", "--order", "o-new", "--user", "u", "--product", world.coins, "--receipt-file", receipt],
+                          ["grant-recorded", "--transaction", "2000000000000009"], ["assign", "o-old", "--user", "u-2"]] {
             let result = try settle(arguments)
             XCTAssertEqual(result.status, 74, "\(arguments): \(result.stderr)")
             XCTAssertTrue(result.stderr.contains("run `settle migrate`"), result.stderr)

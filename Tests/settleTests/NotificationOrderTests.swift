@@ -68,6 +68,19 @@ final class NotificationOrderTests: NotificationTestCase {
         XCTAssertEqual(world.deliveries, ["404 o-1", "405 apple-405"])
     }
 
+    func testPurchaseOfAProductMissingFromTheConfiguration_isKeptAsAnOrderNeedingAPerson_neverForgotten() throws {
+        try writeNotificationConfig()
+        let (daemon, url) = try startDaemon()
+        let notification = applePurchase("405", token: buyer, product: "com.example.game.unconfigured")
+        XCTAssertEqual(try world.simulator.send(notification, to: url), 200)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("apple-405") == "needs_attention" }, log(daemon))
+        let kept = try order("apple-405")
+        XCTAssertEqual(kept["reason"]?.looseString, "unknown_product")
+        XCTAssertTrue(kept["last_error"]?.looseString?.contains("settle retry apple-405") == true, "\(kept)")
+        XCTAssertEqual(try statusJSON(["--notification", notification.uuid])["order_id"]?.looseString, "apple-405")
+        XCTAssertEqual(world.deliveries, [])
+    }
+
     func testNotificationSentWhileDown_isFoundByHistoryAtStart_andDelivered() throws {
         try writeNotificationConfig()
         try historyStarted()

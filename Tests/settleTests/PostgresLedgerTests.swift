@@ -28,8 +28,9 @@ final class PostgresLedgerTests: EndToEndTestCase {
 
     func testMigrateDryRun_thenMigrate_thenEnqueueReconcileAndStatus_allOnPostgreSQL() throws {
         let plan = try settle(expecting: 0, ["migrate", "--dry-run"])
-        XCTAssertTrue(plan.stdout.contains("is at schema 0; settle migrate would apply migration 1"), plan.stdout)
-        XCTAssertTrue(try settle(expecting: 0, ["migrate"]).stdout.contains("from schema 0 to 1"))
+        let target = PostgresLedgerSchema.migrations.count
+        XCTAssertTrue(plan.stdout.contains("is at schema 0; settle migrate would apply migrations 1, "), plan.stdout)
+        XCTAssertTrue(try settle(expecting: 0, ["migrate"]).stdout.contains("from schema 0 to \(target)"))
         XCTAssertTrue(try settle(expecting: 0, ["migrate", "--dry-run"]).stdout.contains("nothing to do"))
         try enqueue("o-1", transaction: "100", receipt: world.scriptReceipt("o-1", [purchase("100")]))
         try enqueue("o-2", transaction: "100", receipt: world.scriptReceipt("o-2", [purchase("100")]))
@@ -96,5 +97,91 @@ final class PostgresLedgerTests: EndToEndTestCase {
         XCTAssertEqual(try ledger.grantHolder(of: VerifiedPurchase(transactionId: "t-9", originalTransactionId: "t-9", productId: "",
                                                                    environment: "", quantity: 1, purchaseDateMs: nil, expiresDateMs: nil)),
                        .outside(note: "by hand"))
+    }
+
+    func testLedgerCopy_ofALedgerThatUsedNotifications_refusesNamingWhatWouldBeLost_andCarriesRefundMarksWhenTold() throws {
+        let sqlite = try world.ledger()
+        _ = try sqlite.enqueue(NewOrder(orderId: "o-1", userId: "u-1", productId: world.coins, transactionId: "t-1",
+                                        receipt: world.scriptReceipt("o-1", [purchase("t-1")])))
+        _ = try sqlite.enqueue(NewOrder(orderId: "o-2", userId: "u-1", productId: world.coins, transactionId: "t-2",
+                                        receipt: world.scriptReceipt("o-2", [purchase("t-2")])))
+        _ = try world.reconciler(ledger: sqlite).runPass()
+        try sqlite.close()
+        // What App Store Server Notifications leave: a stored notification, a refund mark, a revoke still owed,
+        // and the history kind they write.
+        let database = try SQLiteDatabase(path: world.ledgerPath, mode: .readWrite)
+        try database.execute("""
+            INSERT INTO notifications(uuid, type, environment, transaction_id, source, received_at, outcome, payload)
+            VALUES ('n-1', 'REFUND', 'Production', 't-1', 'endpoint', 1, 'revoke_queued', 'x');
+            UPDATE orders SET refunded_at = 1700000000, refund_kind = 'REFUND', refund_reason = '1' WHERE order_id = 'o-1';
+            INSERT INTO revocations(transaction_id, order_id, kind, next_attempt_at, created_at, updated_at)
+            VALUES ('t-1', 'o-1', 'REFUND', 1, 1, 1);
+            INSERT INTO history(order_id, at, kind, outcome, detail) VALUES ('o-1', 1, 'notification', 'revoke_queued', 'REFUND n-1');
+            """)
+        try database.close()
+        let refused = try settleWithoutConfig(["ledger", "copy", "--from", "sqlite:" + world.ledgerPath, "--to", url])
+        XCTAssertEqual(refused.status, 65, refused.stdout + refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("notifications: 1 rows"), refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("1 pending revokes"), refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("Nothing was copied"), refused.stderr)
+        XCTAssertEqual(try PostgresLedger(url: url, access: .readOnly).summary(OrderFilter(limit: 0)).matching, 0)
+
+        let copy = try settleWithoutConfig(["ledger", "copy", "--from", "sqlite:" + world.ledgerPath, "--to", url, "--leave-notifications"])
+        XCTAssertEqual(copy.status, 0, copy.stderr)
+        XCTAssertTrue(copy.stdout.contains("revocations: 1 rows left in the SQLite file"), copy.stdout)
+        let ledger = try PostgresLedger(url: url, access: .readOnly)
+        let copied = try XCTUnwrap(try ledger.orderRecord("o-1"))
+        XCTAssertEqual(copied.order.refund?.at, 1_700_000_000, "the refund mark came along")
+        XCTAssertEqual(copied.order.refund?.kind, "REFUND")
+        XCTAssertEqual(copied.order.refund?.reason, "1")
+        XCTAssertEqual(copied.order.state, .finished, "states are copied as they are, not forced to pending")
+        XCTAssertEqual(copied.history.last?.kind, .notification)
+        XCTAssertNil(try ledger.orderRecord("o-2")?.order.refund)
+    }
+
+    func testTheDocumentedBackendRole_insertsOnlyItsColumns_andItsRowsArePending() throws {
+        try settle(expecting: 0, ["migrate"])
+        let role = "backend_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
+        let admin = try PostgresConnection(url: url)
+        defer {
+            try? admin.execute("RESET ROLE; DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)")
+            admin.close()
+        }
+        // The README's grants ("Roles and grants"), for this test's schema.
+        try admin.execute("""
+            CREATE ROLE \(role);
+            GRANT USAGE ON SCHEMA \(schema) TO \(role);
+            GRANT SELECT ON receipts, orders, history, grants TO \(role);
+            GRANT INSERT (sha256, data) ON receipts TO \(role);
+            GRANT INSERT (order_id, user_id, product_id, transaction_id, receipt_sha256, signed_transaction, app_account_token)
+                ON orders TO \(role);
+            """)
+        try admin.execute("SET ROLE \(role)")
+        XCTAssertThrowsError(try admin.execute("""
+            INSERT INTO orders(order_id, user_id, product_id, transaction_id, state, lease_host, lease_pid, lease_start, lease_expires_at,
+                               verified_transaction_id, grant_key)
+            VALUES ('forged', 'u-1', '\(world.coins)', '900', 'delivering', 'gone', 1, 'x', 0, '900', '900')
+            """)) { error in
+            XCTAssertTrue("\(error)".contains("permission denied"), "\(error)")
+        }
+        try admin.execute("""
+            INSERT INTO orders(order_id, user_id, product_id, transaction_id) VALUES ('o-1', 'u-1', '\(world.coins)', '901')
+            """)
+        try admin.execute("RESET ROLE")
+        // Even a role granted INSERT on the whole table cannot put a row anywhere but pending.
+        try admin.execute("GRANT INSERT ON orders TO \(role); SET ROLE \(role)")
+        try admin.execute("""
+            INSERT INTO orders(order_id, user_id, product_id, transaction_id, state, lease_host, lease_pid, lease_start, lease_expires_at,
+                               verified_transaction_id, original_transaction_id, grant_key, finished_at)
+            VALUES ('forged', 'u-1', '\(world.coins)', '900', 'finished', 'gone', 1, 'x', 0, '900', '900', '900', 1)
+            """)
+        try admin.execute("RESET ROLE")
+        let ledger = try PostgresLedger(url: url, access: .readOnly)
+        for id in ["o-1", "forged"] {
+            let order = try XCTUnwrap(try ledger.orderRecord(id)?.order, id)
+            XCTAssertEqual(order.state, .pending, id)
+            XCTAssertNil(order.verified, id)
+            XCTAssertNil(order.lease, id)
+        }
     }
 }

@@ -91,9 +91,14 @@ public struct AppStoreServerClient: Sendable {
             case let .failed(outcome, answered): return (.failed(outcome), answered)
             case .paginationExpired: return (.failed(.retry("the App Store Server API refused a pagination token twice")), true)
             case .notFound:
-                return (.notFound(productionRefused
-                    ? "transaction \(transactionId) is not known to Apple in sandbox (production answered 401: app not yet released?)"
-                    : neither), true)
+                // Production refused to answer: "not in sandbox" says nothing about production,
+                // so this is no "not found" (which may end in a rejection), only a retry.
+                guard !productionRefused else {
+                    return (.failed(.retry("the App Store Server API answered 401 in production and transaction \(transactionId) is not "
+                                           + "known in sandbox: production could not be asked (check server_api.issuer_id, key_id, "
+                                           + "private_key_file and bundle_id; an app not yet released answers 401 too)")), true)
+                }
+                return (.notFound(neither), true)
             case .unauthorized:
                 guard productionRefused else { return (.notFound(neither), true) }
                 return (.failed(.configurationFault(

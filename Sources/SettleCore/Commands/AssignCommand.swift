@@ -9,9 +9,10 @@ enum AssignCommand {
     Usage: settle assign ORDER_ID --user USER_ID [--note TEXT]
 
     For an order in needs_attention with reason unclaimed_purchase (Apple reported a purchase
-    that no backend enqueued and whose appAccountToken maps to no user): records USER_ID as
-    its buyer and puts it back to pending, due now. It is then verified like any order,
-    user binding included, and delivered through the hook. Exit 65 for any other order.
+    that no backend enqueued and whose appAccountToken maps to no user, or a backend wrote the
+    order with an empty user_id): records USER_ID as its buyer and puts it back to pending, due
+    now. It is then verified like any order, user binding included, and delivered through the
+    hook. Exit 65 for any other order.
     """
 
     static func run(_ context: CommandContext) throws {
@@ -22,12 +23,8 @@ enum AssignCommand {
         }
         let configuration = try context.loadConfiguration(parsed)
         let orderId = parsed.positionals[0]
-        if configuration.postgresLedger != nil {
-            throw CommandFailure(.config, "settle assign works on orders created from App Store Server Notifications, "
-                                 + "which this version keeps in an SQLite ledger only")
-        }
         do {
-            let ledger = try Ledger(path: configuration.ledgerPath, time: context.time)
+            let ledger = try configuration.openLedger(.current, time: context.time)
             try ledger.assign(orderId: orderId, userId: user, note: parsed.value("--note"))
         } catch {
             throw CommandFailure.from(error)

@@ -64,6 +64,23 @@ enum CheckConfigCommand {
         context.print("configuration OK")
     }
 
+    /// A URL without what may be a credential: user info (`user:password@`), the query (`?token=`)
+    /// and the fragment are replaced by `<redacted>`, as `HTTPErrorRedaction` does for errors.
+    static func displayURL(_ url: String) -> String {
+        guard let schemeEnd = url.range(of: "://") else { return "<redacted: not a URL>" }
+        var rest = url[schemeEnd.upperBound...]
+        var shown = String(url[..<schemeEnd.upperBound])
+        let authority = rest.prefix(while: { $0 != "/" && $0 != "?" && $0 != "#" })
+        if let at = authority.lastIndex(of: "@") {
+            shown += "<redacted>@"
+            rest = rest[rest.index(after: at)...]
+        }
+        if let cut = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) {
+            return shown + rest[..<cut] + (rest[cut] == "?" ? "?<redacted>" : "#<redacted>")
+        }
+        return shown + rest
+    }
+
     static func isRegularFile(_ path: String) -> Bool {
         var info = stat()
         return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
@@ -95,7 +112,7 @@ enum CheckConfigCommand {
         }
         switch c.delivery.method {
         case let .command(argv): lines.append("delivery.command: \(argv.joined(separator: " "))")
-        case let .webhook(url, secret): lines.append("delivery.webhook: \(url), secret \(secret.path) (contents redacted)")
+        case let .webhook(url, secret): lines.append("delivery.webhook: \(displayURL(url)), secret \(secret.path) (contents redacted)")
         }
         if !c.delivery.environment.isEmpty {
             lines.append("delivery.environment: \(c.delivery.environment.joined(separator: ", ")) (besides PATH, LANG, TZ, SETTLE_*)")

@@ -43,7 +43,7 @@ enum GrantRecordedCommand {
         }
         let result: Ledger.OutsideGrantResult
         do {
-            let ledger = try configuration.openLedger(.migrating, time: context.time)
+            let ledger = try configuration.openLedger(.existing, time: context.time)
             result = try ledger.recordOutsideGrant(transactionId: transaction, grantKey: key, note: parsed.value("--note"))
         } catch {
             throw CommandFailure.from(error)

@@ -5,16 +5,21 @@ import Foundation
 enum ResolveCommand {
     static let spec = ArgumentSpec(command: "resolve", options: [
         .init(name: "--as", takesValue: true), .init(name: "--note", takesValue: true),
+        .init(name: "--transaction", takesValue: true),
     ], positionals: 1...1000)
 
     static let help = """
-    Usage: settle resolve ORDER_ID... --as granted_by_hand|wont_grant --note TEXT
+    Usage: settle resolve ORDER_ID... --as granted_by_hand|wont_grant --note TEXT [--transaction TXN]
 
     Closes needs_attention or rejected orders by hand; settle never delivers them afterwards.
 
       --as granted_by_hand  support granted the goods another way. An order that holds Apple's
-                            grant becomes finished (the purchase is never granted again);
-                            any other becomes rejected. The reason is granted_by_hand.
+                            grant becomes finished; any other becomes rejected, and its
+                            transaction is recorded as granted outside settle. Either way the
+                            purchase is never delivered again, even if it is uploaded again.
+                            The reason is granted_by_hand.
+      --transaction TXN     with granted_by_hand, for one order that names no transaction: the
+                            Apple transaction that was granted by hand (required then)
       --as wont_grant       nothing will be granted: rejected, reason wont_grant. A purchase the
                             order holds stays reserved by it.
       --note TEXT           required: why, and who asked (a ticket number); kept in the history
@@ -37,8 +42,9 @@ enum ResolveCommand {
         let configuration = try context.loadConfiguration(parsed)
         let resolved: [(String, OrderState)]
         do {
-            let ledger = try configuration.openLedger(.existing, time: context.time)
-            resolved = try ledger.resolve(orderIds: parsed.positionals, as: resolution, note: note)
+            let ledger = try configuration.openLedger(.current, time: context.time)
+            resolved = try ledger.resolve(orderIds: parsed.positionals, as: resolution, note: note,
+                                          transaction: parsed.value("--transaction"))
         } catch {
             throw CommandFailure.from(error)
         }

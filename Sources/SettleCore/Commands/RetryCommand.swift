@@ -36,7 +36,7 @@ enum RetryCommand {
         let configuration = try context.loadConfiguration(parsed)
         let retried: [RetriedOrder]
         do {
-            let ledger = try configuration.openLedger(.existing, time: context.time)
+            let ledger = try configuration.openLedger(.current, time: context.time)
             retried = try ledger.retry(orderIds: parsed.positionals, note: parsed.value("--note"), proof: proof)
         } catch {
             throw CommandFailure.from(error)

@@ -312,7 +312,8 @@ struct ConfigurationDecoder {
     func checkURL(_ text: String, name: String) throws(ConfigError) {
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
               let host = components.host, !host.isEmpty else {
-            throw ConfigError("\(name): \"\(text)\" is not a URL")
+            // Not quoted: a URL may carry credentials (user info, a token in the query).
+            throw ConfigError("\(name): not a URL with a scheme and a host")
         }
         if scheme == "https" { return }
         if scheme == "http" && ConfigurationDecoder.isLoopback(host) { return }

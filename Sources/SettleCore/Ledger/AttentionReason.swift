@@ -30,4 +30,7 @@ public enum AttentionReason: String, Sendable, Equatable, CaseIterable {
     /// (`notifications.backfill_since`): the app's own flow most likely granted it already, so a
     /// person decides (`settle retry` to deliver it, `settle resolve --as granted_by_hand` if it was).
     case backfilledPurchase = "backfilled_purchase"
+    /// The order's product is not in the configuration's `products`: a gap on settle's side,
+    /// not Apple's word on the purchase.
+    case unknownProduct = "unknown_product"
 }

@@ -5,7 +5,8 @@ enum GrantChoice {
     enum Own {
         /// Keep that purchase.
         case keep(VerifiedPurchase)
-        /// Apple now rules that purchase out (refunded, upgraded, another user's).
+        /// Apple refunded or revoked that purchase: the one positive evidence that takes a held
+        /// grant away.
         case reject(Exclusion)
         /// Apple no longer lists it: a person must look.
         case conflict(String)
@@ -13,7 +14,13 @@ enum GrantChoice {
 
     static func own(_ key: String, in match: Match) -> Own {
         if let mine = match.candidates.first(where: { $0.grantKey == key }) { return .keep(mine) }
-        if let why = match.excluded[key] { return .reject(why) }
+        if let why = match.excluded[key] {
+            guard why.reason == .refunded else {
+                return .conflict("order already holds \(key), which Apple confirmed before; Apple's answer now excludes it "
+                                 + "(\(why.reason.rawValue): \(why.detail)), and only a refund or revocation takes a held purchase away")
+            }
+            return .reject(why)
+        }
         let offered = match.candidates.map(\.transactionId).joined(separator: ", ")
         return .conflict("order already holds \(key), Apple now matched \(offered.isEmpty ? "nothing" : offered)")
     }

@@ -162,10 +162,6 @@ extension Ledger {
             try note(orderId, n, "apple_confirmed", "Apple confirmed transaction \(t.transactionId) again", now: now)
             return IngestResult(outcome: "attached", orderId: orderId, detail: nil, duplicate: false, needsPass: false)
         }
-        guard rules.eligibility.products[t.productId] != nil else {
-            return IngestResult(outcome: "unknown_product", orderId: nil,
-                                detail: "product \(t.productId) is not in the configuration's products", duplicate: false, needsPass: false)
-        }
         let purchased = t.purchaseDateMs.map { Timestamp.rfc3339(milliseconds: $0) } ?? "at an unknown time"
         var state = OrderState.pending
         var reason: String? = nil
@@ -191,6 +187,14 @@ extension Ledger {
                     + "if it did, settle resolve \(orderId) --as granted_by_hand; else find the buyer and run: "
                     : "find the buyer and run: ")
                 + "settle assign \(orderId) --user USER_ID"
+        } else if rules.eligibility.products[t.productId] == nil {
+            // A product missing from the configuration is settle's gap, not a reason to forget a
+            // paid purchase: the order waits for a person (add the product, then settle retry).
+            state = .needsAttention
+            reason = AttentionReason.unknownProduct.rawValue
+            outcome = "unknown_product"
+            error = "Apple reported transaction \(t.transactionId) of product \(t.productId), which is not in the configuration's "
+                + "products; add it, then run: settle retry \(orderId)"
         } else if backfilled, let user, let started {
             // Catch-up found a purchase made before settle first listened: the app's own flow
             // most likely granted it. Only a person can tell; settle never guesses.

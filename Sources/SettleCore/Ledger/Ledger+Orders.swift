@@ -91,39 +91,74 @@ extension Ledger {
 
     // MARK: - Rows settle cannot work on
 
-    /// A row a backend wrote with the wrong types (a BLOB where text belongs): it cannot be
-    /// claimed, and statements that name it by its text id would not find it.
+    /// A row a backend wrote with values settle cannot read back as written: a BLOB where text
+    /// belongs, or text with a NUL character or bytes that are not UTF-8 (read back, it would
+    /// be another string, so statements naming the row by it would miss it or hit another row).
+    /// Such a row is never claimed; `quarantineMalformedRows` sets it aside by rowid.
     static let wellFormed = """
         typeof(order_id) = 'text' AND typeof(user_id) = 'text' AND typeof(product_id) = 'text'
         AND typeof(transaction_id) IN ('text','null') AND typeof(receipt_sha256) IN ('text','null')
         AND typeof(signed_transaction) IN ('text','null') AND typeof(app_account_token) IN ('text','null')
+        AND settle_clean_text(order_id) AND settle_clean_text(user_id) AND settle_clean_text(product_id)
+        AND settle_clean_text(transaction_id) AND settle_clean_text(receipt_sha256)
+        AND settle_clean_text(signed_transaction) AND settle_clean_text(app_account_token)
         """
 
-    /// Moves every pending row that is not well formed to `needs_attention` (`row_invalid`),
-    /// by rowid, so one bad row never stops the pass. Returns a printable id of each.
+    /// How a column of a malformed row reads in its `last_error`.
+    private static func describe(_ column: String) -> String {
+        "'\(column) ' || CASE WHEN typeof(\(column)) = 'text' AND NOT settle_clean_text(\(column)) "
+            + "THEN 'text with a NUL or bytes that are not UTF-8' ELSE typeof(\(column)) END"
+    }
+
+    /// Rows in flight that settle did not put there: `verifying` or `delivering` without a whole
+    /// claim, or `delivering` without holding the grant row of its purchase (settle reserves it
+    /// in the same write that starts a delivery). Rescue would otherwise deliver such a row
+    /// without Apple ever confirming it.
+    static let inFlightWithoutClaim = """
+        state IN ('verifying','delivering') AND (lease_host IS NULL OR lease_start IS NULL OR lease_expires_at IS NULL
+            OR (state = 'delivering' AND NOT EXISTS (SELECT 1 FROM grants
+                WHERE grants.order_id = orders.order_id AND grants.grant_key = orders.grant_key)))
+        """
+
+    /// Moves every unsettled row settle cannot work on to `needs_attention` (`row_invalid`), by
+    /// rowid, so one bad row never stops the pass: rows not well formed, and rows written in
+    /// flight without a claim or a grant. Returns a printable id of each.
     public func quarantineMalformedRows() throws(LedgerError) -> [String] {
         let now = time.unixSeconds
+        let columns = ["order_id", "user_id", "product_id", "transaction_id", "receipt_sha256", "signed_transaction", "app_account_token"]
         return try locked { () throws(LedgerError) in
             try write {
-                let rows = try database.query("""
+                let malformed = try database.query("""
                     UPDATE orders SET state = 'needs_attention', reason = 'row_invalid',
-                           last_error = 'a backend wrote this row with a wrong type (a BLOB where text belongs): ' ||
-                                        'order_id ' || typeof(order_id) || ', user_id ' || typeof(user_id) ||
-                                        ', product_id ' || typeof(product_id) || ', transaction_id ' || typeof(transaction_id) ||
-                                        ', receipt_sha256 ' || typeof(receipt_sha256) || ', signed_transaction ' ||
-                                        typeof(signed_transaction) || '; rewrite it with text values and run settle retry',
-                           updated_at = ?
-                    WHERE state = 'pending' AND NOT (\(Ledger.wellFormed))
-                    RETURNING CASE typeof(order_id) WHEN 'text' THEN order_id ELSE 'rowid ' || rowid END AS id,
-                              typeof(order_id) = 'text' AS named
+                           last_error = 'a backend wrote this row with values settle cannot read back as written: ' ||
+                                        \(columns.map(Ledger.describe).joined(separator: " || ', ' || "))
+                                        || '; rewrite it with plain text values and run settle retry',
+                           updated_at = ?, lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
+                    WHERE state IN ('pending','verifying','delivering') AND NOT (\(Ledger.wellFormed))
+                    RETURNING CASE WHEN typeof(order_id) = 'text' AND settle_clean_text(order_id) THEN order_id ELSE 'rowid ' || rowid END AS id,
+                              typeof(order_id) = 'text' AND settle_clean_text(order_id) AS named
                     """, [.integer(now)])
-                for row in rows where row.int("named") == 1 {
+                let unclaimed = try database.query("""
+                    UPDATE orders SET state = 'needs_attention', reason = 'row_invalid',
+                           last_error = 'this row was written as ' || state || ' without ' ||
+                                        CASE WHEN state = 'delivering' AND lease_host IS NOT NULL AND lease_start IS NOT NULL
+                                                  AND lease_expires_at IS NOT NULL
+                                             THEN 'the grant row settle reserves before any delivery' ELSE 'a claim of settle''s' END ||
+                                        ': settle moves orders out of pending itself, after Apple confirmed the purchase. ' ||
+                                        'Check who wrote it; a backend writes new orders as pending',
+                           updated_at = ?, lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
+                    WHERE \(Ledger.inFlightWithoutClaim)
+                    RETURNING order_id AS id, 1 AS named
+                    """, [.integer(now)])
+                for row in malformed + unclaimed where row.int("named") == 1 {
                     if let id = row.string("id") {
                         try appendHistory(id, HistoryEntry(at: now, kind: .verification, outcome: "needs_attention",
-                                                           detail: "row_invalid: a column holds a wrong type"))
+                                                           detail: "row_invalid: " + (unclaimed.contains { $0.string("id") == id }
+                                                                ? "written in flight without a claim or a grant"
+                                                                : "a column holds a value settle cannot read back as written")))
                     }
                 }
-                return rows.compactMap { $0.string("id") }
+                return (malformed + unclaimed).compactMap { $0.string("id") }
             }
         }
     }

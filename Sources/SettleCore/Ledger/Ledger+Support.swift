@@ -18,6 +18,7 @@ extension Ledger {
                 var retried: [RetriedOrder] = []
                 for id in orderIds {
                     let order = try closable(id, doing: "retried")
+                    try Resolution.checkRetryable(order)
                     var detail = note ?? "from \(order.state.rawValue)"
                     var unchanged = true
                     switch proof {
@@ -59,11 +60,15 @@ extension Ledger {
 
     /// Closes `needs_attention` or `rejected` orders by hand, with the person's note. An order
     /// that holds Apple's grant and was granted by hand is `finished` (its grant stays, so the
-    /// purchase is never granted again); otherwise the order is `rejected`. The reason is the
+    /// purchase is never granted again); any other granted by hand has its purchase recorded as
+    /// granted outside settle (its transaction, or `transaction` when it names none), so the
+    /// same purchase uploaded again is never delivered, and is `rejected`. The reason is the
     /// resolution, the note its last error, and the history says who decided: a person.
     @discardableResult
-    public func resolve(orderIds: [String], as resolution: Resolution, note: String) throws(LedgerError) -> [(String, OrderState)] {
+    public func resolve(orderIds: [String], as resolution: Resolution, note: String,
+                        transaction: String? = nil) throws(LedgerError) -> [(String, OrderState)] {
         let now = time.unixSeconds
+        try Resolution.checkHandTransaction(transaction, orders: orderIds.count, resolution: resolution)
         return try locked { () throws(LedgerError) in
             try write {
                 var resolved: [(String, OrderState)] = []
@@ -71,12 +76,28 @@ extension Ledger {
                     let order = try closable(id, doing: "resolved")
                     let holdsGrant = try !database.query("SELECT 1 FROM grants WHERE order_id = ?", [.text(id)]).isEmpty
                     let state: OrderState = resolution == .grantedByHand && holdsGrant && order.verified != nil ? .finished : .rejected
+                    var recorded = ""
+                    if resolution == .grantedByHand && !holdsGrant {
+                        let purchase = try Resolution.handGrant(order, transaction: transaction)
+                        switch try holderOf(purchase) {
+                        case let .order(holder)?:
+                            throw LedgerError.invalid(Resolution.heldByOrder(purchase, holder: holder, resolving: id))
+                        case .outside?:
+                            recorded = "; transaction \(purchase.transactionId) was already recorded as granted outside settle"
+                        case nil:
+                            try database.query("""
+                                INSERT INTO grants(grant_key, transaction_id, order_id, source, granted_at, note) VALUES (?, ?, NULL, 'outside', ?, ?)
+                                """, [.text(purchase.grantKey), .text(purchase.transactionId), .integer(now),
+                                      .text(Resolution.handGrantNote(id, note: note))])
+                            recorded = "; transaction \(purchase.transactionId) recorded as granted outside settle"
+                        }
+                    }
                     try finalize(id, state: state, reason: resolution.rawValue, error: note, environment: nil, now: now)
                     // The history's kinds are fixed by the schema: a person's decision is recorded
                     // as `retry`, the kind of every support action, with its own outcome.
                     try appendHistory(id, HistoryEntry(at: now, kind: .retry, outcome: "resolved_\(resolution.rawValue)",
                                                        detail: "from \(order.state.rawValue)"
-                                                           + (order.reason.map { " (\($0))" } ?? "") + ": \(note)"))
+                                                           + (order.reason.map { " (\($0))" } ?? "") + ": \(note)" + recorded))
                     resolved.append((id, state))
                 }
                 return resolved

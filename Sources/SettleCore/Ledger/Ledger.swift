@@ -81,6 +81,27 @@ public final class Ledger: @unchecked Sendable {
         try migrate(backingUp: false)
     }
 
+    /// Opens a ledger that exists and is at this settle's schema, for support commands that
+    /// name orders (`retry`, `resolve`, `assign`): never creates one (a typo in an order id
+    /// must not leave an empty ledger behind), never migrates.
+    public init(currentPath path: String, time: any TimeSource = SystemTimeSource()) throws(LedgerError) {
+        self.path = path
+        self.time = time
+        try Ledger.checkSQLiteVersion()
+        try Ledger.checkAccess(path, writing: true)
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw .io(SQLiteError(code: SQLITE_CANTOPEN, message: "no ledger at \(path) (settle creates it at the first enqueue, reconcile or start)", sql: nil))
+        }
+        database = try Ledger.openForWriting(path)
+        let version = try schemaVersion()
+        let target = LedgerSchema.migrations.count
+        guard version <= target else { throw .newerSchema(found: version, supported: target) }
+        guard version > 0 else {
+            throw .io(SQLiteError(code: SQLITE_CANTOPEN, message: "\(path) holds no settle ledger yet (settle creates it at the first enqueue, reconcile or start)", sql: nil))
+        }
+        guard version == target else { throw .olderSchema(found: version, needed: target) }
+    }
+
     private static func openForWriting(_ path: String) throws(LedgerError) -> SQLiteDatabase {
         try checkSQLiteVersion()
         try checkAccess(path, writing: true)

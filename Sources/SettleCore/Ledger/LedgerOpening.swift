@@ -17,6 +17,7 @@ extension Configuration {
         switch access {
         case .migrating: return try Ledger(path: ledgerPath, time: time)
         case .existing: return try Ledger(existingPath: ledgerPath, time: time)
+        case .current: return try Ledger(currentPath: ledgerPath, time: time)
         case .readOnly: return try Ledger(readOnlyPath: ledgerPath, time: time)
         }
     }

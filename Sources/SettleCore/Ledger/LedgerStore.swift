@@ -23,7 +23,9 @@ public protocol LedgerStore: AnyObject, Sendable {
     @discardableResult
     func retry(orderIds: [String], note: String?, proof: ReplacementProof?) throws(LedgerError) -> [RetriedOrder]
     @discardableResult
-    func resolve(orderIds: [String], as resolution: Resolution, note: String) throws(LedgerError) -> [(String, OrderState)]
+    func resolve(orderIds: [String], as resolution: Resolution, note: String, transaction: String?) throws(LedgerError) -> [(String, OrderState)]
+    /// `settle assign`: an order without a user (`unclaimed_purchase`) gets its buyer and is due now.
+    func assign(orderId: String, userId: String, note: String?) throws(LedgerError)
     func recordOutsideGrant(transactionId: String, grantKey: String, note: String?) throws(LedgerError) -> Ledger.OutsideGrantResult
 
     // Claims
@@ -84,6 +86,11 @@ extension LedgerStore {
     @discardableResult
     public func retry(orderIds: [String], note: String?) throws(LedgerError) -> [RetriedOrder] {
         try retry(orderIds: orderIds, note: note, proof: nil)
+    }
+
+    @discardableResult
+    public func resolve(orderIds: [String], as resolution: Resolution, note: String) throws(LedgerError) -> [(String, OrderState)] {
+        try resolve(orderIds: orderIds, as: resolution, note: note, transaction: nil)
     }
 }
 

@@ -73,6 +73,7 @@ extension PostgresLedger {
             var retried: [RetriedOrder] = []
             for id in orderIds {
                 let order = try closable(db, id, doing: "retried")
+                try Resolution.checkRetryable(order)
                 var detail = note ?? "from \(order.state.rawValue)"
                 var unchanged = true
                 switch proof {
@@ -110,20 +111,65 @@ extension PostgresLedger {
         }
     }
 
-    public func resolve(orderIds: [String], as resolution: Resolution, note: String) throws(LedgerError) -> [(String, OrderState)] {
+    public func resolve(orderIds: [String], as resolution: Resolution, note: String,
+                        transaction: String?) throws(LedgerError) -> [(String, OrderState)] {
         let now = time.unixSeconds
+        try Resolution.checkHandTransaction(transaction, orders: orderIds.count, resolution: resolution)
         return try write { db in
             var resolved: [(String, OrderState)] = []
             for id in orderIds {
                 let order = try closable(db, id, doing: "resolved")
                 let holdsGrant = try !db.run("SELECT 1 AS held FROM grants WHERE order_id = ?", [.text(id)]).isEmpty
                 let state: OrderState = resolution == .grantedByHand && holdsGrant && order.verified != nil ? .finished : .rejected
+                var recorded = ""
+                if resolution == .grantedByHand && !holdsGrant {
+                    let purchase = try Resolution.handGrant(order, transaction: transaction)
+                    var holder = try holderOf(db, purchase)
+                    if holder == nil {
+                        // As recordOutsideGrant: a concurrent writer of the same key makes the insert a no-op.
+                        let inserted = try db.run("""
+                            INSERT INTO grants(grant_key, transaction_id, order_id, source, granted_at, note) VALUES (?, ?, NULL, 'outside', ?, ?)
+                            ON CONFLICT DO NOTHING RETURNING grant_key
+                            """, [.text(purchase.grantKey), .text(purchase.transactionId), .integer(now),
+                                  .text(Resolution.handGrantNote(id, note: note))])
+                        if inserted.isEmpty { holder = try holderOf(db, purchase) }
+                    }
+                    switch holder {
+                    case let .order(other)?:
+                        throw LedgerError.invalid(Resolution.heldByOrder(purchase, holder: other, resolving: id))
+                    case .outside?:
+                        recorded = "; transaction \(purchase.transactionId) was already recorded as granted outside settle"
+                    case nil:
+                        recorded = "; transaction \(purchase.transactionId) recorded as granted outside settle"
+                    }
+                }
                 try finalize(db, id, state: state, reason: resolution.rawValue, error: note, environment: nil, now: now)
                 try appendHistory(db, id, HistoryEntry(at: now, kind: .retry, outcome: "resolved_\(resolution.rawValue)",
-                                                       detail: "from \(order.state.rawValue)" + (order.reason.map { " (\($0))" } ?? "") + ": \(note)"))
+                                                       detail: "from \(order.state.rawValue)" + (order.reason.map { " (\($0))" } ?? "") + ": \(note)" + recorded))
                 resolved.append((id, state))
             }
             return resolved
+        }
+    }
+
+    /// As `Ledger.assign`: an order without a user (`unclaimed_purchase`) gets its buyer and is due now.
+    public func assign(orderId: String, userId: String, note: String?) throws(LedgerError) {
+        let now = time.unixSeconds
+        try write { db in
+            guard let row = try db.run("SELECT state, reason FROM orders WHERE order_id = ? FOR UPDATE", [.text(orderId)]).first else {
+                throw LedgerError.invalid("no order \(orderId) in the ledger")
+            }
+            guard row.string("state") == OrderState.needsAttention.rawValue,
+                  row.string("reason") == AttentionReason.unclaimedPurchase.rawValue else {
+                throw LedgerError.invalid("order \(orderId) is \(row.string("state") ?? "?") (\(row.string("reason") ?? "no reason")); "
+                                          + "only needs_attention orders with reason unclaimed_purchase can be assigned")
+            }
+            try db.run("""
+                UPDATE orders SET user_id = ?, state = 'pending', attempts = 0, next_attempt_at = ?, reason = NULL, last_error = NULL,
+                       updated_at = ? WHERE order_id = ?
+                """, [.text(userId), .integer(now), .integer(now), .text(orderId)])
+            try appendHistory(db, orderId, HistoryEntry(at: now, kind: .assign, outcome: "assigned",
+                                                        detail: "to user \(userId)" + (note.map { ": \($0)" } ?? "")))
         }
     }
 

@@ -22,7 +22,12 @@ public final class PostgresLedger: LedgerStore, @unchecked Sendable {
     static let databaseNow = "extract(epoch FROM now())::bigint"
 
     /// How the ledger is opened: as for SQLite, only the commands that own its life migrate.
-    public enum Access: Sendable { case migrating, existing, readOnly }
+    /// How a command opens the ledger. `migrating`: creates and migrates it (`migrate`, `run`,
+    /// `reconcile`). `existing`: a backend's command (`enqueue`, `grant-recorded`) may create a
+    /// brand-new ledger but refuses one that needs a migration. `current`: a support command
+    /// (`retry`, `resolve`, `assign`) works on a ledger that exists and is up to date, never
+    /// creating one. `readOnly`: `status`.
+    public enum Access: Sendable { case migrating, existing, current, readOnly }
 
     /// Connects (lazily, per worker) and checks or brings the schema up to date.
     /// `connections` bounds the pool: a pass's workers, a lease-renewal timer and status.
@@ -39,17 +44,16 @@ public final class PostgresLedger: LedgerStore, @unchecked Sendable {
         case .existing:
             guard version == 0 || version == target else { throw .olderSchema(found: version, needed: target) }
             try migrate()
+        case .current:
+            guard version > 0 else { throw .invalid("no settle ledger in \(location) yet (run settle migrate)") }
+            guard version == target else { throw .olderSchema(found: version, needed: target) }
         case .readOnly:
             guard version > 0 else { throw .invalid("no settle ledger in \(location) yet (run settle migrate)") }
         }
     }
 
     /// The URL without its password, for logs and status.
-    static func redacted(_ url: String) -> String {
-        guard var components = URLComponents(string: url), components.password != nil else { return url }
-        components.password = "redacted"
-        return components.string ?? url
-    }
+    static func redacted(_ url: String) -> String { PostgresLedgerConfiguration.redacted(url) }
 
     public func close() throws(LedgerError) { pool.close() }
 

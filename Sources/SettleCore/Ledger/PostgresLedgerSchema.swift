@@ -104,5 +104,48 @@ public enum PostgresLedgerSchema {
             PRIMARY KEY (host, pid, process_start)
         );
         """,
+        // 2: the SQLite ledger's order columns of its schema 5 (origin, refund marks) and history
+        // kinds, so `settle ledger copy` carries them; and new rows are forced to `pending`: a
+        // backend role enqueues, and nothing it inserts can claim to be verified or delivered
+        // (rescue would deliver such a row without Apple). `settle ledger copy`, the one writer
+        // of rows in other states, disables the trigger inside its own transaction (it owns the table).
+        """
+        ALTER TABLE orders ADD COLUMN origin TEXT NOT NULL DEFAULT 'backend';
+        ALTER TABLE orders ADD COLUMN refunded_at BIGINT;
+        ALTER TABLE orders ADD COLUMN refund_kind TEXT;
+        ALTER TABLE orders ADD COLUMN refund_reason TEXT;
+        ALTER TABLE history DROP CONSTRAINT history_kind_check;
+        ALTER TABLE history ADD CONSTRAINT history_kind_check
+            CHECK (kind IN ('enqueue','verification','delivery','rescue','retry','notification','revoke','consumption','assign'));
+        CREATE FUNCTION settle_orders_new_pending() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            NEW.state := 'pending';
+            NEW.attempts := 0;
+            NEW.reason := NULL;
+            NEW.last_error := NULL;
+            NEW.environment := NULL;
+            NEW.verified_transaction_id := NULL;
+            NEW.original_transaction_id := NULL;
+            NEW.verified_product_id := NULL;
+            NEW.quantity := NULL;
+            NEW.purchase_date_ms := NULL;
+            NEW.expires_date_ms := NULL;
+            NEW.grant_key := NULL;
+            NEW.lease_host := NULL;
+            NEW.lease_pid := NULL;
+            NEW.lease_start := NULL;
+            NEW.lease_expires_at := NULL;
+            NEW.fencing_token := 0;
+            NEW.finished_at := NULL;
+            NEW.origin := 'backend';
+            NEW.refunded_at := NULL;
+            NEW.refund_kind := NULL;
+            NEW.refund_reason := NULL;
+            RETURN NEW;
+        END
+        $$;
+        CREATE TRIGGER orders_new_pending BEFORE INSERT ON orders
+            FOR EACH ROW EXECUTE FUNCTION settle_orders_new_pending();
+        """,
     ]
 }

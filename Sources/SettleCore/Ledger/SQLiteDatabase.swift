@@ -65,6 +65,36 @@ public final class SQLiteDatabase {
         // "Set a busy handler that sleeps ... until at least ms milliseconds of sleeping have accumulated"
         // https://www.sqlite.org/c3ref/busy_timeout.html — the 5 s Litestream and others recommend.
         sqlite3_busy_timeout(db, SQLiteDatabase.busyTimeoutMilliseconds)
+        // "SQLITE_DETERMINISTIC ... always gives the same output when the input parameters are
+        // the same" (https://www.sqlite.org/c3ref/c_deterministic.html): usable in any WHERE.
+        sqlite3_create_function_v2(db, "settle_clean_text", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil,
+                                   { context, _, values in
+                                       sqlite3_result_int(context, SQLiteDatabase.isCleanText(values?[0]) ? 1 : 0)
+                                   }, nil, nil, nil)
+    }
+
+    /// `settle_clean_text(x)`: 1 when `x` is NULL or text that reads back exactly as written:
+    /// valid UTF-8 without a NUL character. SQLite stores text bytes as given, and a NUL or an
+    /// invalid sequence comes back as another string (cut at the NUL, or repaired), so a
+    /// statement naming the row by what it read would miss it or hit another row.
+    static func isCleanText(_ value: OpaquePointer?) -> Bool {
+        switch sqlite3_value_type(value) {
+        case SQLITE_NULL: return true
+        case SQLITE_TEXT:
+            let count = Int(sqlite3_value_bytes(value))
+            guard count > 0 else { return true }
+            guard let bytes = sqlite3_value_text(value) else { return false }
+            var iterator = UnsafeBufferPointer(start: bytes, count: count).makeIterator()
+            var decoder = UTF8()
+            while true {
+                switch decoder.decode(&iterator) {
+                case let .scalarValue(scalar) where scalar.value != 0: continue
+                case .emptyInput: return true
+                case .scalarValue, .error: return false
+                }
+            }
+        default: return false
+        }
     }
 
     /// How long a statement waits for another connection's lock before SQLITE_BUSY.

@@ -38,7 +38,7 @@ extension Reconciler {
             }
         }
         for order in orders {
-            let verification = try verifier.verify(order)
+            let verification = try Reconciler.verification(of: order, by: verifier)
             if case .appleUnavailable = verification.outcome {
                 report.appleWideFailures += 1
             } else if verification.appleAnswered {

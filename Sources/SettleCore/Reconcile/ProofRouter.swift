@@ -1,5 +1,5 @@
-/// Sends each order to the verifier its proof of purchase needs, and rejects what no Apple
-/// answer could make grantable (a product the configuration does not know) without asking.
+/// Sends each order to the verifier its proof of purchase needs, and sends to a person what no
+/// Apple answer could make grantable (a product the configuration does not know) without asking.
 public struct ProofRouter: OrderVerifier {
     /// verifyReceipt, when `receipt_api` is configured.
     public var receipts: ReceiptVerifier?
@@ -15,8 +15,9 @@ public struct ProofRouter: OrderVerifier {
 
     public func verify(_ order: Order) throws -> Verification {
         guard products.contains(order.productId) else {
-            return Verification(outcome: .rejected(reason: .unknownProduct,
-                                                   detail: "product \(order.productId) is not in the configuration's products"))
+            return Verification(outcome: .needsAttention(reason: .unknownProduct,
+                                                         detail: "product \(order.productId) is not in the configuration's products; "
+                                                             + "add it, then settle retry \(Verdict.shellWord(order.orderId))"))
         }
         if order.signedTransaction == nil, order.receiptSHA256 != nil {
             if let receipts { return try receipts.verify(order) }

@@ -161,15 +161,28 @@ public final class Reconciler: Sendable {
                 } catch let error as LedgerError {
                     // A row a backend broke fails its own writes; it must not stop every other order.
                     guard let violation = error.constraintViolation else { throw error }
-                    try ledger.quarantine(orderId: next.orderId, detail: "a ledger write about this order failed: \(violation)")
-                    log.error("order.needs_attention", ["order": next.orderId, "reason": AttentionReason.rowInvalid.rawValue,
-                                                        "error": violation])
-                    pass.count(.needsAttention)
+                    try setAside(next, violation: violation, pass: pass)
                 }
             }
         } catch {
             pass.fail(error)
         }
+    }
+
+    /// A write about one order failed a constraint: that order goes to `needs_attention`
+    /// (`row_invalid`) and the pass goes on. Should even that write fail on the row, the order
+    /// is left as it is (rescue takes it back later) and the pass still goes on: one order's
+    /// row never ends the pass; only a failure of the ledger itself does.
+    private func setAside(_ order: Order, violation: String, pass: Pass) throws(LedgerError) {
+        do {
+            try ledger.quarantine(orderId: order.orderId, detail: "a ledger write about this order failed: \(violation)")
+        } catch {
+            guard let again = error.constraintViolation else { throw error }
+            log.error("order.quarantine_failed", ["order": order.orderId, "error": violation, "quarantine_error": again])
+            return
+        }
+        log.error("order.needs_attention", ["order": order.orderId, "reason": AttentionReason.rowInvalid.rawValue, "error": violation])
+        pass.count(.needsAttention)
     }
 
     private func nextOrder(_ pass: Pass) throws(LedgerError) -> Order? {
@@ -218,7 +231,7 @@ public final class Reconciler: Sendable {
     private func verify(_ order: Order, pass: Pass) throws {
         let verification: Verification
         do {
-            verification = try verifier.verify(order)
+            verification = try Reconciler.verification(of: order, by: verifier)
         } catch let error as LedgerError {
             try? ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
             throw error
@@ -304,6 +317,40 @@ public final class Reconciler: Sendable {
         }
     }
 
+    /// What a pass (or a dry run) concludes about a claimed order. An order naming no user is
+    /// never verified nor delivered, whoever wrote the row: a person names the buyer first.
+    static func verification(of order: Order, by verifier: any OrderVerifier) throws -> Verification {
+        guard !order.userId.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+            return Verification(outcome: .needsAttention(
+                reason: .unclaimedPurchase,
+                detail: "the order names no user (user_id is empty): settle never verifies or delivers a purchase for nobody; "
+                    + "find the buyer and run: settle assign \(Verdict.shellWord(order.orderId)) --user USER_ID"))
+        }
+        var verification = try verifier.verify(order)
+        verification.outcome = classify(verification.outcome, of: order)
+        return verification
+    }
+
+    /// Only Apple's final word rejects a paid order. A product missing from `products` is a gap
+    /// on settle's side: `needs_attention`. And an order that holds its grant loses it only on
+    /// positive evidence, Apple refunding or revoking the purchase: any other rejection of such
+    /// an order (a transient "not found", a proof that no longer lists it) is not Apple's final
+    /// word on a purchase it confirmed: "not found" is retried (attempts end in
+    /// `needs_attention`), the rest goes to a person.
+    static func classify(_ outcome: VerificationOutcome, of order: Order) -> VerificationOutcome {
+        guard case let .rejected(reason, detail) = outcome else { return outcome }
+        if reason == .unknownProduct {
+            return .needsAttention(reason: .unknownProduct, detail: "\(detail): add it to products, then settle retry \(Verdict.shellWord(order.orderId))")
+        }
+        guard let held = order.verified, reason != .refunded else { return outcome }
+        if reason == .transactionNotFound {
+            return .retry("\(detail); the order holds transaction \(held.transactionId), which Apple confirmed before: retrying")
+        }
+        return .needsAttention(reason: .grantConflict,
+                               detail: "the order holds transaction \(held.transactionId), which Apple confirmed before, and Apple's answer "
+                                   + "now says \(reason.rawValue): \(detail); only a refund or revocation takes a held purchase away")
+    }
+
     /// Runs the hook for `orders` (one call, or one per order without batches) while their
     /// leases are renewed, then records each order's answer.
     private func deliver(_ orders: [Order], pass: Pass) throws {
@@ -312,18 +359,24 @@ public final class Reconciler: Sendable {
             guard let purchase = order.verified else {
                 throw LedgerError.invalid("order \(order.orderId) is delivering without verified facts")
             }
+            guard !order.userId.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+                // Verification never lets such an order through: only a row written in `delivering` gets here.
+                let detail = "the order is delivering with an empty user_id; settle never delivers to nobody"
+                try ledger.quarantine(orderId: order.orderId, detail: detail)
+                log.error("order.needs_attention", ["order": order.orderId, "reason": AttentionReason.rowInvalid.rawValue, "error": detail])
+                pass.count(.needsAttention)
+                continue
+            }
             items.append((order, purchase))
         }
-        let reports = withLeasesRenewed(orders) { deliverer.deliver(batch: items) }
+        guard !items.isEmpty else { return }
+        let reports = withLeasesRenewed(items.map(\.order)) { deliverer.deliver(batch: items) }
         for ((order, purchase), report) in zip(items, reports) {
             do {
                 try record(report, of: order, purchase: purchase, pass: pass)
             } catch let error as LedgerError {
                 guard let violation = error.constraintViolation else { throw error }
-                try ledger.quarantine(orderId: order.orderId, detail: "a ledger write about this order failed: \(violation)")
-                log.error("order.needs_attention", ["order": order.orderId, "reason": AttentionReason.rowInvalid.rawValue,
-                                                    "error": violation])
-                pass.count(.needsAttention)
+                try setAside(order, violation: violation, pass: pass)
             }
         }
     }

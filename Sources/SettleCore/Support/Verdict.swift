@@ -82,6 +82,7 @@ public struct Verdict: Sendable, Equatable {
         case "receipt_format_unsupported": return "an old iOS 6 receipt, which needs receipt_api"
         case "history_incomplete": return "Apple's answer for this customer could not be read in full"
         case "backfilled_purchase": return "a purchase made before settle first read Apple's history; the app may have granted it"
+        case "unclaimed_purchase": return "the order names no user: settle does not know who bought it"
         case Resolution.grantedByHand.rawValue: return "a person granted it by hand"
         case Resolution.wontGrant.rawValue: return "a person decided not to grant it"
         default: return reason
@@ -97,6 +98,11 @@ public struct Verdict: Sendable, Equatable {
         case .verifying, .delivering: return "nothing: wait for the pass to end"
         case .rejected, .needsAttention:
             if let reason = order.reason, Resolution(rawValue: reason) != nil { return nil }
+            if order.reason == AttentionReason.unclaimedPurchase.rawValue || order.userId.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+                // A retry would deliver to nobody (and is refused): the buyer comes first.
+                return "find the buyer, then settle assign \(id) --user USER_ID --note TICKET; "
+                    + "or settle resolve \(id) --as wont_grant --note TICKET"
+            }
             if let reason = order.reason, let advice = retryAdvice(reason) {
                 return advice + "; or settle resolve \(id) --as wont_grant --note TICKET"
             }

@@ -183,7 +183,7 @@ final class ReconcilerTests: XCTestCase {
         XCTAssertEqual(try history("o-1").last?.detail, "hook saw o-1\nbefore\u{0}after\n")
     }
 
-    func testRejections_recordTheirReasonAndCallNoHook() throws {
+    func testRejections_recordTheirReasonAndCallNoHook_andAnUnknownProductNeedsAPersonInstead() throws {
         let refunded = world.scriptReceipt("refunded", [SimulatedTransaction(productId: world.coins, transactionId: "1", cancellationDateMs: 5)])
         let otherApp = world.scriptReceipt("other-app", bundleId: "com.other", [SimulatedTransaction(productId: world.coins, transactionId: "2")])
         let forged = world.receipt("forged")
@@ -192,10 +192,14 @@ final class ReconcilerTests: XCTestCase {
         _ = try ledger.enqueue(NewOrder(orderId: "other-app", userId: "u", productId: world.coins, transactionId: "2", receipt: otherApp))
         _ = try ledger.enqueue(NewOrder(orderId: "forged", userId: "u", productId: world.coins, receipt: forged))
         _ = try ledger.enqueue(NewOrder(orderId: "gems", userId: "u", productId: "com.example.game.gems", transactionId: "3", receipt: refunded))
-        XCTAssertEqual(try pass().rejected, 4)
+        let report = try pass()
+        XCTAssertEqual(report.rejected, 3)
         XCTAssertEqual(try order("refunded").reason, "refunded")
         XCTAssertEqual(try order("other-app").reason, "bundle_mismatch")
         XCTAssertEqual(try order("forged").reason, "receipt_invalid")
+        // A product missing from the configuration is settle's gap, not Apple's word: a person, never rejected.
+        XCTAssertEqual(report.needsAttention, 1)
+        XCTAssertEqual(try order("gems").state, .needsAttention)
         XCTAssertEqual(try order("gems").reason, "unknown_product")
         XCTAssertEqual(world.deliveries, [])
         XCTAssertEqual(try history("forged").last?.appleStatus, 21003)

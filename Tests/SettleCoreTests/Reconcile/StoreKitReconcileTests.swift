@@ -271,6 +271,36 @@ final class StoreKitReconcileTests: XCTestCase {
         XCTAssertEqual(try order("o-1").reason, "transaction_not_found")
     }
 
+    func test401InProductionThenNotFoundInSandbox_isNoNotFound_andNeverRejectsTheOrder() throws {
+        let answers = Array(repeating: [SimulatedServerAnswer.unauthorized, .notFound], count: 4).flatMap { $0 }
+        world.scriptTransaction("2000000900000031", answers: answers)
+        try enqueueTransactionId("o-1", "2000000900000031")
+        for _ in 0..<3 {
+            _ = try pass()
+            world.time.advance(by: 3600)
+        }
+        let o = try order("o-1")
+        XCTAssertNotEqual(o.state, .rejected, "production could not be asked: Apple never said the purchase does not exist")
+        XCTAssertTrue(o.lastError?.contains("401 in production") == true, o.lastError ?? "")
+    }
+
+    func testATransient4040010_afterDeliveryFailures_neverRejectsAnOrderHoldingItsGrant() throws {
+        try world.writeConfig(hook: try world.hook("hook-fails.sh", exit: 1), receiptAPI: false, serverAPI: true,
+                              schedule: [("max_attempts", .number(10))])
+        world.scriptTransaction("2000000900000032", appAccountToken: token, answers: [.transaction, .transaction, .transaction, .notFound])
+        try enqueueTransactionId("o-1", "2000000900000032")
+        for _ in 0..<3 {
+            _ = try pass()
+            world.time.advance(by: 7200)
+        }
+        XCTAssertEqual(try order("o-1").attempts, 3, "three delivery failures")
+        _ = try pass()
+        let o = try order("o-1")
+        XCTAssertNotEqual(o.state, .rejected, "a transient not found is no refund")
+        XCTAssertEqual(o.state, .pending)
+        XCTAssertEqual(try ledger.grantHolder(transactionId: "2000000900000032"), "o-1", "the order still holds its grant")
+    }
+
     // MARK: - Legacy receipts without verifyReceipt
 
     func legacyReceipt(_ purchases: [AppReceipt.Purchase]) throws -> String {
