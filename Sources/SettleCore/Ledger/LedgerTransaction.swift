@@ -20,7 +20,7 @@ public protocol LedgerTransaction {
 
 extension LedgerTransaction {
     @discardableResult
-    func query(_ sql: String) throws -> [any LedgerRow] { try query(sql, []) }
+    public func query(_ sql: String) throws -> [any LedgerRow] { try query(sql, []) }
 }
 
 /// What the two engines do differently, in the way of sql-kit's `SQLDialect`: only the answers,

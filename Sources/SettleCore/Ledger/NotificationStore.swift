@@ -35,8 +35,9 @@ public protocol NotificationStore: LedgerStore {
     func newestNotificationAt() throws(LedgerError) -> Int64?
 }
 
-/// Every ledger settle opens: orders and grants, and Apple's notifications.
-public typealias SettleLedger = LedgerStore & NotificationStore
+/// Every ledger settle opens: orders and grants, Apple's notifications, and transactions over
+/// either engine.
+public typealias SettleLedger = TransactionalLedger & NotificationStore
 
 extension Ledger: NotificationStore {}
 extension PostgresLedger: NotificationStore {}
