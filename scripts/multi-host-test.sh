@@ -4,8 +4,8 @@
 # (on the namespace's loopback), and one PostgreSQL reached over the veths. ORDERS orders
 # (default 2000); once a tenth are finished, host 1 is SIGKILLed and host 2's veth is downed for
 # longer than a lease, then brought back. Checks: every order finished, no purchase granted
-# under two keys or to two orders, host 2's late writes refused (order.lease_lost logged),
-# nothing stuck. Needs root (namespaces); all traffic stays on this machine.
+# under two keys or to two orders, host 2's late writes refused and its queued deliveries not
+# started once taken over (order.lease_lost logged), nothing stuck. Needs root (namespaces); all traffic stays on this machine.
 #
 #   scripts/multi-host-test.sh            # ORDERS=2000 by default
 #   BENCH=1 scripts/multi-host-test.sh    # throughput of 1, 2 and 3 daemons instead

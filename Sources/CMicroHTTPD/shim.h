@@ -44,4 +44,11 @@ static inline uint16_t settle_mhd_bound_port(struct MHD_Daemon *daemon) {
     return info == NULL ? 0 : info->port;
 }
 
+// MHD_get_connection_info is variadic: the connection's socket, so that a stop that does not wait
+// can shut open connections down at once.
+static inline int settle_mhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : (int)info->connect_fd;
+}
+
 #endif

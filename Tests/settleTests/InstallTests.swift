@@ -10,9 +10,13 @@ final class InstallTests: EndToEndTestCase {
     }
 
     func runInstall(root: String) throws -> (status: Int32, output: String) {
+        try runScript("install.sh", ["--binary", SettleBinary.url.path, "--root", root, "--no-systemd"])
+    }
+
+    func runScript(_ name: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [repository + "/scripts/install.sh", "--binary", SettleBinary.url.path, "--root", root, "--no-systemd"]
+        process.arguments = [repository + "/scripts/" + name] + arguments
         let out = Pipe()
         process.standardOutput = out
         process.standardError = out
@@ -64,5 +68,30 @@ final class InstallTests: EndToEndTestCase {
         XCTAssertTrue(result.stdout.contains("\(etc)/credentials/shared-secret (contents redacted)"), result.stdout)
         XCTAssertTrue(result.stdout.contains("systemd creates it at the first start"), result.stdout)
         XCTAssertFalse(result.stdout.contains(world.sharedSecret))
+    }
+
+    /// What a newcomer meets first after installing: the shipped example, no secret yet. The
+    /// message says where settle looked and where the secret goes.
+    func testCheckConfig_ofTheShippedExample_beforeTheSecretExists_exits78SayingWhereItLookedAndWhereTheSecretGoes() throws {
+        let etc = world.folder + "/etc-settle"
+        try FileManager.default.createDirectory(atPath: etc + "/credentials", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: repository + "/config/AppleRootCA-G3.pem", toPath: etc + "/AppleRootCA-G3.pem")
+        try FileManager.default.copyItem(atPath: repository + "/config/settle.example.json", toPath: etc + "/settle.json")
+        let result = try settleWithoutConfig(["check-config", "-c", etc + "/settle.json"])
+        XCTAssertEqual(result.status, 78, result.stderr)
+        XCTAssertTrue(result.stderr.contains("receipt_api.shared_secret_file: no secret file: looked for \(etc)/credentials/shared-secret, \(etc)/shared-secret; put the secret in \(etc)/credentials/shared-secret (chmod 600)"), result.stderr)
+    }
+
+    /// The debug build links the Swift runtime from the toolchain (/opt/swift), which no Debian
+    /// package provides: packaged, it would not start where the toolchain is not. The build
+    /// refuses it, naming the library, and leaves no package behind.
+    func testPackageDeb_refusesABinaryLinkingALibraryNoDebianPackageProvides_namingIt() throws {
+        let out = world.folder + "/packages"
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        let result = try runScript("package-deb", [out, "--binary", SettleBinary.url.path])
+        XCTAssertEqual(result.status, 70, result.output)
+        XCTAssertTrue(result.output.contains("the binary links libswiftCore.so"), result.output)
+        XCTAssertTrue(result.output.contains("which no Debian package provides"), result.output)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: out), [])
     }
 }

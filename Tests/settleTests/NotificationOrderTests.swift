@@ -71,13 +71,13 @@ class NotificationOrderTests: NotificationTestCase {
     func testPurchaseOfAProductMissingFromTheConfiguration_isKeptAsAnOrderNeedingAPerson_neverForgotten() throws {
         try writeNotificationConfig()
         let (daemon, url) = try startDaemon()
-        let notification = applePurchase("405", token: buyer, product: "com.example.game.unconfigured")
+        let notification = applePurchase("406", token: buyer, product: "com.example.game.unconfigured")
         XCTAssertEqual(try world.simulator.send(notification, to: url), 200)
-        XCTAssertTrue(eventually(within: 10) { stateInLedger("apple-405") == "needs_attention" }, log(daemon))
-        let kept = try order("apple-405")
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("apple-406") == "needs_attention" }, log(daemon))
+        let kept = try order("apple-406")
         XCTAssertEqual(kept["reason"]?.looseString, "unknown_product")
-        XCTAssertTrue(kept["last_error"]?.looseString?.contains("settle retry apple-405") == true, "\(kept)")
-        XCTAssertEqual(try statusJSON(["--notification", notification.uuid])["order_id"]?.looseString, "apple-405")
+        XCTAssertTrue(kept["last_error"]?.looseString?.contains("settle retry apple-406") == true, "\(kept)")
+        XCTAssertEqual(try statusJSON(["--notification", notification.uuid])["order_id"]?.looseString, "apple-406")
         XCTAssertEqual(world.deliveries, [])
     }
 

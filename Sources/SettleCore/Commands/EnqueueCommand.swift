@@ -55,7 +55,7 @@ enum EnqueueCommand {
         // The order is found by its transaction id when Apple's notification of the same purchase
         // comes: read from the signed transaction (verification still checks the signature and
         // that the two agree), so app-then-Apple never makes a second order.
-        if transactionId == nil, let signed, let named = Self.transactionId(ofSignedTransaction: signed) { transactionId = named }
+        if transactionId == nil, let signed, let named = Order.transactionId(namedIn: signed) { transactionId = named }
         var token: String? = nil
         if let text = parsed.value("--app-account-token") {
             guard let uuid = UUID(uuidString: text) else {
@@ -105,14 +105,6 @@ enum EnqueueCommand {
             throw CommandFailure(.dataError, "receipt in \(path == "-" ? "standard input" : path) is not base64")
         }
         return text
-    }
-
-    /// The `transactionId` a signed transaction's payload claims, unverified: a lookup key only.
-    static func transactionId(ofSignedTransaction jws: String) -> String? {
-        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let payload = Base64URL.decode(parts[1]), let json = try? JSONValue.parse(payload),
-              case let .string(id)? = json["transactionId"], !id.isEmpty, id.count <= 64 else { return nil }
-        return id
     }
 
     /// A signed transaction must look like a compact JWS: three base64url parts.

@@ -19,24 +19,53 @@ enum SimulatorCommand {
     It takes the shared secret and the Server API key from the configuration, as settle will
     send them, and signs with a test chain whose root --write-root saves: point a test
     configuration's URLs and roots at it, never a production one. Listens on 127.0.0.1 only;
-    port 0 picks a free one (the URL is printed first).
+    port 0 (the default) picks a free one (the URL is printed first).
+
+    Without --config or $SETTLE_CONFIG it never reads /etc/settle/settle.json (a production
+    configuration's secrets are not for a simulator) and starts with defaults: bundle id
+    \(defaultBundleId), the shared secret "\(defaultSharedSecret)", and no Server API key, so
+    Server API requests are refused (401) until --config names a server_api section. It prints
+    which secrets it accepts.
     """
+
+    /// What the bare `settle simulator` starts with: the README's example configuration's bundle id,
+    /// and a shared secret that is a test value, printed and documented.
+    static let defaultBundleId = "com.example.game"
+    static let defaultSharedSecret = "simulator-shared-secret"
 
     static func run(_ context: CommandContext) throws {
         let parsed = try ParsedArguments(context.arguments, spec: spec)
         if parsed.wantsHelp { return context.print(help) }
         let port = try listenPort(parsed.value("--listen") ?? "127.0.0.1:0")
-        let configuration = try context.loadConfiguration(parsed)
+        let bundleId: String
         let secret: String
         var credentials: ServerAPICredentials?
-        do {
-            secret = try configuration.receiptAPI?.sharedSecretFile.read().value ?? ""
-            if let api = configuration.serverAPI {
-                credentials = ServerAPICredentials(issuerId: api.issuerId, keyId: api.keyId, bundleId: configuration.bundleId,
-                                                   publicKey: try api.loadPrivateKey().publicKey)
+        let accepts: String
+        if parsed.value("--config") == nil && context.environment["SETTLE_CONFIG"] == nil {
+            bundleId = defaultBundleId
+            secret = defaultSharedSecret
+            accepts = """
+                no configuration (--config or $SETTLE_CONFIG): the defaults
+                bundle_id: \(bundleId)
+                accepts: the shared secret "\(secret)" (verifyReceipt); no Server API key, so Server API requests are refused (give --config with server_api)
+                """
+        } else {
+            let configuration = try context.loadConfiguration(parsed)
+            bundleId = configuration.bundleId
+            do {
+                secret = try configuration.receiptAPI?.sharedSecretFile.read().value ?? ""
+                if let api = configuration.serverAPI {
+                    credentials = ServerAPICredentials(issuerId: api.issuerId, keyId: api.keyId, bundleId: configuration.bundleId,
+                                                       publicKey: try api.loadPrivateKey().publicKey)
+                }
+            } catch {
+                throw CommandFailure.from(error)
             }
-        } catch {
-            throw CommandFailure.from(error)
+            let receipts = configuration.receiptAPI.map { "the shared secret in \($0.sharedSecretFile.path) (verifyReceipt)" }
+                ?? "no shared secret (no receipt_api), so verifyReceipt answers 21004"
+            let server = configuration.serverAPI.map { "Server API tokens signed by key \($0.keyId) of issuer \($0.issuerId)" }
+                ?? "no Server API key (no server_api), so Server API requests are refused"
+            accepts = "configuration: \(context.configPath(parsed))\nbundle_id: \(bundleId)\naccepts: \(receipts); \(server)"
         }
         var script = SimulatorScript()
         if let path = parsed.value("--script") {
@@ -44,7 +73,7 @@ enum SimulatorCommand {
                 throw CommandFailure(.dataError, "cannot read the script \(path)")
             }
             do {
-                script = try SimulatorScript(json: try JSONValue.parse(data), bundleId: configuration.bundleId)
+                script = try SimulatorScript(json: try JSONValue.parse(data), bundleId: bundleId)
             } catch {
                 throw CommandFailure(.dataError, "script \(path): \(error)")
             }
@@ -69,6 +98,7 @@ enum SimulatorCommand {
             server_api.production_url: \(base)/production
             server_api.sandbox_url: \(base)/sandbox
             scripted: \(script.receipts.count) receipts, \(script.transactions.count) transactions, \(script.customers.count) customers, \(script.appleOrders.count) Apple orders
+            \(accepts)
             """)
         waitForSIGINTOrSIGTERM()
         simulator.stop()

@@ -329,7 +329,8 @@ struct ConfigurationDecoder {
 
     private func secretFile(_ o: inout ConfigObject, _ key: String) throws(ConfigError) -> SecretFile {
         let name = try o.requireString(key)
-        return SecretFile(key: o.name(key), path: SecretFile.resolve(name, relativeTo: folder, environment: environment))
+        return SecretFile(key: o.name(key), path: SecretFile.resolve(name, relativeTo: folder, environment: environment),
+                          searched: SecretFile.candidates(name, relativeTo: folder, environment: environment))
     }
 
     /// A path (SQLite), a PostgreSQL URL, or an object with the URL and a password file.

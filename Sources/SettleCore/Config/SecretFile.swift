@@ -11,6 +11,27 @@ public struct SecretFile: Sendable, Equatable {
     /// The configuration key that named it, for error messages.
     public var key: String
     public var path: String
+    /// Where a relative name was looked for, in order, when none of them exists: the error
+    /// then names them all, the installed layout's `credentials/` first.
+    public var searched: [String] = []
+
+    public init(key: String, path: String, searched: [String] = []) {
+        self.key = key
+        self.path = path
+        self.searched = searched
+    }
+
+    /// The candidates `resolve` tries for a relative name, in order.
+    static func candidates(_ name: String, relativeTo folder: String, environment: [String: String]) -> [String] {
+        if name.hasPrefix("/") { return [name] }
+        var paths: [String] = []
+        if let credentials = environment["CREDENTIALS_DIRECTORY"], !credentials.isEmpty {
+            paths.append((credentials as NSString).appendingPathComponent(name))
+        }
+        paths.append((folder as NSString).appendingPathComponent("credentials/" + name))
+        paths.append((folder as NSString).appendingPathComponent(name))
+        return paths
+    }
 
     /// A relative name is looked up first in `$CREDENTIALS_DIRECTORY` (systemd
     /// `LoadCredential=`), then next to the configuration file.
@@ -31,7 +52,12 @@ public struct SecretFile: Sendable, Equatable {
     public func read() throws(ConfigError) -> Secret {
         var info = stat()
         guard stat(path, &info) == 0 else {
-            throw ConfigError("\(key): cannot read secret file \(path): \(String(cString: strerror(errno)))")
+            let reason = String(cString: strerror(errno))
+            if errno == ENOENT && searched.count > 1 {
+                throw ConfigError("\(key): no secret file: looked for \(searched.joined(separator: ", ")); "
+                    + "put the secret in \(searched[searched.count - 2]) (chmod 600)")
+            }
+            throw ConfigError("\(key): cannot read secret file \(path): \(reason)")
         }
         guard info.st_mode & S_IFMT == S_IFREG else { throw ConfigError("\(key): \(path) is not a regular file") }
         guard info.st_mode & 0o077 == 0 else {

@@ -104,11 +104,21 @@ final class EmbeddedHTTPServer: @unchecked Sendable {
         daemon = nil
         lock.unlock()
         guard let running else { return }
-        guard !waitingForHandlers else { return MHD_stop_daemon(running) }
-        let listener = MHD_quiesce_daemon(running)
-        if listener >= 0 { close(listener) }
+        // Quiescing hands the listening socket back; libmicrohttpd's threads may still poll it, so
+        // it is only closed after MHD_stop_daemon. Shutting it down now stops it listening at once
+        // (Linux drops a listening TCP socket's queue and refuses new connections on shutdown).
+        let listener = waitingForHandlers ? -1 : MHD_quiesce_daemon(running)
+        guard listener >= 0 else { return MHD_stop_daemon(running) }
+        shutdown(listener, Int32(SHUT_RDWR))
+        // Open connections too, so a client's kept-alive connection fails now rather than being
+        // served by a connection thread that has not seen the stop yet.
+        core.shutDownConnections()
         let stopping = UncheckedDaemon(daemon: running, core: core)
-        Thread { MHD_stop_daemon(stopping.daemon); withExtendedLifetime(stopping.core) {} }.start()
+        Thread {
+            MHD_stop_daemon(stopping.daemon)
+            close(listener)
+            withExtendedLifetime(stopping.core) {}
+        }.start()
     }
 }
 
@@ -123,6 +133,24 @@ private final class ServerCore: Sendable {
     let settings: EmbeddedHTTPServer.Settings
     let routing: EmbeddedHTTPServer.Routing
     let accepted = Atomic<Int>(0)
+    /// Sockets of the open connections. A socket leaves the set (under the lock) before
+    /// libmicrohttpd closes it, so every one shut down here is still this server's.
+    private let openSockets = Mutex<Set<Int32>>([])
+
+    func opened(_ socket: Int32) {
+        accepted.add(1, ordering: .relaxed)
+        openSockets.withLock { _ = $0.insert(socket) }
+    }
+
+    func closed(_ socket: Int32) {
+        openSockets.withLock { _ = $0.remove(socket) }
+    }
+
+    func shutDownConnections() {
+        openSockets.withLock { sockets in
+            for socket in sockets { shutdown(socket, Int32(SHUT_RDWR)) }
+        }
+    }
 
     init(settings: EmbeddedHTTPServer.Settings, routing: EmbeddedHTTPServer.Routing) {
         self.settings = settings
@@ -168,9 +196,16 @@ private let serverURILogger: settle_mhd_uri_logger = { _, uri, _ in
     Unmanaged.passRetained(ServerRequest(target: uri.map { String(cString: $0) } ?? "")).toOpaque()
 }
 
-private let serverConnectionNotice: MHD_NotifyConnectionCallback = { cls, _, _, code in
-    guard let cls, code == MHD_ConnectionNotificationCode.CONNECTION_NOTIFY_STARTED else { return }
-    Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue().accepted.add(1, ordering: .relaxed)
+/// Told when a connection opens and before it is closed.
+private let serverConnectionNotice: MHD_NotifyConnectionCallback = { cls, connection, _, code in
+    guard let cls else { return }
+    let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+    let socket = settle_mhd_connection_fd(connection)
+    if code == MHD_ConnectionNotificationCode.CONNECTION_NOTIFY_STARTED {
+        core.opened(socket)
+    } else {
+        core.closed(socket)
+    }
 }
 
 /// Collects one header into the `[HTTPHeader]` behind `cls`.

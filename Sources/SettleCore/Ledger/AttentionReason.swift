@@ -26,11 +26,15 @@ public enum AttentionReason: String, Sendable, Equatable, CaseIterable {
     /// Apple reported a purchase no backend enqueued, and nothing maps it to a user: support
     /// assigns it (`settle assign ORDER --user U`).
     case unclaimedPurchase = "unclaimed_purchase"
+    /// The order's product is not in the configuration's `products`: a gap on settle's side,
+    /// not Apple's word on the purchase.
+    case unknownProduct = "unknown_product"
+    /// The hook answered "already granted" for a purchase settle may itself have handed to the
+    /// hook for this order before (a re-delivery, an earlier attempt): delivered by settle, or
+    /// granted elsewhere? The order keeps the purchase; a person checks the backend.
+    case alreadyGrantedUnclear = "already_granted_unclear"
     /// The history catch-up found a purchase made before settle first read Apple's history
     /// (`notifications.backfill_since`): the app's own flow most likely granted it already, so a
     /// person decides (`settle retry` to deliver it, `settle resolve --as granted_by_hand` if it was).
     case backfilledPurchase = "backfilled_purchase"
-    /// The order's product is not in the configuration's `products`: a gap on settle's side,
-    /// not Apple's word on the purchase.
-    case unknownProduct = "unknown_product"
 }

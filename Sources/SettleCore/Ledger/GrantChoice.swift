@@ -40,6 +40,27 @@ enum GrantChoice {
         return .alreadyGranted(named ? "transaction \(list)" : "every purchase of this product in the proof is already granted (\(list))")
     }
 
+    /// Finds whether an order's current purchase may have reached the hook before the call that
+    /// just answered "already granted": a delivery attempt that ran (any outcome but
+    /// `cannot_start`) or a rescue's re-delivery, since the order last moved past a purchase.
+    /// Then the answer may be the receiver remembering settle's own earlier call (a worker whose
+    /// lease lapsed mid-hook, a hook that timed out after granting), and moving to the next
+    /// purchase could grant the customer twice. Binds the order id twice; same SQL on both back ends.
+    static let earlierHandOff = """
+        SELECT 1 AS handed FROM history
+        WHERE order_id = ?
+          AND id > coalesce((SELECT max(id) FROM history WHERE order_id = ? AND kind = 'delivery' AND outcome = 'already_granted'), 0)
+          AND ((kind = 'delivery' AND outcome <> 'cannot_start') OR (kind = 'rescue' AND outcome = 'redeliver'))
+        LIMIT 1
+        """
+
+    /// Why such an order needs a person (`AttentionReason.alreadyGrantedUnclear`).
+    static func unclearAlreadyGranted(_ order: Order) -> String {
+        "the hook answered that \(order.verified.map { "transaction \($0.transactionId)" } ?? "this order's purchase") was "
+            + "granted before, but settle may have handed it to the hook for this order already (an earlier attempt or a "
+            + "re-delivery after a takeover): not matched to another purchase"
+    }
+
     /// The history detail of a reservation.
     static func reserved(_ purchase: VerifiedPurchase) -> String {
         "transaction \(purchase.transactionId)" + (purchase.grantKey == purchase.transactionId ? "" : " (grant key \(purchase.grantKey))")

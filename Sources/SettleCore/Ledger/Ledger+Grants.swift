@@ -24,6 +24,10 @@ public enum GrantedOutsideResult: Sendable, Equatable {
     /// The order was matched by product: it is back in `verifying` (still ours) to be matched
     /// again, the purchase now recorded as granted outside settle.
     case rematch(Order)
+    /// The order was matched by product, and its purchase may have reached the hook before
+    /// (see `GrantChoice.earlierHandOff`): `needs_attention` (`already_granted_unclear`), the
+    /// purchase still held by the order, never matched to another one.
+    case unclear(String)
     case leaseLost
 }
 
@@ -130,6 +134,16 @@ extension Ledger {
         let now = time.unixSeconds
         return try transition {
             guard let order = try holding(orderId, state: .delivering, owner: owner) else { return .leaseLost }
+            if !order.namesTransaction, try !database.query(GrantChoice.earlierHandOff, [.text(orderId), .text(orderId)]).isEmpty {
+                let message = GrantChoice.unclearAlreadyGranted(order)
+                var entry = history
+                entry.outcome = OrderState.needsAttention.rawValue
+                entry.detail = "\(AttentionReason.alreadyGrantedUnclear.rawValue): \(message)" + (history.detail.map { "\n" + $0 } ?? "")
+                try appendHistory(orderId, entry)
+                try finalize(orderId, state: .needsAttention, reason: AttentionReason.alreadyGrantedUnclear.rawValue, error: message,
+                             environment: nil, now: now)
+                return .unclear(message)
+            }
             try database.query("""
                 UPDATE grants SET order_id = NULL, source = 'outside', note = ? WHERE order_id = ?
                 """, [.text("the hook answered \"already granted\" delivering order \(orderId)"), .text(orderId)])

@@ -33,6 +33,9 @@ public protocol LedgerStore: AnyObject, Sendable {
     func claim(orderId: String, owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> (order: Order, claimed: Bool)?
     func rescue(owner: LeaseOwner) throws(LedgerError) -> RescueResult
     func claimRedelivery(orderId: String, owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order?
+    /// Pushes the lease of a claim still held (same owner, and on PostgreSQL the same fencing
+    /// token) out by `leaseSeconds`, in one write; false when the claim is gone. Used while a
+    /// verification or a hook runs, and as the fenced take at the moment a hook starts.
     func renewLease(orderId: String, owner: LeaseOwner, fence: Int64?, state: OrderState, leaseSeconds: Int64) throws(LedgerError) -> Bool
     func release(orderId: String, owner: LeaseOwner, fence: Int64?) throws(LedgerError)
 

@@ -100,15 +100,25 @@ extension LedgerTransaction {
         try ordersAbout(transaction).first
     }
 
-    /// Every order about this transaction: the one holding its grant first, then those that name it, oldest first.
-    /// Locked until the transaction ends: a claim on another host waits, or skips them, and sees
-    /// what this notification did to them.
+    /// Every order about this transaction: the one holding its grant first, then those that name
+    /// it, oldest first; then live orders whose only proof is a signed transaction of it (a row
+    /// a backend wrote without `transaction_id`). Locked until the transaction ends: a claim on
+    /// another host waits, or skips them, and sees what this notification did to them.
     private func ordersAbout(_ transaction: SignedTransaction) throws -> [Order] {
-        try query("""
+        let named = try query("""
             SELECT * FROM orders WHERE verified_transaction_id = ? OR transaction_id = ?
             ORDER BY NOT EXISTS (SELECT 1 FROM grants g WHERE g.order_id = orders.order_id), verified_transaction_id IS NULL, created_at
             \(dialect.lockRows)
             """, [.text(transaction.transactionId), .text(transaction.transactionId)]).map { Order(row: $0) }
+        let unnamed = try query("""
+            SELECT * FROM orders WHERE transaction_id IS NULL AND verified_transaction_id IS NULL AND signed_transaction IS NOT NULL
+            AND state IN ('pending','verifying','delivering','needs_attention') ORDER BY created_at
+            """).filter { row in
+            row.string("signed_transaction").flatMap(Order.transactionId(namedIn:)) == transaction.transactionId
+        }.compactMap { row in
+            try query("SELECT * FROM orders WHERE order_id = ?\(dialect.lockRows)", [.from(row.string("order_id"))]).first.map { Order(row: $0) }
+        }
+        return named + unnamed
     }
 
     private func holdsGrant(_ orderId: String) throws -> Bool {
@@ -387,6 +397,17 @@ extension LedgerTransaction {
                   .integer(now + NotificationTransitions.consumptionDeadlineSeconds), .integer(now)])
         if let order { try note(order.orderId, n, "refund_requested", "the customer asked for a refund\(reason); answering Apple", now: now) }
         return IngestResult(outcome: "answer_queued", orderId: order?.orderId, detail: nil, duplicate: false, needsPass: true)
+    }
+}
+
+extension Order {
+    /// The `transactionId` a signed transaction's payload claims, unverified: a lookup key only
+    /// (verification checks the signature, and that it agrees with the order).
+    public static func transactionId(namedIn jws: String) -> String? {
+        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let payload = Base64URL.decode(parts[1]), let json = try? JSONValue.parse(payload),
+              case let .string(id)? = json["transactionId"], !id.isEmpty, id.count <= 64 else { return nil }
+        return id
     }
 }
 

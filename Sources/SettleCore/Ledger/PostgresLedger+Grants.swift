@@ -92,6 +92,16 @@ extension PostgresLedger {
         let now = time.unixSeconds
         return try write { db in
             guard let order = try holding(db, orderId, state: .delivering, owner: owner, fence: fence) else { return .leaseLost }
+            if !order.namesTransaction, try !db.run(GrantChoice.earlierHandOff, [.text(orderId), .text(orderId)]).isEmpty {
+                let message = GrantChoice.unclearAlreadyGranted(order)
+                var entry = history
+                entry.outcome = OrderState.needsAttention.rawValue
+                entry.detail = "\(AttentionReason.alreadyGrantedUnclear.rawValue): \(message)" + (history.detail.map { "\n" + $0 } ?? "")
+                try appendHistory(db, orderId, entry)
+                try finalize(db, orderId, state: .needsAttention, reason: AttentionReason.alreadyGrantedUnclear.rawValue, error: message,
+                             environment: nil, now: now)
+                return .unclear(message)
+            }
             try db.run("UPDATE grants SET order_id = NULL, source = 'outside', note = ? WHERE order_id = ?",
                        [.text("the hook answered \"already granted\" delivering order \(orderId)"), .text(orderId)])
             try appendHistory(db, orderId, history)

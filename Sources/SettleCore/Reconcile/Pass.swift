@@ -19,14 +19,15 @@ final class Pass: Sendable {
 
     private let state: Mutex<State>
     /// Verified orders waiting for their hook.
-    let deliveries = DeliveryQueue()
+    let deliveries: DeliveryQueue
     private let policy: RetryPolicy
     private let time: any TimeSource
     private let shouldStop: @Sendable () -> Bool
     let progress: @Sendable () -> Void
 
     init(redeliver: [String], named: [String]?, breaker: AppleBreaker, policy: RetryPolicy, time: any TimeSource,
-         shouldStop: @escaping @Sendable () -> Bool, progress: @escaping @Sendable () -> Void) {
+         deliveryCapacity: Int, shouldStop: @escaping @Sendable () -> Bool, progress: @escaping @Sendable () -> Void) {
+        deliveries = DeliveryQueue(capacity: deliveryCapacity)
         state = Mutex(State(redeliver: redeliver, named: named.map { Array($0.reversed()) }, breaker: breaker))
         self.policy = policy
         self.time = time
@@ -35,6 +36,8 @@ final class Pass: Sendable {
     }
 
     var isStopped: Bool { shouldStop() || state.withLock { $0.stopped } }
+    /// The process is shutting down (not the breaker or a fault, which still let verified orders go out).
+    var isShuttingDown: Bool { shouldStop() }
     var breaker: AppleBreaker { state.withLock { $0.breaker } }
 
     func take() -> Next {

@@ -36,7 +36,7 @@ public final class Reconciler: Sendable {
 
     var deliveryLeaseSeconds: Int64 { Int64(configuration.delivery.timeoutSeconds + 60) }
 
-    /// How often, as a fraction of the delivery lease, a running hook's lease is renewed.
+    /// How often, as a fraction of its length, the lease of a running hook or verification is renewed.
     /// Tests shorten it; it never needs changing in production.
     public var leaseRenewalFraction: Double { leaseRenewal.withLock { $0 } }
     private let leaseRenewal = Mutex(1.0 / 3)
@@ -63,7 +63,8 @@ public final class Reconciler: Sendable {
         for id in rescued.redeliver { log.warning("order.rescued", ["order": id, "to": "redeliver"]) }
         let breaker = try ledger.appleBreakerForPass()
         let pass = Pass(redeliver: rescued.redeliver, named: orderIds.isEmpty ? nil : orderIds, breaker: breaker,
-                        policy: policy, time: ledger.time, shouldStop: shouldStop, progress: progress)
+                        policy: policy, time: ledger.time, deliveryCapacity: deliveryCapacity,
+                        shouldStop: shouldStop, progress: progress)
         var permission = breaker.permission(now: ledger.time.unixSeconds)
         if !orderIds.isEmpty { permission = .claim }
         let delivering = startDeliveryWorkers(pass)
@@ -110,11 +111,17 @@ public final class Reconciler: Sendable {
 
     /// Delivery workers: as many hooks in flight as verifications (`schedule.concurrency`), or
     /// with batches, enough batches to cover that many orders.
+    var deliveryWorkerCount: Int {
+        max(1, (configuration.schedule.concurrency + deliveryBatchSize - 1) / deliveryBatchSize)
+    }
+
+    /// How many verified orders may wait for a hook: one round of the delivery workers
+    /// (`schedule.concurrency`, or with batches, that many batches' worth).
+    var deliveryCapacity: Int { deliveryWorkerCount * deliveryBatchSize }
+
     private func startDeliveryWorkers(_ pass: Pass) -> DispatchGroup {
-        let concurrency = configuration.schedule.concurrency
-        let count = max(1, (concurrency + deliveryBatchSize - 1) / deliveryBatchSize)
         let group = DispatchGroup()
-        for _ in 0..<count {
+        for _ in 0..<deliveryWorkerCount {
             group.enter()
             Thread {
                 self.deliveryWork(pass)
@@ -127,6 +134,12 @@ public final class Reconciler: Sendable {
     private func deliveryWork(_ pass: Pass) {
         while let batch = pass.deliveries.take(limit: deliveryBatchSize) {
             defer { pass.deliveries.finished() }
+            if pass.isShuttingDown {
+                // No new hook once asked to stop: each order stays `delivering` under its lease, and
+                // the next start (or, after the lease, another host) delivers it with the same key.
+                for order in batch { log.info("order.delivery_deferred", ["order": order.orderId, "why": "shutting down"]) }
+                continue
+            }
             do {
                 try deliver(batch, pass: pass)
             } catch {
@@ -156,7 +169,8 @@ public final class Reconciler: Sendable {
                     if next.state == .delivering {
                         pass.deliveries.put(next)
                     } else {
-                        try verify(next, pass: pass)
+                        // Waits while the delivery queue is full: verification never runs ahead of the hooks.
+                        try verify(next, pass: pass) { verified in pass.deliveries.put(verified) }
                     }
                 } catch let error as LedgerError {
                     // A row a backend broke fails its own writes; it must not stop every other order.
@@ -228,10 +242,17 @@ public final class Reconciler: Sendable {
                                          "why": "the claim expired and another process took the order over"])
     }
 
-    private func verify(_ order: Order, pass: Pass) throws {
+    /// Verifies `order` with Apple while its lease is renewed, and records the answer; an order
+    /// that is now `delivering` is handed off (to the delivery queue, or to the delivery worker
+    /// that re-matched it).
+    private func verify(_ order: Order, pass: Pass, handOff: (Order) throws -> Void) throws {
         let verification: Verification
         do {
-            verification = try Reconciler.verification(of: order, by: verifier)
+            // A long history (up to the page cap) may take longer than the lease: renewed like a
+            // running hook's, so no other host rescues a verification that is still working.
+            verification = try withLeasesRenewed([order], state: .verifying, leaseSeconds: verifyLeaseSeconds) {
+                try Reconciler.verification(of: order, by: verifier)
+            }
         } catch let error as LedgerError {
             try? ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
             throw error
@@ -251,7 +272,7 @@ public final class Reconciler: Sendable {
                                             "environment": verified.verified?.environment, "apple_status": verification.appleStatus,
                                             "duration_ms": verification.durationMs])
                 // Its start is durable: the hook runs on a delivery worker, this one goes back to Apple.
-                pass.deliveries.put(verified)
+                try handOff(verified)
             case let .alreadyGranted(detail):
                 log.warning("order.rejected", ["order": order.orderId, "reason": "already_granted", "detail": detail])
                 pass.count(.rejected)
@@ -353,6 +374,11 @@ public final class Reconciler: Sendable {
 
     /// Runs the hook for `orders` (one call, or one per order without batches) while their
     /// leases are renewed, then records each order's answer.
+    ///
+    /// An order may have waited in the delivery queue past its lease, and another process may
+    /// have taken it over meanwhile: so at the moment the hook starts each order's claim is
+    /// taken again in one fenced write (owner, and on PostgreSQL the fencing token, unchanged;
+    /// the lease pushed out). An order whose claim is gone is left to its new owner, unhooked.
     private func deliver(_ orders: [Order], pass: Pass) throws {
         var items: [(order: Order, purchase: VerifiedPurchase)] = []
         for order in orders {
@@ -367,10 +393,18 @@ public final class Reconciler: Sendable {
                 pass.count(.needsAttention)
                 continue
             }
+            guard try ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken, state: .delivering,
+                                        leaseSeconds: deliveryLeaseSeconds) else {
+                leaseLost(order, "hook_start")
+                continue
+            }
             items.append((order, purchase))
         }
         guard !items.isEmpty else { return }
-        let reports = withLeasesRenewed(items.map(\.order)) { deliverer.deliver(batch: items) }
+        let taken = items.map(\.order)
+        let reports = withLeasesRenewed(taken, state: .delivering, leaseSeconds: deliveryLeaseSeconds) {
+            deliverer.deliver(batch: items)
+        }
         for ((order, purchase), report) in zip(items, reports) {
             do {
                 try record(report, of: order, purchase: purchase, pass: pass)
@@ -413,7 +447,13 @@ public final class Reconciler: Sendable {
             case let .rematch(again):
                 log.info("order.rematch", ["order": order.orderId, "granted_outside": key,
                                            "why": "the hook answered already granted; trying the next purchase"])
-                try verify(again, pass: pass)
+                // Delivered on this worker, not queued: a delivery worker waiting for room in the
+                // queue it drains would wait for ever.
+                try verify(again, pass: pass) { verified in try deliver([verified], pass: pass) }
+            case let .unclear(message):
+                log.error("order.needs_attention", ["order": order.orderId, "reason": AttentionReason.alreadyGrantedUnclear.rawValue,
+                                                    "idempotency_key": key, "detail": message])
+                pass.count(.needsAttention)
             case .leaseLost:
                 leaseLost(order, "already_granted")
             }
@@ -447,25 +487,38 @@ public final class Reconciler: Sendable {
         }
     }
 
-    /// Runs `body` (a hook) while a timer pushes the order's lease out every third of its
-    /// length, so no other process takes the order over while the hook still runs.
-    private func withLeasesRenewed<T>(_ orders: [Order], _ body: () -> T) -> T {
-        let interval = max(0.01, Double(deliveryLeaseSeconds) * leaseRenewalFraction)
+    /// Runs `body` (a hook, or a verification) while a timer pushes the orders' leases out every
+    /// third of their length, so no other process takes an order over while settle still works on it.
+    private func withLeasesRenewed<T>(_ orders: [Order], state: OrderState, leaseSeconds: Int64,
+                                      _ body: () throws -> T) rethrows -> T {
+        let interval = max(0.01, Double(leaseSeconds) * leaseRenewalFraction)
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
         timer.schedule(deadline: .now() + interval, repeating: interval)
+        // The orders still being renewed. The handler renews under this lock and the end of the
+        // work empties it under the same lock, so no renewal runs after the work recorded its
+        // outcome (a late one would find the order moved on and report a lease lost that was not).
+        let renewing = Mutex<[Order]>(orders)
         timer.setEventHandler { [self] in
-            for order in orders {
-                do {
-                    if try !ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken, state: .delivering, leaseSeconds: deliveryLeaseSeconds) {
-                        leaseLost(order, "lease renewal")
+            renewing.withLock { renewing in
+                renewing.removeAll { order in
+                    do {
+                        if try !ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken, state: state,
+                                                  leaseSeconds: leaseSeconds) {
+                            leaseLost(order, "lease renewal")
+                            return true
+                        }
+                    } catch {
+                        log.warning("order.lease_renewal_failed", ["order": order.orderId, "error": "\(error)"])
                     }
-                } catch {
-                    log.warning("order.lease_renewal_failed", ["order": order.orderId, "error": "\(error)"])
+                    return false
                 }
             }
         }
         timer.resume()
-        defer { timer.cancel() }
-        return body()
+        defer {
+            renewing.withLock { $0 = [] }
+            timer.cancel()
+        }
+        return try body()
     }
 }

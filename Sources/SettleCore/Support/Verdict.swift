@@ -81,8 +81,9 @@ public struct Verdict: Sendable, Equatable {
         case "server_api_required": return "only a transaction id, and no server_api is configured to look it up"
         case "receipt_format_unsupported": return "an old iOS 6 receipt, which needs receipt_api"
         case "history_incomplete": return "Apple's answer for this customer could not be read in full"
-        case "backfilled_purchase": return "a purchase made before settle first read Apple's history; the app may have granted it"
         case "unclaimed_purchase": return "the order names no user: settle does not know who bought it"
+        case "already_granted_unclear": return "the hook said the purchase was granted before, maybe by settle's own earlier call for this order"
+        case "backfilled_purchase": return "a purchase made before settle first read Apple's history; the app may have granted it"
         case Resolution.grantedByHand.rawValue: return "a person granted it by hand"
         case Resolution.wontGrant.rawValue: return "a person decided not to grant it"
         default: return reason
@@ -122,10 +123,13 @@ public struct Verdict: Sendable, Equatable {
         case "already_granted": return "check the order that holds the purchase (settle status --transaction TXN)"
         case "sandbox_not_accepted": return "set accept_sandbox if sandbox purchases should be granted, then settle retry ID"
         case "user_mismatch", "proof_unbound", "upgraded": return "check the customer's account; a plain retry is rejected the same way"
-        case "backfilled_purchase":
-            return "check whether the app already granted it: if it did, settle resolve ID --as granted_by_hand; if not, settle retry ID delivers it"
         case "token_unverifiable":
             return "check the token is the customer's, then store it with the order (app_account_token) and settle retry ID; a plain retry ends the same way"
+        case "already_granted_unclear":
+            return "check in the backend whether this order's user got the purchase: if so settle resolve ID --as granted_by_hand "
+                + "(a plain retry ends the same way)"
+        case "backfilled_purchase":
+            return "check whether the app already granted it: if it did, settle resolve ID --as granted_by_hand; if not, settle retry ID delivers it"
         default: return nil
         }
     }

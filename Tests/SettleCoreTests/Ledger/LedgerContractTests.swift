@@ -254,6 +254,111 @@ final class LedgerContractTests: XCTestCase {
         }
     }
 
+    func testAlreadyGrantedAnswer_afterAnotherWorkerMayHaveDeliveredTheSameKey_isNeverMatchedToAnotherPurchase() throws {
+        try onEachBackEnd { b in
+            // Matched by product: two purchases of the coins, the order gets 500.
+            _ = try b.store.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins, receipt: world.receipt("o-1")))
+            let first = try XCTUnwrap(try b.store.claim(orderId: "o-1", owner: remote, leaseSeconds: 60)?.order, b.name)
+            let match = Match(candidates: [purchase("500"), purchase("501")], named: false)
+            guard case .delivering = try b.store.recordVerified(orderId: "o-1", owner: remote, fence: first.fencingToken, match: match,
+                                                                deliveryLeaseSeconds: 0, history: entry) else { return XCTFail(b.name) }
+            // The remote worker's hook ran, and its lease lapsed: this process takes the delivery over.
+            XCTAssertEqual(try b.store.rescue(owner: me).redeliver, ["o-1"], b.name)
+            let mine = try XCTUnwrap(try b.store.claimRedelivery(orderId: "o-1", owner: me, leaseSeconds: 60), b.name)
+            let answer = HistoryEntry(at: 0, kind: .delivery, outcome: "already_granted", detail: "409")
+            // The stale worker's "already granted" changes nothing.
+            XCTAssertEqual(try b.store.recordGrantedOutside(orderId: "o-1", owner: remote, fence: first.fencingToken, history: answer),
+                           .leaseLost, b.name)
+            // Ours may be the receiver remembering the remote worker's call with the same key.
+            guard case .unclear = try b.store.recordGrantedOutside(orderId: "o-1", owner: me, fence: mine.fencingToken, history: answer)
+            else { return XCTFail("\(b.name): re-matched after a re-delivery") }
+            let record = try XCTUnwrap(try b.store.orderRecord("o-1"), b.name)
+            XCTAssertEqual(record.order.state, .needsAttention, b.name)
+            XCTAssertEqual(record.order.reason, AttentionReason.alreadyGrantedUnclear.rawValue, b.name)
+            XCTAssertEqual(record.order.verified?.transactionId, "500", b.name)
+            XCTAssertEqual(try b.store.grantHolder(of: purchase("500")), .order("o-1"), "\(b.name): the order keeps its purchase")
+            XCTAssertNil(try b.store.grantHolder(of: purchase("501")), "\(b.name): the other purchase is not taken")
+        }
+    }
+
+    func testHookStart_whenAnotherOwnerTookTheQueuedOrderOver_theFirstWorkersHookNeverRuns() throws {
+        try onEachBackEnd { b in
+            // One verification worker, one delivery worker: o-1 waits in the queue while o-0's hook blocks.
+            let fifo = world.folder + "/release-\(b.name)"
+            XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+            let hook = try world.hook("slow-first-\(b.name).sh", exit: 0, extra: "[ \"$SETTLE_ORDER_ID\" = o-0 ] && read line < \(fifo)")
+            try world.writeConfig(hook: hook, schedule: [("concurrency", .number(1))])
+            for id in ["o-0", "o-1"] {
+                let receipt = world.scriptReceipt("\(b.name)-\(id)", [SimulatedTransaction(productId: world.coins, transactionId: "\(b.name)-\(id)")])
+                _ = try b.store.enqueue(NewOrder(orderId: id, userId: "u", productId: world.coins, transactionId: "\(b.name)-\(id)",
+                                                 receipt: receipt))
+            }
+            let lines = LineCollector()
+            let reconciler = try Reconciler.configured(try world.configuration(), ledger: b.store, environment: [:],
+                                                       log: Log(environment: [:], time: world.time, sink: { lines.append($0) }))
+            let pass = DispatchGroup()
+            DispatchQueue.global().async(group: pass) { _ = try? reconciler.runPass() }
+            XCTAssertTrue(try eventually { try state(b.store, "o-1") == .delivering }, b.name)
+            // o-1's lease lapses while it waits; another host rescues it and delivers it itself.
+            try b.execute("UPDATE orders SET lease_expires_at = 0 WHERE order_id = 'o-1'")
+            XCTAssertTrue(try b.store.rescue(owner: remote).redeliver.contains("o-1"), b.name)
+            XCTAssertNotNil(try b.store.claimRedelivery(orderId: "o-1", owner: remote, leaseSeconds: 600), b.name)
+            let fd = open(fifo, O_WRONLY)
+            _ = write(fd, "go\n", 3)
+            close(fd)
+            pass.wait()
+            let calls = world.deliveries.filter { $0.hasPrefix("\(b.name)-") }
+            XCTAssertEqual(calls, ["\(b.name)-o-0 o-0"], "\(b.name): o-1's hook is left to its new owner")
+            XCTAssertEqual(try state(b.store, "o-0"), .finished, b.name)
+            let o1 = try XCTUnwrap(try b.store.orderRecord("o-1")?.order, b.name)
+            XCTAssertEqual(o1.state, .delivering, b.name)
+            XCTAssertEqual(o1.lease?.owner, remote, b.name)
+            XCTAssertTrue(lines.lines.contains { $0.contains("order.lease_lost") && $0.contains("o-1") && $0.contains("refused=hook_start") },
+                          "\(b.name): \(lines.lines.joined(separator: "\n"))")
+        }
+    }
+
+    func testVerification_thatRunsLongerThanItsLease_keepsItRenewed_soAnotherHostDoesNotRescueIt() throws {
+        try onEachBackEnd { b in
+            try world.writeConfig(hook: try world.hook("ok-\(b.name).sh", exit: 0))
+            let receipt = world.scriptReceipt("\(b.name)-v", [SimulatedTransaction(productId: world.coins, transactionId: "\(b.name)-v")])
+            _ = try b.store.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins, transactionId: "\(b.name)-v",
+                                             receipt: receipt))
+            let base = try Reconciler.configured(try world.configuration(), ledger: b.store, environment: [:], log: .silent)
+            // Apple's answer is held back (a long history, many pages) until the test lets it go.
+            let started = DispatchSemaphore(value: 0), answer = DispatchSemaphore(value: 0)
+            let verifier = ObservedVerifier(inner: base.verifier) { _ in
+                started.signal()
+                answer.wait()
+            }
+            let reconciler = Reconciler(configuration: base.configuration, ledger: b.store, verifier: verifier,
+                                        deliverer: base.deliverer, policy: base.policy, log: .silent)
+            reconciler.renewLeases(everyFractionOf: 0.0001)
+            let pass = DispatchGroup()
+            DispatchQueue.global().async(group: pass) { _ = try? reconciler.runPass() }
+            XCTAssertEqual(started.wait(timeout: .now() + 20), .success, b.name)
+            // Time passes beyond the verification's lease (as if many pages were read).
+            try b.execute("UPDATE orders SET lease_expires_at = 0 WHERE order_id = 'o-1'")
+            world.time.advance(by: 3600)
+            defer { world.time.advance(by: -3600) }
+            XCTAssertTrue(try eventually { (try b.store.orderRecord("o-1")?.order.lease?.expiresAt ?? 0) > 0 },
+                          "\(b.name): the lease was renewed while Apple's answer was awaited")
+            XCTAssertEqual(try b.store.rescue(owner: remote).requeued, [], "\(b.name): nobody rescues a verification still working")
+            answer.signal()
+            pass.wait()
+            XCTAssertEqual(try state(b.store, "o-1"), .finished, b.name)
+        }
+    }
+
+    func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if try condition() { return true }
+            usleep(5_000)
+        }
+        return false
+    }
+
     // MARK: - Grants
 
     func testGrants_onePurchaseOnce_byTransactionAndByGrantKey() throws {

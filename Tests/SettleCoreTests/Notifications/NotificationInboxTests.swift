@@ -171,6 +171,21 @@ class NotificationInboxTests: XCTestCase {
         XCTAssertEqual(world.deliveries, ["902 apple-902"])
     }
 
+    func testPurchaseNotification_forABackendRowWhoseOnlyProofIsItsSignedTransaction_isAttachedToIt_andGrantedOnce() throws {
+        try configure()
+        let ledger = try makeLedger()
+        let (reconciler, inbox) = try settle(ledger)
+        let bought = purchase("903", token: buyer)
+        // A row as a backend writes it: the signed transaction, no transaction_id.
+        _ = try ledger.enqueue(NewOrder(orderId: "o-jws", userId: buyer, productId: world.coins, signedTransaction: try bought.signed(at: nowMs)))
+        let result = try tell(inbox, "ONE_TIME_CHARGE", bought)
+        XCTAssertEqual(result.outcome, "attached")
+        XCTAssertEqual(result.orderId, "o-jws")
+        _ = try reconciler.runPass()
+        XCTAssertNil(try order(ledger, "apple-903"), "no second order")
+        XCTAssertEqual(world.deliveries, ["903 o-jws"])
+    }
+
     // MARK: - Refund requests are answered only from evidence (item 3)
 
     func testConsumptionRequest_forAPurchaseSettleCannotShowDelivered_sendsNoAnswer_andRecordsWhy() throws {

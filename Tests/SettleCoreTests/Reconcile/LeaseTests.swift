@@ -92,4 +92,38 @@ final class LeaseTests: XCTestCase {
         XCTAssertNotNil(warning, logLines.lines.joined(separator: "\n"))
         XCTAssertTrue(warning?.contains("warning") ?? false)
     }
+
+    func testRedeliveryAfterATakeover_answeredAlreadyGranted_isNotMatchedToTheCustomersNextPurchase() throws {
+        // An idempotent receiver: a key it has seen is answered "already granted".
+        let seen = world.folder + "/seen"
+        let hook = try world.hook("idempotent.sh", exit: 0, extra: """
+            grep -qx "$SETTLE_IDEMPOTENCY_KEY" \(seen) 2>/dev/null && exit $SETTLE_EXIT_ALREADY_GRANTED
+            echo "$SETTLE_IDEMPOTENCY_KEY" >> \(seen)
+            """)
+        try world.writeConfig(hook: hook)
+        let receipt = world.scriptReceipt("two", [
+            SimulatedTransaction(productId: world.coins, transactionId: "T-1", purchaseDateMs: 1),
+            SimulatedTransaction(productId: world.coins, transactionId: "T-2", purchaseDateMs: 2)])
+        _ = try ledger.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins, receipt: receipt))
+        // Another process verified the order, called the hook for T-1 (the receiver granted it),
+        // and lost its lease before it could record that.
+        let other = LeaseOwner(host: "elsewhere", pid: 7, startTime: "1", bootId: "b", pidNamespace: 1)
+        let claim = try XCTUnwrap(try ledger.claim(orderId: "o-1", owner: other, leaseSeconds: 60)?.order)
+        let t1 = VerifiedPurchase(transactionId: "T-1", originalTransactionId: "T-1", productId: world.coins, environment: "Production",
+                                  quantity: 1, purchaseDateMs: 1, expiresDateMs: nil)
+        let t2 = VerifiedPurchase(transactionId: "T-2", originalTransactionId: "T-2", productId: world.coins, environment: "Production",
+                                  quantity: 1, purchaseDateMs: 2, expiresDateMs: nil)
+        guard case .delivering = try ledger.recordVerified(orderId: "o-1", owner: other, fence: claim.fencingToken,
+                                                           match: Match(candidates: [t1, t2], named: false), deliveryLeaseSeconds: 0,
+                                                           history: HistoryEntry(at: 0, kind: .verification, outcome: "verified"))
+        else { return XCTFail("not reserved") }
+        try "T-1\n".write(toFile: seen, atomically: true, encoding: .utf8)
+        _ = try reconciler().runPass()
+        XCTAssertEqual(world.deliveries, ["T-1 o-1"], "T-2 is not delivered in place of a purchase the customer may hold")
+        let order = try XCTUnwrap(try ledger.orderRecord("o-1")?.order)
+        XCTAssertEqual(order.state, .needsAttention)
+        XCTAssertEqual(order.reason, "already_granted_unclear")
+        XCTAssertTrue(logLines.lines.contains { $0.contains("order.needs_attention") && $0.contains("already_granted_unclear") },
+                      logLines.lines.joined(separator: "\n"))
+    }
 }

@@ -1,0 +1,151 @@
+import Foundation
+import SettleTesting
+import Synchronization
+import XCTest
+@testable import SettleCore
+
+/// The delivery queue holds at most one round of deliveries: verification waits for the hooks.
+final class DeliveryQueueTests: XCTestCase {
+    var world: TestWorld!
+
+    override func setUpWithError() throws { world = try TestWorld() }
+    override func tearDown() { world = nil }
+
+    /// Orders as a verification worker would hand them over.
+    func orders(_ count: Int) throws -> [Order] {
+        let ledger = try world.ledger()
+        return try (0..<count).map { i in
+            _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "\(i)",
+                                            receipt: world.receipt("o-\(i)")))
+            return try XCTUnwrap(try ledger.claim(orderId: "o-\(i)", owner: .current, leaseSeconds: 60)?.order)
+        }
+    }
+
+    func eventually(_ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if condition() { return true }
+            usleep(1_000)
+        }
+        return false
+    }
+
+    func testPut_whenTheQueueHoldsItsCapacity_waitsUntilADeliveryWorkerTakesOne() throws {
+        let queue = DeliveryQueue(capacity: 2)
+        let all = try orders(3)
+        XCTAssertTrue(queue.put(all[0]))
+        XCTAssertTrue(queue.put(all[1]))
+        let third = DispatchGroup()
+        third.enter()
+        let answered = Atomic<Bool>(false)
+        Thread {
+            answered.store(queue.put(all[2]), ordering: .relaxed)
+            third.leave()
+        }.start()
+        XCTAssertTrue(eventually { queue.state.waitingToPut == 1 }, "the third put waits for room")
+        XCTAssertEqual(queue.state.queued, 2, "never more than the capacity queued")
+        XCTAssertEqual(queue.take(limit: 1)?.map(\.orderId), ["o-0"])
+        third.wait()
+        XCTAssertTrue(answered.load(ordering: .relaxed))
+        XCTAssertEqual(queue.state.queued, 2)
+        queue.finished()
+        queue.producersFinished()
+        XCTAssertEqual(queue.take(limit: 5)?.map(\.orderId), ["o-1", "o-2"])
+        queue.finished()
+        XCTAssertNil(queue.take(limit: 5), "over once the producers are done and nothing is left")
+    }
+
+    func testAbandon_whileAVerificationWorkerWaitsForRoom_letsItGo_withoutQueueingItsOrder() throws {
+        let queue = DeliveryQueue(capacity: 1)
+        let all = try orders(2)
+        XCTAssertTrue(queue.put(all[0]))
+        let waiting = DispatchGroup()
+        waiting.enter()
+        let answered = Atomic<Bool>(true)
+        Thread {
+            answered.store(queue.put(all[1]), ordering: .relaxed)
+            waiting.leave()
+        }.start()
+        XCTAssertTrue(eventually { queue.state.waitingToPut == 1 })
+        queue.abandon()
+        waiting.wait()
+        XCTAssertFalse(answered.load(ordering: .relaxed), "the order stays delivering under its lease, for rescue")
+        XCTAssertNil(queue.take(limit: 1))
+    }
+
+    func testPass_withEveryHookSlot_andTheQueueFull_claimsNoMoreOrdersUntilAHookEnds() throws {
+        // One verification worker, one delivery worker, room for one order in the queue.
+        let fifo = world.folder + "/release"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let hook = try world.hook("slow-first.sh", exit: 0, extra: "[ \"$SETTLE_ORDER_ID\" = o-0 ] && read line < \(fifo)")
+        try world.writeConfig(hook: hook, schedule: [("concurrency", .number(1))])
+        let ledger = try world.ledger()
+        for i in 0..<5 {
+            let receipt = world.scriptReceipt("o-\(i)", [SimulatedTransaction(productId: world.coins, transactionId: "t-\(i)")])
+            _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "t-\(i)",
+                                            receipt: receipt))
+        }
+        let base = try world.reconciler(ledger: ledger)
+        XCTAssertEqual(base.deliveryCapacity, 1)
+        // What each verification saw of the first order, whose hook blocks.
+        let seen = Mutex<[String: OrderState]>([:])
+        let verifier = ObservedVerifier(inner: base.verifier) { order in
+            let first = (try? ledger.orderRecord("o-0"))?.order.state
+            seen.withLock { $0[order.orderId] = first }
+        }
+        let reconciler = Reconciler(configuration: base.configuration, ledger: ledger, verifier: verifier, deliverer: base.deliverer,
+                                    policy: base.policy, log: .silent)
+        let pass = DispatchGroup()
+        DispatchQueue.global().async(group: pass) { _ = try? reconciler.runPass() }
+        // o-0 in its hook, o-1 queued, o-2 verified and waiting for room.
+        XCTAssertTrue(eventually { (try? ledger.orderRecord("o-2"))??.order.state == .delivering })
+        let fd = open(fifo, O_WRONLY)
+        _ = write(fd, "go\n", 3)
+        close(fd)
+        pass.wait()
+        XCTAssertEqual(try ledger.summary(OrderFilter(limit: 10)).counts[.finished], 5)
+        XCTAssertEqual(seen.withLock { $0["o-3"] }, .finished, "o-3 was claimed only once o-0's hook had ended and made room")
+        XCTAssertEqual(seen.withLock { $0["o-4"] }, .finished)
+    }
+
+    func testStopRequested_whileAnOrderWaitsForItsHook_leavesItDeliveringForTheNextStart_withTheSameKey() throws {
+        let fifo = world.folder + "/release"
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let hook = try world.hook("slow-first.sh", exit: 0, extra: "[ \"$SETTLE_ORDER_ID\" = o-0 ] && read line < \(fifo)")
+        try world.writeConfig(hook: hook, schedule: [("concurrency", .number(1))])
+        let ledger = try world.ledger()
+        for i in 0..<2 {
+            let receipt = world.scriptReceipt("o-\(i)", [SimulatedTransaction(productId: world.coins, transactionId: "t-\(i)")])
+            _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "t-\(i)",
+                                            receipt: receipt))
+        }
+        let lines = LineCollector()
+        let reconciler = try world.reconciler(ledger: ledger, log: Log(environment: [:], time: world.time, sink: { lines.append($0) }))
+        let stop = Atomic<Bool>(false)
+        let pass = DispatchGroup()
+        DispatchQueue.global().async(group: pass) { _ = try? reconciler.runPass(shouldStop: { stop.load(ordering: .relaxed) }) }
+        XCTAssertTrue(eventually { (try? ledger.orderRecord("o-1"))??.order.state == .delivering })
+        stop.store(true, ordering: .relaxed)  // SIGTERM
+        let fd = open(fifo, O_WRONLY)
+        _ = write(fd, "go\n", 3)
+        close(fd)
+        pass.wait()
+        XCTAssertEqual(world.deliveries, ["t-0 o-0"], "the hook in flight finished; no new one started")
+        XCTAssertEqual(try ledger.orderRecord("o-1")?.order.state, .delivering)
+        XCTAssertTrue(lines.lines.contains { $0.contains("order.delivery_deferred") && $0.contains("o-1") }, lines.lines.joined(separator: "\n"))
+        _ = try world.reconciler(ledger: ledger).runPass()
+        XCTAssertEqual(world.deliveries, ["t-0 o-0", "t-1 o-1"], "the next start delivers it, with its key")
+        XCTAssertEqual(try ledger.orderRecord("o-1")?.order.state, .finished)
+    }
+}
+
+/// The real verifier, with a look (or a wait) before each verification.
+struct ObservedVerifier: OrderVerifier {
+    let inner: any OrderVerifier
+    let before: @Sendable (Order) -> Void
+
+    func verify(_ order: Order) throws -> Verification {
+        before(order)
+        return try inner.verify(order)
+    }
+}
