@@ -1,4 +1,5 @@
-/// A value bound to a ledger statement, whichever engine runs it.
+/// A value bound to a ledger statement, whichever engine runs it (`SQLiteValue` and
+/// `PostgresValue` are this type).
 public enum LedgerValue: Sendable, Equatable {
     case null
     case integer(Int64)
@@ -66,15 +67,7 @@ struct SQLiteTransaction: LedgerTransaction {
     let database: SQLiteDatabase
     var dialect: LedgerDialect { .sqlite }
 
-    func query(_ sql: String, _ values: [LedgerValue]) throws -> [any LedgerRow] {
-        try database.query(sql, values.map { value -> SQLiteValue in
-            switch value {
-            case .null: return .null
-            case let .integer(v): return .integer(v)
-            case let .text(s): return .text(s)
-            }
-        })
-    }
+    func query(_ sql: String, _ values: [LedgerValue]) throws -> [any LedgerRow] { try database.query(sql, values) }
 }
 
 /// A pooled PostgreSQL connection, inside one of `PostgresLedger`'s transactions.
@@ -82,15 +75,7 @@ struct PostgresTransaction: LedgerTransaction {
     let connection: PostgresConnection
     var dialect: LedgerDialect { .postgres }
 
-    func query(_ sql: String, _ values: [LedgerValue]) throws -> [any LedgerRow] {
-        try connection.run(sql, values.map { value -> PostgresValue in
-            switch value {
-            case .null: return .null
-            case let .integer(v): return .integer(v)
-            case let .text(s): return .text(s)
-            }
-        })
-    }
+    func query(_ sql: String, _ values: [LedgerValue]) throws -> [any LedgerRow] { try connection.run(sql, values) }
 }
 
 extension Ledger: TransactionalLedger {
