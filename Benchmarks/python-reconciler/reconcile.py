@@ -184,6 +184,12 @@ class Reconciler:
             thread.join()
 
 
+def context_switches():
+    """Voluntary context switches of this process's threads so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_nvcsw
+
+
 def io_counters():
     """Bytes handed to write(2)/pwrite(2) and bytes that reached the block layer (/proc/self/io)."""
     counters = {"wchar": 0, "write_bytes": 0}
@@ -213,12 +219,14 @@ def main():
 
     reconciler = Reconciler(args)
     wall_start, cpu_start, io_start = time.monotonic(), cpu_seconds(), io_counters()
+    switches_start = context_switches()
     reconciler.run()
     wall, cpu, io = time.monotonic() - wall_start, cpu_seconds() - cpu_start, io_counters()
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"settled": reconciler.settled, "failed": reconciler.failed, "wall": wall, "cpu": cpu,
                       "maxrss_kib": peak_kib, "wchar": io["wchar"] - io_start["wchar"],
-                      "write_bytes": io["write_bytes"] - io_start["write_bytes"]}))
+                      "write_bytes": io["write_bytes"] - io_start["write_bytes"],
+                      "context_switches": context_switches() - switches_start}))
 
 
 if __name__ == "__main__":

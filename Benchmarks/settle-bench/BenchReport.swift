@@ -69,6 +69,8 @@ struct BenchReport {
             emit(Self.columns("own CPU per settled order, \(name)", String(format: "%.3f ms", settle.cpuPerOrderMs),
                               python.map { String(format: "%.3f ms", $0.cpuPerOrderMs) } ?? "-",
                               python.map { String(format: "%.1fx", $0.cpuPerOrderMs / settle.cpuPerOrderMs) } ?? "-"))
+            emit(Self.columns("voluntary context switches per order, \(name)", String(format: "%.1f", settle.contextSwitchesPerOrder),
+                              python.map { String(format: "%.1f", $0.contextSwitchesPerOrder) } ?? "-", ""))
             emit(Self.columns("peak RSS, \(name)", "\(settle.peakRSSKiB / 1024) MiB",
                               python.map { "\($0.peakRSSKiB / 1024) MiB" } ?? "-", ""))
             emit(Self.columns("connections to Apple, \(name)", "\(appleTraffic.connections) for \(appleTraffic.requests) requests",

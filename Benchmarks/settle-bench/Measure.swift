@@ -8,6 +8,14 @@ func ownCPUSeconds() -> Double {
     return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
 }
 
+/// Voluntary context switches of this process's threads so far (involuntary ones measure the machine's load): each is a
+/// thread that slept and was woken, the cost behind most of a pass's kernel time.
+func ownContextSwitches() -> Int {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return usage.ru_nvcsw
+}
+
 /// Peak resident set of this process so far, in KiB (Linux reports ru_maxrss in KiB).
 func peakRSSKiB() -> Int {
     var usage = rusage()

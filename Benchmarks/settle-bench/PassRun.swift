@@ -14,6 +14,8 @@ struct PassResult {
     /// Bytes the pass handed to write(2)/pwrite(2), and those that reached the block layer.
     var wchar: Int
     var writeBytes: Int
+    /// The pass's context switches (0 where the reconciler does not report them).
+    var contextSwitches: Int
 
     var cpuPerOrderMs: Double { cpu * 1000 / Double(max(finished, 1)) }
 
@@ -26,7 +28,10 @@ struct PassResult {
         summary = line.string("summary")
         wchar = line.int("wchar")
         writeBytes = line.int("write_bytes")
+        contextSwitches = line.int("context_switches")
     }
+
+    var contextSwitchesPerOrder: Double { Double(contextSwitches) / Double(max(finished, 1)) }
 }
 
 /// `settle-bench --run-pass CONFIG`: one reconcile pass, in a process of its own so that
@@ -40,15 +45,18 @@ enum PassChild {
         let reconciler = try Reconciler.configured(configuration, ledger: ledger, environment: [:], log: log)
         let cpuStart = ownCPUSeconds()
         let ioStart = IOCounters.now()
+        let switchesStart = ownContextSwitches()
         let start = DispatchTime.now()
         let report = try reconciler.runPass()
         let wall = seconds(since: start)
         let cpu = ownCPUSeconds() - cpuStart
         let io = IOCounters.now()
+        let switches = ownContextSwitches() - switchesStart
         let line = JSONValue.object([
             ("finished", .number(report.finished)), ("wall", .number(String(wall))), ("cpu", .number(String(cpu))),
             ("maxrss_kib", .number(peakRSSKiB())), ("summary", .string(report.summaryLine)),
             ("wchar", .number(io.wchar - ioStart.wchar)), ("write_bytes", .number(io.writeBytes - ioStart.writeBytes)),
+            ("context_switches", .number(switches)),
         ])
         print(line.serialized())
         exit(0)

@@ -15,6 +15,8 @@ public final class Reconciler: Sendable {
     public let metrics: Metrics?
     /// App Store Server Notifications: a pass also does the revokes and refund-request answers they leave.
     public let inbox: NotificationInbox?
+    /// Renews the leases of the orders being verified or delivered.
+    private let leases: LeaseKeeper
 
     public init(configuration: Configuration, ledger: any SettleLedger, verifier: any OrderVerifier, deliverer: any Deliverer,
                 policy: RetryPolicy, owner: LeaseOwner = .current, log: Log, metrics: Metrics? = nil, inbox: NotificationInbox? = nil) {
@@ -27,6 +29,18 @@ public final class Reconciler: Sendable {
         self.owner = owner
         self.log = log
         self.metrics = metrics
+        leases = LeaseKeeper(
+            renew: { order, state, leaseSeconds in
+                try ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken, state: state,
+                                      leaseSeconds: leaseSeconds)
+            },
+            trouble: { order, error in
+                if let error {
+                    log.warning("order.lease_renewal_failed", ["order": order.orderId, "error": "\(error)"])
+                } else {
+                    Reconciler.logLeaseLost(order, "lease renewal", log: log)
+                }
+            })
     }
 
     var verifyLeaseSeconds: Int64 {
@@ -238,6 +252,10 @@ public final class Reconciler: Sendable {
     }
 
     private func leaseLost(_ order: Order, _ transition: String) {
+        Reconciler.logLeaseLost(order, transition, log: log)
+    }
+
+    private static func logLeaseLost(_ order: Order, _ transition: String, log: Log) {
         log.warning("order.lease_lost", ["order": order.orderId, "refused": transition,
                                          "why": "the claim expired and another process took the order over"])
     }
@@ -491,34 +509,6 @@ public final class Reconciler: Sendable {
     /// third of their length, so no other process takes an order over while settle still works on it.
     private func withLeasesRenewed<T>(_ orders: [Order], state: OrderState, leaseSeconds: Int64,
                                       _ body: () throws -> T) rethrows -> T {
-        let interval = max(0.01, Double(leaseSeconds) * leaseRenewalFraction)
-        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
-        timer.schedule(deadline: .now() + interval, repeating: interval)
-        // The orders still being renewed. The handler renews under this lock and the end of the
-        // work empties it under the same lock, so no renewal runs after the work recorded its
-        // outcome (a late one would find the order moved on and report a lease lost that was not).
-        let renewing = Mutex<[Order]>(orders)
-        timer.setEventHandler { [self] in
-            renewing.withLock { renewing in
-                renewing.removeAll { order in
-                    do {
-                        if try !ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken, state: state,
-                                                  leaseSeconds: leaseSeconds) {
-                            leaseLost(order, "lease renewal")
-                            return true
-                        }
-                    } catch {
-                        log.warning("order.lease_renewal_failed", ["order": order.orderId, "error": "\(error)"])
-                    }
-                    return false
-                }
-            }
-        }
-        timer.resume()
-        defer {
-            renewing.withLock { $0 = [] }
-            timer.cancel()
-        }
-        return try body()
+        try leases.holding(orders, state: state, leaseSeconds: leaseSeconds, fraction: leaseRenewalFraction, body)
     }
 }
