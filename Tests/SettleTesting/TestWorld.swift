@@ -178,7 +178,7 @@ public final class TestWorld: @unchecked Sendable {
     public func ledger() throws -> Ledger { try Ledger(path: ledgerPath, time: time) }
 
     /// A reconciler as `settle reconcile` builds it, on the world's clock, with jitter fixed at 0.
-    public func reconciler(ledger: Ledger, log: Log = .silent) throws -> Reconciler {
+    public func reconciler(ledger: any SettleLedger, log: Log = .silent) throws -> Reconciler {
         try Reconciler.configured(try configuration(), ledger: ledger, environment: ProcessInfo.processInfo.environment,
                                   log: log, random: { 0.5 })
     }

@@ -5,7 +5,7 @@ import XCTest
 
 /// The endpoint of a running `settle run`, over real HTTP: what is Apple's and ours is stored
 /// once and answered 200; everything else gets a 4xx and a log line, and the daemon lives on.
-final class NotificationEndpointTests: NotificationTestCase {
+class NotificationEndpointTests: NotificationTestCase {
     func testValidNotification_ofAPurchaseNobodyEnqueued_isStoredAnswered200_andDeliveredOnce() throws {
         try writeNotificationConfig()
         let (daemon, url) = try startDaemon()
@@ -31,7 +31,7 @@ final class NotificationEndpointTests: NotificationTestCase {
         XCTAssertEqual(try world.simulator.send(notification, to: url), 200)
         XCTAssertTrue(eventually(within: 10) { stateInLedger("apple-301") == "finished" }, log(daemon))
         XCTAssertEqual(try world.simulator.send(notification, to: url), 200)
-        XCTAssertEqual(try ledgerRows(["notifications"])["notifications"]?.count, 1)
+        XCTAssertEqual(try rowCount("notifications"), 1)
         daemon.send(SIGUSR1)
         XCTAssertTrue(eventually(within: 10) { log(daemon).components(separatedBy: "pass.finished").count >= 3 })
         XCTAssertEqual(world.deliveries, ["301 apple-301"])
@@ -61,7 +61,7 @@ final class NotificationEndpointTests: NotificationTestCase {
         wrongApp.appAppleId = 42
         XCTAssertEqual(try world.simulator.send(wrongApp, to: url), 403, "production notifications must name server_api.app_apple_id")
 
-        XCTAssertEqual(try ledgerRows(["notifications"])["notifications"]?.count, 0)
+        XCTAssertEqual(try rowCount("notifications"), 0)
         for reason in ["signature_invalid", "bundle_mismatch", "environment_mismatch"] {
             XCTAssertTrue(log(daemon).contains("notification.refused") && log(daemon).contains("reason=\(reason)"), "no \(reason) in \(log(daemon))")
         }

@@ -5,7 +5,7 @@ import XCTest
 
 /// What notifications do to orders, through a running `settle run`: purchases found and granted
 /// once whichever side tells first, refunds, refund requests, and history catching up.
-final class NotificationOrderTests: NotificationTestCase {
+class NotificationOrderTests: NotificationTestCase {
     /// Enqueues an order for StoreKit transaction `id` of the buyer (the app's side).
     func enqueueFromApp(_ orderId: String, transaction id: String) throws {
         try settle(expecting: 0, ["enqueue", "--order", orderId, "--user", buyer, "--product", world.coins, "--transaction", id])
@@ -93,8 +93,7 @@ final class NotificationOrderTests: NotificationTestCase {
         let requests = world.simulator.notificationHistoryRequests
         XCTAssertEqual(Set(requests.map(\.environment)), ["Production", "Sandbox"], "both environments when sandbox is accepted")
         XCTAssertTrue(requests.allSatisfy { $0.tokenProblem == nil })
-        let rows = try ledgerRows(["notification_cursor"])["notification_cursor"] ?? []
-        XCTAssertEqual(rows.count, 2, "the point reached is persisted per environment")
+        XCTAssertEqual(try rowCount("notification_cursor"), 2, "the point reached is persisted per environment")
     }
 
     func testRefundBeforeDelivery_marksTheOrderNeverToBeDelivered() throws {
@@ -221,7 +220,7 @@ final class NotificationOrderTests: NotificationTestCase {
                                                   answers: [.error(status: 500, code: 5000001)])
         let file = try world.write("410.jws", try transaction.signed(at: nowMs))
         try settle(expecting: 0, ["enqueue", "--order", "o-10", "--user", buyer, "--product", world.coins, "--signed-transaction-file", file])
-        let ledger = try world.ledger()
+        let ledger = try ledger()
         let reconciler = try world.reconciler(ledger: ledger)
         let inbox = try XCTUnwrap(reconciler.inbox)
         world.time.advance(by: 30)  // the binary enqueued on the real clock, a moment after the world's

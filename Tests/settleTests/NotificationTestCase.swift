@@ -7,9 +7,12 @@ import Glibc
 #endif
 
 /// A running `settle run` with the notifications endpoint on a kernel-chosen loopback port, the
-/// Server API on the simulator and user ids that are the buyers' appAccountTokens.
+/// Server API on the simulator and user ids that are the buyers' appAccountTokens; on the SQLite
+/// ledger, or on PostgreSQL in the subclasses that set `postgres` (the same tests, both engines).
 class NotificationTestCase: EndToEndTestCase {
     var daemons: [SettleBinary.Running] = []
+    /// This test's PostgreSQL schema, when the ledger is on PostgreSQL.
+    var postgres: (url: String, schema: String)?
     /// The buyer: user ids are appAccountTokens (`user_binding.app_account_token: "user_id"`).
     let buyer = "6f1e4c2a-5b3d-4e8f-9a0b-1c2d3e4f5a6b"
     var nowMs: Int64 { world.time.unixSeconds * 1000 }
@@ -19,7 +22,19 @@ class NotificationTestCase: EndToEndTestCase {
             daemon.send(SIGKILL)
             _ = daemon.wait()
         }
+        postgres.map { TestPostgres.drop(schema: $0.schema) }
         try super.tearDownWithError()
+    }
+
+    /// How many rows a table of the ledger holds, whichever engine.
+    func rowCount(_ table: String) throws -> Int {
+        Int(try ledger().reading { try $0.query("SELECT count(*) AS n FROM \(table)").first?.int("n") } ?? -1)
+    }
+
+    /// The ledger the daemon uses, opened in the test on the test clock.
+    func ledger() throws -> any SettleLedger {
+        if let postgres { return try PostgresLedger(url: postgres.url, time: world.time) }
+        return try world.ledger()
     }
 
     /// settle.json with server_api, notifications and the given extra sections.
@@ -32,6 +47,7 @@ class NotificationTestCase: EndToEndTestCase {
             ("user_binding", .object([("app_account_token", .string("user_id"))])),
         ]
         if let delivery { overrides.append(("delivery", delivery)) }
+        if let postgres { overrides.append(("ledger", .string(postgres.url))) }
         try world.writeConfig(hook: hook, acceptSandbox: acceptSandbox, receiptAPI: true, serverAPI: true,
                               schedule: [("interval_seconds", .number(3600))], overrides: overrides + extra)
     }
@@ -58,7 +74,10 @@ class NotificationTestCase: EndToEndTestCase {
     }
 
     func stateInLedger(_ orderId: String) -> String? {
-        (try? Ledger(readOnlyPath: world.ledgerPath).orderRecord(orderId))??.order.state.rawValue
+        if let postgres {
+            return (try? PostgresLedger(url: postgres.url, access: .readOnly, connections: 1).orderRecord(orderId))??.order.state.rawValue
+        }
+        return (try? Ledger(readOnlyPath: world.ledgerPath).orderRecord(orderId))??.order.state.rawValue
     }
 
     /// A purchase Apple knows (Get Transaction Info finds it) and a notification about it.
@@ -73,7 +92,7 @@ class NotificationTestCase: EndToEndTestCase {
     /// Settle read Apple's history before: its first start was `secondsAgo` back, so this start
     /// catches up from there (a first start reads nothing from before itself).
     func historyStarted(secondsAgo: Int64 = 60) throws {
-        let ledger = try world.ledger()
+        let ledger = try ledger()
         let start = nowMs - secondsAgo * 1000
         for environment in ["Production", "Sandbox"] {
             try ledger.saveNotificationCursor(NotificationCursor(syncedUntilMs: start, startedAtMs: start), environment: environment)

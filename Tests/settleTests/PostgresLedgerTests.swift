@@ -99,7 +99,7 @@ final class PostgresLedgerTests: EndToEndTestCase {
                        .outside(note: "by hand"))
     }
 
-    func testLedgerCopy_ofALedgerThatUsedNotifications_refusesNamingWhatWouldBeLost_andCarriesRefundMarksWhenTold() throws {
+    func testLedgerCopy_ofALedgerThatUsedNotifications_carriesNotificationsRefundMarksRevokesAnswersAndTheCursor() throws {
         let sqlite = try world.ledger()
         _ = try sqlite.enqueue(NewOrder(orderId: "o-1", userId: "u-1", productId: world.coins, transactionId: "t-1",
                                         receipt: world.scriptReceipt("o-1", [purchase("t-1")])))
@@ -107,28 +107,28 @@ final class PostgresLedgerTests: EndToEndTestCase {
                                         receipt: world.scriptReceipt("o-2", [purchase("t-2")])))
         _ = try world.reconciler(ledger: sqlite).runPass()
         try sqlite.close()
-        // What App Store Server Notifications leave: a stored notification, a refund mark, a revoke still owed,
-        // and the history kind they write.
+        // What App Store Server Notifications leave: stored notifications, a refund mark, a revoke
+        // still owed, a refund-request answer owed, the history cursor and the history kind they write.
         let database = try SQLiteDatabase(path: world.ledgerPath, mode: .readWrite)
         try database.execute("""
-            INSERT INTO notifications(uuid, type, environment, transaction_id, source, received_at, outcome, payload)
-            VALUES ('n-1', 'REFUND', 'Production', 't-1', 'endpoint', 1, 'revoke_queued', 'x');
+            INSERT INTO notifications(uuid, type, environment, transaction_id, order_id, source, received_at, outcome, payload)
+            VALUES ('n-1', 'REFUND', 'Production', 't-1', 'o-1', 'endpoint', 1, 'revoke_queued', 'x'),
+                   ('n-2', 'CONSUMPTION_REQUEST', 'Production', 't-2', 'o-2', 'endpoint', 2, 'answer_queued', 'y');
             UPDATE orders SET refunded_at = 1700000000, refund_kind = 'REFUND', refund_reason = '1' WHERE order_id = 'o-1';
-            INSERT INTO revocations(transaction_id, order_id, kind, next_attempt_at, created_at, updated_at)
-            VALUES ('t-1', 'o-1', 'REFUND', 1, 1, 1);
+            INSERT INTO revocations(transaction_id, order_id, kind, next_attempt_at, created_at, updated_at, round)
+            VALUES ('t-1', 'o-1', 'REFUND', 1, 1, 1, 2);
+            INSERT INTO consumption_answers(notification_uuid, transaction_id, environment, order_id, next_attempt_at, deadline_at, updated_at)
+            VALUES ('n-2', 't-2', 'Production', 'o-2', 5, 43205, 2);
+            INSERT INTO notification_cursor(environment, synced_until_ms, pagination_token, started_at_ms, updated_at, lease_owner, lease_expires_at)
+            VALUES ('Production', 1699999000000, 'page-7', 1690000000000, 3, 'old-host 1 x', 99999999999);
             INSERT INTO history(order_id, at, kind, outcome, detail) VALUES ('o-1', 1, 'notification', 'revoke_queued', 'REFUND n-1');
             """)
         try database.close()
-        let refused = try settleWithoutConfig(["ledger", "copy", "--from", "sqlite:" + world.ledgerPath, "--to", url])
-        XCTAssertEqual(refused.status, 65, refused.stdout + refused.stderr)
-        XCTAssertTrue(refused.stderr.contains("notifications: 1 rows"), refused.stderr)
-        XCTAssertTrue(refused.stderr.contains("1 pending revokes"), refused.stderr)
-        XCTAssertTrue(refused.stderr.contains("Nothing was copied"), refused.stderr)
-        XCTAssertEqual(try PostgresLedger(url: url, access: .readOnly).summary(OrderFilter(limit: 0)).matching, 0)
-
-        let copy = try settleWithoutConfig(["ledger", "copy", "--from", "sqlite:" + world.ledgerPath, "--to", url, "--leave-notifications"])
+        let copy = try settleWithoutConfig(["ledger", "copy", "--from", "sqlite:" + world.ledgerPath, "--to", url])
         XCTAssertEqual(copy.status, 0, copy.stderr)
-        XCTAssertTrue(copy.stdout.contains("revocations: 1 rows left in the SQLite file"), copy.stdout)
+        for table in ["notifications: 2", "revocations: 1", "consumption_answers: 1", "notification_cursor: 1"] {
+            XCTAssertTrue(copy.stdout.contains("\(table) rows copied, counts match"), copy.stdout)
+        }
         let ledger = try PostgresLedger(url: url, access: .readOnly)
         let copied = try XCTUnwrap(try ledger.orderRecord("o-1"))
         XCTAssertEqual(copied.order.refund?.at, 1_700_000_000, "the refund mark came along")
@@ -137,6 +137,20 @@ final class PostgresLedgerTests: EndToEndTestCase {
         XCTAssertEqual(copied.order.state, .finished, "states are copied as they are, not forced to pending")
         XCTAssertEqual(copied.history.last?.kind, .notification)
         XCTAssertNil(try ledger.orderRecord("o-2")?.order.refund)
+        XCTAssertEqual(try ledger.notification(uuid: "n-1")?.outcome, "revoke_queued")
+        XCTAssertEqual(try ledger.notifications(orderId: "o-2").map(\.uuid), ["n-2"])
+        let revoke = try XCTUnwrap(try ledger.revocation(orderId: "o-1"))
+        XCTAssertEqual(revoke.state, "pending", "the revoke still owed is owed on PostgreSQL")
+        XCTAssertEqual(revoke.job.round, 2)
+        let cursor = try ledger.notificationCursor(environment: "Production")
+        XCTAssertEqual(cursor.syncedUntilMs, 1_699_999_000_000)
+        XCTAssertEqual(cursor.paginationToken, "page-7")
+        XCTAssertEqual(cursor.startedAtMs, 1_690_000_000_000)
+        XCTAssertNotNil(try ledger.claimNotificationHistory(environment: "Production", owner: "new-host", leaseSeconds: 60),
+                        "the old host's lease does not come along")
+        let answers = try ledger.claimDueConsumptionAnswers(limit: 10, leaseSeconds: 60)
+        XCTAssertEqual(answers.map(\.0.notificationUUID), ["n-2"], "the answer still owed is owed on PostgreSQL")
+        XCTAssertEqual(answers.first?.0.deadlineAt, 43205)
     }
 
     func testTheDocumentedBackendRole_insertsOnlyItsColumns_andItsRowsArePending() throws {

@@ -37,8 +37,8 @@ enum EnqueueCommand {
         let userId = try required("--user")
         let productId = try required("--product")
         guard orderId.count <= 200 else { throw CommandFailure(.dataError, "--order: an order id has at most 200 characters") }
-        guard !orderId.hasPrefix(Ledger.appleOrderIdPrefix) else {
-            throw CommandFailure(.dataError, "--order: ids starting with \(Ledger.appleOrderIdPrefix) are settle's own, for purchases Apple reports; use an id of the backend's")
+        guard !orderId.hasPrefix(NotificationTransitions.appleOrderIdPrefix) else {
+            throw CommandFailure(.dataError, "--order: ids starting with \(NotificationTransitions.appleOrderIdPrefix) are settle's own, for purchases Apple reports; use an id of the backend's")
         }
         var transactionId = parsed.value("--transaction")
         if parsed.value("--receipt-file") == "-" && parsed.value("--signed-transaction-file") == "-" {

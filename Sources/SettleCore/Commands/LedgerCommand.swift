@@ -7,22 +7,17 @@ enum LedgerCommand {
         .init(name: "--from", takesValue: true),
         .init(name: "--to", takesValue: true),
         .init(name: "--password-file", takesValue: true),
-        .init(name: "--leave-notifications", takesValue: false),
     ], positionals: 1...1)
 
     static let help = """
     Usage: settle ledger copy --from sqlite:PATH --to postgresql://USER@HOST/DB [--password-file FILE]
-                              [--leave-notifications]
 
     Copies an SQLite ledger (orders with their refund marks, receipts, history, grants, the
-    Apple breaker) into a PostgreSQL ledger that holds no orders yet, migrating it first, all in
-    one transaction, then checks that each table holds as many rows as the source. Stop settle
-    run first. Then point "ledger" in the configuration at the PostgreSQL URL.
-
-    A PostgreSQL ledger does not keep App Store Server Notifications yet: a ledger that holds
-    notifications, revokes or refund-request answers is refused (exit 65, naming what would be
-    left behind and what is still owed), unless --leave-notifications says to copy the rest and
-    keep those rows only in the SQLite file. Needs no configuration.
+    Apple breaker, and App Store Server Notifications: the notifications, revokes and
+    refund-request answers owed or done, where the history catch-up resumes) into a PostgreSQL
+    ledger that holds no orders yet, migrating it first, all in one transaction, then checks that
+    each table holds as many rows as the source. Stop settle run first. Then point "ledger" in
+    the configuration at the PostgreSQL URL. Needs no configuration.
     """
 
     static func run(_ context: CommandContext) throws {
@@ -43,10 +38,8 @@ enum LedgerCommand {
         }
         do {
             let destination = try PostgresLedger(url: to, password: password, time: context.time, connections: 1)
-            let report = try LedgerCopy.copy(fromSQLite: String(from.dropFirst(7)), to: destination,
-                                             leavingNotifications: parsed.has("--leave-notifications"))
+            let report = try LedgerCopy.copy(fromSQLite: String(from.dropFirst(7)), to: destination)
             for (table, rows) in report.counts { context.print("\(table): \(rows) rows copied, counts match") }
-            for (table, rows) in report.leftBehind { context.print("\(table): \(rows) rows left in the SQLite file (not kept on PostgreSQL yet)") }
             context.print("copied \(from) to \(PostgresLedger.redacted(to))")
         } catch {
             throw CommandFailure.from(error)

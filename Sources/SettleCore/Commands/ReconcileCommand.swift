@@ -23,7 +23,7 @@ enum ReconcileCommand {
         let parsed = try ParsedArguments(context.arguments, spec: spec)
         if parsed.wantsHelp { return context.print(help) }
         let configuration = try context.loadConfiguration(parsed)
-        let ledger: any LedgerStore
+        let ledger: any SettleLedger
         do {
             ledger = try configuration.openLedger(.migrating, time: context.time)
         } catch {

@@ -53,8 +53,7 @@ enum StatusCommand {
         do {
             let ledger = try configuration.openLedger(.readOnly, time: context.time)
             if let uuid = parsed.value("--notification") {
-                // App Store Server Notifications are kept in an SQLite ledger only, so far.
-                guard let record = try (ledger as? Ledger)?.notification(uuid: uuid) else {
+                guard let record = try ledger.notification(uuid: uuid) else {
                     throw CommandFailure(.dataError, "no notification \(uuid) in the ledger")
                 }
                 context.print(parsed.has("--json") ? StatusView.json(record).serialized(pretty: true) : StatusView.text(record))
@@ -64,8 +63,8 @@ enum StatusCommand {
                 guard let record = try ledger.orderRecord(orderId) else {
                     throw CommandFailure(.dataError, "no order \(orderId) in the ledger")
                 }
-                let notifications = try (ledger as? Ledger)?.notifications(orderId: orderId) ?? []
-                let revoke = try (ledger as? Ledger)?.revocation(orderId: orderId)
+                let notifications = try ledger.notifications(orderId: orderId)
+                let revoke = try ledger.revocation(orderId: orderId)
                 context.print(parsed.has("--json")
                               ? StatusView.json(record.order, history: record.history, notifications: notifications,
                                                 revoke: revoke).serialized(pretty: true)

@@ -26,7 +26,7 @@ public final class Daemon: @unchecked Sendable {
 
     // Touched only on workQueue.
     private var configuration: Configuration!
-    private var ledger: (any LedgerStore)!
+    private var ledger: (any SettleLedger)!
     private var reconciler: Reconciler!
     private var lock: DaemonLock?
     private var timer: DispatchSourceTimer?
@@ -88,7 +88,7 @@ public final class Daemon: @unchecked Sendable {
                 throw CommandFailure(.ioError, error.description)
             }
         }
-        let ledger: any LedgerStore
+        let ledger: any SettleLedger
         do {
             ledger = try configuration.openLedger(.migrating, time: time)
         } catch {
@@ -112,7 +112,7 @@ public final class Daemon: @unchecked Sendable {
         }
         graceSeconds.withLock { $0 = configuration.shutdownGraceSeconds }
         inbox.withLock { $0 = reconciler.inbox }
-        metrics.observeNewestNotification(at: (ledger as? Ledger).flatMap { try? $0.newestNotificationAt() })
+        metrics.observeNewestNotification(at: try? ledger.newestNotificationAt())
         if let notifications = configuration.notifications {
             try startEndpoint(notifications)
         }

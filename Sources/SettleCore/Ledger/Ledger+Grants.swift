@@ -210,11 +210,7 @@ extension Ledger {
     /// Who holds a purchase: its grant key, or its transaction id recorded by a backend.
     /// Callers hold the lock.
     func holderOf(_ purchase: VerifiedPurchase) throws -> GrantHolder? {
-        guard let row = try database.query("""
-            SELECT order_id, note FROM grants WHERE grant_key = ? OR transaction_id = ? OR grant_key = ? LIMIT 1
-            """, [.text(purchase.grantKey), .text(purchase.transactionId), .text(purchase.transactionId)]).first else { return nil }
-        if let id = row.string("order_id") { return .order(id) }
-        return .outside(note: row.string("note"))
+        try SQLiteTransaction(database: database).holderOf(purchase)
     }
 
     /// Who holds this purchase, for `reconcile --dry-run`.

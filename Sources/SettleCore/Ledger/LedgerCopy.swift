@@ -1,19 +1,18 @@
 import Foundation
 
-/// Moves a ledger from SQLite to PostgreSQL (`settle ledger copy`): orders, receipts, history,
-/// grants and the Apple breaker, in one PostgreSQL transaction, into a ledger that has no orders
-/// yet, then checks that every table holds as many rows as the source.
+/// Moves a ledger from SQLite to PostgreSQL (`settle ledger copy`): orders with their refund
+/// marks, receipts, history, grants, the Apple breaker, and App Store Server Notifications
+/// (notifications, revokes and refund-request answers owed or done, the history cursor), in one
+/// PostgreSQL transaction, into a ledger that has no orders yet, then checks that every table
+/// holds as many rows as the source.
 public enum LedgerCopy {
     /// Rows copied, by table.
     public struct Report: Sendable {
         public var counts: [(table: String, rows: Int)]
-        /// Rows of the source that have no place in the destination yet (App Store Server
-        /// Notifications' tables), by table; nothing is copied from them. Empty unless the
-        /// copy was told to leave them (`leavingNotifications`).
-        public var leftBehind: [(table: String, rows: Int)]
     }
 
-    /// Columns copied, per table, in an order that satisfies the foreign keys.
+    /// Columns copied, per table, in an order that satisfies the foreign keys. A column the
+    /// source does not have yet (an older schema) is left to the destination's default.
     static let tables: [(name: String, columns: [String])] = [
         ("receipts", ["sha256", "data", "created_at"]),
         ("orders", ["order_id", "user_id", "product_id", "transaction_id", "receipt_sha256", "signed_transaction", "state",
@@ -23,51 +22,32 @@ public enum LedgerCopy {
                     "grant_key", "app_account_token", "origin", "refunded_at", "refund_kind", "refund_reason"]),
         ("history", ["id", "order_id", "at", "kind", "outcome", "apple_status", "hook_exit", "environment", "duration_ms", "detail"]),
         ("grants", ["grant_key", "transaction_id", "order_id", "source", "granted_at", "note"]),
+        ("notifications", ["uuid", "type", "subtype", "environment", "signed_date_ms", "transaction_id", "original_transaction_id",
+                           "order_id", "source", "received_at", "outcome", "detail", "payload"]),
+        ("revocations", ["transaction_id", "order_id", "kind", "state", "attempts", "next_attempt_at", "last_error", "created_at",
+                         "updated_at", "round", "claim"]),
+        ("consumption_answers", ["notification_uuid", "transaction_id", "environment", "order_id", "state", "attempts",
+                                 "next_attempt_at", "deadline_at", "body", "apple_status", "last_error", "updated_at", "claim"]),
+        // Without the lease: whichever host reads history first after the copy takes it.
+        ("notification_cursor", ["environment", "synced_until_ms", "window_start_ms", "window_end_ms", "pagination_token",
+                                 "updated_at", "started_at_ms"]),
     ]
-
-    /// App Store Server Notifications' tables (SQLite schema 5), which PostgreSQL does not keep
-    /// yet, with what in each is still owed: a copy that would leave any row behind is refused
-    /// unless the operator says so (`--leave-notifications`), so nothing is dropped silently.
-    static let notificationTables: [(name: String, owed: String?)] = [
-        ("notifications", nil),
-        ("revocations", "state = 'pending'"),
-        ("consumption_answers", "state = 'pending'"),
-    ]
-
-    /// The order columns that came with SQLite schema 5 (a ledger at schema 4 has none of them).
-    static let schema5OrderColumns: Set<String> = ["origin", "refunded_at", "refund_kind", "refund_reason"]
 
     /// Copies the SQLite ledger at `path` into `destination`. The source is read in one read
     /// transaction (a consistent snapshot: stop `settle run` first so nothing changes after);
     /// the destination must hold no orders.
-    public static func copy(fromSQLite path: String, to destination: PostgresLedger,
-                            leavingNotifications: Bool = false) throws(LedgerError) -> Report {
+    public static func copy(fromSQLite path: String, to destination: PostgresLedger) throws(LedgerError) -> Report {
         let source = try Ledger(readOnlyPath: path)
         let version = try source.schemaVersion()
         guard version >= 4 else { throw .olderSchema(found: version, needed: 4) }
         do {
             return try source.database.readTransaction {
-                var report = Report(counts: [], leftBehind: [])
-                var owed: [String] = []
-                for table in notificationTables {
-                    let exists = try !source.database.query("SELECT 1 AS present FROM sqlite_master WHERE type = 'table' AND name = ?",
-                                                            [.text(table.name)]).isEmpty
-                    guard exists else { continue }
-                    let n = Int(try source.database.query("SELECT count(*) AS n FROM \(table.name)").first?.int("n") ?? 0)
-                    if n > 0 { report.leftBehind.append((table.name, n)) }
-                    if let due = table.owed {
-                        let pending = Int(try source.database.query("SELECT count(*) AS n FROM \(table.name) WHERE \(due)").first?.int("n") ?? 0)
-                        if pending > 0 { owed.append("\(pending) pending \(table.name == "revocations" ? "revokes" : "refund-request answers to Apple")") }
-                    }
-                }
-                if !report.leftBehind.isEmpty && !leavingNotifications {
-                    let rows = report.leftBehind.map { "\($0.table): \($0.rows) rows" }.joined(separator: ", ")
-                    throw LedgerError.invalid("""
-                        the ledger used App Store Server Notifications, which a PostgreSQL ledger does not keep yet; copying would \
-                        leave behind \(rows)\(owed.isEmpty ? "" : " (" + owed.joined(separator: ", ") + " would never be done)"). \
-                        Nothing was copied. Let settle run finish the pending work first, or pass --leave-notifications to copy \
-                        the orders anyway and keep those rows only in the SQLite file
-                        """)
+                var report = Report(counts: [])
+                // The columns each table has in the source (none: the table came with a later schema).
+                var present: [String: Set<String>] = [:]
+                for table in tables {
+                    present[table.name] = Set(try source.database.query("SELECT name FROM pragma_table_info(?)", [.text(table.name)])
+                        .compactMap { $0.string("name") })
                 }
                 try destination.write { db in
                     let existing = try db.run("SELECT count(*) AS n FROM orders").first?.int("n") ?? 0
@@ -80,7 +60,8 @@ public enum LedgerCopy {
                     // `pending` is off for this transaction only (DDL is transactional).
                     try db.run("ALTER TABLE orders DISABLE TRIGGER orders_new_pending")
                     for table in tables {
-                        let columns = table.columns.filter { version >= 5 || !schema5OrderColumns.contains($0) || table.name != "orders" }
+                        let columns = table.columns.filter { present[table.name]?.contains($0) == true }
+                        guard !columns.isEmpty else { continue }
                         let marks = Array(repeating: "?", count: columns.count).joined(separator: ", ")
                         let insert = "INSERT INTO \(table.name)(\(columns.joined(separator: ", "))) VALUES (\(marks))"
                         var copied = 0

@@ -225,5 +225,14 @@ public enum LedgerSchema {
         ALTER TABLE notification_cursor ADD COLUMN started_at_ms INTEGER;
         ALTER TABLE revocations ADD COLUMN round INTEGER NOT NULL DEFAULT 1;
         """,
+        // 7: revokes and refund-request answers are claimed before they run (`claim` counts the
+        // claims and fences the outcome), and Get Notification History is read by one catch-up
+        // at a time (its lease): the same statements serve the PostgreSQL ledger several hosts share.
+        """
+        ALTER TABLE revocations ADD COLUMN claim INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE consumption_answers ADD COLUMN claim INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE notification_cursor ADD COLUMN lease_owner TEXT;
+        ALTER TABLE notification_cursor ADD COLUMN lease_expires_at INTEGER;
+        """,
     ]
 }

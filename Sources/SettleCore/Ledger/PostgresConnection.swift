@@ -28,17 +28,9 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     public var isRetryableConflict: Bool { sqlstate == "40001" || sqlstate == "40P01" }
 }
 
-/// A value bound to a statement parameter. Sent in text format, typed by the server from
-/// the statement's context.
-public enum PostgresValue: Sendable, Equatable {
-    case null
-    case integer(Int64)
-    case text(String)
-
-    static func from(_ value: String?) -> PostgresValue { value.map(PostgresValue.text) ?? .null }
-    static func from(_ value: Int64?) -> PostgresValue { value.map(PostgresValue.integer) ?? .null }
-    static func from(_ value: Int?) -> PostgresValue { value.map { .integer(Int64($0)) } ?? .null }
-}
+/// A value bound to a statement parameter: the ledger's own (`LedgerValue`). Sent in text
+/// format, typed by the server from the statement's context.
+public typealias PostgresValue = LedgerValue
 
 /// A result row, addressed by column name; every value arrives in text format.
 public struct PostgresRow: Sendable, LedgerRow {

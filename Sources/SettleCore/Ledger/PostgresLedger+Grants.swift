@@ -16,6 +16,14 @@ extension PostgresLedger {
                 entry.detail = "\(reason): \(message)"
                 try appendHistory(db, orderId, entry)
             }
+            // Apple refunded it while we verified: never delivered (a REFUND notification, stored
+            // on any host; the claim's row lock above orders the two).
+            if let refunded = try db.run("SELECT refund_kind FROM orders WHERE order_id = ? AND refunded_at IS NOT NULL",
+                                         [.text(orderId)]).first {
+                let message = "Apple reported a \(refunded.string("refund_kind") ?? "REFUND") of this purchase before delivery"
+                try end(.rejected, RejectionReason.refunded.rawValue, message)
+                return .rejected(.refunded, message)
+            }
             let own = try db.run("SELECT grant_key FROM grants WHERE order_id = ?", [.text(orderId)]).first?.string("grant_key")
             var chosen: VerifiedPurchase?
             if let own {
@@ -147,11 +155,7 @@ extension PostgresLedger {
 
     /// Who holds a purchase: its grant key, or its transaction id recorded by a backend.
     func holderOf(_ db: PostgresConnection, _ purchase: VerifiedPurchase) throws -> GrantHolder? {
-        guard let row = try db.run("""
-            SELECT order_id, note FROM grants WHERE grant_key = ? OR transaction_id = ? OR grant_key = ? LIMIT 1
-            """, [.text(purchase.grantKey), .text(purchase.transactionId), .text(purchase.transactionId)]).first else { return nil }
-        if let id = row.string("order_id") { return .order(id) }
-        return .outside(note: row.string("note"))
+        try PostgresTransaction(connection: db).holderOf(purchase)
     }
 
     private func setVerified(_ db: PostgresConnection, _ orderId: String, _ purchase: VerifiedPurchase) throws {

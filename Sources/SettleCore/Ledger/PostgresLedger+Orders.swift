@@ -166,21 +166,10 @@ extension PostgresLedger {
 
     func finalize(_ db: PostgresConnection, _ orderId: String, state: OrderState, reason: String?, error: String?,
                   environment: String?, now: Int64) throws {
-        try db.run("""
-            UPDATE orders SET state = ?, reason = ?, last_error = ?, environment = coalesce(?, environment),
-                   finished_at = ?, updated_at = ?,
-                   lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
-            WHERE order_id = ?
-            """, [.text(state.rawValue), .from(reason), .from(error), .from(environment),
-                  state == .finished ? .integer(now) : .null, .integer(now), .text(orderId)])
+        try PostgresTransaction(connection: db).finalize(orderId, state: state, reason: reason, error: error, environment: environment, now: now)
     }
 
     func appendHistory(_ db: PostgresConnection, _ orderId: String, _ entry: HistoryEntry) throws {
-        try db.run("""
-            INSERT INTO history(order_id, at, kind, outcome, apple_status, hook_exit, environment, duration_ms, detail)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, [.text(orderId), .integer(entry.at), .text(entry.kind.rawValue), .text(entry.outcome),
-                  .from(entry.appleStatus), .from(entry.hookExit), .from(entry.environment), .from(entry.durationMs),
-                  .from(entry.detail)])
+        try PostgresTransaction(connection: db).appendHistory(orderId, entry)
     }
 }

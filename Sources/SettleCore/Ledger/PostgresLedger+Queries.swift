@@ -31,9 +31,10 @@ extension PostgresLedger {
             var listed = subject
             var listArguments = arguments
             if let state = filter.state { listed += " AND state = ?"; listArguments.append(.text(state.rawValue)) }
-            // Refunds come from App Store Server Notifications, which a PostgreSQL ledger does not keep yet.
-            if filter.refunded { listed += " AND FALSE" }
-            let matching = filter.refunded ? 0 : filter.state.map { counts[$0] ?? 0 } ?? counts.values.reduce(0, +)
+            if filter.refunded { listed += " AND refunded_at IS NOT NULL" }
+            let matching = filter.refunded
+                ? Int(try db.run("SELECT count(*) AS n FROM orders WHERE \(listed)", listArguments).first?.int("n") ?? 0)
+                : filter.state.map { counts[$0] ?? 0 } ?? counts.values.reduce(0, +)
             let rows = try db.run("SELECT * FROM orders WHERE \(listed) ORDER BY updated_at DESC, order_id LIMIT ?",
                                   listArguments + [.integer(Int64(max(0, filter.limit)))])
             return LedgerSummary(counts: counts, oldestUndeliveredSeconds: oldest.map { max(0, now - $0) },
@@ -149,27 +150,6 @@ extension PostgresLedger {
                 resolved.append((id, state))
             }
             return resolved
-        }
-    }
-
-    /// As `Ledger.assign`: an order without a user (`unclaimed_purchase`) gets its buyer and is due now.
-    public func assign(orderId: String, userId: String, note: String?) throws(LedgerError) {
-        let now = time.unixSeconds
-        try write { db in
-            guard let row = try db.run("SELECT state, reason FROM orders WHERE order_id = ? FOR UPDATE", [.text(orderId)]).first else {
-                throw LedgerError.invalid("no order \(orderId) in the ledger")
-            }
-            guard row.string("state") == OrderState.needsAttention.rawValue,
-                  row.string("reason") == AttentionReason.unclaimedPurchase.rawValue else {
-                throw LedgerError.invalid("order \(orderId) is \(row.string("state") ?? "?") (\(row.string("reason") ?? "no reason")); "
-                                          + "only needs_attention orders with reason unclaimed_purchase can be assigned")
-            }
-            try db.run("""
-                UPDATE orders SET user_id = ?, state = 'pending', attempts = 0, next_attempt_at = ?, reason = NULL, last_error = NULL,
-                       updated_at = ? WHERE order_id = ?
-                """, [.text(userId), .integer(now), .integer(now), .text(orderId)])
-            try appendHistory(db, orderId, HistoryEntry(at: now, kind: .assign, outcome: "assigned",
-                                                        detail: "to user \(userId)" + (note.map { ": \($0)" } ?? "")))
         }
     }
 

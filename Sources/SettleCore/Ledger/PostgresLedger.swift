@@ -102,23 +102,35 @@ public final class PostgresLedger: LedgerStore, @unchecked Sendable {
 
     private func run<T>(begin: String, _ body: (PostgresConnection) throws -> T) throws(LedgerError) -> T {
         do {
-            return try pool.with { connection in
-                try connection.execute(begin)
-                do {
-                    let result = try body(connection)
-                    try connection.execute("COMMIT")
-                    return result
-                } catch {
-                    if connection.isHealthy { try? connection.execute("ROLLBACK") }
-                    throw error
-                }
-            }
-        } catch let error as LedgerError {
-            throw error
-        } catch let error as PostgresError {
-            throw .postgres(error)
+            return try attempt(begin: begin, body)
+        } catch let error as PostgresError where error.isConnectionLost && error.sql == begin {
+            // The connection had died while idle (the server restarted): nothing of the
+            // transaction ran, so it runs once more, on a fresh connection.
+            do { return try attempt(begin: begin, body) } catch { throw Self.ledgerError(error) }
         } catch {
-            throw .invalid("\(error)")
+            throw Self.ledgerError(error)
+        }
+    }
+
+    private static func ledgerError(_ error: any Error) -> LedgerError {
+        switch error {
+        case let error as LedgerError: return error
+        case let error as PostgresError: return .postgres(error)
+        default: return .invalid("\(error)")
+        }
+    }
+
+    private func attempt<T>(begin: String, _ body: (PostgresConnection) throws -> T) throws -> T {
+        try pool.with { connection in
+            try connection.execute(begin)
+            do {
+                let result = try body(connection)
+                try connection.execute("COMMIT")
+                return result
+            } catch {
+                if connection.isHealthy { try? connection.execute("ROLLBACK") }
+                throw error
+            }
         }
     }
 }

@@ -147,5 +147,77 @@ public enum PostgresLedgerSchema {
         CREATE TRIGGER orders_new_pending BEFORE INSERT ON orders
             FOR EACH ROW EXECUTE FUNCTION settle_orders_new_pending();
         """,
+        // 3: App Store Server Notifications, as the SQLite ledger keeps them (its schemas 5 to 7):
+        // each notification stored once by UUID (the primary key is what makes a retry reaching
+        // another host a no-op), revokes and refund-request answers owed, each claimed by one host
+        // at a time (`claim` counts the claims and fences the outcome), and the history cursor
+        // with the lease of the one host reading Apple's history.
+        """
+        CREATE TABLE notifications (
+            uuid                     TEXT PRIMARY KEY,
+            type                     TEXT NOT NULL,
+            subtype                  TEXT,
+            environment              TEXT NOT NULL,
+            signed_date_ms           BIGINT,
+            transaction_id           TEXT,
+            original_transaction_id  TEXT,
+            order_id                 TEXT,
+            source                   TEXT NOT NULL CHECK (source IN ('endpoint','history')),
+            received_at              BIGINT NOT NULL,
+            outcome                  TEXT NOT NULL,
+            detail                   TEXT,
+            payload                  TEXT NOT NULL
+        );
+        CREATE INDEX notifications_transaction ON notifications(transaction_id);
+        CREATE INDEX notifications_order ON notifications(order_id);
+        CREATE INDEX notifications_received ON notifications(received_at);
+        CREATE INDEX orders_refunded ON orders(refunded_at) WHERE refunded_at IS NOT NULL;
+        CREATE TABLE revocations (
+            transaction_id   TEXT PRIMARY KEY,
+            order_id         TEXT NOT NULL REFERENCES orders(order_id),
+            kind             TEXT NOT NULL,
+            state            TEXT NOT NULL DEFAULT 'pending'
+                             CHECK (state IN ('pending','revoked','cancelled','needs_attention')),
+            attempts         INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at  BIGINT NOT NULL,
+            last_error       TEXT,
+            created_at       BIGINT NOT NULL,
+            updated_at       BIGINT NOT NULL,
+            round            INTEGER NOT NULL DEFAULT 1,
+            claim            BIGINT NOT NULL DEFAULT 0
+        );
+        CREATE INDEX revocations_due ON revocations(next_attempt_at) WHERE state = 'pending';
+        CREATE INDEX revocations_order ON revocations(order_id);
+        CREATE TABLE consumption_answers (
+            notification_uuid  TEXT PRIMARY KEY REFERENCES notifications(uuid),
+            transaction_id     TEXT NOT NULL,
+            environment        TEXT NOT NULL,
+            order_id           TEXT,
+            state              TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending','sent','failed')),
+            attempts           INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at    BIGINT NOT NULL,
+            deadline_at        BIGINT NOT NULL,
+            body               TEXT,
+            apple_status       INTEGER,
+            last_error         TEXT,
+            updated_at         BIGINT NOT NULL,
+            claim              BIGINT NOT NULL DEFAULT 0
+        );
+        CREATE INDEX consumption_due ON consumption_answers(next_attempt_at) WHERE state = 'pending';
+        CREATE TABLE notification_cursor (
+            environment       TEXT PRIMARY KEY,
+            synced_until_ms   BIGINT,
+            window_start_ms   BIGINT,
+            window_end_ms     BIGINT,
+            pagination_token  TEXT,
+            updated_at        BIGINT NOT NULL,
+            started_at_ms     BIGINT,
+            lease_owner       TEXT,
+            lease_expires_at  BIGINT
+        );
+        """,
     ]
+
+    /// The first schema with App Store Server Notifications' tables.
+    static let notificationsVersion = 3
 }

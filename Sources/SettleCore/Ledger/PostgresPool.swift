@@ -66,8 +66,14 @@ final class PostgresPool: @unchecked Sendable {
         } else {
             connection.close()
             open -= 1
+            // What cut this one off (the server restarted, the network went) most likely cut the
+            // idle ones too, and libpq only finds out on their next use: each would fail one more
+            // request (a notification answered 503) after the database is back. Dropped now.
+            for stale in idle { stale.close() }
+            open -= idle.count
+            idle.removeAll()
         }
-        condition.signal()
+        condition.broadcast()
         condition.unlock()
     }
 

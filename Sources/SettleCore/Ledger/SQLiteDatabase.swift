@@ -20,16 +20,8 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
     public var isBusy: Bool { code & 0xFF == SQLITE_BUSY || code & 0xFF == SQLITE_LOCKED }
 }
 
-/// A value bound to a statement parameter.
-public enum SQLiteValue: Sendable, Equatable {
-    case null
-    case integer(Int64)
-    case text(String)
-
-    static func from(_ value: String?) -> SQLiteValue { value.map(SQLiteValue.text) ?? .null }
-    static func from(_ value: Int64?) -> SQLiteValue { value.map(SQLiteValue.integer) ?? .null }
-    static func from(_ value: Int?) -> SQLiteValue { value.map { .integer(Int64($0)) } ?? .null }
-}
+/// A value bound to a statement parameter: the ledger's own (`LedgerValue`).
+public typealias SQLiteValue = LedgerValue
 
 /// One SQLite connection: owns the `sqlite3*` handle and closes it in `deinit`.
 ///

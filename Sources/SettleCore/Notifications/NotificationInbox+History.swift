@@ -22,6 +22,15 @@ extension NotificationInbox {
     static let overlapMs: Int64 = 10 * 60_000
     /// Pages read per environment per catch-up; the cursor keeps the place for the next one.
     static let maxPagesPerSync = 50
+    /// How long one host's hold on an environment's catch-up lasts without a page saved: several
+    /// Apple round trips. A host that dies mid-page hands over this much later, at its last page.
+    static let historyLeaseSeconds: Int64 = 180
+
+    /// Who reads history here, for the catch-up's lease: this process on this host.
+    static var historyOwner: String {
+        let me = LeaseOwner.current
+        return "\(me.host) \(me.pid) \(me.leaseStart)"
+    }
 
     /// Reads what Apple sent since the last point seen. `progress` is called after each page
     /// (the daemon kicks its watchdog there: a long catch-up is work, not a hang).
@@ -36,7 +45,19 @@ extension NotificationInbox {
             return report
         }
         environments: for environment in ["Production"] + (acceptSandbox ? ["Sandbox"] : []) {
-            var cursor = try ledger.notificationCursor(environment: environment)
+            // One host at a time reads an environment's history; the others find it held and
+            // leave it (the UUIDs would make a second reader harmless, but not cheap).
+            let owner = Self.historyOwner
+            guard var cursor = try ledger.claimNotificationHistory(environment: environment, owner: owner,
+                                                                   leaseSeconds: Self.historyLeaseSeconds) else {
+                log.info("notifications.history_held", ["environment": environment, "by": "another settle"])
+                continue environments
+            }
+            defer { try? ledger.releaseNotificationHistory(environment: environment, owner: owner) }
+            /// Saves the place; false once another host took the catch-up over (this one's lease lapsed).
+            func save(_ cursor: NotificationCursor) throws(LedgerError) -> Bool {
+                try ledger.saveNotificationCursor(cursor, environment: environment, owner: owner, leaseSeconds: Self.historyLeaseSeconds)
+            }
             let nowMs = ledger.time.unixSeconds * 1000
             if cursor == NotificationCursor() {
                 // The first start: history begins now (what the app granted before settle is not
@@ -44,7 +65,7 @@ extension NotificationInbox {
                 // catch-up finds are reported for a person, never delivered.
                 let since = backfillSinceMs.map { min($0, nowMs) } ?? nowMs
                 cursor = NotificationCursor(syncedUntilMs: since, startedAtMs: nowMs)
-                try ledger.saveNotificationCursor(cursor, environment: environment)
+                guard try save(cursor) else { continue environments }
                 log.info("notifications.history_started", ["environment": environment, "since": Timestamp.rfc3339(milliseconds: since),
                                                            "backfill": backfillSinceMs != nil])
                 if since >= nowMs { continue environments }
@@ -93,11 +114,14 @@ extension NotificationInbox {
                     }
                     if page.hasMore, let token = page.paginationToken {
                         cursor.paginationToken = token
-                        try ledger.saveNotificationCursor(cursor, environment: environment)
+                        guard try save(cursor) else {
+                            report.stoppedBecause = "another settle took the history catch-up over"
+                            continue environments
+                        }
                         continue
                     }
                     cursor = NotificationCursor(syncedUntilMs: cursor.windowEndMs, startedAtMs: cursor.startedAtMs)
-                    try ledger.saveNotificationCursor(cursor, environment: environment)
+                    _ = try save(cursor)
                     continue environments
                 case .paginationExpired where !restarted:
                     restarted = true
@@ -120,7 +144,7 @@ extension NotificationInbox {
                     continue environments
                 }
             }
-            try ledger.saveNotificationCursor(cursor, environment: environment)
+            _ = try save(cursor)
         }
         return report
     }

@@ -5,6 +5,9 @@ import Foundation
 extension NotificationInbox {
     /// Most revokes or answers done in one pass; the rest wait for the next.
     static let batch = 100
+    /// How long a claimed revoke or answer is this host's: longer than a hook or Apple call
+    /// takes. A host that dies holding one leaves it to the others this much later.
+    static let claimSeconds: Int64 = 900
 
     /// Runs every due revoke and refund-request answer. Returns how many of each finished.
     @discardableResult
@@ -17,16 +20,24 @@ extension NotificationInbox {
 
     private func runRevocations() throws(LedgerError) -> Int {
         var done = 0
-        for (job, order) in try ledger.dueRevocations(limit: Self.batch) {
+        for (job, order) in try ledger.claimDueRevocations(limit: Self.batch, leaseSeconds: Self.claimSeconds) {
             let now = ledger.time.unixSeconds
             let key = RevokeHook.idempotencyKey(transactionId: job.transactionId, round: job.round)
             guard let revokeHook else {
                 // Never to the grant route: the revoke waits, pending, and runs once a route is configured.
-                guard job.lastError != Self.noRevokeRoute else { continue }
+                guard job.lastError != Self.noRevokeRoute else {
+                    try ledger.releaseRevocation(job)
+                    continue
+                }
                 try ledger.recordRevocationWaiting(job, reason: Self.noRevokeRoute, history: HistoryEntry(
                     at: now, kind: .revoke, outcome: "waiting",
                     detail: "Apple took transaction \(job.transactionId) back; the revoke (key \(key)) waits: \(Self.noRevokeRoute)"))
                 log.error("order.revoke_waiting", ["order": order.orderId, "transaction": job.transactionId, "why": Self.noRevokeRoute])
+                continue
+            }
+            // The claim is re-checked at the last moment: once it lapsed, another host may run this revoke.
+            guard try ledger.holds(job) else {
+                log.warning("order.revoke_lease_lost", ["order": order.orderId, "transaction": job.transactionId])
                 continue
             }
             let report = revokeHook.revoke(order: order, transactionId: job.transactionId, round: job.round)
@@ -74,7 +85,7 @@ extension NotificationInbox {
     private func answerConsumptionRequests() throws(LedgerError) -> Int {
         guard let api else { return 0 }
         var done = 0
-        for (job, _) in try ledger.dueConsumptionAnswers(limit: Self.batch) {
+        for (job, _) in try ledger.claimDueConsumptionAnswers(limit: Self.batch, leaseSeconds: Self.claimSeconds) {
             let now = ledger.time.unixSeconds
             var entry = HistoryEntry(at: now, kind: .consumption, outcome: "", environment: job.environment,
                                      detail: "answer to refund request \(job.notificationUUID)")
@@ -106,6 +117,11 @@ extension NotificationInbox {
             }
             let body = deliveredConsumptionBody()
             let text = body.serialized()
+            // Re-checked at the last moment: Apple hears one answer, from the host that holds it.
+            guard try ledger.holds(job) else {
+                log.warning("consumption.lease_lost", ["transaction": job.transactionId])
+                continue
+            }
             entry.detail = (entry.detail ?? "") + ": \(text)"
             switch api.sendConsumptionInformation(transactionId: job.transactionId, environment: job.environment, body: body) {
             case .ok:

@@ -4,7 +4,7 @@ import Foundation
 /// History: verified, stored once by UUID with their effect on orders, then answered. Also does
 /// the work they leave (revokes, refund-request answers) and the history catch-up.
 public final class NotificationInbox: Sendable {
-    public let ledger: Ledger
+    public let ledger: any SettleLedger
     public let verifier: SignedDataVerifier
     public let rules: NotificationRules
     /// The Server API, for history and consumption answers (nil without `server_api`).
@@ -19,7 +19,7 @@ public final class NotificationInbox: Sendable {
     public let log: Log
     public let metrics: Metrics?
 
-    public init(ledger: Ledger, verifier: SignedDataVerifier, rules: NotificationRules, api: AppStoreServerClient?, revokeHook: RevokeHook?,
+    public init(ledger: any SettleLedger, verifier: SignedDataVerifier, rules: NotificationRules, api: AppStoreServerClient?, revokeHook: RevokeHook?,
                 consumption: Configuration.ConsumptionConfiguration, acceptSandbox: Bool,
                 policy: RetryPolicy, log: Log, metrics: Metrics?, backfillSinceMs: Int64? = nil) {
         self.backfillSinceMs = backfillSinceMs

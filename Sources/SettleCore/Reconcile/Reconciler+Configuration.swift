@@ -3,7 +3,7 @@ import Foundation
 extension Reconciler {
     /// Builds the reconciler a configuration describes: reads its secrets (refusing readable
     /// ones), loads the StoreKit roots and key, and wires the verifiers and the delivery hook.
-    public static func configured(_ configuration: Configuration, ledger: any LedgerStore, environment: [String: String],
+    public static func configured(_ configuration: Configuration, ledger: any SettleLedger, environment: [String: String],
                                   log: Log, metrics: Metrics? = nil,
                                   random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) })
         throws(ConfigError) -> Reconciler {
@@ -71,20 +71,14 @@ extension Reconciler {
             }
         }
         let policy = RetryPolicy(configuration.schedule, random: random)
-        // App Store Server Notifications keep their tables in the SQLite ledger; on PostgreSQL
-        // they are not available yet, so the combination is refused here (run and check-config say so).
-        if configuration.notifications != nil && !(ledger is Ledger) {
-            throw ConfigError("notifications: App Store Server Notifications need an SQLite ledger in this version of settle; "
-                              + "remove the notifications section or use a ledger file")
-        }
-        let inbox = (ledger as? Ledger).map { ledger in NotificationInbox(
+        let inbox = NotificationInbox(
             ledger: ledger,
             verifier: SignedDataVerifier(rootCertificates: roots, bundleId: configuration.bundleId, acceptSandbox: configuration.acceptSandbox,
                                          appAppleId: configuration.serverAPI?.appAppleId),
             rules: NotificationRules(eligibility: eligibility, answerConsumptionRequests: configuration.consumption.respond),
             api: api, revokeHook: revokeHook, consumption: configuration.consumption,
             acceptSandbox: configuration.acceptSandbox, policy: policy, log: log, metrics: metrics,
-            backfillSinceMs: configuration.notifications?.backfillSinceMs) }
+            backfillSinceMs: configuration.notifications?.backfillSinceMs)
         return Reconciler(configuration: configuration, ledger: ledger,
                           verifier: ProofRouter(receipts: receipts, storeKit: storeKit, products: products),
                           deliverer: deliverer, policy: policy, log: log, metrics: metrics, inbox: inbox)

@@ -5,7 +5,7 @@ import Synchronization
 /// `schedule.concurrency` orders in flight. `settle reconcile` and the daemon both run this.
 public final class Reconciler: Sendable {
     public let configuration: Configuration
-    public let ledger: any LedgerStore
+    public let ledger: any SettleLedger
     public let verifier: any OrderVerifier
     public let deliverer: any Deliverer
     public let policy: RetryPolicy
@@ -18,7 +18,7 @@ public final class Reconciler: Sendable {
     /// Renews the leases of the orders being verified or delivered.
     private let leases: LeaseKeeper
 
-    public init(configuration: Configuration, ledger: any LedgerStore, verifier: any OrderVerifier, deliverer: any Deliverer,
+    public init(configuration: Configuration, ledger: any SettleLedger, verifier: any OrderVerifier, deliverer: any Deliverer,
                 policy: RetryPolicy, owner: LeaseOwner = .current, log: Log, metrics: Metrics? = nil, inbox: NotificationInbox? = nil) {
         self.inbox = inbox
         self.configuration = configuration
@@ -69,7 +69,7 @@ public final class Reconciler: Sendable {
         for id in try ledger.quarantineMalformedRows() {
             log.error("order.needs_attention", ["order": id, "reason": AttentionReason.rowInvalid.rawValue])
         }
-        for id in try (ledger as? Ledger)?.quarantineReservedOrderIds() ?? [] {
+        for id in try ledger.quarantineReservedOrderIds() {
             log.error("order.needs_attention", ["order": id, "reason": AttentionReason.rowInvalid.rawValue, "why": "reserved order id"])
         }
         let rescued = try ledger.rescue(owner: owner)

@@ -7,9 +7,11 @@ import XCTest
 /// One back end under test: a fresh ledger and a way to write rows as a backend would.
 struct LedgerBackEnd {
     var name: String
-    var store: any LedgerStore
+    var store: any SettleLedger
     /// Runs SQL as a backend or an operator would, outside settle.
     var execute: (String) throws -> Void
+    /// The same ledger opened again, as another `settle run` (another host, on PostgreSQL) opens it.
+    var another: () throws -> any SettleLedger = { throw CocoaError(.featureUnsupported) }
 }
 
 /// The ledger's contract, run against every back end: each test runs on SQLite, then on
@@ -34,6 +36,8 @@ final class LedgerContractTests: XCTestCase {
         var all = [LedgerBackEnd(name: "SQLite", store: try Ledger(path: sqlitePath, time: world.time)) { sql in
             try SQLiteDatabase(path: sqlitePath, mode: .readWrite).execute(sql)
         }]
+        let time = world.time
+        all[0].another = { try Ledger(path: sqlitePath, time: time) }
         do {
             let fresh = try TestPostgres.freshSchema()
             schemas.append(fresh.schema)
@@ -43,6 +47,7 @@ final class LedgerContractTests: XCTestCase {
                 defer { connection.close() }
                 try connection.execute(sql)
             })
+            all[all.count - 1].another = { try PostgresLedger(url: fresh.url, time: time) }
         }
         return all
     }

@@ -3,17 +3,39 @@ import XCTest
 @testable import SettleCore
 
 /// What Apple's notifications do to orders, revokes and refund-request answers, and how the
-/// history catch-up moves, driven through the inbox in process on the test clock (the SQLite
-/// ledger: notifications live there in this version), with the simulator as Apple.
-final class NotificationInboxTests: XCTestCase {
+/// history catch-up moves, driven through the inbox in process on the test clock, with the
+/// simulator as Apple. Every test runs on the SQLite ledger here and on PostgreSQL in
+/// `NotificationInboxPostgresTests` (the same tests, the ledger made by `makeLedger`).
+class NotificationInboxTests: XCTestCase {
     var world: TestWorld!
+    /// The PostgreSQL schema of this test (PostgreSQL runs only).
+    var schema: (url: String, schema: String)?
     /// User ids are the buyers' appAccountTokens (`user_binding.app_account_token: "user_id"`).
     let buyer = "6f1e4c2a-5b3d-4e8f-9a0b-1c2d3e4f5a6b"
     let stranger = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
     var nowMs: Int64 { world.time.unixSeconds * 1000 }
 
     override func setUpWithError() throws { world = try TestWorld() }
-    override func tearDown() { world = nil }
+    override func tearDown() {
+        schema.map { TestPostgres.drop(schema: $0.schema) }
+        world = nil
+    }
+
+    /// The ledger under test, on the test clock; every call opens the same one.
+    func makeLedger() throws -> any SettleLedger { try world.ledger() }
+
+    /// Runs SQL on the ledger as a backend or an operator would, outside settle.
+    func execute(_ sql: String) throws {
+        try SQLiteDatabase(path: world.ledgerPath, mode: .readWrite).execute(sql)
+    }
+
+    /// A trigger that makes inserting an order about `transaction` fail, as a row a backend broke would.
+    func poisonOrders(transaction: String) throws {
+        try execute("""
+            CREATE TRIGGER poisoned BEFORE INSERT ON orders WHEN NEW.transaction_id = '\(transaction)'
+            BEGIN SELECT RAISE(ABORT, 'this row cannot be written'); END
+            """)
+    }
 
     /// settle.json with server_api and notifications (the endpoint is not started here).
     func configure(notifications: [(String, JSONValue)] = [], delivery: JSONValue? = nil, serverAPI: JSONValue? = nil,
@@ -42,7 +64,7 @@ final class NotificationInboxTests: XCTestCase {
         ((try? String(contentsOfFile: world.folder + "/revokes.log", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
     }
 
-    func settle(_ ledger: Ledger) throws -> (Reconciler, NotificationInbox) {
+    func settle(_ ledger: any SettleLedger) throws -> (Reconciler, NotificationInbox) {
         let reconciler = try world.reconciler(ledger: ledger)
         return (reconciler, try XCTUnwrap(reconciler.inbox))
     }
@@ -70,17 +92,17 @@ final class NotificationInboxTests: XCTestCase {
         return result
     }
 
-    func order(_ ledger: Ledger, _ id: String) throws -> Order? { try ledger.orderRecord(id)?.order }
+    func order(_ ledger: any SettleLedger, _ id: String) throws -> Order? { try ledger.orderRecord(id)?.order }
 
-    func history(_ ledger: Ledger, _ id: String) throws -> [HistoryEntry] { try ledger.orderRecord(id)?.history ?? [] }
+    func history(_ ledger: any SettleLedger, _ id: String) throws -> [HistoryEntry] { try ledger.orderRecord(id)?.history ?? [] }
 
-    /// Rows of the ledger file, read on a connection of their own.
-    func rows(_ sql: String) throws -> [SQLiteRow] {
-        try SQLiteDatabase(path: world.ledgerPath, mode: .readOnly).query(sql)
+    /// Rows of the ledger, read in a transaction of their own.
+    func rows(_ sql: String) throws -> [any LedgerRow] {
+        try makeLedger().reading { try $0.query(sql) }
     }
 
     /// The catch-up has run before (settle started `ago` seconds back): later windows overlap from there.
-    func startedHistory(_ ledger: Ledger, secondsAgo ago: Int64) throws {
+    func startedHistory(_ ledger: any SettleLedger, secondsAgo ago: Int64) throws {
         let start = nowMs - ago * 1000
         for environment in ["Production", "Sandbox"] {
             try ledger.saveNotificationCursor(NotificationCursor(syncedUntilMs: start, startedAtMs: start), environment: environment)
@@ -88,7 +110,7 @@ final class NotificationInboxTests: XCTestCase {
     }
 
     /// Runs passes, each after the order's backoff, until the order leaves `pending`.
-    func passUntilSettled(_ reconciler: Reconciler, _ ledger: Ledger, _ id: String) throws {
+    func passUntilSettled(_ reconciler: Reconciler, _ ledger: any SettleLedger, _ id: String) throws {
         for _ in 0..<5 where try order(ledger, id)?.state == .pending {
             _ = try reconciler.runPass()
             world.time.advance(by: 3600)
@@ -99,7 +121,7 @@ final class NotificationInboxTests: XCTestCase {
 
     func testPurchaseNotification_whileAStrangersOrderNamesItsTransaction_createsTheBuyersOwnOrder_andOnlyTheBuyerIsGranted() throws {
         try configure()
-        let ledger = try world.ledger()
+        let ledger = try makeLedger()
         let (reconciler, inbox) = try settle(ledger)
         _ = try ledger.enqueue(NewOrder(orderId: "o-squat", userId: stranger, productId: world.coins, transactionId: "900"))
         let result = try tell(inbox, "ONE_TIME_CHARGE", purchase("900", token: buyer))
@@ -113,7 +135,7 @@ final class NotificationInboxTests: XCTestCase {
 
     func testPurchaseNotification_forTheBuyersOrderRejectedNotFound_requeuesItWithApplesSignedTransaction_andDeliversItOnce() throws {
         try configure(extra: [("accept_sandbox", .bool(false))])
-        let ledger = try world.ledger()
+        let ledger = try makeLedger()
         let (reconciler, inbox) = try settle(ledger)
         // Apple did not find the purchase yet when the order was first verified (a delay on its side).
         purchase("901", token: buyer, answers: Array(repeating: .notFound, count: 20))
@@ -136,7 +158,7 @@ final class NotificationInboxTests: XCTestCase {
 
     func testPurchaseNotification_forAnotherUsersRejectedOrder_isNotRequeued_theBuyerGetsItsOwnOrder() throws {
         try configure(extra: [("accept_sandbox", .bool(false))])
-        let ledger = try world.ledger()
+        let ledger = try makeLedger()
         let (reconciler, inbox) = try settle(ledger)
         purchase("902", token: buyer, answers: Array(repeating: .notFound, count: 20))
         _ = try ledger.enqueue(NewOrder(orderId: "o-guess", userId: stranger, productId: world.coins, transactionId: "902"))
@@ -151,7 +173,7 @@ final class NotificationInboxTests: XCTestCase {
 
     func testPurchaseNotification_forABackendRowWhoseOnlyProofIsItsSignedTransaction_isAttachedToIt_andGrantedOnce() throws {
         try configure()
-        let ledger = try world.ledger()
+        let ledger = try makeLedger()
         let (reconciler, inbox) = try settle(ledger)
         let bought = purchase("903", token: buyer)
         // A row as a backend writes it: the signed transaction, no transaction_id.
@@ -168,7 +190,7 @@ final class NotificationInboxTests: XCTestCase {
 
     func testConsumptionRequest_forAPurchaseSettleCannotShowDelivered_sendsNoAnswer_andRecordsWhy() throws {
         try configure(extra: [("consumption", .object([("respond", .bool(true)), ("customer_consented", .bool(true))]))])
-        let ledger = try world.ledger()
+        let ledger = try makeLedger()
         let (reconciler, inbox) = try settle(ledger)
         // A purchase no backend enqueued and nothing maps to a user: settle never delivered it,
         // but the app's own flow may have.
@@ -189,7 +211,7 @@ final class NotificationInboxTests: XCTestCase {
 
     func testConsumptionRequest_forAGrantRecordedOutsideSettle_isAnsweredDelivered() throws {
         try configure(extra: [("consumption", .object([("respond", .bool(true)), ("customer_consented", .bool(true))]))])
-        let ledger = try world.ledger()
+        let ledger = try makeLedger()
         let (reconciler, inbox) = try settle(ledger)
         _ = try ledger.recordOutsideGrant(transactionId: "912", grantKey: "912", note: "granted by the app's own flow")
         XCTAssertEqual(try tell(inbox, "CONSUMPTION_REQUEST", purchase("912", token: buyer)).outcome, "answer_queued")
@@ -201,7 +223,7 @@ final class NotificationInboxTests: XCTestCase {
 
     func testConsumptionRequest_whileItsOrderIsStillBeingSettled_waits_andIsAnsweredDeliveredOnceItIs() throws {
         try configure(extra: [("consumption", .object([("respond", .bool(true)), ("customer_consented", .bool(true))]))])
-        let ledger = try world.ledger()
+        let ledger = try makeLedger()
         let (reconciler, inbox) = try settle(ledger)
         let bought = purchase("913", token: buyer, answers: [.error(status: 500, code: 5000001)])
         _ = try ledger.enqueue(NewOrder(orderId: "o-wait", userId: buyer, productId: world.coins, transactionId: "913"))
@@ -220,7 +242,7 @@ final class NotificationInboxTests: XCTestCase {
 
     func testSecondRefund_afterAReversalOfARevokedOne_isRevokedAgain_underAKeyOfItsOwn() throws {
         try configure(delivery: try revokingDelivery())
-        let ledger = try world.ledger()
+        let ledger = try makeLedger()
         let (reconciler, inbox) = try settle(ledger)
         let bought = purchase("920", token: buyer)
         try tell(inbox, "ONE_TIME_CHARGE", bought)
@@ -238,7 +260,7 @@ final class NotificationInboxTests: XCTestCase {
 
     func testSecondRefund_afterAReversalBeforeTheRevokeRan_isRevokedOnce() throws {
         try configure(delivery: try revokingDelivery())
-        let ledger = try world.ledger()
+        let ledger = try makeLedger()
         let (reconciler, inbox) = try settle(ledger)
         let bought = purchase("921", token: buyer)
         try tell(inbox, "ONE_TIME_CHARGE", bought)
@@ -253,7 +275,7 @@ final class NotificationInboxTests: XCTestCase {
     func testRefund_ofAnOrderWhoseHookTimedOut_isStillRevoked_andNeverDeliveredAgain() throws {
         let slow = try world.hook("slow.sh", exit: 0, extra: "sleep 30")
         try configure(delivery: try revokingDelivery(grant: slow, timeout: 0.5))
-        let ledger = try world.ledger()
+        let ledger = try makeLedger()
         let (reconciler, inbox) = try settle(ledger)
         let bought = purchase("922", token: buyer)
         try tell(inbox, "ONE_TIME_CHARGE", bought)
@@ -273,7 +295,7 @@ final class NotificationInboxTests: XCTestCase {
 
     func testFirstCatchUp_withoutBackfillSince_startsAtNow_andAPurchaseFromBeforeIsReportedNotDelivered() throws {
         try configure()
-        let ledger = try world.ledger()
+        let ledger = try makeLedger()
         let (reconciler, inbox) = try settle(ledger)
         let before = purchase("930", token: buyer, atMs: nowMs - 5000)
         world.simulator.record(signedPayload: try notification("ONE_TIME_CHARGE", before, signedAtMs: nowMs - 4000).signed(),
@@ -303,7 +325,7 @@ final class NotificationInboxTests: XCTestCase {
     func testFirstCatchUp_withBackfillSince_readsFromThere_andReportsThePurchasesItFindsForAPerson() throws {
         let since = nowMs - 2 * 86_400_000
         try configure(notifications: [("backfill_since", .string(Timestamp.rfc3339(milliseconds: since)))])
-        let ledger = try world.ledger()
+        let ledger = try makeLedger()
         let (reconciler, inbox) = try settle(ledger)
         let old = purchase("932", token: buyer, atMs: nowMs - 86_400_000)
         world.simulator.record(signedPayload: try notification("ONE_TIME_CHARGE", old, signedAtMs: nowMs - 86_400_000).signed(),
@@ -317,7 +339,7 @@ final class NotificationInboxTests: XCTestCase {
         XCTAssertEqual(try statusReason(ledger, "apple-932"), "backfilled_purchase")
     }
 
-    func statusReason(_ ledger: Ledger, _ id: String) throws -> String? {
+    func statusReason(_ ledger: any SettleLedger, _ id: String) throws -> String? {
         try ledger.orderRecord(id)?.order.reason
     }
 
@@ -325,7 +347,7 @@ final class NotificationInboxTests: XCTestCase {
         guard case var .object(api) = world.serverAPIConfig else { return XCTFail() }
         api = TestWorld.merge(api, [("root_certificates", .array([.string("AppleRootCA-G3.pem")]))])
         try configure(serverAPI: .object(api))
-        let ledger = try world.ledger()
+        let ledger = try makeLedger()
         try startedHistory(ledger, secondsAgo: 60)
         let before = try ledger.notificationCursor(environment: "Production")
         let missed = purchase("940", token: buyer)
@@ -345,14 +367,10 @@ final class NotificationInboxTests: XCTestCase {
 
     func testHistoryNotificationWhoseEffectCannotBeWritten_isKeptNotApplied_andTheCatchUpMovesOn() throws {
         try configure()
-        let ledger = try world.ledger()
+        let ledger = try makeLedger()
         try startedHistory(ledger, secondsAgo: 60)
         // A ledger that refuses this purchase's order (as a row a backend broke would).
-        let poison = try SQLiteDatabase(path: world.ledgerPath, mode: .readWrite)
-        try poison.execute("""
-            CREATE TRIGGER poisoned BEFORE INSERT ON orders WHEN NEW.transaction_id = '941'
-            BEGIN SELECT RAISE(ABORT, 'this row cannot be written'); END
-            """)
+        try poisonOrders(transaction: "941")
         let (reconciler, inbox) = try settle(ledger)
         let bad = notification("ONE_TIME_CHARGE", purchase("941", token: buyer))
         let good = notification("ONE_TIME_CHARGE", purchase("942", token: buyer))
@@ -372,7 +390,7 @@ final class NotificationInboxTests: XCTestCase {
 
     func testSyncHistory_reportsProgressAfterEveryPage() throws {
         try configure(extra: [("accept_sandbox", .bool(false))])
-        let ledger = try world.ledger()
+        let ledger = try makeLedger()
         try startedHistory(ledger, secondsAgo: 60)
         let inbox = try XCTUnwrap(try world.reconciler(ledger: ledger).inbox)
         for i in 0..<(AppleSimulator.notificationPageSize + 5) {
@@ -389,7 +407,7 @@ final class NotificationInboxTests: XCTestCase {
 
     func testBackendRowWithAnAppleOrderId_isQuarantinedRowInvalid_andNeverDelivered() throws {
         try configure()
-        let ledger = try world.ledger()
+        let ledger = try makeLedger()
         let (reconciler, _) = try settle(ledger)
         purchase("960", token: buyer)
         _ = try ledger.enqueue(NewOrder(orderId: "apple-960", userId: buyer, productId: world.coins, transactionId: "960"))
@@ -433,3 +451,4 @@ final class NotificationInboxTests: XCTestCase {
         XCTAssertTrue(text.contains("type=\"unnamed\",outcome=\"recorded\"} 1"), text)
     }
 }
+

@@ -38,48 +38,62 @@ public struct NotificationRecord: Sendable, Equatable {
     public var detail: String?
 }
 
-extension Ledger {
+/// Where the notification transitions' constants live (they are the same for every engine).
+public enum NotificationTransitions {
     /// Apple answers refund requests only within 12 hours (apple-protocol.md 4).
     static let consumptionDeadlineSeconds: Int64 = 12 * 3600
 
-    /// Stores a verified notification once (by UUID) and applies it to the orders, in one write:
-    /// when this returns, the row is durable (synchronous = FULL) and Apple may be told 200.
-    public func ingest(_ notification: AppleNotification, source: String, rules: NotificationRules) throws(LedgerError) -> IngestResult {
-        let now = time.unixSeconds
-        return try locked { () throws(LedgerError) in
-            try write {
-                if try !database.query("SELECT 1 AS seen FROM notifications WHERE uuid = ?", [.text(notification.uuid)]).isEmpty {
-                    return IngestResult(outcome: "duplicate", orderId: nil, detail: nil, duplicate: true, needsPass: false)
-                }
-                // The row first: what the notification leads to may refer to it.
-                try database.query("""
-                    INSERT INTO notifications(uuid, type, subtype, environment, signed_date_ms, transaction_id, original_transaction_id,
-                                              source, received_at, outcome, payload)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'recorded', ?)
-                    """, [.text(notification.uuid), .text(notification.type), .from(notification.subtype), .text(notification.environment),
-                          .from(notification.signedDateMs), .from(notification.transaction?.transactionId),
-                          .from(notification.transaction?.originalTransactionId), .text(source), .integer(now),
-                          .text(notification.signedPayload)])
-                var result = IngestResult(outcome: "recorded", orderId: nil, detail: nil, duplicate: false, needsPass: false)
-                if let transaction = notification.transaction {
-                    switch notification.effect {
-                    case .purchase: result = try applyPurchase(notification, transaction, source: source, rules: rules, now: now)
-                    case .refund: result = try applyRefund(notification, transaction, now: now)
-                    case .refundReversed: result = try applyRefundReversed(notification, transaction, now: now)
-                    case .consumptionRequest: result = try queueConsumptionAnswer(notification, transaction, rules: rules, now: now)
-                    case .informational:
-                        result.orderId = try orderFor(transaction)?.orderId
-                        if let id = result.orderId { try note(id, notification, "recorded", nil, now: now) }
-                    }
-                }
-                try database.query("UPDATE notifications SET order_id = ?, outcome = ?, detail = ? WHERE uuid = ?",
-                                   [.from(result.orderId), .text(result.outcome), .from(result.detail), .text(notification.uuid)])
-                return result
+    /// Order ids settle makes from Apple's notifications; a backend may not use them.
+    public static let appleOrderIdPrefix = "apple-"
+
+    static func appleOrderId(_ transactionId: String) -> String { appleOrderIdPrefix + transactionId }
+}
+
+/// What a notification does to the ledger, written once for both engines: each runs inside the
+/// caller's write transaction (`TransactionalLedger.writing`), so the notification's row and
+/// all its effects commit together or not at all.
+extension LedgerTransaction {
+    /// Stores a verified notification once (by UUID) and applies it to the orders. The insert
+    /// is the claim: a second host storing the same UUID waits for the first one's transaction
+    /// (the primary key), then inserts nothing and answers "duplicate"; effects follow only a
+    /// row this transaction inserted.
+    func ingest(_ notification: AppleNotification, source: String, rules: NotificationRules, now: Int64) throws -> IngestResult {
+        // Two notifications about one purchase (a purchase and its refund, reaching two hosts)
+        // apply one after the other, each seeing what the other did.
+        if let lock = dialect.keyLock, let transaction = notification.transaction {
+            try query(lock, [.text(transaction.originalTransactionId)])
+        }
+        // The row first: what the notification leads to may refer to it.
+        let inserted = try query("""
+            INSERT INTO notifications(uuid, type, subtype, environment, signed_date_ms, transaction_id, original_transaction_id,
+                                      source, received_at, outcome, payload)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'recorded', ?)
+            ON CONFLICT (uuid) DO NOTHING RETURNING uuid
+            """, [.text(notification.uuid), .text(notification.type), .from(notification.subtype), .text(notification.environment),
+                  .from(notification.signedDateMs), .from(notification.transaction?.transactionId),
+                  .from(notification.transaction?.originalTransactionId), .text(source), .integer(now),
+                  .text(notification.signedPayload)])
+        guard !inserted.isEmpty else {
+            return IngestResult(outcome: "duplicate", orderId: nil, detail: nil, duplicate: true, needsPass: false)
+        }
+        var result = IngestResult(outcome: "recorded", orderId: nil, detail: nil, duplicate: false, needsPass: false)
+        if let transaction = notification.transaction {
+            switch notification.effect {
+            case .purchase: result = try applyPurchase(notification, transaction, source: source, rules: rules, now: now)
+            case .refund: result = try applyRefund(notification, transaction, now: now)
+            case .refundReversed: result = try applyRefundReversed(notification, transaction, now: now)
+            case .consumptionRequest: result = try queueConsumptionAnswer(notification, transaction, rules: rules, now: now)
+            case .informational:
+                result.orderId = try orderFor(transaction)?.orderId
+                if let id = result.orderId { try note(id, notification, "recorded", nil, now: now) }
             }
         }
+        try query("UPDATE notifications SET order_id = ?, outcome = ?, detail = ? WHERE uuid = ?",
+                  [.from(result.orderId), .text(result.outcome), .from(result.detail), .text(notification.uuid)])
+        return result
     }
 
-    // MARK: - Effects (callers hold the lock, inside the write)
+    // MARK: - Effects (inside the caller's write transaction)
 
     /// The order about this transaction: the one holding it, else one that names it.
     private func orderFor(_ transaction: SignedTransaction) throws -> Order? {
@@ -88,23 +102,27 @@ extension Ledger {
 
     /// Every order about this transaction: the one holding its grant first, then those that name
     /// it, oldest first; then live orders whose only proof is a signed transaction of it (a row
-    /// a backend wrote without `transaction_id`).
+    /// a backend wrote without `transaction_id`). Locked until the transaction ends: a claim on
+    /// another host waits, or skips them, and sees what this notification did to them.
     private func ordersAbout(_ transaction: SignedTransaction) throws -> [Order] {
-        let named = try database.query("""
+        let named = try query("""
             SELECT * FROM orders WHERE verified_transaction_id = ? OR transaction_id = ?
             ORDER BY NOT EXISTS (SELECT 1 FROM grants g WHERE g.order_id = orders.order_id), verified_transaction_id IS NULL, created_at
-            """, [.text(transaction.transactionId), .text(transaction.transactionId)]).map(Order.init(row:))
-        let unnamed = try database.query("""
+            \(dialect.lockRows)
+            """, [.text(transaction.transactionId), .text(transaction.transactionId)]).map { Order(row: $0) }
+        let unnamed = try query("""
             SELECT * FROM orders WHERE transaction_id IS NULL AND verified_transaction_id IS NULL AND signed_transaction IS NOT NULL
             AND state IN ('pending','verifying','delivering','needs_attention') ORDER BY created_at
-            """).map(Order.init(row:)).filter { order in
-            order.signedTransaction.flatMap(Order.transactionId(namedIn:)) == transaction.transactionId
+            """).filter { row in
+            row.string("signed_transaction").flatMap(Order.transactionId(namedIn:)) == transaction.transactionId
+        }.compactMap { row in
+            try query("SELECT * FROM orders WHERE order_id = ?\(dialect.lockRows)", [.from(row.string("order_id"))]).first.map { Order(row: $0) }
         }
         return named + unnamed
     }
 
     private func holdsGrant(_ orderId: String) throws -> Bool {
-        try !database.query("SELECT 1 AS held FROM grants WHERE order_id = ?", [.text(orderId)]).isEmpty
+        try !query("SELECT 1 AS held FROM grants WHERE order_id = ?", [.text(orderId)]).isEmpty
     }
 
     private func note(_ orderId: String, _ n: AppleNotification, _ outcome: String, _ detail: String?, now: Int64) throws {
@@ -127,9 +145,9 @@ extension Ledger {
                                           isUpgraded: t.isUpgraded, appAccountToken: t.appAccountToken)
         let key = rules.eligibility.grantKey(confirmed)
         let orders = try ordersAbout(t)
-        if let holder = try database.query("""
+        if let holder = try query("""
             SELECT o.* FROM grants g JOIN orders o ON o.order_id = g.order_id WHERE g.grant_key = ? OR g.transaction_id = ? LIMIT 1
-            """, [.text(key), .text(t.transactionId)]).first.map(Order.init(row:)) {
+            """, [.text(key), .text(t.transactionId)]).first.map { Order(row: $0) } {
             try note(holder.orderId, n, "apple_confirmed", "Apple confirmed transaction \(t.transactionId), which this order holds", now: now)
             return IngestResult(outcome: "attached", orderId: holder.orderId, detail: nil, duplicate: false, needsPass: false)
         }
@@ -148,7 +166,7 @@ extension Ledger {
         if let live = orders.first(where: { $0.state != .finished && $0.state != .rejected && buyers($0) }) {
             // Apple confirmed the purchase an order waits for: settle it now rather than at its backoff.
             if live.state == .pending {
-                try database.query("UPDATE orders SET next_attempt_at = ?, updated_at = ? WHERE order_id = ?",
+                try query("UPDATE orders SET next_attempt_at = ?, updated_at = ? WHERE order_id = ?",
                                    [.integer(now), .integer(now), .text(live.orderId)])
             }
             try note(live.orderId, n, "apple_confirmed", "Apple confirmed transaction \(t.transactionId)", now: now)
@@ -159,14 +177,14 @@ extension Ledger {
             let detail = "Apple confirmed transaction \(t.transactionId), which it had not found for this order: pending again, "
                 + "with Apple's signed transaction as its new proof"
                 + (stale.signedTransaction.map { "; previous signed transaction sha256 \(SHA256.hex(Data($0.utf8)))" } ?? "")
-            try database.query("""
+            try query("""
                 UPDATE orders SET signed_transaction = ?, state = 'pending', attempts = 0, next_attempt_at = ?, reason = NULL,
                        last_error = NULL, finished_at = NULL, updated_at = ? WHERE order_id = ?
                 """, [.text(jws), .integer(now), .integer(now), .text(stale.orderId)])
             try note(stale.orderId, n, "requeued", detail, now: now)
             return IngestResult(outcome: "requeued", orderId: stale.orderId, detail: detail, duplicate: false, needsPass: true)
         }
-        let orderId = Ledger.appleOrderId(t.transactionId)
+        let orderId = NotificationTransitions.appleOrderId(t.transactionId)
         if orders.contains(where: { $0.orderId == orderId }) {
             try note(orderId, n, "apple_confirmed", "Apple confirmed transaction \(t.transactionId) again", now: now)
             return IngestResult(outcome: "attached", orderId: orderId, detail: nil, duplicate: false, needsPass: false)
@@ -177,7 +195,7 @@ extension Ledger {
         var error: String? = nil
         var outcome = "order_created"
         let started = source == "history"
-            ? try database.query("SELECT started_at_ms FROM notification_cursor WHERE environment = ?", [.text(n.environment)])
+            ? try query("SELECT started_at_ms FROM notification_cursor WHERE environment = ?", [.text(n.environment)])
                 .first?.int("started_at_ms")
             : nil
         let backfilled = started.map { (t.purchaseDateMs ?? n.signedDateMs ?? 0) < $0 } ?? false
@@ -214,12 +232,17 @@ extension Ledger {
                 + "\(purchased)), made before settle first read Apple's history (\(Timestamp.rfc3339(milliseconds: started))): "
                 + "the app may have granted it already. If it did: settle resolve \(orderId) --as granted_by_hand; if not: settle retry \(orderId)"
         }
-        try database.query("""
+        try query("""
             INSERT INTO orders(order_id, user_id, product_id, transaction_id, signed_transaction, app_account_token, state, reason,
                                last_error, origin, next_attempt_at, created_at, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'apple_notification', ?, ?, ?)
             """, [.text(orderId), .text(user ?? ""), .text(t.productId), .text(t.transactionId), .from(n.signedTransactionInfo),
                   .from(t.appAccountToken), .text(state.rawValue), .from(reason), .from(error), .integer(now), .integer(now), .integer(now)])
+        // PostgreSQL makes every inserted row a backend's pending order (the trigger that keeps a
+        // backend role from inserting rows in flight); settle's own row gets its state here, in
+        // the same transaction, so no other host ever sees it otherwise. On SQLite this changes nothing.
+        try query("UPDATE orders SET state = ?, reason = ?, last_error = ?, origin = 'apple_notification' WHERE order_id = ?",
+                  [.text(state.rawValue), .from(reason), .from(error), .text(orderId)])
         try note(orderId, n, state == .pending ? "order_created" : reason ?? outcome,
                  error ?? user.map { "Apple reported transaction \(t.transactionId) that no backend enqueued; order created for user \($0)" },
                  now: now)
@@ -233,11 +256,11 @@ extension Ledger {
         if binding.tokenSource == .userId {
             // Apple writes tokens in lower case, a backend's UUID user ids may be upper case: the
             // user's own spelling when an order already names them, else the token as Apple gave it.
-            return try database.query("""
+            return try query("""
                 SELECT user_id FROM orders WHERE lower(user_id) = ? ORDER BY created_at LIMIT 1
                 """, [.text(token)]).first?.string("user_id") ?? given
         }
-        return try database.query("""
+        return try query("""
             SELECT user_id FROM orders WHERE lower(app_account_token) = ? AND user_id != '' ORDER BY created_at LIMIT 1
             """, [.text(token)]).first?.string("user_id")
     }
@@ -256,7 +279,7 @@ extension Ledger {
         var outcomes: [String: String] = [:]
         var needsPass = false
         for order in orders {
-            try database.query("UPDATE orders SET refunded_at = ?, refund_kind = ?, refund_reason = ?, updated_at = ? WHERE order_id = ?",
+            try query("UPDATE orders SET refunded_at = ?, refund_kind = ?, refund_reason = ?, updated_at = ? WHERE order_id = ?",
                                [.integer(now), .text(n.type), .from(n.revocationReason), .integer(now), .text(order.orderId)])
             let held = try holdsGrant(order.orderId)
             var outcome: String
@@ -298,15 +321,15 @@ extension Ledger {
     /// as it is; one cancelled by a reversed refund is owed again (under a new key when an
     /// earlier round may have reached the hook).
     private func queueRevocation(_ transactionId: String, order orderId: String, kind: String, now: Int64) throws -> String {
-        let row = try database.query("SELECT state FROM revocations WHERE transaction_id = ?", [.text(transactionId)]).first
+        let row = try query("SELECT state FROM revocations WHERE transaction_id = ?", [.text(transactionId)]).first
         switch row?.string("state") {
         case nil:
-            try database.query("""
+            try query("""
                 INSERT INTO revocations(transaction_id, order_id, kind, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
                 """, [.text(transactionId), .text(orderId), .text(kind), .integer(now), .integer(now), .integer(now)])
             return "revoke_queued"
         case "cancelled":
-            try database.query("""
+            try query("""
                 UPDATE revocations SET state = 'pending', order_id = ?, kind = ?, attempts = 0, next_attempt_at = ?, last_error = NULL,
                        updated_at = ? WHERE transaction_id = ?
                 """, [.text(orderId), .text(kind), .integer(now), .integer(now), .text(transactionId)])
@@ -320,9 +343,9 @@ extension Ledger {
         guard let order = try orderFor(t) else {
             return IngestResult(outcome: "no_order", orderId: nil, detail: nil, duplicate: false, needsPass: false)
         }
-        try database.query("UPDATE orders SET refunded_at = NULL, refund_kind = NULL, refund_reason = NULL, updated_at = ? WHERE order_id = ?",
+        try query("UPDATE orders SET refunded_at = NULL, refund_kind = NULL, refund_reason = NULL, updated_at = ? WHERE order_id = ?",
                            [.integer(now), .text(order.orderId)])
-        let revocation = try database.query("SELECT state, attempts FROM revocations WHERE transaction_id = ?", [.text(t.transactionId)]).first
+        let revocation = try query("SELECT state, attempts FROM revocations WHERE transaction_id = ?", [.text(t.transactionId)]).first
         var outcome = "refund_reversed"
         var detail = "Apple reversed the refund of transaction \(t.transactionId)"
         var needsPass = false
@@ -331,7 +354,7 @@ extension Ledger {
         let state = revocation?.string("state")
         let reached = state == "revoked" || state == "needs_attention" || (revocation?.int("attempts") ?? 0) > 0
         if let state, state != "cancelled" {
-            try database.query("""
+            try query("""
                 UPDATE revocations SET state = 'cancelled', round = round + ?, last_error = 'Apple reversed the refund', updated_at = ?
                 WHERE transaction_id = ?
                 """, [.integer(reached ? 1 : 0), .integer(now), .text(t.transactionId)])
@@ -347,7 +370,7 @@ extension Ledger {
             }
         }
         if order.state == .rejected && order.reason == RejectionReason.refunded.rawValue {
-            try database.query("""
+            try query("""
                 UPDATE orders SET state = 'pending', attempts = 0, next_attempt_at = ?, reason = NULL, last_error = NULL, updated_at = ?
                 WHERE order_id = ?
                 """, [.integer(now), .integer(now), .text(order.orderId)])
@@ -367,108 +390,13 @@ extension Ledger {
             if let order { try note(order.orderId, n, "refund_requested", "the customer asked for a refund\(reason); consumption.respond is off", now: now) }
             return IngestResult(outcome: "recorded", orderId: order?.orderId, detail: nil, duplicate: false, needsPass: false)
         }
-        try database.query("""
+        try query("""
             INSERT INTO consumption_answers(notification_uuid, transaction_id, environment, order_id, next_attempt_at, deadline_at, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """, [.text(n.uuid), .text(t.transactionId), .text(n.environment), .from(order?.orderId), .integer(now),
-                  .integer(now + Ledger.consumptionDeadlineSeconds), .integer(now)])
+                  .integer(now + NotificationTransitions.consumptionDeadlineSeconds), .integer(now)])
         if let order { try note(order.orderId, n, "refund_requested", "the customer asked for a refund\(reason); answering Apple", now: now) }
         return IngestResult(outcome: "answer_queued", orderId: order?.orderId, detail: nil, duplicate: false, needsPass: true)
-    }
-
-    /// Order ids settle makes from Apple's notifications; a backend may not use them.
-    public static let appleOrderIdPrefix = "apple-"
-
-    static func appleOrderId(_ transactionId: String) -> String { appleOrderIdPrefix + transactionId }
-
-    /// Stores a verified notification whose effect could not be applied (a write about it failed:
-    /// a row a backend broke, a constraint) without its effect, `not_applied` with the error, so
-    /// the history catch-up moves on and a person sees it (`settle status --notification UUID`).
-    /// Throws when even that cannot be written: the ledger itself is failing.
-    public func recordUnapplied(_ notification: AppleNotification, source: String, error: String) throws(LedgerError) {
-        let now = time.unixSeconds
-        _ = try locked { () throws(LedgerError) in
-            try write {
-                try database.query("""
-                    INSERT OR IGNORE INTO notifications(uuid, type, subtype, environment, signed_date_ms, transaction_id,
-                                                        original_transaction_id, source, received_at, outcome, detail, payload)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'not_applied', ?, ?)
-                    """, [.text(notification.uuid), .text(notification.type), .from(notification.subtype), .text(notification.environment),
-                          .from(notification.signedDateMs), .from(notification.transaction?.transactionId),
-                          .from(notification.transaction?.originalTransactionId), .text(source), .integer(now),
-                          .text("its effect could not be written to the ledger: \(error); a person must apply it"),
-                          .text(notification.signedPayload)])
-            }
-        }
-    }
-
-    /// Pending rows a backend wrote under an id settle keeps for Apple's notifications
-    /// (`apple-...`, with no notification behind it): `needs_attention` (`row_invalid`), never
-    /// verified, so they cannot squat the order a notification of that purchase creates.
-    public func quarantineReservedOrderIds() throws(LedgerError) -> [String] {
-        let now = time.unixSeconds
-        return try locked { () throws(LedgerError) in
-            try write {
-                let reserved = try userVersion() >= 5 ? "AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.order_id = orders.order_id)" : ""
-                let ids = try database.query("""
-                    UPDATE orders SET state = 'needs_attention', reason = 'row_invalid',
-                           last_error = 'order ids starting with apple- are settle''s own, for purchases Apple reports; '
-                                        || 'enqueue this order under an id of the backend''s and resolve this one', updated_at = ?
-                    WHERE state = 'pending' AND typeof(order_id) = 'text' AND substr(order_id, 1, 6) = 'apple-' \(reserved)
-                    RETURNING order_id
-                    """, [.integer(now)]).compactMap { $0.string("order_id") }
-                for id in ids {
-                    try appendHistory(id, HistoryEntry(at: now, kind: .verification, outcome: "needs_attention",
-                                                       detail: "row_invalid: an order id starting with apple- written by a backend"))
-                }
-                return ids
-            }
-        }
-    }
-
-    /// `settle assign`: an unclaimed purchase gets its buyer and is due now.
-    public func assign(orderId: String, userId: String, note: String?) throws(LedgerError) {
-        let now = time.unixSeconds
-        try locked { () throws(LedgerError) in
-            try write {
-                guard let row = try database.query("SELECT state, reason FROM orders WHERE order_id = ?", [.text(orderId)]).first else {
-                    throw LedgerError.invalid("no order \(orderId) in the ledger")
-                }
-                guard row.string("state") == OrderState.needsAttention.rawValue,
-                      row.string("reason") == AttentionReason.unclaimedPurchase.rawValue else {
-                    throw LedgerError.invalid("order \(orderId) is \(row.string("state") ?? "?") (\(row.string("reason") ?? "no reason")); "
-                                              + "only needs_attention orders with reason unclaimed_purchase can be assigned")
-                }
-                try database.query("""
-                    UPDATE orders SET user_id = ?, state = 'pending', attempts = 0, next_attempt_at = ?, reason = NULL, last_error = NULL,
-                           updated_at = ? WHERE order_id = ?
-                    """, [.text(userId), .integer(now), .integer(now), .text(orderId)])
-                try appendHistory(orderId, HistoryEntry(at: now, kind: .assign, outcome: "assigned",
-                                                        detail: "to user \(userId)" + (note.map { ": \($0)" } ?? "")))
-            }
-        }
-    }
-
-    // MARK: - Reading
-
-    public func notification(uuid: String) throws(LedgerError) -> NotificationRecord? {
-        guard try schemaVersion() >= 5 else { return nil }
-        return try read { try database.query("SELECT * FROM notifications WHERE uuid = ?", [.text(uuid)]).first.map(NotificationRecord.init(row:)) }
-    }
-
-    /// The notifications about one order, oldest first.
-    public func notifications(orderId: String) throws(LedgerError) -> [NotificationRecord] {
-        guard try schemaVersion() >= 5 else { return [] }
-        return try read {
-            try database.query("SELECT * FROM notifications WHERE order_id = ? ORDER BY received_at, uuid", [.text(orderId)])
-                .map(NotificationRecord.init(row:))
-        }
-    }
-
-    /// When the newest notification arrived (Unix seconds), nil when none ever did.
-    public func newestNotificationAt() throws(LedgerError) -> Int64? {
-        guard try schemaVersion() >= 5 else { return nil }
-        return try read { try database.query("SELECT max(received_at) AS newest FROM notifications").first?.int("newest") }
     }
 }
 
@@ -484,7 +412,7 @@ extension Order {
 }
 
 extension NotificationRecord {
-    init(row: SQLiteRow) {
+    init(row: any LedgerRow) {
         self.init(uuid: row.string("uuid") ?? "", type: row.string("type") ?? "", subtype: row.string("subtype"),
                   environment: row.string("environment") ?? "", signedDateMs: row.int("signed_date_ms"),
                   transactionId: row.string("transaction_id"), orderId: row.string("order_id"), source: row.string("source") ?? "",

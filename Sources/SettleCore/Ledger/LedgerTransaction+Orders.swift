@@ -1,0 +1,31 @@
+/// The order writes every transition ends with, written once for both engines.
+extension LedgerTransaction {
+    /// Ends a claim: the order's new state, why, and no lease.
+    func finalize(_ orderId: String, state: OrderState, reason: String?, error: String?, environment: String?, now: Int64) throws {
+        try query("""
+            UPDATE orders SET state = ?, reason = ?, last_error = ?, environment = coalesce(?, environment),
+                   finished_at = ?, updated_at = ?,
+                   lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
+            WHERE order_id = ?
+            """, [.text(state.rawValue), .from(reason), .from(error), .from(environment),
+                  state == .finished ? .integer(now) : .null, .integer(now), .text(orderId)])
+    }
+
+    func appendHistory(_ orderId: String, _ entry: HistoryEntry) throws {
+        try query("""
+            INSERT INTO history(order_id, at, kind, outcome, apple_status, hook_exit, environment, duration_ms, detail)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, [.text(orderId), .integer(entry.at), .text(entry.kind.rawValue), .text(entry.outcome),
+                  .from(entry.appleStatus), .from(entry.hookExit), .from(entry.environment), .from(entry.durationMs),
+                  .from(entry.detail)])
+    }
+
+    /// Who holds a purchase: its grant key, or its transaction id recorded by a backend.
+    func holderOf(_ purchase: VerifiedPurchase) throws -> GrantHolder? {
+        guard let row = try query("""
+            SELECT order_id, note FROM grants WHERE grant_key = ? OR transaction_id = ? OR grant_key = ? LIMIT 1
+            """, [.text(purchase.grantKey), .text(purchase.transactionId), .text(purchase.transactionId)]).first else { return nil }
+        if let id = row.string("order_id") { return .order(id) }
+        return .outside(note: row.string("note"))
+    }
+}
