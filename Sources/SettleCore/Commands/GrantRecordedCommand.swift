@@ -41,7 +41,7 @@ enum GrantRecordedCommand {
                 key = original
             }
         }
-        let result: Ledger.OutsideGrantResult
+        let result: OutsideGrantResult
         do {
             let ledger = try configuration.openLedger(.existing, time: context.time)
             result = try ledger.recordOutsideGrant(transactionId: transaction, grantKey: key, note: parsed.value("--note"))

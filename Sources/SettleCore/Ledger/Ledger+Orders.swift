@@ -1,12 +1,5 @@
 import Foundation
 
-/// What `enqueue` did.
-public enum EnqueueResult: Sendable, Equatable {
-    case created
-    /// The same order with the same content was already there.
-    case unchanged
-}
-
 /// What rescue found and did.
 public struct RescueResult: Sendable, Equatable {
     /// Orders taken back from `verifying` to `pending` (no attempt used).
@@ -15,80 +8,9 @@ public struct RescueResult: Sendable, Equatable {
     public var redeliver: [String] = []
 }
 
+/// What stays SQLite's own among the order writes: rows a backend wrote that SQLite's loose
+/// typing let through, and the owner check of its claims (no fencing token on one host).
 extension Ledger {
-    // MARK: - Enqueue
-
-    /// Records a paid order and its proof. The same order twice with the same content is a
-    /// no-op; with different content it is refused, never overwritten.
-    public func enqueue(_ new: NewOrder) throws(LedgerError) -> EnqueueResult {
-        let receiptHash = new.receipt.map { SHA256.hex(Data($0.utf8)) }
-        let now = time.unixSeconds
-        return try locked { () throws(LedgerError) in
-            try write {
-                if let row = try database.query("SELECT * FROM orders WHERE order_id = ?", [.text(new.orderId)]).first {
-                    let existing = Order(row: row)
-                    let same = existing.userId == new.userId && existing.productId == new.productId
-                        && existing.requestedTransactionId == new.transactionId
-                        && existing.receiptSHA256 == receiptHash && existing.signedTransaction == new.signedTransaction
-                        && existing.appAccountToken == new.appAccountToken
-                    guard same else { throw LedgerError.conflictingOrder(new.orderId) }
-                    return .unchanged
-                }
-                if let receipt = new.receipt, let hash = receiptHash {
-                    try database.query("INSERT OR IGNORE INTO receipts(sha256, data, created_at) VALUES (?, ?, ?)",
-                                       [.text(hash), .text(receipt), .integer(now)])
-                }
-                try database.query("""
-                    INSERT INTO orders(order_id, user_id, product_id, transaction_id, receipt_sha256, signed_transaction,
-                                       app_account_token, next_attempt_at, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, [.text(new.orderId), .text(new.userId), .text(new.productId), .from(new.transactionId),
-                          .from(receiptHash), .from(new.signedTransaction), .from(new.appAccountToken), .integer(now),
-                          .integer(now), .integer(now)])
-                try appendHistory(new.orderId, HistoryEntry(at: now, kind: .enqueue, outcome: "enqueued"))
-                return .created
-            }
-        }
-    }
-
-    /// The stored receipt with this hash, checked against the hash (a backend may have
-    /// written the row by hand).
-    public func receipt(sha256: String) throws(LedgerError) -> String? {
-        let stored = try read {
-            try database.query("SELECT data FROM receipts WHERE sha256 = ?", [.text(sha256)]).first?.string("data")
-        }
-        guard let stored, SHA256.hex(Data(stored.utf8)) == sha256.lowercased() else { return nil }
-        return stored
-    }
-
-    // MARK: - Verification outcomes
-
-    /// Apple proved there is nothing to grant: `rejected` with a stable reason code.
-    @discardableResult
-    public func recordRejected(orderId: String, owner: LeaseOwner, reason: String, detail: String,
-                               environment: String?, history: HistoryEntry) throws(LedgerError) -> Bool {
-        let now = time.unixSeconds
-        return try transition {
-            guard try holds(orderId, state: .verifying, owner: owner) else { return false }
-            try finalize(orderId, state: .rejected, reason: reason, error: detail, environment: environment, now: now)
-            try appendHistory(orderId, history)
-            return true
-        }
-    }
-
-    /// settle cannot decide the order by itself: `needs_attention` at once, with the reason.
-    @discardableResult
-    public func recordNeedsAttention(orderId: String, owner: LeaseOwner, reason: AttentionReason, detail: String,
-                                     environment: String?, history: HistoryEntry) throws(LedgerError) -> Bool {
-        let now = time.unixSeconds
-        return try transition {
-            guard try holds(orderId, state: .verifying, owner: owner) else { return false }
-            try finalize(orderId, state: .needsAttention, reason: reason.rawValue, error: detail, environment: environment, now: now)
-            try appendHistory(orderId, history)
-            return true
-        }
-    }
-
     // MARK: - Rows settle cannot work on
 
     /// A row a backend wrote with values settle cannot read back as written: a BLOB where text
@@ -163,71 +85,6 @@ extension Ledger {
         }
     }
 
-    /// A write about this order failed a constraint (a row a backend broke): `needs_attention`
-    /// (`row_invalid`) so the pass goes on. History is written only if the row accepts it.
-    public func quarantine(orderId: String, detail: String) throws(LedgerError) {
-        let now = time.unixSeconds
-        try locked { () throws(LedgerError) in
-            try write {
-                try database.query("""
-                    UPDATE orders SET state = 'needs_attention', reason = 'row_invalid', last_error = ?, updated_at = ?,
-                           finished_at = NULL, lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
-                    WHERE order_id = ? AND state IN ('pending','verifying','delivering')
-                    """, [.text(detail), .integer(now), .text(orderId)])
-            }
-            _ = try? write {
-                try appendHistory(orderId, HistoryEntry(at: now, kind: .verification, outcome: "needs_attention",
-                                                        detail: "row_invalid: \(detail)"))
-            }
-        }
-    }
-
-    /// A verification or delivery that did not succeed and may be tried again.
-    ///
-    /// `countsAttempt` is false for failures of Apple as a whole, which must not use up the
-    /// order's attempts. When the attempts reach `maxAttempts` the order needs a person.
-    /// `permanent` sends it to a person at once (the hook refused).
-    @discardableResult
-    public func recordFailure(orderId: String, owner: LeaseOwner, from state: OrderState, error: String,
-                              countsAttempt: Bool, permanent: Bool = false, nextAttemptAt: Int64, maxAttempts: Int,
-                              environment: String? = nil, history: HistoryEntry) throws(LedgerError) -> OrderState? {
-        let now = time.unixSeconds
-        return try transition {
-            guard let order = try holding(orderId, state: state, owner: owner) else { return nil }
-            let attempts = order.attempts + (countsAttempt ? 1 : 0)
-            var newState = OrderState.pending
-            var reason: String? = nil
-            if permanent {
-                newState = .needsAttention
-                reason = AttentionReason.hookRefused.rawValue
-            } else if countsAttempt && attempts >= maxAttempts {
-                newState = .needsAttention
-                reason = AttentionReason.attemptsExhausted.rawValue
-            }
-            try database.query("""
-                UPDATE orders SET state = ?, attempts = ?, next_attempt_at = ?, reason = ?, last_error = ?,
-                       environment = coalesce(?, environment), updated_at = ?,
-                       lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
-                WHERE order_id = ?
-                """, [.text(newState.rawValue), .integer(Int64(attempts)), .integer(nextAttemptAt), .from(reason),
-                      .text(error), .from(environment), .integer(now), .text(orderId)])
-            try appendHistory(orderId, history)
-            return newState
-        }
-    }
-
-    /// The hook confirmed delivery: `finished`, for good.
-    @discardableResult
-    public func markFinished(orderId: String, owner: LeaseOwner, history: HistoryEntry) throws(LedgerError) -> Bool {
-        let now = time.unixSeconds
-        return try transition {
-            guard try holds(orderId, state: .delivering, owner: owner) else { return false }
-            try finalize(orderId, state: .finished, reason: nil, error: nil, environment: nil, now: now)
-            try appendHistory(orderId, history)
-            return true
-        }
-    }
-
     // MARK: - Private
 
     static let ownedBy = "lease_host = ? AND lease_pid = ? AND lease_start = ?"
@@ -238,22 +95,6 @@ extension Ledger {
 
     func leaseArguments(_ owner: LeaseOwner, expiresAt: Int64) -> [SQLiteValue] {
         ownerArguments(owner) + [.integer(expiresAt)]
-    }
-
-    func holding(_ orderId: String, state: OrderState, owner: LeaseOwner) throws -> Order? {
-        try database.query("SELECT * FROM orders WHERE order_id = ? AND state = ? AND \(Ledger.ownedBy)",
-                           [.text(orderId), .text(state.rawValue)] + ownerArguments(owner)).first.map(Order.init(row:))
-    }
-
-    func holds(_ orderId: String, state: OrderState, owner: LeaseOwner) throws -> Bool {
-        try !database.query("SELECT 1 AS held FROM orders WHERE order_id = ? AND state = ? AND \(Ledger.ownedBy)",
-                            [.text(orderId), .text(state.rawValue)] + ownerArguments(owner)).isEmpty
-    }
-
-    func finalize(_ orderId: String, state: OrderState, reason: String?, error: String?, environment: String?,
-                          now: Int64) throws {
-        try SQLiteTransaction(database: database).finalize(orderId, state: state, reason: reason, error: error,
-                                                            environment: environment, now: now)
     }
 
     func appendHistory(_ orderId: String, _ entry: HistoryEntry) throws {

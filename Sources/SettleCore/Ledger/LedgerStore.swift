@@ -26,7 +26,7 @@ public protocol LedgerStore: AnyObject, Sendable {
     func resolve(orderIds: [String], as resolution: Resolution, note: String, transaction: String?) throws(LedgerError) -> [(String, OrderState)]
     /// `settle assign`: an order without a user (`unclaimed_purchase`) gets its buyer and is due now.
     func assign(orderId: String, userId: String, note: String?) throws(LedgerError)
-    func recordOutsideGrant(transactionId: String, grantKey: String, note: String?) throws(LedgerError) -> Ledger.OutsideGrantResult
+    func recordOutsideGrant(transactionId: String, grantKey: String, note: String?) throws(LedgerError) -> OutsideGrantResult
 
     // Claims
     func claimNextDue(owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order?
@@ -109,37 +109,6 @@ extension Ledger: LedgerStore {
 
     public func release(orderId: String, owner: LeaseOwner, fence: Int64?) throws(LedgerError) {
         try release(orderId: orderId, owner: owner)
-    }
-
-    public func recordVerified(orderId: String, owner: LeaseOwner, fence: Int64?, match: Match, deliveryLeaseSeconds: Int64,
-                               history: HistoryEntry) throws(LedgerError) -> VerifiedResult {
-        try recordVerified(orderId: orderId, owner: owner, match: match, deliveryLeaseSeconds: deliveryLeaseSeconds, history: history)
-    }
-
-    public func recordGrantedOutside(orderId: String, owner: LeaseOwner, fence: Int64?, history: HistoryEntry) throws(LedgerError) -> GrantedOutsideResult {
-        try recordGrantedOutside(orderId: orderId, owner: owner, history: history)
-    }
-
-    public func recordRejected(orderId: String, owner: LeaseOwner, fence: Int64?, reason: String, detail: String,
-                               environment: String?, history: HistoryEntry) throws(LedgerError) -> Bool {
-        try recordRejected(orderId: orderId, owner: owner, reason: reason, detail: detail, environment: environment, history: history)
-    }
-
-    public func recordNeedsAttention(orderId: String, owner: LeaseOwner, fence: Int64?, reason: AttentionReason, detail: String,
-                                     environment: String?, history: HistoryEntry) throws(LedgerError) -> Bool {
-        try recordNeedsAttention(orderId: orderId, owner: owner, reason: reason, detail: detail, environment: environment, history: history)
-    }
-
-    public func recordFailure(orderId: String, owner: LeaseOwner, fence: Int64?, from state: OrderState, error: String,
-                              countsAttempt: Bool, permanent: Bool, nextAttemptAt: Int64, maxAttempts: Int,
-                              environment: String?, history: HistoryEntry) throws(LedgerError) -> OrderState? {
-        try recordFailure(orderId: orderId, owner: owner, from: state, error: error, countsAttempt: countsAttempt,
-                          permanent: permanent, nextAttemptAt: nextAttemptAt, maxAttempts: maxAttempts,
-                          environment: environment, history: history)
-    }
-
-    public func markFinished(orderId: String, owner: LeaseOwner, fence: Int64?, history: HistoryEntry) throws(LedgerError) -> Bool {
-        try markFinished(orderId: orderId, owner: owner, history: history)
     }
 
     public func recordDaemonPass(_ owner: LeaseOwner, summary: String) throws(LedgerError) {

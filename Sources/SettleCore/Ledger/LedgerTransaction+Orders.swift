@@ -29,3 +29,22 @@ extension LedgerTransaction {
         return .outside(note: row.string("note"))
     }
 }
+
+extension LedgerTransaction {
+    /// The order if this claim still holds it in `state`: this owner and, where the dialect
+    /// fences claims, this fencing token; locked for the rest of the transaction where rows
+    /// are locked.
+    func holding(_ orderId: String, state: OrderState, owner: LeaseOwner, fence: Int64?) throws -> Order? {
+        let fenced = dialect.fence(fence)
+        return try query("""
+            SELECT * FROM orders WHERE order_id = ? AND state = ? AND lease_host = ? AND lease_pid = ? AND lease_start = ?\(fenced.sql)\(dialect.lockRows)
+            """, [.text(orderId), .text(state.rawValue), .text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart)]
+                + fenced.values).first.map { Order(row: $0) }
+    }
+
+    /// Stores a proof by its hash; the same proof twice is stored once.
+    func storeReceipt(_ data: String, sha256: String, now: Int64) throws {
+        try query("INSERT INTO receipts(sha256, data, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                  [.text(sha256), .text(data), .integer(now)])
+    }
+}

@@ -17,6 +17,8 @@ public protocol LedgerTransaction {
     var dialect: LedgerDialect { get }
     @discardableResult
     func query(_ sql: String, _ values: [LedgerValue]) throws -> [any LedgerRow]
+    /// Runs one `UPDATE` or `DELETE` and answers how many rows it changed.
+    func changedRows(_ sql: String, _ values: [LedgerValue]) throws -> Int
 }
 
 extension LedgerTransaction {
@@ -43,11 +45,25 @@ public struct LedgerDialect: Sendable {
     public var keyLock: String?
     /// A condition that a column holds text (a backend's SQLite rows may hold BLOBs).
     public var isText: @Sendable (String) -> String
+    /// Appended to the owner check of a claim (`lease_host = ? AND lease_pid = ? AND lease_start = ?`),
+    /// with its values: PostgreSQL's claims carry a fencing token bumped at every claim, and a
+    /// transition given one acts only while the order still has it (another host may have taken
+    /// the claim over). SQLite's claims are taken back only by this process's own rescue before
+    /// a pass, so the owner alone identifies them: nothing is appended.
+    public var fence: @Sendable (Int64?) -> (sql: String, values: [LedgerValue])
+    /// When a lease taken now for `seconds` ends, as SQL with its values. SQLite measures leases
+    /// on this process's clock (`time`; one host); PostgreSQL on the database's (`now()`), the
+    /// one clock every host shares.
+    public var leaseExpiry: @Sendable (_ now: Int64, _ seconds: Int64) -> (sql: String, values: [LedgerValue])
 
-    public static let sqlite = LedgerDialect(lockRows: "", claimRows: { _ in "" }, keyLock: nil, isText: { "typeof(\($0)) = 'text'" })
+    public static let sqlite = LedgerDialect(lockRows: "", claimRows: { _ in "" }, keyLock: nil, isText: { "typeof(\($0)) = 'text'" },
+                                             fence: { _ in ("", []) },
+                                             leaseExpiry: { now, seconds in ("?", [.integer(now + seconds)]) })
     public static let postgres = LedgerDialect(lockRows: " FOR UPDATE", claimRows: { " FOR UPDATE OF \($0) SKIP LOCKED" },
                                                keyLock: "SELECT pg_advisory_xact_lock(hashtext(?)) IS NULL AS locked",
-                                               isText: { _ in "TRUE" })
+                                               isText: { _ in "TRUE" },
+                                               fence: { fence in (" AND (?::bigint IS NULL OR fencing_token = ?::bigint)", [.from(fence), .from(fence)]) },
+                                               leaseExpiry: { _, seconds in ("\(PostgresLedger.databaseNow) + ?::bigint", [.integer(seconds)]) })
 }
 
 /// A ledger whose transitions can be written once over `LedgerTransaction`: both engines.
@@ -56,10 +72,18 @@ public protocol TransactionalLedger: LedgerStore {
     /// nothing of it stays.
     @discardableResult
     func writing<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T
+    /// One transition of a claimed order, as one unit that commits before this returns. On
+    /// SQLite it joins the group commit (its own savepoint in the transaction of every
+    /// transition waiting at that moment, one fsync for all); on PostgreSQL it is its own
+    /// transaction.
+    func transition<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T
     /// One read-only transaction with one snapshot.
     func reading<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T
     /// Whether the schema has the notification tables (a read-only status of an older ledger may not).
     func hasNotificationTables() throws(LedgerError) -> Bool
+    /// Whether the schema keeps the counts by state in `order_counts` (SQLite's schema 4, kept by
+    /// triggers, so status does not count a million rows); PostgreSQL counts them.
+    func keepsOrderCounts() throws(LedgerError) -> Bool
 }
 
 /// The SQLite connection of `Ledger`, inside one of its transactions.
@@ -68,6 +92,11 @@ struct SQLiteTransaction: LedgerTransaction {
     var dialect: LedgerDialect { .sqlite }
 
     func query(_ sql: String, _ values: [LedgerValue]) throws -> [any LedgerRow] { try database.query(sql, values) }
+
+    func changedRows(_ sql: String, _ values: [LedgerValue]) throws -> Int {
+        try database.query(sql, values)
+        return Int(try database.query("SELECT changes() AS n").first?.int("n") ?? 0)
+    }
 }
 
 /// A pooled PostgreSQL connection, inside one of `PostgresLedger`'s transactions.
@@ -76,6 +105,10 @@ struct PostgresTransaction: LedgerTransaction {
     var dialect: LedgerDialect { .postgres }
 
     func query(_ sql: String, _ values: [LedgerValue]) throws -> [any LedgerRow] { try connection.run(sql, values) }
+
+    func changedRows(_ sql: String, _ values: [LedgerValue]) throws -> Int {
+        Int(try connection.run("WITH changed AS (\(sql) RETURNING 1) SELECT count(*) AS n FROM changed", values).first?.int("n") ?? 0)
+    }
 }
 
 extension Ledger: TransactionalLedger {
@@ -88,7 +121,13 @@ extension Ledger: TransactionalLedger {
         try read { try body(SQLiteTransaction(database: database)) }
     }
 
+    public func transition<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T {
+        try transition { try body(SQLiteTransaction(database: database)) }
+    }
+
     public func hasNotificationTables() throws(LedgerError) -> Bool { try schemaVersion() >= 5 }
+
+    public func keepsOrderCounts() throws(LedgerError) -> Bool { try schemaVersion() >= 4 }
 }
 
 extension PostgresLedger: TransactionalLedger {
@@ -100,6 +139,10 @@ extension PostgresLedger: TransactionalLedger {
     public func reading<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T {
         try read { connection in try body(PostgresTransaction(connection: connection)) }
     }
+
+    public func transition<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T { try writing(body) }
+
+    public func keepsOrderCounts() throws(LedgerError) -> Bool { false }
 
     public func hasNotificationTables() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.notificationsVersion }
 }

@@ -1,73 +1,8 @@
 import Foundation
 
-/// Enqueue and the transitions of a claimed order, as in `Ledger+Orders.swift`; each checks
-/// the claim (owner and fencing token) under the row's lock in the transaction that writes.
+/// What stays PostgreSQL's own among the order writes: rows put in flight by someone else than
+/// settle, and the owner-and-fencing-token check of the claims (`PostgresLedger+Claims`).
 extension PostgresLedger {
-    public func enqueue(_ new: NewOrder) throws(LedgerError) -> EnqueueResult {
-        let receiptHash = new.receipt.map { SHA256.hex(Data($0.utf8)) }
-        let now = time.unixSeconds
-        return try write { db in
-            if let receipt = new.receipt, let hash = receiptHash {
-                try db.run("INSERT INTO receipts(sha256, data, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                           [.text(hash), .text(receipt), .integer(now)])
-            }
-            // ON CONFLICT: two backends enqueueing the same order at once both succeed, one
-            // creating it and the other comparing against it.
-            let created = try db.run("""
-                INSERT INTO orders(order_id, user_id, product_id, transaction_id, receipt_sha256, signed_transaction,
-                                   app_account_token, next_attempt_at, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (order_id) DO NOTHING RETURNING order_id
-                """, [.text(new.orderId), .text(new.userId), .text(new.productId), .from(new.transactionId),
-                      .from(receiptHash), .from(new.signedTransaction), .from(new.appAccountToken), .integer(now),
-                      .integer(now), .integer(now)])
-            if created.isEmpty {
-                guard let row = try db.run("SELECT * FROM orders WHERE order_id = ?", [.text(new.orderId)]).first else {
-                    throw LedgerError.invalid("order \(new.orderId) vanished while enqueueing it")
-                }
-                let existing = Order(row: row)
-                let same = existing.userId == new.userId && existing.productId == new.productId
-                    && existing.requestedTransactionId == new.transactionId
-                    && existing.receiptSHA256 == receiptHash && existing.signedTransaction == new.signedTransaction
-                    && existing.appAccountToken == new.appAccountToken
-                guard same else { throw LedgerError.conflictingOrder(new.orderId) }
-                return .unchanged
-            }
-            try appendHistory(db, new.orderId, HistoryEntry(at: now, kind: .enqueue, outcome: "enqueued"))
-            return .created
-        }
-    }
-
-    public func receipt(sha256: String) throws(LedgerError) -> String? {
-        let stored = try read { db in
-            try db.run("SELECT data FROM receipts WHERE sha256 = ?", [.text(sha256)]).first?.string("data")
-        }
-        guard let stored, SHA256.hex(Data(stored.utf8)) == sha256.lowercased() else { return nil }
-        return stored
-    }
-
-    public func recordRejected(orderId: String, owner: LeaseOwner, fence: Int64?, reason: String, detail: String,
-                               environment: String?, history: HistoryEntry) throws(LedgerError) -> Bool {
-        let now = time.unixSeconds
-        return try write { db in
-            guard try holding(db, orderId, state: .verifying, owner: owner, fence: fence) != nil else { return false }
-            try finalize(db, orderId, state: .rejected, reason: reason, error: detail, environment: environment, now: now)
-            try appendHistory(db, orderId, history)
-            return true
-        }
-    }
-
-    public func recordNeedsAttention(orderId: String, owner: LeaseOwner, fence: Int64?, reason: AttentionReason, detail: String,
-                                     environment: String?, history: HistoryEntry) throws(LedgerError) -> Bool {
-        let now = time.unixSeconds
-        return try write { db in
-            guard try holding(db, orderId, state: .verifying, owner: owner, fence: fence) != nil else { return false }
-            try finalize(db, orderId, state: .needsAttention, reason: reason.rawValue, error: detail, environment: environment, now: now)
-            try appendHistory(db, orderId, history)
-            return true
-        }
-    }
-
     /// PostgreSQL's column types refuse the malformed rows SQLite lets a backend write, so
     /// there is never one to set aside.
     /// Typed columns and valid UTF-8 leave PostgreSQL no malformed rows, and new rows are forced
@@ -96,59 +31,6 @@ extension PostgresLedger {
         }
     }
 
-    public func quarantine(orderId: String, detail: String) throws(LedgerError) {
-        let now = time.unixSeconds
-        try write { db in
-            try db.run("""
-                UPDATE orders SET state = 'needs_attention', reason = 'row_invalid', last_error = ?, updated_at = ?,
-                       finished_at = NULL, lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
-                WHERE order_id = ? AND state IN ('pending','verifying','delivering')
-                """, [.text(detail), .integer(now), .text(orderId)])
-        }
-        _ = try? write { db in
-            try appendHistory(db, orderId, HistoryEntry(at: now, kind: .verification, outcome: "needs_attention",
-                                                        detail: "row_invalid: \(detail)"))
-        }
-    }
-
-    public func recordFailure(orderId: String, owner: LeaseOwner, fence: Int64?, from state: OrderState, error: String,
-                              countsAttempt: Bool, permanent: Bool, nextAttemptAt: Int64, maxAttempts: Int,
-                              environment: String?, history: HistoryEntry) throws(LedgerError) -> OrderState? {
-        let now = time.unixSeconds
-        return try write { db in
-            guard let order = try holding(db, orderId, state: state, owner: owner, fence: fence) else { return nil }
-            let attempts = order.attempts + (countsAttempt ? 1 : 0)
-            var newState = OrderState.pending
-            var reason: String? = nil
-            if permanent {
-                newState = .needsAttention
-                reason = AttentionReason.hookRefused.rawValue
-            } else if countsAttempt && attempts >= maxAttempts {
-                newState = .needsAttention
-                reason = AttentionReason.attemptsExhausted.rawValue
-            }
-            try db.run("""
-                UPDATE orders SET state = ?, attempts = ?, next_attempt_at = ?, reason = ?, last_error = ?,
-                       environment = coalesce(?, environment), updated_at = ?,
-                       lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
-                WHERE order_id = ?
-                """, [.text(newState.rawValue), .integer(Int64(attempts)), .integer(nextAttemptAt), .from(reason),
-                      .text(error), .from(environment), .integer(now), .text(orderId)])
-            try appendHistory(db, orderId, history)
-            return newState
-        }
-    }
-
-    public func markFinished(orderId: String, owner: LeaseOwner, fence: Int64?, history: HistoryEntry) throws(LedgerError) -> Bool {
-        let now = time.unixSeconds
-        return try write { db in
-            guard try holding(db, orderId, state: .delivering, owner: owner, fence: fence) != nil else { return false }
-            try finalize(db, orderId, state: .finished, reason: nil, error: nil, environment: nil, now: now)
-            try appendHistory(db, orderId, history)
-            return true
-        }
-    }
-
     // MARK: - Shared by the transitions
 
     /// The claim a transition acts on: this owner, and (when given) this fencing token.
@@ -156,17 +38,6 @@ extension PostgresLedger {
 
     func claimArguments(_ owner: LeaseOwner, _ fence: Int64?) -> [PostgresValue] {
         [.text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart), .from(fence), .from(fence)]
-    }
-
-    /// The order if this claim still holds it, locked for the rest of the transaction.
-    func holding(_ db: PostgresConnection, _ orderId: String, state: OrderState, owner: LeaseOwner, fence: Int64?) throws -> Order? {
-        try db.run("SELECT * FROM orders WHERE order_id = ? AND state = ? AND \(PostgresLedger.claimedBy) FOR UPDATE",
-                   [.text(orderId), .text(state.rawValue)] + claimArguments(owner, fence)).first.map(Order.init(row:))
-    }
-
-    func finalize(_ db: PostgresConnection, _ orderId: String, state: OrderState, reason: String?, error: String?,
-                  environment: String?, now: Int64) throws {
-        try PostgresTransaction(connection: db).finalize(orderId, state: state, reason: reason, error: error, environment: environment, now: now)
     }
 
     func appendHistory(_ db: PostgresConnection, _ orderId: String, _ entry: HistoryEntry) throws {

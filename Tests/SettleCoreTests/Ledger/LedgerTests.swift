@@ -106,9 +106,9 @@ final class LedgerTests: XCTestCase {
         let entry = HistoryEntry(at: 0, kind: .verification, outcome: "verified")
         _ = try ledger.claimNextDue(owner: me, leaseSeconds: 60)
         _ = try ledger.claimNextDue(owner: me, leaseSeconds: 60)
-        guard case .delivering = try ledger.recordVerified(orderId: "o-1", owner: me, match: .only(purchase("100")),
+        guard case .delivering = try ledger.recordVerified(orderId: "o-1", owner: me, fence: nil, match: .only(purchase("100")),
                                                            deliveryLeaseSeconds: 60, history: entry) else { return XCTFail() }
-        XCTAssertEqual(try ledger.recordVerified(orderId: "o-2", owner: me, match: .only(purchase("100")),
+        XCTAssertEqual(try ledger.recordVerified(orderId: "o-2", owner: me, fence: nil, match: .only(purchase("100")),
                                                  deliveryLeaseSeconds: 60, history: entry), .alreadyGranted("transaction 100 order o-1"))
         let o2 = try XCTUnwrap(try ledger.orderRecord("o-2")?.order)
         XCTAssertEqual(o2.state, .rejected)
@@ -119,7 +119,7 @@ final class LedgerTests: XCTestCase {
         try enqueue("o-1")
         _ = try ledger.claimNextDue(owner: me, leaseSeconds: 60)
         let stranger = LeaseOwner(host: me.host, pid: me.pid, startTime: "other-boot")
-        XCTAssertEqual(try ledger.recordVerified(orderId: "o-1", owner: stranger, match: .only(purchase("100")), deliveryLeaseSeconds: 60,
+        XCTAssertEqual(try ledger.recordVerified(orderId: "o-1", owner: stranger, fence: nil, match: .only(purchase("100")), deliveryLeaseSeconds: 60,
                                                  history: HistoryEntry(at: 0, kind: .verification, outcome: "verified")), .leaseLost)
         XCTAssertEqual(try ledger.orderRecord("o-1")?.order.state, .verifying)
     }
@@ -134,7 +134,7 @@ final class LedgerTests: XCTestCase {
         _ = try ledger.claim(orderId: "o-1", owner: dead, leaseSeconds: 3600)
         _ = try ledger.claim(orderId: "o-2", owner: remoteLive, leaseSeconds: 60)
         _ = try ledger.claim(orderId: "o-3", owner: remoteLive, leaseSeconds: 3600)
-        _ = try ledger.recordVerified(orderId: "o-2", owner: remoteLive, match: .only(purchase("200")), deliveryLeaseSeconds: 60,
+        _ = try ledger.recordVerified(orderId: "o-2", owner: remoteLive, fence: nil, match: .only(purchase("200")), deliveryLeaseSeconds: 60,
                                       history: HistoryEntry(at: 0, kind: .verification, outcome: "verified"))
         world.time.advance(by: 120)
         let result = try ledger.rescue(owner: me)
@@ -164,7 +164,7 @@ final class LedgerTests: XCTestCase {
         try enqueue("o-1")
         try enqueue("o-2", transaction: "200")
         _ = try ledger.claimNextDue(owner: me, leaseSeconds: 60)
-        _ = try ledger.recordRejected(orderId: "o-1", owner: me, reason: "receipt_invalid", detail: "21003", environment: nil,
+        _ = try ledger.recordRejected(orderId: "o-1", owner: me, fence: nil, reason: "receipt_invalid", detail: "21003", environment: nil,
                                       history: HistoryEntry(at: 0, kind: .verification, outcome: "rejected"))
         XCTAssertThrowsError(try ledger.retry(orderIds: ["o-1", "o-2"], note: "x"), "o-2 is pending")
         XCTAssertEqual(try ledger.orderRecord("o-1")?.order.state, .rejected)
@@ -235,7 +235,7 @@ final class LedgerScaleTests: XCTestCase {
         var counts = try ledger.summary(OrderFilter()).counts
         XCTAssertEqual(counts[.pending], 2)
         _ = try ledger.claim(orderId: "o-1", owner: .current, leaseSeconds: 60)
-        _ = try ledger.recordRejected(orderId: "o-1", owner: .current, reason: "refunded", detail: "", environment: nil,
+        _ = try ledger.recordRejected(orderId: "o-1", owner: .current, fence: nil, reason: "refunded", detail: "", environment: nil,
                                       history: HistoryEntry(at: 0, kind: .verification, outcome: "rejected"))
         counts = try ledger.summary(OrderFilter()).counts
         XCTAssertEqual(counts[.pending], 1)

@@ -299,7 +299,7 @@ final class ReconcilerTests: XCTestCase {
         let dead = LeaseOwner(host: LeaseOwner.current.host, pid: Int32.max - 1, startTime: "1",
                               bootId: LeaseOwner.current.bootId, pidNamespace: LeaseOwner.current.pidNamespace)
         _ = try ledger.claim(orderId: "o-1", owner: dead, leaseSeconds: 3600)
-        _ = try ledger.recordVerified(orderId: "o-1", owner: dead, match: .only(VerifiedPurchase(
+        _ = try ledger.recordVerified(orderId: "o-1", owner: dead, fence: nil, match: .only(VerifiedPurchase(
             transactionId: "777", originalTransactionId: "777", productId: world.coins, environment: "Production",
             quantity: 1, purchaseDateMs: 1, expiresDateMs: nil)), deliveryLeaseSeconds: 3600,
             history: HistoryEntry(at: 0, kind: .verification, outcome: "verified"))
