@@ -1,13 +1,5 @@
 import Foundation
 
-/// What rescue found and did.
-public struct RescueResult: Sendable, Equatable {
-    /// Orders taken back from `verifying` to `pending` (no attempt used).
-    public var requeued: [String] = []
-    /// Orders in `delivering` to be delivered again with the same key, once leased.
-    public var redeliver: [String] = []
-}
-
 /// What stays SQLite's own among the order writes: rows a backend wrote that SQLite's loose
 /// typing let through, and the owner check of its claims (no fencing token on one host).
 extension Ledger {
@@ -87,14 +79,9 @@ extension Ledger {
 
     // MARK: - Private
 
-    static let ownedBy = "lease_host = ? AND lease_pid = ? AND lease_start = ?"
-
-    func ownerArguments(_ owner: LeaseOwner) -> [SQLiteValue] {
-        [.text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart)]
-    }
-
+    /// The lease columns' values of a claim by `owner` until `expiresAt` (`claimNextDue`).
     func leaseArguments(_ owner: LeaseOwner, expiresAt: Int64) -> [SQLiteValue] {
-        ownerArguments(owner) + [.integer(expiresAt)]
+        [.text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart), .integer(expiresAt)]
     }
 
     func appendHistory(_ orderId: String, _ entry: HistoryEntry) throws {

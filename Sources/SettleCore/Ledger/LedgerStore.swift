@@ -103,14 +103,6 @@ extension Ledger: LedgerStore {
     public var location: String { path }
     public var isShared: Bool { false }
 
-    public func renewLease(orderId: String, owner: LeaseOwner, fence: Int64?, state: OrderState, leaseSeconds: Int64) throws(LedgerError) -> Bool {
-        try renewLease(orderId: orderId, owner: owner, state: state, leaseSeconds: leaseSeconds)
-    }
-
-    public func release(orderId: String, owner: LeaseOwner, fence: Int64?) throws(LedgerError) {
-        try release(orderId: orderId, owner: owner)
-    }
-
     public func recordDaemonPass(_ owner: LeaseOwner, summary: String) throws(LedgerError) {
         try recordDaemonPass(summary: summary)
     }

@@ -35,11 +35,24 @@ extension LedgerTransaction {
     /// fences claims, this fencing token; locked for the rest of the transaction where rows
     /// are locked.
     func holding(_ orderId: String, state: OrderState, owner: LeaseOwner, fence: Int64?) throws -> Order? {
+        let claim = claimedBy(owner, fence: fence)
+        return try query("SELECT * FROM orders WHERE order_id = ? AND state = ? AND \(claim.sql)\(dialect.lockRows)",
+                         [.text(orderId), .text(state.rawValue)] + claim.values).first.map { Order(row: $0) }
+    }
+
+    /// The condition that a claim is still `owner`'s (and, where the dialect fences claims, still
+    /// the one with this fencing token).
+    func claimedBy(_ owner: LeaseOwner, fence: Int64?) -> (sql: String, values: [LedgerValue]) {
         let fenced = dialect.fence(fence)
-        return try query("""
-            SELECT * FROM orders WHERE order_id = ? AND state = ? AND lease_host = ? AND lease_pid = ? AND lease_start = ?\(fenced.sql)\(dialect.lockRows)
-            """, [.text(orderId), .text(state.rawValue), .text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart)]
-                + fenced.values).first.map { Order(row: $0) }
+        return ("lease_host = ? AND lease_pid = ? AND lease_start = ?" + fenced.sql,
+                [.text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart)] + fenced.values)
+    }
+
+    /// The lease columns of a new claim by `owner` for `seconds` on the lease clock.
+    func newLease(_ owner: LeaseOwner, now: Int64, seconds: Int64) -> (sql: String, values: [LedgerValue]) {
+        let expiry = dialect.leaseExpiry(now, seconds)
+        return ("lease_host = ?, lease_pid = ?, lease_start = ?, lease_expires_at = \(expiry.sql)\(dialect.newFence)",
+                [.text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart)] + expiry.values)
     }
 
     /// Stores a proof by its hash; the same proof twice is stored once.

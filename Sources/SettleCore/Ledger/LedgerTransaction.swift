@@ -51,18 +51,22 @@ public struct LedgerDialect: Sendable {
     /// the claim over). SQLite's claims are taken back only by this process's own rescue before
     /// a pass, so the owner alone identifies them: nothing is appended.
     public var fence: @Sendable (Int64?) -> (sql: String, values: [LedgerValue])
+    /// Appended to the lease columns a new claim sets: PostgreSQL's claim bumps the order's
+    /// fencing token, so the previous holder's transitions change nothing; nothing on SQLite.
+    public var newFence: String
     /// When a lease taken now for `seconds` ends, as SQL with its values. SQLite measures leases
     /// on this process's clock (`time`; one host); PostgreSQL on the database's (`now()`), the
     /// one clock every host shares.
     public var leaseExpiry: @Sendable (_ now: Int64, _ seconds: Int64) -> (sql: String, values: [LedgerValue])
 
     public static let sqlite = LedgerDialect(lockRows: "", claimRows: { _ in "" }, keyLock: nil, isText: { "typeof(\($0)) = 'text'" },
-                                             fence: { _ in ("", []) },
+                                             fence: { _ in ("", []) }, newFence: "",
                                              leaseExpiry: { now, seconds in ("?", [.integer(now + seconds)]) })
     public static let postgres = LedgerDialect(lockRows: " FOR UPDATE", claimRows: { " FOR UPDATE OF \($0) SKIP LOCKED" },
                                                keyLock: "SELECT pg_advisory_xact_lock(hashtext(?)) IS NULL AS locked",
                                                isText: { _ in "TRUE" },
                                                fence: { fence in (" AND (?::bigint IS NULL OR fencing_token = ?::bigint)", [.from(fence), .from(fence)]) },
+                                               newFence: ", fencing_token = fencing_token + 1",
                                                leaseExpiry: { _, seconds in ("\(PostgresLedger.databaseNow) + ?::bigint", [.integer(seconds)]) })
 }
 

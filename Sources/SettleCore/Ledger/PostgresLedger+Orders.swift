@@ -31,15 +31,6 @@ extension PostgresLedger {
         }
     }
 
-    // MARK: - Shared by the transitions
-
-    /// The claim a transition acts on: this owner, and (when given) this fencing token.
-    static let claimedBy = "lease_host = ? AND lease_pid = ? AND lease_start = ? AND (?::bigint IS NULL OR fencing_token = ?::bigint)"
-
-    func claimArguments(_ owner: LeaseOwner, _ fence: Int64?) -> [PostgresValue] {
-        [.text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart), .from(fence), .from(fence)]
-    }
-
     func appendHistory(_ db: PostgresConnection, _ orderId: String, _ entry: HistoryEntry) throws {
         try PostgresTransaction(connection: db).appendHistory(orderId, entry)
     }
