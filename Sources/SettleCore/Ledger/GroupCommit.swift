@@ -93,9 +93,7 @@ extension Ledger {
         }
         switch outcome {
         case let .success(value): return value
-        case let .failure(error as LedgerError): throw error
-        case let .failure(error as SQLiteError): throw .io(error)
-        case let .failure(error): throw .invalid("\(error)")
+        case let .failure(error): throw Ledger.ledgerError(error)
         }
     }
 

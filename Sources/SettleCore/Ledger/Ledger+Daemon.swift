@@ -19,30 +19,7 @@ extension Ledger {
     /// The persisted Apple breaker (closed in a ledger too old to have one).
     public func appleBreaker() throws(LedgerError) -> AppleBreaker {
         guard try schemaVersion() >= 2 else { return AppleBreaker() }
-        return try read {
-            guard let row = try database.query("SELECT * FROM apple_breaker WHERE id = 1").first else { return AppleBreaker() }
-            return AppleBreaker(state: AppleBreaker.State(rawValue: row.string("state") ?? "") ?? .closed,
-                                consecutiveFailures: Int(row.int("consecutive_failures") ?? 0),
-                                cooldownSeconds: row.int("cooldown_seconds") ?? 0, retryAt: row.int("retry_at"),
-                                lastError: AppleBreaker.storedError(row.string("last_error")).message,
-                                lastErrorAt: AppleBreaker.storedError(row.string("last_error")).at)
-        }
-    }
-
-    public func saveAppleBreaker(_ breaker: AppleBreaker) throws(LedgerError) {
-        let now = time.unixSeconds
-        _ = try locked { () throws(LedgerError) in
-            try write {
-                try database.query("""
-                    INSERT INTO apple_breaker(id, state, consecutive_failures, cooldown_seconds, retry_at, last_error, updated_at)
-                    VALUES (1, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT(id) DO UPDATE SET state = excluded.state, consecutive_failures = excluded.consecutive_failures,
-                        cooldown_seconds = excluded.cooldown_seconds, retry_at = excluded.retry_at,
-                        last_error = excluded.last_error, updated_at = excluded.updated_at
-                    """, [.text(breaker.state.rawValue), .integer(Int64(breaker.consecutiveFailures)),
-                          .integer(breaker.cooldownSeconds), .from(breaker.retryAt), .from(breaker.storedLastError), .integer(now)])
-            }
-        }
+        return try reading { db in try db.appleBreaker() }
     }
 
     /// Records that a daemon started (replacing the record of any previous one).

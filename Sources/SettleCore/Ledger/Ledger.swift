@@ -206,12 +206,8 @@ public final class Ledger: @unchecked Sendable {
     func write<T>(_ body: () throws -> T) throws(LedgerError) -> T {
         do {
             return try database.writeTransaction(body)
-        } catch let error as LedgerError {
-            throw error
-        } catch let error as SQLiteError {
-            throw .io(error)
         } catch {
-            throw .invalid("\(error)")
+            throw Ledger.ledgerError(error)
         }
     }
 
@@ -220,13 +216,18 @@ public final class Ledger: @unchecked Sendable {
         try locked { () throws(LedgerError) in
             do {
                 return try database.readTransaction(body)
-            } catch let error as LedgerError {
-                throw error
-            } catch let error as SQLiteError {
-                throw .io(error)
             } catch {
-                throw .invalid("\(error)")
+                throw Ledger.ledgerError(error)
             }
+        }
+    }
+
+    /// SQLite errors become `.io`, domain errors pass through.
+    static func ledgerError(_ error: any Error) -> LedgerError {
+        switch error {
+        case let error as LedgerError: return error
+        case let error as SQLiteError: return .io(error)
+        default: return .invalid("\(error)")
         }
     }
 }

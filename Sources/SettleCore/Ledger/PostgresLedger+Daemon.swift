@@ -6,7 +6,7 @@ extension PostgresLedger {
     // MARK: - Once for all daemons
 
     public func appleBreaker() throws(LedgerError) -> AppleBreaker {
-        try read { db in try PostgresLedger.breaker(db) }
+        try reading { db in try db.appleBreaker() }
     }
 
     /// The Apple breaker, shared by every daemon. When it is due for a probe, the first daemon
@@ -20,31 +20,10 @@ extension PostgresLedger {
                 WHERE id = 1 AND state = 'open' AND retry_at <= ?
                 RETURNING 1 AS taken
                 """, [.integer(now), .integer(now)]).isEmpty == false
-            var breaker = try PostgresLedger.breaker(db)
+            var breaker = try PostgresTransaction(connection: db).appleBreaker()
             // Ours to probe: the caller sees it due now, as on a ledger of its own.
             if probe { breaker.retryAt = now }
             return breaker
-        }
-    }
-
-    private static func breaker(_ db: PostgresConnection) throws -> AppleBreaker {
-        guard let row = try db.run("SELECT * FROM apple_breaker WHERE id = 1").first else { return AppleBreaker() }
-        return AppleBreaker(state: AppleBreaker.State(rawValue: row.string("state") ?? "") ?? .closed,
-                            consecutiveFailures: Int(row.int("consecutive_failures") ?? 0),
-                            cooldownSeconds: row.int("cooldown_seconds") ?? 0, retryAt: row.int("retry_at"),
-                            lastError: AppleBreaker.storedError(row.string("last_error")).message,
-                            lastErrorAt: AppleBreaker.storedError(row.string("last_error")).at)
-    }
-
-    public func saveAppleBreaker(_ breaker: AppleBreaker) throws(LedgerError) {
-        let now = time.unixSeconds
-        try write { db in
-            try db.run("""
-                UPDATE apple_breaker SET state = ?, consecutive_failures = ?, cooldown_seconds = ?, retry_at = ?,
-                       last_error = ?, updated_at = ?
-                WHERE id = 1
-                """, [.text(breaker.state.rawValue), .integer(Int64(breaker.consecutiveFailures)), .integer(breaker.cooldownSeconds),
-                      .from(breaker.retryAt), .from(breaker.storedLastError), .integer(now)])
         }
     }
 
