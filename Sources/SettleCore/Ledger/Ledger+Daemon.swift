@@ -34,7 +34,7 @@ extension Ledger {
         }
     }
 
-    public func recordDaemonPass(summary: String) throws(LedgerError) {
+    public func recordDaemonPass(_ owner: LeaseOwner, summary: String) throws(LedgerError) {
         let now = time.unixSeconds
         _ = try locked { () throws(LedgerError) in
             try write {
@@ -44,11 +44,19 @@ extension Ledger {
         }
     }
 
-    public func recordDaemonStopped() throws(LedgerError) {
+    public func recordDaemonStopped(_ owner: LeaseOwner) throws(LedgerError) {
         let now = time.unixSeconds
         _ = try locked { () throws(LedgerError) in
             try write { try database.query("UPDATE daemon SET stopped_at = ? WHERE id = 1", [.integer(now)]) }
         }
+    }
+
+    /// One host: a due breaker is this daemon's to probe.
+    public func appleBreakerForPass() throws(LedgerError) -> AppleBreaker { try appleBreaker() }
+
+    /// SQLite keeps the last daemon started: live while it runs.
+    public func liveDaemons() throws(LedgerError) -> [DaemonRecord] {
+        try daemonRecord().map { $0.isRunning ? [$0] : [] } ?? []
     }
 
     public func daemonRecord() throws(LedgerError) -> DaemonRecord? {

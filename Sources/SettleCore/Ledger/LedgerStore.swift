@@ -1,13 +1,5 @@
-/// The ledger as the rest of settle uses it: the one place where orders change state,
-/// whichever database holds it. `Ledger` keeps it in SQLite on one host; `PostgresLedger`
-/// in PostgreSQL, shared by any number of `settle run` processes on any number of hosts.
-///
-/// Every transition names the claim it acts on: the owner (host, pid, start) and, on
-/// PostgreSQL, the claim's fencing token (`Order.fencingToken`), a counter bumped at each
-/// claim. A transition whose claim is no longer current changes nothing and answers so
-/// (`false`, `nil` or `.leaseLost`). SQLite's claims are taken back only by this process's
-/// own rescue before a pass, so the owner alone identifies them there and `fence` is unused.
-public protocol LedgerStore: AnyObject, Sendable {
+/// What every ledger is, whichever role a caller uses it in.
+public protocol LedgerBase: AnyObject, Sendable {
     var time: any TimeSource { get }
     /// Where the ledger is, for logs and status (a path, or a URL without its password).
     var location: String { get }
@@ -17,16 +9,20 @@ public protocol LedgerStore: AnyObject, Sendable {
 
     func schemaVersion() throws(LedgerError) -> Int
     func close() throws(LedgerError)
+}
 
-    // Backends and support
+/// Orders and their transitions: what backends enqueue and what the reconciler claims, verifies
+/// and delivers.
+///
+/// Every transition names the claim it acts on: the owner (host, pid, start) and, on
+/// PostgreSQL, the claim's fencing token (`Order.fencingToken`), a counter bumped at each
+/// claim. A transition whose claim is no longer current changes nothing and answers so
+/// (`false`, `nil` or `.leaseLost`). SQLite's claims are taken back only by this process's
+/// own rescue before a pass, so the owner alone identifies them there and `fence` is unused
+/// (`LedgerDialect.fence`).
+public protocol OrderLedger: LedgerBase {
     func enqueue(_ new: NewOrder) throws(LedgerError) -> EnqueueResult
-    @discardableResult
-    func retry(orderIds: [String], note: String?, proof: ReplacementProof?) throws(LedgerError) -> [RetriedOrder]
-    @discardableResult
-    func resolve(orderIds: [String], as resolution: Resolution, note: String, transaction: String?) throws(LedgerError) -> [(String, OrderState)]
-    /// `settle assign`: an order without a user (`unclaimed_purchase`) gets its buyer and is due now.
-    func assign(orderId: String, userId: String, note: String?) throws(LedgerError)
-    func recordOutsideGrant(transactionId: String, grantKey: String, note: String?) throws(LedgerError) -> OutsideGrantResult
+    func receipt(sha256: String) throws(LedgerError) -> String?
 
     // Claims
     func claimNextDue(owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order?
@@ -56,21 +52,37 @@ public protocol LedgerStore: AnyObject, Sendable {
     @discardableResult
     func markFinished(orderId: String, owner: LeaseOwner, fence: Int64?, history: HistoryEntry) throws(LedgerError) -> Bool
 
-    // Rows settle cannot work on, and housekeeping
+    // Rows settle cannot work on
     func quarantineMalformedRows() throws(LedgerError) -> [String]
     func quarantine(orderId: String, detail: String) throws(LedgerError)
-    @discardableResult
-    func pruneHistory(olderThanDays days: Int) throws(LedgerError) -> Int
+}
 
-    // Reads
-    func receipt(sha256: String) throws(LedgerError) -> String?
-    func summary(_ filter: OrderFilter) throws(LedgerError) -> LedgerSummary
-    func orderRecord(_ orderId: String) throws(LedgerError) -> (order: Order, history: [HistoryEntry])?
+/// Grants: who holds a purchase, and the ones a backend made itself (`grant-recorded`).
+public protocol GrantLedger: LedgerBase {
+    func recordOutsideGrant(transactionId: String, grantKey: String, note: String?) throws(LedgerError) -> OutsideGrantResult
     func grantHolder(transactionId: String) throws(LedgerError) -> String?
     func grantHolder(of purchase: VerifiedPurchase) throws(LedgerError) -> GrantHolder?
-    func dueOrders(limit: Int) throws(LedgerError) -> [Order]
+}
 
-    // Work done once for all daemons, and the daemons themselves
+/// What support does and reads: `retry`, `resolve`, `assign`, `status`, `reconcile --dry-run`,
+/// and housekeeping.
+public protocol SupportLedger: LedgerBase {
+    @discardableResult
+    func retry(orderIds: [String], note: String?, proof: ReplacementProof?) throws(LedgerError) -> [RetriedOrder]
+    @discardableResult
+    func resolve(orderIds: [String], as resolution: Resolution, note: String, transaction: String?) throws(LedgerError) -> [(String, OrderState)]
+    /// `settle assign`: an order without a user (`unclaimed_purchase`) gets its buyer and is due now.
+    func assign(orderId: String, userId: String, note: String?) throws(LedgerError)
+
+    func summary(_ filter: OrderFilter) throws(LedgerError) -> LedgerSummary
+    func orderRecord(_ orderId: String) throws(LedgerError) -> (order: Order, history: [HistoryEntry])?
+    func dueOrders(limit: Int) throws(LedgerError) -> [Order]
+    @discardableResult
+    func pruneHistory(olderThanDays days: Int) throws(LedgerError) -> Int
+}
+
+/// Work done once for all daemons (the Apple breaker), and the daemons themselves.
+public protocol DaemonRegistry: LedgerBase {
     func appleBreaker() throws(LedgerError) -> AppleBreaker
     /// The breaker as a pass starts: on a shared ledger, when it is due for a probe, only one
     /// daemon gets it due (and probes); the others see it wait one more cooldown.
@@ -85,7 +97,13 @@ public protocol LedgerStore: AnyObject, Sendable {
     func liveDaemons() throws(LedgerError) -> [DaemonRecord]
 }
 
-extension LedgerStore {
+/// The ledger as the rest of settle uses it, every role at once: the one place where orders
+/// change state, whichever database holds it. `Ledger` keeps it in SQLite on one host;
+/// `PostgresLedger` in PostgreSQL, shared by any number of `settle run` processes on any
+/// number of hosts. A caller that needs one role takes that protocol.
+public protocol LedgerStore: OrderLedger, GrantLedger, SupportLedger, DaemonRegistry {}
+
+extension SupportLedger {
     @discardableResult
     public func retry(orderIds: [String], note: String?) throws(LedgerError) -> [RetriedOrder] {
         try retry(orderIds: orderIds, note: note, proof: nil)
@@ -97,25 +115,9 @@ extension LedgerStore {
     }
 }
 
-/// `Ledger` is the SQLite `LedgerStore`; these forward to its methods under the protocol's
-/// names (the fence is not needed on one host, see `LedgerStore`).
 extension Ledger: LedgerStore {
     public var location: String { path }
     public var isShared: Bool { false }
-
-    public func recordDaemonPass(_ owner: LeaseOwner, summary: String) throws(LedgerError) {
-        try recordDaemonPass(summary: summary)
-    }
-
-    public func recordDaemonStopped(_ owner: LeaseOwner) throws(LedgerError) {
-        try recordDaemonStopped()
-    }
-
-    public func appleBreakerForPass() throws(LedgerError) -> AppleBreaker { try appleBreaker() }
-
-    public func liveDaemons() throws(LedgerError) -> [DaemonRecord] {
-        try daemonRecord().map { $0.isRunning ? [$0] : [] } ?? []
-    }
 }
 
 extension LedgerError {

@@ -91,14 +91,14 @@ extension Reconciler {
         }
     }
 
-    private static func storedReceipt(_ order: Order, ledger: any LedgerStore) throws -> String? {
+    private static func storedReceipt(_ order: Order, ledger: any OrderLedger) throws -> String? {
         guard let hash = order.receiptSHA256 else { return nil }
         return try ledger.receipt(sha256: hash)
     }
 
     /// The ids a legacy receipt names, read locally once its PKCS#7 signature chains to a receipt
     /// root: lookup keys for the Server API, whose answers are what prove purchases.
-    private static func legacyReceiptIds(_ order: Order, ledger: any LedgerStore, signature: AppReceiptSignature) throws -> LegacyReceiptIds? {
+    private static func legacyReceiptIds(_ order: Order, ledger: any OrderLedger, signature: AppReceiptSignature) throws -> LegacyReceiptIds? {
         guard let text = try storedReceipt(order, ledger: ledger) else { return nil }
         if let id = TransactionReceipt.transactionId(base64: text) {
             return LegacyReceiptIds(transactionIds: [id], signatureVerified: false, bundleId: TransactionReceipt.bundleId(base64: text),
