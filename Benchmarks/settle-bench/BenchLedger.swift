@@ -138,11 +138,11 @@ struct BenchFolder {
         return file
     }
 
-    /// Creates the file through `Ledger`, so it has every migration settle has.
+    /// Creates the file through `SQLiteLedger`, so it has every migration settle has.
     private func emptyLedger(name: String) throws -> String {
         let file = path + "/\(name).sqlite3"
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: file + suffix) }
-        _ = try Ledger(path: file)
+        _ = try SQLiteLedger(path: file)
         return file
     }
 }

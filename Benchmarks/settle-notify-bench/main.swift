@@ -46,7 +46,7 @@ let config = JSONValue.object([
 ])
 _ = FileManager.default.createFile(atPath: folder + "/settle.json", contents: config.data)
 let configuration = try Configuration.load(path: folder + "/settle.json", environment: [:])
-let ledger = try Ledger(path: configuration.ledgerPath)
+let ledger = try SQLiteLedger(path: configuration.ledgerPath)
 let reconciler = try Reconciler.configured(configuration, ledger: ledger, environment: ProcessInfo.processInfo.environment, log: .silent)
 let inbox = reconciler.inbox!
 

@@ -175,7 +175,7 @@ public final class TestWorld: @unchecked Sendable {
         try Configuration.load(path: configPath, environment: [:])
     }
 
-    public func ledger() throws -> Ledger { try Ledger(path: ledgerPath, time: time) }
+    public func ledger() throws -> SQLiteLedger { try SQLiteLedger(path: ledgerPath, time: time) }
 
     /// A reconciler as `settle reconcile` builds it, on the world's clock, with jitter fixed at 0.
     public func reconciler(ledger: any SettleLedger, log: Log = .silent) throws -> Reconciler {

@@ -17,7 +17,7 @@ final class BackupTests: EndToEndTestCase {
         XCTAssertEqual(verify.status, 0, verify.stderr)
         XCTAssertTrue(verify.stdout.contains("integrity ok"), verify.stdout)
         // The copy is a ledger settle can work with: the same orders.
-        let copy = try Ledger(readOnlyPath: destination)
+        let copy = try SQLiteLedger(readOnlyPath: destination)
         XCTAssertEqual(try copy.summary(OrderFilter()).orders.map(\.orderId).sorted(), ["o-1", "o-2"])
     }
 

@@ -51,7 +51,7 @@ final class DaemonTests: EndToEndTestCase {
     }
 
     func stateInLedger(_ orderId: String) -> String? {
-        (try? Ledger(readOnlyPath: world.ledgerPath).orderRecord(orderId))??.order.state.rawValue
+        (try? SQLiteLedger(readOnlyPath: world.ledgerPath).orderRecord(orderId))??.order.state.rawValue
     }
 
     /// Starts the daemon with a hook that runs `extra`, enqueues order o-1 (transaction

@@ -127,7 +127,7 @@ final class EnqueueTests: EndToEndTestCase {
         result = try settle(["enqueue", "--order", "o-1", "--user", "u-1", "--product", world.coins,
                              "--transaction", "2000000000000001", "--app-account-token", "6F1E4C2A-5B3D-4E8F-9A0B-1C2D3E4F5A6B"])
         XCTAssertEqual(result.status, 0, result.stderr)
-        let ledger = try Ledger(readOnlyPath: world.ledgerPath)
+        let ledger = try SQLiteLedger(readOnlyPath: world.ledgerPath)
         XCTAssertEqual(try ledger.orderRecord("o-1")?.order.appAccountToken, "6f1e4c2a-5b3d-4e8f-9a0b-1c2d3e4f5a6b")
     }
 

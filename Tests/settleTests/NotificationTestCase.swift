@@ -77,7 +77,7 @@ class NotificationTestCase: EndToEndTestCase {
         if let postgres {
             return (try? PostgresLedger(url: postgres.url, access: .readOnly, connections: 1).orderRecord(orderId))??.order.state.rawValue
         }
-        return (try? Ledger(readOnlyPath: world.ledgerPath).orderRecord(orderId))??.order.state.rawValue
+        return (try? SQLiteLedger(readOnlyPath: world.ledgerPath).orderRecord(orderId))??.order.state.rawValue
     }
 
     /// A purchase Apple knows (Get Transaction Info finds it) and a notification about it.

@@ -20,9 +20,9 @@ enum BackupCommand {
                                  + "(or your database's own backups)")
         }
         do {
-            let ledger = try Ledger(readOnlyPath: configuration.ledgerPath, time: context.time)
+            let ledger = try SQLiteLedger(readOnlyPath: configuration.ledgerPath, time: context.time)
             try ledger.backup(to: destination)
-            let check = try Ledger.verifyBackup(path: destination)
+            let check = try SQLiteLedger.verifyBackup(path: destination)
             context.print("backed up \(configuration.ledgerPath) to \(destination): " + VerifyBackupCommand.describe(check))
         } catch {
             throw CommandFailure.from(error)
@@ -47,7 +47,7 @@ enum VerifyBackupCommand {
         if parsed.wantsHelp { return context.print(help) }
         let path = parsed.positionals[0]
         do {
-            context.print("\(path): " + describe(try Ledger.verifyBackup(path: path)))
+            context.print("\(path): " + describe(try SQLiteLedger.verifyBackup(path: path)))
         } catch let error as LedgerError {
             if case .invalid = error { throw CommandFailure(.dataError, "not a usable backup: \(error)") }
             throw CommandFailure.from(error)

@@ -13,7 +13,7 @@ extension DemoCommand {
         """
     }
 
-    static func showNotifications(_ context: CommandContext, simulator: AppleSimulator, ledger: Ledger, reconciler: Reconciler,
+    static func showNotifications(_ context: CommandContext, simulator: AppleSimulator, ledger: SQLiteLedger, reconciler: Reconciler,
                                   time: ManualTimeSource, folder: String) throws {
         guard let inbox = reconciler.inbox else { return }
         let endpoint: NotificationEndpoint

@@ -54,7 +54,7 @@ enum DemoCommand {
         var quiet = context
         quiet.time = time
         let configuration = try quiet.loadConfiguration(try ParsedArguments(["--config", configPath], spec: spec))
-        let ledger = try Ledger(path: configuration.ledgerPath, time: time)
+        let ledger = try SQLiteLedger(path: configuration.ledgerPath, time: time)
         for order in orders { _ = try ledger.enqueue(order) }
         let reconciler = try Reconciler.configured(configuration, ledger: ledger, environment: context.environment,
                                                    log: Log(environment: [:], time: time, sink: { _ in }))

@@ -26,13 +26,13 @@ enum MigrateCommand {
                 return
             }
             let before = FileManager.default.fileExists(atPath: configuration.ledgerPath)
-                ? try Ledger(readOnlyPath: configuration.ledgerPath, time: context.time).schemaVersion() : 0
+                ? try SQLiteLedger(readOnlyPath: configuration.ledgerPath, time: context.time).schemaVersion() : 0
             let target = LedgerSchema.migrations.count
             if parsed.has("--dry-run") {
                 context.print(plan(configuration.ledgerPath, before: before, target: target))
                 return
             }
-            let ledger = try Ledger(path: configuration.ledgerPath, time: context.time)
+            let ledger = try SQLiteLedger(path: configuration.ledgerPath, time: context.time)
             let after = try ledger.schemaVersion()
             if before == after {
                 context.print("ledger \(configuration.ledgerPath) is at schema \(after): nothing to do")

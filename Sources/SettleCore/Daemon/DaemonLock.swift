@@ -68,7 +68,7 @@ public final class DaemonLock {
 
     /// The pid the running daemon recorded when it started; nil while it has not yet.
     private static func holderPid(_ ledgerPath: String) -> Int32? {
-        guard let ledger = try? Ledger(readOnlyPath: ledgerPath), let record = try? ledger.daemonRecord() else { return nil }
+        guard let ledger = try? SQLiteLedger(readOnlyPath: ledgerPath), let record = try? ledger.daemonRecord() else { return nil }
         try? ledger.close()
         return record.stoppedAt == nil ? record.owner.pid : nil
     }

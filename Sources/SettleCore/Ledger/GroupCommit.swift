@@ -66,7 +66,7 @@ final class GroupCommit: @unchecked Sendable {
     }
 }
 
-extension Ledger {
+extension SQLiteLedger {
     /// A per-order transition, committed together with the other workers' transitions that
     /// are waiting at the same moment (see `GroupCommit`). Errors are as for `write`.
     func transition<T>(_ body: () throws -> T) throws(LedgerError) -> T {
@@ -93,7 +93,7 @@ extension Ledger {
         }
         switch outcome {
         case let .success(value): return value
-        case let .failure(error): throw Ledger.ledgerError(error)
+        case let .failure(error): throw SQLiteLedger.ledgerError(error)
         }
     }
 

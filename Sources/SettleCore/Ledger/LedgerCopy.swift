@@ -37,7 +37,7 @@ public enum LedgerCopy {
     /// transaction (a consistent snapshot: stop `settle run` first so nothing changes after);
     /// the destination must hold no orders.
     public static func copy(fromSQLite path: String, to destination: PostgresLedger) throws(LedgerError) -> Report {
-        let source = try Ledger(readOnlyPath: path)
+        let source = try SQLiteLedger(readOnlyPath: path)
         let version = try source.schemaVersion()
         guard version >= 4 else { throw .olderSchema(found: version, needed: 4) }
         do {

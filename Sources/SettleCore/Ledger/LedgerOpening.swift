@@ -15,10 +15,10 @@ extension Configuration {
                                       connections: schedule.concurrency + 2)
         }
         switch access {
-        case .migrating: return try Ledger(path: ledgerPath, time: time)
-        case .existing: return try Ledger(existingPath: ledgerPath, time: time)
-        case .current: return try Ledger(currentPath: ledgerPath, time: time)
-        case .readOnly: return try Ledger(readOnlyPath: ledgerPath, time: time)
+        case .migrating: return try SQLiteLedger(path: ledgerPath, time: time)
+        case .existing: return try SQLiteLedger(existingPath: ledgerPath, time: time)
+        case .current: return try SQLiteLedger(currentPath: ledgerPath, time: time)
+        case .readOnly: return try SQLiteLedger(readOnlyPath: ledgerPath, time: time)
         }
     }
 }

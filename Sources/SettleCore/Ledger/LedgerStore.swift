@@ -98,7 +98,7 @@ public protocol DaemonRegistry: LedgerBase {
 }
 
 /// The ledger as the rest of settle uses it, every role at once: the one place where orders
-/// change state, whichever database holds it. `Ledger` keeps it in SQLite on one host;
+/// change state, whichever database holds it. `SQLiteLedger` keeps it in SQLite on one host;
 /// `PostgresLedger` in PostgreSQL, shared by any number of `settle run` processes on any
 /// number of hosts. A caller that needs one role takes that protocol.
 public protocol LedgerStore: OrderLedger, GrantLedger, SupportLedger, DaemonRegistry {}
@@ -115,7 +115,7 @@ extension SupportLedger {
     }
 }
 
-extension Ledger: LedgerStore {
+extension SQLiteLedger: LedgerStore {
     public var location: String { path }
     public var isShared: Bool { false }
 }

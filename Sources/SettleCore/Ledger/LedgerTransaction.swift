@@ -90,7 +90,7 @@ public protocol TransactionalLedger: LedgerStore {
     func keepsOrderCounts() throws(LedgerError) -> Bool
 }
 
-/// The SQLite connection of `Ledger`, inside one of its transactions.
+/// The SQLite connection of `SQLiteLedger`, inside one of its transactions.
 struct SQLiteTransaction: LedgerTransaction {
     let database: SQLiteDatabase
     var dialect: LedgerDialect { .sqlite }
@@ -115,7 +115,7 @@ struct PostgresTransaction: LedgerTransaction {
     }
 }
 
-extension Ledger: TransactionalLedger {
+extension SQLiteLedger: TransactionalLedger {
     @discardableResult
     public func writing<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T {
         try locked { () throws(LedgerError) in try write { try body(SQLiteTransaction(database: database)) } }

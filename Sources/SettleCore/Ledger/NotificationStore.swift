@@ -1,6 +1,6 @@
 /// The ledger as App Store Server Notifications use it: storing each notification once with its
 /// effect on orders, the revokes and refund-request answers they leave, the history cursor, and
-/// what support reads about them. Both ledgers are one (`Ledger` on SQLite, `PostgresLedger` on
+/// what support reads about them. Both ledgers are one (`SQLiteLedger` on SQLite, `PostgresLedger` on
 /// PostgreSQL): everything here is written once, over `TransactionalLedger`.
 public protocol NotificationStore: LedgerStore {
     func ingest(_ notification: AppleNotification, source: String, rules: NotificationRules) throws(LedgerError) -> IngestResult
@@ -39,7 +39,7 @@ public protocol NotificationStore: LedgerStore {
 /// either engine.
 public typealias SettleLedger = TransactionalLedger & NotificationStore
 
-extension Ledger: NotificationStore {}
+extension SQLiteLedger: NotificationStore {}
 extension PostgresLedger: NotificationStore {}
 
 extension TransactionalLedger {

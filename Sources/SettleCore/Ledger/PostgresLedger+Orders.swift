@@ -20,7 +20,7 @@ extension PostgresLedger {
                                     ': settle moves orders out of pending itself, after Apple confirmed the purchase. ' ||
                                     'Check who wrote it; a backend writes new orders as pending',
                        updated_at = ?, lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
-                WHERE \(Ledger.inFlightWithoutClaim)
+                WHERE \(SQLiteLedger.inFlightWithoutClaim)
                 RETURNING order_id
                 """, [.integer(now)]).compactMap { $0.string("order_id") }
             for id in ids {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The PostgreSQL ledger: the same orders, states and grants as the SQLite `Ledger`, shared by
+/// The PostgreSQL ledger: the same orders, states and grants as `SQLiteLedger`, shared by
 /// any number of `settle run` processes on any number of hosts.
 ///
 /// What keeps several hosts safe: a claim takes a row with `FOR UPDATE SKIP LOCKED` and

@@ -25,7 +25,7 @@ public typealias SQLiteValue = LedgerValue
 
 /// One SQLite connection: owns the `sqlite3*` handle and closes it in `deinit`.
 ///
-/// Not thread-safe by itself; `Ledger` serialises all use behind one lock.
+/// Not thread-safe by itself; `SQLiteLedger` serialises all use behind one lock.
 public final class SQLiteDatabase {
     private var handle: OpaquePointer?
     public let path: String
@@ -39,7 +39,7 @@ public final class SQLiteDatabase {
 
     public init(path: String, mode: Mode) throws(SQLiteError) {
         self.path = path
-        // SQLITE_OPEN_NOMUTEX: the Ledger serialises access itself, so SQLite's own mutex is redundant.
+        // SQLITE_OPEN_NOMUTEX: the SQLiteLedger serialises access itself, so SQLite's own mutex is redundant.
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         flags |= mode == .readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         var db: OpaquePointer?

@@ -12,7 +12,7 @@ public struct RescueResult: Sendable, Equatable {
 /// written once for both engines. What differs is asked of the dialect: the lease clock
 /// (this process's on SQLite, the database's on PostgreSQL), the fencing token a PostgreSQL
 /// claim bumps and checks, and rows another host holds being skipped (`SKIP LOCKED`). Claiming
-/// the next due order stays per engine (`Ledger+Claims`, `PostgresLedger+Claims`): SQLite pins
+/// the next due order stays per engine (`SQLiteLedger+Claims`, `PostgresLedger+Claims`): SQLite pins
 /// its index and skips rows it cannot read back, PostgreSQL skips locked rows and re-checks the state.
 extension TransactionalLedger {
     /// Claims a named order if it is `pending`, due or not. Returns the order as found when it

@@ -85,7 +85,7 @@ final class WebhookHookTests: XCTestCase {
     }
 
     /// A purchase Apple reports, delivered by a pass, then refunded: returns the ledger.
-    func deliverThenRefund(_ id: String) throws -> Ledger {
+    func deliverThenRefund(_ id: String) throws -> SQLiteLedger {
         let ledger = try world.ledger()
         let reconciler = try world.reconciler(ledger: ledger)
         let inbox = try XCTUnwrap(reconciler.inbox)

@@ -33,11 +33,11 @@ final class LedgerContractTests: XCTestCase {
 
     func backEnds() throws -> [LedgerBackEnd] {
         let sqlitePath = world.folder + "/contract-\(UUID().uuidString).sqlite3"
-        var all = [LedgerBackEnd(name: "SQLite", store: try Ledger(path: sqlitePath, time: world.time)) { sql in
+        var all = [LedgerBackEnd(name: "SQLite", store: try SQLiteLedger(path: sqlitePath, time: world.time)) { sql in
             try SQLiteDatabase(path: sqlitePath, mode: .readWrite).execute(sql)
         }]
         let time = world.time
-        all[0].another = { try Ledger(path: sqlitePath, time: time) }
+        all[0].another = { try SQLiteLedger(path: sqlitePath, time: time) }
         do {
             let fresh = try TestPostgres.freshSchema()
             schemas.append(fresh.schema)
@@ -179,7 +179,7 @@ final class LedgerContractTests: XCTestCase {
         // Ledgers written before retries kept replaced proofs by hash hold them in the history.
         let jws = "eyJhbGciOiJFUzI1NiJ9.eyJ0cmFuc2FjdGlvbklkIjoiMSJ9.c2lnbmF0dXJlLW9sZA"
         let entry = HistoryEntry(at: 0, kind: .retry, outcome: "retried", detail: "again\nprevious signed transaction: \(jws)")
-        let ledger = try Ledger(path: world.folder + "/older.sqlite3", time: world.time)
+        let ledger = try SQLiteLedger(path: world.folder + "/older.sqlite3", time: world.time)
         _ = try ledger.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins, transactionId: "1"))
         let order = try XCTUnwrap(try ledger.orderRecord("o-1")?.order)
         let shown = StatusView.json(order, history: [entry]).serialized()

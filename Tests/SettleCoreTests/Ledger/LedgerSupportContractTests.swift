@@ -121,7 +121,7 @@ extension LedgerContractTests {
 
     func testOpeningForSupport_neverCreatesALedger_andRefusesOneThatNeedsAMigration() throws {
         let missing = world.folder + "/typo.sqlite3"
-        XCTAssertThrowsError(try Ledger(currentPath: missing)) { error in
+        XCTAssertThrowsError(try SQLiteLedger(currentPath: missing)) { error in
             XCTAssertTrue("\(error)".contains("no ledger at"), "\(error)")
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: missing))
@@ -129,7 +129,7 @@ extension LedgerContractTests {
         let database = try SQLiteDatabase(path: old, mode: .readWrite)
         try database.execute(LedgerSchema.migrations[0] + "; PRAGMA user_version = 1")
         try database.close()
-        for open in [{ try Ledger(currentPath: old) }, { try Ledger(existingPath: old) }] as [() throws -> Ledger] {
+        for open in [{ try SQLiteLedger(currentPath: old) }, { try SQLiteLedger(existingPath: old) }] as [() throws -> SQLiteLedger] {
             XCTAssertThrowsError(try open()) { error in
                 guard case .olderSchema(found: 1, _) = error as? LedgerError else { return XCTFail("\(error)") }
             }

@@ -4,7 +4,7 @@ import XCTest
 
 final class LedgerTests: XCTestCase {
     var world: TestWorld!
-    var ledger: Ledger!
+    var ledger: SQLiteLedger!
     let me = LeaseOwner(host: LeaseOwner.current.host, pid: LeaseOwner.current.pid, startTime: LeaseOwner.current.startTime,
                         bootId: LeaseOwner.current.bootId, pidNamespace: LeaseOwner.current.pidNamespace)
 
@@ -33,13 +33,13 @@ final class LedgerTests: XCTestCase {
         let db = try SQLiteDatabase(path: world.ledgerPath, mode: .readOnly)
         XCTAssertEqual(try db.query("PRAGMA journal_mode").first?.string("journal_mode"), "wal")
         // Reopening does not migrate again.
-        XCTAssertEqual(try Ledger(path: world.ledgerPath).schemaVersion(), LedgerSchema.migrations.count)
+        XCTAssertEqual(try SQLiteLedger(path: world.ledgerPath).schemaVersion(), LedgerSchema.migrations.count)
     }
 
     func testNewerSchema_isRefused() throws {
         let db = try SQLiteDatabase(path: world.ledgerPath, mode: .readWrite)
         try db.execute("PRAGMA user_version = 99")
-        XCTAssertThrowsError(try Ledger(path: world.ledgerPath)) { error in
+        XCTAssertThrowsError(try SQLiteLedger(path: world.ledgerPath)) { error in
             guard case .newerSchema(99, _) = error as? LedgerError else { return XCTFail("\(error)") }
         }
     }
@@ -177,10 +177,10 @@ final class LedgerTests: XCTestCase {
 
     func testStatusReader_isReadOnlyAndDoesNotCreateLedgers() throws {
         let missing = world.folder + "/nope.sqlite3"
-        XCTAssertThrowsError(try Ledger(readOnlyPath: missing))
+        XCTAssertThrowsError(try SQLiteLedger(readOnlyPath: missing))
         XCTAssertFalse(FileManager.default.fileExists(atPath: missing))
         try enqueue("o-1")
-        let reader = try Ledger(readOnlyPath: world.ledgerPath, time: world.time)
+        let reader = try SQLiteLedger(readOnlyPath: world.ledgerPath, time: world.time)
         let summary = try reader.summary(OrderFilter())
         XCTAssertEqual(summary.counts[.pending], 1)
         XCTAssertEqual(summary.orders.map(\.orderId), ["o-1"])
@@ -192,7 +192,7 @@ final class LedgerTests: XCTestCase {
 /// triggers, also for rows a backend writes itself.
 final class LedgerScaleTests: XCTestCase {
     var world: TestWorld!
-    var ledger: Ledger!
+    var ledger: SQLiteLedger!
 
     override func setUpWithError() throws {
         world = try TestWorld()
@@ -209,7 +209,7 @@ final class LedgerScaleTests: XCTestCase {
     func testClaim_walksTheClaimIndexInOrder_neverSortsTheBacklog() throws {
         let claim = try plan("""
             SELECT order_id FROM orders INDEXED BY orders_claim WHERE state = 'pending' AND next_attempt_at <= 0
-            AND \(Ledger.wellFormed) ORDER BY next_attempt_at, order_id LIMIT 1
+            AND \(SQLiteLedger.wellFormed) ORDER BY next_attempt_at, order_id LIMIT 1
             """)
         XCTAssertTrue(claim.contains("orders_claim"), claim)
         XCTAssertFalse(claim.contains("TEMP B-TREE"), claim)

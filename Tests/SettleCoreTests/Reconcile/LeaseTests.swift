@@ -7,7 +7,7 @@ import XCTest
 /// was lost is said out loud.
 final class LeaseTests: XCTestCase {
     var world: TestWorld!
-    var ledger: Ledger!
+    var ledger: SQLiteLedger!
     let logLines = LineCollector()
 
     override func setUpWithError() throws {

@@ -8,7 +8,7 @@ import XCTest
 /// Purchases granted outside settle are recorded and skipped.
 final class MatchingTests: XCTestCase {
     var world: TestWorld!
-    var ledger: Ledger!
+    var ledger: SQLiteLedger!
 
     override func setUpWithError() throws {
         world = try TestWorld()

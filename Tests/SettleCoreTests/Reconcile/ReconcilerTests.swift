@@ -6,7 +6,7 @@ import XCTest
 /// Whole passes through a real ledger file, the simulator over loopback and real hook processes.
 final class ReconcilerTests: XCTestCase {
     var world: TestWorld!
-    var ledger: Ledger!
+    var ledger: SQLiteLedger!
     let logLines = LineCollector()
 
     override func setUpWithError() throws {

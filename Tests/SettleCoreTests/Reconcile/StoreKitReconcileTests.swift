@@ -6,7 +6,7 @@ import XCTest
 /// over loopback (which checks every bearer token), real hooks.
 final class StoreKitReconcileTests: XCTestCase {
     var world: TestWorld!
-    var ledger: Ledger!
+    var ledger: SQLiteLedger!
     let logLines = LineCollector()
 
     override func setUpWithError() throws {

@@ -7,7 +7,7 @@ import XCTest
 /// against the simulated App Store Server API.
 final class UserBindingTests: XCTestCase {
     var world: TestWorld!
-    var ledger: Ledger!
+    var ledger: SQLiteLedger!
     let alice = "6f1e4c2a-5b3d-4e8f-9a0b-1c2d3e4f5a6b"
     let mallory = "0d9c8b7a-6f5e-4d3c-8b2a-19f8e7d6c5b4"
 

@@ -15,7 +15,7 @@ public struct DaemonRecord: Sendable, Equatable {
     public var isRunning: Bool { stoppedAt == nil && !owner.isKnownDead }
 }
 
-extension Ledger {
+extension SQLiteLedger {
     /// The persisted Apple breaker (closed in a ledger too old to have one).
     public func appleBreaker() throws(LedgerError) -> AppleBreaker {
         guard try schemaVersion() >= 2 else { return AppleBreaker() }

@@ -35,7 +35,7 @@ public enum LedgerError: Error, Sendable, CustomStringConvertible {
             return "the ledger has schema version \(found) and this settle needs \(needed); run `settle migrate` "
                 + "(it backs the ledger up first), or start settle run"
         case let .sqliteTooOld(found):
-            return "settle needs SQLite \(Ledger.minimumSQLite) or newer, this system has \(found) "
+            return "settle needs SQLite \(SQLiteLedger.minimumSQLite) or newer, this system has \(found) "
                 + "(Debian 12, Ubuntu 24.04 and newer have it)"
         case let .postgres(error): return "ledger database error: \(error)"
         }
@@ -46,7 +46,7 @@ public enum LedgerError: Error, Sendable, CustomStringConvertible {
 ///
 /// One connection per process, used behind a lock, so every write is one short
 /// `BEGIN IMMEDIATE` transaction and no transaction ever spans network I/O or a hook run.
-public final class Ledger: @unchecked Sendable {
+public final class SQLiteLedger: @unchecked Sendable {
     let database: SQLiteDatabase
     let lock = NSLock()
     let groupCommit = GroupCommit()
@@ -63,7 +63,7 @@ public final class Ledger: @unchecked Sendable {
     public init(path: String, time: any TimeSource = SystemTimeSource()) throws(LedgerError) {
         self.path = path
         self.time = time
-        database = try Ledger.openForWriting(path)
+        database = try SQLiteLedger.openForWriting(path)
         try migrate(backingUp: true)
     }
 
@@ -73,7 +73,7 @@ public final class Ledger: @unchecked Sendable {
     public init(existingPath path: String, time: any TimeSource = SystemTimeSource()) throws(LedgerError) {
         self.path = path
         self.time = time
-        database = try Ledger.openForWriting(path)
+        database = try SQLiteLedger.openForWriting(path)
         let version = try schemaVersion()
         let target = LedgerSchema.migrations.count
         guard version <= target else { throw .newerSchema(found: version, supported: target) }
@@ -87,12 +87,12 @@ public final class Ledger: @unchecked Sendable {
     public init(currentPath path: String, time: any TimeSource = SystemTimeSource()) throws(LedgerError) {
         self.path = path
         self.time = time
-        try Ledger.checkSQLiteVersion()
-        try Ledger.checkAccess(path, writing: true)
+        try SQLiteLedger.checkSQLiteVersion()
+        try SQLiteLedger.checkAccess(path, writing: true)
         guard FileManager.default.fileExists(atPath: path) else {
             throw .io(SQLiteError(code: SQLITE_CANTOPEN, message: "no ledger at \(path) (settle creates it at the first enqueue, reconcile or start)", sql: nil))
         }
-        database = try Ledger.openForWriting(path)
+        database = try SQLiteLedger.openForWriting(path)
         let version = try schemaVersion()
         let target = LedgerSchema.migrations.count
         guard version <= target else { throw .newerSchema(found: version, supported: target) }
@@ -139,8 +139,8 @@ public final class Ledger: @unchecked Sendable {
     public init(readOnlyPath path: String, time: any TimeSource = SystemTimeSource()) throws(LedgerError) {
         self.path = path
         self.time = time
-        try Ledger.checkSQLiteVersion()
-        try Ledger.checkAccess(path, writing: false)
+        try SQLiteLedger.checkSQLiteVersion()
+        try SQLiteLedger.checkAccess(path, writing: false)
         guard FileManager.default.fileExists(atPath: path) else {
             throw .io(SQLiteError(code: SQLITE_CANTOPEN, message: "no ledger at \(path) (settle creates it at the first enqueue, reconcile or start)", sql: nil))
         }
@@ -207,7 +207,7 @@ public final class Ledger: @unchecked Sendable {
         do {
             return try database.writeTransaction(body)
         } catch {
-            throw Ledger.ledgerError(error)
+            throw SQLiteLedger.ledgerError(error)
         }
     }
 
@@ -217,7 +217,7 @@ public final class Ledger: @unchecked Sendable {
             do {
                 return try database.readTransaction(body)
             } catch {
-                throw Ledger.ledgerError(error)
+                throw SQLiteLedger.ledgerError(error)
             }
         }
     }

@@ -2,7 +2,7 @@ import Foundation
 
 /// What stays SQLite's own among the order writes: rows a backend wrote that SQLite's loose
 /// typing let through, and the owner check of its claims (no fencing token on one host).
-extension Ledger {
+extension SQLiteLedger {
     // MARK: - Rows settle cannot work on
 
     /// A row a backend wrote with values settle cannot read back as written: a BLOB where text
@@ -45,10 +45,10 @@ extension Ledger {
                 let malformed = try database.query("""
                     UPDATE orders SET state = 'needs_attention', reason = 'row_invalid',
                            last_error = 'a backend wrote this row with values settle cannot read back as written: ' ||
-                                        \(columns.map(Ledger.describe).joined(separator: " || ', ' || "))
+                                        \(columns.map(SQLiteLedger.describe).joined(separator: " || ', ' || "))
                                         || '; rewrite it with plain text values and run settle retry',
                            updated_at = ?, lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
-                    WHERE state IN ('pending','verifying','delivering') AND NOT (\(Ledger.wellFormed))
+                    WHERE state IN ('pending','verifying','delivering') AND NOT (\(SQLiteLedger.wellFormed))
                     RETURNING CASE WHEN typeof(order_id) = 'text' AND settle_clean_text(order_id) THEN order_id ELSE 'rowid ' || rowid END AS id,
                               typeof(order_id) = 'text' AND settle_clean_text(order_id) AS named
                     """, [.integer(now)])
@@ -61,7 +61,7 @@ extension Ledger {
                                         ': settle moves orders out of pending itself, after Apple confirmed the purchase. ' ||
                                         'Check who wrote it; a backend writes new orders as pending',
                            updated_at = ?, lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
-                    WHERE \(Ledger.inFlightWithoutClaim)
+                    WHERE \(SQLiteLedger.inFlightWithoutClaim)
                     RETURNING order_id AS id, 1 AS named
                     """, [.integer(now)])
                 for row in malformed + unclaimed where row.int("named") == 1 {

@@ -10,7 +10,7 @@ public struct BackupCheck: Sendable, Equatable {
 }
 
 /// Consistent copies of a live ledger, and checks that a copy is whole.
-extension Ledger {
+extension SQLiteLedger {
     /// Copies the ledger to `destination` while passes keep running: `VACUUM INTO` reads one
     /// snapshot in a read transaction and writes a compact, self-contained file (no WAL), which
     /// is then fsynced. "The VACUUM INTO command is transactional in the sense that the

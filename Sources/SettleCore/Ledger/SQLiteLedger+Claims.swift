@@ -2,7 +2,7 @@ import Foundation
 
 /// SQLite's claim of the next due order (the rest of the claims are written once, in
 /// `TransactionalLedger+Claims`).
-extension Ledger {
+extension SQLiteLedger {
     /// Claims the next due order for verification, or nil when none is due.
     public func claimNextDue(owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order? {
         let now = time.unixSeconds
@@ -14,7 +14,7 @@ extension Ledger {
                 UPDATE orders SET state = 'verifying', lease_host = ?, lease_pid = ?, lease_start = ?,
                        lease_expires_at = ?, updated_at = ?
                 WHERE order_id = (SELECT order_id FROM orders INDEXED BY orders_claim
-                                  WHERE state = 'pending' AND next_attempt_at <= ? AND \(Ledger.wellFormed)
+                                  WHERE state = 'pending' AND next_attempt_at <= ? AND \(SQLiteLedger.wellFormed)
                                   ORDER BY next_attempt_at, order_id LIMIT 1)
                 RETURNING *
                 """, leaseArguments(owner, expiresAt: now + leaseSeconds) + [.integer(now), .integer(now)])
