@@ -87,11 +87,7 @@ public final class SQLiteLedger: @unchecked Sendable {
     public init(currentPath path: String, time: any TimeSource = SystemTimeSource()) throws(LedgerError) {
         self.path = path
         self.time = time
-        try SQLiteLedger.checkSQLiteVersion()
-        try SQLiteLedger.checkAccess(path, writing: true)
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw .io(SQLiteError(code: SQLITE_CANTOPEN, message: "no ledger at \(path) (settle creates it at the first enqueue, reconcile or start)", sql: nil))
-        }
+        try SQLiteLedger.checkExisting(path, writing: true)
         database = try SQLiteLedger.openForWriting(path)
         let version = try schemaVersion()
         let target = LedgerSchema.migrations.count
@@ -126,6 +122,15 @@ public final class SQLiteLedger: @unchecked Sendable {
         }
     }
 
+    /// A ledger that must exist already (support commands, status): never created by a typo.
+    static func checkExisting(_ path: String, writing: Bool) throws(LedgerError) {
+        try checkSQLiteVersion()
+        try checkAccess(path, writing: writing)
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw .io(SQLiteError(code: SQLITE_CANTOPEN, message: "no ledger at \(path) (settle creates it at the first enqueue, reconcile or start)", sql: nil))
+        }
+    }
+
     /// SQLite reports a folder this user cannot enter as "unable to open", and a missing file
     /// looks the same to `fileExists`: ask the operating system, so support hears "permission
     /// denied" and what to do, not "no ledger".
@@ -139,11 +144,7 @@ public final class SQLiteLedger: @unchecked Sendable {
     public init(readOnlyPath path: String, time: any TimeSource = SystemTimeSource()) throws(LedgerError) {
         self.path = path
         self.time = time
-        try SQLiteLedger.checkSQLiteVersion()
-        try SQLiteLedger.checkAccess(path, writing: false)
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw .io(SQLiteError(code: SQLITE_CANTOPEN, message: "no ledger at \(path) (settle creates it at the first enqueue, reconcile or start)", sql: nil))
-        }
+        try SQLiteLedger.checkExisting(path, writing: false)
         do {
             database = try SQLiteDatabase(path: path, mode: .readOnly)
         } catch {
