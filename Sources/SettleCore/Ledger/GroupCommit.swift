@@ -29,6 +29,12 @@ final class GroupCommit: @unchecked Sendable {
     private let lock = NSLock()
     private var queue: [Item] = []
     private var leading = false
+    private var batchesRun = 0
+
+    /// How many submitters wait for the batch being committed (tests look).
+    var waiting: Int { lock.withLock { queue.count } }
+    /// How many batches (transactions) ran so far (tests look).
+    var batches: Int { lock.withLock { batchesRun } }
 
     /// Submits `item` and returns once a commit holding it finished (or failed). `runBatch`
     /// is called by whichever submitter leads, with every item waiting at that moment; when
@@ -48,6 +54,7 @@ final class GroupCommit: @unchecked Sendable {
         lock.lock()
         let batch = queue
         queue = []
+        batchesRun += 1
         lock.unlock()
         runBatch(batch)
         for done in batch {

@@ -26,4 +26,42 @@ final class GroupCommitTests: XCTestCase {
         XCTAssertEqual(touched.count, 63)
         XCTAssertFalse(touched.contains("o-13"))
     }
+
+    func testSharedTransitions_submittedWhileACommitRuns_onSQLite_allJoinTheNextGroupCommit() throws {
+        let world = try TestWorld()
+        let ledger = try world.ledger()
+        let owner = LeaseOwner.current
+        for i in 0..<8 {
+            _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "\(i)"))
+            XCTAssertNotNil(try ledger.claimNextDue(owner: owner, leaseSeconds: 60))
+        }
+        let before = ledger.groupCommit.batches
+        // A transition that holds the commit open: the ones submitted meanwhile must queue behind
+        // it as group-commit items, not as transactions of their own.
+        let gate = DispatchSemaphore(value: 0)
+        let group = DispatchGroup()
+        // Threads of their own: each blocks until its commit, which a thread pool would ration.
+        func spawn(_ body: @escaping @Sendable () -> Void) {
+            group.enter()
+            Thread { body(); group.leave() }.start()
+        }
+        spawn { try? ledger.transition { gate.wait() } }
+        let deadline = Date().addingTimeInterval(10)
+        while ledger.groupCommit.batches == before && Date() < deadline { usleep(1000) }
+        let outcomes = LineCollector()
+        for i in 0..<8 {
+            spawn {
+                let state = try? ledger.recordFailure(orderId: "o-\(i)", owner: owner, fence: nil, from: .verifying, error: "timeout",
+                                                      countsAttempt: true, permanent: false, nextAttemptAt: 0, maxAttempts: 5,
+                                                      environment: nil, history: HistoryEntry(at: 0, kind: .verification, outcome: "failed"))
+                outcomes.append("o-\(i): \(state?.rawValue ?? "nil")")
+            }
+        }
+        while ledger.groupCommit.waiting < 8 && Date() < deadline { usleep(1000) }
+        XCTAssertEqual(ledger.groupCommit.waiting, 8, "each transition is submitted to the group commit")
+        gate.signal()
+        group.wait()
+        XCTAssertEqual(outcomes.lines.sorted(), (0..<8).map { "o-\($0): pending" })
+        XCTAssertEqual(ledger.groupCommit.batches - before, 2, "the held commit, then the eight transitions in one")
+    }
 }
