@@ -14,13 +14,13 @@ extension PostgresLedger {
     /// statement; the others read the pushed time and wait, so one host probes, not all.
     public func appleBreakerForPass() throws(LedgerError) -> AppleBreaker {
         let now = time.unixSeconds
-        return try write { db in
-            let probe = try db.run("""
+        return try writing { db in
+            let probe = try db.query("""
                 UPDATE apple_breaker SET retry_at = ? + greatest(cooldown_seconds, 1)
                 WHERE id = 1 AND state = 'open' AND retry_at <= ?
                 RETURNING 1 AS taken
                 """, [.integer(now), .integer(now)]).isEmpty == false
-            var breaker = try PostgresTransaction(connection: db).appleBreaker()
+            var breaker = try db.appleBreaker()
             // Ours to probe: the caller sees it due now, as on a ledger of its own.
             if probe { breaker.retryAt = now }
             return breaker

@@ -1,10 +1,8 @@
 import Foundation
 
-/// What stays PostgreSQL's own among the order writes: rows put in flight by someone else than
-/// settle, and the owner-and-fencing-token check of the claims (`PostgresLedger+Claims`).
+/// What stays PostgreSQL's own among the order writes: setting aside rows put in flight by
+/// someone else than settle (the transitions are written once, in `TransactionalLedger+Orders`).
 extension PostgresLedger {
-    /// PostgreSQL's column types refuse the malformed rows SQLite lets a backend write, so
-    /// there is never one to set aside.
     /// Typed columns and valid UTF-8 leave PostgreSQL no malformed rows, and new rows are forced
     /// to `pending`; what is left is a row put in flight by someone else than settle (a role
     /// with UPDATE): `delivering` without holding its grant row, or in flight without a claim.

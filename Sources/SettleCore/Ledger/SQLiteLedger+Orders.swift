@@ -1,7 +1,8 @@
 import Foundation
 
-/// What stays SQLite's own among the order writes: rows a backend wrote that SQLite's loose
-/// typing let through, and the owner check of its claims (no fencing token on one host).
+/// What stays SQLite's own among the order writes: setting aside rows a backend wrote that
+/// SQLite's loose typing let through (the transitions are written once, in
+/// `TransactionalLedger+Orders`).
 extension SQLiteLedger {
     // MARK: - Rows settle cannot work on
 
