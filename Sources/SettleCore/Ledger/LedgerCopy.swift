@@ -100,7 +100,7 @@ public enum LedgerCopy {
     }
 
     private static func value(_ row: SQLiteRow, _ column: String) -> PostgresValue {
-        switch row.values[column] {
+        switch row.value(column) {
         case let .integer(n)?: return .integer(n)
         case let .text(s)?: return .text(s)
         default: return .null

@@ -185,7 +185,7 @@ final class SQLiteStatement {
     /// Unowned: the database keeps its statements, and finalizes them before it closes.
     private unowned let database: SQLiteDatabase
     /// Column names, read once: they do not change between runs of a prepared statement.
-    private var columnNames: [String]?
+    private var columns: SQLiteColumns?
 
     init(database: SQLiteDatabase, handle db: OpaquePointer?, sql: String) throws(SQLiteError) {
         self.database = database
@@ -228,37 +228,60 @@ final class SQLiteStatement {
             let rc = sqlite3_step(handle)
             if rc == SQLITE_DONE { return rows }
             guard rc == SQLITE_ROW else { throw database.error(rc, sql: sql) }
-            var row = SQLiteRow()
             // A statement SQLite re-prepared after a schema change (another process migrated)
             // may have more columns: read the names again then.
-            let count = sqlite3_column_count(handle)
-            let names = columnNames.flatMap { $0.count == count ? $0 : nil }
-                ?? (0..<count).map { String(cString: sqlite3_column_name(handle, $0)) }
-            columnNames = names
-            row.values.reserveCapacity(names.count)
-            for (index, name) in names.enumerated() {
+            let count = Int(sqlite3_column_count(handle))
+            let columns: SQLiteColumns
+            if let known = self.columns, known.names.count == count {
+                columns = known
+            } else {
+                columns = SQLiteColumns((0..<count).map { String(cString: sqlite3_column_name(handle, Int32($0))) })
+                self.columns = columns
+            }
+            var cells: [SQLiteValue] = []
+            cells.reserveCapacity(count)
+            for index in 0..<count {
                 let column = Int32(index)
                 switch sqlite3_column_type(handle, column) {
-                case SQLITE_NULL: row.values[name] = .null
-                case SQLITE_INTEGER: row.values[name] = .integer(sqlite3_column_int64(handle, column))
+                case SQLITE_NULL: cells.append(.null)
+                case SQLITE_INTEGER: cells.append(.integer(sqlite3_column_int64(handle, column)))
                 default:
                     // "call sqlite3_column_text() first ... then sqlite3_column_bytes()" (https://www.sqlite.org/c3ref/column_blob.html)
                     let text = sqlite3_column_text(handle, column)
-                    let count = Int(sqlite3_column_bytes(handle, column))
-                    row.values[name] = .text(text.map { String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self) } ?? "")
+                    let bytes = Int(sqlite3_column_bytes(handle, column))
+                    cells.append(.text(text.map { String(decoding: UnsafeBufferPointer(start: $0, count: bytes), as: UTF8.self) } ?? ""))
                 }
             }
-            rows.append(row)
+            rows.append(SQLiteRow(columns: columns, cells: cells))
         }
+    }
+}
+
+/// The column names of a statement's rows and where each stands: read once per statement and
+/// shared by every row it returns, so a row is an array, not a dictionary built per row.
+final class SQLiteColumns: Sendable {
+    let names: [String]
+    let positions: [String: Int]
+
+    init(_ names: [String]) {
+        self.names = names
+        // The last column of a name wins, as it did when each row was a dictionary filled in order.
+        positions = Dictionary(names.enumerated().map { ($1, $0) }, uniquingKeysWith: { _, last in last })
     }
 }
 
 /// A result row, addressed by column name.
 public struct SQLiteRow: Sendable {
-    var values: [String: SQLiteValue] = [:]
+    let columns: SQLiteColumns
+    let cells: [SQLiteValue]
+
+    /// The value of `column`; nil when the row has no such column.
+    func value(_ column: String) -> SQLiteValue? {
+        columns.positions[column].map { cells[$0] }
+    }
 
     public func string(_ column: String) -> String? {
-        switch values[column] {
+        switch value(column) {
         case let .text(s): return s
         case let .integer(i): return String(i)
         default: return nil
@@ -266,7 +289,7 @@ public struct SQLiteRow: Sendable {
     }
 
     public func int(_ column: String) -> Int64? {
-        switch values[column] {
+        switch value(column) {
         case let .integer(i): return i
         case let .text(s): return Int64(s)
         default: return nil
