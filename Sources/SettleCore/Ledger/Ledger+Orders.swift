@@ -31,6 +31,7 @@ extension Ledger {
                         && existing.requestedTransactionId == new.transactionId
                         && existing.receiptSHA256 == receiptHash && existing.signedTransaction == new.signedTransaction
                         && existing.appAccountToken == new.appAccountToken
+                        && existing.store == new.store && existing.purchaseToken == new.purchaseToken
                     guard same else { throw LedgerError.conflictingOrder(new.orderId) }
                     return .unchanged
                 }
@@ -40,10 +41,11 @@ extension Ledger {
                 }
                 try database.query("""
                     INSERT INTO orders(order_id, user_id, product_id, transaction_id, receipt_sha256, signed_transaction,
-                                       app_account_token, next_attempt_at, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                       app_account_token, store, purchase_token, next_attempt_at, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """, [.text(new.orderId), .text(new.userId), .text(new.productId), .from(new.transactionId),
-                          .from(receiptHash), .from(new.signedTransaction), .from(new.appAccountToken), .integer(now),
+                          .from(receiptHash), .from(new.signedTransaction), .from(new.appAccountToken),
+                          .text(new.store.rawValue), .from(new.purchaseToken?.value), .integer(now),
                           .integer(now), .integer(now)])
                 try appendHistory(new.orderId, HistoryEntry(at: now, kind: .enqueue, outcome: "enqueued"))
                 return .created
@@ -99,6 +101,7 @@ extension Ledger {
         typeof(order_id) = 'text' AND typeof(user_id) = 'text' AND typeof(product_id) = 'text'
         AND typeof(transaction_id) IN ('text','null') AND typeof(receipt_sha256) IN ('text','null')
         AND typeof(signed_transaction) IN ('text','null') AND typeof(app_account_token) IN ('text','null')
+        AND typeof(purchase_token) IN ('text','null') AND settle_clean_text(purchase_token)
         AND settle_clean_text(order_id) AND settle_clean_text(user_id) AND settle_clean_text(product_id)
         AND settle_clean_text(transaction_id) AND settle_clean_text(receipt_sha256)
         AND settle_clean_text(signed_transaction) AND settle_clean_text(app_account_token)
@@ -125,7 +128,8 @@ extension Ledger {
     /// flight without a claim or a grant. Returns a printable id of each.
     public func quarantineMalformedRows() throws(LedgerError) -> [String] {
         let now = time.unixSeconds
-        let columns = ["order_id", "user_id", "product_id", "transaction_id", "receipt_sha256", "signed_transaction", "app_account_token"]
+        let columns = ["order_id", "user_id", "product_id", "transaction_id", "receipt_sha256", "signed_transaction", "app_account_token",
+                       "purchase_token"]
         return try locked { () throws(LedgerError) in
             try write {
                 let malformed = try database.query("""
@@ -297,5 +301,8 @@ extension Order {
                   refund: row.int("refunded_at").map { Refund(at: $0, kind: row.string("refund_kind") ?? "REFUND",
                                                               reason: row.string("refund_reason")) })
         fencingToken = row.int("fencing_token")
+        store = row.string("store").flatMap(Store.init(rawValue:)) ?? .appStore
+        purchaseToken = row.string("purchase_token").flatMap(PlayPurchaseToken.init)
+        deliveredAt = row.int("delivered_at")
     }
 }

@@ -11,6 +11,8 @@ public struct OrderFilter: Sendable, Equatable {
     public var transactionIds: [String] = []
     /// Orders whose backend stored this StoreKit appAccountToken.
     public var appAccountToken: String?
+    /// Google Play orders with this purchase token (`status --purchase-token-file`).
+    public var purchaseToken: PlayPurchaseToken?
     public var limit: Int
 
     public init(state: OrderState? = nil, userId: String? = nil, transactionId: String? = nil, appAccountToken: String? = nil,
@@ -33,6 +35,57 @@ public struct LedgerSummary: Sendable, Equatable {
     public var matching: Int = 0
     /// Whether counts and age are of a subset (a user, a transaction) rather than the ledger.
     public var filtered = false
+    /// Counts by state of the Google Play orders among those counted (App Store: the rest).
+    public var googlePlayCounts: [OrderState: Int] = [:]
+    /// Google Play orders not yet finished, closest to Google's refund deadline first.
+    public var playDeadlines: [PlayDeadline] = []
+}
+
+/// A Google Play order that Google has not been told about yet (acknowledge or consume): Google
+/// refunds the purchase three days after it was bought.
+public struct PlayDeadline: Sendable, Equatable {
+    public var orderId: String
+    public var state: OrderState
+    /// When Google refunds it unless acknowledged: purchase time (or, before Google confirmed it,
+    /// the time it was enqueued) plus three days.
+    public var refundAt: Int64
+    /// Whether the time is the purchase's (Google confirmed) rather than estimated from the enqueue.
+    public var exact: Bool
+    /// The hook said delivered; only the acknowledgement is missing.
+    public var delivered: Bool
+
+    /// Google's window for acknowledging a purchase.
+    public static let windowSeconds: Int64 = 3 * 86_400
+    /// Less than a day left: claimed first, warned about, counted in the metric.
+    public static let urgentSeconds: Int64 = 86_400
+    /// An order bought this long ago has less than `urgentSeconds` left.
+    public static let urgentAfterSeconds: Int64 = windowSeconds - urgentSeconds
+
+    public init(orderId: String, state: OrderState, refundAt: Int64, exact: Bool, delivered: Bool) {
+        self.orderId = orderId
+        self.state = state
+        self.refundAt = refundAt
+        self.exact = exact
+        self.delivered = delivered
+    }
+
+    public func isUrgent(now: Int64) -> Bool { refundAt - now < PlayDeadline.urgentSeconds }
+
+    /// The unsettled Play orders of a query (columns of `orders`), closest deadline first.
+    static let query = """
+        SELECT order_id, state, coalesce(purchase_date_ms / 1000, created_at) + \(windowSeconds) AS refund_at,
+               CASE WHEN purchase_date_ms IS NULL THEN 0 ELSE 1 END AS exact,
+               CASE WHEN delivered_at IS NULL THEN 0 ELSE 1 END AS delivered
+        FROM orders WHERE store = 'google_play' AND state IN ('pending','verifying','delivering')
+        ORDER BY refund_at, order_id LIMIT ?
+        """
+
+    init?(row: some LedgerRow) {
+        guard let id = row.string("order_id"), let state = row.string("state").flatMap(OrderState.init(rawValue:)),
+              let refundAt = row.int("refund_at") else { return nil }
+        self.init(orderId: id, state: state, refundAt: refundAt, exact: (row.int("exact") ?? 0) != 0,
+                  delivered: (row.int("delivered") ?? 0) != 0)
+    }
 }
 
 extension Ledger {
@@ -56,6 +109,10 @@ extension Ledger {
         if let token = filter.appAccountToken {
             conditions.append("lower(app_account_token) = lower(?)")
             arguments.append(.text(token))
+        }
+        if let token = filter.purchaseToken {
+            conditions.append("purchase_token = ?")
+            arguments.append(.text(token.value))
         }
         let subject = conditions.isEmpty ? "1" : conditions.joined(separator: " AND ")
         return try read {
@@ -89,8 +146,16 @@ extension Ledger {
                 : Int(try database.query("SELECT count(*) AS n FROM orders WHERE \(listed)", listArguments).first?.int("n") ?? 0)
             let rows = try database.query("SELECT * FROM orders WHERE \(listed) ORDER BY updated_at DESC, order_id LIMIT ?",
                                           listArguments + [.integer(Int64(max(0, filter.limit)))])
-            return LedgerSummary(counts: counts, oldestUndeliveredSeconds: oldest.map { max(0, now - $0) },
-                                 orders: rows.map(Order.init(row:)), matching: matching, filtered: !conditions.isEmpty)
+            var summary = LedgerSummary(counts: counts, oldestUndeliveredSeconds: oldest.map { max(0, now - $0) },
+                                        orders: rows.map(Order.init(row:)), matching: matching, filtered: !conditions.isEmpty)
+            if try userVersion() >= 7 {
+                for row in try database.query("SELECT state, count(*) AS n FROM orders WHERE store = 'google_play' AND \(subject) GROUP BY state",
+                                              arguments) {
+                    if let state = OrderState(rawValue: row.string("state") ?? "") { summary.googlePlayCounts[state] = Int(row.int("n") ?? 0) }
+                }
+                summary.playDeadlines = try database.query(PlayDeadline.query, [.integer(20)]).compactMap(PlayDeadline.init(row:))
+            }
+            return summary
         }
     }
 

@@ -18,6 +18,10 @@ extension PostgresLedger {
             conditions.append("lower(app_account_token) = lower(?)")
             arguments.append(.text(token))
         }
+        if let token = filter.purchaseToken {
+            conditions.append("purchase_token = ?")
+            arguments.append(.text(token.value))
+        }
         let subject = conditions.isEmpty ? "TRUE" : conditions.joined(separator: " AND ")
         return try read { db in
             var counts = Dictionary(uniqueKeysWithValues: OrderState.allCases.map { ($0, 0) })
@@ -36,8 +40,14 @@ extension PostgresLedger {
             let matching = filter.refunded ? 0 : filter.state.map { counts[$0] ?? 0 } ?? counts.values.reduce(0, +)
             let rows = try db.run("SELECT * FROM orders WHERE \(listed) ORDER BY updated_at DESC, order_id LIMIT ?",
                                   listArguments + [.integer(Int64(max(0, filter.limit)))])
-            return LedgerSummary(counts: counts, oldestUndeliveredSeconds: oldest.map { max(0, now - $0) },
-                                 orders: rows.map(Order.init(row:)), matching: matching, filtered: !conditions.isEmpty)
+            var summary = LedgerSummary(counts: counts, oldestUndeliveredSeconds: oldest.map { max(0, now - $0) },
+                                        orders: rows.map(Order.init(row:)), matching: matching, filtered: !conditions.isEmpty)
+            for row in try db.run("SELECT state, count(*) AS n FROM orders WHERE store = 'google_play' AND \(subject) GROUP BY state",
+                                  arguments) {
+                if let state = OrderState(rawValue: row.string("state") ?? "") { summary.googlePlayCounts[state] = Int(row.int("n") ?? 0) }
+            }
+            summary.playDeadlines = try db.run(PlayDeadline.query, [.integer(20)]).compactMap(PlayDeadline.init(row:))
+            return summary
         }
     }
 

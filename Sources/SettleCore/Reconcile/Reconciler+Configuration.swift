@@ -10,8 +10,10 @@ extension Reconciler {
         log.minimumLevel = configuration.logLevel
         let client = HTTPClient(configuration: HTTPClientConfiguration(
             connectTimeout: configuration.http.connectTimeoutSeconds, totalTimeout: configuration.http.timeoutSeconds))
-        let products = Set(configuration.products.keys)
-        let eligibility = PurchaseEligibility(products: configuration.products.mapValues(\.kind), binding: configuration.userBinding)
+        // Products sold on the App Store; Google Play's are the PlayVerifier's.
+        let appStoreProducts = configuration.products.filter { $0.value.stores.contains(.appStore) }
+        let products = Set(appStoreProducts.keys)
+        let eligibility = PurchaseEligibility(products: appStoreProducts.mapValues(\.kind), binding: configuration.userBinding)
         let observe = appleObserver(metrics)
         var receipts: ReceiptVerifier? = nil
         if let api = configuration.receiptAPI {
@@ -85,9 +87,30 @@ extension Reconciler {
             api: api, revokeHook: revokeHook, consumption: configuration.consumption,
             acceptSandbox: configuration.acceptSandbox, policy: policy, log: log, metrics: metrics,
             backfillSinceMs: configuration.notifications?.backfillSinceMs) }
+        let play = try googlePlay(configuration, client: client, time: ledger.time, metrics: metrics)
+        var finishers: [Store: any StoreFinisher] = [:]
+        if let play { finishers[.googlePlay] = PlayFinisher(client: play.client, products: configuration.products) }
         return Reconciler(configuration: configuration, ledger: ledger,
-                          verifier: ProofRouter(receipts: receipts, storeKit: storeKit, products: products),
-                          deliverer: deliverer, policy: policy, log: log, metrics: metrics, inbox: inbox)
+                          verifier: ProofRouter(receipts: receipts, storeKit: storeKit, products: products, play: play),
+                          deliverer: deliverer, policy: policy, log: log, metrics: metrics, inbox: inbox, finishers: finishers)
+    }
+
+    /// The Google Play verifier a `google_play` section describes: the service account key is
+    /// read (and refused when others may read it) and loaded now, so a bad key is a configuration
+    /// fault at start, not at the first Play order.
+    static func googlePlay(_ configuration: Configuration, client: HTTPClient, time: any TimeSource,
+                           metrics: Metrics?) throws(ConfigError) -> PlayVerifier? {
+        guard let settings = configuration.googlePlay else { return nil }
+        let key = try settings.loadServiceAccountKey()
+        let tokens = GoogleAccessTokenSource(key: key, tokenURL: settings.tokenURL, client: client, time: time)
+        var api = PlayDeveloperClient(packageName: settings.packageName, baseURL: settings.apiURL, tokens: tokens, client: client)
+        if let metrics {
+            api.observe = { call, outcome, _ in metrics.observeStoreRequest(store: Store.googlePlay.rawValue, call: call, outcome: outcome) }
+        }
+        let products = configuration.products.filter { $0.value.stores.contains(.googlePlay) }
+        return PlayVerifier(client: api, products: products, acceptSandbox: configuration.acceptSandbox, binding: configuration.userBinding,
+                            time: time, baseCooldownSeconds: configuration.schedule.backoffBaseSeconds,
+                            maxCooldownSeconds: configuration.schedule.backoffMaxSeconds)
     }
 
     private static func appleObserver(_ metrics: Metrics?) -> (@Sendable (String, String, Double) -> Void)? {
