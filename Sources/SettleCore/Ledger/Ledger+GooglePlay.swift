@@ -25,3 +25,115 @@ extension Ledger {
         }
     }
 }
+
+/// Where the voided purchases poll resumes.
+public struct PlayVoidedCursor: Sendable, Equatable {
+    /// `startTime` of the next window (Unix ms): the newest voided time seen so far.
+    public var sinceMs: Int64?
+    /// The next page of a window read part way (a crash, an error in the middle).
+    public var pageToken: String?
+    /// When the last poll finished (Unix seconds).
+    public var polledAt: Int64?
+
+    public init(sinceMs: Int64? = nil, pageToken: String? = nil, polledAt: Int64? = nil) {
+        self.sinceMs = sinceMs
+        self.pageToken = pageToken
+        self.polledAt = polledAt
+    }
+}
+
+/// Google Play's voided purchases (refunds, chargebacks, revocations), as Apple's REFUND.
+extension Ledger {
+    public func playVoidedCursor() throws(LedgerError) -> PlayVoidedCursor {
+        try read {
+            guard let row = try database.query("SELECT * FROM play_cursor WHERE id = 1").first else { return PlayVoidedCursor() }
+            return PlayVoidedCursor(sinceMs: row.int("voided_since_ms"), pageToken: row.string("page_token"), polledAt: row.int("polled_at"))
+        }
+    }
+
+    public func savePlayVoidedCursor(_ cursor: PlayVoidedCursor) throws(LedgerError) {
+        try locked { () throws(LedgerError) in
+            try write {
+                try database.query("""
+                    INSERT INTO play_cursor(id, voided_since_ms, page_token, polled_at) VALUES (1, ?, ?, ?)
+                    ON CONFLICT(id) DO UPDATE SET voided_since_ms = excluded.voided_since_ms, page_token = excluded.page_token,
+                                                  polled_at = excluded.polled_at
+                    """, [.from(cursor.sinceMs), .from(cursor.pageToken), .from(cursor.polledAt)])
+            }
+        }
+    }
+
+    /// Google voided the purchase behind `token`: every order holding it is marked refunded. One
+    /// never delivered is `rejected` (`refunded`) and never will be; one delivered (or whose hook
+    /// may have run) owes a revoke, run by the revoke hook exactly as for Apple's REFUND, once per
+    /// purchase (the revocations row is keyed by the grant key). Seeing the same voided purchase
+    /// again changes nothing. Returns each order's outcome.
+    @discardableResult
+    public func applyPlayVoided(token: PlayPurchaseToken, googleOrderId: String?, reason: String?,
+                                source: String) throws(LedgerError) -> [String: String] {
+        let now = time.unixSeconds
+        return try locked { () throws(LedgerError) in
+            try write {
+                let orders = try database.query("SELECT * FROM orders WHERE store = 'google_play' AND purchase_token = ?",
+                                                [.text(token.value)]).map(Order.init(row:))
+                var outcomes: [String: String] = [:]
+                for order in orders {
+                    if order.refund?.kind == PlayVoided.kind { outcomes[order.orderId] = "already_recorded"; continue }
+                    try database.query("""
+                        UPDATE orders SET refunded_at = ?, refund_kind = ?, refund_reason = ?, updated_at = ? WHERE order_id = ?
+                        """, [.integer(now), .text(PlayVoided.kind), .from(reason), .integer(now), .text(order.orderId)])
+                    let why = "Google Play voided purchase \(googleOrderId ?? token.fingerprint)" + (reason.map { " (voidedReason \($0))" } ?? "")
+                    let held = try !database.query("SELECT 1 AS held FROM grants WHERE order_id = ?", [.text(order.orderId)]).isEmpty
+                    var outcome: String
+                    switch order.state {
+                    case .verifying:
+                        // The verification in flight sees it when it records its result (recordVerified).
+                        outcome = "refund_recorded"
+                    case .delivering, .finished:
+                        outcome = try queuePlayRevocation(order, now: now)
+                    case .pending, .needsAttention, .rejected:
+                        if held {
+                            if order.state != .rejected {
+                                try finalize(order.orderId, state: .rejected, reason: RejectionReason.refunded.rawValue,
+                                             error: "\(why); the delivery's outcome was not known, so a revoke is sent; it will never be delivered",
+                                             environment: nil, now: now)
+                            }
+                            outcome = try queuePlayRevocation(order, now: now)
+                        } else if order.state == .rejected {
+                            outcome = "refund_recorded"
+                        } else {
+                            try finalize(order.orderId, state: .rejected, reason: RejectionReason.refunded.rawValue,
+                                         error: "\(why) before it was delivered; it will never be delivered", environment: nil, now: now)
+                            outcome = "never_delivered"
+                        }
+                    }
+                    outcomes[order.orderId] = outcome
+                    try appendHistory(order.orderId, HistoryEntry(at: now, kind: .notification, outcome: outcome,
+                                                                  detail: "\(source): \(why)"))
+                }
+                return outcomes
+            }
+        }
+    }
+
+    /// Owes a revoke of the order's purchase, keyed by its grant key (Google's order id).
+    private func queuePlayRevocation(_ order: Order, now: Int64) throws -> String {
+        let key = order.verified?.grantKey ?? order.orderId
+        let existing = try database.query("SELECT state FROM revocations WHERE transaction_id = ?", [.text(key)]).first?.string("state")
+        switch existing {
+        case nil:
+            try database.query("""
+                INSERT INTO revocations(transaction_id, order_id, kind, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+                """, [.text(key), .text(order.orderId), .text(PlayVoided.kind), .integer(now), .integer(now), .integer(now)])
+            return "revoke_queued"
+        default:
+            return "revoke_already_queued"
+        }
+    }
+}
+
+/// The words Google Play's voided purchases leave in the ledger.
+public enum PlayVoided {
+    /// `refund_kind` of an order whose Play purchase Google voided (refund, chargeback, revocation).
+    public static let kind = "VOIDED"
+}

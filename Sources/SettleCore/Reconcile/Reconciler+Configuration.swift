@@ -92,7 +92,11 @@ extension Reconciler {
         if let play { finishers[.googlePlay] = PlayFinisher(client: play.client, products: configuration.products) }
         return Reconciler(configuration: configuration, ledger: ledger,
                           verifier: ProofRouter(receipts: receipts, storeKit: storeKit, products: products, play: play),
-                          deliverer: deliverer, policy: policy, log: log, metrics: metrics, inbox: inbox, finishers: finishers)
+                          deliverer: deliverer, policy: policy, log: log, metrics: metrics, inbox: inbox, finishers: finishers,
+                          voided: play.flatMap { play in (ledger as? Ledger).map { ledger in
+                              PlayVoidedPoll(ledger: ledger, client: play.client,
+                                             intervalSeconds: configuration.googlePlay?.voidedPollIntervalSeconds ?? 3600, log: log)
+                          } })
     }
 
     /// The Google Play verifier a `google_play` section describes: the service account key is

@@ -18,12 +18,15 @@ public final class Reconciler: Sendable {
     /// What each store must be told once an order's goods were granted (Google Play: acknowledge
     /// or consume); a store without one needs nothing.
     public let finishers: [Store: any StoreFinisher]
+    /// Google Play's voided purchases, polled by passes when due (SQLite ledger).
+    public let voided: PlayVoidedPoll?
 
     public init(configuration: Configuration, ledger: any LedgerStore, verifier: any OrderVerifier, deliverer: any Deliverer,
                 policy: RetryPolicy, owner: LeaseOwner = .current, log: Log, metrics: Metrics? = nil, inbox: NotificationInbox? = nil,
-                finishers: [Store: any StoreFinisher] = [:]) {
+                finishers: [Store: any StoreFinisher] = [:], voided: PlayVoidedPoll? = nil) {
         self.inbox = inbox
         self.finishers = finishers
+        self.voided = voided
         self.configuration = configuration
         self.ledger = ledger
         self.verifier = verifier
@@ -95,6 +98,9 @@ public final class Reconciler: Sendable {
         delivering.wait()
         var report = try pass.finish()
         // A pass over named orders is about those orders only.
+        if let voided, orderIds.isEmpty, !shouldStop() {
+            try voided.pollIfDue()
+        }
         if let inbox, orderIds.isEmpty, !shouldStop() {
             let settled = try inbox.settleObligations()
             report.revoked = settled.revoked
