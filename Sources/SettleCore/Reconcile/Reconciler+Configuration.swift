@@ -88,6 +88,19 @@ extension Reconciler {
             acceptSandbox: configuration.acceptSandbox, policy: policy, log: log, metrics: metrics,
             backfillSinceMs: configuration.notifications?.backfillSinceMs) }
         let play = try googlePlay(configuration, client: client, time: ledger.time, metrics: metrics)
+        if configuration.googlePlay?.notificationsPath != nil && !(ledger is Ledger) {
+            throw ConfigError("google_play.notifications_path: Google Play notifications need an SQLite ledger in this version of settle; "
+                              + "remove notifications_path or use a ledger file")
+        }
+        var playInbox: PlayNotificationInbox? = nil
+        if let settings = configuration.googlePlay, let push = settings.push, settings.notificationsPath != nil,
+           let play, let sqlite = ledger as? Ledger, let keys = try settings.loadPushKeys() {
+            playInbox = PlayNotificationInbox(
+                ledger: sqlite, authenticator: PushAuthenticator(keys: keys, audience: push.audience,
+                                                                 serviceAccountEmail: push.serviceAccountEmail, time: ledger.time),
+                packageName: settings.packageName, client: play.client, products: configuration.products,
+                binding: configuration.userBinding, log: log, metrics: metrics)
+        }
         var finishers: [Store: any StoreFinisher] = [:]
         if let play { finishers[.googlePlay] = PlayFinisher(client: play.client, products: configuration.products) }
         return Reconciler(configuration: configuration, ledger: ledger,
@@ -96,7 +109,7 @@ extension Reconciler {
                           voided: play.flatMap { play in (ledger as? Ledger).map { ledger in
                               PlayVoidedPoll(ledger: ledger, client: play.client,
                                              intervalSeconds: configuration.googlePlay?.voidedPollIntervalSeconds ?? 3600, log: log)
-                          } })
+                          } }, playInbox: playInbox)
     }
 
     /// The Google Play verifier a `google_play` section describes: the service account key is

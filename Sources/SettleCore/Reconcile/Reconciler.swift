@@ -20,10 +20,13 @@ public final class Reconciler: Sendable {
     public let finishers: [Store: any StoreFinisher]
     /// Google Play's voided purchases, polled by passes when due (SQLite ledger).
     public let voided: PlayVoidedPoll?
+    /// Google Play's real-time developer notifications: the listener stores them, passes work on them.
+    public let playInbox: PlayNotificationInbox?
 
     public init(configuration: Configuration, ledger: any LedgerStore, verifier: any OrderVerifier, deliverer: any Deliverer,
                 policy: RetryPolicy, owner: LeaseOwner = .current, log: Log, metrics: Metrics? = nil, inbox: NotificationInbox? = nil,
-                finishers: [Store: any StoreFinisher] = [:], voided: PlayVoidedPoll? = nil) {
+                finishers: [Store: any StoreFinisher] = [:], voided: PlayVoidedPoll? = nil, playInbox: PlayNotificationInbox? = nil) {
+        self.playInbox = playInbox
         self.inbox = inbox
         self.finishers = finishers
         self.voided = voided
@@ -65,6 +68,10 @@ public final class Reconciler: Sendable {
         }
         for id in try (ledger as? Ledger)?.quarantineReservedOrderIds() ?? [] {
             log.error("order.needs_attention", ["order": id, "reason": AttentionReason.rowInvalid.rawValue, "why": "reserved order id"])
+        }
+        // Purchases Google told of become orders before the claims, so this pass delivers them.
+        if let playInbox, orderIds.isEmpty, !shouldStop() {
+            try playInbox.processPending()
         }
         let rescued = try ledger.rescue(owner: owner)
         for id in rescued.requeued { log.warning("order.rescued", ["order": id, "to": "pending"]) }

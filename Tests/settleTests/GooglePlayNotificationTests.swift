@@ -1,0 +1,111 @@
+import Foundation
+import SettleCore
+import SettleTesting
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Google Play real-time developer notifications on a running `settle run`: Pub/Sub pushes to
+/// `google_play.notifications_path` on the notifications listener, authenticated by their OIDC token.
+final class GooglePlayNotificationTests: GooglePlayTestCase {
+    let path = "/google-play/rtdn"
+    var daemons: [SettleBinary.Running] = []
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        let jwks = JSONWebKeySet.document([(id: "fake-push-key", key: Self.pushKey.publicKey)])
+        try world.write("google-jwks.json", jwks.serialized(pretty: true))
+        try writePlayConfig(extra: [
+            ("server_api", world.serverAPIConfig),
+            ("schedule", .object([("interval_seconds", .number(3600))])),
+            ("notifications", .object([("listen", .string("127.0.0.1:0"))])),
+            ("google_play", .object([
+                ("package_name", .string(Self.packageName)),
+                ("service_account_file", .string("play-service-account.json")),
+                ("api_url", .string(google.baseURL)),
+                ("token_url", .string(google.baseURL + "/token")),
+                ("notifications_path", .string(path)),
+                ("push", .object([("audience", .string(Self.audience)), ("service_account_email", .string(Self.pushEmail)),
+                                  ("jwks_file", .string("google-jwks.json"))])),
+            ])),
+        ])
+    }
+
+    override func tearDownWithError() throws {
+        for daemon in daemons where daemon.isRunning {
+            daemon.send(SIGKILL)
+            _ = daemon.wait()
+        }
+        try super.tearDownWithError()
+    }
+
+    func log(_ daemon: SettleBinary.Running) -> String { (try? String(contentsOfFile: daemon.stderrPath, encoding: .utf8)) ?? "" }
+
+    /// Starts `settle run` and returns it with the port it listens on once its first pass ended.
+    func startDaemon(file: StaticString = #filePath, line: UInt = #line) throws -> (SettleBinary.Running, Int) {
+        let daemon = try SettleBinary.start(["run", "--config", world.configPath], outputFolder: world.folder)
+        daemons.append(daemon)
+        var port: Int?
+        _ = eventually(within: 20) {
+            port = log(daemon).split(separator: "\n").first { $0.contains("notifications.listening") }?
+                .split(separator: " ").first { $0.hasPrefix("port=") }.flatMap { Int($0.dropFirst(5)) }
+            return port != nil && log(daemon).contains("pass.finished")
+        }
+        guard let port else {
+            XCTFail("settle run never listened: \(log(daemon))", file: file, line: line)
+            throw CocoaError(.fileReadUnknown)
+        }
+        return (daemon, port)
+    }
+
+    /// POSTs a push and returns the HTTP status (nil: no answer).
+    func push(_ port: Int, _ body: Data, token: String?) throws -> Int? {
+        let client = HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 10))
+        var headers = [HTTPHeader("Content-Type", "application/json")]
+        if let token { headers.append(HTTPHeader("Authorization", "Bearer \(token)")) }
+        return try client.send(HTTPRequest(method: "POST", url: "http://127.0.0.1:\(port)\(path)", headers: headers, body: body)).status
+    }
+
+    func purchaseNotification(_ token: String, sku: String? = nil) -> DeveloperNotification {
+        DeveloperNotification(packageName: Self.packageName, eventTimeMillis: world.time.unixSeconds * 1000,
+                              kind: .oneTimeProduct(OneTimeProductNotification(rawNotificationType: 1, purchaseToken: PlayPurchaseToken(token)!,
+                                                                               sku: sku ?? gems)))
+    }
+
+    func storedNotifications() throws -> Int {
+        let database = try SQLiteDatabase(path: world.ledgerPath, mode: .readOnly)
+        defer { try? database.close() }
+        return Int(try database.query("SELECT count(*) AS n FROM play_notifications").first?.int("n") ?? -1)
+    }
+
+    func testPushWithAForgedOrMissingToken_isRefused_andNothingIsStored() throws {
+        let (_, port) = try startDaemon()
+        let body = PubSubPush.body(messageId: "m-forged", notification: purchaseNotification(scriptProduct("f", orderId: "GPA.F")))
+        let forged = try fake.pushToken(audience: Self.audience, email: Self.pushEmail, signer: Self.strangerKey)
+        XCTAssertEqual(try push(port, body, token: forged), 403)
+        let otherAudience = try fake.pushToken(audience: "https://elsewhere.example.com", email: Self.pushEmail)
+        XCTAssertEqual(try push(port, body, token: otherAudience), 403)
+        XCTAssertEqual(try push(port, body, token: nil), 401)
+        XCTAssertEqual(try storedNotifications(), 0)
+        XCTAssertTrue(world.deliveries.isEmpty)
+    }
+
+    func testPurchaseFoundOnlyThroughANotification_isDeliveredOnceToTheMappedUser_andConsumed() throws {
+        let (daemon, port) = try startDaemon()
+        let token = scriptProduct("n", orderId: "GPA.N", account: "u-7")
+        let body = PubSubPush.body(messageId: "m-1", notification: purchaseNotification(token))
+        let good = try fake.pushToken(audience: Self.audience, email: Self.pushEmail)
+        XCTAssertEqual(try push(port, body, token: good), 200)
+        XCTAssertEqual(try push(port, body, token: good), 200, "a redelivered push is answered, not stored again")
+        XCTAssertTrue(eventually(within: 20) { (try? Ledger(readOnlyPath: world.ledgerPath).orderRecord("play-GPA.N"))??.order.state == .finished },
+                      log(daemon))
+        let record = try XCTUnwrap(try Ledger(readOnlyPath: world.ledgerPath).orderRecord("play-GPA.N"))
+        XCTAssertEqual(record.order.userId, "u-7")
+        XCTAssertEqual(record.order.origin, "google_play_notification")
+        XCTAssertEqual(world.deliveries, ["GPA.N play-GPA.N"])
+        XCTAssertEqual(fake.product(token)?.consumptionState, .consumed)
+        XCTAssertEqual(try storedNotifications(), 1)
+        XCTAssertFalse(log(daemon).contains("SECRETPLAYTOKEN"), "a purchase token was logged")
+    }
+}
