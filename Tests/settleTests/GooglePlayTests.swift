@@ -254,4 +254,47 @@ final class GooglePlayTests: GooglePlayTestCase {
         XCTAssertEqual(world.deliveries.first, "GPA.URGENT o-urgent", "\(world.deliveries)")
         XCTAssertEqual(world.deliveries.count, 3)
     }
+
+    func testPlayOnlyInstallation_needsNoAppleSection_andCheckConfigShowsGooglePlayWithoutTheKey() throws {
+        try FileManager.default.removeItem(atPath: world.folder + "/AppleRootCA-G3.pem")
+        try world.writeConfig(receiptAPI: false, overrides: [
+            ("products", .object([(gems, .object([("type", .string("consumable")), ("store", .string("google_play"))]))])),
+            ("user_binding", .object([("app_account_token", .string("user_id"))])),
+            ("google_play", .object([
+                ("package_name", .string(Self.packageName)),
+                ("service_account_file", .string("play-service-account.json")),
+                ("api_url", .string(google.baseURL)),
+                ("token_url", .string(google.baseURL + "/token")),
+            ])),
+        ])
+        let check = try settle(expecting: 0, ["check-config"])
+        XCTAssertTrue(check.stdout.contains("google_play: package com.example.game"), check.stdout)
+        XCTAssertTrue(check.stdout.contains("product gems_100: consumable store google_play"), check.stdout)
+        XCTAssertFalse(check.stdout.contains("PRIVATE KEY"), check.stdout)
+        try enqueuePlay("o-only", token: scriptProduct("only", orderId: "GPA.ONLY"))
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(try state("o-only"), "finished")
+    }
+
+    func testConfigurationMistakes_nameTheKeyPath_andExit78() throws {
+        try world.writeConfig(overrides: [
+            ("products", .object([(gems, .object([("type", .string("consumable")), ("store", .string("android"))]))])),
+        ])
+        let store = try settle(expecting: 78, ["check-config"])
+        XCTAssertTrue(store.stderr.contains("products.gems_100.store"), store.stderr)
+        try world.writeConfig(overrides: [
+            ("products", .object([(gems, .object([("type", .string("consumable")), ("store", .string("google_play"))]))])),
+        ])
+        let missing = try settle(expecting: 78, ["check-config"])
+        XCTAssertTrue(missing.stderr.contains("a google_play product needs the google_play section"), missing.stderr)
+        try writePlayConfig(extra: [("google_play", .object([("package_name", .string(Self.packageName)),
+                                                             ("service_account_file", .string("play-service-account.json")),
+                                                             ("api_url", .string("http://google.example.com"))]))])
+        let url = try settle(expecting: 78, ["check-config"])
+        XCTAssertTrue(url.stderr.contains("google_play.api_url"), url.stderr)
+        try world.write("play-service-account.json", "{}", mode: 0o644)
+        try writePlayConfig()
+        let readable = try settle(expecting: 78, ["check-config"])
+        XCTAssertTrue(readable.stderr.contains("google_play.service_account_file"), readable.stderr)
+    }
 }

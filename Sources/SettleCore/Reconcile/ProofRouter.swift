@@ -8,12 +8,16 @@ public struct ProofRouter: OrderVerifier {
     public var products: Set<String>
     /// Google Play purchases, when `google_play` is configured: chosen by the order's store.
     public var play: PlayVerifier?
+    /// Whether `receipt_api` or `server_api` is configured (a Google Play-only installation has neither).
+    public var appStore: Bool
 
-    public init(receipts: ReceiptVerifier?, storeKit: StoreKitVerifier, products: Set<String>, play: PlayVerifier? = nil) {
+    public init(receipts: ReceiptVerifier?, storeKit: StoreKitVerifier, products: Set<String>, play: PlayVerifier? = nil,
+                appStore: Bool = true) {
         self.receipts = receipts
         self.storeKit = storeKit
         self.products = products
         self.play = play
+        self.appStore = appStore
     }
 
     public func verify(_ order: Order) throws -> Verification {
@@ -21,6 +25,11 @@ public struct ProofRouter: OrderVerifier {
             if let play { return try play.verify(order) }
             // Not the order's fault: it waits, using no attempt, until google_play is configured.
             var waiting = Verification(outcome: .retry("a Google Play order, and no google_play section is configured"))
+            waiting.keepsAttempt = true
+            return waiting
+        }
+        guard appStore else {
+            var waiting = Verification(outcome: .retry("an App Store order, and neither receipt_api nor server_api is configured"))
             waiting.keepsAttempt = true
             return waiting
         }

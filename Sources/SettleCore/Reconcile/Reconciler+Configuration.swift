@@ -36,7 +36,9 @@ extension Reconciler {
         } else {
             // Any backend may write a signed transaction into the ledger: without the root every
             // genuine one would be refused as forged, so a missing root stops the pass (78) instead.
-            roots = try configuration.storeKitRoots()
+            // A Google Play-only installation verifies no App Store order, so needs no Apple root.
+            let appleConfigured = configuration.receiptAPI != nil || configuration.serverAPI != nil
+            roots = appleConfigured ? try configuration.storeKitRoots() : ((try? configuration.storeKitRoots()) ?? [])
         }
         var storeKit = StoreKitVerifier(
             signedData: SignedDataVerifier(rootCertificates: roots, bundleId: configuration.bundleId,
@@ -104,7 +106,8 @@ extension Reconciler {
         var finishers: [Store: any StoreFinisher] = [:]
         if let play { finishers[.googlePlay] = PlayFinisher(client: play.client, products: configuration.products) }
         return Reconciler(configuration: configuration, ledger: ledger,
-                          verifier: ProofRouter(receipts: receipts, storeKit: storeKit, products: products, play: play),
+                          verifier: ProofRouter(receipts: receipts, storeKit: storeKit, products: products, play: play,
+                                                appStore: configuration.receiptAPI != nil || configuration.serverAPI != nil),
                           deliverer: deliverer, policy: policy, log: log, metrics: metrics, inbox: inbox, finishers: finishers,
                           voided: play.flatMap { play in (ledger as? Ledger).map { ledger in
                               PlayVoidedPoll(ledger: ledger, client: play.client,
