@@ -108,4 +108,19 @@ final class GooglePlayNotificationTests: GooglePlayTestCase {
         XCTAssertEqual(try storedNotifications(), 1)
         XCTAssertFalse(log(daemon).contains("SECRETPLAYTOKEN"), "a purchase token was logged")
     }
+
+    func testPendingOrder_isAskedAgainAtOnce_whenANotificationSaysItWasPurchased() throws {
+        let token = scriptProduct("pp", orderId: "GPA.PP", state: 2)
+        try enqueuePlay("o-pp", token: token)
+        let (daemon, port) = try startDaemon()
+        XCTAssertTrue(eventually(within: 20) { (try? Ledger(readOnlyPath: world.ledgerPath).orderRecord("o-pp"))??.history.last?.outcome == "wait" },
+                      log(daemon))
+        // The payment completed: Google's notification, not the ten-minute recheck, brings the order back.
+        scriptProduct("pp", orderId: "GPA.PP", state: 0)
+        let good = try fake.pushToken(audience: Self.audience, email: Self.pushEmail)
+        XCTAssertEqual(try push(port, PubSubPush.body(messageId: "m-pp", notification: purchaseNotification(token)), token: good), 200)
+        XCTAssertTrue(eventually(within: 20) { (try? Ledger(readOnlyPath: world.ledgerPath).orderRecord("o-pp"))??.order.state == .finished },
+                      log(daemon))
+        XCTAssertEqual(world.deliveries, ["GPA.PP o-pp"])
+    }
 }

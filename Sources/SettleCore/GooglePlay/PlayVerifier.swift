@@ -137,6 +137,8 @@ public final class PlayVerifier: OrderVerifier {
         case let .wait(message):
             var waiting = Verification(outcome: .retry(message), environment: environment)
             waiting.keepsAttempt = true
+            // A slow payment takes hours or days; a notification that it completed makes the order due at once.
+            waiting.retryAfterSeconds = PlayVerifier.pendingRecheckSeconds
             return waiting
         case let .rejected(rejection, message):
             let reason: RejectionReason
@@ -151,6 +153,9 @@ public final class PlayVerifier: OrderVerifier {
             return Verification(outcome: .needsAttention(reason: .purchaseStateUnclear, detail: message), environment: environment)
         }
     }
+
+    /// How long a purchase pending payment waits before Google is asked again (at most `backoff_max_seconds`).
+    public static let pendingRecheckSeconds: Double = 600
 
     /// The obfuscatedExternalAccountId the order's user must carry, by `user_binding.app_account_token`:
     /// the one stored with the order, the user id itself, or the user id's version-5 UUID.

@@ -62,6 +62,17 @@ extension Ledger {
         }
     }
 
+    /// A pending order Google says changed (a pending payment completed) is due now, not at its backoff.
+    public func makeDue(orderId: String) throws(LedgerError) {
+        let now = time.unixSeconds
+        try locked { () throws(LedgerError) in
+            try write {
+                try database.query("UPDATE orders SET next_attempt_at = ? WHERE order_id = ? AND state = 'pending' AND next_attempt_at > ?",
+                                   [.integer(now), .text(orderId), .integer(now)])
+            }
+        }
+    }
+
     /// The user whose orders carry this obfuscated account id (`app_account_token`), when exactly one does.
     public func playUser(accountId: String) throws(LedgerError) -> String? {
         try read {

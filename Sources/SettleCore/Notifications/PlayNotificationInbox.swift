@@ -123,7 +123,11 @@ public struct PlayNotificationInbox: Sendable {
     /// order), else a new order when Google confirms it was bought. Nil: ask again next pass.
     private func purchase(token: PlayPurchaseToken, productId: String?, subscription: Bool,
                           purchased: Bool) throws(LedgerError) -> (outcome: String, detail: String?, orderId: String?)? {
-        if let existing = try ledger.playOrderIds(token: token).first { return ("order_exists", nil, existing) }
+        if let existing = try ledger.playOrderIds(token: token).first {
+            // Its order may be waiting for a pending payment: Google says something changed, so ask now.
+            if purchased { try ledger.makeDue(orderId: existing) }
+            return ("order_exists", nil, existing)
+        }
         guard purchased else { return ("noted", "nothing to deliver for this notification type", nil) }
         guard let productId, let product = products[productId], product.stores.contains(.googlePlay) else {
             return ("unknown_product", "product \(productId ?? "?") is not a google_play product in the configuration", nil)
@@ -144,7 +148,11 @@ public struct PlayNotificationInbox: Sendable {
         let orderId = Ledger.playOrderIdPrefix + googleOrderId
         let detail = "Google Play reported purchase \(googleOrderId) (\(token.fingerprint)) that no backend enqueued"
             + (user.isEmpty ? "; nothing maps it to a user" : "; its obfuscatedExternalAccountId maps to user \(user)")
-        try ledger.createPlayOrder(orderId: orderId, userId: user, productId: productId, token: token, accountId: facts.accountId, detail: detail)
+        guard try ledger.createPlayOrder(orderId: orderId, userId: user, productId: productId, token: token, accountId: facts.accountId,
+                                         detail: detail) else {
+            // A row under that id exists without this token (a backend wrote it): it is not this purchase's order.
+            return ("order_id_taken", "order \(orderId) exists and does not hold this purchase token; a person looks", orderId)
+        }
         log.warning("order.created_from_notification", ["order": orderId, "store": Store.googlePlay.rawValue, "user": user.isEmpty ? nil : user])
         return ("order_created", detail, orderId)
     }

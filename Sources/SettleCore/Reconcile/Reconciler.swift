@@ -433,6 +433,12 @@ public final class Reconciler: Sendable {
             if order.deliveredAt != nil {
                 // The hook said delivered before (a crash, a failed acknowledgement): never again;
                 // only the store is still to be told.
+                guard finishers[order.store] != nil else {
+                    // Left under its claim, rescued at the next pass, finished once the store is configured again.
+                    log.error("order.store_finish_waiting", ["order": order.orderId, "store": order.store.rawValue,
+                                                             "why": "delivered, and no \(order.store.rawValue) section is configured to tell the store"])
+                    continue
+                }
                 guard try ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken, state: .delivering,
                                             leaseSeconds: deliveryLeaseSeconds) else {
                     leaseLost(order, "store_finish")
@@ -488,7 +494,7 @@ public final class Reconciler: Sendable {
         switch report.outcome {
         case .delivered where finishers[order.store] != nil:
             entry.outcome = "delivered"
-            entry.detail = [entry.detail, "store finish pending"].compactMap { $0 }.joined(separator: "\n")
+            entry.detail = ["store finish pending", entry.detail].compactMap { $0 }.joined(separator: "\n")
             // Durable before Google hears of it: a crash from here on acknowledges, never re-delivers.
             guard try ledger.recordDelivered(orderId: order.orderId, owner: owner, fence: order.fencingToken, error: nil, history: entry) else {
                 log.warning("order.lease_lost", ["order": order.orderId, "refused": "delivered", "idempotency_key": key,
