@@ -53,6 +53,9 @@ public struct Verdict: Sendable, Equatable {
             guard let error = order.lastError else { return order.attempts == 0 ? "waiting for its first pass" : nil }
             return "the last attempt failed (\(error)); settle retries by itself"
         case .verifying: return "settle is asking Apple right now"
+        case .delivering where order.deliveredAt != nil:
+            return "the hook delivered it; Google is not told yet (acknowledge or consume), which settle retries at every pass"
+                + (order.lastError.map { " (\($0))" } ?? "")
         case .delivering: return "settle is running the delivery hook right now"
         case .rejected, .needsAttention:
             guard let reason = order.reason else { return order.lastError }
