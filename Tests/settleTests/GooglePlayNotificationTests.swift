@@ -123,4 +123,32 @@ final class GooglePlayNotificationTests: GooglePlayTestCase {
                       log(daemon))
         XCTAssertEqual(world.deliveries, ["GPA.PP o-pp"])
     }
+
+    func testVoidedPurchaseNotification_revokesTheDeliveredOrderOnce() throws {
+        let revokes = world.folder + "/revokes.log"
+        try world.write("revoke.sh", "#!/bin/sh\ncat > /dev/null\necho \"$SETTLE_IDEMPOTENCY_KEY $SETTLE_ORDER_ID\" >> \"\(revokes)\"\n", mode: 0o755)
+        var config = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: world.configPath)))
+        if case var .object(members) = config, let i = members.firstIndex(where: { $0.0 == "delivery" }) {
+            members[i].1 = .object([("command", .array([.string(world.folder + "/grant.sh")])),
+                                    ("revoke_command", .array([.string(world.folder + "/revoke.sh")])), ("timeout_seconds", .number(10))])
+            config = .object(members)
+        }
+        try world.write("settle.json", config.serialized(pretty: true))
+        let token = scriptProduct("rv", product: unlock, orderId: "GPA.RV")
+        try enqueuePlay("o-rv", token: token, product: unlock)
+        let (daemon, port) = try startDaemon()
+        XCTAssertTrue(eventually(within: 20) { (try? Ledger(readOnlyPath: world.ledgerPath).orderRecord("o-rv"))??.order.state == .finished },
+                      log(daemon))
+        let voided = DeveloperNotification(packageName: Self.packageName, eventTimeMillis: world.time.unixSeconds * 1000,
+                                           kind: .voidedPurchase(VoidedPurchaseNotification(purchaseToken: PlayPurchaseToken(token)!, orderId: "GPA.RV",
+                                                                                            rawProductType: 2, rawRefundType: 1)))
+        let good = try fake.pushToken(audience: Self.audience, email: Self.pushEmail)
+        XCTAssertEqual(try push(port, PubSubPush.body(messageId: "m-v1", notification: voided), token: good), 200)
+        XCTAssertEqual(try push(port, PubSubPush.body(messageId: "m-v2", notification: voided), token: good), 200)
+        XCTAssertTrue(eventually(within: 20) { ((try? String(contentsOfFile: revokes, encoding: .utf8)) ?? "").contains("revoke:GPA.RV o-rv") },
+                      log(daemon))
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { log(daemon).components(separatedBy: "pass.finished").count > 3 }, log(daemon))
+        XCTAssertEqual(try String(contentsOfFile: revokes, encoding: .utf8), "revoke:GPA.RV o-rv\n", "revoked more than once")
+    }
 }
