@@ -48,11 +48,11 @@ public final class PlayVerifier: OrderVerifier {
     private func check(_ order: Order) -> Verification {
         guard let token = order.purchaseToken else {
             return Verification(outcome: .needsAttention(reason: .rowInvalid,
-                detail: "the google_play order has no usable purchase_token (missing, or not printable ASCII): store the token the app got from Play Billing, then settle retry \(Verdict.shellWord(order.orderId))"))
+                detail: "the google_play order has no usable purchase_token (missing, or not printable ASCII): store the token the app got from Play Billing, then settle retry \(order.orderId)"))
         }
         guard let product = products[order.productId], product.stores.contains(.googlePlay) else {
             return Verification(outcome: .needsAttention(reason: .unknownProduct,
-                detail: "product \(order.productId) is not a google_play product in the configuration's products (\"store\": \"google_play\" or \"both\"); add it, then settle retry \(Verdict.shellWord(order.orderId))"))
+                detail: "product \(order.productId) is not a google_play product in the configuration's products (\"store\": \"google_play\" or \"both\"); add it, then settle retry \(order.orderId)"))
         }
         let now = time.unixSeconds
         if let until = breaker.withLock({ $0.until }), now < until {
@@ -70,7 +70,8 @@ public final class PlayVerifier: OrderVerifier {
                 facts = PlayPurchaseFacts(subscription: subscription)
                 expiresMs = subscription.lineItems.first { $0.productId == order.productId }?.expiry
                     .map { Int64(($0.timeIntervalSince1970 * 1000).rounded(.down)) }
-                startMs = subscription.startTime.flatMap(ConfigurationDecoder.rfc3339Milliseconds)
+                startMs = SubscriptionPurchaseV2.LineItem(productId: order.productId, expiryTime: subscription.startTime).expiry
+                    .map { Int64(($0.timeIntervalSince1970 * 1000).rounded(.down)) }
             } else {
                 facts = PlayPurchaseFacts(product: try client.productPurchase(productId: order.productId, token: token),
                                           productId: order.productId)
