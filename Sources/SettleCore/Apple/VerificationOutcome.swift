@@ -40,6 +40,12 @@ public enum RejectionReason: String, Sendable, CaseIterable {
     case proofUnbound = "proof_unbound"
     /// Validly signed data whose payload lacks a field settle needs, or has it with the wrong type.
     case payloadInvalid = "payload_invalid"
+    /// Google Play: the purchase was canceled before it was paid (purchaseState 1, a pending
+    /// purchase that never completed).
+    case canceled
+    /// Google Play does not know the purchase token, or no longer honours it (400
+    /// purchaseTokenInvalid, 404, 410).
+    case purchaseNotFound = "purchase_not_found"
 }
 
 /// The result of one verification with the facts worth keeping in the order's history.
@@ -53,6 +59,11 @@ public struct Verification: Sendable, Equatable {
     /// Whether Apple answered at all (some answer was parsed), for "Apple unavailable for
     /// the whole pass".
     public var appleAnswered: Bool
+    /// For `.retry`: the order keeps its attempt, because nothing is wrong with it (a Google Play
+    /// purchase still pending payment, Google Play unavailable as a whole). It is tried again
+    /// after `retryAfterSeconds`, or the base delay.
+    public var keepsAttempt = false
+    public var retryAfterSeconds: Double? = nil
 
     public init(outcome: VerificationOutcome, appleStatus: Int? = nil, environment: String? = nil, durationMs: Int = 0,
                 appleAnswered: Bool = false) {

@@ -20,7 +20,9 @@ enum CheckConfigCommand {
         do {
             _ = try c.receiptAPI?.sharedSecretFile.read()
             _ = try c.serverAPI?.loadPrivateKey()
-            _ = try c.storeKitRoots()
+            if c.receiptAPI != nil || c.serverAPI != nil { _ = try c.storeKitRoots() }
+            _ = try c.googlePlay?.loadServiceAccountKey()
+            _ = try c.googlePlay?.loadPushKeys()
             if case let .webhook(_, secret) = c.delivery.method { _ = try secret.read() }
         } catch {
             throw CommandFailure.from(error)
@@ -108,7 +110,8 @@ enum CheckConfigCommand {
                      + (b.namespace.map { " (namespace \($0.uuidString.lowercased()))" } ?? "")
                      + ", unsigned_proofs \(b.unsignedProofs.rawValue), tokenless_signed_proofs \(b.tokenlessSignedProofs.rawValue)")
         for (id, product) in c.products.sorted(by: { $0.key < $1.key }) {
-            lines.append("product \(id): \(product.kind.rawValue)" + (product.grant.map { " grant \($0.serialized())" } ?? ""))
+            lines.append("product \(id): \(product.kind.rawValue)" + (product.grant.map { " grant \($0.serialized())" } ?? "")
+                         + (product.stores == [.appStore] ? "" : " store " + (product.stores.count > 1 ? "both" : Store.googlePlay.rawValue)))
         }
         switch c.delivery.method {
         case let .command(argv): lines.append("delivery.command: \(argv.joined(separator: " "))")
@@ -137,6 +140,13 @@ enum CheckConfigCommand {
                          + (notes.backfillSinceMs.map { ", first catch-up from \(Timestamp.rfc3339(milliseconds: $0))" } ?? ""))
             if c.delivery.revokeCommand == nil && c.delivery.revokeURL == nil {
                 lines.append("revokes: no revoke route configured; after a refund the revoke waits (settle status ORDER shows it) until one is")
+            }
+        }
+        if let play = c.googlePlay {
+            lines.append("google_play: package \(play.packageName), service account key \(play.serviceAccountFile.path) (contents redacted), "
+                         + "api \(displayURL(play.apiURL)), token \(displayURL(play.tokenURL)), voided purchases every \(n(play.voidedPollIntervalSeconds)) s")
+            if let path = play.notificationsPath, let push = play.push {
+                lines.append("google_play notifications: POST \(path), audience \(push.audience), push account \(push.serviceAccountEmail), keys \(push.jwksFile)")
             }
         }
         if c.consumption.respond {

@@ -25,7 +25,8 @@ enum Completions {
             cur="${COMP_WORDS[COMP_CWORD]}"
             prev="${COMP_WORDS[COMP_CWORD-1]}"
             case "$prev" in
-                -c|--config|--receipt-file|--signed-transaction-file|--script) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                -c|--config|--receipt-file|--signed-transaction-file|--purchase-token-file|--google-key|--script) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --store) COMPREPLY=($(compgen -W "\(Store.allCases.map(\.rawValue).joined(separator: " "))" -- "$cur")); return ;;
                 --state) COMPREPLY=($(compgen -W "\(OrderState.allCases.map(\.rawValue).joined(separator: " "))" -- "$cur")); return ;;
                 --as) COMPREPLY=($(compgen -W "\(Resolution.allCases.map(\.rawValue).joined(separator: " "))" -- "$cur")); return ;;
             esac

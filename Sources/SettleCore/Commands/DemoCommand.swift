@@ -9,9 +9,10 @@ enum DemoCommand {
 
     Creates a throwaway folder with a ledger, a configuration, a shared secret, a throwaway
     App Store Connect key and a demo hook; starts a local Apple simulator (verifyReceipt and
-    the App Store Server API) on 127.0.0.1; enqueues orders of every kind (valid, sandbox,
-    refunded, forged, a transaction already granted to another order, Apple briefly
-    unavailable, StoreKit 2 signed transactions and bare transaction ids); runs two reconcile
+    the App Store Server API) and a fake Google Play on 127.0.0.1; enqueues orders of every
+    kind (valid, sandbox, refunded, forged, a transaction already granted to another order,
+    Apple briefly unavailable, StoreKit 2 signed transactions and bare transaction ids, Google
+    Play purchases consumed, already acknowledged and pending); runs two reconcile
     passes an hour apart on a simulated clock; prints the resulting status. The folder is
     deleted at the end unless --keep is given.
     """
@@ -31,7 +32,7 @@ enum DemoCommand {
         defer {
             removal?.cancel()
             if parsed.has("--keep") {
-                context.print("\nkept \(folder) (ledger.sqlite3, settle.json, shared-secret, appstore-key.p8, simulator-root.pem, grant-goods.sh, granted.log, revoke-goods.sh, revoked.log)")
+                context.print("\nkept \(folder) (ledger.sqlite3, settle.json, shared-secret, appstore-key.p8, play-service-account.json, simulator-root.pem, grant-goods.sh, granted.log, revoke-goods.sh, revoked.log)")
             } else {
                 try? FileManager.default.removeItem(atPath: folder)
                 context.print("\nremoved \(folder); nothing else was written")
@@ -50,7 +51,10 @@ enum DemoCommand {
         }
         defer { simulator.stop() }
         let configPath = try writeFiles(folder: folder, secret: secret, keyPEM: keyPEM, simulator: simulator)
-        let orders = try scriptOrders(simulator, now: time.now)
+        let play = try DemoGooglePlay.start(folder: folder, time: time)
+        defer { play.server.stop() }
+        try play.addToConfiguration(configPath)
+        let orders = try scriptOrders(simulator, now: time.now) + play.orders
         var quiet = context
         quiet.time = time
         let configuration = try quiet.loadConfiguration(try ParsedArguments(["--config", configPath], spec: spec))
@@ -70,6 +74,7 @@ enum DemoCommand {
             context.print("o-1005, whose first verification met an Apple outage:\n")
             context.print(StatusView.text(record.order, history: record.history, now: time.unixSeconds))
         }
+        context.print(play.summary() + "\n")
         let granted = (try? String(contentsOfFile: folder + "/granted.log", encoding: .utf8)) ?? ""
         context.print("the demo hook was called \(granted.split(separator: "\n").count) times (idempotency key, order):\n" + granted)
         try showNotifications(context, simulator: simulator, ledger: ledger, reconciler: reconciler, time: time, folder: folder)

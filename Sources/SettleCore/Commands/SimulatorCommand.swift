@@ -5,12 +5,12 @@ import Foundation
 enum SimulatorCommand {
     static let spec = ArgumentSpec(command: "simulator", options: [
         .init(name: "--listen", takesValue: true), .init(name: "--script", takesValue: true),
-        .init(name: "--write-root", takesValue: true),
+        .init(name: "--write-root", takesValue: true), .init(name: "--google-key", takesValue: true),
     ])
 
     static let help = """
     Usage: settle simulator [--listen 127.0.0.1:PORT] [--script PLANS.json] [--write-root FILE]
-                            [--config PATH]
+                            [--google-key FILE] [--config PATH]
 
     Runs a local stand-in for Apple on loopback until SIGINT or SIGTERM: verifyReceipt
     (/production/verifyReceipt, /sandbox/verifyReceipt) and the App Store Server API (Get
@@ -26,6 +26,12 @@ enum SimulatorCommand {
     \(defaultBundleId), the shared secret "\(defaultSharedSecret)", and no Server API key, so
     Server API requests are refused (401) until --config names a server_api section. It prints
     which secrets it accepts.
+
+    Google Play is simulated too, on a port of its own (token endpoint, purchases, acknowledge,
+    consume, voided purchases, and signed push tokens for real-time notifications), when the
+    configuration has a google_play section (its service account key is accepted), or when
+    --google-key FILE is given (a throwaway service account key is written there, mode 600).
+    The plans file's "google_play" section scripts its purchases.
     """
 
     /// What the bare `settle simulator` starts with: the README's example configuration's bundle id,
@@ -40,6 +46,7 @@ enum SimulatorCommand {
         let bundleId: String
         let secret: String
         var credentials: ServerAPICredentials?
+        var configuration: Configuration?
         let accepts: String
         if parsed.value("--config") == nil && context.environment["SETTLE_CONFIG"] == nil {
             bundleId = defaultBundleId
@@ -50,7 +57,9 @@ enum SimulatorCommand {
                 accepts: the shared secret "\(secret)" (verifyReceipt); no Server API key, so Server API requests are refused (give --config with server_api)
                 """
         } else {
-            let configuration = try context.loadConfiguration(parsed)
+            let loaded = try context.loadConfiguration(parsed)
+            configuration = loaded
+            let configuration = loaded
             bundleId = configuration.bundleId
             do {
                 secret = try configuration.receiptAPI?.sharedSecretFile.read().value ?? ""
@@ -90,6 +99,18 @@ enum SimulatorCommand {
             throw CommandFailure(.unavailable, "cannot listen on 127.0.0.1:\(port): \(error)")
         }
         script.apply(to: simulator)
+        let google: SimulatedGooglePlay?
+        do {
+            google = try SimulatedGooglePlay.start(configuration: configuration, keyPath: parsed.value("--google-key"))
+        } catch let error as CommandFailure {
+            throw error
+        } catch let error as ConfigError {
+            throw CommandFailure.from(error)
+        } catch {
+            throw CommandFailure(.unavailable, "cannot start the simulated Google Play: \(error)")
+        }
+        google.map { script.googlePlay.apply(to: $0.fake) }
+        defer { google?.server.stop() }
         let base = simulator.baseURL
         context.print("""
             settle simulator listening on \(base)
@@ -100,6 +121,9 @@ enum SimulatorCommand {
             scripted: \(script.receipts.count) receipts, \(script.transactions.count) transactions, \(script.customers.count) customers, \(script.appleOrders.count) Apple orders
             \(accepts)
             """)
+        if let google {
+            context.print(google.lines + "\nscripted: \(script.googlePlay.products.count) Play purchases, \(script.googlePlay.subscriptions.count) Play subscriptions, \(script.googlePlay.voided.count) voided")
+        }
         waitForSIGINTOrSIGTERM()
         simulator.stop()
         context.print("settle simulator stopped after \(simulator.requests.count + simulator.serverRequests.count) requests")

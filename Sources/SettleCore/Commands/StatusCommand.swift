@@ -6,6 +6,7 @@ enum StatusCommand {
         .init(name: "--transaction", takesValue: true), .init(name: "--json", takesValue: false),
         .init(name: "--limit", takesValue: true), .init(name: "--app-account-token", takesValue: true),
         .init(name: "--notification", takesValue: true), .init(name: "--refunded", takesValue: false),
+        .init(name: "--purchase-token-file", takesValue: true),
     ], positionals: 0...1)
 
     static let help = """
@@ -25,6 +26,9 @@ enum StatusCommand {
                          looked up with Apple first (Look Up Order ID; needs server_api)
       --app-account-token UUID
                          orders whose backend stored this StoreKit appAccountToken
+      --purchase-token-file FILE|-
+                         Google Play orders with the purchase token in FILE (or standard
+                         input); the token is never printed, only its fingerprint
       --limit N          list at most N orders (default 50)
       --refunded         only orders Apple refunded or revoked
       --notification UUID  one App Store Server Notification: type, transaction, order, outcome
@@ -49,6 +53,9 @@ enum StatusCommand {
         filter.transactionId = parsed.value("--transaction")
         filter.appAccountToken = parsed.value("--app-account-token")
         filter.refunded = parsed.has("--refunded")
+        filter.purchaseToken = try parsed.value("--purchase-token-file").map { (path) throws(CommandFailure) in
+            try EnqueueCommand.readPurchaseToken(path)
+        }
         let configuration = try context.loadConfiguration(parsed)
         do {
             let ledger = try configuration.openLedger(.readOnly, time: context.time)

@@ -28,6 +28,8 @@ public struct Configuration: Sendable {
     /// The notifications endpoint and history catch-up (absent: off).
     public var notifications: NotificationsConfiguration?
     public var consumption = ConsumptionConfiguration()
+    /// Google Play (absent: App Store only).
+    public var googlePlay: GooglePlayConfiguration?
     /// The file this was read from; relative paths in it are resolved against its folder.
     public var sourcePath: String
 
@@ -42,6 +44,8 @@ public struct Configuration: Sendable {
         public var kind: Kind
         /// Free-form, passed to the hook unchanged.
         public var grant: JSONValue?
+        /// The stores that sell it under this product id (`"store"`; the App Store by default).
+        public var stores: Set<Store> = [.appStore]
     }
 
     /// The legacy verifyReceipt endpoints.

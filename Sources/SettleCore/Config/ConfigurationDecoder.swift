@@ -24,7 +24,11 @@ struct ConfigurationDecoder {
         let serverAPI = collect(nil) { () throws(ConfigError) in
             try root.object("server_api").map { (o) throws(ConfigError) in try decodeServerAPI(o) }
         }
-        if receiptAPI == nil && serverAPI == nil && root.value("receipt_api") == nil && root.value("server_api") == nil {
+        let googlePlay = collect(nil) { () throws(ConfigError) in
+            try root.object("google_play").map { (o) throws(ConfigError) in try decodeGooglePlay(o) }
+        }
+        if receiptAPI == nil && serverAPI == nil && root.value("receipt_api") == nil && root.value("server_api") == nil
+            && root.value("google_play") == nil {
             problems.append("receipt_api: required key is missing (configure receipt_api and/or server_api to verify with Apple)")
         }
         let products: [String: Configuration.Product] = collect([:]) { () throws(ConfigError) in
@@ -73,6 +77,18 @@ struct ConfigurationDecoder {
         configuration.historyRetentionDays = retentionDays
         configuration.notifications = notifications
         if let consumption { configuration.consumption = consumption }
+        configuration.googlePlay = googlePlay
+        if googlePlay == nil, let play = products.first(where: { $0.value.stores.contains(.googlePlay) }) {
+            throw ConfigError("products.\(play.key).store: a google_play product needs the google_play section")
+        }
+        if let path = googlePlay?.notificationsPath {
+            if notifications == nil {
+                throw ConfigError("google_play.notifications_path: pushes arrive on the notifications listener; configure notifications.listen")
+            }
+            if path == notifications?.path {
+                throw ConfigError("google_play.notifications_path: must differ from notifications.path (Apple's)")
+            }
+        }
         return configuration
     }
 
@@ -181,8 +197,17 @@ struct ConfigurationDecoder {
                 guard value.objectMembers != nil else { throw ConfigError("\(product.name("grant")): expected an object, got \(value.typeName)") }
                 grant = value
             }
+            var stores: Set<Store> = [.appStore]
+            if let store = try product.string("store") {
+                switch store {
+                case Store.appStore.rawValue: stores = [.appStore]
+                case Store.googlePlay.rawValue: stores = [.googlePlay]
+                case "both": stores = [.appStore, .googlePlay]
+                default: throw ConfigError("\(product.name("store")): \"\(store)\" is not one of \"app_store\", \"google_play\", \"both\"")
+                }
+            }
             try product.rejectUnknownKeys()
-            return .init(kind: kind, grant: grant)
+            return .init(kind: kind, grant: grant, stores: stores)
         }
     }
 

@@ -41,6 +41,8 @@ public final class Daemon: @unchecked Sendable {
     private var historyTimer: DispatchSourceTimer?
     /// The inbox the endpoint's threads hand notifications to; replaced on reload.
     private let inbox = Mutex<NotificationInbox?>(nil)
+    /// Google Play's pushes, on the same listener; replaced on reload.
+    private let playInbox = Mutex<PlayNotificationInbox?>(nil)
 
     public init(configPath: String, environment: [String: String], log: Log, time: any TimeSource = SystemTimeSource(),
                 owner: LeaseOwner = .current) {
@@ -112,9 +114,10 @@ public final class Daemon: @unchecked Sendable {
         }
         graceSeconds.withLock { $0 = configuration.shutdownGraceSeconds }
         inbox.withLock { $0 = reconciler.inbox }
+        playInbox.withLock { $0 = reconciler.playInbox }
         metrics.observeNewestNotification(at: try? ledger.newestNotificationAt())
         if let notifications = configuration.notifications {
-            try startEndpoint(notifications)
+            try startEndpoint(notifications, playPath: configuration.googlePlay?.notificationsPath)
         }
         installSignalHandlers()
         if !ChildReaper.becomeSubreaper() {
@@ -146,14 +149,23 @@ public final class Daemon: @unchecked Sendable {
 
     /// Listens for App Store Server Notifications: on the socket systemd passed (settle.socket),
     /// else on `notifications.listen`.
-    private func startEndpoint(_ notifications: Configuration.NotificationsConfiguration) throws {
+    private func startEndpoint(_ notifications: Configuration.NotificationsConfiguration, playPath: String?) throws {
         var passed: Int32? = nil
         if environment["LISTEN_PID"].flatMap({ Int32($0) }) == owner.pid, environment["LISTEN_FDS"] == "1" {
             passed = 3 // SD_LISTEN_FDS_START (sd_listen_fds(3))
         }
         do {
+            var routes: [String: @Sendable (HTTPServerRequest) -> HTTPServerResponse] = [:]
+            if let playPath {
+                routes[playPath] = { [workQueue, unowned self] request in
+                    guard let current = self.playInbox.withLock({ $0 }) else { return NotificationInbox.reply(503, "starting") }
+                    let (response, needsPass) = current.answer(request)
+                    if needsPass { workQueue.async { self.requestPass(force: true) } }
+                    return response
+                }
+            }
             endpoint = try NotificationEndpoint(address: notifications.listen, listenDescriptor: passed, path: notifications.path,
-                                                limits: notifications.limits, log: log) { [workQueue, unowned self] body in
+                                                limits: notifications.limits, log: log, routes: routes) { [workQueue, unowned self] body in
                 guard let current = self.inbox.withLock({ $0 }) else { return NotificationInbox.reply(503, "starting") }
                 let (response, needsPass) = current.answer(body)
                 if needsPass { workQueue.async { self.requestPass(force: true) } }
@@ -163,7 +175,7 @@ public final class Daemon: @unchecked Sendable {
             throw CommandFailure(.unavailable, error.description)
         }
         log.info("notifications.listening", ["address": passed == nil ? notifications.listen : "systemd socket",
-                                             "port": endpoint?.port, "path": notifications.path])
+                                             "port": endpoint?.port, "path": notifications.path, "google_play_path": playPath])
     }
 
     /// Get Notification History at start and every `notifications.history_interval_seconds`.
@@ -348,6 +360,7 @@ public final class Daemon: @unchecked Sendable {
                 scheduleTimer(interval: fresh.schedule.intervalSeconds)
             }
             inbox.withLock { $0 = reconciler.inbox }
+            playInbox.withLock { $0 = reconciler.playInbox }
             if fresh.notifications?.listen != configuration.notifications?.listen || fresh.notifications?.path != configuration.notifications?.path {
                 log.warning("daemon.reload_partial", ["kept": "the notifications endpoint as it was; restart settle to move it"])
             }

@@ -19,6 +19,8 @@ public final class Metrics: Sendable {
         var lastPassAt: Int64?
         var notifications: [String: Int] = [:]     // "type|outcome" -> count
         var newestNotificationAt: Int64?
+        var storeRequests: [String: Int] = [:]     // "store|call|outcome" -> count
+        var storeFinishes: [String: Int] = [:]     // "store|outcome" -> count
     }
 
     private let state = Mutex(State())
@@ -66,6 +68,17 @@ public final class Metrics: Sendable {
         state.withLock { s in s.newestNotificationAt = max(s.newestNotificationAt ?? at, at) }
     }
 
+    /// One HTTP request to a store other than Apple (Google Play): the call and a short outcome label.
+    public func observeStoreRequest(store: String, call: String, outcome: String) {
+        state.withLock { $0.storeRequests["\(store)|\(call)|\(outcome)", default: 0] += 1 }
+    }
+
+    /// A store told (or not) that an order was delivered: `acknowledged`, `consumed`, `failed`, ...
+    public func observeStoreFinish(store: String, outcome: String) {
+        let label = String(outcome.prefix(while: { $0 != ":" }))
+        state.withLock { $0.storeFinishes["\(store)|\(label)", default: 0] += 1 }
+    }
+
     public func observePass(breakerOpen: Bool, at time: Int64) {
         state.withLock { s in
             s.breakerOpen = breakerOpen
@@ -110,6 +123,25 @@ public final class Metrics: Sendable {
         }
         family("settle_newest_notification_age_seconds", "gauge", "Seconds since the newest notification was stored (-1 when none).")
         out += "settle_newest_notification_age_seconds{\(app)} \(s.newestNotificationAt.map { max(0, now - $0) } ?? -1)\n"
+        family("settle_store_orders", "gauge", "Orders in the ledger by store and state.")
+        for state in OrderState.allCases {
+            let play = summary.googlePlayCounts[state] ?? 0
+            out += "settle_store_orders{\(app),store=\"app_store\",state=\"\(state.rawValue)\"} \(max(0, (summary.counts[state] ?? 0) - play))\n"
+            out += "settle_store_orders{\(app),store=\"google_play\",state=\"\(state.rawValue)\"} \(play)\n"
+        }
+        family("settle_play_ack_deadline_soon", "gauge",
+               "Google Play orders not yet acknowledged with less than 24 h before Google refunds them.")
+        out += "settle_play_ack_deadline_soon{\(app),store=\"google_play\"} \(summary.playDeadlines.filter { $0.isUrgent(now: now) }.count)\n"
+        family("settle_store_requests_total", "counter", "HTTP requests to stores other than Apple, by store, call and outcome.")
+        for key in s.storeRequests.keys.sorted() {
+            let parts = key.split(separator: "|", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+            out += "settle_store_requests_total{\(app),store=\"\(parts[0])\",call=\"\(Metrics.labelValue(parts[1]))\",outcome=\"\(Metrics.labelValue(parts[2]))\"} \(s.storeRequests[key] ?? 0)\n"
+        }
+        family("settle_store_finish_total", "counter", "Stores told an order was delivered (acknowledge, consume), by store and outcome.")
+        for key in s.storeFinishes.keys.sorted() {
+            let parts = key.split(separator: "|", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            out += "settle_store_finish_total{\(app),store=\"\(parts[0])\",outcome=\"\(Metrics.labelValue(parts[1]))\"} \(s.storeFinishes[key] ?? 0)\n"
+        }
         family("settle_build_info", "gauge", "The running settle's version.")
         out += "settle_build_info{\(app),version=\"\(SettleCommand.version)\"} 1\n"
         return out

@@ -11,6 +11,7 @@ public enum HookPayload {
     public static func make(order: Order, purchase: VerifiedPurchase, product: Configuration.Product?) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("event", .string(grantEvent)),
+            ("store", .string(order.store.rawValue)),
             ("order_id", .string(order.orderId)),
             ("user_id", .string(order.userId)),
             ("product_id", .string(purchase.productId)),
@@ -28,8 +29,9 @@ public enum HookPayload {
         return .object(members)
     }
 
-    /// The grant key: the Apple transaction id (the original one for a non-consumable), stable
-    /// across retries and crashes, granted at most once across the ledger.
+    /// The grant key: the Apple transaction id (the original one for a non-consumable), or
+    /// Google Play's order id (`GPA.…`); stable across retries and crashes, granted at most once
+    /// across the ledger.
     public static func idempotencyKey(_ purchase: VerifiedPurchase) -> String { purchase.grantKey }
 }
 

@@ -23,6 +23,7 @@ public enum RevokeHook: Sendable {
         let purchase = order.verified
         return .object([
             ("event", .string(event)),
+            ("store", .string(order.store.rawValue)),
             ("order_id", .string(order.orderId)),
             ("user_id", .string(order.userId)),
             ("product_id", .string(purchase?.productId ?? order.productId)),

@@ -30,7 +30,10 @@ public final class NotificationEndpoint: Sendable {
 
     /// Binds `address` ("127.0.0.1:8787", "[::1]:8787"; port 0 picks one), or serves the
     /// already listening `listenDescriptor` systemd passed (socket activation).
+    /// `routes`: other paths on the same listener (Google Play's pushes), each handed the whole
+    /// request (its headers carry the push's credentials), under the same limits.
     public init(address: String, listenDescriptor: Int32? = nil, path: String, limits: Limits, log: Log,
+                routes: [String: @Sendable (HTTPServerRequest) -> HTTPServerResponse] = [:],
                 handle: @escaping @Sendable (Data) -> HTTPServerResponse) throws(StartError) {
         let listenAddress = ListenAddress(address)
         guard listenDescriptor != nil || listenAddress != nil else {
@@ -42,7 +45,9 @@ public final class NotificationEndpoint: Sendable {
         let routing = EmbeddedHTTPServer.Routing(
             screen: { head, _ in
                 guard head.method == "POST" else { return Self.refusal(405, "only POST is accepted", head, log) }
-                guard head.pathWithoutQuery == path else { return Self.refusal(404, "no such path", head, log) }
+                guard head.pathWithoutQuery == path || routes[String(head.pathWithoutQuery)] != nil else {
+                    return Self.refusal(404, "no such path", head, log)
+                }
                 return nil
             },
             bodyTooLarge: { head in
@@ -53,7 +58,7 @@ public final class NotificationEndpoint: Sendable {
                 log.warning("notifications.bad_request", ["status": "closed", "why": "request took over \(limits.timeoutSeconds) s"])
             },
             handle: { request in
-                var response = handle(request.body)
+                var response = routes[String(request.pathWithoutQuery)].map { $0(request) } ?? handle(request.body)
                 if response.headers.isEmpty && !response.body.isEmpty {
                     response.headers = [HTTPHeader("Content-Type", "application/json")]
                 }

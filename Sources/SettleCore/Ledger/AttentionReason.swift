@@ -37,4 +37,7 @@ public enum AttentionReason: String, Sendable, Equatable, CaseIterable {
     /// (`notifications.backfill_since`): the app's own flow most likely granted it already, so a
     /// person decides (`settle retry` to deliver it, `settle resolve --as granted_by_hand` if it was).
     case backfilledPurchase = "backfilled_purchase"
+    /// Google Play answered with a purchase state settle has no rule for (an expired, paused or
+    /// on-hold subscription, a state Google added): a person decides.
+    case purchaseStateUnclear = "purchase_state_unclear"
 }

@@ -1,6 +1,9 @@
 /// The ledger's migrations. Each runs once, in one transaction, and is recorded in
 /// `PRAGMA user_version`. The tables and columns that backends write only ever grow.
 public enum LedgerSchema {
+    /// The migration that adds Google Play's columns and tables.
+    static let googlePlayVersion = 8
+
     public static let migrations: [String] = [
         // 1: orders, deduplicated receipts, history, grants.
         """
@@ -233,6 +236,117 @@ public enum LedgerSchema {
         ALTER TABLE consumption_answers ADD COLUMN claim INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE notification_cursor ADD COLUMN lease_owner TEXT;
         ALTER TABLE notification_cursor ADD COLUMN lease_expires_at INTEGER;
+        """,
+        // 8: Google Play. An order says which store sold it (`store`) and, for Google Play,
+        // carries the purchase token (a bearer secret) as its proof; `delivered_at` marks a Play
+        // order whose hook said delivered while Google is not yet told (acknowledge or consume):
+        // it stays `delivering` until Google is, and is never handed to the hook again. The
+        // proof CHECK of migration 1 cannot be altered in place, so the table is rebuilt (SQLite's
+        // documented procedure, https://www.sqlite.org/lang_altertable.html#otheralter): foreign
+        // keys are deferred to the commit, which checks every history, grant and revocation row
+        // still has its order. RTDN pushes are stored once by message id; the voided purchases
+        // poll keeps where it is.
+        """
+        PRAGMA defer_foreign_keys = ON;
+        CREATE TABLE orders_v6 AS SELECT * FROM orders;
+        DROP TABLE orders;
+        CREATE TABLE orders (
+            order_id            TEXT PRIMARY KEY NOT NULL CHECK (length(order_id) BETWEEN 1 AND 200),
+            user_id             TEXT NOT NULL,
+            product_id          TEXT NOT NULL,
+            transaction_id      TEXT,
+            receipt_sha256      TEXT REFERENCES receipts(sha256),
+            signed_transaction  TEXT,
+            state               TEXT NOT NULL DEFAULT 'pending'
+                                CHECK (state IN ('pending','verifying','delivering','finished','rejected','needs_attention')),
+            attempts            INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+            next_attempt_at     INTEGER NOT NULL DEFAULT 0,
+            reason              TEXT,
+            last_error          TEXT,
+            environment         TEXT,
+            verified_transaction_id  TEXT,
+            original_transaction_id  TEXT,
+            verified_product_id TEXT,
+            quantity            INTEGER,
+            purchase_date_ms    INTEGER,
+            expires_date_ms     INTEGER,
+            lease_host          TEXT,
+            lease_pid           INTEGER,
+            lease_start         TEXT,
+            lease_expires_at    INTEGER,
+            created_at          INTEGER NOT NULL DEFAULT (unixepoch()),
+            updated_at          INTEGER NOT NULL DEFAULT (unixepoch()),
+            finished_at         INTEGER,
+            grant_key           TEXT,
+            app_account_token   TEXT,
+            origin              TEXT NOT NULL DEFAULT 'backend',
+            refunded_at         INTEGER,
+            refund_kind         TEXT,
+            refund_reason       TEXT,
+            store               TEXT NOT NULL DEFAULT 'app_store' CHECK (store IN ('app_store','google_play')),
+            purchase_token      TEXT,
+            delivered_at        INTEGER,
+            CHECK ((state = 'finished') = (finished_at IS NOT NULL)),
+            CHECK ((state IN ('verifying','delivering')) = (lease_pid IS NOT NULL)),
+            CHECK (state NOT IN ('delivering','finished') OR verified_transaction_id IS NOT NULL),
+            CHECK (CASE store WHEN 'google_play' THEN purchase_token IS NOT NULL
+                   ELSE receipt_sha256 IS NOT NULL OR signed_transaction IS NOT NULL OR transaction_id IS NOT NULL END),
+            CHECK (delivered_at IS NULL OR state IN ('delivering','finished'))
+        );
+        INSERT INTO orders(order_id, user_id, product_id, transaction_id, receipt_sha256, signed_transaction, state, attempts,
+                           next_attempt_at, reason, last_error, environment, verified_transaction_id, original_transaction_id,
+                           verified_product_id, quantity, purchase_date_ms, expires_date_ms, lease_host, lease_pid, lease_start,
+                           lease_expires_at, created_at, updated_at, finished_at, grant_key, app_account_token, origin,
+                           refunded_at, refund_kind, refund_reason)
+            SELECT order_id, user_id, product_id, transaction_id, receipt_sha256, signed_transaction, state, attempts,
+                   next_attempt_at, reason, last_error, environment, verified_transaction_id, original_transaction_id,
+                   verified_product_id, quantity, purchase_date_ms, expires_date_ms, lease_host, lease_pid, lease_start,
+                   lease_expires_at, created_at, updated_at, finished_at, grant_key, app_account_token, origin,
+                   refunded_at, refund_kind, refund_reason
+            FROM orders_v6 ORDER BY rowid;
+        DROP TABLE orders_v6;
+        CREATE INDEX orders_claim ON orders(next_attempt_at, order_id) WHERE state = 'pending';
+        CREATE INDEX orders_leased ON orders(lease_expires_at) WHERE state IN ('verifying','delivering');
+        CREATE INDEX orders_user ON orders(user_id);
+        CREATE INDEX orders_transaction ON orders(transaction_id);
+        CREATE INDEX orders_verified_transaction ON orders(verified_transaction_id);
+        CREATE INDEX orders_state ON orders(state, updated_at);
+        CREATE INDEX orders_recent ON orders(updated_at DESC, order_id);
+        CREATE INDEX orders_state_created ON orders(state, created_at);
+        CREATE INDEX orders_original_transaction ON orders(original_transaction_id);
+        CREATE INDEX orders_refunded ON orders(refunded_at) WHERE refunded_at IS NOT NULL;
+        CREATE INDEX orders_purchase_token ON orders(purchase_token) WHERE purchase_token IS NOT NULL;
+        CREATE INDEX orders_play_pending ON orders((coalesce(purchase_date_ms / 1000, created_at))) WHERE state = 'pending' AND store = 'google_play';
+        CREATE INDEX orders_store_state ON orders(store, state);
+        CREATE TRIGGER orders_counted_insert AFTER INSERT ON orders BEGIN
+            UPDATE order_counts SET n = n + 1 WHERE state = NEW.state;
+        END;
+        CREATE TRIGGER orders_counted_delete AFTER DELETE ON orders BEGIN
+            UPDATE order_counts SET n = n - 1 WHERE state = OLD.state;
+        END;
+        CREATE TRIGGER orders_counted_update AFTER UPDATE OF state ON orders WHEN OLD.state IS NOT NEW.state BEGIN
+            UPDATE order_counts SET n = n - 1 WHERE state = OLD.state;
+            UPDATE order_counts SET n = n + 1 WHERE state = NEW.state;
+        END;
+        UPDATE order_counts SET n = (SELECT count(*) FROM orders WHERE orders.state = order_counts.state);
+        CREATE TABLE play_notifications (
+            message_id      TEXT PRIMARY KEY NOT NULL,
+            kind            TEXT NOT NULL,
+            token_sha256    TEXT,
+            order_id        TEXT,
+            received_at     INTEGER NOT NULL,
+            outcome         TEXT NOT NULL,
+            detail          TEXT,
+            state           TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending','done')),
+            payload         TEXT NOT NULL
+        );
+        CREATE INDEX play_notifications_pending ON play_notifications(received_at) WHERE state = 'pending';
+        CREATE TABLE play_cursor (
+            id              INTEGER PRIMARY KEY CHECK (id = 1),
+            voided_since_ms INTEGER,
+            page_token      TEXT,
+            polled_at       INTEGER
+        );
         """,
     ]
 }

@@ -51,6 +51,9 @@ public protocol OrderLedger: LedgerBase {
                        environment: String?, history: HistoryEntry) throws(LedgerError) -> OrderState?
     @discardableResult
     func markFinished(orderId: String, owner: LeaseOwner, fence: Int64?, history: HistoryEntry) throws(LedgerError) -> Bool
+    /// A Google Play order's hook said delivered and Google is not told yet (see `Ledger.recordDelivered`).
+    @discardableResult
+    func recordDelivered(orderId: String, owner: LeaseOwner, fence: Int64?, error: String?, history: HistoryEntry) throws(LedgerError) -> Bool
 
     // Rows settle cannot work on
     func quarantineMalformedRows() throws(LedgerError) -> [String]

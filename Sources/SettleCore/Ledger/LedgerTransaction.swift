@@ -88,6 +88,8 @@ public protocol TransactionalLedger: LedgerStore {
     /// Whether the schema keeps the counts by state in `order_counts` (SQLite's schema 4, kept by
     /// triggers, so status does not count a million rows); PostgreSQL counts them.
     func keepsOrderCounts() throws(LedgerError) -> Bool
+    /// Whether the schema has the Google Play columns (a read-only status of an older ledger may not).
+    func knowsGooglePlay() throws(LedgerError) -> Bool
 }
 
 /// The SQLite connection of `SQLiteLedger`, inside one of its transactions.
@@ -132,6 +134,8 @@ extension SQLiteLedger: TransactionalLedger {
     public func hasNotificationTables() throws(LedgerError) -> Bool { try schemaVersion() >= 5 }
 
     public func keepsOrderCounts() throws(LedgerError) -> Bool { try schemaVersion() >= 4 }
+
+    public func knowsGooglePlay() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.googlePlayVersion }
 }
 
 extension PostgresLedger: TransactionalLedger {
@@ -149,4 +153,6 @@ extension PostgresLedger: TransactionalLedger {
     public func keepsOrderCounts() throws(LedgerError) -> Bool { false }
 
     public func hasNotificationTables() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.notificationsVersion }
+
+    public func knowsGooglePlay() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.googlePlayVersion }
 }

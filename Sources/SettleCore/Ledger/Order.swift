@@ -11,6 +11,13 @@ public enum OrderState: String, CaseIterable, Sendable {
     case needsAttention = "needs_attention"
 }
 
+/// The store that sold an order's purchase, and so which store settle asks about it. The raw
+/// values are the ledger's `store` column and the hook payload's `store`.
+public enum Store: String, Sendable, CaseIterable {
+    case appStore = "app_store"
+    case googlePlay = "google_play"
+}
+
 /// The facts Apple confirmed for an order's transaction; persisted before the hook runs so
 /// that a re-delivery after a crash sends exactly the same payload.
 public struct VerifiedPurchase: Sendable, Equatable {
@@ -70,6 +77,13 @@ public struct Order: Sendable, Equatable {
     public var origin: String = "backend"
     /// Set once Apple refunded or revoked the purchase.
     public var refund: Refund? = nil
+    /// Which store sold the purchase.
+    public var store: Store = .appStore
+    /// A Google Play order's proof: a bearer secret, shown only by its fingerprint.
+    public var purchaseToken: PlayPurchaseToken? = nil
+    /// A Google Play order whose hook said delivered, while Google is not yet told (acknowledge
+    /// or consume): it is never handed to the hook again, only finished with Google.
+    public var deliveredAt: Int64? = nil
 
     /// Whether the order names the one purchase it claims (a transaction id or a signed
     /// transaction), rather than "a purchase of this product" in a receipt.
@@ -130,11 +144,18 @@ public struct NewOrder: Sendable, Equatable {
     public var receipt: String?
     /// StoreKit 2 compact JWS.
     public var signedTransaction: String?
-    /// The appAccountToken the app passed to StoreKit for this user (a UUID), if the backend keeps one.
+    /// The appAccountToken the app passed to StoreKit for this user (a UUID), if the backend keeps
+    /// one; for a Google Play order, the obfuscatedExternalAccountId the app passed to Play Billing.
     public var appAccountToken: String?
+    public var store: Store
+    /// A Google Play order's purchase token (its proof; required for `.googlePlay`).
+    public var purchaseToken: PlayPurchaseToken?
 
     public init(orderId: String, userId: String, productId: String, transactionId: String? = nil,
-                receipt: String? = nil, signedTransaction: String? = nil, appAccountToken: String? = nil) {
+                receipt: String? = nil, signedTransaction: String? = nil, appAccountToken: String? = nil,
+                store: Store = .appStore, purchaseToken: PlayPurchaseToken? = nil) {
+        self.store = store
+        self.purchaseToken = purchaseToken
         self.appAccountToken = appAccountToken
         self.orderId = orderId
         self.userId = userId

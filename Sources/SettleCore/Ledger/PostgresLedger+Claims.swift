@@ -17,10 +17,23 @@ extension PostgresLedger {
     public func claimNextDue(owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order? {
         let now = time.unixSeconds
         return try write { db in
+            // A Google Play order less than a day from Google's refund deadline goes first.
+            if let urgent = try db.run("""
+                UPDATE orders SET state = 'verifying', \(PostgresLedger.leaseAssignments), updated_at = ?
+                WHERE order_id = (SELECT order_id FROM orders
+                                  WHERE state = 'pending' AND store = 'google_play'
+                                    AND coalesce(purchase_date_ms / 1000, created_at) <= ? AND next_attempt_at <= ?
+                                  ORDER BY coalesce(purchase_date_ms / 1000, created_at), order_id LIMIT 1 FOR UPDATE SKIP LOCKED)
+                  AND state = 'pending'
+                RETURNING *
+                """, leaseArguments(owner, seconds: leaseSeconds)
+                    + [.integer(now), .integer(now - PlayDeadline.urgentAfterSeconds), .integer(now)]).first {
+                return Order(row: urgent)
+            }
             // SKIP LOCKED: concurrent claimers each take a different row instead of queueing on
             // the first; `state = 'pending'` again in the outer WHERE, which PostgreSQL re-checks
             // on the row's latest version (https://www.postgresql.org/docs/current/sql-select.html#SQL-FOR-UPDATE-SHARE).
-            try db.run("""
+            return try db.run("""
                 UPDATE orders SET state = 'verifying', \(PostgresLedger.leaseAssignments), updated_at = ?
                 WHERE order_id = (SELECT order_id FROM orders WHERE state = 'pending' AND next_attempt_at <= ?
                                   ORDER BY next_attempt_at, order_id LIMIT 1 FOR UPDATE SKIP LOCKED)

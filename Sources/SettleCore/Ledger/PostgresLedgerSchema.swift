@@ -216,8 +216,83 @@ public enum PostgresLedgerSchema {
             lease_expires_at  BIGINT
         );
         """,
+        // 4: Google Play, as the SQLite ledger's migration 8: the order's store, its purchase
+        // token (a Play order's proof) and `delivered_at` (the hook said delivered, Google is not
+        // told yet); RTDN pushes stored once by message id; where the voided purchases poll is.
+        // A backend role may insert `store` and `purchase_token`; the trigger still forces
+        // everything settle decides (now `delivered_at` too) to its start value.
+        """
+        ALTER TABLE orders ADD COLUMN store TEXT NOT NULL DEFAULT 'app_store' CHECK (store IN ('app_store','google_play'));
+        ALTER TABLE orders ADD COLUMN purchase_token TEXT;
+        ALTER TABLE orders ADD COLUMN delivered_at BIGINT;
+        DO $$
+        DECLARE proof text;
+        BEGIN
+            SELECT conname INTO proof FROM pg_constraint
+            WHERE conrelid = 'orders'::regclass AND contype = 'c'
+              AND pg_get_constraintdef(oid) LIKE '%receipt_sha256 IS NOT NULL%';
+            IF proof IS NOT NULL THEN
+                EXECUTE format('ALTER TABLE orders DROP CONSTRAINT %I', proof);
+            END IF;
+        END
+        $$;
+        ALTER TABLE orders ADD CONSTRAINT orders_proof_check CHECK (CASE store WHEN 'google_play' THEN purchase_token IS NOT NULL
+            ELSE receipt_sha256 IS NOT NULL OR signed_transaction IS NOT NULL OR transaction_id IS NOT NULL END);
+        ALTER TABLE orders ADD CONSTRAINT orders_delivered_check CHECK (delivered_at IS NULL OR state IN ('delivering','finished'));
+        CREATE INDEX orders_purchase_token ON orders(purchase_token) WHERE purchase_token IS NOT NULL;
+        CREATE INDEX orders_play_pending ON orders((coalesce(purchase_date_ms / 1000, created_at))) WHERE state = 'pending' AND store = 'google_play';
+        CREATE INDEX orders_store_state ON orders(store, state);
+        CREATE OR REPLACE FUNCTION settle_orders_new_pending() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            NEW.state := 'pending';
+            NEW.attempts := 0;
+            NEW.reason := NULL;
+            NEW.last_error := NULL;
+            NEW.environment := NULL;
+            NEW.verified_transaction_id := NULL;
+            NEW.original_transaction_id := NULL;
+            NEW.verified_product_id := NULL;
+            NEW.quantity := NULL;
+            NEW.purchase_date_ms := NULL;
+            NEW.expires_date_ms := NULL;
+            NEW.grant_key := NULL;
+            NEW.lease_host := NULL;
+            NEW.lease_pid := NULL;
+            NEW.lease_start := NULL;
+            NEW.lease_expires_at := NULL;
+            NEW.fencing_token := 0;
+            NEW.finished_at := NULL;
+            NEW.origin := 'backend';
+            NEW.refunded_at := NULL;
+            NEW.refund_kind := NULL;
+            NEW.refund_reason := NULL;
+            NEW.delivered_at := NULL;
+            RETURN NEW;
+        END
+        $$;
+        CREATE TABLE play_notifications (
+            message_id      TEXT PRIMARY KEY,
+            kind            TEXT NOT NULL,
+            token_sha256    TEXT,
+            order_id        TEXT,
+            received_at     BIGINT NOT NULL,
+            outcome         TEXT NOT NULL,
+            detail          TEXT,
+            state           TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending','done')),
+            payload         TEXT NOT NULL
+        );
+        CREATE INDEX play_notifications_pending ON play_notifications(received_at) WHERE state = 'pending';
+        CREATE TABLE play_cursor (
+            id              INTEGER PRIMARY KEY CHECK (id = 1),
+            voided_since_ms BIGINT,
+            page_token      TEXT,
+            polled_at       BIGINT
+        );
+        """,
     ]
 
     /// The first schema with App Store Server Notifications' tables.
     static let notificationsVersion = 3
+    /// The migration that adds Google Play's columns and tables.
+    static let googlePlayVersion = 4
 }

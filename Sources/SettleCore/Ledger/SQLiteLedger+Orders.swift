@@ -14,6 +14,7 @@ extension SQLiteLedger {
         typeof(order_id) = 'text' AND typeof(user_id) = 'text' AND typeof(product_id) = 'text'
         AND typeof(transaction_id) IN ('text','null') AND typeof(receipt_sha256) IN ('text','null')
         AND typeof(signed_transaction) IN ('text','null') AND typeof(app_account_token) IN ('text','null')
+        AND typeof(purchase_token) IN ('text','null') AND settle_clean_text(purchase_token)
         AND settle_clean_text(order_id) AND settle_clean_text(user_id) AND settle_clean_text(product_id)
         AND settle_clean_text(transaction_id) AND settle_clean_text(receipt_sha256)
         AND settle_clean_text(signed_transaction) AND settle_clean_text(app_account_token)
@@ -40,7 +41,8 @@ extension SQLiteLedger {
     /// flight without a claim or a grant. Returns a printable id of each.
     public func quarantineMalformedRows() throws(LedgerError) -> [String] {
         let now = time.unixSeconds
-        let columns = ["order_id", "user_id", "product_id", "transaction_id", "receipt_sha256", "signed_transaction", "app_account_token"]
+        let columns = ["order_id", "user_id", "product_id", "transaction_id", "receipt_sha256", "signed_transaction", "app_account_token",
+                       "purchase_token"]
         return try locked { () throws(LedgerError) in
             try write {
                 let malformed = try database.query("""
@@ -116,5 +118,8 @@ extension Order {
                   refund: row.int("refunded_at").map { Refund(at: $0, kind: row.string("refund_kind") ?? "REFUND",
                                                               reason: row.string("refund_reason")) })
         fencingToken = row.int("fencing_token")
+        store = row.string("store").flatMap(Store.init(rawValue:)) ?? .appStore
+        purchaseToken = row.string("purchase_token").flatMap(PlayPurchaseToken.init)
+        deliveredAt = row.int("delivered_at")
     }
 }

@@ -11,6 +11,8 @@ public struct OrderFilter: Sendable, Equatable {
     public var transactionIds: [String] = []
     /// Orders whose backend stored this StoreKit appAccountToken.
     public var appAccountToken: String?
+    /// Google Play orders with this purchase token (`status --purchase-token-file`).
+    public var purchaseToken: PlayPurchaseToken?
     public var limit: Int
 
     public init(state: OrderState? = nil, userId: String? = nil, transactionId: String? = nil, appAccountToken: String? = nil,
@@ -33,6 +35,10 @@ public struct LedgerSummary: Sendable, Equatable {
     public var matching: Int = 0
     /// Whether counts and age are of a subset (a user, a transaction) rather than the ledger.
     public var filtered = false
+    /// Counts by state of the Google Play orders among those counted (App Store: the rest).
+    public var googlePlayCounts: [OrderState: Int] = [:]
+    /// Google Play orders not yet finished, closest to Google's refund deadline first.
+    public var playDeadlines: [PlayDeadline] = []
 }
 
 /// What support does to orders settle could not settle by itself, and what status reads,
@@ -161,8 +167,13 @@ extension TransactionalLedger {
             conditions.append("lower(app_account_token) = lower(?)")
             arguments.append(.text(token))
         }
+        if let token = filter.purchaseToken {
+            conditions.append("purchase_token = ?")
+            arguments.append(.text(token.value))
+        }
         let subject = conditions.isEmpty ? "TRUE" : conditions.joined(separator: " AND ")
         let countsKept = conditions.isEmpty ? try keepsOrderCounts() : false
+        let playColumns = try knowsGooglePlay()
         return try reading { db in
             var counts = Dictionary(uniqueKeysWithValues: OrderState.allCases.map { ($0, 0) })
             // Kept by triggers where the schema has them (SQLite's schema 4): a GROUP BY over a
@@ -190,8 +201,16 @@ extension TransactionalLedger {
                 : filter.state.map { counts[$0] ?? 0 } ?? counts.values.reduce(0, +)
             let rows = try db.query("SELECT * FROM orders WHERE \(listed) ORDER BY updated_at DESC, order_id LIMIT ?",
                                     listArguments + [.integer(Int64(max(0, filter.limit)))])
-            return LedgerSummary(counts: counts, oldestUndeliveredSeconds: oldest.map { max(0, now - $0) },
-                                 orders: rows.map { Order(row: $0) }, matching: matching, filtered: !conditions.isEmpty)
+            var summary = LedgerSummary(counts: counts, oldestUndeliveredSeconds: oldest.map { max(0, now - $0) },
+                                        orders: rows.map { Order(row: $0) }, matching: matching, filtered: !conditions.isEmpty)
+            if playColumns {
+                for row in try db.query("SELECT state, count(*) AS n FROM orders WHERE store = 'google_play' AND \(subject) GROUP BY state",
+                                        arguments) {
+                    if let state = OrderState(rawValue: row.string("state") ?? "") { summary.googlePlayCounts[state] = Int(row.int("n") ?? 0) }
+                }
+                summary.playDeadlines = try db.query(PlayDeadline.query, [.integer(20)]).compactMap { PlayDeadline(row: $0) }
+            }
+            return summary
         }
     }
 

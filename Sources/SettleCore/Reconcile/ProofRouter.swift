@@ -1,4 +1,4 @@
-/// Sends each order to the verifier its proof of purchase needs, and sends to a person what no
+/// Sends each order to the verifier its store and proof of purchase need, and sends to a person what no
 /// Apple answer could make grantable (a product the configuration does not know) without asking.
 public struct ProofRouter: OrderVerifier {
     /// verifyReceipt, when `receipt_api` is configured.
@@ -6,14 +6,33 @@ public struct ProofRouter: OrderVerifier {
     /// StoreKit 2 signed data and the App Store Server API.
     public var storeKit: StoreKitVerifier
     public var products: Set<String>
+    /// Google Play purchases, when `google_play` is configured: chosen by the order's store.
+    public var play: PlayVerifier?
+    /// Whether `receipt_api` or `server_api` is configured (a Google Play-only installation has neither).
+    public var appStore: Bool
 
-    public init(receipts: ReceiptVerifier?, storeKit: StoreKitVerifier, products: Set<String>) {
+    public init(receipts: ReceiptVerifier?, storeKit: StoreKitVerifier, products: Set<String>, play: PlayVerifier? = nil,
+                appStore: Bool = true) {
         self.receipts = receipts
         self.storeKit = storeKit
         self.products = products
+        self.play = play
+        self.appStore = appStore
     }
 
     public func verify(_ order: Order) throws -> Verification {
+        if order.store == .googlePlay {
+            if let play { return try play.verify(order) }
+            // Not the order's fault: it waits, using no attempt, until google_play is configured.
+            var waiting = Verification(outcome: .retry("a Google Play order, and no google_play section is configured"))
+            waiting.keepsAttempt = true
+            return waiting
+        }
+        guard appStore else {
+            var waiting = Verification(outcome: .retry("an App Store order, and neither receipt_api nor server_api is configured"))
+            waiting.keepsAttempt = true
+            return waiting
+        }
         guard products.contains(order.productId) else {
             return Verification(outcome: .needsAttention(reason: .unknownProduct,
                                                          detail: "product \(order.productId) is not in the configuration's products; "

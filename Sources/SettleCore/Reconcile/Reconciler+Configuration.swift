@@ -10,8 +10,10 @@ extension Reconciler {
         log.minimumLevel = configuration.logLevel
         let client = HTTPClient(configuration: HTTPClientConfiguration(
             connectTimeout: configuration.http.connectTimeoutSeconds, totalTimeout: configuration.http.timeoutSeconds))
-        let products = Set(configuration.products.keys)
-        let eligibility = PurchaseEligibility(products: configuration.products.mapValues(\.kind), binding: configuration.userBinding)
+        // Products sold on the App Store; Google Play's are the PlayVerifier's.
+        let appStoreProducts = configuration.products.filter { $0.value.stores.contains(.appStore) }
+        let products = Set(appStoreProducts.keys)
+        let eligibility = PurchaseEligibility(products: appStoreProducts.mapValues(\.kind), binding: configuration.userBinding)
         let observe = appleObserver(metrics)
         var receipts: ReceiptVerifier? = nil
         if let api = configuration.receiptAPI {
@@ -34,7 +36,9 @@ extension Reconciler {
         } else {
             // Any backend may write a signed transaction into the ledger: without the root every
             // genuine one would be refused as forged, so a missing root stops the pass (78) instead.
-            roots = try configuration.storeKitRoots()
+            // A Google Play-only installation verifies no App Store order, so needs no Apple root.
+            let appleConfigured = configuration.receiptAPI != nil || configuration.serverAPI != nil
+            roots = appleConfigured ? try configuration.storeKitRoots() : ((try? configuration.storeKitRoots()) ?? [])
         }
         var storeKit = StoreKitVerifier(
             signedData: SignedDataVerifier(rootCertificates: roots, bundleId: configuration.bundleId,
@@ -79,9 +83,48 @@ extension Reconciler {
             api: api, revokeHook: revokeHook, consumption: configuration.consumption,
             acceptSandbox: configuration.acceptSandbox, policy: policy, log: log, metrics: metrics,
             backfillSinceMs: configuration.notifications?.backfillSinceMs)
+        let play = try googlePlay(configuration, client: client, time: ledger.time, metrics: metrics)
+        if configuration.googlePlay?.notificationsPath != nil && !(ledger is SQLiteLedger) {
+            throw ConfigError("google_play.notifications_path: Google Play notifications need an SQLite ledger in this version of settle; "
+                              + "remove notifications_path or use a ledger file")
+        }
+        var playInbox: PlayNotificationInbox? = nil
+        if let settings = configuration.googlePlay, let push = settings.push, settings.notificationsPath != nil,
+           let play, let sqlite = ledger as? SQLiteLedger, let keys = try settings.loadPushKeys() {
+            playInbox = PlayNotificationInbox(
+                ledger: sqlite, authenticator: PushAuthenticator(keys: keys, audience: push.audience,
+                                                                 serviceAccountEmail: push.serviceAccountEmail, time: ledger.time),
+                packageName: settings.packageName, client: play.client, products: configuration.products,
+                binding: configuration.userBinding, log: log, metrics: metrics)
+        }
+        var finishers: [Store: any StoreFinisher] = [:]
+        if let play { finishers[.googlePlay] = PlayFinisher(client: play.client, products: configuration.products) }
         return Reconciler(configuration: configuration, ledger: ledger,
-                          verifier: ProofRouter(receipts: receipts, storeKit: storeKit, products: products),
-                          deliverer: deliverer, policy: policy, log: log, metrics: metrics, inbox: inbox)
+                          verifier: ProofRouter(receipts: receipts, storeKit: storeKit, products: products, play: play,
+                                                appStore: configuration.receiptAPI != nil || configuration.serverAPI != nil),
+                          deliverer: deliverer, policy: policy, log: log, metrics: metrics, inbox: inbox, finishers: finishers,
+                          voided: play.flatMap { play in (ledger as? SQLiteLedger).map { ledger in
+                              PlayVoidedPoll(ledger: ledger, client: play.client,
+                                             intervalSeconds: configuration.googlePlay?.voidedPollIntervalSeconds ?? 3600, log: log)
+                          } }, playInbox: playInbox)
+    }
+
+    /// The Google Play verifier a `google_play` section describes: the service account key is
+    /// read (and refused when others may read it) and loaded now, so a bad key is a configuration
+    /// fault at start, not at the first Play order.
+    static func googlePlay(_ configuration: Configuration, client: HTTPClient, time: any TimeSource,
+                           metrics: Metrics?) throws(ConfigError) -> PlayVerifier? {
+        guard let settings = configuration.googlePlay else { return nil }
+        let key = try settings.loadServiceAccountKey()
+        let tokens = GoogleAccessTokenSource(key: key, tokenURL: settings.tokenURL, client: client, time: time)
+        var api = PlayDeveloperClient(packageName: settings.packageName, baseURL: settings.apiURL, tokens: tokens, client: client)
+        if let metrics {
+            api.observe = { call, outcome, _ in metrics.observeStoreRequest(store: Store.googlePlay.rawValue, call: call, outcome: outcome) }
+        }
+        let products = configuration.products.filter { $0.value.stores.contains(.googlePlay) }
+        return PlayVerifier(client: api, products: products, acceptSandbox: configuration.acceptSandbox, binding: configuration.userBinding,
+                            time: time, baseCooldownSeconds: configuration.schedule.backoffBaseSeconds,
+                            maxCooldownSeconds: configuration.schedule.backoffMaxSeconds)
     }
 
     private static func appleObserver(_ metrics: Metrics?) -> (@Sendable (String, String, Double) -> Void)? {

@@ -17,10 +17,21 @@ public final class Reconciler: Sendable {
     public let inbox: NotificationInbox?
     /// Renews the leases of the orders being verified or delivered.
     private let leases: LeaseKeeper
+    /// What each store must be told once an order's goods were granted (Google Play: acknowledge
+    /// or consume); a store without one needs nothing.
+    public let finishers: [Store: any StoreFinisher]
+    /// Google Play's voided purchases, polled by passes when due (SQLite ledger).
+    public let voided: PlayVoidedPoll?
+    /// Google Play's real-time developer notifications: the listener stores them, passes work on them.
+    public let playInbox: PlayNotificationInbox?
 
     public init(configuration: Configuration, ledger: any SettleLedger, verifier: any OrderVerifier, deliverer: any Deliverer,
-                policy: RetryPolicy, owner: LeaseOwner = .current, log: Log, metrics: Metrics? = nil, inbox: NotificationInbox? = nil) {
+                policy: RetryPolicy, owner: LeaseOwner = .current, log: Log, metrics: Metrics? = nil, inbox: NotificationInbox? = nil,
+                finishers: [Store: any StoreFinisher] = [:], voided: PlayVoidedPoll? = nil, playInbox: PlayNotificationInbox? = nil) {
+        self.playInbox = playInbox
         self.inbox = inbox
+        self.finishers = finishers
+        self.voided = voided
         self.configuration = configuration
         self.ledger = ledger
         self.verifier = verifier
@@ -72,6 +83,10 @@ public final class Reconciler: Sendable {
         for id in try ledger.quarantineReservedOrderIds() {
             log.error("order.needs_attention", ["order": id, "reason": AttentionReason.rowInvalid.rawValue, "why": "reserved order id"])
         }
+        // Purchases Google told of become orders before the claims, so this pass delivers them.
+        if let playInbox, orderIds.isEmpty, !shouldStop() {
+            try playInbox.processPending()
+        }
         let rescued = try ledger.rescue(owner: owner)
         for id in rescued.requeued { log.warning("order.rescued", ["order": id, "to": "pending"]) }
         for id in rescued.redeliver { log.warning("order.rescued", ["order": id, "to": "redeliver"]) }
@@ -104,6 +119,9 @@ public final class Reconciler: Sendable {
         delivering.wait()
         var report = try pass.finish()
         // A pass over named orders is about those orders only.
+        if let voided, orderIds.isEmpty, !shouldStop() {
+            try voided.pollIfDue()
+        }
         if let inbox, orderIds.isEmpty, !shouldStop() {
             let settled = try inbox.settleObligations()
             report.revoked = settled.revoked
@@ -117,7 +135,21 @@ public final class Reconciler: Sendable {
             }
         }
         metrics?.observePass(breakerOpen: pass.breaker.state == .open, at: ledger.time.unixSeconds)
+        if finishers[.googlePlay] != nil { try warnOfPlayDeadlines() }
         return report
+    }
+
+    /// Google refunds a Play purchase not acknowledged within three days: each one with less than
+    /// a day left is a warning (and `settle_play_ack_deadline_soon` in the metrics file).
+    private func warnOfPlayDeadlines() throws(LedgerError) {
+        let now = ledger.time.unixSeconds
+        for deadline in try ledger.summary(OrderFilter(limit: 0)).playDeadlines where deadline.isUrgent(now: now) {
+            log.warning("google_play.ack_deadline_soon", [
+                "order": deadline.orderId, "state": deadline.state.rawValue, "delivered": deadline.delivered,
+                "refund_at": Timestamp.rfc3339(unixSeconds: deadline.refundAt), "estimated": !deadline.exact,
+                "why": "Google refunds a purchase not acknowledged within three days",
+            ])
+        }
     }
 
     /// How many orders one hook call delivers (`delivery.batch_size`; 1 for a webhook).
@@ -328,6 +360,18 @@ public final class Reconciler: Sendable {
             } else {
                 leaseLost(order, "needs_attention")
             }
+        case let .retry(message) where verification.keepsAttempt:
+            // Nothing wrong with the order (a Play purchase pending payment, Google unavailable): no attempt used.
+            entry.outcome = "wait"
+            entry.detail = message
+            let next = now + Int64(policy.appleDelay(retryAfter: verification.retryAfterSeconds))
+            let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .verifying, error: message,
+                                                 countsAttempt: false, permanent: false, nextAttemptAt: next, maxAttempts: policy.maxAttempts,
+                                                 environment: verification.environment, history: entry)
+            log.info("order.waiting", ["order": order.orderId, "store": order.store.rawValue, "why": message,
+                                       "retry_at": Timestamp.rfc3339(unixSeconds: next)])
+            if state == nil { leaseLost(order, "wait") }
+            pass.count(state)
         case let .retry(message):
             entry.outcome = "retry"
             entry.detail = message
@@ -351,7 +395,8 @@ public final class Reconciler: Sendable {
             pass.count(state)
         case let .configurationFault(message):
             try ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
-            log.error("apple.configuration_fault", ["order": order.orderId, "error": message])
+            log.error(order.store == .googlePlay ? "google_play.configuration_fault" : "apple.configuration_fault",
+                      ["order": order.orderId, "error": message])
             pass.stop(configurationFault: message)
         }
     }
@@ -403,6 +448,28 @@ public final class Reconciler: Sendable {
             guard let purchase = order.verified else {
                 throw LedgerError.invalid("order \(order.orderId) is delivering without verified facts")
             }
+            if order.deliveredAt != nil {
+                // The hook said delivered before (a crash, a failed acknowledgement): never again;
+                // only the store is still to be told.
+                guard finishers[order.store] != nil else {
+                    // Left under its claim, rescued at the next pass, finished once the store is configured again.
+                    log.error("order.store_finish_waiting", ["order": order.orderId, "store": order.store.rawValue,
+                                                             "why": "delivered, and no \(order.store.rawValue) section is configured to tell the store"])
+                    continue
+                }
+                guard try ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken, state: .delivering,
+                                            leaseSeconds: deliveryLeaseSeconds) else {
+                    leaseLost(order, "store_finish")
+                    continue
+                }
+                do {
+                    try finishWithStore(order, purchase: purchase, pass: pass)
+                } catch let error as LedgerError {
+                    guard let violation = error.constraintViolation else { throw error }
+                    try setAside(order, violation: violation, pass: pass)
+                }
+                continue
+            }
             guard !order.userId.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
                 // Verification never lets such an order through: only a row written in `delivering` gets here.
                 let detail = "the order is delivering with an empty user_id; settle never delivers to nobody"
@@ -443,6 +510,20 @@ public final class Reconciler: Sendable {
                                  detail: report.output.isEmpty ? nil : report.output)
         let key = HookPayload.idempotencyKey(purchase)
         switch report.outcome {
+        case .delivered where finishers[order.store] != nil:
+            entry.outcome = "delivered"
+            entry.detail = ["store finish pending", entry.detail].compactMap { $0 }.joined(separator: "\n")
+            // Durable before Google hears of it: a crash from here on acknowledges, never re-delivers.
+            guard try ledger.recordDelivered(orderId: order.orderId, owner: owner, fence: order.fencingToken, error: nil, history: entry) else {
+                log.warning("order.lease_lost", ["order": order.orderId, "refused": "delivered", "idempotency_key": key,
+                                                 "why": "delivered, but the claim expired and another process took the order over"])
+                return
+            }
+            log.info("order.delivered", ["order": order.orderId, "store": order.store.rawValue, "idempotency_key": key,
+                                         "hook_exit": report.exitCode, "duration_ms": report.durationMs])
+            var delivered = order
+            delivered.deliveredAt = now
+            try finishWithStore(delivered, purchase: purchase, pass: pass)
         case .delivered:
             entry.outcome = "delivered"
             if try ledger.markFinished(orderId: order.orderId, owner: owner, fence: order.fencingToken, history: entry) {
@@ -502,6 +583,44 @@ public final class Reconciler: Sendable {
                                      history: entry)
             log.error("delivery.configuration_fault", ["order": order.orderId, "error": message])
             pass.stop(configurationFault: message)
+        }
+    }
+
+    /// Tells the order's store the goods were granted (Google Play: acknowledge or consume), then
+    /// `finished`. When the store cannot be told now, the order stays delivered and leased
+    /// (rescued at the next pass, by this or another process) and is only ever finished, never
+    /// delivered again; a configuration fault also stops the pass.
+    private func finishWithStore(_ order: Order, purchase: VerifiedPurchase, pass: Pass) throws {
+        guard let finisher = finishers[order.store] else {
+            throw LedgerError.invalid("order \(order.orderId) is delivered, store finish pending, and settle has no \(order.store.rawValue) configuration to finish it")
+        }
+        let key = HookPayload.idempotencyKey(purchase)
+        let now = ledger.time.unixSeconds
+        switch finisher.finish(order) {
+        case let .finished(how):
+            let entry = HistoryEntry(at: now, kind: .delivery, outcome: how, environment: purchase.environment,
+                                     detail: "\(order.store.rawValue): the store was told the purchase is delivered (\(how))")
+            if try ledger.markFinished(orderId: order.orderId, owner: owner, fence: order.fencingToken, history: entry) {
+                log.info("order.finished", ["order": order.orderId, "store": order.store.rawValue, "idempotency_key": key, "store_finish": how])
+                metrics?.observeStoreFinish(store: order.store.rawValue, outcome: how)
+                pass.count(.finished)
+            } else {
+                leaseLost(order, "finished")
+            }
+        case let .failed(message, configuration):
+            let entry = HistoryEntry(at: now, kind: .delivery, outcome: "store_finish_failed", environment: purchase.environment,
+                                     detail: message)
+            _ = try ledger.recordDelivered(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                           error: "delivered; telling \(order.store.rawValue) failed: \(message)", history: entry)
+            metrics?.observeStoreFinish(store: order.store.rawValue, outcome: configuration ? "configuration" : "failed")
+            if configuration {
+                log.error("google_play.configuration_fault", ["order": order.orderId, "error": message])
+                pass.stop(configurationFault: message)
+            } else {
+                log.warning("order.store_finish_failed", ["order": order.orderId, "store": order.store.rawValue, "idempotency_key": key,
+                                                          "error": message, "why": "delivered; acknowledged at the next pass, never delivered again"])
+            }
+            pass.count(.delivering)
         }
     }
 

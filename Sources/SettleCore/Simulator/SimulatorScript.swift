@@ -31,12 +31,15 @@ public struct SimulatorScript: Sendable {
     public var transactions: [TransactionScript] = []
     public var customers: [[SimulatedSignedTransaction]] = []
     public var appleOrders: [(String, [SimulatedSignedTransaction])] = []
+    /// What the fake Google Play answers (`google_play`; see `GooglePlayScript`).
+    public var googlePlay = GooglePlayScript()
 
     public init() {}
 
     /// Reads and checks a plans file; every mistake names its place.
     public init(json: JSONValue, bundleId: String) throws(Failure) {
         guard json.objectMembers != nil else { throw Failure(message: "the script must be a JSON object") }
+        if let play = json["google_play"] { googlePlay = try GooglePlayScript(json: play) }
         for (i, entry) in (json["receipts"]?.arrayValue ?? []).enumerated() {
             let at = "receipts[\(i)]"
             guard let data = entry["receipt_data"]?.looseString, !data.isEmpty else { throw Failure(message: "\(at).receipt_data: required") }

@@ -23,7 +23,30 @@ public enum StatusView {
             } ?? .null),
             ("matching", .number(summary.matching)),
             ("orders", .array(summary.orders.map(json))),
+            ("stores", .object(Store.allCases.map { store in
+                (store.rawValue, .object(OrderState.allCases.map { ($0.rawValue, .number(storeCount(summary, store, $0))) }))
+            })),
+            ("google_play", .object([
+                ("unacknowledged", .array(summary.playDeadlines.map { d in
+                    .object([("order_id", .string(d.orderId)), ("state", .string(d.state.rawValue)),
+                             ("refund_at", time(d.refundAt)), ("refund_at_estimated", .bool(!d.exact)),
+                             ("delivered", .bool(d.delivered))])
+                })),
+            ])),
         ])
+    }
+
+    /// Orders of `store` in `state` (the App Store's: those not Google Play's).
+    static func storeCount(_ summary: LedgerSummary, _ store: Store, _ state: OrderState) -> Int {
+        let play = summary.googlePlayCounts[state] ?? 0
+        return store == .googlePlay ? play : max(0, (summary.counts[state] ?? 0) - play)
+    }
+
+    /// When Google refunds a Play order's purchase unless it is acknowledged: three days after it
+    /// was bought (before Google confirmed it, after it was enqueued); nil once settled.
+    public static func playRefundAt(_ order: Order) -> Int64? {
+        guard order.store == .googlePlay, [.pending, .verifying, .delivering].contains(order.state) else { return nil }
+        return (order.verified?.purchaseDateMs.map { $0 / 1000 } ?? order.createdAt) + PlayDeadline.windowSeconds
     }
 
     public static func json(_ order: Order) -> JSONValue {
@@ -47,6 +70,12 @@ public enum StatusView {
             ("finished_at", time(order.finishedAt)),
             ("origin", .string(order.origin)),
             ("refund", order.refund.map(refundJSON) ?? .null),
+            ("store", .string(order.store.rawValue)),
+            // A bearer secret: only its fingerprint, which support can match (status --purchase-token-file).
+            ("purchase_token", .string(order.purchaseToken?.fingerprint)),
+            ("store_finish", .string(order.store == .googlePlay && order.deliveredAt != nil
+                                     ? (order.state == .finished ? "done" : "pending") : nil)),
+            ("google_refunds_at", time(playRefundAt(order))),
         ])
     }
 
@@ -78,6 +107,15 @@ public enum StatusView {
             out += "apple: breaker closed" + lastError(breaker, now: now) + "\n"
         } else {
             out += "apple: answering\n"
+        }
+        if summary.googlePlayCounts.values.contains(where: { $0 > 0 }) {
+            out += "google_play: " + OrderState.allCases.map { "\($0.rawValue) \(summary.googlePlayCounts[$0] ?? 0)" }.joined(separator: "  ") + "\n"
+        }
+        for d in summary.playDeadlines {
+            let left = d.refundAt - now
+            let when = left > 0 ? "Google refunds it in \(Timestamp.age(left))" : "Google's 3-day deadline passed \(Timestamp.age(-left)) ago"
+            out += "  unacknowledged \(PrintableText.escape(d.orderId)) (\(d.delivered ? "delivered, acknowledge pending" : d.state.rawValue)): "
+                + when + (d.exact ? "" : " (at most; purchase time not confirmed yet)") + (d.isUrgent(now: now) ? "  ** under 24 h **" : "") + "\n"
         }
         if let d = daemon, d.isRunning {
             out += "daemon: pid \(d.owner.pid) since \(Timestamp.relative(d.startedAt, now: now))"
@@ -116,7 +154,18 @@ public enum StatusView {
             fields.append(("original transaction", verified.originalTransactionId))
             fields.append(("quantity", String(verified.quantity)))
         }
-        if let token = order.appAccountToken { fields.append(("app account token", token)) }
+        if let token = order.appAccountToken { fields.append((order.store == .googlePlay ? "account id" : "app account token", token)) }
+        if order.store == .googlePlay {
+            fields.append(("store", order.store.rawValue))
+            fields.append(("purchase token", order.purchaseToken?.fingerprint ?? "missing or unusable"))
+            if let refundAt = playRefundAt(order) {
+                fields.append(("google refunds", refundAt > now ? "in \(Timestamp.age(refundAt - now)) unless acknowledged"
+                                                                : "deadline passed \(Timestamp.age(now - refundAt)) ago"))
+            }
+            if order.deliveredAt != nil && order.state == .delivering {
+                fields.append(("store finish", "delivered; telling Google (acknowledge or consume) is pending"))
+            }
+        }
         fields += [
             ("environment", order.environment ?? "-"), ("proof", proof(order)), ("attempts", String(order.attempts)),
             ("next attempt", order.state == .pending ? Timestamp.relative(order.nextAttemptAt, now: now) : "-"),
@@ -174,6 +223,7 @@ public enum StatusView {
     private static let signedDataPattern = try? NSRegularExpression(pattern: #"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"#)
 
     static func proof(_ order: Order) -> String {
+        if order.store == .googlePlay { return "purchase_token" }
         if order.receiptSHA256 != nil { return "receipt" }
         if order.signedTransaction != nil { return "signed_transaction" }
         return "transaction_id"

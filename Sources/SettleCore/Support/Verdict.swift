@@ -9,7 +9,10 @@ public struct Verdict: Sendable, Equatable {
 
     public init(_ order: Order, now: Int64) {
         let id = Verdict.shellWord(order.orderId)
-        if let verified = order.verified {
+        if let verified = order.verified, order.store == .googlePlay {
+            charged = "yes: Google Play confirmed order \(verified.transactionId) (\(verified.environment))"
+                + (verified.purchaseDateMs.map { ", bought \(Timestamp.relative($0 / 1000, now: now))" } ?? "")
+        } else if let verified = order.verified {
             charged = "yes: Apple confirmed transaction \(verified.transactionId) (\(verified.environment))"
                 + (verified.purchaseDateMs.map { ", bought \(Timestamp.relative($0 / 1000, now: now))" } ?? "")
         } else if order.reason.flatMap(RejectionReason.init(rawValue:)) == .refunded {
@@ -27,6 +30,8 @@ public struct Verdict: Sendable, Equatable {
                 + (order.reason == "already_delivered" ? " (the backend had already granted it)" : "")
         case (.rejected, Resolution.grantedByHand.rawValue?):
             delivered = "by hand (resolved \(Timestamp.relative(order.updatedAt, now: now)))"
+        case (.delivering, _) where order.deliveredAt != nil:
+            delivered = "yes, \(Timestamp.relative(order.deliveredAt!, now: now)); Google not yet told (acknowledge pending, settle retries it)"
         case (.pending, _), (.verifying, _), (.delivering, _):
             delivered = "not yet"
         default:
@@ -48,6 +53,9 @@ public struct Verdict: Sendable, Equatable {
             guard let error = order.lastError else { return order.attempts == 0 ? "waiting for its first pass" : nil }
             return "the last attempt failed (\(error)); settle retries by itself"
         case .verifying: return "settle is asking Apple right now"
+        case .delivering where order.deliveredAt != nil:
+            return "the hook delivered it; Google is not told yet (acknowledge or consume), which settle retries at every pass"
+                + (order.lastError.map { " (\($0))" } ?? "")
         case .delivering: return "settle is running the delivery hook right now"
         case .rejected, .needsAttention:
             guard let reason = order.reason else { return order.lastError }
@@ -84,6 +92,9 @@ public struct Verdict: Sendable, Equatable {
         case "unclaimed_purchase": return "the order names no user: settle does not know who bought it"
         case "already_granted_unclear": return "the hook said the purchase was granted before, maybe by settle's own earlier call for this order"
         case "backfilled_purchase": return "a purchase made before settle first read Apple's history; the app may have granted it"
+        case "canceled": return "Google Play says the purchase was canceled before it was paid"
+        case "purchase_not_found": return "Google Play does not know this purchase token (or no longer honours it)"
+        case "purchase_state_unclear": return "Google Play answered with a purchase state settle has no rule for"
         case Resolution.grantedByHand.rawValue: return "a person granted it by hand"
         case Resolution.wontGrant.rawValue: return "a person decided not to grant it"
         default: return reason
@@ -123,6 +134,7 @@ public struct Verdict: Sendable, Equatable {
         case "already_granted": return "check the order that holds the purchase (settle status --transaction TXN)"
         case "sandbox_not_accepted": return "set accept_sandbox if sandbox purchases should be granted, then settle retry ID"
         case "user_mismatch", "proof_unbound", "upgraded": return "check the customer's account; a plain retry is rejected the same way"
+        case "canceled", "purchase_not_found": return "nothing to grant: Google Play says nothing was paid for this token (a retry ends the same way)"
         case "token_unverifiable":
             return "check the token is the customer's, then store it with the order (app_account_token) and settle retry ID; a plain retry ends the same way"
         case "already_granted_unclear":

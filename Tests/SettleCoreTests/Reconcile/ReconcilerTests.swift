@@ -52,10 +52,11 @@ final class ReconcilerTests: XCTestCase {
         XCTAssertNotNil(o.finishedAt)
         XCTAssertEqual(world.deliveries, ["2000000123456789 o-1"])
         let payload = try JSONValue.parse(try Data(contentsOf: URL(fileURLWithPath: world.folder + "/payload-o-1.json")))
-        XCTAssertEqual(payload.objectMembers?.map(\.0), ["event", "order_id", "user_id", "product_id", "product_type", "quantity", "grant",
+        XCTAssertEqual(payload.objectMembers?.map(\.0), ["event", "store", "order_id", "user_id", "product_id", "product_type", "quantity", "grant",
                                                          "transaction_id", "original_transaction_id", "environment",
                                                          "purchase_date", "expires_date", "idempotency_key"])
         XCTAssertEqual(payload["event"], .string("grant"))
+        XCTAssertEqual(payload["store"], .string("app_store"))
         XCTAssertEqual(payload["product_type"], .string("consumable"))
         XCTAssertEqual(payload["grant"], .object([("coins", .number(100))]))
         XCTAssertEqual(payload["idempotency_key"], .string("2000000123456789"))

@@ -1,0 +1,69 @@
+import Foundation
+
+/// Reads Google Play's voided purchases (`purchases.voidedpurchases.list`: refunds, chargebacks,
+/// revocations of the last 30 days) every `google_play.voided_poll_interval_seconds`, paged, with
+/// where it is kept in the ledger (`play_cursor`), and applies each as Apple's REFUND is applied:
+/// never delivered if not yet delivered, revoked through the revoke hook if it was.
+///
+/// Each window starts at the newest voided time seen before (inclusive, so nothing at that
+/// millisecond is missed); what is seen twice changes nothing.
+public struct PlayVoidedPoll: Sendable {
+    public let ledger: SQLiteLedger
+    public let client: PlayDeveloperClient
+    public let intervalSeconds: Double
+    public let log: Log
+
+    /// Google keeps voided purchases for 30 days.
+    static let lookBackMs: Int64 = 30 * 86_400_000
+    /// Pages read in one poll at most; the rest follows at the next (the page token is kept).
+    static let maxPages = 50
+
+    public init(ledger: SQLiteLedger, client: PlayDeveloperClient, intervalSeconds: Double, log: Log) {
+        self.ledger = ledger
+        self.client = client
+        self.intervalSeconds = intervalSeconds
+        self.log = log
+    }
+
+    /// Polls when the interval has passed since the last poll; returns how many orders it changed.
+    @discardableResult
+    public func pollIfDue() throws(LedgerError) -> Int {
+        let now = ledger.time.unixSeconds
+        var cursor = try ledger.playVoidedCursor()
+        if let polled = cursor.polledAt, Double(now - polled) < intervalSeconds { return 0 }
+        let oldest = now * 1000 - Self.lookBackMs
+        let start = max(cursor.sinceMs ?? oldest, oldest)
+        var newest = start
+        var changed = 0
+        var pages = 0
+        repeat {
+            let page: VoidedPurchasePage
+            do {
+                page = try client.voidedPurchases(startTime: start, pageToken: cursor.pageToken)
+            } catch {
+                log.warning("google_play.voided_poll_failed", ["error": error.description, "kind": error.kind.rawValue])
+                return changed
+            }
+            pages += 1
+            for voided in page.purchases {
+                newest = max(newest, voided.voidedTimeMillis ?? newest)
+                let outcomes = try ledger.applyPlayVoided(token: voided.purchaseToken, googleOrderId: voided.orderId,
+                                                          reason: voided.rawVoidedReason.map(String.init), source: "voided purchases")
+                for (order, outcome) in outcomes where outcome != "already_recorded" {
+                    changed += 1
+                    log.warning("order.voided", ["order": order, "google_order": voided.orderId, "outcome": outcome])
+                }
+            }
+            if page.unreadable > 0 { log.warning("google_play.voided_unreadable", ["entries": page.unreadable]) }
+            cursor.pageToken = page.nextPageToken
+            try ledger.savePlayVoidedCursor(cursor)
+        } while cursor.pageToken != nil && pages < Self.maxPages
+        if cursor.pageToken == nil {
+            cursor.sinceMs = newest
+            cursor.polledAt = now
+            try ledger.savePlayVoidedCursor(cursor)
+        }
+        log.info("google_play.voided_polled", ["pages": pages, "changed": changed])
+        return changed
+    }
+}

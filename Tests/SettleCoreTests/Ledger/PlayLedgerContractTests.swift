@@ -1,0 +1,110 @@
+import Foundation
+import SettleTesting
+import XCTest
+@testable import SettleCore
+
+/// Google Play's part of the ledger contract, on SQLite and on PostgreSQL: the store and the
+/// purchase token of an order, "delivered, store finish pending", the refund deadline.
+extension LedgerContractTests {
+    static let playToken = PlayPurchaseToken("tok-contract-AO-J1OxYz.SECRETPLAYTOKEN_abcdefghijklmnopqrstuvwxyz")!
+
+    func enqueuePlay(_ store: any LedgerStore, _ id: String, token: PlayPurchaseToken = LedgerContractTests.playToken) throws {
+        _ = try store.enqueue(NewOrder(orderId: id, userId: "u-1", productId: "gems_100", appAccountToken: "u-1",
+                                       store: .googlePlay, purchaseToken: token))
+    }
+
+    func playPurchase(_ orderId: String) -> VerifiedPurchase {
+        VerifiedPurchase(transactionId: orderId, originalTransactionId: orderId, productId: "gems_100", environment: "Production",
+                         quantity: 1, purchaseDateMs: world.time.unixSeconds * 1000, expiresDateMs: nil, grantKey: orderId)
+    }
+
+    func testPlayOrder_keepsItsStoreAndToken_sameTokenIsANoOp_anotherIsRefused_andStatusFindsItByToken() throws {
+        try onEachBackEnd { b in
+            try enqueuePlay(b.store, "p-1")
+            XCTAssertEqual(try b.store.enqueue(NewOrder(orderId: "p-1", userId: "u-1", productId: "gems_100", appAccountToken: "u-1",
+                                                        store: .googlePlay, purchaseToken: Self.playToken)), .unchanged, b.name)
+            XCTAssertThrowsError(try enqueuePlay(b.store, "p-1", token: PlayPurchaseToken("another-token")!), b.name)
+            try enqueue(b.store, "a-1")
+            let order = try XCTUnwrap(try b.store.orderRecord("p-1")?.order, b.name)
+            XCTAssertEqual(order.store, .googlePlay, b.name)
+            XCTAssertEqual(order.purchaseToken, Self.playToken, b.name)
+            XCTAssertEqual(try b.store.orderRecord("a-1")?.order.store, .appStore, b.name)
+            var filter = OrderFilter()
+            filter.purchaseToken = Self.playToken
+            let found = try b.store.summary(filter)
+            XCTAssertEqual(found.orders.map(\.orderId), ["p-1"], b.name)
+            XCTAssertEqual(try b.store.summary(OrderFilter()).googlePlayCounts[.pending], 1, b.name)
+            XCTAssertEqual(try b.store.summary(OrderFilter()).counts[.pending], 2, b.name)
+        }
+    }
+
+    func testPlayRowFromABackend_needsItsToken_andCannotArriveDelivered() throws {
+        try onEachBackEnd { b in
+            XCTAssertThrowsError(try b.execute("""
+                INSERT INTO orders(order_id, user_id, product_id, store) VALUES ('p-none', 'u-1', 'gems_100', 'google_play')
+                """), "\(b.name): a Play order without its purchase token")
+            XCTAssertThrowsError(try b.execute("""
+                INSERT INTO orders(order_id, user_id, product_id, store, purchase_token) VALUES ('p-x', 'u-1', 'gems_100', 'amazon', 't')
+                """), "\(b.name): an unknown store")
+            try b.execute("""
+                INSERT INTO orders(order_id, user_id, product_id, store, purchase_token) VALUES ('p-b', 'u-1', 'gems_100', 'google_play', 'tok-b')
+                """)
+            let order = try XCTUnwrap(try b.store.orderRecord("p-b")?.order, b.name)
+            XCTAssertEqual(order.state, .pending, b.name)
+            XCTAssertEqual(order.purchaseToken?.value, "tok-b", b.name)
+            XCTAssertNil(order.deliveredAt, b.name)
+        }
+    }
+
+    func testDeliveredStoreFinishPending_staysDeliveringUnderItsClaim_andIsRescuedOnlyToBeFinished() throws {
+        try onEachBackEnd { b in
+            try enqueuePlay(b.store, "p-1")
+            let claimed = try XCTUnwrap(try b.store.claimNextDue(owner: remote, leaseSeconds: 60), b.name)
+            _ = try b.store.recordVerified(orderId: "p-1", owner: remote, fence: claimed.fencingToken, match: .only(playPurchase("GPA.1")),
+                                           deliveryLeaseSeconds: 0, history: entry)
+            XCTAssertFalse(try b.store.recordDelivered(orderId: "p-1", owner: me, fence: nil, error: nil,
+                                                       history: HistoryEntry(at: 0, kind: .delivery, outcome: "delivered")),
+                           "\(b.name): a stranger's claim")
+            XCTAssertTrue(try b.store.recordDelivered(orderId: "p-1", owner: remote, fence: claimed.fencingToken, error: nil,
+                                                      history: HistoryEntry(at: 0, kind: .delivery, outcome: "delivered")), b.name)
+            let delivered = try XCTUnwrap(try b.store.orderRecord("p-1")?.order, b.name)
+            XCTAssertEqual(delivered.state, .delivering, b.name)
+            XCTAssertNotNil(delivered.deliveredAt, b.name)
+            // The worker died before Google heard: the order comes back, still marked delivered.
+            XCTAssertEqual(try b.store.rescue(owner: me).redeliver, ["p-1"], b.name)
+            let again = try XCTUnwrap(try b.store.claimRedelivery(orderId: "p-1", owner: me, leaseSeconds: 60), b.name)
+            XCTAssertEqual(again.deliveredAt, delivered.deliveredAt, b.name)
+            world.time.advance(by: 10)
+            XCTAssertTrue(try b.store.recordDelivered(orderId: "p-1", owner: me, fence: again.fencingToken, error: "Google said 503",
+                                                      history: HistoryEntry(at: 0, kind: .delivery, outcome: "store_finish_failed")), b.name)
+            let failed = try XCTUnwrap(try b.store.orderRecord("p-1")?.order, b.name)
+            XCTAssertEqual(failed.deliveredAt, delivered.deliveredAt, "\(b.name): the first delivery time is kept")
+            XCTAssertEqual(failed.lastError, "Google said 503", b.name)
+            XCTAssertTrue(try b.store.markFinished(orderId: "p-1", owner: me, fence: again.fencingToken,
+                                                   history: HistoryEntry(at: 0, kind: .delivery, outcome: "acknowledged")), b.name)
+            let finished = try XCTUnwrap(try b.store.orderRecord("p-1"), b.name)
+            XCTAssertEqual(finished.order.state, .finished, b.name)
+            XCTAssertEqual(finished.history.map(\.outcome), ["enqueued", "verified", "delivered", "redeliver", "store_finish_failed", "acknowledged"], b.name)
+        }
+    }
+
+    func testClaimOrder_aPlayOrderUnderADayFromGooglesRefund_goesFirst_andStatusListsItsDeadline() throws {
+        try onEachBackEnd { b in
+            try enqueue(b.store, "a-1")
+            try enqueuePlay(b.store, "p-fresh", token: PlayPurchaseToken("tok-fresh")!)
+            world.time.advance(by: -Double(PlayDeadline.urgentAfterSeconds + 3600))
+            try enqueuePlay(b.store, "p-late", token: PlayPurchaseToken("tok-late")!)
+            world.time.advance(by: Double(PlayDeadline.urgentAfterSeconds + 3600))
+            // Due last of all by next_attempt_at and id; first by Google's deadline.
+            try b.execute("UPDATE orders SET next_attempt_at = next_attempt_at + 1 WHERE order_id = 'p-late'")
+            world.time.advance(by: 5)
+            let deadlines = try b.store.summary(OrderFilter()).playDeadlines
+            XCTAssertEqual(deadlines.map(\.orderId), ["p-late", "p-fresh"], b.name)
+            XCTAssertTrue(deadlines[0].isUrgent(now: world.time.unixSeconds), b.name)
+            XCTAssertFalse(deadlines[1].isUrgent(now: world.time.unixSeconds), b.name)
+            XCTAssertEqual(try b.store.claimNextDue(owner: me, leaseSeconds: 60)?.orderId, "p-late", b.name)
+            XCTAssertEqual(try b.store.claimNextDue(owner: me, leaseSeconds: 60)?.orderId, "a-1", b.name)
+            XCTAssertEqual(try b.store.claimNextDue(owner: me, leaseSeconds: 60)?.orderId, "p-fresh", b.name)
+        }
+    }
+}
