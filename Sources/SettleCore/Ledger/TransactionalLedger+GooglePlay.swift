@@ -121,16 +121,12 @@ extension LedgerTransaction {
     /// Owes a revoke of the order's purchase, keyed by its grant key (Google's order id).
     fileprivate func queuePlayRevocation(_ order: Order, now: Int64) throws -> String {
         let key = order.verified?.grantKey ?? order.orderId
-        let existing = try query("SELECT state FROM revocations WHERE transaction_id = ?", [.text(key)]).first?.string("state")
-        switch existing {
-        case nil:
-            try query("""
-                INSERT INTO revocations(transaction_id, order_id, kind, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-                """, [.text(key), .text(order.orderId), .text(PlayVoided.kind), .integer(now), .integer(now), .integer(now)])
-            return "revoke_queued"
-        default:
-            return "revoke_already_queued"
-        }
+        // Once per purchase, whichever host (or pass) sees the voided purchase first.
+        let queued = try query("""
+            INSERT INTO revocations(transaction_id, order_id, kind, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (transaction_id) DO NOTHING RETURNING transaction_id
+            """, [.text(key), .text(order.orderId), .text(PlayVoided.kind), .integer(now), .integer(now), .integer(now)])
+        return queued.isEmpty ? "revoke_already_queued" : "revoke_queued"
     }
 }
 

@@ -12,7 +12,7 @@ import Foundation
 /// to (or, with nobody known, `needs_attention` as `unclaimed_purchase` for `settle assign`); a
 /// voided purchase is applied as the voided purchases poll applies it.
 public struct PlayNotificationInbox: Sendable {
-    public let ledger: SQLiteLedger
+    public let ledger: any SettleLedger
     public let authenticator: PushAuthenticator
     public let packageName: String
     public let client: PlayDeveloperClient
@@ -24,7 +24,7 @@ public struct PlayNotificationInbox: Sendable {
     /// Notifications worked on in one pass at most; the rest wait for the next.
     static let batch = 200
 
-    public init(ledger: SQLiteLedger, authenticator: PushAuthenticator, packageName: String, client: PlayDeveloperClient,
+    public init(ledger: any SettleLedger, authenticator: PushAuthenticator, packageName: String, client: PlayDeveloperClient,
                 products: [String: Configuration.Product], binding: UserBinding, log: Log, metrics: Metrics?) {
         self.ledger = ledger
         self.authenticator = authenticator

@@ -8,7 +8,7 @@ import Foundation
 /// Each window starts at the newest voided time seen before (inclusive, so nothing at that
 /// millisecond is missed); what is seen twice changes nothing.
 public struct PlayVoidedPoll: Sendable {
-    public let ledger: SQLiteLedger
+    public let ledger: any SettleLedger
     public let client: PlayDeveloperClient
     public let intervalSeconds: Double
     public let log: Log
@@ -18,7 +18,7 @@ public struct PlayVoidedPoll: Sendable {
     /// Pages read in one poll at most; the rest follows at the next (the page token is kept).
     static let maxPages = 50
 
-    public init(ledger: SQLiteLedger, client: PlayDeveloperClient, intervalSeconds: Double, log: Log) {
+    public init(ledger: any SettleLedger, client: PlayDeveloperClient, intervalSeconds: Double, log: Log) {
         self.ledger = ledger
         self.client = client
         self.intervalSeconds = intervalSeconds

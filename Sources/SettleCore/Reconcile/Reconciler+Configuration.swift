@@ -84,15 +84,11 @@ extension Reconciler {
             acceptSandbox: configuration.acceptSandbox, policy: policy, log: log, metrics: metrics,
             backfillSinceMs: configuration.notifications?.backfillSinceMs)
         let play = try googlePlay(configuration, client: client, time: ledger.time, metrics: metrics)
-        if configuration.googlePlay?.notificationsPath != nil && !(ledger is SQLiteLedger) {
-            throw ConfigError("google_play.notifications_path: Google Play notifications need an SQLite ledger in this version of settle; "
-                              + "remove notifications_path or use a ledger file")
-        }
         var playInbox: PlayNotificationInbox? = nil
         if let settings = configuration.googlePlay, let push = settings.push, settings.notificationsPath != nil,
-           let play, let sqlite = ledger as? SQLiteLedger, let keys = try settings.loadPushKeys() {
+           let play, let keys = try settings.loadPushKeys() {
             playInbox = PlayNotificationInbox(
-                ledger: sqlite, authenticator: PushAuthenticator(keys: keys, audience: push.audience,
+                ledger: ledger, authenticator: PushAuthenticator(keys: keys, audience: push.audience,
                                                                  serviceAccountEmail: push.serviceAccountEmail, time: ledger.time),
                 packageName: settings.packageName, client: play.client, products: configuration.products,
                 binding: configuration.userBinding, log: log, metrics: metrics)
@@ -103,10 +99,10 @@ extension Reconciler {
                           verifier: ProofRouter(receipts: receipts, storeKit: storeKit, products: products, play: play,
                                                 appStore: configuration.receiptAPI != nil || configuration.serverAPI != nil),
                           deliverer: deliverer, policy: policy, log: log, metrics: metrics, inbox: inbox, finishers: finishers,
-                          voided: play.flatMap { play in (ledger as? SQLiteLedger).map { ledger in
+                          voided: play.map { play in
                               PlayVoidedPoll(ledger: ledger, client: play.client,
                                              intervalSeconds: configuration.googlePlay?.voidedPollIntervalSeconds ?? 3600, log: log)
-                          } }, playInbox: playInbox)
+                          }, playInbox: playInbox)
     }
 
     /// The Google Play verifier a `google_play` section describes: the service account key is

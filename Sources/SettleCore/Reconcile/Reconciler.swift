@@ -20,7 +20,7 @@ public final class Reconciler: Sendable {
     /// What each store must be told once an order's goods were granted (Google Play: acknowledge
     /// or consume); a store without one needs nothing.
     public let finishers: [Store: any StoreFinisher]
-    /// Google Play's voided purchases, polled by passes when due (SQLite ledger).
+    /// Google Play's voided purchases, polled by passes when due.
     public let voided: PlayVoidedPoll?
     /// Google Play's real-time developer notifications: the listener stores them, passes work on them.
     public let playInbox: PlayNotificationInbox?

@@ -108,3 +108,47 @@ extension LedgerContractTests {
         }
     }
 }
+
+/// Google Play's voided purchases and real-time notifications, on SQLite and on PostgreSQL.
+extension LedgerContractTests {
+    func testPlayVoided_beforeDelivery_isNeverDelivered_afterDelivery_isRevokedOnce_andSeeingItAgainChangesNothing() throws {
+        try onEachBackEnd { b in
+            try enqueuePlay(b.store, "p-early", token: PlayPurchaseToken("tok-early-voided")!)
+            XCTAssertEqual(try b.store.applyPlayVoided(token: PlayPurchaseToken("tok-early-voided")!, googleOrderId: "GPA.1",
+                                                       reason: "1", source: "voided_poll"),
+                           ["p-early": "never_delivered"], b.name)
+            XCTAssertEqual(try b.store.orderRecord("p-early")?.order.state, .rejected, b.name)
+            XCTAssertEqual(try b.store.orderRecord("p-early")?.order.reason, RejectionReason.refunded.rawValue, b.name)
+
+            try enqueuePlay(b.store, "p-late")
+            let claimed = try XCTUnwrap(try b.store.claim(orderId: "p-late", owner: me, leaseSeconds: 60), b.name)
+            _ = try b.store.recordVerified(orderId: "p-late", owner: me, fence: claimed.order.fencingToken,
+                                           match: Match(candidates: [playPurchase("GPA.2")], named: true), deliveryLeaseSeconds: 60,
+                                           history: entry)
+            XCTAssertTrue(try b.store.markFinished(orderId: "p-late", owner: me, fence: claimed.order.fencingToken, history: entry), b.name)
+            XCTAssertEqual(try b.store.applyPlayVoided(token: Self.playToken, googleOrderId: "GPA.2", reason: nil, source: "voided_poll"),
+                           ["p-late": "revoke_queued"], b.name)
+            XCTAssertEqual(try b.store.applyPlayVoided(token: Self.playToken, googleOrderId: "GPA.2", reason: nil, source: "rtdn"),
+                           ["p-late": "already_recorded"], "\(b.name): the same voided purchase again")
+            XCTAssertEqual(try b.store.claimDueRevocations(limit: 10, leaseSeconds: 300).map(\.0.transactionId), ["GPA.2"], b.name)
+        }
+    }
+
+    func testPlayPush_isStoredOncePerMessageId_whicheverHostGetsIt_andTheCursorIsShared() throws {
+        try onEachBackEnd { b in
+            let other = try b.another()
+            XCTAssertTrue(try b.store.storePlayNotification(messageId: "m-1", kind: "oneTimeProductNotification",
+                                                            token: Self.playToken, payload: "{}"), b.name)
+            XCTAssertFalse(try other.storePlayNotification(messageId: "m-1", kind: "oneTimeProductNotification",
+                                                           token: Self.playToken, payload: "{}"), "\(b.name): a redelivery to another host")
+            XCTAssertEqual(try other.pendingPlayNotifications(limit: 10).map(\.messageId), ["m-1"], b.name)
+            try other.finishPlayNotification(messageId: "m-1", outcome: "order_created", detail: nil, orderId: "play-GPA.3")
+            XCTAssertEqual(try b.store.pendingPlayNotifications(limit: 10).count, 0, b.name)
+            XCTAssertEqual(try b.store.playNotification(messageId: "m-1")?.outcome, "order_created", b.name)
+
+            try b.store.savePlayVoidedCursor(PlayVoidedCursor(sinceMs: 1_700_000_000_000, pageToken: "page-2", polledAt: 5))
+            XCTAssertEqual(try other.playVoidedCursor(), PlayVoidedCursor(sinceMs: 1_700_000_000_000, pageToken: "page-2", polledAt: 5),
+                           b.name)
+        }
+    }
+}
