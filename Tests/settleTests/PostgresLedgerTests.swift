@@ -153,6 +153,28 @@ final class PostgresLedgerTests: EndToEndTestCase {
         XCTAssertEqual(answers.first?.0.deadlineAt, 43205)
     }
 
+    func testLedgerCopy_ofALedgerWithGooglePlayOrders_carriesTheirStoreTokenDeliveryMarkPushesAndTheVoidedCursor() throws {
+        let sqlite = try world.ledger()
+        let token = try XCTUnwrap(PlayPurchaseToken("tok-copy-AO-J1OxYz.SECRET"))
+        _ = try sqlite.enqueue(NewOrder(orderId: "p-1", userId: "u-1", productId: "gems_100", appAccountToken: "u-1",
+                                        store: .googlePlay, purchaseToken: token))
+        XCTAssertTrue(try sqlite.storePlayNotification(messageId: "m-1", kind: "oneTimeProductNotification", token: token, payload: "{}"))
+        try sqlite.savePlayVoidedCursor(PlayVoidedCursor(sinceMs: 1_700_000_000_000, pageToken: "page-3", polledAt: 7))
+        try sqlite.close()
+        let copy = try settleWithoutConfig(["ledger", "copy", "--from", "sqlite:" + world.ledgerPath, "--to", url])
+        XCTAssertEqual(copy.status, 0, copy.stderr)
+        for table in ["play_notifications: 1", "play_cursor: 1"] {
+            XCTAssertTrue(copy.stdout.contains("\(table) rows copied, counts match"), copy.stdout)
+        }
+        let ledger = try PostgresLedger(url: url, access: .readOnly)
+        let copied = try XCTUnwrap(try ledger.orderRecord("p-1")).order
+        XCTAssertEqual(copied.store, .googlePlay)
+        XCTAssertEqual(copied.purchaseToken, token)
+        XCTAssertEqual(try ledger.playNotification(messageId: "m-1")?.kind, "oneTimeProductNotification")
+        XCTAssertEqual(try ledger.playVoidedCursor(), PlayVoidedCursor(sinceMs: 1_700_000_000_000, pageToken: "page-3", polledAt: 7))
+        XCTAssertFalse(copy.stdout.contains(token.value), "the purchase token is never printed")
+    }
+
     func testTheDocumentedBackendRole_insertsOnlyItsColumns_andItsRowsArePending() throws {
         try settle(expecting: 0, ["migrate"])
         let role = "backend_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)

@@ -19,7 +19,8 @@ public enum LedgerCopy {
                     "attempts", "next_attempt_at", "reason", "last_error", "environment", "verified_transaction_id",
                     "original_transaction_id", "verified_product_id", "quantity", "purchase_date_ms", "expires_date_ms",
                     "lease_host", "lease_pid", "lease_start", "lease_expires_at", "created_at", "updated_at", "finished_at",
-                    "grant_key", "app_account_token", "origin", "refunded_at", "refund_kind", "refund_reason"]),
+                    "grant_key", "app_account_token", "origin", "refunded_at", "refund_kind", "refund_reason", "store",
+                    "purchase_token", "delivered_at"]),
         ("history", ["id", "order_id", "at", "kind", "outcome", "apple_status", "hook_exit", "environment", "duration_ms", "detail"]),
         ("grants", ["grant_key", "transaction_id", "order_id", "source", "granted_at", "note"]),
         ("notifications", ["uuid", "type", "subtype", "environment", "signed_date_ms", "transaction_id", "original_transaction_id",
@@ -31,6 +32,9 @@ public enum LedgerCopy {
         // Without the lease: whichever host reads history first after the copy takes it.
         ("notification_cursor", ["environment", "synced_until_ms", "window_start_ms", "window_end_ms", "pagination_token",
                                  "updated_at", "started_at_ms"]),
+        ("play_notifications", ["message_id", "kind", "token_sha256", "order_id", "received_at", "outcome", "detail", "state",
+                                "payload"]),
+        ("play_cursor", ["id", "voided_since_ms", "page_token", "polled_at"]),
     ]
 
     /// Copies the SQLite ledger at `path` into `destination`. The source is read in one read
