@@ -109,6 +109,42 @@ final class GooglePlayNotificationTests: GooglePlayTestCase {
         XCTAssertFalse(log(daemon).contains("SECRETPLAYTOKEN"), "a purchase token was logged")
     }
 
+    func testSubscriptionRenewal_isDeliveredAsItsOwnPurchase_onceToTheSubscriber_andARepeatedRenewalPushChangesNothing() throws {
+        let subscription = token("renew")
+        func script(latest: String, expiry: String) {
+            fake.script(subscription: subscription, SubscriptionPurchaseV2(
+                rawSubscriptionState: "SUBSCRIPTION_STATE_ACTIVE", lineItems: [.init(productId: pro, expiryTime: expiry)],
+                latestOrderId: latest, obfuscatedExternalAccountId: "u-9", startTime: "2026-12-01T10:00:00Z"))
+        }
+        script(latest: "GPA.R..0", expiry: "2099-01-01T00:00:00Z")
+        try enqueuePlay("o-sub", token: subscription, user: "u-9", product: pro)
+        let (daemon, port) = try startDaemon()
+        XCTAssertTrue(eventually(within: 20) { (try? SQLiteLedger(readOnlyPath: world.ledgerPath).orderRecord("o-sub"))??.order.state == .finished },
+                      log(daemon))
+        // A month later Google renews it: a new order id under the same token.
+        script(latest: "GPA.R..1", expiry: "2099-02-01T00:00:00Z")
+        func renewed(_ messageId: String) -> Data {
+            PubSubPush.body(messageId: messageId, notification: DeveloperNotification(
+                packageName: Self.packageName, eventTimeMillis: world.time.unixSeconds * 1000,
+                kind: .subscription(SubscriptionNotification(rawNotificationType: 2, purchaseToken: PlayPurchaseToken(subscription)!,
+                                                             subscriptionId: pro))))
+        }
+        let good = try fake.pushToken(audience: Self.audience, email: Self.pushEmail)
+        XCTAssertEqual(try push(port, renewed("m-renew-1"), token: good), 200)
+        XCTAssertTrue(eventually(within: 20) {
+            (try? SQLiteLedger(readOnlyPath: world.ledgerPath).orderRecord("play-GPA.R..1"))??.order.state == .finished
+        }, log(daemon))
+        let renewal = try XCTUnwrap(try SQLiteLedger(readOnlyPath: world.ledgerPath).orderRecord("play-GPA.R..1"))
+        XCTAssertEqual(renewal.order.userId, "u-9", "the subscriber of the order that holds the token")
+        XCTAssertEqual(try payload("play-GPA.R..1")["expires_date"], .string("2099-02-01T00:00:00Z"))
+        // Pub/Sub may send the renewal again under another message id: no second order, no second grant.
+        XCTAssertEqual(try push(port, renewed("m-renew-2"), token: good), 200)
+        XCTAssertTrue(eventually(within: 20) {
+            (try? SQLiteLedger(readOnlyPath: world.ledgerPath).playNotification(messageId: "m-renew-2"))??.outcome == "order_exists"
+        }, log(daemon))
+        XCTAssertEqual(world.deliveries.sorted(), ["GPA.R..0 o-sub", "GPA.R..1 play-GPA.R..1"])
+    }
+
     func testPendingOrder_isAskedAgainAtOnce_whenANotificationSaysItWasPurchased() throws {
         let token = scriptProduct("pp", orderId: "GPA.PP", state: 2)
         try enqueuePlay("o-pp", token: token)

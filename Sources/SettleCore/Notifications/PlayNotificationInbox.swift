@@ -97,8 +97,9 @@ public struct PlayNotificationInbox: Sendable {
                 result = try purchase(token: n.purchaseToken, productId: n.sku, subscription: false,
                                       purchased: n.notificationType == .purchased)
             case let .subscription(n):
+                let renewed = [.renewed, .recovered, .restarted].contains(n.notificationType)
                 result = try purchase(token: n.purchaseToken, productId: n.subscriptionId, subscription: true,
-                                      purchased: [.purchased, .recovered, .restarted].contains(n.notificationType))
+                                      purchased: renewed || n.notificationType == .purchased, renewal: renewed)
             case let .voidedPurchase(n):
                 let outcomes = try ledger.applyPlayVoided(token: n.purchaseToken, googleOrderId: n.orderId,
                                                           reason: n.rawRefundType.map { "refundType \($0)" }, source: "real-time notification")
@@ -121,11 +122,13 @@ public struct PlayNotificationInbox: Sendable {
 
     /// A purchase Google told of: nothing when an order holds its token (the pass verifies that
     /// order), else a new order when Google confirms it was bought. Nil: ask again next pass.
-    private func purchase(token: PlayPurchaseToken, productId: String?, subscription: Bool,
-                          purchased: Bool) throws(LedgerError) -> (outcome: String, detail: String?, orderId: String?)? {
+    private func purchase(token: PlayPurchaseToken, productId: String?, subscription: Bool, purchased: Bool,
+                          renewal: Bool = false) throws(LedgerError) -> (outcome: String, detail: String?, orderId: String?)? {
         if let existing = try ledger.playOrderIds(token: token).first {
             // Its order may be waiting for a pending payment: Google says something changed, so ask now.
             if purchased { try ledger.makeDue(orderId: existing) }
+            // A renewal is a new order of Google's under the same token: granted as its own order.
+            if renewal, let productId { return try renewalOrder(token: token, productId: productId, existing: existing) }
             return ("order_exists", nil, existing)
         }
         guard purchased else { return ("noted", "nothing to deliver for this notification type", nil) }
@@ -155,6 +158,44 @@ public struct PlayNotificationInbox: Sendable {
         }
         log.warning("order.created_from_notification", ["order": orderId, "store": Store.googlePlay.rawValue, "user": user.isEmpty ? nil : user])
         return ("order_created", detail, orderId)
+    }
+
+    /// A subscription Google renewed (or recovered, or restarted) under a token an order already
+    /// holds: Google's latest order id is a purchase of its own, delivered once (its grant key)
+    /// to the user of the order that holds the token, as an App Store renewal is. Nothing when an
+    /// order already holds that purchase. Nil: ask Google again next pass.
+    private func renewalOrder(token: PlayPurchaseToken, productId: String,
+                              existing: String) throws(LedgerError) -> (outcome: String, detail: String?, orderId: String?)? {
+        guard let product = products[productId], product.stores.contains(.googlePlay) else {
+            return ("unknown_product", "product \(productId) is not a google_play product in the configuration", nil)
+        }
+        let facts: PlayPurchaseFacts
+        do {
+            facts = PlayPurchaseFacts(subscription: try client.subscriptionPurchase(token: token))
+        } catch {
+            if error.kind == .purchaseNotFound { return ("purchase_not_found", error.message, nil) }
+            log.warning("google_play.notification_deferred", ["error": error.description])
+            return nil
+        }
+        guard facts.state == .purchased, let latest = facts.orderId else {
+            return ("not_purchased", "Google says the subscription is not active", existing)
+        }
+        let orderId = PlayOrderId.prefix + latest
+        let held = try ledger.grantHolder(transactionId: latest) != nil
+        let ordered = try ledger.orderRecord(orderId) != nil
+        if held || ordered {
+            return ("order_exists", "renewal \(latest) is already an order's", existing)
+        }
+        guard let holder = try ledger.orderRecord(existing)?.order, !holder.userId.isEmpty else {
+            return ("noted", "the order holding this subscription has no user yet; renewals follow once it is assigned", existing)
+        }
+        let detail = "Google Play renewed the subscription of order \(existing) (\(token.fingerprint)): purchase \(latest)"
+        guard try ledger.createPlayOrder(orderId: orderId, userId: holder.userId, productId: productId, token: token,
+                                         accountId: facts.accountId, detail: detail) else {
+            return ("order_id_taken", "order \(orderId) exists and does not hold this purchase token; a person looks", orderId)
+        }
+        log.info("order.created_from_notification", ["order": orderId, "store": Store.googlePlay.rawValue, "renewal_of": existing])
+        return ("renewal_order_created", detail, orderId)
     }
 
     /// The user an obfuscated account id stands for: the id itself when user ids are the account
