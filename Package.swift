@@ -5,7 +5,6 @@ let package = Package(
     name: "settle",
     products: [
         .executable(name: "settle", targets: ["settle"]),
-        .library(name: "SettleCore", targets: ["SettleCore"]),
     ],
     targets: [
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
@@ -19,16 +18,19 @@ let package = Package(
         // The App Store Server Notifications endpoint: a well-kept HTTP server, not a hand-written parser.
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
                        providers: [.apt(["libmicrohttpd-dev"])]),
-        .target(name: "SettleCore", dependencies: ["CSQLite", "CCurl", "COpenSSL", "CPostgres", "CMicroHTTPD"]),
-        .executableTarget(name: "settle", dependencies: ["SettleCore"]),
+        // Foundation: JSON, crypto, the HTTP client (libcurl) and server (libmicrohttpd), logging,
+        // time, digests. Depends on no other settle target.
+        .target(name: "SettleBase", dependencies: ["CCurl", "COpenSSL", "CMicroHTTPD"]),
+        .target(name: "SettleCore", dependencies: ["SettleBase", "CSQLite", "CCurl", "COpenSSL", "CPostgres"]),
+        .executableTarget(name: "settle", dependencies: ["SettleCore", "SettleBase"]),
         // The project's benchmark: every row of issue 11, side by side with a hand-written Python
         // reconciler (scripts/bench.sh). CSQLite only to seed large ledgers with plain SQL.
-        .executableTarget(name: "settle-bench", dependencies: ["SettleCore", "CSQLite"], path: "Benchmarks/settle-bench"),
+        .executableTarget(name: "settle-bench", dependencies: ["SettleCore", "SettleBase", "CSQLite"], path: "Benchmarks/settle-bench"),
         // Notifications/s the endpoint takes while passes run (scripts/notify-bench.sh).
-        .executableTarget(name: "settle-notify-bench", dependencies: ["SettleCore"], path: "Benchmarks/settle-notify-bench"),
+        .executableTarget(name: "settle-notify-bench", dependencies: ["SettleCore", "SettleBase"], path: "Benchmarks/settle-notify-bench"),
         // Shared test fixtures: a throwaway folder with a configuration, hooks and an Apple simulator.
-        .target(name: "SettleTesting", dependencies: ["SettleCore"], path: "Tests/SettleTesting"),
-        .testTarget(name: "SettleCoreTests", dependencies: ["SettleCore", "SettleTesting"], exclude: ["Fixtures"]),
-        .testTarget(name: "settleTests", dependencies: ["SettleCore", "SettleTesting", "settle"]),
+        .target(name: "SettleTesting", dependencies: ["SettleCore", "SettleBase"], path: "Tests/SettleTesting"),
+        .testTarget(name: "SettleCoreTests", dependencies: ["SettleCore", "SettleBase", "SettleTesting"], exclude: ["Fixtures"]),
+        .testTarget(name: "settleTests", dependencies: ["SettleCore", "SettleBase", "SettleTesting", "settle"]),
     ]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import SettleCore
+import SettleBase
 
 /// Runs the selected rows and prints them as they finish, then the whole table again.
 struct BenchReport {

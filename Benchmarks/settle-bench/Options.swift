@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// What to run. Defaults are the issue 11 table; `--quick` is a short subset for development
 /// (smaller N and ledgers, shorter JWS runs), and each size can be set on its own.

@@ -1,5 +1,6 @@
 import Foundation
 import SettleCore
+import SettleBase
 
 /// What one pass cost, as measured inside the process that ran it.
 struct PassResult {

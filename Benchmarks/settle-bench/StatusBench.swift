@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// `settle status` on a big ledger, timed end to end as an operator runs it (the `settle`
 /// binary, process start included): the median of three runs after one warm-up.

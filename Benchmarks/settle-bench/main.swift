@@ -5,6 +5,7 @@
 // Python library, `settle status` on a big ledger, and peak RSS. See BenchOptions.usage;
 // scripts/bench.sh builds and runs it.
 import Foundation
+import SettleBase
 
 do {
     let options = try BenchOptions(Array(CommandLine.arguments.dropFirst()))

@@ -1,5 +1,6 @@
 import Foundation
 import SettleCore
+import SettleBase
 
 exit(SettleCommand.run(CommandContext(arguments: Array(CommandLine.arguments.dropFirst()),
                                       environment: ProcessInfo.processInfo.environment)))

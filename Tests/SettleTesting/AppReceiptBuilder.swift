@@ -1,6 +1,7 @@
 import COpenSSL
 import Foundation
 import SettleCore
+import SettleBase
 
 /// Builds legacy app receipts in Apple's format, for tests: a DER PKCS#7 signedData whose
 /// content is the receipt payload (apple-protocol.md 3.6), really signed by the given key.
@@ -8,17 +9,17 @@ import SettleCore
 /// Only the attributes settle reads are written, in the order given rather than DER's SET OF
 /// order (App Store receipts sort by encoded bytes, which is not type order): the parser keeps
 /// file order whatever it is, and this way a test chooses it.
-public enum AppReceiptBuilder {
+package enum AppReceiptBuilder {
     /// Why a receipt could not be built: an unreadable PEM or a failed OpenSSL call.
-    public struct Failure: Error, CustomStringConvertible {
-        public var message: String
-        public var description: String { "AppReceiptBuilder: \(message)" }
+    package struct Failure: Error, CustomStringConvertible {
+        package var message: String
+        package var description: String { "AppReceiptBuilder: \(message)" }
     }
 
     /// A PKCS#7 signedData app receipt (DER, then base64) holding these attributes, signed with
     /// the given PEM certificate and private key; `chainPEM` certificates (intermediates) are
     /// embedded too, as Apple embeds its WWDR intermediate.
-    public static func build(bundleId: String, environment: String = "Production", purchases: [AppReceipt.Purchase],
+    package static func build(bundleId: String, environment: String = "Production", purchases: [AppReceipt.Purchase],
                              creationDate: String? = nil, signerCertificatePEM: String, signerKeyPEM: String,
                              chainPEM: [String] = []) throws -> String {
         let der = try sign(payload(bundleId: bundleId, environment: environment, purchases: purchases, creationDate: creationDate),
@@ -28,11 +29,11 @@ public enum AppReceiptBuilder {
 
     /// When test receipts signed by the test chain say they were created: inside the chain's
     /// validity (2023-01-05 to 2033-01-01).
-    public static let testCreationDate = "2026-11-29T10:04:05Z"
+    package static let testCreationDate = "2026-11-29T10:04:05Z"
 
     /// A receipt signed by the test chain's leaf with the intermediate embedded: genuine for a
     /// configuration whose receipt root is the test CA (the simulator's root).
-    public static func buildSignedByTestChain(bundleId: String, environment: String = "Production",
+    package static func buildSignedByTestChain(bundleId: String, environment: String = "Production",
                                               purchases: [AppReceipt.Purchase],
                                               creationDate: String = testCreationDate) throws -> String {
         func fixture(_ name: String) throws -> String {
@@ -44,7 +45,7 @@ public enum AppReceiptBuilder {
     }
 
     /// The `SET OF ReceiptAttribute` that the receipt signs.
-    public static func payload(bundleId: String, environment: String, purchases: [AppReceipt.Purchase],
+    package static func payload(bundleId: String, environment: String, purchases: [AppReceipt.Purchase],
                                creationDate: String? = nil) -> [UInt8] {
         var attributes = [
             DER.attribute(0, DER.utf8String(environment)),
@@ -64,7 +65,7 @@ public enum AppReceiptBuilder {
     }
 
     /// Signs `payload` as PKCS#7 signedData with the content embedded.
-    public static func sign(_ payload: [UInt8], certificatePEM: String, keyPEM: String, chainPEM: [String] = []) throws -> [UInt8] {
+    package static func sign(_ payload: [UInt8], certificatePEM: String, keyPEM: String, chainPEM: [String] = []) throws -> [UInt8] {
         ERR_clear_error()
         let certificate = try readCertificate(certificatePEM)
         defer { X509_free(certificate) }
@@ -81,7 +82,7 @@ public enum AppReceiptBuilder {
 
     /// A signedData holding `payload` and these certificates but no SignerInfo: what
     /// `PKCS7_sign` makes without a signer ("certificates only").
-    public static func unsigned(_ payload: [UInt8], certificatesPEM: [String]) throws -> [UInt8] {
+    package static func unsigned(_ payload: [UInt8], certificatesPEM: [String]) throws -> [UInt8] {
         ERR_clear_error()
         return try envelope(payload, certificate: nil, key: nil, chainPEM: certificatesPEM)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import SettleCore
 import XCTest
+import SettleBase
 
 /// The PostgreSQL the tests use: `SETTLE_TEST_POSTGRES_URL` (CI sets it), else a throwaway
 /// cluster that `scripts/test-postgres.sh start` makes on 127.0.0.1:55432 the first time a test
@@ -10,11 +11,11 @@ import XCTest
 ///
 /// Without PostgreSQL installed, the PostgreSQL tests fail saying how to get it: never a skip,
 /// never a green run that silently tested only SQLite.
-public enum TestPostgres {
-    public static let missing = "PostgreSQL not available: install it (apt-get install postgresql), or set SETTLE_TEST_POSTGRES_URL, "
+package enum TestPostgres {
+    package static let missing = "PostgreSQL not available: install it (apt-get install postgresql), or set SETTLE_TEST_POSTGRES_URL, "
         + "or run `eval \"$(scripts/test-postgres.sh start)\"` to see why it does not start"
 
-    public static var url: String? {
+    package static var url: String? {
         if let given = ProcessInfo.processInfo.environment["SETTLE_TEST_POSTGRES_URL"], !given.isEmpty { return given }
         return started
     }
@@ -48,19 +49,19 @@ public enum TestPostgres {
     }()
 
     /// Why a PostgreSQL test could not run: it fails (never skips), saying what to do.
-    public struct Unavailable: Error, CustomStringConvertible {
-        public var description: String { TestPostgres.missing }
+    package struct Unavailable: Error, CustomStringConvertible {
+        package var description: String { TestPostgres.missing }
     }
 
     /// The server's URL; a test without one fails.
-    public static func requireURL() throws -> String {
+    package static func requireURL() throws -> String {
         guard let url else { throw Unavailable() }
         return url
     }
 
     /// A fresh, empty schema for one test and a URL whose connections use it; the schema is
     /// dropped by `drop(schema:)`.
-    public static func freshSchema() throws -> (url: String, schema: String) {
+    package static func freshSchema() throws -> (url: String, schema: String) {
         let base = try requireURL()
         let schema = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         let admin = try PostgresConnection(url: base)
@@ -70,7 +71,7 @@ public enum TestPostgres {
         return (base + separator + "options=-csearch_path%3D\(schema)", schema)
     }
 
-    public static func drop(schema: String) {
+    package static func drop(schema: String) {
         guard let base = url, let admin = try? PostgresConnection(url: base) else { return }
         try? admin.execute("SET client_min_messages = warning")
         try? admin.execute("DROP SCHEMA IF EXISTS \(schema) CASCADE")

@@ -1,27 +1,28 @@
 import Foundation
 import SettleCore
 import Synchronization
+import SettleBase
 
 /// A throwaway installation of settle for one test: a folder with a configuration, a shared
 /// secret, hook scripts and a ledger, and a local Apple simulator on loopback.
-public final class TestWorld: @unchecked Sendable {
-    public let folder: String
-    public let simulator: AppleSimulator
+package final class TestWorld: @unchecked Sendable {
+    package let folder: String
+    package let simulator: AppleSimulator
     /// Distinctive so tests can prove it never leaks into output, logs or the ledger.
-    public let sharedSecret = "SECRET-5f1e2d3c4b5a69788796a5b4c3d2e1f0"
-    public let bundleId = "com.example.game"
-    public let coins = "com.example.game.coins100"
-    public let premium = "com.example.game.premium"
-    public let monthly = "com.example.game.monthly"
-    public let time: ManualTimeSource
+    package let sharedSecret = "SECRET-5f1e2d3c4b5a69788796a5b4c3d2e1f0"
+    package let bundleId = "com.example.game"
+    package let coins = "com.example.game.coins100"
+    package let premium = "com.example.game.premium"
+    package let monthly = "com.example.game.monthly"
+    package let time: ManualTimeSource
     /// App Store Server API credentials the simulator accepts (the test .p8 key).
-    public let issuerId = "57246542-96fe-1a63-e053-0824d011072a"
-    public let keyId = "TESTKEY123"
-    public let signingKey: ES256PrivateKey
+    package let issuerId = "57246542-96fe-1a63-e053-0824d011072a"
+    package let keyId = "TESTKEY123"
+    package let signingKey: ES256PrivateKey
     /// Where the default hook appends one line per call: "<idempotency key> <order id>".
-    public var deliveriesPath: String { folder + "/deliveries.log" }
+    package var deliveriesPath: String { folder + "/deliveries.log" }
 
-    public init() throws {
+    package init() throws {
         var template = Array(((NSTemporaryDirectory() as NSString).appendingPathComponent("settle-test-XXXXXX")).utf8CString)
         guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
         folder = String(cString: made)
@@ -51,16 +52,16 @@ public final class TestWorld: @unchecked Sendable {
     }
 
     /// A file of the test fixtures (Tests/SettleCoreTests/Fixtures).
-    public static func fixture(_ relative: String) -> String {
+    package static func fixture(_ relative: String) -> String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../SettleCoreTests/Fixtures/\(relative)").standardized.path
     }
 
-    public var ledgerPath: String { folder + "/ledger.sqlite3" }
-    public var configPath: String { folder + "/settle.json" }
+    package var ledgerPath: String { folder + "/ledger.sqlite3" }
+    package var configPath: String { folder + "/settle.json" }
 
     @discardableResult
-    public func write(_ name: String, _ contents: String, mode: Int = 0o644) throws -> String {
+    package func write(_ name: String, _ contents: String, mode: Int = 0o644) throws -> String {
         let path = name.hasPrefix("/") ? name : folder + "/" + name
         guard FileManager.default.createFile(atPath: path, contents: Data(contents.utf8),
                                              attributes: [.posixPermissions: mode]) else {
@@ -72,7 +73,7 @@ public final class TestWorld: @unchecked Sendable {
     /// A hook script that records its stdin and environment, prints a line, then runs
     /// `extra` (shell) and exits with `exit`.
     @discardableResult
-    public func hook(_ name: String, exit code: Int32, extra: String = "") throws -> String {
+    package func hook(_ name: String, exit code: Int32, extra: String = "") throws -> String {
         try write(name, """
             #!/bin/sh
             payload=$(cat)
@@ -85,13 +86,13 @@ public final class TestWorld: @unchecked Sendable {
     }
 
     /// Lines "<key> <order>" of every hook call so far.
-    public var deliveries: [String] {
+    package var deliveries: [String] {
         ((try? String(contentsOfFile: deliveriesPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
     }
 
     /// Writes settle.json. `overrides` replace or add top-level keys.
     @discardableResult
-    public func writeConfig(hook: String? = nil, hookTimeout: Double = 10, acceptSandbox: Bool = true,
+    package func writeConfig(hook: String? = nil, hookTimeout: Double = 10, acceptSandbox: Bool = true,
                             receiptAPI: Bool = true, serverAPI: Bool = false,
                             schedule: [(String, JSONValue)] = [], overrides: [(String, JSONValue)] = []) throws -> String {
         var members: [(String, JSONValue)] = [
@@ -124,7 +125,7 @@ public final class TestWorld: @unchecked Sendable {
     }
 
     /// The `server_api` section pointing at the simulator, with the test key and the simulator's root.
-    public var serverAPIConfig: JSONValue {
+    package var serverAPIConfig: JSONValue {
         .object([
             ("production_url", .string(simulator.serverProductionURL)),
             ("sandbox_url", .string(simulator.serverSandboxURL)),
@@ -139,7 +140,7 @@ public final class TestWorld: @unchecked Sendable {
 
     /// Scripts a StoreKit 2 transaction on the simulated Server API and returns it.
     @discardableResult
-    public func scriptTransaction(_ id: String, product: String? = nil, environment: String = "Production",
+    package func scriptTransaction(_ id: String, product: String? = nil, environment: String = "Production",
                                   bundleId: String? = nil, revoked: Bool = false, purchaseDateMs: Int64 = 1_764_410_645_000,
                                   originalTransactionId: String? = nil, appAccountToken: String? = nil, isUpgraded: Bool = false,
                                   answers: [SimulatedServerAnswer] = []) -> SimulatedSignedTransaction {
@@ -156,14 +157,14 @@ public final class TestWorld: @unchecked Sendable {
     /// Scripts one customer's purchases, so Get Transaction History of any of their ids lists
     /// them all (and Get Transaction Info finds each).
     @discardableResult
-    public func scriptCustomer(_ transactions: [SimulatedSignedTransaction]) -> [SimulatedSignedTransaction] {
+    package func scriptCustomer(_ transactions: [SimulatedSignedTransaction]) -> [SimulatedSignedTransaction] {
         for t in transactions { simulator.script(transaction: t.transactionId, TransactionScript(transaction: t)) }
         simulator.script(customer: transactions)
         return transactions
     }
 
     /// `base` with `changes` replacing keys it has and adding those it lacks.
-    public static func merge(_ base: [(String, JSONValue)], _ changes: [(String, JSONValue)]) -> [(String, JSONValue)] {
+    package static func merge(_ base: [(String, JSONValue)], _ changes: [(String, JSONValue)]) -> [(String, JSONValue)] {
         var members = base
         for (key, value) in changes {
             if let index = members.firstIndex(where: { $0.0 == key }) { members[index].1 = value } else { members.append((key, value)) }
@@ -171,24 +172,24 @@ public final class TestWorld: @unchecked Sendable {
         return members
     }
 
-    public func configuration() throws -> Configuration {
+    package func configuration() throws -> Configuration {
         try Configuration.load(path: configPath, environment: [:])
     }
 
-    public func ledger() throws -> SQLiteLedger { try SQLiteLedger(path: ledgerPath, time: time) }
+    package func ledger() throws -> SQLiteLedger { try SQLiteLedger(path: ledgerPath, time: time) }
 
     /// A reconciler as `settle reconcile` builds it, on the world's clock, with jitter fixed at 0.
-    public func reconciler(ledger: any SettleLedger, log: Log = .silent) throws -> Reconciler {
+    package func reconciler(ledger: any SettleLedger, log: Log = .silent) throws -> Reconciler {
         try Reconciler.configured(try configuration(), ledger: ledger, environment: ProcessInfo.processInfo.environment,
                                   log: log, random: { 0.5 })
     }
 
     /// A base64 receipt unique to `name`.
-    public func receipt(_ name: String) -> String { Data("test receipt \(name)".utf8).base64EncodedString() }
+    package func receipt(_ name: String) -> String { Data("test receipt \(name)".utf8).base64EncodedString() }
 
     /// Scripts a receipt holding `transactions` and returns its base64 text.
     @discardableResult
-    public func scriptReceipt(_ name: String, environment: String = "Production", bundleId: String? = nil,
+    package func scriptReceipt(_ name: String, environment: String = "Production", bundleId: String? = nil,
                               _ transactions: [SimulatedTransaction], latest: [SimulatedTransaction] = [],
                               answers: [SimulatedAnswer] = []) -> String {
         let data = receipt(name)
@@ -200,9 +201,9 @@ public final class TestWorld: @unchecked Sendable {
 }
 
 /// Collects log lines from any thread.
-public final class LineCollector: Sendable {
+package final class LineCollector: Sendable {
     private let storage = Mutex<[String]>([])
-    public init() {}
-    public func append(_ line: String) { storage.withLock { $0.append(line) } }
-    public var lines: [String] { storage.withLock { $0 } }
+    package init() {}
+    package func append(_ line: String) { storage.withLock { $0.append(line) } }
+    package var lines: [String] { storage.withLock { $0 } }
 }

@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import SettleTesting
 import XCTest
+import SettleBase
 
 /// When Apple as a whole fails, or refuses our shared secret, the pass stops without using up
 /// any order's attempts (SPEC sections 3, 4, 7).

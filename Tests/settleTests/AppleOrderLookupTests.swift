@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import SettleTesting
 import XCTest
+import SettleBase
 
 /// Support looks a customer up by the order id in Apple's receipt email.
 final class AppleOrderLookupTests: EndToEndTestCase {

@@ -1,6 +1,7 @@
 import Foundation
 import SettleCore
 import XCTest
+import SettleBase
 
 /// Backups, migrations and who may read the ledger: what an operator relies on when upgrading
 /// or restoring.

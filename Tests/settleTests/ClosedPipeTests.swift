@@ -1,6 +1,7 @@
 import Foundation
 import SettleCore
 import XCTest
+import SettleBase
 
 /// Output whose reader went away (`settle demo | head -4`, `settle reconcile | true`, journald
 /// restarting) ends settle's printing, never its work.

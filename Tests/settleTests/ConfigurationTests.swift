@@ -1,6 +1,7 @@
 import Foundation
 import SettleCore
 import XCTest
+import SettleBase
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import SettleTesting
 import XCTest
+import SettleBase
 
 /// Outside text (order ids, hook output) reaches a terminal or a log line escaped: an ESC or CR
 /// in it is shown, never obeyed.

@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import SettleTesting
 import XCTest
+import SettleBase
 #if canImport(Glibc)
 import Glibc
 #endif

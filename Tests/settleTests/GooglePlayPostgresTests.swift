@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import SettleTesting
 import XCTest
+import SettleBase
 
 /// Google Play orders through the binary on a PostgreSQL ledger: the same verification, single
 /// delivery, consume after the hook and crash safety as on SQLite.

@@ -3,6 +3,7 @@ import SettleCore
 import SettleTesting
 import Synchronization
 import XCTest
+import SettleBase
 #if canImport(Glibc)
 import Glibc
 #endif

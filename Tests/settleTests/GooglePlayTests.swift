@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import SettleTesting
 import XCTest
+import SettleBase
 
 /// Google Play orders through the built binary: verified with the fake Google, delivered once
 /// through the same hook and grant reservation as App Store orders, then consumed or

@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import SettleTesting
 import XCTest
+import SettleBase
 
 /// Google Play's voided purchases, polled by passes: a purchase voided before delivery is never
 /// delivered; one voided after delivery is revoked through the revoke hook, once.

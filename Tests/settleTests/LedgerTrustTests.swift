@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import SettleTesting
 import XCTest
+import SettleBase
 
 /// The ledger and the operator's commands against rows and mistakes that would give goods
 /// away or stop every order (issue 14), through the built binary on an SQLite ledger.

@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import SettleTesting
 import XCTest
+import SettleBase
 
 /// What notifications do to orders, through a running `settle run`: purchases found and granted
 /// once whichever side tells first, refunds, refund requests, and history catching up.

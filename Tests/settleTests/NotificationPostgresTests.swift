@@ -3,6 +3,7 @@ import SettleCore
 import SettleTesting
 import Synchronization
 import XCTest
+import SettleBase
 
 // Linux test discovery lists only the methods a class declares: each inherited test is named in
 // these subclasses, and their `...alsoRunsOnPostgreSQL` test fails when one is missing.

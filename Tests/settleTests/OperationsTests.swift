@@ -1,6 +1,7 @@
 import Foundation
 import SettleCore
 import XCTest
+import SettleBase
 
 /// What an SRE configures and watches: log levels, one-shot metrics, history retention.
 final class OperationsTests: EndToEndTestCase {

@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import SettleTesting
 import XCTest
+import SettleBase
 
 /// The `settle` binary on a PostgreSQL ledger: configuration, migrate, enqueue, reconcile,
 /// status, and two daemons sharing the work.

@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import SettleTesting
 import XCTest
+import SettleBase
 
 /// The README's "Testing your integration" section, run as written against the built binary: its
 /// command lines (the first ```sh block) and its plans.json (the first ```json block). The

@@ -1,6 +1,7 @@
 import Foundation
 import SettleCore
 import XCTest
+import SettleBase
 
 /// `settle retry` hands rejected and needs_attention orders back to the machine, and nothing
 /// else (SPEC section 1).

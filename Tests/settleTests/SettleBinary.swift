@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import SettleBase
 #if canImport(Glibc)
 import Glibc
 #endif

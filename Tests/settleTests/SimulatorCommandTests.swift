@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import SettleTesting
 import XCTest
+import SettleBase
 
 /// The standalone simulator: an integrator scripts Apple's answers and runs settle against it.
 final class SimulatorCommandTests: EndToEndTestCase {

@@ -1,6 +1,7 @@
 import Foundation
 import SettleCore
 import XCTest
+import SettleBase
 
 /// `settle status`: the support view of the ledger, as JSON with a fixed shape or as text;
 /// read-only (SPEC sections 1, 6).

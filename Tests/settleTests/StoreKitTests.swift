@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import SettleTesting
 import XCTest
+import SettleBase
 
 /// StoreKit 2 through the binary: configuration checks, enqueue of a signed transaction,
 /// and a pass against the simulated App Store Server API.

@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import SettleTesting
 import XCTest
+import SettleBase
 
 /// Issue 7 through the built binary: orders are never lost to races, long receipts or bad rows,
 /// and purchases granted outside settle are recorded and skipped.

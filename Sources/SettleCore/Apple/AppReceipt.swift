@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// What a legacy app receipt says about its in-app purchases. Parsing checks no signature
 /// (`AppReceiptSignature` does), and even a signed receipt is only a lookup key for the App
@@ -9,24 +10,24 @@ import Foundation
 /// try each id it finds. A client can put any id in a receipt it forges; the App Store Server API's
 /// answer, not this, is what says a purchase happened.
 /// https://developer.apple.com/documentation/appstorereceipts/validating_receipts_on_the_device
-public struct AppReceipt: Sendable, Equatable {
+package struct AppReceipt: Sendable, Equatable {
     /// One type-17 attribute: an in-app purchase receipt.
     ///
     /// When a field's attribute appears more than once, the first is kept, as Apple's Python and
     /// Node libraries do. Empty strings (Apple leaves absent dates empty) read as `nil`.
-    public struct Purchase: Sendable, Equatable {
+    package struct Purchase: Sendable, Equatable {
         /// Attribute 1702.
-        public var productId: String?
+        package var productId: String?
         /// Attribute 1703.
-        public var transactionId: String?
+        package var transactionId: String?
         /// Attribute 1705.
-        public var originalTransactionId: String?
+        package var originalTransactionId: String?
         /// Attribute 1701.
-        public var quantity: Int?
+        package var quantity: Int?
         /// Attribute 1704: RFC 3339 text as stored, not parsed, since settle only passes it on.
-        public var purchaseDate: String?
+        package var purchaseDate: String?
 
-        public init(productId: String? = nil, transactionId: String? = nil, originalTransactionId: String? = nil,
+        package init(productId: String? = nil, transactionId: String? = nil, originalTransactionId: String? = nil,
                     quantity: Int? = nil, purchaseDate: String? = nil) {
             self.productId = productId
             self.transactionId = transactionId
@@ -37,16 +38,16 @@ public struct AppReceipt: Sendable, Equatable {
     }
 
     /// Attribute 2.
-    public var bundleId: String?
+    package var bundleId: String?
     /// Attribute 0 when present: `Production`, `ProductionSandbox`, `Sandbox` or `Xcode`, kept as
     /// text so a value Apple adds later still reads.
-    public var environment: String?
+    package var environment: String?
     /// Every type-17 attribute, in file order.
-    public var purchases: [Purchase]
+    package var purchases: [Purchase]
     /// Attribute 12, RFC 3339 text as stored: the time the receipt's signature is checked at.
-    public var creationDate: String?
+    package var creationDate: String?
 
-    public init(bundleId: String? = nil, environment: String? = nil, purchases: [Purchase] = [], creationDate: String? = nil) {
+    package init(bundleId: String? = nil, environment: String? = nil, purchases: [Purchase] = [], creationDate: String? = nil) {
         self.bundleId = bundleId
         self.environment = environment
         self.purchases = purchases
@@ -55,13 +56,13 @@ public struct AppReceipt: Sendable, Equatable {
 
     /// The largest receipt accepted. Real ones are a few KB, and even a receipt with thousands of
     /// purchases stays under 4 MiB; the cap bounds the memory and time one request can cost.
-    public static let maximumSize = 16 << 20
+    package static let maximumSize = 16 << 20
 
     /// Every distinct transaction id (1703, then 1705) in file order — what settle looks up.
     ///
     /// Any id of the customer works for Get Transaction History, so the order only makes runs
     /// reproducible; it does not say which purchase the client is claiming.
-    public var transactionIds: [String] {
+    package var transactionIds: [String] {
         var seen: Set<String> = []
         var ids: [String] = []
         for purchase in purchases {
@@ -77,7 +78,7 @@ public struct AppReceipt: Sendable, Equatable {
     ///
     /// Line breaks and spaces are ignored, since receipts often arrive wrapped at 64 or 76 columns;
     /// any other character outside the base64 alphabet is an error.
-    public static func parse(base64: String) throws(AppReceiptError) -> AppReceipt {
+    package static func parse(base64: String) throws(AppReceiptError) -> AppReceipt {
         try parse(der: try der(base64: base64))
     }
 
@@ -95,7 +96,7 @@ public struct AppReceipt: Sendable, Equatable {
     }
 
     /// Parses the DER (or BER) bytes of an app receipt: a PKCS#7 signedData `ContentInfo`.
-    public static func parse(der: Data) throws(AppReceiptError) -> AppReceipt {
+    package static func parse(der: Data) throws(AppReceiptError) -> AppReceipt {
         guard !der.isEmpty else { throw .empty }
         guard der.count <= maximumSize else { throw .tooLarge }
         let bytes = [UInt8](der)

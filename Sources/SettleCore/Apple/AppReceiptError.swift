@@ -1,16 +1,17 @@
+import SettleBase
 /// Why an app receipt could not be read.
 ///
 /// Never retryable: the same bytes fail the same way. `message` names what was wrong and, for
 /// malformed ASN.1, a byte offset; it never quotes the receipt, so it is safe to log and to store
 /// as an order's last error.
-public struct AppReceiptError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var message: String
+package struct AppReceiptError: Error, Sendable, Equatable, CustomStringConvertible {
+    package var message: String
 
-    public init(message: String) {
+    package init(message: String) {
         self.message = message
     }
 
-    public var description: String { "app receipt: \(message)" }
+    package var description: String { "app receipt: \(message)" }
 
     static let notBase64 = AppReceiptError(message: "not base64")
     static let empty = AppReceiptError(message: "empty receipt")
@@ -20,7 +21,7 @@ public struct AppReceiptError: Error, Sendable, Equatable, CustomStringConvertib
     static let jws = AppReceiptError(message: "a StoreKit 2 JWS, not a legacy app receipt")
     /// An iOS 6-style transaction receipt (a text plist), which has no PKCS#7 to read; public so
     /// a caller can recognise it and fall back to `TransactionReceipt.transactionId(base64:)`.
-    public static let transactionReceiptFormat = AppReceiptError(
+    package static let transactionReceiptFormat = AppReceiptError(
         message: "an iOS 6-style transaction receipt (text plist), not a PKCS#7 app receipt")
 
     static func notSignedData(_ detail: String) -> AppReceiptError {

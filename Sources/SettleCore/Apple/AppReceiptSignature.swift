@@ -1,15 +1,16 @@
 import COpenSSL
 import Foundation
+import SettleBase
 
 /// An app receipt whose PKCS#7 signature chains to a configured receipt root: its ids were put
 /// there by the App Store, not by whoever uploaded it.
-public struct VerifiedAppReceipt: Sendable, Equatable {
+package struct VerifiedAppReceipt: Sendable, Equatable {
     /// The payload, read from the bytes OpenSSL verified.
-    public var receipt: AppReceipt
+    package var receipt: AppReceipt
     /// Attribute 12, the time the certificates were checked at.
-    public var creationDate: Date
+    package var creationDate: Date
     /// The signing certificate's subject, for logs.
-    public var signer: String
+    package var signer: String
 }
 
 /// Checks a legacy app receipt's PKCS#7 signature with OpenSSL against the configured receipt
@@ -24,15 +25,15 @@ public struct VerifiedAppReceipt: Sendable, Equatable {
 /// (three genuine receipts verify at their creation date and fail at "now"). The date is inside
 /// the signed content, so only a key that chains to a configured root can choose it.
 /// https://developer.apple.com/documentation/appstorereceipts/validating_receipts_on_the_device
-public struct AppReceiptSignature: Sendable {
+package struct AppReceiptSignature: Sendable {
     let rootCertificates: [X509Certificate]
 
-    public init(rootCertificates: [X509Certificate]) {
+    package init(rootCertificates: [X509Certificate]) {
         self.rootCertificates = rootCertificates
     }
 
     /// Verifies a base64 app receipt (as devices upload it).
-    public func verify(base64: String) -> Result<VerifiedAppReceipt, ReceiptSignatureFailure> {
+    package func verify(base64: String) -> Result<VerifiedAppReceipt, ReceiptSignatureFailure> {
         Result { () throws(ReceiptSignatureFailure) in
             let der: Data
             let unverified: AppReceipt

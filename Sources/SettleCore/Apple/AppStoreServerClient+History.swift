@@ -1,24 +1,25 @@
 import Foundation
+import SettleBase
 
 /// Every transaction of one customer, as Get Transaction History v2 pages them: the raw JWS
 /// strings (each still to be verified, apple-protocol.md 2.7) and the environment that had them.
 /// https://developer.apple.com/documentation/appstoreserverapi/historyresponse
-public struct TransactionHistory: Sendable, Equatable {
+package struct TransactionHistory: Sendable, Equatable {
     /// `signedTransactions` of every page in order. Sorted ASCENDING by modification, so a
     /// transaction updated while paging (an upgrade, a refund) appears again, newer, later.
-    public var signedTransactions: [String]
-    public var environment: String
-    public var bundleId: String?
-    public var appAppleId: String?
+    package var signedTransactions: [String]
+    package var environment: String
+    package var bundleId: String?
+    package var appAppleId: String?
     /// The last page's revision: where a later ASCENDING query could resume.
-    public var revision: String?
+    package var revision: String?
     /// Requests it took, counting any restart.
-    public var pages: Int
+    package var pages: Int
 }
 
 extension AppStoreServerClient {
     /// What Apple said about one customer's history.
-    public enum HistoryLookup: Sendable, Equatable {
+    package enum HistoryLookup: Sendable, Equatable {
         case found(TransactionHistory)
         /// Neither environment knows the id.
         case notFound(String)
@@ -32,14 +33,14 @@ extension AppStoreServerClient {
     }
 
     /// Apple sends at most this many transactions per page.
-    public static let historyPageSize = 20
+    package static let historyPageSize = 20
 
     /// Pages through all the transactions of the customer that `anyTransactionId` belongs to
     /// (GET /inApps/v2/history/{id}, `sort=ASCENDING`, following `revision` while `hasMore`),
     /// production first with the same environment rule and error classes as `transactionInfo`.
     /// An expired or refused revision (4000014, 4000017) restarts paging once.
     /// https://developer.apple.com/documentation/appstoreserverapi/get-transaction-history
-    public func transactionHistory(_ anyTransactionId: String, maxPages: Int = 500) -> (lookup: HistoryLookup, appleAnswered: Bool) {
+    package func transactionHistory(_ anyTransactionId: String, maxPages: Int = 500) -> (lookup: HistoryLookup, appleAnswered: Bool) {
         var capExceeded: String?
         let (routed, answered) = route(anyTransactionId) { environment -> Answer<TransactionHistory> in
             let (answer, capReached) = allPages(anyTransactionId, environment: environment, maxPages: maxPages)

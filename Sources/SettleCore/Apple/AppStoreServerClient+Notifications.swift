@@ -1,12 +1,13 @@
 import Foundation
+import SettleBase
 
 /// One page of Get Notification History
 /// (https://developer.apple.com/documentation/appstoreserverapi/notificationhistoryresponse):
 /// the `signedPayload`s, still to be verified like any notification.
-public struct NotificationHistoryPage: Sendable, Equatable {
-    public var signedPayloads: [String]
-    public var hasMore: Bool
-    public var paginationToken: String?
+package struct NotificationHistoryPage: Sendable, Equatable {
+    package var signedPayloads: [String]
+    package var hasMore: Bool
+    package var paginationToken: String?
 
     init?(_ json: JSONValue) {
         guard let entries = json["notificationHistory"]?.arrayValue else { return nil }
@@ -18,7 +19,7 @@ public struct NotificationHistoryPage: Sendable, Equatable {
 
 extension AppStoreServerClient {
     /// What one call that is not about a transaction id's environment concluded.
-    public enum CallResult<Body: Sendable & Equatable>: Sendable, Equatable {
+    package enum CallResult<Body: Sendable & Equatable>: Sendable, Equatable {
         case ok(Body)
         /// Apple refused the pagination token (4000014 / 4000017): start the window again.
         case paginationExpired
@@ -30,7 +31,7 @@ extension AppStoreServerClient {
     /// (notifications never hop: each environment has its own), from `startMs` (inclusive) to
     /// `endMs` (exclusive), continuing at `paginationToken`.
     /// https://developer.apple.com/documentation/appstoreserverapi/get-notification-history
-    public func notificationHistory(environment: String, startMs: Int64, endMs: Int64,
+    package func notificationHistory(environment: String, startMs: Int64, endMs: Int64,
                                     paginationToken: String?) -> CallResult<NotificationHistoryPage> {
         var path = "/inApps/v1/notifications/history"
         if let paginationToken {
@@ -45,7 +46,7 @@ extension AppStoreServerClient {
     /// Send Consumption Information v2: `PUT /inApps/v2/transactions/consumption/{transactionId}`;
     /// Apple answers 202 Accepted with no body.
     /// https://developer.apple.com/documentation/appstoreserverapi/send-consumption-information
-    public func sendConsumptionInformation(transactionId: String, environment: String, body: JSONValue) -> CallResult<Bool> {
+    package func sendConsumptionInformation(transactionId: String, environment: String, body: JSONValue) -> CallResult<Bool> {
         guard !transactionId.isEmpty, transactionId.count <= 64, transactionId.allSatisfy({ $0.isASCII && ($0.isNumber || $0.isLetter) }) else {
             return .failed(.rejected(reason: .transactionNotFound, detail: "'\(transactionId.prefix(64))' is not an Apple transaction id"),
                            appleAnswered: true)

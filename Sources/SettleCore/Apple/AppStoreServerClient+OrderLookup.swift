@@ -1,8 +1,9 @@
 import Foundation
+import SettleBase
 
 extension AppStoreServerClient {
     /// What Apple said about an order id from a customer's App Store receipt email.
-    public enum OrderLookup: Sendable, Equatable {
+    package enum OrderLookup: Sendable, Equatable {
         /// The order's signed transactions (each still to be verified) and the environment.
         case found(signedTransactions: [String], environment: String)
         /// Apple does not know the order id (status 1 in both environments, or 404).
@@ -14,7 +15,7 @@ extension AppStoreServerClient {
     /// Look Up Order ID (`GET /inApps/v1/lookup/{orderId}`), production first, then sandbox: the
     /// purchases behind the order id a customer finds in Apple's receipt email (e.g. `MQ5Q8W3X2Z`),
     /// for support. https://developer.apple.com/documentation/appstoreserverapi/look-up-order-id
-    public func lookUpOrder(_ orderId: String) -> OrderLookup {
+    package func lookUpOrder(_ orderId: String) -> OrderLookup {
         let (routed, _) = route(orderId) { environment -> Answer<[String]> in
             let answer = get("/inApps/v1/lookup/\(orderId)", environment: environment) { json -> (status: Int64, jws: [String])? in
                 guard let status = json["status"]?.looseInt64 else { return nil }

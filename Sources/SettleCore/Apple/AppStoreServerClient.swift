@@ -1,18 +1,19 @@
 import Foundation
+import SettleBase
 
 /// The App Store Server API over libcurl (Get Transaction Info here, Get Transaction History in
 /// `AppStoreServerClient+History.swift`): production first, one hop to sandbox on 4040010 (not
 /// found) or on 401 from production (an app not yet released).
 /// https://developer.apple.com/documentation/appstoreserverapi/get-transaction-info
-public struct AppStoreServerClient: Sendable {
-    public var productionURL: String
-    public var sandboxURL: String
-    public var tokens: BearerTokenSource
-    public var client: HTTPClient
+package struct AppStoreServerClient: Sendable {
+    package var productionURL: String
+    package var sandboxURL: String
+    package var tokens: BearerTokenSource
+    package var client: HTTPClient
     /// Told about every HTTP request: environment, a short outcome label, seconds (for metrics).
-    public var observe: (@Sendable (_ environment: String, _ outcome: String, _ seconds: Double) -> Void)?
+    package var observe: (@Sendable (_ environment: String, _ outcome: String, _ seconds: Double) -> Void)?
 
-    public init(productionURL: String, sandboxURL: String, tokens: BearerTokenSource, client: HTTPClient) {
+    package init(productionURL: String, sandboxURL: String, tokens: BearerTokenSource, client: HTTPClient) {
         self.productionURL = productionURL
         self.sandboxURL = sandboxURL
         self.tokens = tokens
@@ -20,7 +21,7 @@ public struct AppStoreServerClient: Sendable {
     }
 
     /// What Apple said about one transaction id.
-    public enum Lookup: Sendable, Equatable {
+    package enum Lookup: Sendable, Equatable {
         /// The signed transaction (still to be verified) and the environment that had it.
         case found(signedTransactionInfo: String, environment: String)
         /// Neither environment knows the id.
@@ -44,7 +45,7 @@ public struct AppStoreServerClient: Sendable {
 
     /// Looks the transaction up, production first. `appleAnswered` is false when no answer
     /// came back at all (an outage).
-    public func transactionInfo(_ transactionId: String) -> (lookup: Lookup, appleAnswered: Bool) {
+    package func transactionInfo(_ transactionId: String) -> (lookup: Lookup, appleAnswered: Bool) {
         let (routed, answered) = route(transactionId) { environment in
             get("/inApps/v1/transactions/\(transactionId)", environment: environment) { json -> String? in
                 guard case let .string(jws)? = json["signedTransactionInfo"] else { return nil }

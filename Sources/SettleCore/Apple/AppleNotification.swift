@@ -1,28 +1,29 @@
 import Foundation
+import SettleBase
 
 /// A verified App Store Server Notification V2 (`ResponseBodyV2DecodedPayload`,
 /// https://developer.apple.com/documentation/appstoreservernotifications/responsebodyv2decodedpayload),
 /// with its nested signed transaction verified too. Types are kept as sent so a new one survives.
-public struct AppleNotification: Sendable, Equatable {
-    public var uuid: String
-    public var type: String
-    public var subtype: String?
+package struct AppleNotification: Sendable, Equatable {
+    package var uuid: String
+    package var type: String
+    package var subtype: String?
     /// From `data.environment` (or `summary`), checked like any signed data's.
-    public var environment: String
-    public var signedDateMs: Int64?
+    package var environment: String
+    package var signedDateMs: Int64?
     /// `data.signedTransactionInfo`, verified; nil for notifications about no transaction (TEST).
-    public var transaction: SignedTransaction?
+    package var transaction: SignedTransaction?
     /// The transaction's JWS as Apple sent it: the proof an order created from it carries.
-    public var signedTransactionInfo: String?
+    package var signedTransactionInfo: String?
     /// `data.consumptionRequestReason` of a CONSUMPTION_REQUEST.
-    public var consumptionRequestReason: String?
+    package var consumptionRequestReason: String?
     /// `data.revocationReason` when Apple gives one, else the transaction's.
-    public var revocationReason: String?
+    package var revocationReason: String?
     /// The `signedPayload` exactly as received, kept in the ledger.
-    public var signedPayload: String
+    package var signedPayload: String
 
     /// What a notification means for settle's orders.
-    public enum Effect: Sendable, Equatable {
+    package enum Effect: Sendable, Equatable {
         /// A purchase Apple saw: create or settle its order.
         case purchase
         /// Apple took the purchase back (`REFUND`, `REVOKE`).
@@ -35,7 +36,7 @@ public struct AppleNotification: Sendable, Equatable {
         case informational
     }
 
-    public var effect: Effect {
+    package var effect: Effect {
         switch type {
         case "ONE_TIME_CHARGE", "SUBSCRIBED", "DID_RENEW", "OFFER_REDEEMED": return transaction == nil ? .informational : .purchase
         // An upgrade starts a new transaction for the higher tier at once.
@@ -53,7 +54,7 @@ extension SignedDataVerifier {
     /// (`verifyAndDecodeNotification`): chain, OIDs and ES256 of the outer JWS, then bundle id,
     /// `appAppleId` in production, the environment from `data.environment`, and every nested
     /// JWS on its own, which must agree with the outer payload.
-    public func verifyNotification(_ signedPayload: String, now: Date) -> Result<AppleNotification, SignedDataFailure> {
+    package func verifyNotification(_ signedPayload: String, now: Date) -> Result<AppleNotification, SignedDataFailure> {
         Result { () throws(SignedDataFailure) in
             let payload = try authenticate(signedPayload, checkTime: .signedDate(orElse: now))
             guard case let .string(uuid)? = payload["notificationUUID"], !uuid.isEmpty, uuid.utf8.count <= 64 else {

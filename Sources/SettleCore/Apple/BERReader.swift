@@ -1,3 +1,4 @@
+import SettleBase
 /// A bounds-checked, single-pass reader of ASN.1 BER for untrusted input (ITU-T X.690).
 ///
 /// BER rather than DER only because Apple's own receipts are not all DER: Xcode (StoreKit testing)

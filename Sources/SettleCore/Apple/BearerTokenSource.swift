@@ -1,13 +1,14 @@
 import Foundation
 import Synchronization
+import SettleBase
 
 /// Mints the App Store Server API's bearer JWT (ES256 with the App Store Connect `.p8` key)
 /// and reuses it until shortly before it expires.
 /// https://developer.apple.com/documentation/appstoreserverapi/generating-json-web-tokens-for-api-requests
-public final class BearerTokenSource: Sendable {
-    public let issuerId: String
-    public let keyId: String
-    public let bundleId: String
+package final class BearerTokenSource: Sendable {
+    package let issuerId: String
+    package let keyId: String
+    package let bundleId: String
     private let key: ES256PrivateKey
     let time: any TimeSource
     private let cached = Mutex<(token: String, expiresAt: Int64)?>(nil)
@@ -17,7 +18,7 @@ public final class BearerTokenSource: Sendable {
     /// A token this close to expiry is replaced, so none expires in flight.
     static let renewBefore: Int64 = 5 * 60
 
-    public init(issuerId: String, keyId: String, bundleId: String, key: ES256PrivateKey, time: any TimeSource) {
+    package init(issuerId: String, keyId: String, bundleId: String, key: ES256PrivateKey, time: any TimeSource) {
         self.issuerId = issuerId
         self.keyId = keyId
         self.bundleId = bundleId
@@ -25,7 +26,7 @@ public final class BearerTokenSource: Sendable {
         self.time = time
     }
 
-    public func token() throws(CryptoError) -> String {
+    package func token() throws(CryptoError) -> String {
         let now = time.unixSeconds
         if let current = cached.withLock({ $0 }), current.expiresAt - BearerTokenSource.renewBefore > now {
             return current.token

@@ -1,21 +1,22 @@
 import Foundation
+import SettleBase
 
 /// A purchase Apple confirmed (in a verifyReceipt answer or a verified signed transaction),
 /// before the rules decide whether this order may be granted it.
-public struct ConfirmedPurchase: Sendable, Equatable {
-    public var transactionId: String
-    public var originalTransactionId: String
-    public var productId: String
-    public var environment: String
-    public var quantity: Int
-    public var purchaseDateMs: Int64?
-    public var expiresDateMs: Int64?
+package struct ConfirmedPurchase: Sendable, Equatable {
+    package var transactionId: String
+    package var originalTransactionId: String
+    package var productId: String
+    package var environment: String
+    package var quantity: Int
+    package var purchaseDateMs: Int64?
+    package var expiresDateMs: Int64?
     /// Set when Apple refunded or revoked it: why, for the order's history.
-    public var refunded: String?
-    public var isUpgraded: Bool
-    public var appAccountToken: String?
+    package var refunded: String?
+    package var isUpgraded: Bool
+    package var appAccountToken: String?
 
-    public init(transactionId: String, originalTransactionId: String, productId: String, environment: String, quantity: Int,
+    package init(transactionId: String, originalTransactionId: String, productId: String, environment: String, quantity: Int,
                 purchaseDateMs: Int64?, expiresDateMs: Int64?, refunded: String?, isUpgraded: Bool, appAccountToken: String?) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
@@ -34,17 +35,17 @@ public struct ConfirmedPurchase: Sendable, Equatable {
 /// and the README's user binding): the order's product, a product the configuration knows,
 /// not refunded, not upgraded, and bound to the order's user. Pure: which candidate the order
 /// finally gets is decided in the ledger write that reserves it.
-public struct PurchaseEligibility: Sendable {
-    public var products: [String: Configuration.Product.Kind]
-    public var binding: UserBinding
+package struct PurchaseEligibility: Sendable {
+    package var products: [String: Configuration.Product.Kind]
+    package var binding: UserBinding
 
-    public init(products: [String: Configuration.Product.Kind], binding: UserBinding = UserBinding()) {
+    package init(products: [String: Configuration.Product.Kind], binding: UserBinding = UserBinding()) {
         self.products = products
         self.binding = binding
     }
 
     /// The grant key: what is granted at most once (see `VerifiedPurchase.grantKey`).
-    public func grantKey(_ p: ConfirmedPurchase) -> String {
+    package func grantKey(_ p: ConfirmedPurchase) -> String {
         products[p.productId] == .nonConsumable ? p.originalTransactionId : p.transactionId
     }
 
@@ -52,7 +53,7 @@ public struct PurchaseEligibility: Sendable {
     /// of the order's product is a candidate, oldest first. `proofSigned`: the proof is
     /// Apple-signed data from the customer's device (a receipt or a signed transaction), not a
     /// bare id.
-    public func decide(_ confirmed: [ConfirmedPurchase], order: Order, named: Bool, proofSigned: Bool) -> VerificationOutcome {
+    package func decide(_ confirmed: [ConfirmedPurchase], order: Order, named: Bool, proofSigned: Bool) -> VerificationOutcome {
         var ofProduct = confirmed
         if named {
             if let other = confirmed.first(where: { $0.productId != order.productId }) {

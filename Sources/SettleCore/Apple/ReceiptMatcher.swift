@@ -1,20 +1,21 @@
+import SettleBase
 /// Decides what a valid verifyReceipt answer offers an order (SPEC section 4): the receipt's
 /// bundle and environment, then the order's own transaction or every purchase of its product,
 /// through `PurchaseEligibility`. Pure: which candidate the order gets is decided when the
 /// ledger reserves it.
-public struct ReceiptMatcher: Sendable {
-    public var bundleId: String
-    public var acceptSandbox: Bool
-    public var eligibility: PurchaseEligibility
+package struct ReceiptMatcher: Sendable {
+    package var bundleId: String
+    package var acceptSandbox: Bool
+    package var eligibility: PurchaseEligibility
 
-    public init(bundleId: String, acceptSandbox: Bool, eligibility: PurchaseEligibility) {
+    package init(bundleId: String, acceptSandbox: Bool, eligibility: PurchaseEligibility) {
         self.bundleId = bundleId
         self.acceptSandbox = acceptSandbox
         self.eligibility = eligibility
     }
 
     /// `environment` is the answer's `environment`, or the endpoint's when Apple left it out.
-    public func match(_ response: ReceiptResponse, environment: String, order: Order) -> VerificationOutcome {
+    package func match(_ response: ReceiptResponse, environment: String, order: Order) -> VerificationOutcome {
         guard response.bundleId == bundleId else {
             return .rejected(reason: .bundleMismatch,
                              detail: "receipt is for bundle \(response.bundleId ?? "(none)"), expected \(bundleId)")

@@ -1,21 +1,22 @@
+import SettleBase
 /// One in-app transaction of a verifyReceipt answer (an entry of `receipt.in_app` or
 /// `latest_receipt_info`, or an iOS 6-style receipt itself), read leniently: Apple sends
 /// numbers as strings, ids sometimes as JSON numbers.
 /// https://developer.apple.com/documentation/appstorereceipts/responsebody/receipt/in_app
-public struct ReceiptTransaction: Sendable, Equatable {
-    public var transactionId: String
-    public var originalTransactionId: String
-    public var productId: String
-    public var quantity: Int
-    public var purchaseDateMs: Int64?
-    public var expiresDateMs: Int64?
-    public var cancellationDateMs: Int64?
+package struct ReceiptTransaction: Sendable, Equatable {
+    package var transactionId: String
+    package var originalTransactionId: String
+    package var productId: String
+    package var quantity: Int
+    package var purchaseDateMs: Int64?
+    package var expiresDateMs: Int64?
+    package var cancellationDateMs: Int64?
     /// `is_upgraded`: the subscription was cancelled because the customer upgraded.
     /// https://developer.apple.com/documentation/appstorereceipts/is_upgraded
-    public var isUpgraded: Bool
+    package var isUpgraded: Bool
     /// `app_account_token` in lowercase with hyphens; nil when absent or empty.
     /// https://developer.apple.com/documentation/appstorereceipts/app_account_token
-    public var appAccountToken: String?
+    package var appAccountToken: String?
 
     init?(_ json: JSONValue) {
         guard json.objectMembers != nil,
@@ -45,19 +46,19 @@ public struct ReceiptTransaction: Sendable, Equatable {
 /// transaction itself with legacy keys (`bid`, `bvrs`) and `latest_receipt_info` /
 /// `latest_expired_receipt_info` are single objects (apple-protocol.md 1.7).
 /// https://developer.apple.com/documentation/appstorereceipts/responsebody
-public struct ReceiptResponse: Sendable, Equatable {
-    public var status: Int
-    public var environment: String?
-    public var bundleId: String?
-    public var hasReceipt: Bool
+package struct ReceiptResponse: Sendable, Equatable {
+    package var status: Int
+    package var environment: String?
+    package var bundleId: String?
+    package var hasReceipt: Bool
     /// `is-retryable` as documented, or `is_retryable` as seen on the wire.
-    public var isRetryable: Bool?
+    package var isRetryable: Bool?
     /// Every transaction from `receipt.in_app` and `latest_receipt_info`, one per
     /// transaction id (the two lists overlap and come in no guaranteed order).
-    public var transactions: [ReceiptTransaction]
+    package var transactions: [ReceiptTransaction]
 
     /// Reads an answer; nil when it is not a verifyReceipt answer at all.
-    public init?(_ json: JSONValue) {
+    package init?(_ json: JSONValue) {
         guard json.objectMembers != nil, let status = json["status"]?.looseInt64, let small = Int(exactly: status) else {
             return nil
         }

@@ -1,8 +1,9 @@
+import SettleBase
 /// Why an app receipt's PKCS#7 signature was refused (apple-protocol.md 3.7). `code` is a
 /// short stable string for status, logs and metric labels; the associated text is the detail.
 ///
 /// None is worth retrying: the check is a pure function of the receipt and the configured roots.
-public enum ReceiptSignatureFailure: Error, Sendable, Equatable, CustomStringConvertible {
+package enum ReceiptSignatureFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// Not a PKCS#7 app receipt at all (not base64, not signedData, a malformed payload, or an
     /// iOS 6 transaction receipt).
     case unreadable(AppReceiptError)
@@ -17,7 +18,7 @@ public enum ReceiptSignatureFailure: Error, Sendable, Equatable, CustomStringCon
     /// certificate is not in the receipt.
     case signatureInvalid(String)
 
-    public var code: String {
+    package var code: String {
         switch self {
         case .unreadable: return "receipt_unreadable"
         case .unsigned: return "receipt_unsigned"
@@ -27,7 +28,7 @@ public enum ReceiptSignatureFailure: Error, Sendable, Equatable, CustomStringCon
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .unreadable(error): return "\(code): \(error)"
         case .unsigned: return "\(code): the PKCS#7 signedData has no signer"

@@ -1,6 +1,7 @@
+import SettleBase
 /// How a verifyReceipt `status` is handled (SPEC section 4, apple-protocol.md 1.8).
 /// https://developer.apple.com/documentation/appstorereceipts/status
-public enum ReceiptStatus: Equatable, Sendable {
+package enum ReceiptStatus: Equatable, Sendable {
     case valid
     /// 21006: an iOS 6-style subscription receipt that is genuine but expired. Apple still
     /// returns the receipt, so it is an answer like 0: what it proves is for the matcher to say
@@ -21,7 +22,7 @@ public enum ReceiptStatus: Equatable, Sendable {
     /// Anything else (21001, unknown codes): retried, and a person sees it at max_attempts.
     case unexpected
 
-    public init(status: Int, isRetryable: Bool?) {
+    package init(status: Int, isRetryable: Bool?) {
         switch status {
         case 0: self = .valid
         case 21006: self = .validExpired
@@ -36,7 +37,7 @@ public enum ReceiptStatus: Equatable, Sendable {
         }
     }
 
-    public static func explain(_ status: Int) -> String {
+    package static func explain(_ status: Int) -> String {
         switch status {
         case 0: return "valid"
         case 21000: return "request not readable by Apple (21000)"

@@ -1,20 +1,21 @@
 import Foundation
+import SettleBase
 
 /// Re-verifies an order's app receipt with `verifyReceipt`: production first, one hop to
 /// sandbox on 21007 (or back to production on 21008 when starting in sandbox), never more.
 /// https://developer.apple.com/documentation/appstorereceipts/verifyreceipt
-public struct ReceiptVerifier: OrderVerifier {
-    public var productionURL: String
-    public var sandboxURL: String
-    public var sharedSecret: Secret
-    public var matcher: ReceiptMatcher
-    public var client: HTTPClient
+package struct ReceiptVerifier: OrderVerifier {
+    package var productionURL: String
+    package var sandboxURL: String
+    package var sharedSecret: Secret
+    package var matcher: ReceiptMatcher
+    package var client: HTTPClient
     /// Loads an order's stored receipt (base64 text).
-    public var receiptText: @Sendable (Order) throws -> String?
+    package var receiptText: @Sendable (Order) throws -> String?
     /// Told about every HTTP request: environment, a short outcome label, seconds (for metrics).
-    public var observe: (@Sendable (_ environment: String, _ outcome: String, _ seconds: Double) -> Void)?
+    package var observe: (@Sendable (_ environment: String, _ outcome: String, _ seconds: Double) -> Void)?
 
-    public init(productionURL: String, sandboxURL: String, sharedSecret: Secret, matcher: ReceiptMatcher,
+    package init(productionURL: String, sandboxURL: String, sharedSecret: Secret, matcher: ReceiptMatcher,
                 client: HTTPClient, receiptText: @escaping @Sendable (Order) throws -> String?) {
         self.productionURL = productionURL
         self.sandboxURL = sandboxURL
@@ -29,7 +30,7 @@ public struct ReceiptVerifier: OrderVerifier {
         case sandbox = "Sandbox"
     }
 
-    public func verify(_ order: Order) throws -> Verification {
+    package func verify(_ order: Order) throws -> Verification {
         let started = DispatchTime.now()
         func elapsed() -> Int { Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000) }
         guard let receipt = try receiptText(order) else {

@@ -1,14 +1,15 @@
 import Foundation
+import SettleBase
 
 /// Reads a `Retry-After` header: delta-seconds, an HTTP-date, or (as the App Store Server
 /// API sends) epoch milliseconds. Returns seconds from `now`, never negative, at most `longest`.
-public enum RetryAfter {
+package enum RetryAfter {
     /// A day. Apple asks for seconds to minutes; anything longer (a header of `1e22`) is a
     /// fault of the sender, and believing it would park orders for ever or overflow the
     /// arithmetic that turns it into a time.
-    public static let longest: Double = 86_400
+    package static let longest: Double = 86_400
 
-    public static func seconds(_ header: String?, now: Date) -> Double? {
+    package static func seconds(_ header: String?, now: Date) -> Double? {
         parse(header, now: now).map { min(longest, $0) }
     }
 

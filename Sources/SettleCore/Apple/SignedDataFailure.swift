@@ -1,9 +1,10 @@
+import SettleBase
 /// Why a JWS from the App Store was refused. `code` is a short stable string shown to
 /// support (and usable as a metric label); the associated text is the detail.
 ///
 /// None of these is worth retrying: verification is a pure function of the token, the
 /// configured roots and the time, so the same input always fails the same way.
-public enum SignedDataFailure: Error, Sendable, Equatable, CustomStringConvertible {
+package enum SignedDataFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// Not three base64url parts, not JSON, over a size cap, or a header field missing:
     /// found before the signature could be checked.
     case malformed(String)
@@ -25,7 +26,7 @@ public enum SignedDataFailure: Error, Sendable, Equatable, CustomStringConvertib
     /// with the wrong type: Apple's data, so not a forgery, but nothing settle can act on.
     case payloadInvalid(String)
 
-    public var code: String {
+    package var code: String {
         switch self {
         case .malformed: return "jws_malformed"
         case .unsupportedAlgorithm: return "algorithm_unsupported"
@@ -37,7 +38,7 @@ public enum SignedDataFailure: Error, Sendable, Equatable, CustomStringConvertib
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .malformed(detail), let .unsupportedAlgorithm(detail), let .invalidChain(detail),
              let .bundleMismatch(detail), let .environmentMismatch(detail), let .payloadInvalid(detail):

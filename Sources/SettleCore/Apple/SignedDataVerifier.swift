@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// Verifies StoreKit 2 signed data (compact JWS with an `x5c` chain) the way Apple's App
 /// Store Server libraries do offline (apple-protocol.md 3.4).
@@ -7,7 +8,7 @@ import Foundation
 /// network (so no OCSP), no clock reading. The chain is checked at the payload's
 /// `signedDate`, which is what lets genuine but old data verify after its short-lived leaf
 /// certificate has expired.
-public struct SignedDataVerifier: Sendable {
+package struct SignedDataVerifier: Sendable {
     /// Largest token accepted. Apple's tokens are about 5 KiB; the cap bounds the work an
     /// attacker can make us do before any signature has been checked.
     static let maxTokenBytes = 64 * 1024
@@ -33,7 +34,7 @@ public struct SignedDataVerifier: Sendable {
     /// which have the same roots).
     let verifiedChains: VerifiedChainCache
 
-    public init(rootCertificates: [X509Certificate], bundleId: String, acceptSandbox: Bool, appAppleId: String? = nil) {
+    package init(rootCertificates: [X509Certificate], bundleId: String, acceptSandbox: Bool, appAppleId: String? = nil) {
         self.rootCertificates = rootCertificates
         self.bundleId = bundleId
         self.acceptSandbox = acceptSandbox
@@ -45,7 +46,7 @@ public struct SignedDataVerifier: Sendable {
     /// `signedTransactionInfo`) and returns its decoded payload.
     /// `now` is used only when the payload has no `signedDate`; otherwise the chain is
     /// checked at `signedDate` (so genuine old data verifies).
-    public func verifyTransaction(_ token: String, now: Date) -> Result<SignedTransaction, SignedDataFailure> {
+    package func verifyTransaction(_ token: String, now: Date) -> Result<SignedTransaction, SignedDataFailure> {
         verifyTransaction(token, checkTime: .signedDate(orElse: now))
     }
 
@@ -53,7 +54,7 @@ public struct SignedDataVerifier: Sendable {
     /// the chain and signature are good; checks the environment (Production, or Sandbox
     /// if accepted; never Xcode/LocalTesting) but not the bundle id, which renewal info
     /// does not carry.
-    public func verifySignedData(_ token: String, now: Date) -> Result<JSONValue, SignedDataFailure> {
+    package func verifySignedData(_ token: String, now: Date) -> Result<JSONValue, SignedDataFailure> {
         verifySignedData(token, checkTime: .signedDate(orElse: now))
     }
 

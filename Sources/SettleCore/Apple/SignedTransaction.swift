@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// The fields settle uses from a verified StoreKit 2 transaction
 /// (`JWSTransactionDecodedPayload`,
@@ -7,36 +8,36 @@ import Foundation
 /// Fields are read leniently because Apple's producers disagree on types: ids can arrive
 /// as JSON numbers, dates are milliseconds and may be fractional in Xcode-signed data.
 /// The whole payload is kept so that fields settle does not model survive for hooks.
-public struct SignedTransaction: Sendable, Equatable {
-    public var transactionId: String
-    public var originalTransactionId: String
-    public var bundleId: String
-    public var productId: String
-    public var purchaseDateMs: Int64?
-    public var expiresDateMs: Int64?
-    public var revocationDateMs: Int64?
-    public var signedDateMs: Int64?
-    public var quantity: Int
-    public var environment: String
+package struct SignedTransaction: Sendable, Equatable {
+    package var transactionId: String
+    package var originalTransactionId: String
+    package var bundleId: String
+    package var productId: String
+    package var purchaseDateMs: Int64?
+    package var expiresDateMs: Int64?
+    package var revocationDateMs: Int64?
+    package var signedDateMs: Int64?
+    package var quantity: Int
+    package var environment: String
     /// `Auto-Renewable Subscription`, `Non-Consumable`, `Consumable` or
     /// `Non-Renewing Subscription`, kept as sent so that a new value survives.
-    public var type: String?
+    package var type: String?
     /// `PURCHASED` or `FAMILY_SHARED`, kept as sent.
-    public var inAppOwnershipType: String?
+    package var inAppOwnershipType: String?
     /// The UUID the app passed at purchase (`Product.PurchaseOption.appAccountToken`), in
     /// lowercase with hyphens, Apple's own spelling, so it compares equal to what an operator
     /// stored whatever case their language prints UUIDs in; nil when none was supplied.
     /// https://developer.apple.com/documentation/appstoreserverapi/appaccounttoken
-    public var appAccountToken: String?
+    package var appAccountToken: String?
     /// True when the customer upgraded to another subscription: this transaction no longer
     /// gives access. https://developer.apple.com/documentation/appstoreserverapi/isupgraded
-    public var isUpgraded: Bool
-    public var payload: JSONValue
+    package var isUpgraded: Bool
+    package var payload: JSONValue
 
     /// Reads the fields from a decoded payload. This does not verify anything: use
     /// `SignedDataVerifier.verifyTransaction` for data from outside, which calls this only once
     /// the signature is good, so every failure here is `payloadInvalid`.
-    public init(decoding payload: JSONValue) throws(SignedDataFailure) {
+    package init(decoding payload: JSONValue) throws(SignedDataFailure) {
         guard payload.objectMembers != nil else { throw .payloadInvalid("transaction payload is not a JSON object") }
         transactionId = try Self.requiredText("transactionId", in: payload)
         originalTransactionId = try Self.requiredText("originalTransactionId", in: payload)

@@ -1,28 +1,29 @@
 import Foundation
+import SettleBase
 
 /// Verifies orders through StoreKit 2 signed data and the App Store Server API: a device's
 /// signed transaction (checked locally, then confirmed with Apple when the Server API is
 /// configured), a bare transaction id, or a legacy receipt whose ids lead to the customer's
 /// purchases.
-public struct StoreKitVerifier: OrderVerifier {
-    public var signedData: SignedDataVerifier
-    public var api: AppStoreServerClient?
-    public var eligibility: PurchaseEligibility
-    public var time: any TimeSource
+package struct StoreKitVerifier: OrderVerifier {
+    package var signedData: SignedDataVerifier
+    package var api: AppStoreServerClient?
+    package var eligibility: PurchaseEligibility
+    package var time: any TimeSource
     /// What a stored legacy receipt says (nil when receipts are not handled here).
-    public var legacyReceipt: (@Sendable (Order) throws -> LegacyReceiptIds?)?
+    package var legacyReceipt: (@Sendable (Order) throws -> LegacyReceiptIds?)?
 
     /// A transaction Apple does not know yet may be brand new: this many spaced retries
     /// (the order's backoff) before it is rejected as not found.
-    public static let notFoundRetries = 2
+    package static let notFoundRetries = 2
     /// How many of a receipt's ids are tried as the start of the customer's history before it is
     /// taken as unknown to Apple.
-    public static let historyStartAttempts = 3
+    package static let historyStartAttempts = 3
     /// The most pages of one customer's history read for one order (20 purchases a page): a
     /// bound on what one order can cost. Past it the order needs a person, never a rejection.
-    public var historyPageCap = 500
+    package var historyPageCap = 500
 
-    public init(signedData: SignedDataVerifier, api: AppStoreServerClient?, eligibility: PurchaseEligibility,
+    package init(signedData: SignedDataVerifier, api: AppStoreServerClient?, eligibility: PurchaseEligibility,
                 time: any TimeSource, legacyReceipt: (@Sendable (Order) throws -> LegacyReceiptIds?)? = nil) {
         self.signedData = signedData
         self.api = api
@@ -31,7 +32,7 @@ public struct StoreKitVerifier: OrderVerifier {
         self.legacyReceipt = legacyReceipt
     }
 
-    public func verify(_ order: Order) throws -> Verification {
+    package func verify(_ order: Order) throws -> Verification {
         let started = DispatchTime.now()
         var verification = try route(order)
         verification.durationMs = Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000)
@@ -235,9 +236,9 @@ struct VerificationFailure: Error {
 }
 
 /// What a stored legacy receipt names, read locally.
-public struct LegacyReceiptIds: Sendable, Equatable {
+package struct LegacyReceiptIds: Sendable, Equatable {
     /// Which kind of receipt the ids come from.
-    public enum Format: Sendable, Equatable {
+    package enum Format: Sendable, Equatable {
         /// A PKCS#7 app receipt (iOS 7 and later): any of its ids leads to the customer's history.
         case appReceipt
         /// An iOS 6 transaction receipt: it names one transaction, and settle does not check its
@@ -246,15 +247,15 @@ public struct LegacyReceiptIds: Sendable, Equatable {
     }
 
     /// Every transaction id the receipt names: lookup keys for Apple, never trusted by themselves.
-    public var transactionIds: [String]
+    package var transactionIds: [String]
     /// Whether the receipt's PKCS#7 signature chains to a configured Apple root: only then is it
     /// a signed proof that binds its purchases to the customer who uploaded it.
-    public var signatureVerified: Bool
+    package var signatureVerified: Bool
     /// The app the receipt is for; compared with `bundle_id` before any of its ids is used.
-    public var bundleId: String?
-    public var format: Format
+    package var bundleId: String?
+    package var format: Format
 
-    public init(transactionIds: [String], signatureVerified: Bool, bundleId: String?, format: Format = .appReceipt) {
+    package init(transactionIds: [String], signatureVerified: Bool, bundleId: String?, format: Format = .appReceipt) {
         self.transactionIds = transactionIds
         self.signatureVerified = signatureVerified
         self.bundleId = bundleId

@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// An iOS 6-style transaction receipt (`SKPaymentTransaction.transactionReceipt`): base64 of a
 /// text plist `{ "signature" = "..."; "purchase-info" = "<base64>"; ... }` whose
@@ -7,17 +8,17 @@ import Foundation
 /// The ids in it are the client's word: settle checks none of the proprietary signature, so an
 /// id read here is only a lookup key, exactly as for `AppReceipt`.
 /// https://developer.apple.com/documentation/storekit/skpaymenttransaction/transactionreceipt
-public enum TransactionReceipt {
+package enum TransactionReceipt {
     /// The `transaction-id` of a transaction receipt given as base64 text, the way Apple's server
     /// libraries' `ReceiptUtility.extractTransactionIdFromTransactionReceipt` reads it; nil when
     /// the text is not that format.
-    public static func transactionId(base64: String) -> String? {
+    package static func transactionId(base64: String) -> String? {
         purchaseInfo(base64: base64).flatMap { firstCapture(#""transaction-id"\s+=\s+"([a-zA-Z0-9+/=]+)";"#, in: $0) }
     }
 
     /// The `bid` (bundle id) the purchase info names, nil when it names none or the text is not
     /// a transaction receipt.
-    public static func bundleId(base64: String) -> String? {
+    package static func bundleId(base64: String) -> String? {
         purchaseInfo(base64: base64).flatMap { firstCapture(#""bid"\s+=\s+"([^"]*)";"#, in: $0) }
     }
 

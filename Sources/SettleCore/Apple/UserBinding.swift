@@ -1,13 +1,14 @@
 import COpenSSL
 import Foundation
+import SettleBase
 
 /// How a purchase is bound to the order's user: StoreKit's `appAccountToken` (a UUID the app
 /// passes to StoreKit at purchase time) compared with the token the order's user must have,
 /// and what to do with proofs that bind the purchase to nobody.
 /// https://developer.apple.com/documentation/storekit/product/purchaseoption/3749440-appaccounttoken
-public struct UserBinding: Sendable, Equatable {
+package struct UserBinding: Sendable, Equatable {
     /// Where the user's expected token comes from.
-    public enum TokenSource: String, Sendable, CaseIterable {
+    package enum TokenSource: String, Sendable, CaseIterable {
         /// The token the backend stored with the order (`app_account_token`, `enqueue --app-account-token`).
         case order
         /// The user id itself, when it is a UUID.
@@ -17,7 +18,7 @@ public struct UserBinding: Sendable, Equatable {
     }
 
     /// What to do with a purchase whose proof binds it to nobody.
-    public enum Policy: String, Sendable, CaseIterable {
+    package enum Policy: String, Sendable, CaseIterable {
         /// `rejected` (`proof_unbound`).
         case refuse
         /// `needs_attention` (`proof_unbound`): a person checks the purchase is the user's.
@@ -26,16 +27,16 @@ public struct UserBinding: Sendable, Equatable {
         case trust
     }
 
-    public var tokenSource: TokenSource
-    public var namespace: UUID?
+    package var tokenSource: TokenSource
+    package var namespace: UUID?
     /// Proofs that are not Apple-signed data the customer's device produced: a bare
     /// transaction id (ids are near-sequential, anyone can name a stranger's).
-    public var unsignedProofs: Policy
+    package var unsignedProofs: Policy
     /// Apple-signed proofs (a receipt, a signed transaction) whose purchase carries no token.
     /// A stranger cannot make one, so the default trusts them, as every legacy receipt flow does.
-    public var tokenlessSignedProofs: Policy
+    package var tokenlessSignedProofs: Policy
 
-    public init(tokenSource: TokenSource = .order, namespace: UUID? = nil, unsignedProofs: Policy = .needsAttention,
+    package init(tokenSource: TokenSource = .order, namespace: UUID? = nil, unsignedProofs: Policy = .needsAttention,
                 tokenlessSignedProofs: Policy = .trust) {
         self.tokenSource = tokenSource
         self.namespace = namespace
@@ -44,7 +45,7 @@ public struct UserBinding: Sendable, Equatable {
     }
 
     /// The appAccountToken the order's user must have (lowercased), nil when unknown.
-    public func expectedToken(for order: Order) -> String? {
+    package func expectedToken(for order: Order) -> String? {
         switch tokenSource {
         case .order:
             return order.appAccountToken.flatMap(UUID.init(uuidString:))?.uuidString.lowercased()
@@ -56,7 +57,7 @@ public struct UserBinding: Sendable, Equatable {
     }
 
     /// What the binding says about one purchase.
-    public enum Verdict: Sendable, Equatable {
+    package enum Verdict: Sendable, Equatable {
         /// The purchase's token is the user's.
         case bound
         /// The purchase's token is someone else's: never granted to this order.
@@ -71,7 +72,7 @@ public struct UserBinding: Sendable, Equatable {
     /// A purchase that carries a token is bound to whoever the token stands for: it is granted
     /// only when the token is checked to be the order's user's. Only a purchase without one
     /// is unbound, left to the policies.
-    public func verdict(purchaseToken: String?, order: Order, proofSigned: Bool) -> Verdict {
+    package func verdict(purchaseToken: String?, order: Order, proofSigned: Bool) -> Verdict {
         guard let purchaseToken, !purchaseToken.isEmpty else {
             return .unbound(proofSigned ? tokenlessSignedProofs : unsignedProofs)
         }
@@ -86,7 +87,7 @@ public struct UserBinding: Sendable, Equatable {
 
     /// A version-5 UUID: SHA-1 of the namespace's 16 bytes and the name's UTF-8 bytes, with
     /// the version and variant bits set (RFC 9562 section 5.5).
-    public static func uuid5(namespace: UUID, name: String) -> UUID {
+    package static func uuid5(namespace: UUID, name: String) -> UUID {
         var input = withUnsafeBytes(of: namespace.uuid) { Array($0) }
         input.append(contentsOf: Array(name.utf8))
         var digest = [UInt8](repeating: 0, count: Int(SHA_DIGEST_LENGTH))

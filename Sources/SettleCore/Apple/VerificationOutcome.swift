@@ -1,6 +1,7 @@
+import SettleBase
 /// What re-verifying one order with Apple concluded, classified so the reconciler knows
 /// what to do with the order and whether Apple as a whole is in trouble.
-public enum VerificationOutcome: Sendable, Equatable {
+package enum VerificationOutcome: Sendable, Equatable {
     /// Apple confirmed purchases that fit the order; which one it gets is decided in the
     /// ledger write that reserves it, so two orders can never pick the same one.
     case verified(Match)
@@ -18,7 +19,7 @@ public enum VerificationOutcome: Sendable, Equatable {
 }
 
 /// Stable rejection codes shown by `settle status` (SPEC section 4).
-public enum RejectionReason: String, Sendable, CaseIterable {
+package enum RejectionReason: String, Sendable, CaseIterable {
     case receiptInvalid = "receipt_invalid"
     case bundleMismatch = "bundle_mismatch"
     case transactionNotFound = "transaction_not_found"
@@ -49,23 +50,23 @@ public enum RejectionReason: String, Sendable, CaseIterable {
 }
 
 /// The result of one verification with the facts worth keeping in the order's history.
-public struct Verification: Sendable, Equatable {
-    public var outcome: VerificationOutcome
+package struct Verification: Sendable, Equatable {
+    package var outcome: VerificationOutcome
     /// Apple's `status` field (verifyReceipt) of the last answer, if any.
-    public var appleStatus: Int?
+    package var appleStatus: Int?
     /// The environment that gave the last answer.
-    public var environment: String?
-    public var durationMs: Int
+    package var environment: String?
+    package var durationMs: Int
     /// Whether Apple answered at all (some answer was parsed), for "Apple unavailable for
     /// the whole pass".
-    public var appleAnswered: Bool
+    package var appleAnswered: Bool
     /// For `.retry`: the order keeps its attempt, because nothing is wrong with it (a Google Play
     /// purchase still pending payment, Google Play unavailable as a whole). It is tried again
     /// after `retryAfterSeconds`, or the base delay.
-    public var keepsAttempt = false
-    public var retryAfterSeconds: Double? = nil
+    package var keepsAttempt = false
+    package var retryAfterSeconds: Double? = nil
 
-    public init(outcome: VerificationOutcome, appleStatus: Int? = nil, environment: String? = nil, durationMs: Int = 0,
+    package init(outcome: VerificationOutcome, appleStatus: Int? = nil, environment: String? = nil, durationMs: Int = 0,
                 appleAnswered: Bool = false) {
         self.outcome = outcome
         self.appleStatus = appleStatus
@@ -77,38 +78,38 @@ public struct Verification: Sendable, Equatable {
 
 /// Re-verifies one order with Apple. Pure with respect to the ledger: which candidate the
 /// order gets is decided when the ledger reserves it.
-public protocol OrderVerifier: Sendable {
+package protocol OrderVerifier: Sendable {
     func verify(_ order: Order) throws -> Verification
 }
 
 /// The purchases Apple confirmed for an order, most preferred first.
-public struct Match: Sendable, Equatable {
+package struct Match: Sendable, Equatable {
     /// Every candidate passed every check (bundle, product, environment, not refunded, not
     /// upgraded, the user's token). The ledger gives the order the first one no other order
     /// holds and nobody granted outside settle.
-    public var candidates: [VerifiedPurchase]
+    package var candidates: [VerifiedPurchase]
     /// The order named its transaction (a transaction id or a signed transaction): its one
     /// candidate is the purchase it claims. Otherwise it was matched by product, oldest first.
-    public var named: Bool
+    package var named: Bool
     /// Purchases of the order's product that Apple confirmed but that cannot be granted, by
     /// grant key, with why: an order that already holds one of them is rejected for that reason.
-    public var excluded: [String: Exclusion]
+    package var excluded: [String: Exclusion]
 
-    public init(candidates: [VerifiedPurchase], named: Bool, excluded: [String: Exclusion] = [:]) {
+    package init(candidates: [VerifiedPurchase], named: Bool, excluded: [String: Exclusion] = [:]) {
         self.candidates = candidates
         self.named = named
         self.excluded = excluded
     }
 
-    public static func only(_ purchase: VerifiedPurchase) -> Match { Match(candidates: [purchase], named: true) }
+    package static func only(_ purchase: VerifiedPurchase) -> Match { Match(candidates: [purchase], named: true) }
 }
 
 /// Why a purchase Apple confirmed is not granted.
-public struct Exclusion: Sendable, Equatable {
-    public var reason: RejectionReason
-    public var detail: String
+package struct Exclusion: Sendable, Equatable {
+    package var reason: RejectionReason
+    package var detail: String
 
-    public init(_ reason: RejectionReason, _ detail: String) {
+    package init(_ reason: RejectionReason, _ detail: String) {
         self.reason = reason
         self.detail = detail
     }

@@ -1,3 +1,4 @@
+import SettleBase
 /// `settle backup DEST`: a consistent copy of the live ledger.
 enum BackupCommand {
     static let spec = ArgumentSpec(command: "backup", options: [], positionals: 1...1)

@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// `settle check-config`: validates everything a pass would need and prints what it
 /// understood, secrets redacted.

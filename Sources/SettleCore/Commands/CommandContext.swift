@@ -1,15 +1,16 @@
 import Foundation
+import SettleBase
 
 /// What a command runs with: its arguments, the environment and where its output goes.
 /// The executable passes the real ones; tests and the demo pass their own.
-public struct CommandContext: Sendable {
-    public var arguments: [String]
-    public var environment: [String: String]
-    public var standardOutput: @Sendable (String) -> Void
-    public var standardError: @Sendable (String) -> Void
-    public var time: any TimeSource
+package struct CommandContext: Sendable {
+    package var arguments: [String]
+    package var environment: [String: String]
+    package var standardOutput: @Sendable (String) -> Void
+    package var standardError: @Sendable (String) -> Void
+    package var time: any TimeSource
 
-    public init(arguments: [String], environment: [String: String],
+    package init(arguments: [String], environment: [String: String],
                 standardOutput: @escaping @Sendable (String) -> Void = { StandardStream.output.write($0) },
                 standardError: @escaping @Sendable (String) -> Void = { StandardStream.error.write($0) },
                 time: any TimeSource = SystemTimeSource()) {

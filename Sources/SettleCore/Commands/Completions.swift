@@ -1,3 +1,4 @@
+import SettleBase
 /// Shell completion scripts for commands and their options, generated from the command table
 /// (`settle --generate-completion-script bash|zsh`); the packages install them.
 enum Completions {

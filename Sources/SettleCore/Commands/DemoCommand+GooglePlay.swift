@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// The demo's Google Play: a fake Google (token endpoint, purchases, acknowledge, consume) on
 /// loopback, a throwaway service account key, and Play orders of each kind.

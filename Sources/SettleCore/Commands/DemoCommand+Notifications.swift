@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// The demo's second act: Apple tells settle (App Store Server Notifications V2 to a real
 /// endpoint on loopback) of a purchase no backend enqueued, of a refund, and of a refund request.

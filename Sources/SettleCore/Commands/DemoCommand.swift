@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// `settle demo`: settle end to end on a fresh machine with no Apple account.
 enum DemoCommand {

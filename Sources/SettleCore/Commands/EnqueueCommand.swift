@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// `settle enqueue`: records a paid order and its proof of purchase.
 enum EnqueueCommand {

@@ -1,5 +1,6 @@
+import SettleBase
 /// settle's exit codes (SPEC section 7), from sysexits.h.
-public enum ExitCode: Int32, Sendable {
+package enum ExitCode: Int32, Sendable {
     case success = 0
     case usage = 64
     case dataError = 65
@@ -10,14 +11,14 @@ public enum ExitCode: Int32, Sendable {
 }
 
 /// A command that could not do its work: the message for stderr and the exit code.
-public struct CommandFailure: Error, Sendable, CustomStringConvertible {
-    public var code: ExitCode
-    public var message: String
-    public init(_ code: ExitCode, _ message: String) {
+package struct CommandFailure: Error, Sendable, CustomStringConvertible {
+    package var code: ExitCode
+    package var message: String
+    package init(_ code: ExitCode, _ message: String) {
         self.code = code
         self.message = message
     }
-    public var description: String { message }
+    package var description: String { message }
 
     static func from(_ error: LedgerError) -> CommandFailure {
         switch error {

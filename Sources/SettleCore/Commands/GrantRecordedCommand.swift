@@ -1,3 +1,4 @@
+import SettleBase
 /// `settle grant-recorded --transaction T`: a backend says it granted a purchase itself, so
 /// settle never delivers it again and matching moves past it.
 enum GrantRecordedCommand {

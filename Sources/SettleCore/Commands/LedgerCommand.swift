@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// `settle ledger copy --from sqlite:PATH --to postgresql://...`: the way from one host's SQLite
 /// ledger to a PostgreSQL ledger several hosts share.

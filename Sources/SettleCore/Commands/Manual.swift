@@ -1,3 +1,4 @@
+import SettleBase
 /// The man page, settle(1), generated from the same help texts the commands print, so the
 /// two never disagree. `settle --generate-manual > settle.1`; the packages install it.
 enum Manual {

@@ -1,3 +1,4 @@
+import SettleBase
 /// `settle reconcile [--order ID]... [--dry-run]`: one pass, then exit.
 enum ReconcileCommand {
     static let spec = ArgumentSpec(command: "reconcile", options: [

@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// `settle resolve ORDER_ID... --as granted_by_hand|wont_grant --note TEXT`: closes orders
 /// settle cannot settle, so they leave `needs_attention` and the alerts.

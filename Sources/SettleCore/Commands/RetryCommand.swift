@@ -1,3 +1,4 @@
+import SettleBase
 /// `settle retry ORDER_ID... [--note TEXT] [--receipt-file F | --signed-transaction-file F]`:
 /// hands orders back to the machine, with a fresh proof when the customer sent one.
 enum RetryCommand {

@@ -1,3 +1,4 @@
+import SettleBase
 /// `settle run`: the daemon.
 enum RunCommand {
     static let spec = ArgumentSpec(command: "run", options: [])

@@ -1,7 +1,8 @@
+import SettleBase
 /// The root command: picks the subcommand, handles help and version, and turns every failure
 /// into its exit code. The executable only calls `run`.
-public enum SettleCommand {
-    public static let version = "0.1.0"
+package enum SettleCommand {
+    package static let version = "0.1.0"
 
     /// A subcommand: its name, its one-line summary for `settle help`, its full help and what it does.
     struct Subcommand: Sendable {
@@ -74,7 +75,7 @@ public enum SettleCommand {
     }
 
     /// Runs settle with `context.arguments` (without the program name) and returns the exit code.
-    public static func run(_ context: CommandContext) -> Int32 {
+    package static func run(_ context: CommandContext) -> Int32 {
         StandardStream.ignoreSIGPIPE()
         let invocation: Invocation
         do {

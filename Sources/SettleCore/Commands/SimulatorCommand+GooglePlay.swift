@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// `settle simulator`'s Google Play: the fake Google (token endpoint, purchases, acknowledge,
 /// consume, voided purchases) on a loopback port of its own, plus two helpers for testing

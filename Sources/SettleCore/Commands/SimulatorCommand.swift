@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// `settle simulator`: the local Apple of the tests and the demo, standalone, so integrators can
 /// run their hook and backend against scripted Apple answers without an Apple account.

@@ -1,3 +1,4 @@
+import SettleBase
 /// `settle status [ORDER_ID] [--state S] [--user U] [--transaction T] [--json] [--limit N]`:
 /// a read-only view of the ledger. Opens the ledger read-only and takes no lock.
 enum StatusCommand {

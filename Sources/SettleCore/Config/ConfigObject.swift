@@ -1,3 +1,4 @@
+import SettleBase
 /// Reads one JSON object of the configuration, remembering its path for error messages and
 /// which keys were read, so that anything left over is reported as an unknown key.
 struct ConfigObject {

@@ -1,34 +1,35 @@
 import Foundation
+import SettleBase
 
 extension Configuration {
     /// The Google Play Developer API and real-time developer notifications (`google_play`);
     /// absent means settle verifies App Store purchases only.
-    public struct GooglePlayConfiguration: Sendable {
+    package struct GooglePlayConfiguration: Sendable {
         /// The app's package name (`com.example.game`), as Play Console shows it.
-        public var packageName: String
+        package var packageName: String
         /// The service account's JSON key: a secret file like the others.
-        public var serviceAccountFile: SecretFile
-        public var apiURL: String = PlayDeveloperClient.defaultBaseURL
-        public var tokenURL: String = ServiceAccountKey.defaultTokenURI
+        package var serviceAccountFile: SecretFile
+        package var apiURL: String = PlayDeveloperClient.defaultBaseURL
+        package var tokenURL: String = ServiceAccountKey.defaultTokenURI
         /// Where the notifications listener takes Pub/Sub pushes (needs `notifications.listen`).
-        public var notificationsPath: String?
-        public var push: Push?
+        package var notificationsPath: String?
+        package var push: Push?
         /// How often `settle run` reads `purchases.voidedpurchases.list`.
-        public var voidedPollIntervalSeconds: Double = 3600
+        package var voidedPollIntervalSeconds: Double = 3600
 
         /// How a push is authenticated: the OIDC token Pub/Sub signs for the push subscription.
-        public struct Push: Sendable, Equatable {
+        package struct Push: Sendable, Equatable {
             /// The audience configured on the push subscription.
-            public var audience: String
+            package var audience: String
             /// The service account the push subscription authenticates as.
-            public var serviceAccountEmail: String
+            package var serviceAccountEmail: String
             /// Google's signing keys (https://www.googleapis.com/oauth2/v3/certs), kept as a file
             /// the operator refreshes (Google rotates them).
-            public var jwksFile: String
+            package var jwksFile: String
         }
 
         /// The service account key, read from its secret file and loaded into OpenSSL.
-        public func loadServiceAccountKey() throws(ConfigError) -> ServiceAccountKey {
+        package func loadServiceAccountKey() throws(ConfigError) -> ServiceAccountKey {
             let secret = try serviceAccountFile.read()
             do {
                 return try ServiceAccountKey(json: Data(secret.value.utf8))
@@ -38,7 +39,7 @@ extension Configuration {
         }
 
         /// Google's push signing keys from `push.jwks_file`.
-        public func loadPushKeys() throws(ConfigError) -> JSONWebKeySet? {
+        package func loadPushKeys() throws(ConfigError) -> JSONWebKeySet? {
             guard let push else { return nil }
             guard let data = FileManager.default.contents(atPath: push.jwksFile) else {
                 throw ConfigError("google_play.push.jwks_file: cannot read \(push.jwksFile)")

@@ -1,32 +1,33 @@
 import Foundation
+import SettleBase
 
 extension Configuration {
     /// The App Store Server Notifications V2 endpoint and the Get Notification History catch-up
     /// (`notifications`); absent means settle neither listens nor asks Apple for history.
-    public struct NotificationsConfiguration: Sendable, Equatable {
+    package struct NotificationsConfiguration: Sendable, Equatable {
         /// `HOST:PORT` with a numeric host, behind the operator's TLS reverse proxy.
-        public var listen: String
-        public var path: String = "/apple/notifications/v2"
-        public var limits = NotificationEndpoint.Limits()
+        package var listen: String
+        package var path: String = "/apple/notifications/v2"
+        package var limits = NotificationEndpoint.Limits()
         /// How often Get Notification History is asked for what arrived since the last point seen.
-        public var historyIntervalSeconds: Double = 3600
+        package var historyIntervalSeconds: Double = 3600
         /// `backfill_since` (RFC 3339): where the first history catch-up starts reading; nil:
         /// at settle's first start. Purchases made before that first start are reported for a
         /// person (`backfilled_purchase`), never delivered.
-        public var backfillSinceMs: Int64? = nil
+        package var backfillSinceMs: Int64? = nil
     }
 
     /// Answers to `CONSUMPTION_REQUEST` (Send Consumption Information v2), opt-in.
-    public struct ConsumptionConfiguration: Sendable, Equatable {
+    package struct ConsumptionConfiguration: Sendable, Equatable {
         /// Apple's refund preference values (ConsumptionRequest.refundPreference).
-        public enum RefundPreference: String, Sendable, CaseIterable {
+        package enum RefundPreference: String, Sendable, CaseIterable {
             case decline = "DECLINE"
             case grantFull = "GRANT_FULL"
             case grantProrated = "GRANT_PRORATED"
         }
-        public var respond = false
-        public var refundPreference: RefundPreference?
-        public var sampleContentProvided = false
+        package var respond = false
+        package var refundPreference: RefundPreference?
+        package var sampleContentProvided = false
     }
 }
 

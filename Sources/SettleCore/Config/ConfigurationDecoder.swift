@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// Turns the parsed JSON into a `Configuration`, checking every key, type and range.
 struct ConfigurationDecoder {

@@ -1,13 +1,14 @@
 import CPostgres
 import Foundation
+import SettleBase
 
 /// `"ledger": "postgresql://settle@db/settle"`, or `"ledger": {"url": ..., "password_file": ...}`:
 /// the ledger is a PostgreSQL database, shared by every `settle run` that names it.
-public struct PostgresLedgerConfiguration: Sendable, Equatable {
+package struct PostgresLedgerConfiguration: Sendable, Equatable {
     /// A libpq connection URI (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING).
-    public var url: String
+    package var url: String
     /// The role's password, kept out of the JSON like every other secret.
-    public var passwordFile: SecretFile?
+    package var passwordFile: SecretFile?
 
     static func isPostgresURL(_ text: String) -> Bool {
         text.hasPrefix("postgresql://") || text.hasPrefix("postgres://")
@@ -20,7 +21,7 @@ public struct PostgresLedgerConfiguration: Sendable, Equatable {
     /// (https://www.postgresql.org/docs/current/libpq-misc.html#LIBPQ-PQCONNINFOPARSE:
     /// "returns parsed connection options from the provided connection string"). A URL libpq
     /// cannot read is not shown at all.
-    public static func redacted(_ url: String) -> String {
+    package static func redacted(_ url: String) -> String {
         var message: UnsafeMutablePointer<CChar>?
         guard let options = PQconninfoParse(url, &message) else {
             // The error message may quote the URL: freed unread.

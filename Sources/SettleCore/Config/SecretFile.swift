@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,15 +8,15 @@ import Glibc
 ///
 /// Its contents are held in `Secret`, whose description is redacted, so an accidental
 /// interpolation into a log line or error prints nothing secret.
-public struct SecretFile: Sendable, Equatable {
+package struct SecretFile: Sendable, Equatable {
     /// The configuration key that named it, for error messages.
-    public var key: String
-    public var path: String
+    package var key: String
+    package var path: String
     /// Where a relative name was looked for, in order, when none of them exists: the error
     /// then names them all, the installed layout's `credentials/` first.
-    public var searched: [String] = []
+    package var searched: [String] = []
 
-    public init(key: String, path: String, searched: [String] = []) {
+    package init(key: String, path: String, searched: [String] = []) {
         self.key = key
         self.path = path
         self.searched = searched
@@ -49,7 +50,7 @@ public struct SecretFile: Sendable, Equatable {
     }
 
     /// Reads the secret, refusing a file that group or others may read.
-    public func read() throws(ConfigError) -> Secret {
+    package func read() throws(ConfigError) -> Secret {
         var info = stat()
         guard stat(path, &info) == 0 else {
             let reason = String(cString: strerror(errno))
@@ -74,9 +75,9 @@ public struct SecretFile: Sendable, Equatable {
 }
 
 /// A secret value. Printing it prints `<redacted>`.
-public struct Secret: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
-    public let value: String
-    public init(_ value: String) { self.value = value }
-    public var description: String { "<redacted>" }
-    public var debugDescription: String { "<redacted>" }
+package struct Secret: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    package let value: String
+    package init(_ value: String) { self.value = value }
+    package var description: String { "<redacted>" }
+    package var debugDescription: String { "<redacted>" }
 }

@@ -1,8 +1,9 @@
 import Foundation
+import SettleBase
 
 extension Configuration.ServerAPIConfiguration {
     /// The `.p8` key, refused unless it is private to its owner and an EC P-256 key.
-    public func loadPrivateKey() throws(ConfigError) -> ES256PrivateKey {
+    package func loadPrivateKey() throws(ConfigError) -> ES256PrivateKey {
         let secret = try privateKeyFile.read()
         do {
             return try ES256PrivateKey(pem: secret.value)
@@ -12,13 +13,13 @@ extension Configuration.ServerAPIConfiguration {
     }
 
     /// The trusted roots; each file must hold at least one certificate.
-    public func loadRoots() throws(ConfigError) -> [X509Certificate] {
+    package func loadRoots() throws(ConfigError) -> [X509Certificate] {
         try Configuration.loadRoots(rootCertificates, key: "server_api.root_certificates")
     }
 
     /// The roots legacy app receipts are checked against; each file must hold at least one
     /// certificate.
-    public func loadReceiptRoots() throws(ConfigError) -> [X509Certificate] {
+    package func loadReceiptRoots() throws(ConfigError) -> [X509Certificate] {
         try Configuration.loadRoots(receiptRootCertificates, key: "server_api.receipt_root_certificates")
     }
 }
@@ -26,7 +27,7 @@ extension Configuration.ServerAPIConfiguration {
 extension Configuration {
     /// The roots StoreKit 2 signed data is checked against: `server_api.root_certificates`, or
     /// without `server_api` the Apple Root CA - G3 installed next to the configuration.
-    public func storeKitRoots() throws(ConfigError) -> [X509Certificate] {
+    package func storeKitRoots() throws(ConfigError) -> [X509Certificate] {
         if let serverAPI { return try serverAPI.loadRoots() }
         let folder = (sourcePath as NSString).deletingLastPathComponent
         return try Configuration.loadRoots([(folder as NSString).appendingPathComponent("AppleRootCA-G3.pem")],

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import SettleBase
 #endif
 
 /// Makes settle the reaper of its hooks' orphans, and reaps them.

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SettleBase
 
 /// `settle run`: reconciles on a Dispatch timer until SIGTERM.
 ///
@@ -7,7 +8,7 @@ import Synchronization
 /// during a pass waits for it and becomes one follow-up pass. Signals are handled on a
 /// separate queue so SIGTERM is seen while a pass runs: the pass stops claiming, in-flight
 /// work finishes within `shutdown_grace_seconds`, and whatever is left is for rescue.
-public final class Daemon: @unchecked Sendable {
+package final class Daemon: @unchecked Sendable {
     private let configPath: String
     private let environment: [String: String]
     private let log: Log
@@ -44,7 +45,7 @@ public final class Daemon: @unchecked Sendable {
     /// Google Play's pushes, on the same listener; replaced on reload.
     private let playInbox = Mutex<PlayNotificationInbox?>(nil)
 
-    public init(configPath: String, environment: [String: String], log: Log, time: any TimeSource = SystemTimeSource(),
+    package init(configPath: String, environment: [String: String], log: Log, time: any TimeSource = SystemTimeSource(),
                 owner: LeaseOwner = .current) {
         self.configPath = configPath
         self.environment = environment
@@ -55,7 +56,7 @@ public final class Daemon: @unchecked Sendable {
     }
 
     /// Starts, serves until stopped, and returns the exit code.
-    public func run() -> ExitCode {
+    package func run() -> ExitCode {
         do {
             try start()
         } catch let failure as CommandFailure {

@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// One daemon per ledger: an exclusive `flock` on the ledger file itself.
 ///
@@ -19,15 +20,15 @@ import Foundation
 /// (https://www.sqlite.org/howtocorrupt.html, section 2.2). So `release()` closes our
 /// descriptor only once the ledger connection is closed; on an unclean stop the descriptor
 /// is left for the process exit to close.
-public final class DaemonLock {
-    public let path: String
+package final class DaemonLock {
+    package let path: String
     private var fd: Int32
 
-    public enum Failure: Error, Sendable, CustomStringConvertible {
+    package enum Failure: Error, Sendable, CustomStringConvertible {
         case held(path: String, holderPid: Int32?)
         case io(path: String, message: String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case let .held(path, pid):
                 return "another settle run holds \(path)" + (pid.map { " (pid \($0))" } ?? "")
@@ -40,7 +41,7 @@ public final class DaemonLock {
     /// Takes the lock on `ledgerPath` at once (creating an empty file, which SQLite takes as
     /// an empty database) or fails naming the holder, read from the ledger's daemon record.
     /// Call before opening the ledger: on failure our descriptor is closed again.
-    public init(ledgerPath: String) throws(Failure) {
+    package init(ledgerPath: String) throws(Failure) {
         path = ledgerPath
         fd = open(ledgerPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw .io(path: ledgerPath, message: String(cString: strerror(errno))) }
@@ -53,14 +54,14 @@ public final class DaemonLock {
 
     /// Whether the file at `path` is still the one we locked: false once the ledger was moved
     /// away, deleted or replaced (a restore from backup) while we ran.
-    public func isStillAtPath() -> Bool {
+    package func isStillAtPath() -> Bool {
         var locked = stat(), current = stat()
         guard fd >= 0, fstat(fd, &locked) == 0, stat(path, &current) == 0 else { return false }
         return locked.st_dev == current.st_dev && locked.st_ino == current.st_ino
     }
 
     /// Only after the ledger connection is closed (see the type's comment).
-    public func release() {
+    package func release() {
         guard fd >= 0 else { return }
         close(fd)
         fd = -1

@@ -1,11 +1,12 @@
 import Foundation
 import Synchronization
+import SettleBase
 
 /// The counters of a process's passes, rendered after each pass as a Prometheus text file (for
 /// node_exporter's textfile collector), written atomically. Every series carries the app's
 /// `bundle_id`, so the files of several settle instances on one machine never collide. No
 /// per-order labels.
-public final class Metrics: Sendable {
+package final class Metrics: Sendable {
     /// Upper bounds of the Apple request duration histogram, in seconds.
     static let buckets: [Double] = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
@@ -25,10 +26,10 @@ public final class Metrics: Sendable {
 
     private let state = Mutex(State())
 
-    public init() {}
+    package init() {}
 
     /// One HTTP request to Apple: where it went, how it ended (a short, bounded label), how long it took.
-    public func observeAppleRequest(environment: String, outcome: String, seconds: Double) {
+    package func observeAppleRequest(environment: String, outcome: String, seconds: Double) {
         state.withLock { s in
             s.appleRequests["\(environment)|\(outcome)", default: 0] += 1
             for (i, bound) in Metrics.buckets.enumerated() where seconds <= bound { s.durationBuckets[i] += 1 }
@@ -37,7 +38,7 @@ public final class Metrics: Sendable {
         }
     }
 
-    public func observeDelivery(_ outcome: DeliveryOutcome) {
+    package func observeDelivery(_ outcome: DeliveryOutcome) {
         let label: String
         switch outcome {
         case .delivered: label = "delivered"
@@ -51,7 +52,7 @@ public final class Metrics: Sendable {
 
     /// One notification received: its type (Apple's, or `unverified`) and what came of it.
     /// `at` is when a new one was stored, for the newest notification's age.
-    public func observeNotification(type: String, outcome: String, at: Int64?) {
+    package func observeNotification(type: String, outcome: String, at: Int64?) {
         // A type of no letters (or none at all) still counts, under a name of its own: an empty
         // label would make the key's first part vanish when it is split for the exposition.
         let kept = String(type.prefix(64).filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
@@ -63,23 +64,23 @@ public final class Metrics: Sendable {
     }
 
     /// The newest notification the ledger holds, read at start so the age survives restarts.
-    public func observeNewestNotification(at: Int64?) {
+    package func observeNewestNotification(at: Int64?) {
         guard let at else { return }
         state.withLock { s in s.newestNotificationAt = max(s.newestNotificationAt ?? at, at) }
     }
 
     /// One HTTP request to a store other than Apple (Google Play): the call and a short outcome label.
-    public func observeStoreRequest(store: String, call: String, outcome: String) {
+    package func observeStoreRequest(store: String, call: String, outcome: String) {
         state.withLock { $0.storeRequests["\(store)|\(call)|\(outcome)", default: 0] += 1 }
     }
 
     /// A store told (or not) that an order was delivered: `acknowledged`, `consumed`, `failed`, ...
-    public func observeStoreFinish(store: String, outcome: String) {
+    package func observeStoreFinish(store: String, outcome: String) {
         let label = String(outcome.prefix(while: { $0 != ":" }))
         state.withLock { $0.storeFinishes["\(store)|\(label)", default: 0] += 1 }
     }
 
-    public func observePass(breakerOpen: Bool, at time: Int64) {
+    package func observePass(breakerOpen: Bool, at time: Int64) {
         state.withLock { s in
             s.breakerOpen = breakerOpen
             s.lastPassAt = time
@@ -87,7 +88,7 @@ public final class Metrics: Sendable {
     }
 
     /// The whole file, in the Prometheus text exposition format (version 0.0.4).
-    public func render(summary: LedgerSummary, bundleId: String, now: Int64 = Int64(Date().timeIntervalSince1970)) -> String {
+    package func render(summary: LedgerSummary, bundleId: String, now: Int64 = Int64(Date().timeIntervalSince1970)) -> String {
         let s = state.withLock { $0 }
         let app = "bundle_id=\"\(Metrics.labelValue(bundleId))\""
         var out = ""
@@ -149,7 +150,7 @@ public final class Metrics: Sendable {
 
     /// Writes the file atomically: a temporary file in the same folder, fsynced, then renamed
     /// over the old one, so a scraper never reads half a file.
-    public func write(to path: String, summary: LedgerSummary, bundleId: String) throws {
+    package func write(to path: String, summary: LedgerSummary, bundleId: String) throws {
         let folder = (path as NSString).deletingLastPathComponent
         let temporary = (folder as NSString).appendingPathComponent(".\((path as NSString).lastPathComponent).\(getpid()).tmp")
         let data = Data(render(summary: summary, bundleId: bundleId).utf8)

@@ -1,19 +1,20 @@
 import Foundation
+import SettleBase
 
 /// The sd_notify protocol without libsystemd: one datagram of `KEY=VALUE` lines to the
 /// AF_UNIX socket named in `$NOTIFY_SOCKET` (a path, or `@name` for the abstract namespace).
 /// Without the variable every call does nothing. https://www.freedesktop.org/software/systemd/man/sd_notify.html
-public final class SystemdNotifier: Sendable {
+package final class SystemdNotifier: Sendable {
     private let socketPath: String?
 
-    public init(environment: [String: String]) {
+    package init(environment: [String: String]) {
         socketPath = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
-    public var isEnabled: Bool { socketPath != nil }
+    package var isEnabled: Bool { socketPath != nil }
 
     /// Sends one message; failures are ignored, as sd_notify's callers do (systemd may be gone).
-    public func send(_ message: String) {
+    package func send(_ message: String) {
         guard let socketPath else { return }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return }
@@ -38,7 +39,7 @@ public final class SystemdNotifier: Sendable {
     }
 
     /// `RELOADING=1` must carry the CLOCK_MONOTONIC time in microseconds (systemd 253+ checks it).
-    public static func monotonicMicroseconds() -> UInt64 {
+    package static func monotonicMicroseconds() -> UInt64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) * 1_000_000 + UInt64(ts.tv_nsec) / 1000

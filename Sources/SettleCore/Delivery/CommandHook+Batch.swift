@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// Batch delivery (`delivery.batch_size` > 1): one run of the delivery command gets several
 /// orders, one JSON payload a line on standard input, and answers one JSON line per order on
@@ -16,7 +17,7 @@ import Foundation
 /// history. One process per batch instead of one per order is the point: a process start costs
 /// more than most grants.
 extension CommandHook {
-    public func deliver(batch: [(order: Order, purchase: VerifiedPurchase)]) -> [DeliveryReport] {
+    package func deliver(batch: [(order: Order, purchase: VerifiedPurchase)]) -> [DeliveryReport] {
         guard batchSize > 1, batch.count > 1 else {
             return batch.map { deliver(order: $0.order, purchase: $0.purchase) }
         }

@@ -1,32 +1,33 @@
 import Foundation
+import SettleBase
 
 /// Runs the operator's delivery command (SPEC section 5): no shell, the payload on stdin,
 /// a clean environment with `SETTLE_ORDER_ID` and `SETTLE_IDEMPOTENCY_KEY`, killed with its
 /// whole process group past the timeout.
-public struct CommandHook: Deliverer {
-    public var arguments: [String]
-    public var timeoutSeconds: Double
-    public var products: [String: Configuration.Product]
+package struct CommandHook: Deliverer {
+    package var arguments: [String]
+    package var timeoutSeconds: Double
+    package var products: [String: Configuration.Product]
     /// settle's own environment. The hook gets only `PATH`, `LANG`, `TZ` and the names in
     /// `passedThrough` from it: the rest (`CREDENTIALS_DIRECTORY`, proxy credentials, systemd's
     /// notify socket) belongs to settle, and a hook is often a script written in a hurry.
-    public var baseEnvironment: [String: String]
+    package var baseEnvironment: [String: String]
     /// Variable names from `delivery.environment`.
-    public var passedThrough: [String]
+    package var passedThrough: [String]
     /// `delivery.batch_size`: orders per run (see `CommandHook+Batch.swift`); 1 is one run per order.
-    public var batchSize = 1
+    package var batchSize = 1
 
     /// Used when settle itself runs without a PATH (as under some init systems).
-    public static let defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    package static let defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
     /// The exit code that answers "this purchase was granted before, outside settle" (see the
     /// README's hook contract). Outside the sysexits range and the shell's own codes.
-    public static let alreadyGrantedExit: Int32 = 80
+    package static let alreadyGrantedExit: Int32 = 80
 
     /// History keeps at most this many bytes of the hook's output, the cut marker included.
-    public static let outputLimit = 4096
+    package static let outputLimit = 4096
 
-    public init(arguments: [String], timeoutSeconds: Double, products: [String: Configuration.Product],
+    package init(arguments: [String], timeoutSeconds: Double, products: [String: Configuration.Product],
                 baseEnvironment: [String: String], passedThrough: [String] = []) {
         self.arguments = arguments
         self.timeoutSeconds = timeoutSeconds
@@ -47,7 +48,7 @@ public struct CommandHook: Deliverer {
         return environment
     }
 
-    public func deliver(order: Order, purchase: VerifiedPurchase) -> DeliveryReport {
+    package func deliver(order: Order, purchase: VerifiedPurchase) -> DeliveryReport {
         run(HookPayload.make(order: order, purchase: purchase, product: products[purchase.productId]), orderId: order.orderId,
             idempotencyKey: HookPayload.idempotencyKey(purchase))
     }

@@ -1,14 +1,15 @@
+import SettleBase
 /// The JSON document the delivery hook receives (SPEC section 5). Built only from facts
 /// persisted in the ledger, so a re-delivery after a crash sends the same document; on a
 /// shared (PostgreSQL) ledger it also carries the claim's `fencing_token`, which only grows
 /// from one claim to the next, so a receiver may refuse a call older than one it has seen.
 /// Every document says what it is (`"event": "grant"`; a revoke says `"revoke"`), so a
 /// receiver can refuse events it does not know instead of granting them.
-public enum HookPayload {
+package enum HookPayload {
     /// The `event` of a delivery.
-    public static let grantEvent = "grant"
+    package static let grantEvent = "grant"
 
-    public static func make(order: Order, purchase: VerifiedPurchase, product: Configuration.Product?) -> JSONValue {
+    package static func make(order: Order, purchase: VerifiedPurchase, product: Configuration.Product?) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("event", .string(grantEvent)),
             ("store", .string(order.store.rawValue)),
@@ -32,11 +33,11 @@ public enum HookPayload {
     /// The grant key: the Apple transaction id (the original one for a non-consumable), or
     /// Google Play's order id (`GPA.…`); stable across retries and crashes, granted at most once
     /// across the ledger.
-    public static func idempotencyKey(_ purchase: VerifiedPurchase) -> String { purchase.grantKey }
+    package static func idempotencyKey(_ purchase: VerifiedPurchase) -> String { purchase.grantKey }
 }
 
 /// What a delivery attempt concluded.
-public enum DeliveryOutcome: Sendable, Equatable {
+package enum DeliveryOutcome: Sendable, Equatable {
     /// The goods were granted: the order is finished.
     case delivered
     /// Try again later with backoff (counts as an attempt).
@@ -52,15 +53,15 @@ public enum DeliveryOutcome: Sendable, Equatable {
 }
 
 /// One delivery attempt and what to keep of it in the history.
-public struct DeliveryReport: Sendable, Equatable {
-    public var outcome: DeliveryOutcome
+package struct DeliveryReport: Sendable, Equatable {
+    package var outcome: DeliveryOutcome
     /// The hook's exit code (or HTTP status for a webhook), if it had one.
-    public var exitCode: Int?
+    package var exitCode: Int?
     /// Output kept in the history, already cut to 4 KiB.
-    public var output: String
-    public var durationMs: Int
+    package var output: String
+    package var durationMs: Int
 
-    public init(outcome: DeliveryOutcome, exitCode: Int?, output: String, durationMs: Int) {
+    package init(outcome: DeliveryOutcome, exitCode: Int?, output: String, durationMs: Int) {
         self.outcome = outcome
         self.exitCode = exitCode
         self.output = output
@@ -69,7 +70,7 @@ public struct DeliveryReport: Sendable, Equatable {
 }
 
 /// Grants the goods of verified orders.
-public protocol Deliverer: Sendable {
+package protocol Deliverer: Sendable {
     func deliver(order: Order, purchase: VerifiedPurchase) -> DeliveryReport
     /// How many orders one call of `deliver(batch:)` should get at most.
     var batchSize: Int { get }
@@ -78,10 +79,10 @@ public protocol Deliverer: Sendable {
 }
 
 extension Deliverer {
-    public var batchSize: Int { 1 }
+    package var batchSize: Int { 1 }
 
     /// One delivery after the other: for receivers that take one order a call.
-    public func deliver(batch: [(order: Order, purchase: VerifiedPurchase)]) -> [DeliveryReport] {
+    package func deliver(batch: [(order: Order, purchase: VerifiedPurchase)]) -> [DeliveryReport] {
         batch.map { deliver(order: $0.order, purchase: $0.purchase) }
     }
 }
@@ -89,7 +90,7 @@ extension Deliverer {
 extension DeliveryReport {
     /// The last few lines of a hook's output, where its error usually is, for a log line and
     /// the status view; the history keeps all of it (up to 4 KiB).
-    public static func tail(_ output: String, lines: Int = 3, characters: Int = 400) -> String {
+    package static func tail(_ output: String, lines: Int = 3, characters: Int = 400) -> String {
         let kept = output.split(separator: "\n", omittingEmptySubsequences: true).suffix(lines).joined(separator: "\n")
         return kept.count > characters ? "…" + String(kept.suffix(characters)) : kept
     }

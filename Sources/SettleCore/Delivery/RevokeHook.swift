@@ -1,25 +1,26 @@
 import Foundation
+import SettleBase
 
 /// Takes goods back after Apple refunded or revoked a delivered purchase: the operator's
 /// `delivery.revoke_command`, or a POST with `event: "revoke"` to `delivery.webhook.revoke_url`
 /// (never to the grant URL). The idempotency key is `revoke:<transactionId>` (with `:<round>`
 /// for a refund after a reversed one), so a retried or repeated revoke is recognisable. Answers
 /// read as for deliveries: 0 / 2xx done, 75 / 408, 429, 5xx retry, 65 / other 4xx refused.
-public enum RevokeHook: Sendable {
+package enum RevokeHook: Sendable {
     case command(CommandHook)
     case webhook(WebhookHook)
 
     /// The `event` of a revoke.
-    public static let event = "revoke"
+    package static let event = "revoke"
 
     /// `revoke:<txn>` for the first refund; a refund after a reversed one whose revoke may have
     /// reached the receiver gets `revoke:<txn>:<round>`, so a receiver that deduplicates by key acts on it.
-    public static func idempotencyKey(transactionId: String, round: Int = 1) -> String {
+    package static func idempotencyKey(transactionId: String, round: Int = 1) -> String {
         round <= 1 ? "revoke:\(transactionId)" : "revoke:\(transactionId):\(round)"
     }
 
     /// The document the hook receives: the delivery's fields plus what Apple said.
-    public static func payload(order: Order, transactionId: String, round: Int = 1, product: Configuration.Product?) -> JSONValue {
+    package static func payload(order: Order, transactionId: String, round: Int = 1, product: Configuration.Product?) -> JSONValue {
         let purchase = order.verified
         return .object([
             ("event", .string(event)),
@@ -41,7 +42,7 @@ public enum RevokeHook: Sendable {
         ])
     }
 
-    public func revoke(order: Order, transactionId: String, round: Int = 1) -> DeliveryReport {
+    package func revoke(order: Order, transactionId: String, round: Int = 1) -> DeliveryReport {
         let key = Self.idempotencyKey(transactionId: transactionId, round: round)
         switch self {
         case let .command(hook):

@@ -1,14 +1,15 @@
 #if canImport(FoundationEssentials)
 import FoundationEssentials
+import SettleBase
 #else
 import Foundation
 #endif
 import Glibc
 
 /// How one run of an external program ended, with what it printed.
-public struct SubprocessResult: Sendable, Equatable {
+package struct SubprocessResult: Sendable, Equatable {
     /// Why the program is no longer running.
-    public enum Termination: Sendable, Equatable {
+    package enum Termination: Sendable, Equatable {
         /// Normal exit with this code.
         case exited(Int32)
         /// Killed by this signal (not by us).
@@ -17,16 +18,16 @@ public struct SubprocessResult: Sendable, Equatable {
         case timedOut
     }
 
-    public var termination: Termination
+    package var termination: Termination
     /// Standard output and standard error interleaved as written, at most `outputLimit`
     /// bytes of UTF-8. Invalid UTF-8 is repaired with U+FFFD.
-    public var output: String
-    public var outputTruncated: Bool
+    package var output: String
+    package var outputTruncated: Bool
     /// Seconds from spawn until `run` returned, on the monotonic clock.
-    public var duration: Double
-    public var pid: Int32
+    package var duration: Double
+    package var pid: Int32
 
-    public init(termination: Termination, output: String, outputTruncated: Bool, duration: Double, pid: Int32) {
+    package init(termination: Termination, output: String, outputTruncated: Bool, duration: Double, pid: Int32) {
         self.termination = termination
         self.output = output
         self.outputTruncated = outputTruncated
@@ -36,16 +37,16 @@ public struct SubprocessResult: Sendable, Equatable {
 }
 
 /// The program could not be started at all (nothing ran, so nothing can have been delivered).
-public struct SubprocessError: Error, Sendable, CustomStringConvertible {
+package struct SubprocessError: Error, Sendable, CustomStringConvertible {
     /// For example "cannot run /no/such/hook: No such file or directory". Never contains
     /// environment values or standard input, which may carry secrets.
-    public var message: String
+    package var message: String
     /// The program itself cannot run (missing, not executable, a directory, not a program):
     /// a fault of the configuration, not of this moment, so retrying changes nothing.
-    public var programUnusable: Bool
-    public var description: String { message }
+    package var programUnusable: Bool
+    package var description: String { message }
 
-    public init(message: String, programUnusable: Bool = false) {
+    package init(message: String, programUnusable: Bool = false) {
         self.message = message
         self.programUnusable = programUnusable
     }
@@ -56,7 +57,7 @@ public struct SubprocessError: Error, Sendable, CustomStringConvertible {
 ///
 /// Foundation's `Process` cannot put the child in its own process group, so a hook's
 /// grandchildren would survive a timeout; this is built on `posix_spawn` instead.
-public enum Subprocess {
+package enum Subprocess {
     /// How long output is still collected after the program exited while something it
     /// started keeps the pipe open. Bounded so a stray background job cannot stall delivery.
     static let drainGraceAfterExit: Double = 0.5
@@ -74,7 +75,7 @@ public enum Subprocess {
     ///     so a chatty program never blocks on a full pipe.
     ///   - onStart: called on the calling thread with the child's pid right after spawn.
     /// - Throws: `SubprocessError` only when nothing could be started.
-    public static func run(arguments: [String], environment: [String: String], standardInput: Data,
+    package static func run(arguments: [String], environment: [String: String], standardInput: Data,
                            timeout: Double, outputLimit: Int = 4096,
                            onStart: (@Sendable (Int32) -> Void)? = nil) throws(SubprocessError) -> SubprocessResult {
         guard let program = arguments.first else {

@@ -1,3 +1,4 @@
+import SettleBase
 extension Subprocess {
     /// Keeps the first `limit` bytes of a child's output and counts the rest as discarded.
     ///

@@ -1,5 +1,6 @@
 #if canImport(FoundationEssentials)
 import FoundationEssentials
+import SettleBase
 #else
 import Foundation
 #endif

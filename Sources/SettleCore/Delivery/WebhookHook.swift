@@ -1,16 +1,17 @@
 import Foundation
+import SettleBase
 
 /// Delivers by POSTing the hook payload to the operator's URL (SPEC section 5), signed so the
 /// receiver can tell it comes from settle: `Settle-Signature: t=<unix>,v1=<hex HMAC-SHA256 of
 /// "<t>.<body>">`, with the idempotency key in `Idempotency-Key`.
-public struct WebhookHook: Deliverer {
-    public var url: String
-    public var secret: Secret
-    public var products: [String: Configuration.Product]
-    public var client: HTTPClient
-    public var time: any TimeSource
+package struct WebhookHook: Deliverer {
+    package var url: String
+    package var secret: Secret
+    package var products: [String: Configuration.Product]
+    package var client: HTTPClient
+    package var time: any TimeSource
 
-    public init(url: String, secret: Secret, timeoutSeconds: Double, connectTimeoutSeconds: Double,
+    package init(url: String, secret: Secret, timeoutSeconds: Double, connectTimeoutSeconds: Double,
                 products: [String: Configuration.Product], time: any TimeSource) {
         self.url = url
         self.secret = secret
@@ -22,12 +23,12 @@ public struct WebhookHook: Deliverer {
     }
 
     /// The signature header for `body` at `timestamp` (exposed for receivers' tests).
-    public static func signature(body: Data, timestamp: Int64, secret: Secret) -> String {
+    package static func signature(body: Data, timestamp: Int64, secret: Secret) -> String {
         let signed = Data("\(timestamp).".utf8) + body
         return "t=\(timestamp),v1=\(HMACSHA256.hex(key: Data(secret.value.utf8), message: signed))"
     }
 
-    public func deliver(order: Order, purchase: VerifiedPurchase) -> DeliveryReport {
+    package func deliver(order: Order, purchase: VerifiedPurchase) -> DeliveryReport {
         post(HookPayload.make(order: order, purchase: purchase, product: products[purchase.productId]).data,
              idempotencyKey: HookPayload.idempotencyKey(purchase))
     }

@@ -1,16 +1,17 @@
+import SettleBase
 /// A Google Play real-time developer notification, the JSON inside a Pub/Sub message's `data`.
 /// https://developer.android.com/google/play/billing/rtdn-reference
 ///
 /// It only says that something changed: the purchase itself must be read from the API before
 /// acting. Kinds Google adds later decode as `.unknown` naming their field, and the message's
 /// raw bytes stay with `PubSubPush`, so nothing is lost.
-public struct DeveloperNotification: Sendable, Equatable {
-    public var version: String?
-    public var packageName: String?
-    public var eventTimeMillis: Int64?
-    public var kind: Kind
+package struct DeveloperNotification: Sendable, Equatable {
+    package var version: String?
+    package var packageName: String?
+    package var eventTimeMillis: Int64?
+    package var kind: Kind
 
-    public enum Kind: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         case oneTimeProduct(OneTimeProductNotification)
         case subscription(SubscriptionNotification)
         case voidedPurchase(VoidedPurchaseNotification)
@@ -21,20 +22,20 @@ public struct DeveloperNotification: Sendable, Equatable {
     }
 
     /// Why `data` is not a notification settle can use. Raw values are fixed: safe as metric labels.
-    public enum Problem: String, Error, Sendable {
+    package enum Problem: String, Error, Sendable {
         case notAnObject = "not_an_object"
         /// A known kind without the purchase token it must carry.
         case missingPurchaseToken = "missing_purchase_token"
     }
 
-    public init(version: String? = "1.0", packageName: String?, eventTimeMillis: Int64?, kind: Kind) {
+    package init(version: String? = "1.0", packageName: String?, eventTimeMillis: Int64?, kind: Kind) {
         self.version = version
         self.packageName = packageName
         self.eventTimeMillis = eventTimeMillis
         self.kind = kind
     }
 
-    public init(json: JSONValue) throws(Problem) {
+    package init(json: JSONValue) throws(Problem) {
         guard let members = json.objectMembers else { throw .notAnObject }
         func token(_ object: JSONValue) throws(Problem) -> PlayPurchaseToken {
             guard case let .string(text)? = object["purchaseToken"], let token = PlayPurchaseToken(text) else { throw .missingPurchaseToken }
@@ -63,7 +64,7 @@ public struct DeveloperNotification: Sendable, Equatable {
     }
 
     /// The notification as Google sends it (for the fake Google and tests).
-    public var json: JSONValue {
+    package var json: JSONValue {
         var members: [(String, JSONValue)] = []
         if let version { members.append(("version", .string(version))) }
         if let packageName { members.append(("packageName", .string(packageName))) }
@@ -90,63 +91,63 @@ public struct DeveloperNotification: Sendable, Equatable {
     }
 }
 
-public struct OneTimeProductNotification: Sendable, Equatable {
-    public enum NotificationType: Int, Sendable {
+package struct OneTimeProductNotification: Sendable, Equatable {
+    package enum NotificationType: Int, Sendable {
         case purchased = 1
         case canceled = 2
     }
 
-    public var rawNotificationType: Int?
-    public var purchaseToken: PlayPurchaseToken
+    package var rawNotificationType: Int?
+    package var purchaseToken: PlayPurchaseToken
     /// The product id.
-    public var sku: String?
-    public var notificationType: NotificationType? { rawNotificationType.flatMap(NotificationType.init(rawValue:)) }
+    package var sku: String?
+    package var notificationType: NotificationType? { rawNotificationType.flatMap(NotificationType.init(rawValue:)) }
 
-    public init(rawNotificationType: Int?, purchaseToken: PlayPurchaseToken, sku: String?) {
+    package init(rawNotificationType: Int?, purchaseToken: PlayPurchaseToken, sku: String?) {
         self.rawNotificationType = rawNotificationType
         self.purchaseToken = purchaseToken
         self.sku = sku
     }
 }
 
-public struct SubscriptionNotification: Sendable, Equatable {
-    public enum NotificationType: Int, Sendable {
+package struct SubscriptionNotification: Sendable, Equatable {
+    package enum NotificationType: Int, Sendable {
         case recovered = 1, renewed = 2, canceled = 3, purchased = 4, onHold = 5, inGracePeriod = 6, restarted = 7
         case priceChangeConfirmed = 8, deferred = 9, paused = 10, pauseScheduleChanged = 11, revoked = 12, expired = 13
         case pendingPurchaseCanceled = 20
     }
 
-    public var rawNotificationType: Int?
-    public var purchaseToken: PlayPurchaseToken
-    public var subscriptionId: String?
-    public var notificationType: NotificationType? { rawNotificationType.flatMap(NotificationType.init(rawValue:)) }
+    package var rawNotificationType: Int?
+    package var purchaseToken: PlayPurchaseToken
+    package var subscriptionId: String?
+    package var notificationType: NotificationType? { rawNotificationType.flatMap(NotificationType.init(rawValue:)) }
 
-    public init(rawNotificationType: Int?, purchaseToken: PlayPurchaseToken, subscriptionId: String?) {
+    package init(rawNotificationType: Int?, purchaseToken: PlayPurchaseToken, subscriptionId: String?) {
         self.rawNotificationType = rawNotificationType
         self.purchaseToken = purchaseToken
         self.subscriptionId = subscriptionId
     }
 }
 
-public struct VoidedPurchaseNotification: Sendable, Equatable {
-    public enum ProductType: Int, Sendable {
+package struct VoidedPurchaseNotification: Sendable, Equatable {
+    package enum ProductType: Int, Sendable {
         case subscription = 1
         case oneTime = 2
     }
 
-    public enum RefundType: Int, Sendable {
+    package enum RefundType: Int, Sendable {
         case full = 1
         case quantityBasedPartial = 2
     }
 
-    public var purchaseToken: PlayPurchaseToken
-    public var orderId: String?
-    public var rawProductType: Int?
-    public var rawRefundType: Int?
-    public var productType: ProductType? { rawProductType.flatMap(ProductType.init(rawValue:)) }
-    public var refundType: RefundType? { rawRefundType.flatMap(RefundType.init(rawValue:)) }
+    package var purchaseToken: PlayPurchaseToken
+    package var orderId: String?
+    package var rawProductType: Int?
+    package var rawRefundType: Int?
+    package var productType: ProductType? { rawProductType.flatMap(ProductType.init(rawValue:)) }
+    package var refundType: RefundType? { rawRefundType.flatMap(RefundType.init(rawValue:)) }
 
-    public init(purchaseToken: PlayPurchaseToken, orderId: String?, rawProductType: Int?, rawRefundType: Int?) {
+    package init(purchaseToken: PlayPurchaseToken, orderId: String?, rawProductType: Int?, rawRefundType: Int?) {
         self.purchaseToken = purchaseToken
         self.orderId = orderId
         self.rawProductType = rawProductType

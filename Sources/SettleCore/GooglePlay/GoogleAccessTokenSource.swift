@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import SettleBase
 
 /// OAuth 2.0 access tokens for a service account: a JWT assertion signed RS256 with the
 /// account's key, exchanged at the token endpoint, and reused until shortly before it expires.
@@ -10,16 +11,16 @@ import Synchronization
 /// arrive meanwhile wait for its result instead of starting their own (a pass with 64 workers
 /// starting at once asks Google once). `invalidate(_:)` drops a token the API refused, so the
 /// next caller fetches a fresh one.
-public final class GoogleAccessTokenSource: Sendable {
-    public let key: ServiceAccountKey
+package final class GoogleAccessTokenSource: Sendable {
+    package let key: ServiceAccountKey
     /// Where the assertion is posted, and therefore its `aud`.
-    public let tokenURL: String
+    package let tokenURL: String
     let client: HTTPClient
     let time: any TimeSource
     private let state = Mutex(State())
 
     /// The one scope settle needs: the Google Play Android Developer API.
-    public static let scope = "https://www.googleapis.com/auth/androidpublisher"
+    package static let scope = "https://www.googleapis.com/auth/androidpublisher"
     /// Google refuses assertions whose `exp` is more than an hour after `iat`.
     static let assertionLifetime: Int64 = 3600
     /// A token this close to its end is replaced, so none expires in flight (at most half its life).
@@ -37,7 +38,7 @@ public final class GoogleAccessTokenSource: Sendable {
         let waiters = Mutex(0)
     }
 
-    public init(key: ServiceAccountKey, tokenURL: String? = nil, client: HTTPClient, time: any TimeSource) {
+    package init(key: ServiceAccountKey, tokenURL: String? = nil, client: HTTPClient, time: any TimeSource) {
         self.key = key
         self.tokenURL = tokenURL ?? key.tokenURI
         self.client = client
@@ -45,7 +46,7 @@ public final class GoogleAccessTokenSource: Sendable {
     }
 
     /// A valid access token: the cached one, the one another caller is fetching, or a new one.
-    public func accessToken() throws(PlayAPIError) -> String {
+    package func accessToken() throws(PlayAPIError) -> String {
         enum Step { case cached(String), wait(Exchange), fetch(Exchange) }
         let now = time.unixSeconds
         let step = state.withLock { state -> Step in
@@ -92,7 +93,7 @@ public final class GoogleAccessTokenSource: Sendable {
 
     /// Forgets `rejected` if it is still the cached token (the API answered 401 to it). A token
     /// another caller already replaced is left alone, so concurrent 401s cause one refresh.
-    public func invalidate(_ rejected: String) {
+    package func invalidate(_ rejected: String) {
         state.withLock { state in
             if state.cached?.token == rejected { state.cached = nil }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// Why a call to Google (the token endpoint or the Google Play Developer API) did not give the
 /// answer asked for, grouped into the few kinds a caller acts on differently.
@@ -6,8 +7,8 @@ import Foundation
 /// `description` is safe to log and show in `settle status`: it never holds a purchase token
 /// (messages are scrubbed of the one the call used), an access token or key material, and
 /// `kind.rawValue` is a fixed label fit for metrics.
-public struct PlayAPIError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Kind: String, Sendable {
+package struct PlayAPIError: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Kind: String, Sendable {
         /// Google does not know the purchase token, or no longer honours it (400
         /// purchaseTokenInvalid and its kin, 404, 410): final for the order that brought it.
         case purchaseNotFound = "purchase_not_found"
@@ -22,16 +23,16 @@ public struct PlayAPIError: Error, Sendable, Equatable, CustomStringConvertible 
         case refused
     }
 
-    public var kind: Kind
-    public var message: String
+    package var kind: Kind
+    package var message: String
     /// The HTTP status of Google's answer, nil when none came.
-    public var status: Int?
+    package var status: Int?
     /// Google's machine-readable reason (`error.errors[0].reason`, or the OAuth `error`), if any.
-    public var reason: String?
+    package var reason: String?
     /// Seconds Google asked us to wait (Retry-After on a 429), if it did.
-    public var retryAfter: Double?
+    package var retryAfter: Double?
 
-    public init(_ kind: Kind, _ message: String, status: Int? = nil, reason: String? = nil, retryAfter: Double? = nil) {
+    package init(_ kind: Kind, _ message: String, status: Int? = nil, reason: String? = nil, retryAfter: Double? = nil) {
         self.kind = kind
         self.message = message
         self.status = status
@@ -39,13 +40,13 @@ public struct PlayAPIError: Error, Sendable, Equatable, CustomStringConvertible 
         self.retryAfter = retryAfter
     }
 
-    public var description: String { "\(kind.rawValue): \(message)" }
+    package var description: String { "\(kind.rawValue): \(message)" }
 
     /// Final for the order: never worth asking Google again about this token.
-    public var isFinalForOrder: Bool { kind == .purchaseNotFound }
+    package var isFinalForOrder: Bool { kind == .purchaseNotFound }
 
     /// Says nothing about the order, only about Google or settle's setup: the order keeps its attempt.
-    public var isStoreWide: Bool { kind == .configuration || kind == .unavailable }
+    package var isStoreWide: Bool { kind == .configuration || kind == .unavailable }
 
     /// `message` with every spelling of `token` cut out, for errors built while a token was in play.
     func redacting(_ token: PlayPurchaseToken?) -> PlayAPIError {

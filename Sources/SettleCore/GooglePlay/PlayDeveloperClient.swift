@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SettleBase
 
 /// The purchases part of the Google Play Developer API (Android Publisher v3) over libcurl.
 /// https://developers.google.com/android-publisher/api-ref/rest/v3/purchases
@@ -8,17 +9,17 @@ import Foundation
 /// call is made once more with a fresh one; a second 401 is a configuration fault. Purchase
 /// tokens go into the URL path percent-encoded and never into an error message: errors name the
 /// token by its fingerprint.
-public struct PlayDeveloperClient: Sendable {
-    public static let defaultBaseURL = "https://androidpublisher.googleapis.com"
+package struct PlayDeveloperClient: Sendable {
+    package static let defaultBaseURL = "https://androidpublisher.googleapis.com"
 
-    public var packageName: String
-    public var baseURL: String
-    public var tokens: GoogleAccessTokenSource
-    public var client: HTTPClient
+    package var packageName: String
+    package var baseURL: String
+    package var tokens: GoogleAccessTokenSource
+    package var client: HTTPClient
     /// Told about every HTTP exchange: the call (`products.get`, ...), a short outcome label, seconds.
-    public var observe: (@Sendable (_ call: String, _ outcome: String, _ seconds: Double) -> Void)?
+    package var observe: (@Sendable (_ call: String, _ outcome: String, _ seconds: Double) -> Void)?
 
-    public init(packageName: String, baseURL: String = PlayDeveloperClient.defaultBaseURL, tokens: GoogleAccessTokenSource,
+    package init(packageName: String, baseURL: String = PlayDeveloperClient.defaultBaseURL, tokens: GoogleAccessTokenSource,
                 client: HTTPClient) {
         self.packageName = packageName
         self.baseURL = baseURL
@@ -45,7 +46,7 @@ public struct PlayDeveloperClient: Sendable {
         var token: PlayPurchaseToken?
     }
 
-    public func productPurchase(productId: String, token: PlayPurchaseToken) throws(PlayAPIError) -> ProductPurchase {
+    package func productPurchase(productId: String, token: PlayPurchaseToken) throws(PlayAPIError) -> ProductPurchase {
         let call = Call(name: "products.get", method: "GET", segments: ["purchases", "products", productId, "tokens", token.value],
                         permission: .viewFinancialData, token: token)
         let json = try send(call)
@@ -53,7 +54,7 @@ public struct PlayDeveloperClient: Sendable {
         return purchase
     }
 
-    public func subscriptionPurchase(token: PlayPurchaseToken) throws(PlayAPIError) -> SubscriptionPurchaseV2 {
+    package func subscriptionPurchase(token: PlayPurchaseToken) throws(PlayAPIError) -> SubscriptionPurchaseV2 {
         let call = Call(name: "subscriptionsv2.get", method: "GET", segments: ["purchases", "subscriptionsv2", "tokens", token.value],
                         permission: .viewFinancialData, token: token)
         let json = try send(call)
@@ -62,18 +63,18 @@ public struct PlayDeveloperClient: Sendable {
     }
 
     /// Acknowledges a one-time product (non-consumables): what keeps Google from refunding it after three days.
-    public func acknowledgeProduct(productId: String, token: PlayPurchaseToken) throws(PlayAPIError) {
+    package func acknowledgeProduct(productId: String, token: PlayPurchaseToken) throws(PlayAPIError) {
         _ = try send(Call(name: "products.acknowledge", method: "POST", segments: ["purchases", "products", productId, "tokens", token.value],
                           verb: ":acknowledge", permission: .manageOrders, token: token))
     }
 
     /// Consumes a consumable, which also acknowledges it and lets the customer buy it again.
-    public func consumeProduct(productId: String, token: PlayPurchaseToken) throws(PlayAPIError) {
+    package func consumeProduct(productId: String, token: PlayPurchaseToken) throws(PlayAPIError) {
         _ = try send(Call(name: "products.consume", method: "POST", segments: ["purchases", "products", productId, "tokens", token.value],
                           verb: ":consume", permission: .manageOrders, token: token))
     }
 
-    public func acknowledgeSubscription(subscriptionId: String, token: PlayPurchaseToken) throws(PlayAPIError) {
+    package func acknowledgeSubscription(subscriptionId: String, token: PlayPurchaseToken) throws(PlayAPIError) {
         _ = try send(Call(name: "subscriptions.acknowledge", method: "POST",
                           segments: ["purchases", "subscriptions", subscriptionId, "tokens", token.value],
                           verb: ":acknowledge", permission: .manageOrders, token: token))
@@ -81,7 +82,7 @@ public struct PlayDeveloperClient: Sendable {
 
     /// One page of voided purchases, one-time products and subscriptions both (`type=1`).
     /// `startTime` (epoch ms, at most 30 days back) is ignored by Google once `pageToken` is set.
-    public func voidedPurchases(startTime: Int64?, pageToken: String?, maxResults: Int? = nil) throws(PlayAPIError) -> VoidedPurchasePage {
+    package func voidedPurchases(startTime: Int64?, pageToken: String?, maxResults: Int? = nil) throws(PlayAPIError) -> VoidedPurchasePage {
         var query: [(String, String)] = [("type", "1")]
         if let startTime { query.append(("startTime", String(startTime))) }
         if let maxResults { query.append(("maxResults", String(maxResults))) }

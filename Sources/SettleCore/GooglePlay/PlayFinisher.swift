@@ -1,3 +1,4 @@
+import SettleBase
 /// Tells Google a delivered purchase is done, after the hook said delivered: consumes a
 /// consumable (which acknowledges it and lets the customer buy it again), acknowledges any other
 /// one-time product and subscriptions. What would refund the purchase after three days is the
@@ -6,16 +7,16 @@
 ///
 /// The purchase is read first, and nothing is sent when Google says it is done already (the app
 /// acknowledged it, or settle did just before a crash): finishing is safe to repeat.
-public struct PlayFinisher: StoreFinisher {
-    public let client: PlayDeveloperClient
-    public let products: [String: Configuration.Product]
+package struct PlayFinisher: StoreFinisher {
+    package let client: PlayDeveloperClient
+    package let products: [String: Configuration.Product]
 
-    public init(client: PlayDeveloperClient, products: [String: Configuration.Product]) {
+    package init(client: PlayDeveloperClient, products: [String: Configuration.Product]) {
         self.client = client
         self.products = products
     }
 
-    public func finish(_ order: Order) -> StoreFinishOutcome {
+    package func finish(_ order: Order) -> StoreFinishOutcome {
         guard let token = order.purchaseToken else { return .failed("the order has no usable purchase token", configuration: false) }
         let kind = products[order.productId]?.kind
         do {

@@ -1,22 +1,23 @@
 import Foundation
+import SettleBase
 
 /// What may be granted for a Google Play purchase.
-public struct PlayGrant: Sendable, Equatable {
+package struct PlayGrant: Sendable, Equatable {
     /// What is granted at most once: Google's `orderId` (`GPA.…`). A purchase without one (some
     /// test purchases) is keyed by the SHA-256 of its token, which is as unique and not a secret.
-    public var grantKey: String
-    public var environment: PlayEnvironment
-    public var productId: String
-    public var quantity: Int
-    public var purchaseTimeMillis: Int64?
+    package var grantKey: String
+    package var environment: PlayEnvironment
+    package var productId: String
+    package var quantity: Int
+    package var purchaseTimeMillis: Int64?
     /// Already acknowledged (by the app, or by settle before a crash): finishing skips the call.
-    public var alreadyAcknowledged: Bool
+    package var alreadyAcknowledged: Bool
     /// Already consumed: someone finished it outside settle, which the caller must weigh before granting.
-    public var alreadyConsumed: Bool
+    package var alreadyConsumed: Bool
 }
 
 /// The answer for one purchase and one order.
-public enum PlayPurchaseDecision: Sendable, Equatable {
+package enum PlayPurchaseDecision: Sendable, Equatable {
     /// The purchase carries the order's user's account id.
     case grant(PlayGrant)
     /// Grantable, but nothing ties it to the user (the purchase carries no account id, or none is
@@ -31,7 +32,7 @@ public enum PlayPurchaseDecision: Sendable, Equatable {
 }
 
 /// Stable codes, the same words the App Store side uses where they mean the same.
-public enum PlayRejection: String, Sendable, CaseIterable {
+package enum PlayRejection: String, Sendable, CaseIterable {
     case canceled
     case sandboxNotAccepted = "sandbox_not_accepted"
     case userMismatch = "user_mismatch"
@@ -42,15 +43,15 @@ public enum PlayRejection: String, Sendable, CaseIterable {
 /// counterpart of `PurchaseEligibility`): the order's product, purchased (not pending, not
 /// canceled), the order's user by `obfuscatedExternalAccountId`, and test purchases only where
 /// sandbox purchases are accepted. Pure: the ledger decides which order finally holds the grant key.
-public struct PlayPurchaseEligibility: Sendable {
-    public var acceptSandbox: Bool
+package struct PlayPurchaseEligibility: Sendable {
+    package var acceptSandbox: Bool
 
-    public init(acceptSandbox: Bool) {
+    package init(acceptSandbox: Bool) {
         self.acceptSandbox = acceptSandbox
     }
 
     /// `expectedAccountId`: the obfuscated account id the order's user must carry, nil when unknown.
-    public func decide(_ facts: PlayPurchaseFacts, token: PlayPurchaseToken, productId: String,
+    package func decide(_ facts: PlayPurchaseFacts, token: PlayPurchaseToken, productId: String,
                        expectedAccountId: String?) -> PlayPurchaseDecision {
         let name = facts.orderId ?? token.fingerprint
         guard facts.productIds.contains(productId) else {

@@ -1,7 +1,8 @@
 import Foundation
+import SettleBase
 
 /// Google's sandbox or the real store, as the hook and status show it (the App Store's words).
-public enum PlayEnvironment: String, Sendable {
+package enum PlayEnvironment: String, Sendable {
     case production = "Production"
     /// A license tester's purchase (`purchaseType` 0, or a subscription's `testPurchase`).
     case sandbox = "Sandbox"
@@ -9,8 +10,8 @@ public enum PlayEnvironment: String, Sendable {
 
 /// What the eligibility rules need to know of a purchase Google confirmed, one-time product
 /// and subscription alike: the two answers say the same things in different words.
-public struct PlayPurchaseFacts: Sendable, Equatable {
-    public enum State: Sendable, Equatable {
+package struct PlayPurchaseFacts: Sendable, Equatable {
+    package enum State: Sendable, Equatable {
         case purchased
         /// Paid for by a slow method (cash, bank transfer): nothing is owed until it is purchased.
         case pending
@@ -20,17 +21,17 @@ public struct PlayPurchaseFacts: Sendable, Equatable {
         case unclear(String)
     }
 
-    public var state: State
-    public var orderId: String?
-    public var productIds: [String]
-    public var isTest: Bool
-    public var accountId: String?
-    public var quantity: Int
-    public var purchaseTimeMillis: Int64?
-    public var acknowledged: Bool
-    public var consumed: Bool
+    package var state: State
+    package var orderId: String?
+    package var productIds: [String]
+    package var isTest: Bool
+    package var accountId: String?
+    package var quantity: Int
+    package var purchaseTimeMillis: Int64?
+    package var acknowledged: Bool
+    package var consumed: Bool
 
-    public init(state: State, orderId: String?, productIds: [String], isTest: Bool, accountId: String?, quantity: Int = 1,
+    package init(state: State, orderId: String?, productIds: [String], isTest: Bool, accountId: String?, quantity: Int = 1,
                 purchaseTimeMillis: Int64? = nil, acknowledged: Bool = false, consumed: Bool = false) {
         self.state = state
         self.orderId = orderId
@@ -44,7 +45,7 @@ public struct PlayPurchaseFacts: Sendable, Equatable {
     }
 
     /// A one-time purchase, read for `productId` (the id the call named, when the answer omits it).
-    public init(product p: ProductPurchase, productId: String) {
+    package init(product p: ProductPurchase, productId: String) {
         let state: State
         switch p.purchaseState {
         case .purchased?: state = .purchased
@@ -59,7 +60,7 @@ public struct PlayPurchaseFacts: Sendable, Equatable {
     }
 
     /// A subscription. A canceled one was paid for and runs to its expiry, so it counts as purchased.
-    public init(subscription s: SubscriptionPurchaseV2) {
+    package init(subscription s: SubscriptionPurchaseV2) {
         let state: State
         switch s.subscriptionState {
         case .active?, .inGracePeriod?, .canceled?: state = .purchased

@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// A Google Play purchase token: the proof the app gets from Play Billing and the key of every
 /// purchases.* call.
@@ -7,26 +8,26 @@ import Foundation
 /// this type's description, debug description and mirror show only a fingerprint (the first
 /// 12 hex digits of its SHA-256), which support can match against without learning the token.
 /// Only `value` is the token, for building the request that needs it.
-public struct PlayPurchaseToken: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
-    public let value: String
+package struct PlayPurchaseToken: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    package let value: String
 
     /// Longer than any token Google issues (they are about 150 characters) by a wide margin.
     static let maxLength = 4096
 
     /// Nil for text that cannot be a token: empty, too long, or holding anything but printable
     /// ASCII without spaces (it goes into a URL path and must not change the path's meaning).
-    public init?(_ value: String) {
+    package init?(_ value: String) {
         guard !value.isEmpty, value.utf8.count <= PlayPurchaseToken.maxLength,
               value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
         self.value = value
     }
 
     /// "token:" and 12 hex digits of SHA-256: stable, short, and no help to anyone wanting the token.
-    public var fingerprint: String {
+    package var fingerprint: String {
         "token:" + String(SHA256.hex(Data(value.utf8)).prefix(12))
     }
 
-    public var description: String { fingerprint }
-    public var debugDescription: String { "PlayPurchaseToken(\(fingerprint))" }
-    public var customMirror: Mirror { Mirror(self, children: ["fingerprint": fingerprint]) }
+    package var description: String { fingerprint }
+    package var debugDescription: String { "PlayPurchaseToken(\(fingerprint))" }
+    package var customMirror: Mirror { Mirror(self, children: ["fingerprint": fingerprint]) }
 }

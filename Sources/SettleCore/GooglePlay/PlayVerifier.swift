@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SettleBase
 
 /// Re-verifies a Google Play order: reads its purchase (`purchases.products.get`, or
 /// `purchases.subscriptionsv2.get` for an auto-renewable product) and lets
@@ -12,11 +13,11 @@ import Synchronization
 /// other Play order asks Google either; the first one after it is the probe. The cool-down lives
 /// in this verifier (one per process and configuration), not in the ledger: a Google outage
 /// never holds back App Store orders, and the Apple breaker stays Apple's.
-public final class PlayVerifier: OrderVerifier {
-    public let client: PlayDeveloperClient
-    public let products: [String: Configuration.Product]
-    public let eligibility: PlayPurchaseEligibility
-    public let binding: UserBinding
+package final class PlayVerifier: OrderVerifier {
+    package let client: PlayDeveloperClient
+    package let products: [String: Configuration.Product]
+    package let eligibility: PlayPurchaseEligibility
+    package let binding: UserBinding
     let time: any TimeSource
     let baseCooldown: Int64
     let maxCooldown: Int64
@@ -27,7 +28,7 @@ public final class PlayVerifier: OrderVerifier {
         var seconds: Int64 = 0
     }
 
-    public init(client: PlayDeveloperClient, products: [String: Configuration.Product], acceptSandbox: Bool, binding: UserBinding,
+    package init(client: PlayDeveloperClient, products: [String: Configuration.Product], acceptSandbox: Bool, binding: UserBinding,
                 time: any TimeSource, baseCooldownSeconds: Double, maxCooldownSeconds: Double) {
         self.client = client
         self.products = products
@@ -38,7 +39,7 @@ public final class PlayVerifier: OrderVerifier {
         maxCooldown = Int64(max(baseCooldownSeconds, maxCooldownSeconds))
     }
 
-    public func verify(_ order: Order) throws -> Verification {
+    package func verify(_ order: Order) throws -> Verification {
         let started = DispatchTime.now()
         var verification = check(order)
         verification.durationMs = Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000)
@@ -156,11 +157,11 @@ public final class PlayVerifier: OrderVerifier {
     }
 
     /// How long a purchase pending payment waits before Google is asked again (at most `backoff_max_seconds`).
-    public static let pendingRecheckSeconds: Double = 600
+    package static let pendingRecheckSeconds: Double = 600
 
     /// The obfuscatedExternalAccountId the order's user must carry, by `user_binding.app_account_token`:
     /// the one stored with the order, the user id itself, or the user id's version-5 UUID.
-    public static func expectedAccountId(_ binding: UserBinding, _ order: Order) -> String? {
+    package static func expectedAccountId(_ binding: UserBinding, _ order: Order) -> String? {
         switch binding.tokenSource {
         case .order: return order.appAccountToken.flatMap { $0.isEmpty ? nil : normalized($0) }
         case .userId: return order.userId.isEmpty ? nil : normalized(order.userId)

@@ -1,27 +1,28 @@
+import SettleBase
 /// A one-time product purchase as `purchases.products.get` answers it.
 /// https://developers.google.com/android-publisher/api-ref/rest/v3/purchases.products#ProductPurchase
 ///
 /// Each of Google's enumerations is kept as its raw number beside a typed view, so a value
 /// Google adds later decodes, survives, and is seen as "unknown" rather than guessed at.
-public struct ProductPurchase: Sendable, Equatable {
-    public enum PurchaseState: Int, Sendable {
+package struct ProductPurchase: Sendable, Equatable {
+    package enum PurchaseState: Int, Sendable {
         case purchased = 0
         case canceled = 1
         case pending = 2
     }
 
-    public enum ConsumptionState: Int, Sendable {
+    package enum ConsumptionState: Int, Sendable {
         case yetToBeConsumed = 0
         case consumed = 1
     }
 
-    public enum AcknowledgementState: Int, Sendable {
+    package enum AcknowledgementState: Int, Sendable {
         case yetToBeAcknowledged = 0
         case acknowledged = 1
     }
 
     /// Set only for purchases outside the standard billing flow; absent for a normal one.
-    public enum PurchaseType: Int, Sendable {
+    package enum PurchaseType: Int, Sendable {
         /// Bought by a license tester: Google's sandbox.
         case test = 0
         case promo = 1
@@ -29,32 +30,32 @@ public struct ProductPurchase: Sendable, Equatable {
         case rewarded = 2
     }
 
-    public var rawPurchaseState: Int?
-    public var rawConsumptionState: Int?
-    public var rawAcknowledgementState: Int?
-    public var rawPurchaseType: Int?
+    package var rawPurchaseState: Int?
+    package var rawConsumptionState: Int?
+    package var rawAcknowledgementState: Int?
+    package var rawPurchaseType: Int?
     /// `GPA.1234-5678-9012-34567`, unique per purchase; blank for some test purchases.
-    public var orderId: String?
+    package var orderId: String?
     /// Present in newer answers only; the product is otherwise the one the call named.
-    public var productId: String?
+    package var productId: String?
     /// Sent by Google as a string of digits.
-    public var purchaseTimeMillis: Int64?
+    package var purchaseTimeMillis: Int64?
     /// Absent means 1 (multi-quantity purchases say how many).
-    public var quantity: Int?
+    package var quantity: Int?
     /// What the app passed to `BillingFlowParams.setObfuscatedAccountId`: the Play counterpart
     /// of the App Store's appAccountToken, binding the purchase to one of the app's users.
-    public var obfuscatedExternalAccountId: String?
-    public var obfuscatedExternalProfileId: String?
+    package var obfuscatedExternalAccountId: String?
+    package var obfuscatedExternalProfileId: String?
     /// ISO 3166-1 alpha-2 billing region.
-    public var regionCode: String?
+    package var regionCode: String?
 
-    public var purchaseState: PurchaseState? { rawPurchaseState.flatMap(PurchaseState.init(rawValue:)) }
-    public var consumptionState: ConsumptionState? { rawConsumptionState.flatMap(ConsumptionState.init(rawValue:)) }
-    public var acknowledgementState: AcknowledgementState? { rawAcknowledgementState.flatMap(AcknowledgementState.init(rawValue:)) }
+    package var purchaseState: PurchaseState? { rawPurchaseState.flatMap(PurchaseState.init(rawValue:)) }
+    package var consumptionState: ConsumptionState? { rawConsumptionState.flatMap(ConsumptionState.init(rawValue:)) }
+    package var acknowledgementState: AcknowledgementState? { rawAcknowledgementState.flatMap(AcknowledgementState.init(rawValue:)) }
     /// Nil both when absent (a normal purchase) and when unknown: `rawPurchaseType` tells which.
-    public var purchaseType: PurchaseType? { rawPurchaseType.flatMap(PurchaseType.init(rawValue:)) }
+    package var purchaseType: PurchaseType? { rawPurchaseType.flatMap(PurchaseType.init(rawValue:)) }
 
-    public init(rawPurchaseState: Int?, rawConsumptionState: Int? = 0, rawAcknowledgementState: Int? = 0,
+    package init(rawPurchaseState: Int?, rawConsumptionState: Int? = 0, rawAcknowledgementState: Int? = 0,
                 rawPurchaseType: Int? = nil, orderId: String?, productId: String? = nil, purchaseTimeMillis: Int64? = nil,
                 quantity: Int? = nil, obfuscatedExternalAccountId: String? = nil, obfuscatedExternalProfileId: String? = nil,
                 regionCode: String? = nil) {
@@ -73,7 +74,7 @@ public struct ProductPurchase: Sendable, Equatable {
 
     /// Reads Google's answer; nil when it is not a JSON object. Fields of the wrong type read as absent.
     /// The answer's own `purchaseToken` is deliberately not kept: the caller has it already.
-    public init?(json: JSONValue) {
+    package init?(json: JSONValue) {
         guard json.objectMembers != nil else { return nil }
         func int(_ key: String) -> Int? { json[key]?.looseInt64.flatMap { Int(exactly: $0) } }
         func string(_ key: String) -> String? { json[key]?.looseString.flatMap { $0.isEmpty ? nil : $0 } }
@@ -86,7 +87,7 @@ public struct ProductPurchase: Sendable, Equatable {
     }
 
     /// The answer as Google sends it (for the fake Google and round-trip tests).
-    public var json: JSONValue {
+    package var json: JSONValue {
         var members: [(String, JSONValue)] = [("kind", .string("androidpublisher#productPurchase"))]
         if let purchaseTimeMillis { members.append(("purchaseTimeMillis", .string(String(purchaseTimeMillis)))) }
         if let rawPurchaseState { members.append(("purchaseState", .number(rawPurchaseState))) }

@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// One Cloud Pub/Sub push delivery of a Play notification: the body Pub/Sub POSTs.
 /// https://cloud.google.com/pubsub/docs/push#receive_push
@@ -6,16 +7,16 @@ import Foundation
 /// Any 2xx acknowledges it; Pub/Sub redelivers anything else and may deliver twice anyway, so
 /// `messageId` is what a receiver stores once. `data` is kept as received (decoded from base64)
 /// so a notification of a kind settle does not know yet survives in full.
-public struct PubSubPush: Sendable, Equatable {
-    public var messageId: String
-    public var publishTime: String?
+package struct PubSubPush: Sendable, Equatable {
+    package var messageId: String
+    package var publishTime: String?
     /// `projects/{project}/subscriptions/{name}`.
-    public var subscription: String?
-    public var data: Data
-    public var notification: DeveloperNotification
+    package var subscription: String?
+    package var data: Data
+    package var notification: DeveloperNotification
 
     /// Why a body is not a usable push. Raw values are fixed: safe as metric labels.
-    public enum Problem: String, Error, Sendable {
+    package enum Problem: String, Error, Sendable {
         case notJSON = "not_json"
         case noMessage = "no_message"
         case noMessageId = "no_message_id"
@@ -25,7 +26,7 @@ public struct PubSubPush: Sendable, Equatable {
         case missingPurchaseToken = "missing_purchase_token"
     }
 
-    public init(messageId: String, publishTime: String?, subscription: String?, data: Data, notification: DeveloperNotification) {
+    package init(messageId: String, publishTime: String?, subscription: String?, data: Data, notification: DeveloperNotification) {
         self.messageId = messageId
         self.publishTime = publishTime
         self.subscription = subscription
@@ -33,7 +34,7 @@ public struct PubSubPush: Sendable, Equatable {
         self.notification = notification
     }
 
-    public init(body: Data) throws(Problem) {
+    package init(body: Data) throws(Problem) {
         guard let json = try? JSONValue.parse(body) else { throw .notJSON }
         guard let message = json["message"], message.objectMembers != nil else { throw .noMessage }
         // Pub/Sub's JSON API names it `messageId`; some deliveries carry `message_id` as well.
@@ -52,7 +53,7 @@ public struct PubSubPush: Sendable, Equatable {
     }
 
     /// The body Pub/Sub would POST for `notification` (for the fake Google and tests).
-    public static func body(messageId: String, notification: DeveloperNotification, publishTime: String = "2026-12-01T10:00:00.000Z",
+    package static func body(messageId: String, notification: DeveloperNotification, publishTime: String = "2026-12-01T10:00:00.000Z",
                             subscription: String = "projects/settle-test/subscriptions/play-rtdn") -> Data {
         JSONValue.object([
             ("message", .object([("data", .string(notification.json.data.base64EncodedString())), ("messageId", .string(messageId)),

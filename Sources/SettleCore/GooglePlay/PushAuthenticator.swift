@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// Checks that a Pub/Sub push really comes from Google for settle's subscription: the
 /// `Authorization: Bearer` OIDC token Pub/Sub signs for authenticated push subscriptions.
@@ -8,17 +9,17 @@ import Foundation
 /// set), issued by `https://accounts.google.com` (or `accounts.google.com`), for the configured
 /// audience, naming the push subscription's service account as a verified `email`, not expired
 /// and not issued in the future beyond `allowedSkew`. Everything else is refused with a reason.
-public struct PushAuthenticator: Sendable {
-    public var keys: JSONWebKeySet
-    public var audience: String
-    public var serviceAccountEmail: String
-    public var time: any TimeSource
+package struct PushAuthenticator: Sendable {
+    package var keys: JSONWebKeySet
+    package var audience: String
+    package var serviceAccountEmail: String
+    package var time: any TimeSource
     /// Seconds a token's `iat` may lie ahead of settle's clock, for clocks a little apart.
-    public var allowedSkew: Int64
+    package var allowedSkew: Int64
 
-    public static let issuers: Set<String> = ["https://accounts.google.com", "accounts.google.com"]
+    package static let issuers: Set<String> = ["https://accounts.google.com", "accounts.google.com"]
 
-    public init(keys: JSONWebKeySet, audience: String, serviceAccountEmail: String, time: any TimeSource, allowedSkew: Int64 = 60) {
+    package init(keys: JSONWebKeySet, audience: String, serviceAccountEmail: String, time: any TimeSource, allowedSkew: Int64 = 60) {
         self.keys = keys
         self.audience = audience
         self.serviceAccountEmail = serviceAccountEmail
@@ -28,7 +29,7 @@ public struct PushAuthenticator: Sendable {
 
     /// Why a push was refused. The raw values are fixed and short: safe as metric labels and in
     /// logs (never the token or its claims).
-    public enum Refusal: String, Error, Sendable, CaseIterable {
+    package enum Refusal: String, Error, Sendable, CaseIterable {
         case missingToken = "missing_token"
         case malformed
         case unsupportedAlgorithm = "unsupported_algorithm"
@@ -43,7 +44,7 @@ public struct PushAuthenticator: Sendable {
     }
 
     /// Judges the request's `Authorization` header value; nil when there was none.
-    public func authenticate(authorization: String?) -> Result<Void, Refusal> {
+    package func authenticate(authorization: String?) -> Result<Void, Refusal> {
         guard let authorization else { return .failure(.missingToken) }
         // RFC 9110 11.1: the scheme is case-insensitive.
         let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)

@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// A Google Cloud service account's JSON key, the file Google Cloud Console downloads and the
 /// Play Console grants access to: the identity settle uses for the Google Play Developer API.
@@ -6,17 +7,17 @@ import Foundation
 ///
 /// The private key is loaded into OpenSSL at once (a bad key fails here, not on the first call)
 /// and the PEM text is not kept; the description names the account and key id only.
-public struct ServiceAccountKey: Sendable, CustomStringConvertible {
-    public var clientEmail: String
+package struct ServiceAccountKey: Sendable, CustomStringConvertible {
+    package var clientEmail: String
     /// `private_key_id`: the JWT header's `kid`, so Google knows which of the account's keys signed.
-    public var privateKeyId: String
-    public var tokenURI: String
-    public let privateKey: RSAPrivateKey
+    package var privateKeyId: String
+    package var tokenURI: String
+    package let privateKey: RSAPrivateKey
 
     /// Google's OAuth 2.0 token endpoint, used when the key names none.
-    public static let defaultTokenURI = "https://oauth2.googleapis.com/token"
+    package static let defaultTokenURI = "https://oauth2.googleapis.com/token"
 
-    public init(clientEmail: String, privateKeyId: String, tokenURI: String = ServiceAccountKey.defaultTokenURI,
+    package init(clientEmail: String, privateKeyId: String, tokenURI: String = ServiceAccountKey.defaultTokenURI,
                 privateKey: RSAPrivateKey) {
         self.clientEmail = clientEmail
         self.privateKeyId = privateKeyId
@@ -25,15 +26,15 @@ public struct ServiceAccountKey: Sendable, CustomStringConvertible {
     }
 
     /// Why a key file cannot be used. Messages name the field, never its value.
-    public struct Problem: Error, Sendable, CustomStringConvertible {
-        public var message: String
-        public var description: String { message }
+    package struct Problem: Error, Sendable, CustomStringConvertible {
+        package var message: String
+        package var description: String { message }
     }
 
     /// Reads the JSON key. `type` must be "service_account" when present (an OAuth client's
     /// secret file looks similar and cannot sign); `client_email`, `private_key_id` and
     /// `private_key` are required; `token_uri` defaults to Google's.
-    public init(json data: Data) throws(Problem) {
+    package init(json data: Data) throws(Problem) {
         let document: JSONValue
         do {
             document = try JSONValue.parse(data)
@@ -65,10 +66,10 @@ public struct ServiceAccountKey: Sendable, CustomStringConvertible {
         self.init(clientEmail: email, privateKeyId: keyId, tokenURI: tokenURI, privateKey: key)
     }
 
-    public var description: String { "service account \(clientEmail) (key \(privateKeyId))" }
+    package var description: String { "service account \(clientEmail) (key \(privateKeyId))" }
 
     /// The JSON key file for a generated key: for tests and the simulator, never for a real account.
-    public static func document(clientEmail: String, privateKeyId: String, privateKeyPEM: String, tokenURI: String) -> JSONValue {
+    package static func document(clientEmail: String, privateKeyId: String, privateKeyPEM: String, tokenURI: String) -> JSONValue {
         .object([("type", .string("service_account")), ("project_id", .string("settle-test")),
                  ("private_key_id", .string(privateKeyId)), ("private_key", .string(privateKeyPEM)),
                  ("client_email", .string(clientEmail)), ("token_uri", .string(tokenURI))])

@@ -1,12 +1,13 @@
 import Foundation
+import SettleBase
 
 /// A subscription purchase as `purchases.subscriptionsv2.get` answers it.
 /// https://developers.google.com/android-publisher/api-ref/rest/v3/purchases.subscriptionsv2#SubscriptionPurchaseV2
 ///
 /// The enumerations are strings in this API; each keeps its raw text beside a typed view, so a
 /// state Google adds later survives and reads as unknown.
-public struct SubscriptionPurchaseV2: Sendable, Equatable {
-    public enum State: String, Sendable {
+package struct SubscriptionPurchaseV2: Sendable, Equatable {
+    package enum State: String, Sendable {
         case pending = "SUBSCRIPTION_STATE_PENDING"
         case active = "SUBSCRIPTION_STATE_ACTIVE"
         case paused = "SUBSCRIPTION_STATE_PAUSED"
@@ -19,24 +20,24 @@ public struct SubscriptionPurchaseV2: Sendable, Equatable {
         case pendingPurchaseCanceled = "SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED"
     }
 
-    public enum AcknowledgementState: String, Sendable {
+    package enum AcknowledgementState: String, Sendable {
         case pending = "ACKNOWLEDGEMENT_STATE_PENDING"
         case acknowledged = "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"
     }
 
     /// One subscribed product (a purchase can hold several, e.g. an add-on).
-    public struct LineItem: Sendable, Equatable {
-        public var productId: String
+    package struct LineItem: Sendable, Equatable {
+        package var productId: String
         /// RFC 3339, as Google sends it.
-        public var expiryTime: String?
+        package var expiryTime: String?
 
-        public init(productId: String, expiryTime: String?) {
+        package init(productId: String, expiryTime: String?) {
             self.productId = productId
             self.expiryTime = expiryTime
         }
 
         /// `expiryTime` read, with or without fractional seconds; nil when absent or unreadable.
-        public var expiry: Date? {
+        package var expiry: Date? {
             guard let expiryTime else { return nil }
             let formatter = ISO8601DateFormatter()
             formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
@@ -46,23 +47,23 @@ public struct SubscriptionPurchaseV2: Sendable, Equatable {
         }
     }
 
-    public var rawSubscriptionState: String?
-    public var rawAcknowledgementState: String?
-    public var lineItems: [LineItem]
+    package var rawSubscriptionState: String?
+    package var rawAcknowledgementState: String?
+    package var lineItems: [LineItem]
     /// The order of the latest charge (`GPA.…..0` for the first period, `..1` for the first renewal).
-    public var latestOrderId: String?
+    package var latestOrderId: String?
     /// The token this purchase replaced (an upgrade, downgrade or resubscription): a bearer secret too.
-    public var linkedPurchaseToken: PlayPurchaseToken?
+    package var linkedPurchaseToken: PlayPurchaseToken?
     /// Google marks a license tester's purchase with a `testPurchase` object.
-    public var isTestPurchase: Bool
-    public var obfuscatedExternalAccountId: String?
-    public var regionCode: String?
-    public var startTime: String?
+    package var isTestPurchase: Bool
+    package var obfuscatedExternalAccountId: String?
+    package var regionCode: String?
+    package var startTime: String?
 
-    public var subscriptionState: State? { rawSubscriptionState.flatMap(State.init(rawValue:)) }
-    public var acknowledgementState: AcknowledgementState? { rawAcknowledgementState.flatMap(AcknowledgementState.init(rawValue:)) }
+    package var subscriptionState: State? { rawSubscriptionState.flatMap(State.init(rawValue:)) }
+    package var acknowledgementState: AcknowledgementState? { rawAcknowledgementState.flatMap(AcknowledgementState.init(rawValue:)) }
 
-    public init(rawSubscriptionState: String?, rawAcknowledgementState: String? = AcknowledgementState.pending.rawValue,
+    package init(rawSubscriptionState: String?, rawAcknowledgementState: String? = AcknowledgementState.pending.rawValue,
                 lineItems: [LineItem], latestOrderId: String?, linkedPurchaseToken: PlayPurchaseToken? = nil,
                 isTestPurchase: Bool = false, obfuscatedExternalAccountId: String? = nil, regionCode: String? = nil,
                 startTime: String? = nil) {
@@ -78,7 +79,7 @@ public struct SubscriptionPurchaseV2: Sendable, Equatable {
     }
 
     /// Reads Google's answer; nil when it is not a JSON object. Line items without a product id are skipped.
-    public init?(json: JSONValue) {
+    package init?(json: JSONValue) {
         guard json.objectMembers != nil else { return nil }
         func string(_ value: JSONValue?) -> String? {
             guard case let .string(text)? = value, !text.isEmpty else { return nil }
@@ -98,7 +99,7 @@ public struct SubscriptionPurchaseV2: Sendable, Equatable {
     }
 
     /// The answer as Google sends it (for the fake Google and round-trip tests).
-    public var json: JSONValue {
+    package var json: JSONValue {
         var members: [(String, JSONValue)] = [("kind", .string("androidpublisher#subscriptionPurchaseV2"))]
         if let regionCode { members.append(("regionCode", .string(regionCode))) }
         if let startTime { members.append(("startTime", .string(startTime))) }

@@ -1,13 +1,14 @@
+import SettleBase
 /// A purchase Google canceled, refunded or charged back, as `purchases.voidedpurchases.list` lists it.
 /// https://developers.google.com/android-publisher/api-ref/rest/v3/purchases.voidedpurchases
-public struct VoidedPurchase: Sendable, Equatable {
-    public enum Source: Int, Sendable {
+package struct VoidedPurchase: Sendable, Equatable {
+    package enum Source: Int, Sendable {
         case user = 0
         case developer = 1
         case google = 2
     }
 
-    public enum Reason: Int, Sendable {
+    package enum Reason: Int, Sendable {
         case other = 0
         case remorse = 1
         case notReceived = 2
@@ -20,20 +21,20 @@ public struct VoidedPurchase: Sendable, Equatable {
     }
 
     /// Finds the order; a bearer secret like every purchase token.
-    public var purchaseToken: PlayPurchaseToken
+    package var purchaseToken: PlayPurchaseToken
     /// The grant key of what was voided (for subscriptions, the one renewal's order).
-    public var orderId: String?
-    public var purchaseTimeMillis: Int64?
-    public var voidedTimeMillis: Int64?
-    public var rawVoidedSource: Int?
-    public var rawVoidedReason: Int?
+    package var orderId: String?
+    package var purchaseTimeMillis: Int64?
+    package var voidedTimeMillis: Int64?
+    package var rawVoidedSource: Int?
+    package var rawVoidedReason: Int?
     /// Set for a quantity-based partial refund: how many of a multi-quantity purchase were voided.
-    public var voidedQuantity: Int?
+    package var voidedQuantity: Int?
 
-    public var voidedSource: Source? { rawVoidedSource.flatMap(Source.init(rawValue:)) }
-    public var voidedReason: Reason? { rawVoidedReason.flatMap(Reason.init(rawValue:)) }
+    package var voidedSource: Source? { rawVoidedSource.flatMap(Source.init(rawValue:)) }
+    package var voidedReason: Reason? { rawVoidedReason.flatMap(Reason.init(rawValue:)) }
 
-    public init(purchaseToken: PlayPurchaseToken, orderId: String?, purchaseTimeMillis: Int64? = nil, voidedTimeMillis: Int64? = nil,
+    package init(purchaseToken: PlayPurchaseToken, orderId: String?, purchaseTimeMillis: Int64? = nil, voidedTimeMillis: Int64? = nil,
                 rawVoidedSource: Int? = nil, rawVoidedReason: Int? = nil, voidedQuantity: Int? = nil) {
         self.purchaseToken = purchaseToken
         self.orderId = orderId
@@ -45,7 +46,7 @@ public struct VoidedPurchase: Sendable, Equatable {
     }
 
     /// Nil when the entry has no usable purchase token: nothing could be matched with it.
-    public init?(json: JSONValue) {
+    package init?(json: JSONValue) {
         guard case let .string(text)? = json["purchaseToken"], let token = PlayPurchaseToken(text) else { return nil }
         func int(_ key: String) -> Int? { json[key]?.looseInt64.flatMap { Int(exactly: $0) } }
         self.init(purchaseToken: token, orderId: json["orderId"]?.looseString.flatMap { $0.isEmpty ? nil : $0 },
@@ -53,7 +54,7 @@ public struct VoidedPurchase: Sendable, Equatable {
                   rawVoidedSource: int("voidedSource"), rawVoidedReason: int("voidedReason"), voidedQuantity: int("voidedQuantity"))
     }
 
-    public var json: JSONValue {
+    package var json: JSONValue {
         var members: [(String, JSONValue)] = [("kind", .string("androidpublisher#voidedPurchase")),
                                               ("purchaseToken", .string(purchaseToken.value))]
         if let orderId { members.append(("orderId", .string(orderId))) }
@@ -67,14 +68,14 @@ public struct VoidedPurchase: Sendable, Equatable {
 }
 
 /// One page of `purchases.voidedpurchases.list`.
-public struct VoidedPurchasePage: Sendable, Equatable {
-    public var purchases: [VoidedPurchase]
+package struct VoidedPurchasePage: Sendable, Equatable {
+    package var purchases: [VoidedPurchase]
     /// `tokenPagination.nextPageToken`: pass it to get the next page; nil on the last one.
-    public var nextPageToken: String?
+    package var nextPageToken: String?
     /// Entries skipped because they carried no usable purchase token.
-    public var unreadable: Int
+    package var unreadable: Int
 
-    public init(purchases: [VoidedPurchase], nextPageToken: String?, unreadable: Int = 0) {
+    package init(purchases: [VoidedPurchase], nextPageToken: String?, unreadable: Int = 0) {
         self.purchases = purchases
         self.nextPageToken = nextPageToken
         self.unreadable = unreadable

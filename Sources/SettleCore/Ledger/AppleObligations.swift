@@ -1,34 +1,35 @@
 import Foundation
+import SettleBase
 
 /// A revoke owed to the operator's hook after Apple took a delivered purchase back.
-public struct RevocationJob: Sendable, Equatable {
-    public var transactionId: String
-    public var orderId: String
-    public var kind: String
-    public var attempts: Int
+package struct RevocationJob: Sendable, Equatable {
+    package var transactionId: String
+    package var orderId: String
+    package var kind: String
+    package var attempts: Int
     /// 1 for the first refund of the transaction; one more for each refund after a reversed one.
-    public var round: Int = 1
+    package var round: Int = 1
     /// Why the last attempt did not revoke (or why the revoke waits), nil before any.
-    public var lastError: String? = nil
+    package var lastError: String? = nil
     /// The claim this job was handed out under (the row counts its claims): its outcome is
     /// recorded under it, and changes nothing once another host claimed the job since.
-    public var claim: Int64 = 0
+    package var claim: Int64 = 0
 }
 
 /// An answer owed to Apple for a refund request (CONSUMPTION_REQUEST).
-public struct ConsumptionJob: Sendable, Equatable {
-    public var notificationUUID: String
-    public var transactionId: String
-    public var environment: String
-    public var orderId: String?
-    public var attempts: Int
-    public var deadlineAt: Int64
+package struct ConsumptionJob: Sendable, Equatable {
+    package var notificationUUID: String
+    package var transactionId: String
+    package var environment: String
+    package var orderId: String?
+    package var attempts: Int
+    package var deadlineAt: Int64
     /// The claim this answer was handed out under, as for `RevocationJob.claim`.
-    public var claim: Int64 = 0
+    package var claim: Int64 = 0
 }
 
 /// What the ledger shows about a purchase's delivery, for an answer to a refund request.
-public enum DeliveryEvidence: Sendable, Equatable {
+package enum DeliveryEvidence: Sendable, Equatable {
     /// Delivered: settle finished it, or a grant is recorded outside settle.
     case delivered(String)
     /// An order about it is still being settled: ask again later.
@@ -38,19 +39,19 @@ public enum DeliveryEvidence: Sendable, Equatable {
 }
 
 /// Where Get Notification History resumes in one environment.
-public struct NotificationCursor: Sendable, Equatable {
+package struct NotificationCursor: Sendable, Equatable {
     /// Everything sent before this (ms) has been read.
-    public var syncedUntilMs: Int64?
+    package var syncedUntilMs: Int64?
     /// The window being paged now, and where in it; nil when none is open.
-    public var windowStartMs: Int64?
-    public var windowEndMs: Int64?
-    public var paginationToken: String?
+    package var windowStartMs: Int64?
+    package var windowEndMs: Int64?
+    package var paginationToken: String?
     /// When settle first read this environment's history (ms): purchases older than that are
     /// back-filled, reported for a person rather than delivered. nil before the first start
     /// (and on ledgers that read history before this was kept).
-    public var startedAtMs: Int64?
+    package var startedAtMs: Int64?
 
-    public init(syncedUntilMs: Int64? = nil, windowStartMs: Int64? = nil, windowEndMs: Int64? = nil, paginationToken: String? = nil,
+    package init(syncedUntilMs: Int64? = nil, windowStartMs: Int64? = nil, windowEndMs: Int64? = nil, paginationToken: String? = nil,
                 startedAtMs: Int64? = nil) {
         self.syncedUntilMs = syncedUntilMs
         self.windowStartMs = windowStartMs
@@ -71,7 +72,7 @@ extension TransactionalLedger {
     /// grant while the hook's outcome is unknown (it timed out, settle died during it). Only a
     /// revoke whose order never reached the hook (it holds no grant) is cancelled here; one
     /// whose delivery is in flight waits for it. Each returned job is claimed for `leaseSeconds`.
-    public func claimDueRevocations(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(RevocationJob, Order)] {
+    package func claimDueRevocations(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(RevocationJob, Order)] {
         let now = time.unixSeconds
         return try writing { db in
             try db.query("""
@@ -105,7 +106,7 @@ extension TransactionalLedger {
     }
 
     /// Whether this job's claim is still this one's and unexpired: checked just before the hook runs.
-    public func holds(_ job: RevocationJob) throws(LedgerError) -> Bool {
+    package func holds(_ job: RevocationJob) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
         return try reading { db in
             try !db.query("""
@@ -116,7 +117,7 @@ extension TransactionalLedger {
 
     /// A revoke that cannot run yet because no route for revokes is configured: it stays
     /// `pending` and due (so it runs once one is) with the reason as its last error, without using an attempt.
-    public func recordRevocationWaiting(_ job: RevocationJob, reason: String, history: HistoryEntry) throws(LedgerError) {
+    package func recordRevocationWaiting(_ job: RevocationJob, reason: String, history: HistoryEntry) throws(LedgerError) {
         let now = time.unixSeconds
         try writing { db in
             let changed = try db.query("""
@@ -129,7 +130,7 @@ extension TransactionalLedger {
     }
 
     /// Gives a claimed revoke back untouched: due again at once.
-    public func releaseRevocation(_ job: RevocationJob) throws(LedgerError) {
+    package func releaseRevocation(_ job: RevocationJob) throws(LedgerError) {
         let now = time.unixSeconds
         try writing { db in
             try db.query("UPDATE revocations SET next_attempt_at = ? WHERE transaction_id = ? AND state = 'pending' AND claim = ?",
@@ -138,7 +139,7 @@ extension TransactionalLedger {
     }
 
     /// The revoke owed for one order, for `settle status`: nil when none was ever owed.
-    public func revocation(orderId: String) throws(LedgerError) -> (state: String, job: RevocationJob)? {
+    package func revocation(orderId: String) throws(LedgerError) -> (state: String, job: RevocationJob)? {
         guard try hasNotificationTables() else { return nil }
         return try reading { db in
             try db.query("SELECT * FROM revocations WHERE order_id = ? ORDER BY updated_at DESC LIMIT 1", [.text(orderId)]).first
@@ -153,7 +154,7 @@ extension TransactionalLedger {
     /// What a revoke attempt concluded: `revoked`, `pending` (retry at `nextAttemptAt`) or
     /// `needs_attention`. Nothing changes when the job was claimed again since (false).
     @discardableResult
-    public func recordRevocation(_ job: RevocationJob, state: String, error: String?, nextAttemptAt: Int64,
+    package func recordRevocation(_ job: RevocationJob, state: String, error: String?, nextAttemptAt: Int64,
                                  history: HistoryEntry) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
         return try writing { db in
@@ -169,7 +170,7 @@ extension TransactionalLedger {
     }
 
     /// Due refund-request answers, each claimed for `leaseSeconds` as revokes are.
-    public func claimDueConsumptionAnswers(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(ConsumptionJob, Order?)] {
+    package func claimDueConsumptionAnswers(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(ConsumptionJob, Order?)] {
         let now = time.unixSeconds
         return try writing { db in
             let due = try db.query("""
@@ -195,7 +196,7 @@ extension TransactionalLedger {
     }
 
     /// Whether this answer's claim is still this one's and unexpired: checked just before Apple is called.
-    public func holds(_ job: ConsumptionJob) throws(LedgerError) -> Bool {
+    package func holds(_ job: ConsumptionJob) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
         return try reading { db in
             try !db.query("""
@@ -207,7 +208,7 @@ extension TransactionalLedger {
     /// What the ledger can show about whether a purchase was delivered, for an answer to a
     /// refund request. Only evidence counts: a finished order of settle's (not refunded since) or
     /// a grant recorded outside settle. Absence of evidence is never "undelivered".
-    public func deliveryEvidence(transactionId: String) throws(LedgerError) -> DeliveryEvidence {
+    package func deliveryEvidence(transactionId: String) throws(LedgerError) -> DeliveryEvidence {
         try reading { db in
             let grants = try db.query("""
                 SELECT g.order_id AS holder, g.source AS source, o.state AS state, o.refunded_at AS refunded_at
@@ -234,7 +235,7 @@ extension TransactionalLedger {
     }
 
     /// An answer that waits for an order still being settled: looked at again at `until`, no attempt used.
-    public func postponeConsumptionAnswer(_ job: ConsumptionJob, until: Int64, why: String) throws(LedgerError) {
+    package func postponeConsumptionAnswer(_ job: ConsumptionJob, until: Int64, why: String) throws(LedgerError) {
         let now = time.unixSeconds
         try writing { db in
             try db.query("""
@@ -246,7 +247,7 @@ extension TransactionalLedger {
     /// What an answer attempt concluded: `sent`, `pending` (retry at `nextAttemptAt`) or `failed`.
     /// Nothing changes when the answer was claimed again since (false).
     @discardableResult
-    public func recordConsumptionAnswer(_ job: ConsumptionJob, state: String, body: String, appleStatus: Int?, error: String?,
+    package func recordConsumptionAnswer(_ job: ConsumptionJob, state: String, body: String, appleStatus: Int?, error: String?,
                                         nextAttemptAt: Int64, history: HistoryEntry) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
         return try writing { db in
@@ -265,7 +266,7 @@ extension TransactionalLedger {
 
     // MARK: - The history cursor, shared by every host
 
-    public func notificationCursor(environment: String) throws(LedgerError) -> NotificationCursor {
+    package func notificationCursor(environment: String) throws(LedgerError) -> NotificationCursor {
         try reading { db in
             try db.query("SELECT * FROM notification_cursor WHERE environment = ?", [.text(environment)]).first
                 .map(NotificationCursor.init(row:)) ?? NotificationCursor()
@@ -275,7 +276,7 @@ extension TransactionalLedger {
     /// Takes this environment's history catch-up for `owner` until `leaseSeconds` from now, and
     /// returns where it resumes; nil while another host's catch-up holds it (its lease not yet
     /// expired: a host that died mid-page hands over when its lease runs out, at the page it saved).
-    public func claimNotificationHistory(environment: String, owner: String, leaseSeconds: Int64) throws(LedgerError) -> NotificationCursor? {
+    package func claimNotificationHistory(environment: String, owner: String, leaseSeconds: Int64) throws(LedgerError) -> NotificationCursor? {
         let now = time.unixSeconds
         return try writing { db in
             try db.query("INSERT INTO notification_cursor(environment, updated_at) VALUES (?, ?) ON CONFLICT (environment) DO NOTHING",
@@ -292,7 +293,7 @@ extension TransactionalLedger {
     /// Saves where the catch-up is and renews `owner`'s lease on it. Returns false, saving
     /// nothing, when `owner` no longer holds it (its lease ran out and another host took over).
     @discardableResult
-    public func saveNotificationCursor(_ cursor: NotificationCursor, environment: String, owner: String,
+    package func saveNotificationCursor(_ cursor: NotificationCursor, environment: String, owner: String,
                                        leaseSeconds: Int64) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
         return try writing { db in
@@ -307,7 +308,7 @@ extension TransactionalLedger {
     }
 
     /// Ends `owner`'s catch-up of this environment: the next host may take it at once.
-    public func releaseNotificationHistory(environment: String, owner: String) throws(LedgerError) {
+    package func releaseNotificationHistory(environment: String, owner: String) throws(LedgerError) {
         try writing { db in
             try db.query("UPDATE notification_cursor SET lease_owner = NULL, lease_expires_at = NULL WHERE environment = ? AND lease_owner = ?",
                          [.text(environment), .text(owner)])
@@ -315,7 +316,7 @@ extension TransactionalLedger {
     }
 
     /// Sets the cursor outright, whoever holds it (tests, and an operator's restart of the catch-up).
-    public func saveNotificationCursor(_ cursor: NotificationCursor, environment: String) throws(LedgerError) {
+    package func saveNotificationCursor(_ cursor: NotificationCursor, environment: String) throws(LedgerError) {
         let now = time.unixSeconds
         try writing { db in
             try db.query("""

@@ -1,6 +1,7 @@
+import SettleBase
 /// Why an order went to `needs_attention`, as `status` shows it. Each one is something settle
 /// cannot decide by itself; the README says what an operator does with each.
-public enum AttentionReason: String, Sendable, Equatable, CaseIterable {
+package enum AttentionReason: String, Sendable, Equatable, CaseIterable {
     case attemptsExhausted = "attempts_exhausted"
     case hookRefused = "hook_refused"
     case grantConflict = "grant_conflict"

@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// Group commit for the ledger's per-order transitions: the workers of a pass each submit their
 /// transition; one of them (the leader) runs every transition waiting at that moment in one

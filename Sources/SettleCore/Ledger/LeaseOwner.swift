@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,16 +12,16 @@ import Glibc
 /// The boot id and PID-namespace inode matter because a pid is only a name inside one PID
 /// namespace of one boot: a settle in a container that shares our host name (or in a
 /// container of a previous boot, on a ledger on persistent storage) has pids we cannot see.
-public struct LeaseOwner: Sendable, Equatable, CustomStringConvertible {
-    public var host: String
-    public var pid: Int32
-    public var startTime: String
+package struct LeaseOwner: Sendable, Equatable, CustomStringConvertible {
+    package var host: String
+    package var pid: Int32
+    package var startTime: String
     /// /proc/sys/kernel/random/boot_id; nil for an owner recorded by an older settle.
-    public var bootId: String?
+    package var bootId: String?
     /// The inode of /proc/self/ns/pid; nil for an owner recorded by an older settle.
-    public var pidNamespace: UInt64?
+    package var pidNamespace: UInt64?
 
-    public init(host: String, pid: Int32, startTime: String, bootId: String? = nil, pidNamespace: UInt64? = nil) {
+    package init(host: String, pid: Int32, startTime: String, bootId: String? = nil, pidNamespace: UInt64? = nil) {
         self.host = host
         self.pid = pid
         self.startTime = startTime
@@ -30,7 +31,7 @@ public struct LeaseOwner: Sendable, Equatable, CustomStringConvertible {
 
     /// An owner as the ledger stores it: `lease_start` (and the daemon's `process_start`) hold
     /// `"<starttime>;boot=<id>;pidns=<inode>"`, so the extra identity needs no new column.
-    public init(host: String, pid: Int32, leaseStart: String) {
+    package init(host: String, pid: Int32, leaseStart: String) {
         var parts = leaseStart.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
         let startTime = parts.isEmpty ? "" : parts.removeFirst()
         var bootId: String?, pidNamespace: UInt64?
@@ -44,18 +45,18 @@ public struct LeaseOwner: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// What the ledger stores in `lease_start` and `process_start` (see `init(host:pid:leaseStart:)`).
-    public var leaseStart: String {
+    package var leaseStart: String {
         startTime + (bootId.map { ";boot=\($0)" } ?? "") + (pidNamespace.map { ";pidns=\($0)" } ?? "")
     }
 
     /// This process.
-    public static let current: LeaseOwner = {
+    package static let current: LeaseOwner = {
         let pid = getpid()
         return LeaseOwner(host: hostName(), pid: pid, startTime: processStartTime(pid) ?? "unknown",
                           bootId: currentBootId(), pidNamespace: currentPidNamespace())
     }()
 
-    public var description: String { "\(host):\(pid)@\(startTime)" }
+    package var description: String { "\(host):\(pid)@\(startTime)" }
 
     /// Whether the owner is known to be gone: same host, boot and PID namespace as ours, and
     /// its pid is dead or now belongs to a process with another start time. Anywhere else its
@@ -64,7 +65,7 @@ public struct LeaseOwner: Sendable, Equatable, CustomStringConvertible {
     /// An owner recorded without boot id or namespace (by an older settle) is never
     /// judged by its pid: it may have run in a container sharing our host name, and waiting
     /// out one lease after an upgrade costs minutes, while a wrong "dead" grants twice.
-    public var isKnownDead: Bool { isKnownDead(comparedWith: .current) }
+    package var isKnownDead: Bool { isKnownDead(comparedWith: .current) }
 
     func isKnownDead(comparedWith us: LeaseOwner) -> Bool {
         guard host == us.host, let bootId, bootId == us.bootId, let pidNamespace, pidNamespace == us.pidNamespace else {

@@ -1,14 +1,15 @@
 import Foundation
+import SettleBase
 
 /// Moves a ledger from SQLite to PostgreSQL (`settle ledger copy`): orders with their refund
 /// marks, receipts, history, grants, the Apple breaker, and App Store Server Notifications
 /// (notifications, revokes and refund-request answers owed or done, the history cursor), in one
 /// PostgreSQL transaction, into a ledger that has no orders yet, then checks that every table
 /// holds as many rows as the source.
-public enum LedgerCopy {
+package enum LedgerCopy {
     /// Rows copied, by table.
-    public struct Report: Sendable {
-        public var counts: [(table: String, rows: Int)]
+    package struct Report: Sendable {
+        package var counts: [(table: String, rows: Int)]
     }
 
     /// Columns copied, per table, in an order that satisfies the foreign keys. A column the
@@ -40,7 +41,7 @@ public enum LedgerCopy {
     /// Copies the SQLite ledger at `path` into `destination`. The source is read in one read
     /// transaction (a consistent snapshot: stop `settle run` first so nothing changes after);
     /// the destination must hold no orders.
-    public static func copy(fromSQLite path: String, to destination: PostgresLedger) throws(LedgerError) -> Report {
+    package static func copy(fromSQLite path: String, to destination: PostgresLedger) throws(LedgerError) -> Report {
         let source = try SQLiteLedger(readOnlyPath: path)
         let version = try source.schemaVersion()
         guard version >= 4 else { throw .olderSchema(found: version, needed: 4) }

@@ -1,9 +1,10 @@
+import SettleBase
 /// Opens the ledger a configuration names: the SQLite file, or the PostgreSQL database.
 extension Configuration {
     /// `access` as for `PostgresLedger.Access`: only the commands that own the ledger's life
     /// (`migrate`, `run`, `reconcile`) migrate it. A PostgreSQL pool has a connection for each
     /// of a pass's workers, one for lease renewals and one for status.
-    public func openLedger(_ access: PostgresLedger.Access, time: any TimeSource) throws(LedgerError) -> any SettleLedger {
+    package func openLedger(_ access: PostgresLedger.Access, time: any TimeSource) throws(LedgerError) -> any SettleLedger {
         if let postgres = postgresLedger {
             let password: Secret?
             do {

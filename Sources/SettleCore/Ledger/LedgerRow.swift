@@ -1,6 +1,7 @@
+import SettleBase
 /// A row of either back end, read by column name: `Order` and the history decode from it
 /// the same way whichever database it came from.
-public protocol LedgerRow {
+package protocol LedgerRow {
     func string(_ column: String) -> String?
     func int(_ column: String) -> Int64?
 }

@@ -1,10 +1,11 @@
+import SettleBase
 /// The ledger's migrations. Each runs once, in one transaction, and is recorded in
 /// `PRAGMA user_version`. The tables and columns that backends write only ever grow.
-public enum LedgerSchema {
+package enum LedgerSchema {
     /// The migration that adds Google Play's columns and tables.
     static let googlePlayVersion = 8
 
-    public static let migrations: [String] = [
+    package static let migrations: [String] = [
         // 1: orders, deduplicated receipts, history, grants.
         """
         CREATE TABLE receipts (

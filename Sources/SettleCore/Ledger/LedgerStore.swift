@@ -1,5 +1,6 @@
+import SettleBase
 /// What every ledger is, whichever role a caller uses it in.
-public protocol LedgerBase: AnyObject, Sendable {
+package protocol LedgerBase: AnyObject, Sendable {
     var time: any TimeSource { get }
     /// Where the ledger is, for logs and status (a path, or a URL without its password).
     var location: String { get }
@@ -20,7 +21,7 @@ public protocol LedgerBase: AnyObject, Sendable {
 /// (`false`, `nil` or `.leaseLost`). SQLite's claims are taken back only by this process's
 /// own rescue before a pass, so the owner alone identifies them there and `fence` is unused
 /// (`LedgerDialect.fence`).
-public protocol OrderLedger: LedgerBase {
+package protocol OrderLedger: LedgerBase {
     func enqueue(_ new: NewOrder) throws(LedgerError) -> EnqueueResult
     func receipt(sha256: String) throws(LedgerError) -> String?
 
@@ -61,7 +62,7 @@ public protocol OrderLedger: LedgerBase {
 }
 
 /// Grants: who holds a purchase, and the ones a backend made itself (`grant-recorded`).
-public protocol GrantLedger: LedgerBase {
+package protocol GrantLedger: LedgerBase {
     func recordOutsideGrant(transactionId: String, grantKey: String, note: String?) throws(LedgerError) -> OutsideGrantResult
     func grantHolder(transactionId: String) throws(LedgerError) -> String?
     func grantHolder(of purchase: VerifiedPurchase) throws(LedgerError) -> GrantHolder?
@@ -69,7 +70,7 @@ public protocol GrantLedger: LedgerBase {
 
 /// What support does and reads: `retry`, `resolve`, `assign`, `status`, `reconcile --dry-run`,
 /// and housekeeping.
-public protocol SupportLedger: LedgerBase {
+package protocol SupportLedger: LedgerBase {
     @discardableResult
     func retry(orderIds: [String], note: String?, proof: ReplacementProof?) throws(LedgerError) -> [RetriedOrder]
     @discardableResult
@@ -85,7 +86,7 @@ public protocol SupportLedger: LedgerBase {
 }
 
 /// Work done once for all daemons (the Apple breaker), and the daemons themselves.
-public protocol DaemonRegistry: LedgerBase {
+package protocol DaemonRegistry: LedgerBase {
     func appleBreaker() throws(LedgerError) -> AppleBreaker
     /// The breaker as a pass starts: on a shared ledger, when it is due for a probe, only one
     /// daemon gets it due (and probes); the others see it wait one more cooldown.
@@ -104,28 +105,28 @@ public protocol DaemonRegistry: LedgerBase {
 /// change state, whichever database holds it. `SQLiteLedger` keeps it in SQLite on one host;
 /// `PostgresLedger` in PostgreSQL, shared by any number of `settle run` processes on any
 /// number of hosts. A caller that needs one role takes that protocol.
-public protocol LedgerStore: OrderLedger, GrantLedger, SupportLedger, DaemonRegistry {}
+package protocol LedgerStore: OrderLedger, GrantLedger, SupportLedger, DaemonRegistry {}
 
 extension SupportLedger {
     @discardableResult
-    public func retry(orderIds: [String], note: String?) throws(LedgerError) -> [RetriedOrder] {
+    package func retry(orderIds: [String], note: String?) throws(LedgerError) -> [RetriedOrder] {
         try retry(orderIds: orderIds, note: note, proof: nil)
     }
 
     @discardableResult
-    public func resolve(orderIds: [String], as resolution: Resolution, note: String) throws(LedgerError) -> [(String, OrderState)] {
+    package func resolve(orderIds: [String], as resolution: Resolution, note: String) throws(LedgerError) -> [(String, OrderState)] {
         try resolve(orderIds: orderIds, as: resolution, note: note, transaction: nil)
     }
 }
 
 extension SQLiteLedger: LedgerStore {
-    public var location: String { path }
-    public var isShared: Bool { false }
+    package var location: String { path }
+    package var isShared: Bool { false }
 }
 
 extension LedgerError {
     /// The database's words when a write broke a constraint (a row a backend wrote badly), else nil.
-    public var constraintViolation: String? {
+    package var constraintViolation: String? {
         switch self {
         case let .io(sqlite) where sqlite.isConstraintViolation: return sqlite.message
         case let .postgres(postgres) where postgres.isConstraintViolation: return postgres.message

@@ -1,50 +1,51 @@
 import Foundation
+import SettleBase
 
 /// What storing one notification did. `outcome` is a stable code (status, metrics).
-public struct IngestResult: Sendable, Equatable {
-    public var outcome: String
-    public var orderId: String?
-    public var detail: String?
+package struct IngestResult: Sendable, Equatable {
+    package var outcome: String
+    package var orderId: String?
+    package var detail: String?
     /// Already stored under this UUID: nothing changed.
-    public var duplicate: Bool
+    package var duplicate: Bool
     /// The notification left work for a pass (an order to settle, a revoke, an answer to Apple).
-    public var needsPass: Bool
+    package var needsPass: Bool
 }
 
 /// The rules the ledger applies to a notification, from the configuration.
-public struct NotificationRules: Sendable {
-    public var eligibility: PurchaseEligibility
+package struct NotificationRules: Sendable {
+    package var eligibility: PurchaseEligibility
     /// `consumption.respond`: a refund request queues an answer to Apple.
-    public var answerConsumptionRequests: Bool
+    package var answerConsumptionRequests: Bool
 
-    public init(eligibility: PurchaseEligibility, answerConsumptionRequests: Bool) {
+    package init(eligibility: PurchaseEligibility, answerConsumptionRequests: Bool) {
         self.eligibility = eligibility
         self.answerConsumptionRequests = answerConsumptionRequests
     }
 }
 
 /// A stored notification, for `settle status --notification`.
-public struct NotificationRecord: Sendable, Equatable {
-    public var uuid: String
-    public var type: String
-    public var subtype: String?
-    public var environment: String
-    public var signedDateMs: Int64?
-    public var transactionId: String?
-    public var orderId: String?
-    public var source: String
-    public var receivedAt: Int64
-    public var outcome: String
-    public var detail: String?
+package struct NotificationRecord: Sendable, Equatable {
+    package var uuid: String
+    package var type: String
+    package var subtype: String?
+    package var environment: String
+    package var signedDateMs: Int64?
+    package var transactionId: String?
+    package var orderId: String?
+    package var source: String
+    package var receivedAt: Int64
+    package var outcome: String
+    package var detail: String?
 }
 
 /// Where the notification transitions' constants live (they are the same for every engine).
-public enum NotificationTransitions {
+package enum NotificationTransitions {
     /// Apple answers refund requests only within 12 hours (apple-protocol.md 4).
     static let consumptionDeadlineSeconds: Int64 = 12 * 3600
 
     /// Order ids settle makes from Apple's notifications; a backend may not use them.
-    public static let appleOrderIdPrefix = "apple-"
+    package static let appleOrderIdPrefix = "apple-"
 
     static func appleOrderId(_ transactionId: String) -> String { appleOrderIdPrefix + transactionId }
 }
@@ -403,7 +404,7 @@ extension LedgerTransaction {
 extension Order {
     /// The `transactionId` a signed transaction's payload claims, unverified: a lookup key only
     /// (verification checks the signature, and that it agrees with the order).
-    public static func transactionId(namedIn jws: String) -> String? {
+    package static func transactionId(namedIn jws: String) -> String? {
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let payload = Base64URL.decode(parts[1]), let json = try? JSONValue.parse(payload),
               case let .string(id)? = json["transactionId"], !id.isEmpty, id.count <= 64 else { return nil }

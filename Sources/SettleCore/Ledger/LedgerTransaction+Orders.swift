@@ -1,3 +1,4 @@
+import SettleBase
 /// The order writes every transition ends with, written once for both engines.
 extension LedgerTransaction {
     /// Ends a claim: the order's new state, why, and no lease.

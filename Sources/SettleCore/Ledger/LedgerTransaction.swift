@@ -1,6 +1,7 @@
+import SettleBase
 /// A value bound to a ledger statement, whichever engine runs it (`SQLiteValue` and
 /// `PostgresValue` are this type).
-public enum LedgerValue: Sendable, Equatable {
+package enum LedgerValue: Sendable, Equatable {
     case null
     case integer(Int64)
     case text(String)
@@ -13,7 +14,7 @@ public enum LedgerValue: Sendable, Equatable {
 /// A connection inside one ledger transaction. Statements are written once, with `?`
 /// placeholders and the SQL both engines speak (`INSERT ... ON CONFLICT ... DO NOTHING`,
 /// `RETURNING`, `coalesce`); what the engines disagree on is asked of `dialect`.
-public protocol LedgerTransaction {
+package protocol LedgerTransaction {
     var dialect: LedgerDialect { get }
     @discardableResult
     func query(_ sql: String, _ values: [LedgerValue]) throws -> [any LedgerRow]
@@ -23,7 +24,7 @@ public protocol LedgerTransaction {
 
 extension LedgerTransaction {
     @discardableResult
-    public func query(_ sql: String) throws -> [any LedgerRow] { try query(sql, []) }
+    package func query(_ sql: String) throws -> [any LedgerRow] { try query(sql, []) }
 }
 
 /// What the two engines do differently, in the way of sql-kit's `SQLDialect`: only the answers,
@@ -33,36 +34,36 @@ extension LedgerTransaction {
 /// a transaction reads cannot change under it and it needs no row locks. PostgreSQL runs
 /// writers side by side (READ COMMITTED), on several hosts: a transaction that reads a row and
 /// then changes it locks it, and a claim skips rows another host holds.
-public struct LedgerDialect: Sendable {
+package struct LedgerDialect: Sendable {
     /// Appended to a `SELECT` of rows the transaction goes on to change.
-    public var lockRows: String
+    package var lockRows: String
     /// Appended to a `SELECT` of rows to claim from the table named (or aliased) so: rows
     /// another transaction holds are skipped, not waited for (that one is working on them).
-    public var claimRows: @Sendable (String) -> String
+    package var claimRows: @Sendable (String) -> String
     /// A statement taking a lock on one key (a transaction id) until the transaction ends, so
     /// two writers about the same purchase (two notifications of it reaching two hosts) run one
     /// after the other; nil where transactions already run one at a time.
-    public var keyLock: String?
+    package var keyLock: String?
     /// A condition that a column holds text (a backend's SQLite rows may hold BLOBs).
-    public var isText: @Sendable (String) -> String
+    package var isText: @Sendable (String) -> String
     /// Appended to the owner check of a claim (`lease_host = ? AND lease_pid = ? AND lease_start = ?`),
     /// with its values: PostgreSQL's claims carry a fencing token bumped at every claim, and a
     /// transition given one acts only while the order still has it (another host may have taken
     /// the claim over). SQLite's claims are taken back only by this process's own rescue before
     /// a pass, so the owner alone identifies them: nothing is appended.
-    public var fence: @Sendable (Int64?) -> (sql: String, values: [LedgerValue])
+    package var fence: @Sendable (Int64?) -> (sql: String, values: [LedgerValue])
     /// Appended to the lease columns a new claim sets: PostgreSQL's claim bumps the order's
     /// fencing token, so the previous holder's transitions change nothing; nothing on SQLite.
-    public var newFence: String
+    package var newFence: String
     /// When a lease taken now for `seconds` ends, as SQL with its values. SQLite measures leases
     /// on this process's clock (`time`; one host); PostgreSQL on the database's (`now()`), the
     /// one clock every host shares.
-    public var leaseExpiry: @Sendable (_ now: Int64, _ seconds: Int64) -> (sql: String, values: [LedgerValue])
+    package var leaseExpiry: @Sendable (_ now: Int64, _ seconds: Int64) -> (sql: String, values: [LedgerValue])
 
-    public static let sqlite = LedgerDialect(lockRows: "", claimRows: { _ in "" }, keyLock: nil, isText: { "typeof(\($0)) = 'text'" },
+    package static let sqlite = LedgerDialect(lockRows: "", claimRows: { _ in "" }, keyLock: nil, isText: { "typeof(\($0)) = 'text'" },
                                              fence: { _ in ("", []) }, newFence: "",
                                              leaseExpiry: { now, seconds in ("?", [.integer(now + seconds)]) })
-    public static let postgres = LedgerDialect(lockRows: " FOR UPDATE", claimRows: { " FOR UPDATE OF \($0) SKIP LOCKED" },
+    package static let postgres = LedgerDialect(lockRows: " FOR UPDATE", claimRows: { " FOR UPDATE OF \($0) SKIP LOCKED" },
                                                keyLock: "SELECT pg_advisory_xact_lock(hashtext(?)) IS NULL AS locked",
                                                isText: { _ in "TRUE" },
                                                fence: { fence in (" AND (?::bigint IS NULL OR fencing_token = ?::bigint)", [.from(fence), .from(fence)]) },
@@ -71,7 +72,7 @@ public struct LedgerDialect: Sendable {
 }
 
 /// A ledger whose transitions can be written once over `LedgerTransaction`: both engines.
-public protocol TransactionalLedger: LedgerStore {
+package protocol TransactionalLedger: LedgerStore {
     /// One read-write transaction. Returns once it is committed (durable), or throws and
     /// nothing of it stays.
     @discardableResult
@@ -119,40 +120,40 @@ struct PostgresTransaction: LedgerTransaction {
 
 extension SQLiteLedger: TransactionalLedger {
     @discardableResult
-    public func writing<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T {
+    package func writing<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T {
         try locked { () throws(LedgerError) in try write { try body(SQLiteTransaction(database: database)) } }
     }
 
-    public func reading<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T {
+    package func reading<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T {
         try read { try body(SQLiteTransaction(database: database)) }
     }
 
-    public func transition<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T {
+    package func transition<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T {
         try transition { try body(SQLiteTransaction(database: database)) }
     }
 
-    public func hasNotificationTables() throws(LedgerError) -> Bool { try schemaVersion() >= 5 }
+    package func hasNotificationTables() throws(LedgerError) -> Bool { try schemaVersion() >= 5 }
 
-    public func keepsOrderCounts() throws(LedgerError) -> Bool { try schemaVersion() >= 4 }
+    package func keepsOrderCounts() throws(LedgerError) -> Bool { try schemaVersion() >= 4 }
 
-    public func knowsGooglePlay() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.googlePlayVersion }
+    package func knowsGooglePlay() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.googlePlayVersion }
 }
 
 extension PostgresLedger: TransactionalLedger {
     @discardableResult
-    public func writing<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T {
+    package func writing<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T {
         try write { connection in try body(PostgresTransaction(connection: connection)) }
     }
 
-    public func reading<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T {
+    package func reading<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T {
         try read { connection in try body(PostgresTransaction(connection: connection)) }
     }
 
-    public func transition<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T { try writing(body) }
+    package func transition<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T { try writing(body) }
 
-    public func keepsOrderCounts() throws(LedgerError) -> Bool { false }
+    package func keepsOrderCounts() throws(LedgerError) -> Bool { false }
 
-    public func hasNotificationTables() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.notificationsVersion }
+    package func hasNotificationTables() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.notificationsVersion }
 
-    public func knowsGooglePlay() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.googlePlayVersion }
+    package func knowsGooglePlay() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.googlePlayVersion }
 }

@@ -1,8 +1,9 @@
+import SettleBase
 /// The ledger as App Store Server Notifications use it: storing each notification once with its
 /// effect on orders, the revokes and refund-request answers they leave, the history cursor, and
 /// what support reads about them. Both ledgers are one (`SQLiteLedger` on SQLite, `PostgresLedger` on
 /// PostgreSQL): everything here is written once, over `TransactionalLedger`.
-public protocol NotificationStore: LedgerStore {
+package protocol NotificationStore: LedgerStore {
     func ingest(_ notification: AppleNotification, source: String, rules: NotificationRules) throws(LedgerError) -> IngestResult
     func recordUnapplied(_ notification: AppleNotification, source: String, error: String) throws(LedgerError)
     func quarantineReservedOrderIds() throws(LedgerError) -> [String]
@@ -37,7 +38,7 @@ public protocol NotificationStore: LedgerStore {
 
 /// Every ledger settle opens: orders and grants, Apple's notifications, and transactions over
 /// either engine.
-public typealias SettleLedger = TransactionalLedger & NotificationStore
+package typealias SettleLedger = TransactionalLedger & NotificationStore
 
 extension SQLiteLedger: NotificationStore {}
 extension PostgresLedger: NotificationStore {}
@@ -47,7 +48,7 @@ extension TransactionalLedger {
     /// transaction: when this returns, the row and its effects are committed (durable), and
     /// Apple may be told 200. Whichever host stores a UUID first applies it; any other finds it
     /// stored and changes nothing (`duplicate`).
-    public func ingest(_ notification: AppleNotification, source: String, rules: NotificationRules) throws(LedgerError) -> IngestResult {
+    package func ingest(_ notification: AppleNotification, source: String, rules: NotificationRules) throws(LedgerError) -> IngestResult {
         let now = time.unixSeconds
         return try writing { db in try db.ingest(notification, source: source, rules: rules, now: now) }
     }
@@ -56,7 +57,7 @@ extension TransactionalLedger {
     /// a row a backend broke, a constraint) without its effect, `not_applied` with the error, so
     /// the history catch-up moves on and a person sees it (`settle status --notification UUID`).
     /// Throws when even that cannot be written: the ledger itself is failing.
-    public func recordUnapplied(_ notification: AppleNotification, source: String, error: String) throws(LedgerError) {
+    package func recordUnapplied(_ notification: AppleNotification, source: String, error: String) throws(LedgerError) {
         let now = time.unixSeconds
         try writing { db in
             try db.query("""
@@ -75,7 +76,7 @@ extension TransactionalLedger {
     /// Pending rows a backend wrote under an id settle keeps for Apple's notifications
     /// (`apple-...`, with no notification behind it): `needs_attention` (`row_invalid`), never
     /// verified, so they cannot squat the order a notification of that purchase creates.
-    public func quarantineReservedOrderIds() throws(LedgerError) -> [String] {
+    package func quarantineReservedOrderIds() throws(LedgerError) -> [String] {
         let now = time.unixSeconds
         let reserved = try hasNotificationTables()
             ? "AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.order_id = orders.order_id)" : ""
@@ -96,7 +97,7 @@ extension TransactionalLedger {
     }
 
     /// `settle assign`: an order without a user (`unclaimed_purchase`) gets its buyer and is due now.
-    public func assign(orderId: String, userId: String, note: String?) throws(LedgerError) {
+    package func assign(orderId: String, userId: String, note: String?) throws(LedgerError) {
         let now = time.unixSeconds
         try writing { db in
             guard let row = try db.query("SELECT state, reason FROM orders WHERE order_id = ?\(db.dialect.lockRows)", [.text(orderId)]).first else {
@@ -118,7 +119,7 @@ extension TransactionalLedger {
 
     // MARK: - Reading
 
-    public func notification(uuid: String) throws(LedgerError) -> NotificationRecord? {
+    package func notification(uuid: String) throws(LedgerError) -> NotificationRecord? {
         guard try hasNotificationTables() else { return nil }
         return try reading { db in
             try db.query("SELECT * FROM notifications WHERE uuid = ?", [.text(uuid)]).first.map(NotificationRecord.init(row:))
@@ -126,7 +127,7 @@ extension TransactionalLedger {
     }
 
     /// The notifications about one order, oldest first.
-    public func notifications(orderId: String) throws(LedgerError) -> [NotificationRecord] {
+    package func notifications(orderId: String) throws(LedgerError) -> [NotificationRecord] {
         guard try hasNotificationTables() else { return [] }
         return try reading { db in
             try db.query("SELECT * FROM notifications WHERE order_id = ? ORDER BY received_at, uuid", [.text(orderId)])
@@ -135,7 +136,7 @@ extension TransactionalLedger {
     }
 
     /// When the newest notification arrived (Unix seconds), nil when none ever did.
-    public func newestNotificationAt() throws(LedgerError) -> Int64? {
+    package func newestNotificationAt() throws(LedgerError) -> Int64? {
         guard try hasNotificationTables() else { return nil }
         return try reading { db in try db.query("SELECT max(received_at) AS newest FROM notifications").first?.int("newest") }
     }

@@ -1,8 +1,9 @@
 import Foundation
+import SettleBase
 
 /// Where an order is in its life (SPEC section 3). The raw values are the ledger's and the
 /// status output's spelling.
-public enum OrderState: String, CaseIterable, Sendable {
+package enum OrderState: String, CaseIterable, Sendable {
     case pending
     case verifying
     case delivering
@@ -13,28 +14,28 @@ public enum OrderState: String, CaseIterable, Sendable {
 
 /// The store that sold an order's purchase, and so which store settle asks about it. The raw
 /// values are the ledger's `store` column and the hook payload's `store`.
-public enum Store: String, Sendable, CaseIterable {
+package enum Store: String, Sendable, CaseIterable {
     case appStore = "app_store"
     case googlePlay = "google_play"
 }
 
 /// The facts Apple confirmed for an order's transaction; persisted before the hook runs so
 /// that a re-delivery after a crash sends exactly the same payload.
-public struct VerifiedPurchase: Sendable, Equatable {
-    public var transactionId: String
-    public var originalTransactionId: String
-    public var productId: String
-    public var environment: String
-    public var quantity: Int
+package struct VerifiedPurchase: Sendable, Equatable {
+    package var transactionId: String
+    package var originalTransactionId: String
+    package var productId: String
+    package var environment: String
+    package var quantity: Int
     /// Milliseconds since the epoch, as Apple reports them.
-    public var purchaseDateMs: Int64?
-    public var expiresDateMs: Int64?
+    package var purchaseDateMs: Int64?
+    package var expiresDateMs: Int64?
     /// What is granted at most once across the ledger, and the hook's idempotency key: the
     /// transaction id, except for a non-consumable, whose original transaction id it is (a
     /// restore brings a new transaction id for goods the customer already has).
-    public var grantKey: String
+    package var grantKey: String
 
-    public init(transactionId: String, originalTransactionId: String, productId: String, environment: String,
+    package init(transactionId: String, originalTransactionId: String, productId: String, environment: String,
                 quantity: Int, purchaseDateMs: Int64?, expiresDateMs: Int64?, grantKey: String? = nil) {
         self.grantKey = grantKey ?? transactionId
         self.transactionId = transactionId
@@ -48,80 +49,80 @@ public struct VerifiedPurchase: Sendable, Equatable {
 }
 
 /// A paid order as the ledger holds it.
-public struct Order: Sendable, Equatable {
-    public var orderId: String
-    public var userId: String
-    public var productId: String
+package struct Order: Sendable, Equatable {
+    package var orderId: String
+    package var userId: String
+    package var productId: String
     /// The transaction id the backend supplied, if any.
-    public var requestedTransactionId: String?
-    public var receiptSHA256: String?
-    public var signedTransaction: String?
-    public var state: OrderState
-    public var attempts: Int
-    public var nextAttemptAt: Int64
-    public var reason: String?
-    public var lastError: String?
+    package var requestedTransactionId: String?
+    package var receiptSHA256: String?
+    package var signedTransaction: String?
+    package var state: OrderState
+    package var attempts: Int
+    package var nextAttemptAt: Int64
+    package var reason: String?
+    package var lastError: String?
     /// The environment Apple last answered from for this order (a routing hint too).
-    public var environment: String?
-    public var verified: VerifiedPurchase?
-    public var createdAt: Int64
-    public var updatedAt: Int64
-    public var finishedAt: Int64?
-    public var lease: Lease?
+    package var environment: String?
+    package var verified: VerifiedPurchase?
+    package var createdAt: Int64
+    package var updatedAt: Int64
+    package var finishedAt: Int64?
+    package var lease: Lease?
     /// The StoreKit appAccountToken the backend stored with the order (a UUID), if any.
-    public var appAccountToken: String? = nil
+    package var appAccountToken: String? = nil
     /// The claim's fencing token on a shared ledger (PostgreSQL): bumped at each claim, checked
     /// by every transition and sent to the hook, so a stale worker's late write is refused.
-    public var fencingToken: Int64? = nil
+    package var fencingToken: Int64? = nil
     /// `backend` (enqueued) or `apple_notification` (Apple told settle of a purchase nobody enqueued).
-    public var origin: String = "backend"
+    package var origin: String = "backend"
     /// Set once Apple refunded or revoked the purchase.
-    public var refund: Refund? = nil
+    package var refund: Refund? = nil
     /// Which store sold the purchase.
-    public var store: Store = .appStore
+    package var store: Store = .appStore
     /// A Google Play order's proof: a bearer secret, shown only by its fingerprint.
-    public var purchaseToken: PlayPurchaseToken? = nil
+    package var purchaseToken: PlayPurchaseToken? = nil
     /// A Google Play order whose hook said delivered, while Google is not yet told (acknowledge
     /// or consume): it is never handed to the hook again, only finished with Google.
-    public var deliveredAt: Int64? = nil
+    package var deliveredAt: Int64? = nil
 
     /// Whether the order names the one purchase it claims (a transaction id or a signed
     /// transaction), rather than "a purchase of this product" in a receipt.
-    public var namesTransaction: Bool { requestedTransactionId != nil || signedTransaction != nil }
+    package var namesTransaction: Bool { requestedTransactionId != nil || signedTransaction != nil }
 
     /// What support and the hook see as the order's transaction: Apple's, once verified.
-    public var transactionId: String? { verified?.transactionId ?? requestedTransactionId }
+    package var transactionId: String? { verified?.transactionId ?? requestedTransactionId }
 }
 
 /// Apple took an order's purchase back.
-public struct Refund: Sendable, Equatable {
+package struct Refund: Sendable, Equatable {
     /// When settle learned of it (Unix seconds).
-    public var at: Int64
+    package var at: Int64
     /// `REFUND` or `REVOKE`.
-    public var kind: String
+    package var kind: String
     /// Apple's revocationReason, if given.
-    public var reason: String?
+    package var reason: String?
 }
 
 /// Who holds an order in `verifying` or `delivering`, and until when.
-public struct Lease: Sendable, Equatable {
-    public var owner: LeaseOwner
-    public var expiresAt: Int64
+package struct Lease: Sendable, Equatable {
+    package var owner: LeaseOwner
+    package var expiresAt: Int64
 }
 
 /// One history row: a verification, a delivery, a rescue or a person's note.
-public struct HistoryEntry: Sendable, Equatable {
-    public enum Kind: String, Sendable { case enqueue, verification, delivery, rescue, retry, notification, revoke, consumption, assign }
-    public var at: Int64
-    public var kind: Kind
-    public var outcome: String
-    public var appleStatus: Int?
-    public var hookExit: Int?
-    public var environment: String?
-    public var durationMs: Int?
-    public var detail: String?
+package struct HistoryEntry: Sendable, Equatable {
+    package enum Kind: String, Sendable { case enqueue, verification, delivery, rescue, retry, notification, revoke, consumption, assign }
+    package var at: Int64
+    package var kind: Kind
+    package var outcome: String
+    package var appleStatus: Int?
+    package var hookExit: Int?
+    package var environment: String?
+    package var durationMs: Int?
+    package var detail: String?
 
-    public init(at: Int64, kind: Kind, outcome: String, appleStatus: Int? = nil, hookExit: Int? = nil,
+    package init(at: Int64, kind: Kind, outcome: String, appleStatus: Int? = nil, hookExit: Int? = nil,
                 environment: String? = nil, durationMs: Int? = nil, detail: String? = nil) {
         self.at = at
         self.kind = kind
@@ -135,23 +136,23 @@ public struct HistoryEntry: Sendable, Equatable {
 }
 
 /// A new order and its proof of purchase, as `settle enqueue` records it.
-public struct NewOrder: Sendable, Equatable {
-    public var orderId: String
-    public var userId: String
-    public var productId: String
-    public var transactionId: String?
+package struct NewOrder: Sendable, Equatable {
+    package var orderId: String
+    package var userId: String
+    package var productId: String
+    package var transactionId: String?
     /// Base64 app receipt, as the device uploaded it.
-    public var receipt: String?
+    package var receipt: String?
     /// StoreKit 2 compact JWS.
-    public var signedTransaction: String?
+    package var signedTransaction: String?
     /// The appAccountToken the app passed to StoreKit for this user (a UUID), if the backend keeps
     /// one; for a Google Play order, the obfuscatedExternalAccountId the app passed to Play Billing.
-    public var appAccountToken: String?
-    public var store: Store
+    package var appAccountToken: String?
+    package var store: Store
     /// A Google Play order's purchase token (its proof; required for `.googlePlay`).
-    public var purchaseToken: PlayPurchaseToken?
+    package var purchaseToken: PlayPurchaseToken?
 
-    public init(orderId: String, userId: String, productId: String, transactionId: String? = nil,
+    package init(orderId: String, userId: String, productId: String, transactionId: String? = nil,
                 receipt: String? = nil, signedTransaction: String? = nil, appAccountToken: String? = nil,
                 store: Store = .appStore, purchaseToken: PlayPurchaseToken? = nil) {
         self.store = store

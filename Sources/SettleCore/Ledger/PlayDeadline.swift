@@ -1,26 +1,27 @@
 import Foundation
+import SettleBase
 
 /// A Google Play order that Google has not been told about yet (acknowledge or consume): Google
 /// refunds the purchase three days after it was bought.
-public struct PlayDeadline: Sendable, Equatable {
-    public var orderId: String
-    public var state: OrderState
+package struct PlayDeadline: Sendable, Equatable {
+    package var orderId: String
+    package var state: OrderState
     /// When Google refunds it unless acknowledged: purchase time (or, before Google confirmed it,
     /// the time it was enqueued) plus three days.
-    public var refundAt: Int64
+    package var refundAt: Int64
     /// Whether the time is the purchase's (Google confirmed) rather than estimated from the enqueue.
-    public var exact: Bool
+    package var exact: Bool
     /// The hook said delivered; only the acknowledgement is missing.
-    public var delivered: Bool
+    package var delivered: Bool
 
     /// Google's window for acknowledging a purchase.
-    public static let windowSeconds: Int64 = 3 * 86_400
+    package static let windowSeconds: Int64 = 3 * 86_400
     /// Less than a day left: claimed first, warned about, counted in the metric.
-    public static let urgentSeconds: Int64 = 86_400
+    package static let urgentSeconds: Int64 = 86_400
     /// An order bought this long ago has less than `urgentSeconds` left.
-    public static let urgentAfterSeconds: Int64 = windowSeconds - urgentSeconds
+    package static let urgentAfterSeconds: Int64 = windowSeconds - urgentSeconds
 
-    public init(orderId: String, state: OrderState, refundAt: Int64, exact: Bool, delivered: Bool) {
+    package init(orderId: String, state: OrderState, refundAt: Int64, exact: Bool, delivered: Bool) {
         self.orderId = orderId
         self.state = state
         self.refundAt = refundAt
@@ -28,7 +29,7 @@ public struct PlayDeadline: Sendable, Equatable {
         self.delivered = delivered
     }
 
-    public func isUrgent(now: Int64) -> Bool { refundAt - now < PlayDeadline.urgentSeconds }
+    package func isUrgent(now: Int64) -> Bool { refundAt - now < PlayDeadline.urgentSeconds }
 
     /// The unsettled Play orders of a query (columns of `orders`), closest deadline first.
     static let query = """

@@ -1,44 +1,45 @@
 import CPostgres
 import Foundation
+import SettleBase
 
 /// A PostgreSQL failure: the SQLSTATE (when the server sent one), libpq's message and the
 /// statement's SQL. Bound values are never part of it: they may be receipts or personal data.
-public struct PostgresError: Error, Sendable, CustomStringConvertible {
+package struct PostgresError: Error, Sendable, CustomStringConvertible {
     /// Five characters (https://www.postgresql.org/docs/current/errcodes-appendix.html);
     /// nil when the failure happened on the client side (no connection, lost connection).
-    public var sqlstate: String?
-    public var message: String
-    public var sql: String?
+    package var sqlstate: String?
+    package var message: String
+    package var sql: String?
 
-    public var description: String {
+    package var description: String {
         "PostgreSQL error" + (sqlstate.map { " \($0)" } ?? "") + ": \(message)" + (sql.map { " (in: \($0))" } ?? "")
     }
 
     /// Class 23, integrity constraint violation.
-    public var isConstraintViolation: Bool { sqlstate?.hasPrefix("23") == true }
+    package var isConstraintViolation: Bool { sqlstate?.hasPrefix("23") == true }
 
     /// Class 08 (connection exception), 57P01-57P03 (the server is shutting down or starting),
     /// or a failure libpq reported without a SQLSTATE: the connection cannot be trusted again.
-    public var isConnectionLost: Bool {
+    package var isConnectionLost: Bool {
         guard let sqlstate else { return true }
         return sqlstate.hasPrefix("08") || sqlstate.hasPrefix("57P")
     }
 
     /// 40001 serialization failure, 40P01 deadlock detected: the transaction may be run again.
-    public var isRetryableConflict: Bool { sqlstate == "40001" || sqlstate == "40P01" }
+    package var isRetryableConflict: Bool { sqlstate == "40001" || sqlstate == "40P01" }
 }
 
 /// A value bound to a statement parameter: the ledger's own (`LedgerValue`). Sent in text
 /// format, typed by the server from the statement's context.
-public typealias PostgresValue = LedgerValue
+package typealias PostgresValue = LedgerValue
 
 /// A result row, addressed by column name; every value arrives in text format.
-public struct PostgresRow: Sendable, LedgerRow {
+package struct PostgresRow: Sendable, LedgerRow {
     var values: [String: String] = [:]
 
-    public func string(_ column: String) -> String? { values[column] }
-    public func int(_ column: String) -> Int64? { values[column].flatMap { Int64($0) } }
-    public func bool(_ column: String) -> Bool? { values[column].map { $0 == "t" } }
+    package func string(_ column: String) -> String? { values[column] }
+    package func int(_ column: String) -> Int64? { values[column].flatMap { Int64($0) } }
+    package func bool(_ column: String) -> Bool? { values[column].map { $0 == "t" } }
 }
 
 /// One PostgreSQL connection: owns the `PGconn*` and finishes it in `deinit`.
@@ -46,7 +47,7 @@ public struct PostgresRow: Sendable, LedgerRow {
 /// Not thread-safe by itself (libpq: "a PGconn ... should not be used by multiple threads
 /// at once", https://www.postgresql.org/docs/current/libpq-threading.html); `PostgresPool`
 /// hands each connection to one thread at a time.
-public final class PostgresConnection {
+package final class PostgresConnection {
     private var handle: OpaquePointer?
     /// Statement names by SQL text: each statement is prepared once per connection.
     private var prepared: [String: String] = [:]
@@ -54,7 +55,7 @@ public final class PostgresConnection {
 
     /// Connects. `url` is a libpq connection URI or keyword string; `password`, when given,
     /// overrides any password in it (it comes from a `password_file`).
-    public init(url: String, password: Secret? = nil, applicationName: String = "settle") throws(PostgresError) {
+    package init(url: String, password: Secret? = nil, applicationName: String = "settle") throws(PostgresError) {
         // Defaults first, the URL after them: "later ... values override earlier ones", and an
         // expanded dbname's values apply where it appears
         // (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-PQCONNECTDBPARAMS).
@@ -89,18 +90,18 @@ public final class PostgresConnection {
     deinit { PQfinish(handle) }
 
     /// Closes the connection. libpq's PQfinish cannot fail; it is here so the owner says when.
-    public func close() {
+    package func close() {
         PQfinish(handle)
         handle = nil
         prepared.removeAll()
     }
 
     /// Whether libpq still considers the connection usable.
-    public var isHealthy: Bool { handle.map { PQstatus($0) == CONNECTION_OK } ?? false }
+    package var isHealthy: Bool { handle.map { PQstatus($0) == CONNECTION_OK } ?? false }
 
     /// Runs statements that take no parameters (a migration, BEGIN/COMMIT). Uses the simple
     /// query protocol, which allows several statements in one string.
-    public func execute(_ sql: String) throws(PostgresError) {
+    package func execute(_ sql: String) throws(PostgresError) {
         let result = PQexec(handle, sql)
         defer { PQclear(result) }
         _ = try rows(result, sql: sql)
@@ -108,7 +109,7 @@ public final class PostgresConnection {
 
     /// Runs one statement with bound parameters (prepared once per connection) and returns its rows.
     @discardableResult
-    public func query(_ sql: String, _ arguments: [PostgresValue] = []) throws(PostgresError) -> [PostgresRow] {
+    package func query(_ sql: String, _ arguments: [PostgresValue] = []) throws(PostgresError) -> [PostgresRow] {
         let name = try statementName(sql, parameterCount: arguments.count)
         let texts: [String?] = arguments.map {
             switch $0 {

@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// PostgreSQL's claim of the next due order: taken with `FOR UPDATE SKIP LOCKED`, bumping the
 /// order's fencing token, leased on the database's clock (the rest of the claims are written
@@ -14,7 +15,7 @@ extension PostgresLedger {
         [.text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart), .integer(seconds)]
     }
 
-    public func claimNextDue(owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order? {
+    package func claimNextDue(owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order? {
         let now = time.unixSeconds
         return try write { db in
             // A Google Play order less than a day from Google's refund deadline goes first.

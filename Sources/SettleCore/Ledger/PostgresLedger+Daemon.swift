@@ -1,18 +1,19 @@
 import Foundation
+import SettleBase
 
 /// Work done once for all daemons and the daemons themselves on the PostgreSQL ledger, as in
 /// the SQLite ledger's `+Daemon`: several hosts share the breaker and each keeps its own row.
 extension PostgresLedger {
     // MARK: - Once for all daemons
 
-    public func appleBreaker() throws(LedgerError) -> AppleBreaker {
+    package func appleBreaker() throws(LedgerError) -> AppleBreaker {
         try reading { db in try db.appleBreaker() }
     }
 
     /// The Apple breaker, shared by every daemon. When it is due for a probe, the first daemon
     /// to start a pass takes the probe by pushing `retry_at` one cooldown further in the same
     /// statement; the others read the pushed time and wait, so one host probes, not all.
-    public func appleBreakerForPass() throws(LedgerError) -> AppleBreaker {
+    package func appleBreakerForPass() throws(LedgerError) -> AppleBreaker {
         let now = time.unixSeconds
         return try writing { db in
             let probe = try db.query("""
@@ -27,7 +28,7 @@ extension PostgresLedger {
         }
     }
 
-    public func recordDaemonStarted(_ owner: LeaseOwner) throws(LedgerError) {
+    package func recordDaemonStarted(_ owner: LeaseOwner) throws(LedgerError) {
         let now = time.unixSeconds
         try write { db in
             try db.run("""
@@ -38,7 +39,7 @@ extension PostgresLedger {
         }
     }
 
-    public func recordDaemonPass(_ owner: LeaseOwner, summary: String) throws(LedgerError) {
+    package func recordDaemonPass(_ owner: LeaseOwner, summary: String) throws(LedgerError) {
         let now = time.unixSeconds
         try write { db in
             try db.run("""
@@ -48,7 +49,7 @@ extension PostgresLedger {
         }
     }
 
-    public func recordDaemonStopped(_ owner: LeaseOwner) throws(LedgerError) {
+    package func recordDaemonStopped(_ owner: LeaseOwner) throws(LedgerError) {
         let now = time.unixSeconds
         try write { db in
             try db.run("UPDATE daemons SET stopped_at = ? WHERE host = ? AND pid = ? AND process_start = ?",
@@ -56,7 +57,7 @@ extension PostgresLedger {
         }
     }
 
-    public func daemonRecord() throws(LedgerError) -> DaemonRecord? {
+    package func daemonRecord() throws(LedgerError) -> DaemonRecord? {
         try read { db in
             try db.run("SELECT * FROM daemons ORDER BY started_at DESC, heartbeat_at DESC LIMIT 1").first.map(PostgresLedger.daemon)
         }
@@ -65,7 +66,7 @@ extension PostgresLedger {
     /// How long after its last heartbeat a daemon still counts as live in `settle status`.
     static let liveWindowSeconds: Int64 = 600
 
-    public func liveDaemons() throws(LedgerError) -> [DaemonRecord] {
+    package func liveDaemons() throws(LedgerError) -> [DaemonRecord] {
         try read { db in
             try db.run("""
                 SELECT * FROM daemons WHERE stopped_at IS NULL AND heartbeat_at > \(PostgresLedger.databaseNow) - ?::bigint

@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// What stays PostgreSQL's own among the order writes: setting aside rows put in flight by
 /// someone else than settle (the transitions are written once, in `TransactionalLedger+Orders`).
@@ -7,7 +8,7 @@ extension PostgresLedger {
     /// to `pending`; what is left is a row put in flight by someone else than settle (a role
     /// with UPDATE): `delivering` without holding its grant row, or in flight without a claim.
     /// As on SQLite, such a row goes to `needs_attention` (`row_invalid`) and is never delivered.
-    public func quarantineMalformedRows() throws(LedgerError) -> [String] {
+    package func quarantineMalformedRows() throws(LedgerError) -> [String] {
         let now = time.unixSeconds
         return try write { db in
             let ids = try db.run("""

@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// The PostgreSQL ledger: the same orders, states and grants as `SQLiteLedger`, shared by
 /// any number of `settle run` processes on any number of hosts.
@@ -12,11 +13,11 @@ import Foundation
 ///
 /// Due times (`next_attempt_at`) and history timestamps come from `time`, as on SQLite: a
 /// host's clock skew can move a retry by that much, never hand one order to two workers.
-public final class PostgresLedger: LedgerStore, @unchecked Sendable {
+package final class PostgresLedger: LedgerStore, @unchecked Sendable {
     let pool: PostgresPool
-    public let time: any TimeSource
-    public let location: String
-    public var isShared: Bool { true }
+    package let time: any TimeSource
+    package let location: String
+    package var isShared: Bool { true }
 
     /// The database's clock in the ledger's unit (seconds since the epoch).
     static let databaseNow = "extract(epoch FROM now())::bigint"
@@ -27,11 +28,11 @@ public final class PostgresLedger: LedgerStore, @unchecked Sendable {
     /// brand-new ledger but refuses one that needs a migration. `current`: a support command
     /// (`retry`, `resolve`, `assign`) works on a ledger that exists and is up to date, never
     /// creating one. `readOnly`: `status`.
-    public enum Access: Sendable { case migrating, existing, current, readOnly }
+    package enum Access: Sendable { case migrating, existing, current, readOnly }
 
     /// Connects (lazily, per worker) and checks or brings the schema up to date.
     /// `connections` bounds the pool: a pass's workers, a lease-renewal timer and status.
-    public init(url: String, password: Secret? = nil, access: Access = .migrating, time: any TimeSource = SystemTimeSource(),
+    package init(url: String, password: Secret? = nil, access: Access = .migrating, time: any TimeSource = SystemTimeSource(),
                 connections: Int = 8) throws(LedgerError) {
         pool = PostgresPool(url: url, password: password, capacity: connections)
         self.time = time
@@ -55,9 +56,9 @@ public final class PostgresLedger: LedgerStore, @unchecked Sendable {
     /// The URL without its password, for logs and status.
     static func redacted(_ url: String) -> String { PostgresLedgerConfiguration.redacted(url) }
 
-    public func close() throws(LedgerError) { pool.close() }
+    package func close() throws(LedgerError) { pool.close() }
 
-    public func schemaVersion() throws(LedgerError) -> Int {
+    package func schemaVersion() throws(LedgerError) -> Int {
         try read { connection in
             let exists = try connection.query("SELECT to_regclass('settle_schema') IS NOT NULL AS present").first?.bool("present") ?? false
             guard exists else { return 0 }
@@ -69,7 +70,7 @@ public final class PostgresLedger: LedgerStore, @unchecked Sendable {
     /// advisory lock: two hosts starting together apply each migration once, the second
     /// waiting for the first and then finding nothing to do. Returns the versions applied.
     @discardableResult
-    public func migrate() throws(LedgerError) -> [Int] {
+    package func migrate() throws(LedgerError) -> [Int] {
         var applied: [Int] = []
         for (index, sql) in PostgresLedgerSchema.migrations.enumerated() {
             let version = index + 1

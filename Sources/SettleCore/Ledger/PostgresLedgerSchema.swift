@@ -1,13 +1,14 @@
+import SettleBase
 /// The PostgreSQL ledger's migrations. Each runs once, in its own transaction, under an
 /// advisory lock (`PostgresLedger.migrate`), and is recorded in `settle_schema`. Columns,
 /// states and constraints are those of the SQLite ledger (`LedgerSchema`), so a ledger can
 /// be copied between them; what differs is what several hosts need: the fencing token, the
 /// daemons' heartbeats, and timestamps a backend can fill from the database's clock.
-public enum PostgresLedgerSchema {
+package enum PostgresLedgerSchema {
     /// Taken by `pg_advisory_xact_lock` around each migration: the first bytes of "settle" as an integer.
     static let migrationLock: Int64 = 0x7365_7474_6C65_0001
 
-    public static let migrations: [String] = [
+    package static let migrations: [String] = [
         // 1: everything the SQLite ledger has at its schema 4, plus the fencing token.
         """
         CREATE TABLE receipts (

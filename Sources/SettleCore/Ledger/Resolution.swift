@@ -1,8 +1,9 @@
 import Foundation
+import SettleBase
 
 /// How a person closed an order settle could not settle (`settle resolve --as`). Recorded as
 /// the order's `reason`; the order leaves `needs_attention` and the alerts for good.
-public enum Resolution: String, Sendable, CaseIterable {
+package enum Resolution: String, Sendable, CaseIterable {
     /// Support granted the goods another way (a coupon, the game's admin tool): settle must never
     /// deliver it. The order is `finished` when it holds Apple's grant, else `rejected`.
     case grantedByHand = "granted_by_hand"
@@ -11,20 +12,20 @@ public enum Resolution: String, Sendable, CaseIterable {
 }
 
 /// A fresh proof of purchase a person attaches on retry (the customer sent a new receipt).
-public enum ReplacementProof: Sendable, Equatable {
+package enum ReplacementProof: Sendable, Equatable {
     case receipt(String)
     case signedTransaction(String)
 }
 
 /// What a retry changed, for the command to say so.
-public struct RetriedOrder: Sendable, Equatable {
-    public var orderId: String
+package struct RetriedOrder: Sendable, Equatable {
+    package var orderId: String
     /// The state and reason it was retried from.
-    public var previousState: OrderState
-    public var previousReason: String?
+    package var previousState: OrderState
+    package var previousReason: String?
     /// Whether the new proof is the very same as the old one.
-    public var proofUnchanged: Bool
-    public var transactionId: String?
+    package var proofUnchanged: Bool
+    package var transactionId: String?
 }
 
 /// The rules support commands follow on both back ends, so each engine only writes rows.

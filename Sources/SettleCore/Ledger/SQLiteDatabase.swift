@@ -1,43 +1,44 @@
 import CSQLite
 import Foundation
+import SettleBase
 
 /// An SQLite failure: the extended result code, SQLite's message and the statement's SQL.
 /// Bound values are never part of it: they may be receipts or personal data.
-public struct SQLiteError: Error, Sendable, CustomStringConvertible {
-    public var code: Int32
-    public var message: String
-    public var sql: String?
+package struct SQLiteError: Error, Sendable, CustomStringConvertible {
+    package var code: Int32
+    package var message: String
+    package var sql: String?
 
-    public var description: String {
+    package var description: String {
         "SQLite error \(code): \(message)" + (sql.map { " (in: \($0))" } ?? "")
     }
 
     /// SQLITE_CONSTRAINT and its extended codes.
-    public var isConstraintViolation: Bool { code & 0xFF == SQLITE_CONSTRAINT }
+    package var isConstraintViolation: Bool { code & 0xFF == SQLITE_CONSTRAINT }
 
     /// SQLITE_BUSY or SQLITE_LOCKED and their extended codes: another connection held the
     /// ledger past the busy timeout. Nothing is wrong with the file; trying again later works.
-    public var isBusy: Bool { code & 0xFF == SQLITE_BUSY || code & 0xFF == SQLITE_LOCKED }
+    package var isBusy: Bool { code & 0xFF == SQLITE_BUSY || code & 0xFF == SQLITE_LOCKED }
 }
 
 /// A value bound to a statement parameter: the ledger's own (`LedgerValue`).
-public typealias SQLiteValue = LedgerValue
+package typealias SQLiteValue = LedgerValue
 
 /// One SQLite connection: owns the `sqlite3*` handle and closes it in `deinit`.
 ///
 /// Not thread-safe by itself; `SQLiteLedger` serialises all use behind one lock.
-public final class SQLiteDatabase {
+package final class SQLiteDatabase {
     private var handle: OpaquePointer?
-    public let path: String
+    package let path: String
     /// Prepared statements by SQL text, reused across calls: preparing is a large part of a
     /// short statement's cost ("reused ... can be more efficient than ... preparing a new
     /// statement", https://www.sqlite.org/c3ref/stmt.html). Bounded: status filters build SQL.
     private var statements: [String: SQLiteStatement] = [:]
     static let statementCacheLimit = 128
 
-    public enum Mode: Sendable { case readWrite, readOnly }
+    package enum Mode: Sendable { case readWrite, readOnly }
 
-    public init(path: String, mode: Mode) throws(SQLiteError) {
+    package init(path: String, mode: Mode) throws(SQLiteError) {
         self.path = path
         // SQLITE_OPEN_NOMUTEX: the SQLiteLedger serialises access itself, so SQLite's own mutex is redundant.
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
@@ -98,7 +99,7 @@ public final class SQLiteDatabase {
     }
 
     /// Closes the connection, reporting a failure instead of hiding it.
-    public func close() throws(SQLiteError) {
+    package func close() throws(SQLiteError) {
         guard let db = handle else { return }
         // "all prepared statements must be finalized before sqlite3_close() is called"
         // (https://www.sqlite.org/c3ref/close.html).
@@ -119,14 +120,14 @@ public final class SQLiteDatabase {
     /// https://www.sqlite.org/c3ref/c_fcntl_begin_atomic_write.html). Without it a read-only
     /// reader (`settle status`) arriving after the writer closed would have to create them,
     /// writing files beside the ledger (owned by whoever ran status).
-    public func persistWAL() throws(SQLiteError) {
+    package func persistWAL() throws(SQLiteError) {
         var one: Int32 = 1
         let rc = sqlite3_file_control(handle, "main", SQLITE_FCNTL_PERSIST_WAL, &one)
         guard rc == SQLITE_OK else { throw error(rc, sql: nil) }
     }
 
     /// Runs one or more statements that take no parameters and return no rows used.
-    public func execute(_ sql: String) throws(SQLiteError) {
+    package func execute(_ sql: String) throws(SQLiteError) {
         var errmsg: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(handle, sql, nil, nil, &errmsg)
         if rc != SQLITE_OK {
@@ -138,7 +139,7 @@ public final class SQLiteDatabase {
 
     /// Runs a statement with bound parameters and returns every row.
     @discardableResult
-    public func query(_ sql: String, _ arguments: [SQLiteValue] = []) throws(SQLiteError) -> [SQLiteRow] {
+    package func query(_ sql: String, _ arguments: [SQLiteValue] = []) throws(SQLiteError) -> [SQLiteRow] {
         let statement = try prepared(sql)
         defer { statement.reset() }
         try statement.bind(arguments)
@@ -158,7 +159,7 @@ public final class SQLiteDatabase {
     /// BEGIN IMMEDIATE, not DEFERRED: a deferred transaction that reads then writes can fail
     /// with SQLITE_BUSY_SNAPSHOT without ever calling the busy handler
     /// (https://www.sqlite.org/lang_transaction.html, "If the ... write ... SQLITE_BUSY").
-    public func writeTransaction<T>(_ body: () throws -> T) throws -> T {
+    package func writeTransaction<T>(_ body: () throws -> T) throws -> T {
         try query("BEGIN IMMEDIATE")
         do {
             let result = try body()
@@ -171,7 +172,7 @@ public final class SQLiteDatabase {
     }
 
     /// Runs `body` in a read transaction so that every query in it sees one snapshot.
-    public func readTransaction<T>(_ body: () throws -> T) throws -> T {
+    package func readTransaction<T>(_ body: () throws -> T) throws -> T {
         try query("BEGIN DEFERRED")
         defer { try? query("COMMIT") }
         return try body()
@@ -271,7 +272,7 @@ final class SQLiteColumns: Sendable {
 }
 
 /// A result row, addressed by column name.
-public struct SQLiteRow: Sendable {
+package struct SQLiteRow: Sendable {
     let columns: SQLiteColumns
     let cells: [SQLiteValue]
 
@@ -280,7 +281,7 @@ public struct SQLiteRow: Sendable {
         columns.positions[column].map { cells[$0] }
     }
 
-    public func string(_ column: String) -> String? {
+    package func string(_ column: String) -> String? {
         switch value(column) {
         case let .text(s): return s
         case let .integer(i): return String(i)
@@ -288,7 +289,7 @@ public struct SQLiteRow: Sendable {
         }
     }
 
-    public func int(_ column: String) -> Int64? {
+    package func int(_ column: String) -> Int64? {
         switch value(column) {
         case let .integer(i): return i
         case let .text(s): return Int64(s)

@@ -1,12 +1,13 @@
 import CSQLite
 import Foundation
+import SettleBase
 
 /// What `settle verify-backup` found in a backup file.
-public struct BackupCheck: Sendable, Equatable {
-    public var schemaVersion: Int
-    public var counts: [OrderState: Int]
-    public var grants: Int
-    public var historyRows: Int
+package struct BackupCheck: Sendable, Equatable {
+    package var schemaVersion: Int
+    package var counts: [OrderState: Int]
+    package var grants: Int
+    package var historyRows: Int
 }
 
 /// Consistent copies of a live ledger, and checks that a copy is whole.
@@ -17,7 +18,7 @@ extension SQLiteLedger {
     /// generated output database is a consistent snapshot of the original database."
     /// (https://www.sqlite.org/lang_vacuum.html#vacuuminto). An existing destination is never
     /// overwritten: the copy goes to a temporary name and is linked into place.
-    public func backup(to destination: String) throws(LedgerError) {
+    package func backup(to destination: String) throws(LedgerError) {
         let temporary = destination + ".partial-\(getpid())"
         unlink(temporary)
         try locked { () throws(LedgerError) in
@@ -56,7 +57,7 @@ extension SQLiteLedger {
 
     /// Opens `path` read-only and checks it is a whole settle ledger this settle can read:
     /// SQLite's integrity check passes, the schema version is known and the tables are there.
-    public static func verifyBackup(path: String) throws(LedgerError) -> BackupCheck {
+    package static func verifyBackup(path: String) throws(LedgerError) -> BackupCheck {
         try checkSQLiteVersion()
         try checkAccess(path, writing: false)
         guard FileManager.default.fileExists(atPath: path) else { throw .invalid("no file at \(path)") }

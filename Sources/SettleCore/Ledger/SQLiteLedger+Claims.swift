@@ -1,10 +1,11 @@
 import Foundation
+import SettleBase
 
 /// SQLite's claim of the next due order (the rest of the claims are written once, in
 /// `TransactionalLedger+Claims`).
 extension SQLiteLedger {
     /// Claims the next due order for verification, or nil when none is due.
-    public func claimNextDue(owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order? {
+    package func claimNextDue(owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order? {
         let now = time.unixSeconds
         return try transition {
             // Google Play refunds a purchase not acknowledged within three days: a Play order

@@ -1,29 +1,30 @@
 import Foundation
+import SettleBase
 
 /// What `settle status` shows about the daemon.
-public struct DaemonRecord: Sendable, Equatable {
-    public var owner: LeaseOwner
-    public var startedAt: Int64
-    public var lastPassAt: Int64?
-    public var lastPassSummary: String?
-    public var stoppedAt: Int64?
+package struct DaemonRecord: Sendable, Equatable {
+    package var owner: LeaseOwner
+    package var startedAt: Int64
+    package var lastPassAt: Int64?
+    package var lastPassSummary: String?
+    package var stoppedAt: Int64?
     /// The last sign of life on a shared ledger (PostgreSQL's clock); nil on SQLite.
-    public var heartbeatAt: Int64? = nil
+    package var heartbeatAt: Int64? = nil
 
     /// Whether the recorded daemon is running now, judged without its lock: not stopped, and
     /// its process (same host, pid and start time) still alive.
-    public var isRunning: Bool { stoppedAt == nil && !owner.isKnownDead }
+    package var isRunning: Bool { stoppedAt == nil && !owner.isKnownDead }
 }
 
 extension SQLiteLedger {
     /// The persisted Apple breaker (closed in a ledger too old to have one).
-    public func appleBreaker() throws(LedgerError) -> AppleBreaker {
+    package func appleBreaker() throws(LedgerError) -> AppleBreaker {
         guard try schemaVersion() >= 2 else { return AppleBreaker() }
         return try reading { db in try db.appleBreaker() }
     }
 
     /// Records that a daemon started (replacing the record of any previous one).
-    public func recordDaemonStarted(_ owner: LeaseOwner) throws(LedgerError) {
+    package func recordDaemonStarted(_ owner: LeaseOwner) throws(LedgerError) {
         let now = time.unixSeconds
         _ = try locked { () throws(LedgerError) in
             try write {
@@ -34,7 +35,7 @@ extension SQLiteLedger {
         }
     }
 
-    public func recordDaemonPass(_ owner: LeaseOwner, summary: String) throws(LedgerError) {
+    package func recordDaemonPass(_ owner: LeaseOwner, summary: String) throws(LedgerError) {
         let now = time.unixSeconds
         _ = try locked { () throws(LedgerError) in
             try write {
@@ -44,7 +45,7 @@ extension SQLiteLedger {
         }
     }
 
-    public func recordDaemonStopped(_ owner: LeaseOwner) throws(LedgerError) {
+    package func recordDaemonStopped(_ owner: LeaseOwner) throws(LedgerError) {
         let now = time.unixSeconds
         _ = try locked { () throws(LedgerError) in
             try write { try database.query("UPDATE daemon SET stopped_at = ? WHERE id = 1", [.integer(now)]) }
@@ -52,14 +53,14 @@ extension SQLiteLedger {
     }
 
     /// One host: a due breaker is this daemon's to probe.
-    public func appleBreakerForPass() throws(LedgerError) -> AppleBreaker { try appleBreaker() }
+    package func appleBreakerForPass() throws(LedgerError) -> AppleBreaker { try appleBreaker() }
 
     /// SQLite keeps the last daemon started: live while it runs.
-    public func liveDaemons() throws(LedgerError) -> [DaemonRecord] {
+    package func liveDaemons() throws(LedgerError) -> [DaemonRecord] {
         try daemonRecord().map { $0.isRunning ? [$0] : [] } ?? []
     }
 
-    public func daemonRecord() throws(LedgerError) -> DaemonRecord? {
+    package func daemonRecord() throws(LedgerError) -> DaemonRecord? {
         guard try schemaVersion() >= 2 else { return nil }
         return try read {
             try database.query("SELECT * FROM daemon WHERE id = 1").first.map { row in

@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// What stays SQLite's own among the order writes: setting aside rows a backend wrote that
 /// SQLite's loose typing let through (the transitions are written once, in
@@ -39,7 +40,7 @@ extension SQLiteLedger {
     /// Moves every unsettled row settle cannot work on to `needs_attention` (`row_invalid`), by
     /// rowid, so one bad row never stops the pass: rows not well formed, and rows written in
     /// flight without a claim or a grant. Returns a printable id of each.
-    public func quarantineMalformedRows() throws(LedgerError) -> [String] {
+    package func quarantineMalformedRows() throws(LedgerError) -> [String] {
         let now = time.unixSeconds
         let columns = ["order_id", "user_id", "product_id", "transaction_id", "receipt_sha256", "signed_transaction", "app_account_token",
                        "purchase_token"]

@@ -1,8 +1,9 @@
 import CSQLite
 import Foundation
+import SettleBase
 
 /// A failure of the ledger that a caller can act on.
-public enum LedgerError: Error, Sendable, CustomStringConvertible {
+package enum LedgerError: Error, Sendable, CustomStringConvertible {
     /// The database could not be opened, read or written (exit 74).
     case io(SQLiteError)
     /// The ledger was written by a newer settle.
@@ -20,7 +21,7 @@ public enum LedgerError: Error, Sendable, CustomStringConvertible {
     /// The PostgreSQL ledger could not be reached, read or written (exit 74).
     case postgres(PostgresError)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .io(error): return "ledger I/O error: \(error)"
         case let .newerSchema(found, supported):
@@ -46,21 +47,21 @@ public enum LedgerError: Error, Sendable, CustomStringConvertible {
 ///
 /// One connection per process, used behind a lock, so every write is one short
 /// `BEGIN IMMEDIATE` transaction and no transaction ever spans network I/O or a hook run.
-public final class SQLiteLedger: @unchecked Sendable {
+package final class SQLiteLedger: @unchecked Sendable {
     let database: SQLiteDatabase
     let lock = NSLock()
     let groupCommit = GroupCommit()
-    public let time: any TimeSource
-    public let path: String
+    package let time: any TimeSource
+    package let path: String
 
     /// The oldest SQLite the schema and the queries work with: `unixepoch()` came in 3.38.0.
-    public static let minimumSQLite = "3.38.0"
+    package static let minimumSQLite = "3.38.0"
     static let minimumSQLiteNumber: Int32 = 3_038_000
 
     /// Opens (creating and migrating if needed) the ledger for writing. Only the commands that
     /// own the ledger's life call this (`settle migrate`, `run`, `reconcile`); an existing ledger
     /// is backed up next to itself before its schema changes.
-    public init(path: String, time: any TimeSource = SystemTimeSource()) throws(LedgerError) {
+    package init(path: String, time: any TimeSource = SystemTimeSource()) throws(LedgerError) {
         self.path = path
         self.time = time
         database = try SQLiteLedger.openForWriting(path)
@@ -70,7 +71,7 @@ public final class SQLiteLedger: @unchecked Sendable {
     /// Opens the ledger for writing without migrating it, for support and backend commands
     /// (`enqueue`, `retry`, `resolve`): a brand-new ledger is created, an older one is refused
     /// with a pointer to `settle migrate`, so a schema never changes behind an operator's back.
-    public init(existingPath path: String, time: any TimeSource = SystemTimeSource()) throws(LedgerError) {
+    package init(existingPath path: String, time: any TimeSource = SystemTimeSource()) throws(LedgerError) {
         self.path = path
         self.time = time
         database = try SQLiteLedger.openForWriting(path)
@@ -84,7 +85,7 @@ public final class SQLiteLedger: @unchecked Sendable {
     /// Opens a ledger that exists and is at this settle's schema, for support commands that
     /// name orders (`retry`, `resolve`, `assign`): never creates one (a typo in an order id
     /// must not leave an empty ledger behind), never migrates.
-    public init(currentPath path: String, time: any TimeSource = SystemTimeSource()) throws(LedgerError) {
+    package init(currentPath path: String, time: any TimeSource = SystemTimeSource()) throws(LedgerError) {
         self.path = path
         self.time = time
         try SQLiteLedger.checkExisting(path, writing: true)
@@ -141,7 +142,7 @@ public final class SQLiteLedger: @unchecked Sendable {
     }
 
     /// Opens an existing ledger read-only, for `settle status`: never creates, never writes.
-    public init(readOnlyPath path: String, time: any TimeSource = SystemTimeSource()) throws(LedgerError) {
+    package init(readOnlyPath path: String, time: any TimeSource = SystemTimeSource()) throws(LedgerError) {
         self.path = path
         self.time = time
         try SQLiteLedger.checkExisting(path, writing: false)
@@ -156,14 +157,14 @@ public final class SQLiteLedger: @unchecked Sendable {
         }
     }
 
-    public func close() throws(LedgerError) {
+    package func close() throws(LedgerError) {
         lock.lock()
         defer { lock.unlock() }
         do { try database.close() } catch { throw .io(error) }
     }
 
     /// The ledger's schema version (`PRAGMA user_version`).
-    public func schemaVersion() throws(LedgerError) -> Int {
+    package func schemaVersion() throws(LedgerError) -> Int {
         try locked { () throws(LedgerError) in try userVersion() }
     }
 

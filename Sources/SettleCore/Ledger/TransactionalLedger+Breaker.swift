@@ -1,10 +1,11 @@
 import Foundation
+import SettleBase
 
 /// The Apple breaker, kept in the ledger so every pass (and on PostgreSQL every host) sees the
 /// same one, written once for both engines. Taking the probe when it is due stays per engine
 /// (`appleBreakerForPass`): on a shared ledger only one host may get it.
 extension TransactionalLedger {
-    public func saveAppleBreaker(_ breaker: AppleBreaker) throws(LedgerError) {
+    package func saveAppleBreaker(_ breaker: AppleBreaker) throws(LedgerError) {
         let now = time.unixSeconds
         try writing { db in
             try db.query("""

@@ -1,11 +1,12 @@
 import Foundation
+import SettleBase
 
 /// What rescue found and did.
-public struct RescueResult: Sendable, Equatable {
+package struct RescueResult: Sendable, Equatable {
     /// Orders taken back from `verifying` to `pending` (no attempt used).
-    public var requeued: [String] = []
+    package var requeued: [String] = []
     /// Orders in `delivering` to be delivered again with the same key, once leased.
-    public var redeliver: [String] = []
+    package var redeliver: [String] = []
 }
 
 /// Claims: who works on an order right now, until when, and taking claims back from the dead,
@@ -17,7 +18,7 @@ public struct RescueResult: Sendable, Equatable {
 extension TransactionalLedger {
     /// Claims a named order if it is `pending`, due or not. Returns the order as found when it
     /// could not be claimed (so the caller can say why), nil if there is no such order.
-    public func claim(orderId: String, owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> (order: Order, claimed: Bool)? {
+    package func claim(orderId: String, owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> (order: Order, claimed: Bool)? {
         let now = time.unixSeconds
         return try transition { db in
             let lease = db.newLease(owner, now: now, seconds: leaseSeconds)
@@ -39,7 +40,7 @@ extension TransactionalLedger {
     /// deliveries never expires while it waits. Call it only when `owner` has no work in
     /// flight (before a pass). Rows another worker has locked (PostgreSQL) are skipped: a
     /// locked row is being worked on.
-    public func rescue(owner: LeaseOwner) throws(LedgerError) -> RescueResult {
+    package func rescue(owner: LeaseOwner) throws(LedgerError) -> RescueResult {
         let now = time.unixSeconds
         return try writing { db in
             var result = RescueResult()
@@ -73,7 +74,7 @@ extension TransactionalLedger {
 
     /// Leases a `delivering` order for re-delivery if it is still up for rescue (its owner
     /// dead, its lease expired, or a leftover of ours); nil when someone else has it now.
-    public func claimRedelivery(orderId: String, owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order? {
+    package func claimRedelivery(orderId: String, owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order? {
         let now = time.unixSeconds
         return try transition { db in
             let clock = db.dialect.leaseExpiry(now, 0)
@@ -93,7 +94,7 @@ extension TransactionalLedger {
 
     /// Pushes the lease of a claim still held (same owner, and on PostgreSQL the same fencing
     /// token) out by `leaseSeconds`; false when the claim is gone.
-    public func renewLease(orderId: String, owner: LeaseOwner, fence: Int64?, state: OrderState, leaseSeconds: Int64) throws(LedgerError) -> Bool {
+    package func renewLease(orderId: String, owner: LeaseOwner, fence: Int64?, state: OrderState, leaseSeconds: Int64) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
         return try transition { db in
             let expiry = db.dialect.leaseExpiry(now, leaseSeconds)
@@ -107,7 +108,7 @@ extension TransactionalLedger {
 
     /// Puts a claimed, not yet verified order back to `pending` as it was: no attempt used,
     /// no history (nothing happened to it).
-    public func release(orderId: String, owner: LeaseOwner, fence: Int64?) throws(LedgerError) {
+    package func release(orderId: String, owner: LeaseOwner, fence: Int64?) throws(LedgerError) {
         let now = time.unixSeconds
         try transition { db in
             let claim = db.claimedBy(owner, fence: fence)

@@ -1,9 +1,10 @@
 import Foundation
+import SettleBase
 
 /// Order ids settle makes for Google Play purchases nobody enqueued (found through RTDN):
 /// `play-` and Google's order id. Backends may not use the prefix.
-public enum PlayOrderId {
-    public static let prefix = "play-"
+package enum PlayOrderId {
+    package static let prefix = "play-"
 }
 
 /// Google Play's part of the order store, written once for both engines: "delivered, store
@@ -15,7 +16,7 @@ extension TransactionalLedger {
     /// acknowledged (or consumed). Called again after a failed acknowledgement, it keeps the first
     /// `delivered_at` and records the failure (`error`). False when the claim is gone.
     @discardableResult
-    public func recordDelivered(orderId: String, owner: LeaseOwner, fence: Int64?, error: String?,
+    package func recordDelivered(orderId: String, owner: LeaseOwner, fence: Int64?, error: String?,
                                 history: HistoryEntry) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
         return try transition { db in
@@ -30,15 +31,15 @@ extension TransactionalLedger {
 }
 
 /// Where the voided purchases poll resumes.
-public struct PlayVoidedCursor: Sendable, Equatable {
+package struct PlayVoidedCursor: Sendable, Equatable {
     /// `startTime` of the next window (Unix ms): the newest voided time seen so far.
-    public var sinceMs: Int64?
+    package var sinceMs: Int64?
     /// The next page of a window read part way (a crash, an error in the middle).
-    public var pageToken: String?
+    package var pageToken: String?
     /// When the last poll finished (Unix seconds).
-    public var polledAt: Int64?
+    package var polledAt: Int64?
 
-    public init(sinceMs: Int64? = nil, pageToken: String? = nil, polledAt: Int64? = nil) {
+    package init(sinceMs: Int64? = nil, pageToken: String? = nil, polledAt: Int64? = nil) {
         self.sinceMs = sinceMs
         self.pageToken = pageToken
         self.polledAt = polledAt
@@ -47,14 +48,14 @@ public struct PlayVoidedCursor: Sendable, Equatable {
 
 /// Google Play's voided purchases (refunds, chargebacks, revocations), as Apple's REFUND.
 extension TransactionalLedger {
-    public func playVoidedCursor() throws(LedgerError) -> PlayVoidedCursor {
+    package func playVoidedCursor() throws(LedgerError) -> PlayVoidedCursor {
         try reading { db in
             guard let row = try db.query("SELECT * FROM play_cursor WHERE id = 1").first else { return PlayVoidedCursor() }
             return PlayVoidedCursor(sinceMs: row.int("voided_since_ms"), pageToken: row.string("page_token"), polledAt: row.int("polled_at"))
         }
     }
 
-    public func savePlayVoidedCursor(_ cursor: PlayVoidedCursor) throws(LedgerError) {
+    package func savePlayVoidedCursor(_ cursor: PlayVoidedCursor) throws(LedgerError) {
         try writing { db in
                 try db.query("""
                     INSERT INTO play_cursor(id, voided_since_ms, page_token, polled_at) VALUES (1, ?, ?, ?)
@@ -70,7 +71,7 @@ extension TransactionalLedger {
     /// purchase (the revocations row is keyed by the grant key). Seeing the same voided purchase
     /// again changes nothing. Returns each order's outcome.
     @discardableResult
-    public func applyPlayVoided(token: PlayPurchaseToken, googleOrderId: String?, reason: String?,
+    package func applyPlayVoided(token: PlayPurchaseToken, googleOrderId: String?, reason: String?,
                                 source: String) throws(LedgerError) -> [String: String] {
         let now = time.unixSeconds
         return try writing { db in
@@ -131,7 +132,7 @@ extension LedgerTransaction {
 }
 
 /// The words Google Play's voided purchases leave in the ledger.
-public enum PlayVoided {
+package enum PlayVoided {
     /// `refund_kind` of an order whose Play purchase Google voided (refund, chargeback, revocation).
-    public static let kind = "VOIDED"
+    package static let kind = "VOIDED"
 }

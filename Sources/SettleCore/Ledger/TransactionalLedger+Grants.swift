@@ -1,7 +1,8 @@
 import Foundation
+import SettleBase
 
 /// What reserving one of Apple's confirmed purchases for an order did.
-public enum VerifiedResult: Sendable, Equatable {
+package enum VerifiedResult: Sendable, Equatable {
     /// The order holds the grant row of this purchase now and is `delivering`.
     case delivering(Order)
     /// Every candidate is granted to other orders: `rejected` (`already_granted`).
@@ -18,7 +19,7 @@ public enum VerifiedResult: Sendable, Equatable {
 }
 
 /// What the hook's "already granted" answer led to.
-public enum GrantedOutsideResult: Sendable, Equatable {
+package enum GrantedOutsideResult: Sendable, Equatable {
     /// The order named that purchase: `finished`, reason `already_delivered`.
     case finished
     /// The order was matched by product: it is back in `verifying` (still ours) to be matched
@@ -32,7 +33,7 @@ public enum GrantedOutsideResult: Sendable, Equatable {
 }
 
 /// Who holds a grant key.
-public enum GrantHolder: Sendable, Equatable {
+package enum GrantHolder: Sendable, Equatable {
     case order(String)
     /// Granted outside settle (the backend's own flow), as the hook or `grant-recorded` said.
     case outside(note: String?)
@@ -46,7 +47,7 @@ public enum GrantHolder: Sendable, Equatable {
 }
 
 /// What `settle grant-recorded` did.
-public enum OutsideGrantResult: Sendable, Equatable {
+package enum OutsideGrantResult: Sendable, Equatable {
     case recorded
     /// Already recorded as granted outside settle: nothing changed.
     case alreadyRecorded
@@ -62,7 +63,7 @@ extension TransactionalLedger {
     /// to `delivering`, all in one transition: the choice and the reservation are one step, so
     /// concurrent orders (in this process or on another host) can never pick the same purchase.
     /// A candidate this order already holds (an earlier attempt reserved it) comes first.
-    public func recordVerified(orderId: String, owner: LeaseOwner, fence: Int64?, match: Match, deliveryLeaseSeconds: Int64,
+    package func recordVerified(orderId: String, owner: LeaseOwner, fence: Int64?, match: Match, deliveryLeaseSeconds: Int64,
                                history: HistoryEntry) throws(LedgerError) -> VerifiedResult {
         let now = time.unixSeconds
         return try transition { db in
@@ -150,7 +151,7 @@ extension TransactionalLedger {
     /// The hook answered that this order's purchase was granted before (outside settle): the
     /// grant is recorded as made outside settle, and the order either finishes (it named that
     /// purchase) or goes back to matching for its next candidate, without using an attempt.
-    public func recordGrantedOutside(orderId: String, owner: LeaseOwner, fence: Int64?, history: HistoryEntry) throws(LedgerError) -> GrantedOutsideResult {
+    package func recordGrantedOutside(orderId: String, owner: LeaseOwner, fence: Int64?, history: HistoryEntry) throws(LedgerError) -> GrantedOutsideResult {
         let now = time.unixSeconds
         return try transition { db in
             guard let order = try db.holding(orderId, state: .delivering, owner: owner, fence: fence) else { return .leaseLost }
@@ -185,7 +186,7 @@ extension TransactionalLedger {
 
     /// Records that the backend granted a purchase itself, so settle never delivers it again
     /// and matching moves past it.
-    public func recordOutsideGrant(transactionId: String, grantKey: String, note: String?) throws(LedgerError) -> OutsideGrantResult {
+    package func recordOutsideGrant(transactionId: String, grantKey: String, note: String?) throws(LedgerError) -> OutsideGrantResult {
         let now = time.unixSeconds
         let candidate = VerifiedPurchase(transactionId: transactionId, originalTransactionId: grantKey, productId: "",
                                          environment: "", quantity: 1, purchaseDateMs: nil, expiresDateMs: nil, grantKey: grantKey)
@@ -202,12 +203,12 @@ extension TransactionalLedger {
     }
 
     /// Who holds this purchase, for `reconcile --dry-run`.
-    public func grantHolder(of purchase: VerifiedPurchase) throws(LedgerError) -> GrantHolder? {
+    package func grantHolder(of purchase: VerifiedPurchase) throws(LedgerError) -> GrantHolder? {
         try reading { db in try db.holderOf(purchase) }
     }
 
     /// The order currently holding a grant for this Apple transaction, if any.
-    public func grantHolder(transactionId: String) throws(LedgerError) -> String? {
+    package func grantHolder(transactionId: String) throws(LedgerError) -> String? {
         try reading { db in
             try db.query("SELECT order_id FROM grants WHERE transaction_id = ?", [.text(transactionId)]).first?.string("order_id")
         }

@@ -1,7 +1,8 @@
 import Foundation
+import SettleBase
 
 /// What `enqueue` did.
-public enum EnqueueResult: Sendable, Equatable {
+package enum EnqueueResult: Sendable, Equatable {
     case created
     /// The same order with the same content was already there.
     case unchanged
@@ -16,7 +17,7 @@ extension TransactionalLedger {
     /// no-op; with different content it is refused, never overwritten. Two backends enqueueing
     /// the same order at once (on PostgreSQL) both succeed, one creating it and the other
     /// comparing against it.
-    public func enqueue(_ new: NewOrder) throws(LedgerError) -> EnqueueResult {
+    package func enqueue(_ new: NewOrder) throws(LedgerError) -> EnqueueResult {
         let receiptHash = new.receipt.map { SHA256.hex(Data($0.utf8)) }
         let now = time.unixSeconds
         return try writing { db in
@@ -50,7 +51,7 @@ extension TransactionalLedger {
 
     /// The stored receipt with this hash, checked against the hash (a backend may have
     /// written the row by hand).
-    public func receipt(sha256: String) throws(LedgerError) -> String? {
+    package func receipt(sha256: String) throws(LedgerError) -> String? {
         let stored = try reading { db in
             try db.query("SELECT data FROM receipts WHERE sha256 = ?", [.text(sha256)]).first?.string("data")
         }
@@ -62,7 +63,7 @@ extension TransactionalLedger {
 
     /// Apple proved there is nothing to grant: `rejected` with a stable reason code.
     @discardableResult
-    public func recordRejected(orderId: String, owner: LeaseOwner, fence: Int64?, reason: String, detail: String,
+    package func recordRejected(orderId: String, owner: LeaseOwner, fence: Int64?, reason: String, detail: String,
                                environment: String?, history: HistoryEntry) throws(LedgerError) -> Bool {
         try end(orderId, from: .verifying, owner: owner, fence: fence, as: .rejected, reason: reason, error: detail,
                 environment: environment, history: history)
@@ -70,7 +71,7 @@ extension TransactionalLedger {
 
     /// settle cannot decide the order by itself: `needs_attention` at once, with the reason.
     @discardableResult
-    public func recordNeedsAttention(orderId: String, owner: LeaseOwner, fence: Int64?, reason: AttentionReason, detail: String,
+    package func recordNeedsAttention(orderId: String, owner: LeaseOwner, fence: Int64?, reason: AttentionReason, detail: String,
                                      environment: String?, history: HistoryEntry) throws(LedgerError) -> Bool {
         try end(orderId, from: .verifying, owner: owner, fence: fence, as: .needsAttention, reason: reason.rawValue, error: detail,
                 environment: environment, history: history)
@@ -78,7 +79,7 @@ extension TransactionalLedger {
 
     /// The hook confirmed delivery: `finished`, for good.
     @discardableResult
-    public func markFinished(orderId: String, owner: LeaseOwner, fence: Int64?, history: HistoryEntry) throws(LedgerError) -> Bool {
+    package func markFinished(orderId: String, owner: LeaseOwner, fence: Int64?, history: HistoryEntry) throws(LedgerError) -> Bool {
         try end(orderId, from: .delivering, owner: owner, fence: fence, as: .finished, reason: nil, error: nil,
                 environment: nil, history: history)
     }
@@ -101,7 +102,7 @@ extension TransactionalLedger {
     /// order's attempts. When the attempts reach `maxAttempts` the order needs a person.
     /// `permanent` sends it to a person at once (the hook refused).
     @discardableResult
-    public func recordFailure(orderId: String, owner: LeaseOwner, fence: Int64?, from state: OrderState, error: String,
+    package func recordFailure(orderId: String, owner: LeaseOwner, fence: Int64?, from state: OrderState, error: String,
                               countsAttempt: Bool, permanent: Bool, nextAttemptAt: Int64, maxAttempts: Int,
                               environment: String?, history: HistoryEntry) throws(LedgerError) -> OrderState? {
         let now = time.unixSeconds
@@ -133,7 +134,7 @@ extension TransactionalLedger {
 
     /// A write about this order failed a constraint (a row a backend broke): `needs_attention`
     /// (`row_invalid`) so the pass goes on. History is written only if the row accepts it.
-    public func quarantine(orderId: String, detail: String) throws(LedgerError) {
+    package func quarantine(orderId: String, detail: String) throws(LedgerError) {
         let now = time.unixSeconds
         try writing { db in
             try db.query("""

@@ -1,22 +1,23 @@
 import Foundation
+import SettleBase
 
 /// One stored Google Play real-time developer notification.
-public struct PlayNotificationRecord: Sendable, Equatable {
-    public var messageId: String
-    public var kind: String
-    public var receivedAt: Int64
-    public var outcome: String
-    public var detail: String?
-    public var orderId: String?
+package struct PlayNotificationRecord: Sendable, Equatable {
+    package var messageId: String
+    package var kind: String
+    package var receivedAt: Int64
+    package var outcome: String
+    package var detail: String?
+    package var orderId: String?
     /// The notification as Google sent it (Pub/Sub's `data`, decoded): it holds the purchase token.
-    public var payload: String
+    package var payload: String
 }
 
 /// Google Play's real-time developer notifications: stored once by Pub/Sub message id before the
 /// 2xx, worked on by the next pass (reading the purchase from Google), each ending with an outcome.
 extension TransactionalLedger {
     /// Stores a push; false when this message id is stored already (Pub/Sub delivers at least once).
-    public func storePlayNotification(messageId: String, kind: String, token: PlayPurchaseToken?, payload: String) throws(LedgerError) -> Bool {
+    package func storePlayNotification(messageId: String, kind: String, token: PlayPurchaseToken?, payload: String) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
         return try writing { db in
                 try !db.query("""
@@ -28,14 +29,14 @@ extension TransactionalLedger {
     }
 
     /// Stored notifications not yet worked on, oldest first.
-    public func pendingPlayNotifications(limit: Int) throws(LedgerError) -> [PlayNotificationRecord] {
+    package func pendingPlayNotifications(limit: Int) throws(LedgerError) -> [PlayNotificationRecord] {
         try reading { db in
             try db.query("SELECT * FROM play_notifications WHERE state = 'pending' ORDER BY received_at, message_id LIMIT ?",
                                [.integer(Int64(limit))]).map { PlayNotificationRecord(row: $0) }
         }
     }
 
-    public func finishPlayNotification(messageId: String, outcome: String, detail: String?, orderId: String?) throws(LedgerError) {
+    package func finishPlayNotification(messageId: String, outcome: String, detail: String?, orderId: String?) throws(LedgerError) {
         try writing { db in
                 try db.query("""
                     UPDATE play_notifications SET state = 'done', outcome = ?, detail = ?, order_id = ? WHERE message_id = ?
@@ -43,7 +44,7 @@ extension TransactionalLedger {
         }
     }
 
-    public func playNotification(messageId: String) throws(LedgerError) -> PlayNotificationRecord? {
+    package func playNotification(messageId: String) throws(LedgerError) -> PlayNotificationRecord? {
         try reading { db in
             try db.query("SELECT * FROM play_notifications WHERE message_id = ?", [.text(messageId)]).first
                 .map { PlayNotificationRecord(row: $0) }
@@ -51,7 +52,7 @@ extension TransactionalLedger {
     }
 
     /// The orders that hold this purchase token.
-    public func playOrderIds(token: PlayPurchaseToken) throws(LedgerError) -> [String] {
+    package func playOrderIds(token: PlayPurchaseToken) throws(LedgerError) -> [String] {
         try reading { db in
             try db.query("SELECT order_id FROM orders WHERE store = 'google_play' AND purchase_token = ? ORDER BY created_at",
                                [.text(token.value)]).compactMap { $0.string("order_id") }
@@ -59,7 +60,7 @@ extension TransactionalLedger {
     }
 
     /// A pending order Google says changed (a pending payment completed) is due now, not at its backoff.
-    public func makeDue(orderId: String) throws(LedgerError) {
+    package func makeDue(orderId: String) throws(LedgerError) {
         let now = time.unixSeconds
         try writing { db in
                 try db.query("UPDATE orders SET next_attempt_at = ? WHERE order_id = ? AND state = 'pending' AND next_attempt_at > ?",
@@ -68,7 +69,7 @@ extension TransactionalLedger {
     }
 
     /// The user whose orders carry this obfuscated account id (`app_account_token`), when exactly one does.
-    public func playUser(accountId: String) throws(LedgerError) -> String? {
+    package func playUser(accountId: String) throws(LedgerError) -> String? {
         try reading { db in
             let users = try db.query("""
                 SELECT DISTINCT user_id FROM orders WHERE store = 'google_play' AND app_account_token = ? AND user_id <> '' LIMIT 2
@@ -81,7 +82,7 @@ extension TransactionalLedger {
     /// now, for `userId` (empty: nobody known; the pass sets it aside as `unclaimed_purchase` for
     /// `settle assign`). Nothing when the order exists already.
     @discardableResult
-    public func createPlayOrder(orderId: String, userId: String, productId: String, token: PlayPurchaseToken, accountId: String?,
+    package func createPlayOrder(orderId: String, userId: String, productId: String, token: PlayPurchaseToken, accountId: String?,
                                 detail: String) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
         return try writing { db in

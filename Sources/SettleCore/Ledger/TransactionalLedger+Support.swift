@@ -1,21 +1,22 @@
 import Foundation
+import SettleBase
 
 /// Which orders `settle status` lists.
-public struct OrderFilter: Sendable, Equatable {
-    public var state: OrderState?
-    public var userId: String?
-    public var transactionId: String?
+package struct OrderFilter: Sendable, Equatable {
+    package var state: OrderState?
+    package var userId: String?
+    package var transactionId: String?
     /// Only orders Apple refunded or revoked (`status --refunded`).
-    public var refunded = false
+    package var refunded = false
     /// Several transactions at once (those behind an Apple order id); used instead of `transactionId`.
-    public var transactionIds: [String] = []
+    package var transactionIds: [String] = []
     /// Orders whose backend stored this StoreKit appAccountToken.
-    public var appAccountToken: String?
+    package var appAccountToken: String?
     /// Google Play orders with this purchase token (`status --purchase-token-file`).
-    public var purchaseToken: PlayPurchaseToken?
-    public var limit: Int
+    package var purchaseToken: PlayPurchaseToken?
+    package var limit: Int
 
-    public init(state: OrderState? = nil, userId: String? = nil, transactionId: String? = nil, appAccountToken: String? = nil,
+    package init(state: OrderState? = nil, userId: String? = nil, transactionId: String? = nil, appAccountToken: String? = nil,
                 limit: Int = 50) {
         self.appAccountToken = appAccountToken
         self.state = state
@@ -26,19 +27,19 @@ public struct OrderFilter: Sendable, Equatable {
 }
 
 /// A consistent picture of the ledger for support.
-public struct LedgerSummary: Sendable, Equatable {
-    public var counts: [OrderState: Int]
+package struct LedgerSummary: Sendable, Equatable {
+    package var counts: [OrderState: Int]
     /// Age of the oldest order that is paid and not delivered (pending, in flight or needing a person).
-    public var oldestUndeliveredSeconds: Int64?
-    public var orders: [Order]
+    package var oldestUndeliveredSeconds: Int64?
+    package var orders: [Order]
     /// How many orders match the filter; `orders` holds at most `limit` of them.
-    public var matching: Int = 0
+    package var matching: Int = 0
     /// Whether counts and age are of a subset (a user, a transaction) rather than the ledger.
-    public var filtered = false
+    package var filtered = false
     /// Counts by state of the Google Play orders among those counted (App Store: the rest).
-    public var googlePlayCounts: [OrderState: Int] = [:]
+    package var googlePlayCounts: [OrderState: Int] = [:]
     /// Google Play orders not yet finished, closest to Google's refund deadline first.
-    public var playDeadlines: [PlayDeadline] = []
+    package var playDeadlines: [PlayDeadline] = []
 }
 
 /// What support does to orders settle could not settle by itself, and what status reads,
@@ -49,7 +50,7 @@ extension TransactionalLedger {
     /// With `proof`, the one named order gets it as its proof; the previous proof stays in the
     /// ledger (a receipt by its hash in `receipts`, a signed transaction in the history row).
     @discardableResult
-    public func retry(orderIds: [String], note: String?, proof: ReplacementProof?) throws(LedgerError) -> [RetriedOrder] {
+    package func retry(orderIds: [String], note: String?, proof: ReplacementProof?) throws(LedgerError) -> [RetriedOrder] {
         guard proof == nil || orderIds.count == 1 else {
             throw .invalid("a new proof belongs to one order; name exactly one order with --receipt-file or --signed-transaction-file")
         }
@@ -100,7 +101,7 @@ extension TransactionalLedger {
     /// same purchase uploaded again is never delivered, and is `rejected`. The reason is the
     /// resolution, the note its last error, and the history says who decided: a person.
     @discardableResult
-    public func resolve(orderIds: [String], as resolution: Resolution, note: String,
+    package func resolve(orderIds: [String], as resolution: Resolution, note: String,
                         transaction: String?) throws(LedgerError) -> [(String, OrderState)] {
         let now = time.unixSeconds
         try Resolution.checkHandTransaction(transaction, orders: orderIds.count, resolution: resolution)
@@ -148,7 +149,7 @@ extension TransactionalLedger {
 
     /// Counts by state, the oldest undelivered order's age and the matching orders, newest
     /// activity first, read in one snapshot.
-    public func summary(_ filter: OrderFilter) throws(LedgerError) -> LedgerSummary {
+    package func summary(_ filter: OrderFilter) throws(LedgerError) -> LedgerSummary {
         let now = time.unixSeconds
         // Counts and the oldest age follow the subject of the question (a user, a transaction),
         // not the state filter, so `--user u-42 --state rejected` still shows u-42's other orders.
@@ -215,7 +216,7 @@ extension TransactionalLedger {
     }
 
     /// One order and its history, oldest first; nil when there is no such order.
-    public func orderRecord(_ orderId: String) throws(LedgerError) -> (order: Order, history: [HistoryEntry])? {
+    package func orderRecord(_ orderId: String) throws(LedgerError) -> (order: Order, history: [HistoryEntry])? {
         try reading { db in
             guard let row = try db.query("SELECT * FROM orders WHERE order_id = ?", [.text(orderId)]).first else { return nil }
             let history = try db.query("SELECT * FROM history WHERE order_id = ? ORDER BY id", [.text(orderId)]).map { row in
@@ -229,7 +230,7 @@ extension TransactionalLedger {
     }
 
     /// Orders due for verification now, oldest due first (for `reconcile --dry-run`).
-    public func dueOrders(limit: Int) throws(LedgerError) -> [Order] {
+    package func dueOrders(limit: Int) throws(LedgerError) -> [Order] {
         let now = time.unixSeconds
         return try reading { db in
             try db.query("""
@@ -246,7 +247,7 @@ extension TransactionalLedger {
     /// proof that a purchase was delivered and is never pruned, and an order's row says what it
     /// became. Returns how many rows went.
     @discardableResult
-    public func pruneHistory(olderThanDays days: Int) throws(LedgerError) -> Int {
+    package func pruneHistory(olderThanDays days: Int) throws(LedgerError) -> Int {
         let cutoff = time.unixSeconds - Int64(days) * 86400
         return try writing { db in
             try db.changedRows("""

@@ -1,15 +1,16 @@
 import Foundation
+import SettleBase
 
 /// What one Get Notification History catch-up did.
-public struct HistorySyncReport: Sendable, Equatable {
+package struct HistorySyncReport: Sendable, Equatable {
     /// Notifications stored now that the endpoint had missed.
-    public var stored = 0
-    public var pages = 0
+    package var stored = 0
+    package var pages = 0
     /// Some stored notification left work for a pass.
-    public var needsPass = false
+    package var needsPass = false
     /// Why it stopped early (Apple unavailable, the breaker open, a notification our verifier
     /// refused or the ledger could not store), nil when it read everything.
-    public var stoppedBecause: String?
+    package var stoppedBecause: String?
 }
 
 /// Get Notification History from the last point seen, so a notification sent while settle was
@@ -34,7 +35,7 @@ extension NotificationInbox {
 
     /// Reads what Apple sent since the last point seen. `progress` is called after each page
     /// (the daemon kicks its watchdog there: a long catch-up is work, not a hang).
-    public func syncHistory(progress: () -> Void = {}) throws(LedgerError) -> HistorySyncReport {
+    package func syncHistory(progress: () -> Void = {}) throws(LedgerError) -> HistorySyncReport {
         var report = HistorySyncReport()
         guard let api else { return report }
         let before = try ledger.appleBreaker()

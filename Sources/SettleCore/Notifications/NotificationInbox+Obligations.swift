@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// What notifications leave for a pass to do: revokes through the operator's hook and answers
 /// to Apple's refund requests, each retried with the order backoff until done.
@@ -11,7 +12,7 @@ extension NotificationInbox {
 
     /// Runs every due revoke and refund-request answer. Returns how many of each finished.
     @discardableResult
-    public func settleObligations() throws(LedgerError) -> (revoked: Int, answered: Int) {
+    package func settleObligations() throws(LedgerError) -> (revoked: Int, answered: Int) {
         (try runRevocations(), try answerConsumptionRequests())
     }
 

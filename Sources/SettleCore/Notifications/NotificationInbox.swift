@@ -1,25 +1,26 @@
 import Foundation
+import SettleBase
 
 /// Where App Store Server Notifications come in, from the endpoint or from Get Notification
 /// History: verified, stored once by UUID with their effect on orders, then answered. Also does
 /// the work they leave (revokes, refund-request answers) and the history catch-up.
-public final class NotificationInbox: Sendable {
-    public let ledger: any SettleLedger
-    public let verifier: SignedDataVerifier
-    public let rules: NotificationRules
+package final class NotificationInbox: Sendable {
+    package let ledger: any SettleLedger
+    package let verifier: SignedDataVerifier
+    package let rules: NotificationRules
     /// The Server API, for history and consumption answers (nil without `server_api`).
-    public let api: AppStoreServerClient?
+    package let api: AppStoreServerClient?
     /// nil when refunds can only be recorded (a command delivery without `revoke_command`).
-    public let revokeHook: RevokeHook?
-    public let consumption: Configuration.ConsumptionConfiguration
-    public let acceptSandbox: Bool
+    package let revokeHook: RevokeHook?
+    package let consumption: Configuration.ConsumptionConfiguration
+    package let acceptSandbox: Bool
     /// `notifications.backfill_since` (ms): where the first history catch-up starts; nil: at the first start.
-    public let backfillSinceMs: Int64?
-    public let policy: RetryPolicy
-    public let log: Log
-    public let metrics: Metrics?
+    package let backfillSinceMs: Int64?
+    package let policy: RetryPolicy
+    package let log: Log
+    package let metrics: Metrics?
 
-    public init(ledger: any SettleLedger, verifier: SignedDataVerifier, rules: NotificationRules, api: AppStoreServerClient?, revokeHook: RevokeHook?,
+    package init(ledger: any SettleLedger, verifier: SignedDataVerifier, rules: NotificationRules, api: AppStoreServerClient?, revokeHook: RevokeHook?,
                 consumption: Configuration.ConsumptionConfiguration, acceptSandbox: Bool,
                 policy: RetryPolicy, log: Log, metrics: Metrics?, backfillSinceMs: Int64? = nil) {
         self.backfillSinceMs = backfillSinceMs
@@ -36,7 +37,7 @@ public final class NotificationInbox: Sendable {
     }
 
     /// What receiving one `signedPayload` came to.
-    public enum Receipt: Sendable, Equatable {
+    package enum Receipt: Sendable, Equatable {
         case stored(IngestResult)
         /// Not a notification for this app (forged, another app, an environment not accepted).
         case refused(SignedDataFailure)
@@ -45,7 +46,7 @@ public final class NotificationInbox: Sendable {
     }
 
     /// Verifies and stores one notification. Returns only once the row is durable (or not stored).
-    public func receive(signedPayload: String, source: String) -> Receipt {
+    package func receive(signedPayload: String, source: String) -> Receipt {
         switch verifier.verifyNotification(signedPayload, now: ledger.time.now) {
         case let .failure(failure):
             metrics?.observeNotification(type: "unverified", outcome: failure.code, at: nil)
@@ -88,7 +89,7 @@ public final class NotificationInbox: Sendable {
 
     /// The endpoint's answer to one request body (`{"signedPayload": "..."}`): 200 only once
     /// the notification is durable, 5xx when it is not (Apple retries), 4xx for what is not ours.
-    public func answer(_ body: Data) -> (response: HTTPServerResponse, needsPass: Bool) {
+    package func answer(_ body: Data) -> (response: HTTPServerResponse, needsPass: Bool) {
         guard let json = try? JSONValue.parse(body), case let .string(signed)? = json["signedPayload"] else {
             log.warning("notifications.bad_request", ["status": 400, "why": "body is not JSON with a signedPayload string",
                                                       "bytes": body.count])

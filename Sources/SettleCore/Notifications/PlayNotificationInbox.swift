@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// Google Play's real-time developer notifications (Cloud Pub/Sub push) on the notifications
 /// listener at `google_play.notifications_path`.
@@ -11,20 +12,20 @@ import Foundation
 /// enqueued becomes an order `play-<Google order id>` for the user its obfuscated account id maps
 /// to (or, with nobody known, `needs_attention` as `unclaimed_purchase` for `settle assign`); a
 /// voided purchase is applied as the voided purchases poll applies it.
-public struct PlayNotificationInbox: Sendable {
-    public let ledger: any SettleLedger
-    public let authenticator: PushAuthenticator
-    public let packageName: String
-    public let client: PlayDeveloperClient
-    public let products: [String: Configuration.Product]
-    public let binding: UserBinding
-    public let log: Log
-    public let metrics: Metrics?
+package struct PlayNotificationInbox: Sendable {
+    package let ledger: any SettleLedger
+    package let authenticator: PushAuthenticator
+    package let packageName: String
+    package let client: PlayDeveloperClient
+    package let products: [String: Configuration.Product]
+    package let binding: UserBinding
+    package let log: Log
+    package let metrics: Metrics?
 
     /// Notifications worked on in one pass at most; the rest wait for the next.
     static let batch = 200
 
-    public init(ledger: any SettleLedger, authenticator: PushAuthenticator, packageName: String, client: PlayDeveloperClient,
+    package init(ledger: any SettleLedger, authenticator: PushAuthenticator, packageName: String, client: PlayDeveloperClient,
                 products: [String: Configuration.Product], binding: UserBinding, log: Log, metrics: Metrics?) {
         self.ledger = ledger
         self.authenticator = authenticator
@@ -37,7 +38,7 @@ public struct PlayNotificationInbox: Sendable {
     }
 
     /// The listener's answer to one push, and whether a pass should run now.
-    public func answer(_ request: HTTPServerRequest) -> (response: HTTPServerResponse, needsPass: Bool) {
+    package func answer(_ request: HTTPServerRequest) -> (response: HTTPServerResponse, needsPass: Bool) {
         if case let .failure(refusal) = authenticator.authenticate(authorization: request.header("Authorization")) {
             log.warning("google_play.push_refused", ["why": refusal.rawValue])
             metrics?.observeNotification(type: "google_play_push", outcome: "refused_\(refusal.rawValue)", at: nil)
@@ -78,7 +79,7 @@ public struct PlayNotificationInbox: Sendable {
     /// Works on the stored notifications; one whose purchase Google cannot be asked about now
     /// stays pending for the next pass. Returns how many were finished.
     @discardableResult
-    public func processPending() throws(LedgerError) -> Int {
+    package func processPending() throws(LedgerError) -> Int {
         var done = 0
         for record in try ledger.pendingPlayNotifications(limit: Self.batch) {
             guard let json = try? JSONValue.parse(Data(record.payload.utf8)),

@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// Reads Google Play's voided purchases (`purchases.voidedpurchases.list`: refunds, chargebacks,
 /// revocations of the last 30 days) every `google_play.voided_poll_interval_seconds`, paged, with
@@ -7,18 +8,18 @@ import Foundation
 ///
 /// Each window starts at the newest voided time seen before (inclusive, so nothing at that
 /// millisecond is missed); what is seen twice changes nothing.
-public struct PlayVoidedPoll: Sendable {
-    public let ledger: any SettleLedger
-    public let client: PlayDeveloperClient
-    public let intervalSeconds: Double
-    public let log: Log
+package struct PlayVoidedPoll: Sendable {
+    package let ledger: any SettleLedger
+    package let client: PlayDeveloperClient
+    package let intervalSeconds: Double
+    package let log: Log
 
     /// Google keeps voided purchases for 30 days.
     static let lookBackMs: Int64 = 30 * 86_400_000
     /// Pages read in one poll at most; the rest follows at the next (the page token is kept).
     static let maxPages = 50
 
-    public init(ledger: any SettleLedger, client: PlayDeveloperClient, intervalSeconds: Double, log: Log) {
+    package init(ledger: any SettleLedger, client: PlayDeveloperClient, intervalSeconds: Double, log: Log) {
         self.ledger = ledger
         self.client = client
         self.intervalSeconds = intervalSeconds
@@ -27,7 +28,7 @@ public struct PlayVoidedPoll: Sendable {
 
     /// Polls when the interval has passed since the last poll; returns how many orders it changed.
     @discardableResult
-    public func pollIfDue() throws(LedgerError) -> Int {
+    package func pollIfDue() throws(LedgerError) -> Int {
         let now = ledger.time.unixSeconds
         var cursor = try ledger.playVoidedCursor()
         if let polled = cursor.polledAt, Double(now - polled) < intervalSeconds { return 0 }

@@ -1,3 +1,4 @@
+import SettleBase
 /// The circuit breaker for Apple as a whole: a value-type state machine, persisted in the
 /// ledger so that it spans passes, restarts and `settle status`.
 ///
@@ -5,23 +6,23 @@
 /// to back off (429 / Retry-After). While open nothing is claimed and no attempt is used.
 /// When the cool-down has passed, one probe is let through: an answer from Apple closes it,
 /// another failure re-opens it with the cool-down doubled, up to `backoff_max_seconds`.
-public struct AppleBreaker: Sendable, Equatable {
-    public enum State: String, Sendable { case closed, open }
+package struct AppleBreaker: Sendable, Equatable {
+    package enum State: String, Sendable { case closed, open }
 
-    public var state: State = .closed
-    public var consecutiveFailures = 0
+    package var state: State = .closed
+    package var consecutiveFailures = 0
     /// The cool-down of the current (or last) opening; 0 when it never opened.
-    public var cooldownSeconds: Int64 = 0
-    public var retryAt: Int64?
-    public var lastError: String?
+    package var cooldownSeconds: Int64 = 0
+    package var retryAt: Int64?
+    package var lastError: String?
     /// When `lastError` happened, so support can tell an old hiccup from an outage now.
-    public var lastErrorAt: Int64?
+    package var lastErrorAt: Int64?
 
-    public static let threshold = 5
+    package static let threshold = 5
 
-    public init() {}
+    package init() {}
 
-    public init(state: State, consecutiveFailures: Int, cooldownSeconds: Int64, retryAt: Int64?, lastError: String?,
+    package init(state: State, consecutiveFailures: Int, cooldownSeconds: Int64, retryAt: Int64?, lastError: String?,
                 lastErrorAt: Int64? = nil) {
         self.lastErrorAt = lastErrorAt
         self.state = state
@@ -32,20 +33,20 @@ public struct AppleBreaker: Sendable, Equatable {
     }
 
     /// What a pass may do now.
-    public enum Permission: Sendable, Equatable {
+    package enum Permission: Sendable, Equatable {
         case claim
         /// The cool-down is over: one order may be tried to see whether Apple is back.
         case probe
         case wait(until: Int64)
     }
 
-    public func permission(now: Int64) -> Permission {
+    package func permission(now: Int64) -> Permission {
         guard state == .open, let retryAt else { return .claim }
         return now >= retryAt ? .probe : .wait(until: retryAt)
     }
 
     /// Apple answered (whatever it said): the breaker closes and the last error is history.
-    public mutating func recordAnswer() {
+    package mutating func recordAnswer() {
         lastError = nil
         lastErrorAt = nil
         state = .closed
@@ -56,14 +57,14 @@ public struct AppleBreaker: Sendable, Equatable {
 
     /// Our side is wrong (e.g. Apple rejected the shared secret). Not Apple's outage, so the
     /// breaker stays as it is, but the fault is kept for `settle status` until Apple answers.
-    public mutating func recordConfigurationFault(_ message: String, now: Int64) {
+    package mutating func recordConfigurationFault(_ message: String, now: Int64) {
         lastError = "configuration fault: \(message)"
         lastErrorAt = now
     }
 
     /// Apple as a whole failed. Returns true when this failure opened (or re-opened) the breaker.
     @discardableResult
-    public mutating func recordFailure(_ message: String, retryAfter: Double?, now: Int64,
+    package mutating func recordFailure(_ message: String, retryAfter: Double?, now: Int64,
                                        baseSeconds: Double, maxSeconds: Double) -> Bool {
         consecutiveFailures += 1
         lastError = message

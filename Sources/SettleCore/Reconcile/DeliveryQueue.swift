@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// The hand-off between a pass's verification workers and its delivery workers: a verified
 /// order (already `delivering`, its grant reserved and durable) waits here for its hook, so a

@@ -1,16 +1,17 @@
+import SettleBase
 /// What `reconcile --dry-run` found: per order, what a real pass would do.
-public struct DryRunReport: Sendable, Equatable {
-    public var lines: [String] = []
-    public var wouldGrant = 0
-    public var wouldReject = 0
-    public var wouldRetry = 0
-    public var missing = 0
-    public var appleAnswers = 0
-    public var appleWideFailures = 0
+package struct DryRunReport: Sendable, Equatable {
+    package var lines: [String] = []
+    package var wouldGrant = 0
+    package var wouldReject = 0
+    package var wouldRetry = 0
+    package var missing = 0
+    package var appleAnswers = 0
+    package var appleWideFailures = 0
 
-    public var appleUnavailableForWholePass: Bool { appleAnswers == 0 && appleWideFailures > 0 }
+    package var appleUnavailableForWholePass: Bool { appleAnswers == 0 && appleWideFailures > 0 }
 
-    public var summaryLine: String {
+    package var summaryLine: String {
         "dry run over \(wouldGrant + wouldReject + wouldRetry) orders: \(wouldGrant) would be granted, \(wouldReject) rejected, \(wouldRetry) retried; nothing was changed"
     }
 }
@@ -18,7 +19,7 @@ public struct DryRunReport: Sendable, Equatable {
 extension Reconciler {
     /// Verifies due (or named) orders with Apple and reports what would happen, without
     /// claiming, writing or calling a hook.
-    public func dryRun(orderIds: [String] = [], limit: Int = 1000) throws -> DryRunReport {
+    package func dryRun(orderIds: [String] = [], limit: Int = 1000) throws -> DryRunReport {
         var report = DryRunReport()
         var orders: [Order] = []
         if orderIds.isEmpty {

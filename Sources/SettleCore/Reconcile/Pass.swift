@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SettleBase
 
 /// The shared state of one pass, behind one lock: the work queue, the Apple breaker and the report.
 final class Pass: Sendable {

@@ -1,17 +1,18 @@
+import SettleBase
 /// Sends each order to the verifier its store and proof of purchase need, and sends to a person what no
 /// Apple answer could make grantable (a product the configuration does not know) without asking.
-public struct ProofRouter: OrderVerifier {
+package struct ProofRouter: OrderVerifier {
     /// verifyReceipt, when `receipt_api` is configured.
-    public var receipts: ReceiptVerifier?
+    package var receipts: ReceiptVerifier?
     /// StoreKit 2 signed data and the App Store Server API.
-    public var storeKit: StoreKitVerifier
-    public var products: Set<String>
+    package var storeKit: StoreKitVerifier
+    package var products: Set<String>
     /// Google Play purchases, when `google_play` is configured: chosen by the order's store.
-    public var play: PlayVerifier?
+    package var play: PlayVerifier?
     /// Whether `receipt_api` or `server_api` is configured (a Google Play-only installation has neither).
-    public var appStore: Bool
+    package var appStore: Bool
 
-    public init(receipts: ReceiptVerifier?, storeKit: StoreKitVerifier, products: Set<String>, play: PlayVerifier? = nil,
+    package init(receipts: ReceiptVerifier?, storeKit: StoreKitVerifier, products: Set<String>, play: PlayVerifier? = nil,
                 appStore: Bool = true) {
         self.receipts = receipts
         self.storeKit = storeKit
@@ -20,7 +21,7 @@ public struct ProofRouter: OrderVerifier {
         self.appStore = appStore
     }
 
-    public func verify(_ order: Order) throws -> Verification {
+    package func verify(_ order: Order) throws -> Verification {
         if order.store == .googlePlay {
             if let play { return try play.verify(order) }
             // Not the order's fault: it waits, using no attempt, until google_play is configured.

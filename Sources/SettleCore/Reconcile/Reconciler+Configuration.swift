@@ -1,9 +1,10 @@
 import Foundation
+import SettleBase
 
 extension Reconciler {
     /// Builds the reconciler a configuration describes: reads its secrets (refusing readable
     /// ones), loads the StoreKit roots and key, and wires the verifiers and the delivery hook.
-    public static func configured(_ configuration: Configuration, ledger: any SettleLedger, environment: [String: String],
+    package static func configured(_ configuration: Configuration, ledger: any SettleLedger, environment: [String: String],
                                   log: Log, metrics: Metrics? = nil,
                                   random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) })
         throws(ConfigError) -> Reconciler {

@@ -1,31 +1,32 @@
 import Foundation
 import Synchronization
+import SettleBase
 
 /// One reconcile pass: rescue -> claim -> verify -> record -> deliver -> finish, with at most
 /// `schedule.concurrency` orders in flight. `settle reconcile` and the daemon both run this.
-public final class Reconciler: Sendable {
-    public let configuration: Configuration
-    public let ledger: any SettleLedger
-    public let verifier: any OrderVerifier
-    public let deliverer: any Deliverer
-    public let policy: RetryPolicy
-    public let owner: LeaseOwner
-    public let log: Log
+package final class Reconciler: Sendable {
+    package let configuration: Configuration
+    package let ledger: any SettleLedger
+    package let verifier: any OrderVerifier
+    package let deliverer: any Deliverer
+    package let policy: RetryPolicy
+    package let owner: LeaseOwner
+    package let log: Log
     /// Counters for the metrics file, when the daemon keeps one.
-    public let metrics: Metrics?
+    package let metrics: Metrics?
     /// App Store Server Notifications: a pass also does the revokes and refund-request answers they leave.
-    public let inbox: NotificationInbox?
+    package let inbox: NotificationInbox?
     /// Renews the leases of the orders being verified or delivered.
     private let leases: LeaseKeeper
     /// What each store must be told once an order's goods were granted (Google Play: acknowledge
     /// or consume); a store without one needs nothing.
-    public let finishers: [Store: any StoreFinisher]
+    package let finishers: [Store: any StoreFinisher]
     /// Google Play's voided purchases, polled by passes when due.
-    public let voided: PlayVoidedPoll?
+    package let voided: PlayVoidedPoll?
     /// Google Play's real-time developer notifications: the listener stores them, passes work on them.
-    public let playInbox: PlayNotificationInbox?
+    package let playInbox: PlayNotificationInbox?
 
-    public init(configuration: Configuration, ledger: any SettleLedger, verifier: any OrderVerifier, deliverer: any Deliverer,
+    package init(configuration: Configuration, ledger: any SettleLedger, verifier: any OrderVerifier, deliverer: any Deliverer,
                 policy: RetryPolicy, owner: LeaseOwner = .current, log: Log, metrics: Metrics? = nil, inbox: NotificationInbox? = nil,
                 finishers: [Store: any StoreFinisher] = [:], voided: PlayVoidedPoll? = nil, playInbox: PlayNotificationInbox? = nil) {
         self.playInbox = playInbox
@@ -63,15 +64,15 @@ public final class Reconciler: Sendable {
 
     /// How often, as a fraction of its length, the lease of a running hook or verification is renewed.
     /// Tests shorten it; it never needs changing in production.
-    public var leaseRenewalFraction: Double { leaseRenewal.withLock { $0 } }
+    package var leaseRenewalFraction: Double { leaseRenewal.withLock { $0 } }
     private let leaseRenewal = Mutex(1.0 / 3)
-    public func renewLeases(everyFractionOf fraction: Double) { leaseRenewal.withLock { $0 = fraction } }
+    package func renewLeases(everyFractionOf fraction: Double) { leaseRenewal.withLock { $0 = fraction } }
 
     /// Runs one pass over every due order, or over exactly `orderIds` (due or not: an operator
     /// naming orders is not held back by the Apple breaker). `shouldStop` is polled before
     /// each claim: once it says true, nothing more is claimed and in-flight work finishes.
     /// `progress` is called after each order, from the thread that worked on it.
-    public func runPass(orderIds: [String] = [], shouldStop: @escaping @Sendable () -> Bool = { false },
+    package func runPass(orderIds: [String] = [], shouldStop: @escaping @Sendable () -> Bool = { false },
                         progress: @escaping @Sendable () -> Void = {}) throws(LedgerError) -> PassReport {
         if let days = configuration.historyRetentionDays {
             let pruned = try ledger.pruneHistory(olderThanDays: days)

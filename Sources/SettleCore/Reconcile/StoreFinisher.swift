@@ -1,10 +1,11 @@
+import SettleBase
 /// What a store must be told once the goods of an order were granted (Google Play: acknowledge
 /// or consume). The App Store needs nothing from a server, so App Store orders have none.
-public protocol StoreFinisher: Sendable {
+package protocol StoreFinisher: Sendable {
     func finish(_ order: Order) -> StoreFinishOutcome
 }
 
-public enum StoreFinishOutcome: Sendable, Equatable {
+package enum StoreFinishOutcome: Sendable, Equatable {
     /// The store knows; the word says how (`acknowledged`, `consumed`, `already_acknowledged`, ...).
     case finished(String)
     /// Not told yet: tried again at the next pass (the order stays delivered, store finish

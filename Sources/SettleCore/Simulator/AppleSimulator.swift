@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SettleBase
 
 /// A local stand-in for Apple on loopback, for tests and `settle demo`.
 ///
@@ -8,39 +9,39 @@ import Synchronization
 /// Transaction Info, and `GET /{production,sandbox}/inApps/v2/history/{id}` Get Transaction
 /// History v2 over scripted customers, both checking each bearer token and signing their answers
 /// with `SimulatorSigningChain`. Nothing in settle talks to it unless a configuration points there.
-public final class AppleSimulator: Sendable {
+package final class AppleSimulator: Sendable {
     /// One request as the simulator saw it (never the shared secret itself).
-    public struct Request: Sendable, Equatable {
-        public var environment: String
-        public var receiptData: String?
-        public var passwordMatched: Bool
-        public var excludeOldTransactions: Bool?
+    package struct Request: Sendable, Equatable {
+        package var environment: String
+        package var receiptData: String?
+        package var passwordMatched: Bool
+        package var excludeOldTransactions: Bool?
     }
 
     /// One Server API request as the simulator saw it.
-    public struct ServerRequest: Sendable, Equatable {
-        public var environment: String
-        public var transactionId: String
+    package struct ServerRequest: Sendable, Equatable {
+        package var environment: String
+        package var transactionId: String
         /// Why the bearer token was refused, nil when it was good.
-        public var tokenProblem: String?
+        package var tokenProblem: String?
     }
 
     /// One Get Transaction History request as the simulator saw it.
-    public struct HistoryRequest: Sendable, Equatable {
-        public var environment: String
-        public var transactionId: String
+    package struct HistoryRequest: Sendable, Equatable {
+        package var environment: String
+        package var transactionId: String
         /// The `revision` query parameter, nil on a first page.
-        public var revision: String?
-        public var sort: String?
+        package var revision: String?
+        package var sort: String?
         /// Why the bearer token was refused, nil when it was good.
-        public var tokenProblem: String?
+        package var tokenProblem: String?
     }
 
     let core: AppleSimulatorCore
     private let server: LoopbackHTTPServer
 
     /// Listens on 127.0.0.1:`port` (0: any free port; the standalone `settle simulator` picks one).
-    public init(sharedSecret: String, credentials: ServerAPICredentials? = nil, time: any TimeSource = SystemTimeSource(),
+    package init(sharedSecret: String, credentials: ServerAPICredentials? = nil, time: any TimeSource = SystemTimeSource(),
                 port: UInt16 = 0) throws {
         let core = AppleSimulatorCore(sharedSecret: sharedSecret, credentials: credentials, time: time)
         self.core = core
@@ -48,53 +49,53 @@ public final class AppleSimulator: Sendable {
     }
 
     /// "http://127.0.0.1:<port>"
-    public var baseURL: String { server.baseURL }
+    package var baseURL: String { server.baseURL }
 
     deinit { server.stop() }
 
-    public var productionURL: String { server.baseURL + "/production/verifyReceipt" }
-    public var sandboxURL: String { server.baseURL + "/sandbox/verifyReceipt" }
+    package var productionURL: String { server.baseURL + "/production/verifyReceipt" }
+    package var sandboxURL: String { server.baseURL + "/sandbox/verifyReceipt" }
     /// Base URLs of the simulated App Store Server API.
-    public var serverProductionURL: String { server.baseURL + "/production" }
-    public var serverSandboxURL: String { server.baseURL + "/sandbox" }
+    package var serverProductionURL: String { server.baseURL + "/production" }
+    package var serverSandboxURL: String { server.baseURL + "/sandbox" }
 
-    public func stop() { server.stop() }
+    package func stop() { server.stop() }
 
     /// Scripts the answers for a receipt (its base64 text as sent in `receipt-data`).
-    public func script(_ receiptData: String, _ script: ReceiptScript) {
+    package func script(_ receiptData: String, _ script: ReceiptScript) {
         core.state.withLock { $0.scripts[receiptData] = script }
     }
 
-    public var requests: [Request] { core.state.withLock { $0.requests } }
+    package var requests: [Request] { core.state.withLock { $0.requests } }
 
-    public func requests(for receiptData: String) -> [Request] { requests.filter { $0.receiptData == receiptData } }
+    package func requests(for receiptData: String) -> [Request] { requests.filter { $0.receiptData == receiptData } }
 
     /// Scripts the Server API's answers for a transaction id.
-    public func script(transaction id: String, _ script: TransactionScript) {
+    package func script(transaction id: String, _ script: TransactionScript) {
         core.state.withLock { $0.transactions[id] = script }
     }
 
-    public var serverRequests: [ServerRequest] { core.state.withLock { $0.serverRequests } }
+    package var serverRequests: [ServerRequest] { core.state.withLock { $0.serverRequests } }
 
     /// Scripts a customer for Get Transaction History: the history of any of their transaction
     /// ids is all of `transactions` in this order, 20 to a page. `answers` are used one per
     /// history request first (`.transaction` meaning "answer normally").
-    public func script(customer transactions: [SimulatedSignedTransaction], answers: [SimulatedServerAnswer] = []) {
+    package func script(customer transactions: [SimulatedSignedTransaction], answers: [SimulatedServerAnswer] = []) {
         core.state.withLock { $0.customers.append(CustomerScript(transactions: transactions, answers: answers)) }
     }
 
-    public var historyRequests: [HistoryRequest] { core.state.withLock { $0.historyRequests } }
+    package var historyRequests: [HistoryRequest] { core.state.withLock { $0.historyRequests } }
 
     /// Scripts Look Up Order ID: the order id of a customer's receipt email and its purchases.
-    public func script(appleOrder orderId: String, _ transactions: [SimulatedSignedTransaction]) {
+    package func script(appleOrder orderId: String, _ transactions: [SimulatedSignedTransaction]) {
         core.state.withLock { $0.appleOrders[orderId] = transactions }
     }
 
     /// Connections clients opened to the simulator (HTTP/1.1 keep-alive lets one carry many requests).
-    public var acceptedConnections: Int { server.acceptedConnections }
+    package var acceptedConnections: Int { server.acceptedConnections }
 
     /// The most requests that were being answered at the same time.
-    public var peakConcurrentRequests: Int { core.state.withLock { $0.peakInFlight } }
+    package var peakConcurrentRequests: Int { core.state.withLock { $0.peakInFlight } }
 }
 
 /// A customer's transactions and the answers still to give for their history.

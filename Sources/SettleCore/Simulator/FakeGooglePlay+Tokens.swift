@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 extension FakeGooglePlay {
     /// Google's OAuth 2.0 token endpoint for service accounts: a form with the JWT-bearer grant
@@ -33,7 +34,7 @@ extension FakeGooglePlay {
     }
 
     /// Sets how long the access tokens the fake issues say they live (seconds).
-    public func setAccessTokenLifetime(_ seconds: Int64) { state.withLock { $0.accessTokenLifetime = seconds } }
+    package func setAccessTokenLifetime(_ seconds: Int64) { state.withLock { $0.accessTokenLifetime = seconds } }
 
     private struct Refusal: Error {
         var problem: String
@@ -69,12 +70,12 @@ extension FakeGooglePlay {
     // MARK: Pub/Sub push tokens
 
     /// The key set a push receiver must trust: the fake's push signing key, as Google publishes its own.
-    public var pushKeySet: JSONWebKeySet { JSONWebKeySet(keys: [pushKeyId: pushKey.publicKey]) }
+    package var pushKeySet: JSONWebKeySet { JSONWebKeySet(keys: [pushKeyId: pushKey.publicKey]) }
 
     /// An OIDC token as Pub/Sub puts on an authenticated push, signed with the fake's push key.
     /// Every claim can be set, so tests can forge each way a token can be wrong; `signer` and
     /// `keyId` replace the signing key or the `kid` it is published under.
-    public func pushToken(audience: String, email: String, emailVerified: Bool = true, issuer: String = "https://accounts.google.com",
+    package func pushToken(audience: String, email: String, emailVerified: Bool = true, issuer: String = "https://accounts.google.com",
                           issuedAt: Int64? = nil, lifetime: Int64 = 3600, signer: RSAPrivateKey? = nil, keyId: String? = nil) throws -> String {
         let iat = issuedAt ?? time.unixSeconds
         let header = JSONValue.object([("alg", .string("RS256")), ("kid", .string(keyId ?? pushKeyId)), ("typ", .string("JWT"))])

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SettleBase
 
 /// A local stand-in for Google on loopback, for tests and (later) `settle simulator`/`demo`:
 /// the OAuth token endpoint (`POST /token`) and the purchases calls of the Google Play Developer
@@ -11,23 +12,23 @@ import Synchronization
 /// mounted on: `LoopbackHTTPServer { fake.handle($0) }` today, any other server later.
 /// The token endpoint checks each assertion's RS256 signature against the service account's
 /// public key and its claims; the API answers 401 to any access token it did not issue.
-public final class FakeGooglePlay: Sendable {
+package final class FakeGooglePlay: Sendable {
     /// One API request as the fake saw it (the full path, token included: this is the test's view).
-    public struct Call: Sendable, Equatable {
-        public var method: String
-        public var path: String
-        public var authorization: String?
+    package struct Call: Sendable, Equatable {
+        package var method: String
+        package var path: String
+        package var authorization: String?
     }
 
     /// What the next API request gets instead of its normal answer.
-    public enum Failure: Sendable, Equatable {
+    package enum Failure: Sendable, Equatable {
         /// An HTTP status with Google's error document; `reason` goes into `errors[0].reason`.
         case status(Int, reason: String? = nil, retryAfter: String? = nil)
         /// A 200 whose body is not JSON.
         case garbage
     }
 
-    public let packageName: String
+    package let packageName: String
     let serviceAccountEmail: String
     let serviceAccountKeys: JSONWebKeySet
     let pushKey: RSAPrivateKey
@@ -52,7 +53,7 @@ public final class FakeGooglePlay: Sendable {
     }
 
     /// `serviceAccount` is the key settle holds: the fake keeps only its public half and names.
-    public init(packageName: String, serviceAccount: ServiceAccountKey, pushKey: RSAPrivateKey, pushKeyId: String = "fake-push-key",
+    package init(packageName: String, serviceAccount: ServiceAccountKey, pushKey: RSAPrivateKey, pushKeyId: String = "fake-push-key",
                 time: any TimeSource) {
         self.packageName = packageName
         serviceAccountEmail = serviceAccount.clientEmail
@@ -64,31 +65,31 @@ public final class FakeGooglePlay: Sendable {
 
     // MARK: Scripting
 
-    public func script(product token: String, _ purchase: ProductPurchase) { state.withLock { $0.products[token] = purchase } }
-    public func script(subscription token: String, _ purchase: SubscriptionPurchaseV2) { state.withLock { $0.subscriptions[token] = purchase } }
-    public func script(voided: [VoidedPurchase], pageSize: Int = 2) {
+    package func script(product token: String, _ purchase: ProductPurchase) { state.withLock { $0.products[token] = purchase } }
+    package func script(subscription token: String, _ purchase: SubscriptionPurchaseV2) { state.withLock { $0.subscriptions[token] = purchase } }
+    package func script(voided: [VoidedPurchase], pageSize: Int = 2) {
         state.withLock { $0.voided = voided; $0.voidedPageSize = max(1, pageSize) }
     }
     /// Answers for the next API requests, one each, in order.
-    public func failNextAPICalls(_ failures: Failure...) { state.withLock { $0.apiFailures += failures } }
-    public func failNextTokenRequests(_ failures: Failure...) { state.withLock { $0.tokenFailures += failures } }
+    package func failNextAPICalls(_ failures: Failure...) { state.withLock { $0.apiFailures += failures } }
+    package func failNextTokenRequests(_ failures: Failure...) { state.withLock { $0.tokenFailures += failures } }
     /// Forgets every access token issued so far, as if they expired: the next API call gets a 401.
-    public func revokeAccessTokens() { state.withLock { $0.issuedAccessTokens.removeAll() } }
+    package func revokeAccessTokens() { state.withLock { $0.issuedAccessTokens.removeAll() } }
     /// The URL the assertions' `aud` must name; until set, any URL whose path is `/token`.
-    public func expectTokenURL(_ url: String) { state.withLock { $0.tokenURL = url } }
+    package func expectTokenURL(_ url: String) { state.withLock { $0.tokenURL = url } }
 
-    public func product(_ token: String) -> ProductPurchase? { state.withLock { $0.products[token] } }
-    public func subscription(_ token: String) -> SubscriptionPurchaseV2? { state.withLock { $0.subscriptions[token] } }
-    public var calls: [Call] { state.withLock { $0.calls } }
-    public var tokenRequests: Int { state.withLock { $0.tokenRequests } }
+    package func product(_ token: String) -> ProductPurchase? { state.withLock { $0.products[token] } }
+    package func subscription(_ token: String) -> SubscriptionPurchaseV2? { state.withLock { $0.subscriptions[token] } }
+    package var calls: [Call] { state.withLock { $0.calls } }
+    package var tokenRequests: Int { state.withLock { $0.tokenRequests } }
     /// Why assertions were refused, in order (empty when all were good).
-    public var refusedAssertions: [String] { state.withLock { $0.refusedAssertions } }
+    package var refusedAssertions: [String] { state.withLock { $0.refusedAssertions } }
     /// The header and claims of every assertion that got an access token.
-    public var acceptedAssertions: [RS256JWT.Verified] { state.withLock { $0.acceptedAssertions } }
+    package var acceptedAssertions: [RS256JWT.Verified] { state.withLock { $0.acceptedAssertions } }
 
     // MARK: Handling
 
-    public func handle(_ request: HTTPServerRequest) -> HTTPServerResponse {
+    package func handle(_ request: HTTPServerRequest) -> HTTPServerResponse {
         if request.path == "/token" { return tokenEndpoint(request) }
         let prefix = "/androidpublisher/v3/applications/\(packageName)/purchases/"
         guard request.path.hasPrefix(prefix) else { return Self.error(404, reason: "applicationNotFound", "No application was found.") }

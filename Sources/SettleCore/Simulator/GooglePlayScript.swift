@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// The `google_play` part of a `settle simulator` plans file: what the fake Google answers,
 /// each purchase in Google's own JSON (the answers of `purchases.products.get`,
@@ -14,14 +15,14 @@ import Foundation
 ///   "voided": [{"purchaseToken": "tok-1", "orderId": "GPA.1", "voidedTimeMillis": "1764410700000"}]
 /// }}
 /// ```
-public struct GooglePlayScript: Sendable {
-    public var products: [(token: String, purchase: ProductPurchase)] = []
-    public var subscriptions: [(token: String, purchase: SubscriptionPurchaseV2)] = []
-    public var voided: [VoidedPurchase] = []
+package struct GooglePlayScript: Sendable {
+    package var products: [(token: String, purchase: ProductPurchase)] = []
+    package var subscriptions: [(token: String, purchase: SubscriptionPurchaseV2)] = []
+    package var voided: [VoidedPurchase] = []
 
-    public init() {}
+    package init() {}
 
-    public init(json: JSONValue) throws(SimulatorScript.Failure) {
+    package init(json: JSONValue) throws(SimulatorScript.Failure) {
         for (i, entry) in (json["products"]?.arrayValue ?? []).enumerated() {
             guard let token = entry["purchase_token"]?.looseString, PlayPurchaseToken(token) != nil,
                   let purchase = entry["purchase"].flatMap(ProductPurchase.init(json:)) else {
@@ -44,7 +45,7 @@ public struct GooglePlayScript: Sendable {
         }
     }
 
-    public func apply(to fake: FakeGooglePlay) {
+    package func apply(to fake: FakeGooglePlay) {
         for (token, purchase) in products { fake.script(product: token, purchase) }
         for (token, purchase) in subscriptions { fake.script(subscription: token, purchase) }
         if !voided.isEmpty { fake.script(voided: voided, pageSize: 100) }

@@ -1,18 +1,19 @@
 import Foundation
+import SettleBase
 
 /// An App Store Server Notification V2 as the simulator signs it (`ResponseBodyV2DecodedPayload`).
-public struct SimulatedNotification: Sendable, Equatable {
-    public var type: String
-    public var subtype: String?
-    public var uuid: String
-    public var transaction: SimulatedSignedTransaction?
-    public var bundleId: String
-    public var environment: String
-    public var appAppleId: Int64?
-    public var consumptionRequestReason: String?
-    public var signedDateMs: Int64
+package struct SimulatedNotification: Sendable, Equatable {
+    package var type: String
+    package var subtype: String?
+    package var uuid: String
+    package var transaction: SimulatedSignedTransaction?
+    package var bundleId: String
+    package var environment: String
+    package var appAppleId: Int64?
+    package var consumptionRequestReason: String?
+    package var signedDateMs: Int64
 
-    public init(type: String, subtype: String? = nil, uuid: String = UUID().uuidString.lowercased(),
+    package init(type: String, subtype: String? = nil, uuid: String = UUID().uuidString.lowercased(),
                 transaction: SimulatedSignedTransaction?, bundleId: String, environment: String? = nil,
                 appAppleId: Int64? = 1_234_567_890, consumptionRequestReason: String? = nil, signedDateMs: Int64) {
         self.type = type
@@ -26,7 +27,7 @@ public struct SimulatedNotification: Sendable, Equatable {
         self.signedDateMs = signedDateMs
     }
 
-    public func payload() throws -> JSONValue {
+    package func payload() throws -> JSONValue {
         var data: [(String, JSONValue)] = [("bundleId", .string(bundleId)), ("bundleVersion", .string("1")),
                                            ("environment", .string(environment))]
         if let appAppleId { data.append(("appAppleId", .number(appAppleId))) }
@@ -40,35 +41,35 @@ public struct SimulatedNotification: Sendable, Equatable {
     }
 
     /// The `signedPayload`, signed with `SimulatorSigningChain`.
-    public func signed() throws -> String { try SimulatorSigningChain.sign(try payload()) }
+    package func signed() throws -> String { try SimulatorSigningChain.sign(try payload()) }
 }
 
 extension AppleSimulator {
     /// One Get Notification History request as the simulator saw it.
-    public struct NotificationHistoryRequest: Sendable, Equatable {
-        public var environment: String
-        public var startDate: Int64?
-        public var endDate: Int64?
-        public var paginationToken: String?
-        public var tokenProblem: String?
+    package struct NotificationHistoryRequest: Sendable, Equatable {
+        package var environment: String
+        package var startDate: Int64?
+        package var endDate: Int64?
+        package var paginationToken: String?
+        package var tokenProblem: String?
     }
 
     /// One Send Consumption Information request as the simulator saw it.
-    public struct ConsumptionRequest: Sendable, Equatable {
-        public var environment: String
-        public var transactionId: String
-        public var body: JSONValue?
-        public var tokenProblem: String?
+    package struct ConsumptionRequest: Sendable, Equatable {
+        package var environment: String
+        package var transactionId: String
+        package var body: JSONValue?
+        package var tokenProblem: String?
     }
 
     /// Notifications per history page (Apple does not document it; small enough to page in tests).
-    public static let notificationPageSize = 20
+    package static let notificationPageSize = 20
 
     /// Apple sends `notification`: recorded for Get Notification History, then POSTed to `url`
     /// as `{"signedPayload": ...}`. Returns the HTTP status, nil when nothing answered (the
     /// endpoint down): Apple still has it in its history, as the real one does.
     @discardableResult
-    public func send(_ notification: SimulatedNotification, to url: String?) throws -> Int? {
+    package func send(_ notification: SimulatedNotification, to url: String?) throws -> Int? {
         let signed = try notification.signed()
         record(signedPayload: signed, environment: notification.environment, signedDateMs: notification.signedDateMs)
         guard let url else { return nil }
@@ -76,29 +77,29 @@ extension AppleSimulator {
     }
 
     /// POSTs a `signedPayload` as Apple does; nil when nothing answered.
-    public static func post(signedPayload: String, to url: String) -> Int? {
+    package static func post(signedPayload: String, to url: String) -> Int? {
         let client = HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: 2, totalTimeout: 10))
         let body = JSONValue.object([("signedPayload", .string(signedPayload))]).data
         return try? client.send(HTTPRequest(method: "POST", url: url, headers: [HTTPHeader("Content-Type", "application/json")],
                                             body: body)).status
     }
 
-    public func record(signedPayload: String, environment: String, signedDateMs: Int64) {
+    package func record(signedPayload: String, environment: String, signedDateMs: Int64) {
         core.state.withLock { $0.sentNotifications[environment, default: []].append((signedDateMs, signedPayload)) }
     }
 
     /// Answers for the next Get Notification History requests, one each (`.transaction`: answer normally).
-    public func script(notificationHistory answers: [SimulatedServerAnswer]) {
+    package func script(notificationHistory answers: [SimulatedServerAnswer]) {
         core.state.withLock { $0.notificationHistoryAnswers += answers }
     }
 
     /// Answers for the next Send Consumption Information requests, one each (`.transaction`: 202).
-    public func script(consumption answers: [SimulatedServerAnswer]) {
+    package func script(consumption answers: [SimulatedServerAnswer]) {
         core.state.withLock { $0.consumptionAnswers += answers }
     }
 
-    public var notificationHistoryRequests: [NotificationHistoryRequest] { core.state.withLock { $0.notificationHistoryRequests } }
-    public var consumptionRequests: [ConsumptionRequest] { core.state.withLock { $0.consumptionRequests } }
+    package var notificationHistoryRequests: [NotificationHistoryRequest] { core.state.withLock { $0.notificationHistoryRequests } }
+    package var consumptionRequests: [ConsumptionRequest] { core.state.withLock { $0.consumptionRequests } }
 }
 
 extension AppleSimulatorCore {

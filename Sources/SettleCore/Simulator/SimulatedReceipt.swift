@@ -1,20 +1,21 @@
+import SettleBase
 /// A purchase inside a simulated receipt.
-public struct SimulatedTransaction: Sendable, Equatable {
-    public var productId: String
-    public var transactionId: String
-    public var originalTransactionId: String?
-    public var purchaseDateMs: Int64
-    public var quantity: Int
-    public var cancellationDateMs: Int64?
-    public var expiresDateMs: Int64?
+package struct SimulatedTransaction: Sendable, Equatable {
+    package var productId: String
+    package var transactionId: String
+    package var originalTransactionId: String?
+    package var purchaseDateMs: Int64
+    package var quantity: Int
+    package var cancellationDateMs: Int64?
+    package var expiresDateMs: Int64?
     /// Send the ids as JSON numbers, as Apple has been seen to do.
-    public var idsAsNumbers: Bool
+    package var idsAsNumbers: Bool
     /// Sent as `is_upgraded: "true"` (Apple omits the key otherwise).
-    public var isUpgraded: Bool
+    package var isUpgraded: Bool
     /// Sent as `app_account_token`, exactly as given.
-    public var appAccountToken: String?
+    package var appAccountToken: String?
 
-    public init(productId: String, transactionId: String, originalTransactionId: String? = nil,
+    package init(productId: String, transactionId: String, originalTransactionId: String? = nil,
                 purchaseDateMs: Int64 = 1_764_410_645_000, quantity: Int = 1, cancellationDateMs: Int64? = nil,
                 expiresDateMs: Int64? = nil, idsAsNumbers: Bool = false, isUpgraded: Bool = false, appAccountToken: String? = nil) {
         self.productId = productId
@@ -88,15 +89,15 @@ public struct SimulatedTransaction: Sendable, Equatable {
 }
 
 /// An app receipt as Apple would decode it.
-public struct SimulatedReceipt: Sendable, Equatable {
-    public var bundleId: String
+package struct SimulatedReceipt: Sendable, Equatable {
+    package var bundleId: String
     /// `Production` or `Sandbox`: where the receipt really comes from.
-    public var environment: String
-    public var inApp: [SimulatedTransaction]
+    package var environment: String
+    package var inApp: [SimulatedTransaction]
     /// Repeats transactions of `inApp` and adds others, as Apple's answer does.
-    public var latestReceiptInfo: [SimulatedTransaction]
+    package var latestReceiptInfo: [SimulatedTransaction]
 
-    public init(bundleId: String, environment: String = "Production", inApp: [SimulatedTransaction],
+    package init(bundleId: String, environment: String = "Production", inApp: [SimulatedTransaction],
                 latestReceiptInfo: [SimulatedTransaction] = []) {
         self.bundleId = bundleId
         self.environment = environment
@@ -106,7 +107,7 @@ public struct SimulatedReceipt: Sendable, Equatable {
 }
 
 /// How the simulator answers one request for a receipt.
-public enum SimulatedAnswer: Sendable, Equatable {
+package enum SimulatedAnswer: Sendable, Equatable {
     /// What Apple would say for the receipt: status 0, or 21007/21008 at the wrong endpoint.
     case receipt
     /// A bare status, with `is-retryable` (or its `is_retryable` twin) when given.
@@ -127,15 +128,15 @@ public enum SimulatedAnswer: Sendable, Equatable {
 
 /// What the simulator does with one receipt: `answers` are used one per request, then the
 /// receipt is answered normally for ever.
-public struct ReceiptScript: Sendable, Equatable {
-    public var receipt: SimulatedReceipt?
-    public var answers: [SimulatedAnswer]
+package struct ReceiptScript: Sendable, Equatable {
+    package var receipt: SimulatedReceipt?
+    package var answers: [SimulatedAnswer]
 
-    public init(receipt: SimulatedReceipt?, answers: [SimulatedAnswer] = []) {
+    package init(receipt: SimulatedReceipt?, answers: [SimulatedAnswer] = []) {
         self.receipt = receipt
         self.answers = answers
     }
 
     /// A receipt Apple cannot authenticate.
-    public static let forged = ReceiptScript(receipt: nil, answers: [])
+    package static let forged = ReceiptScript(receipt: nil, answers: [])
 }

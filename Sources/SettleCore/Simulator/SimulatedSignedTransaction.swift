@@ -1,24 +1,25 @@
 import Foundation
+import SettleBase
 
 /// A StoreKit 2 transaction as the simulated App Store Server API knows it.
-public struct SimulatedSignedTransaction: Sendable, Equatable {
-    public var transactionId: String
-    public var originalTransactionId: String?
-    public var productId: String
-    public var bundleId: String
+package struct SimulatedSignedTransaction: Sendable, Equatable {
+    package var transactionId: String
+    package var originalTransactionId: String?
+    package var productId: String
+    package var bundleId: String
     /// `Production`, `Sandbox`, or (to test refusal) `Xcode`.
-    public var environment: String
-    public var purchaseDateMs: Int64
-    public var quantity: Int
-    public var revocationDateMs: Int64?
-    public var expiresDateMs: Int64?
-    public var type: String
+    package var environment: String
+    package var purchaseDateMs: Int64
+    package var quantity: Int
+    package var revocationDateMs: Int64?
+    package var expiresDateMs: Int64?
+    package var type: String
     /// Sent as `appAccountToken`, exactly as given.
-    public var appAccountToken: String?
+    package var appAccountToken: String?
     /// Sent as `isUpgraded: true` (omitted when false, as Apple does).
-    public var isUpgraded: Bool
+    package var isUpgraded: Bool
 
-    public init(transactionId: String, originalTransactionId: String? = nil, productId: String, bundleId: String,
+    package init(transactionId: String, originalTransactionId: String? = nil, productId: String, bundleId: String,
                 environment: String = "Production", purchaseDateMs: Int64 = 1_764_410_645_000, quantity: Int = 1,
                 revocationDateMs: Int64? = nil, expiresDateMs: Int64? = nil, type: String = "Consumable",
                 appAccountToken: String? = nil, isUpgraded: Bool = false) {
@@ -37,7 +38,7 @@ public struct SimulatedSignedTransaction: Sendable, Equatable {
     }
 
     /// The JWSTransactionDecodedPayload, as Apple signs it.
-    public func payload(signedAt signedDateMs: Int64) -> JSONValue {
+    package func payload(signedAt signedDateMs: Int64) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("transactionId", .string(transactionId)),
             ("originalTransactionId", .string(originalTransactionId ?? transactionId)),
@@ -64,13 +65,13 @@ public struct SimulatedSignedTransaction: Sendable, Equatable {
     }
 
     /// A device's signed transaction, signed by the simulator's chain.
-    public func signed(at signedDateMs: Int64) throws -> String {
+    package func signed(at signedDateMs: Int64) throws -> String {
         try SimulatorSigningChain.sign(payload(signedAt: signedDateMs))
     }
 }
 
 /// How the simulated Server API answers one Get Transaction Info request.
-public enum SimulatedServerAnswer: Sendable, Equatable {
+package enum SimulatedServerAnswer: Sendable, Equatable {
     /// What Apple would say: the signed transaction if this environment has it, else 4040010.
     case transaction
     /// 404 with errorCode 4040010.
@@ -85,11 +86,11 @@ public enum SimulatedServerAnswer: Sendable, Equatable {
 
 /// What the simulated Server API does with one transaction id: `answers` one per request,
 /// then `.transaction` for ever.
-public struct TransactionScript: Sendable, Equatable {
-    public var transaction: SimulatedSignedTransaction?
-    public var answers: [SimulatedServerAnswer]
+package struct TransactionScript: Sendable, Equatable {
+    package var transaction: SimulatedSignedTransaction?
+    package var answers: [SimulatedServerAnswer]
 
-    public init(transaction: SimulatedSignedTransaction?, answers: [SimulatedServerAnswer] = []) {
+    package init(transaction: SimulatedSignedTransaction?, answers: [SimulatedServerAnswer] = []) {
         self.transaction = transaction
         self.answers = answers
     }
@@ -97,13 +98,13 @@ public struct TransactionScript: Sendable, Equatable {
 
 /// Who may call the simulated Server API: the bearer token must be signed by this key and
 /// carry these claims, or the answer is 401.
-public struct ServerAPICredentials: Sendable {
-    public var issuerId: String
-    public var keyId: String
-    public var bundleId: String
-    public var publicKey: ES256PublicKey
+package struct ServerAPICredentials: Sendable {
+    package var issuerId: String
+    package var keyId: String
+    package var bundleId: String
+    package var publicKey: ES256PublicKey
 
-    public init(issuerId: String, keyId: String, bundleId: String, publicKey: ES256PublicKey) {
+    package init(issuerId: String, keyId: String, bundleId: String, publicKey: ES256PublicKey) {
         self.issuerId = issuerId
         self.keyId = keyId
         self.bundleId = bundleId

@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// What the standalone `settle simulator` answers, read from a JSON plans file, so integrators
 /// can test their hook and backend against scripted Apple answers:
@@ -21,23 +22,23 @@ import Foundation
 /// `"garbage"`. Transaction answers: `"transaction"`, `"not_found"`, `"unauthorized"`,
 /// `{"http": N, "error_code": M}`, `{"rate_limited": "<Retry-After>"}`. Every answer is used
 /// once, in order; then the normal answer for ever.
-public struct SimulatorScript: Sendable {
-    public struct Failure: Error, CustomStringConvertible {
-        public var message: String
-        public var description: String { message }
+package struct SimulatorScript: Sendable {
+    package struct Failure: Error, CustomStringConvertible {
+        package var message: String
+        package var description: String { message }
     }
 
-    public var receipts: [(receiptData: String, script: ReceiptScript)] = []
-    public var transactions: [TransactionScript] = []
-    public var customers: [[SimulatedSignedTransaction]] = []
-    public var appleOrders: [(String, [SimulatedSignedTransaction])] = []
+    package var receipts: [(receiptData: String, script: ReceiptScript)] = []
+    package var transactions: [TransactionScript] = []
+    package var customers: [[SimulatedSignedTransaction]] = []
+    package var appleOrders: [(String, [SimulatedSignedTransaction])] = []
     /// What the fake Google Play answers (`google_play`; see `GooglePlayScript`).
-    public var googlePlay = GooglePlayScript()
+    package var googlePlay = GooglePlayScript()
 
-    public init() {}
+    package init() {}
 
     /// Reads and checks a plans file; every mistake names its place.
-    public init(json: JSONValue, bundleId: String) throws(Failure) {
+    package init(json: JSONValue, bundleId: String) throws(Failure) {
         guard json.objectMembers != nil else { throw Failure(message: "the script must be a JSON object") }
         if let play = json["google_play"] { googlePlay = try GooglePlayScript(json: play) }
         for (i, entry) in (json["receipts"]?.arrayValue ?? []).enumerated() {
@@ -91,7 +92,7 @@ public struct SimulatorScript: Sendable {
     }
 
     /// Loads everything into `simulator`.
-    public func apply(to simulator: AppleSimulator) {
+    package func apply(to simulator: AppleSimulator) {
         for (data, script) in receipts { simulator.script(data, script) }
         for script in transactions {
             if let id = script.transaction?.transactionId { simulator.script(transaction: id, script) }

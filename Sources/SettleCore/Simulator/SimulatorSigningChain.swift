@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 
 /// The signing chain of the local Apple simulator: the test PKI in Apple's shape that Apple's
 /// own server libraries test with (root -> intermediate with OID 1.2.840.113635.100.6.2.1 ->
@@ -6,8 +7,8 @@ import Foundation
 ///
 /// Public test material, never a production trust anchor: settle trusts only the roots its
 /// configuration names, and only the demo and the tests name this one.
-public enum SimulatorSigningChain {
-    public static let rootPEM = """
+package enum SimulatorSigningChain {
+    package static let rootPEM = """
 -----BEGIN CERTIFICATE-----
 MIIBgjCCASmgAwIBAgIJALUc5ALiH5pbMAoGCCqGSM49BAMDMDYxCzAJBgNVBAYT
 AlVTMRMwEQYDVQQIDApDYWxpZm9ybmlhMRIwEAYDVQQHDAlDdXBlcnRpbm8wHhcN
@@ -21,7 +22,7 @@ sXHX+acc
 -----END CERTIFICATE-----
 """
 
-    public static let intermediatePEM = """
+    package static let intermediatePEM = """
 -----BEGIN CERTIFICATE-----
 MIIBnzCCAUWgAwIBAgIBCzAKBggqhkjOPQQDAzA2MQswCQYDVQQGEwJVUzETMBEG
 A1UECAwKQ2FsaWZvcm5pYTESMBAGA1UEBwwJQ3VwZXJ0aW5vMB4XDTIzMDEwNTIx
@@ -35,7 +36,7 @@ hAIgc2+2RG5+gNcFVcs+XJeEl4GZ+ojl3ROOmll+ye7dynQ=
 -----END CERTIFICATE-----
 """
 
-    public static let leafPEM = """
+    package static let leafPEM = """
 -----BEGIN CERTIFICATE-----
 MIIBoDCCAUagAwIBAgIBDDAKBggqhkjOPQQDAzBFMQswCQYDVQQGEwJVUzELMAkG
 A1UECAwCQ0ExEjAQBgNVBAcMCUN1cGVydGlubzEVMBMGA1UECgwMSW50ZXJtZWRp
@@ -58,7 +59,7 @@ hK8YEEyYFV7++p5i4YUSR/o9uQIgCPIhrA==
 """
 
     /// Signs `payload` as the App Store does: ES256 with the leaf key, `x5c` = [leaf, intermediate, root].
-    public static func sign(_ payload: JSONValue) throws -> String {
+    package static func sign(_ payload: JSONValue) throws -> String {
         let chain = try [leafPEM, intermediatePEM, rootPEM].map { pem -> JSONValue in
             let der = try certificate(pem).der
             return .string(der.base64EncodedString())
@@ -68,7 +69,7 @@ hK8YEEyYFV7++p5i4YUSR/o9uQIgCPIhrA==
     }
 
     /// The root as a certificate, for a verifier that should trust the simulator.
-    public static func root() throws -> X509Certificate { try certificate(rootPEM) }
+    package static func root() throws -> X509Certificate { try certificate(rootPEM) }
 
     static func certificate(_ pem: String) throws -> X509Certificate {
         let body = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()

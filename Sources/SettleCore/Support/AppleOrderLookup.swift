@@ -1,37 +1,38 @@
 import Foundation
+import SettleBase
 
 /// Finds the purchases behind an Apple order id (the id in the customer's App Store receipt
 /// email, e.g. `MQ5Q8W3X2Z`) for `settle status --transaction`, through Look Up Order ID, and
 /// verifies each signed transaction Apple returns before anything of it is shown.
-public struct AppleOrderLookup: Sendable {
+package struct AppleOrderLookup: Sendable {
     /// One purchase behind the order id, as Apple signed it.
-    public struct Purchase: Sendable, Equatable {
-        public var transactionId: String
-        public var originalTransactionId: String
-        public var productId: String
-        public var purchaseDateMs: Int64?
-        public var refunded: Bool
+    package struct Purchase: Sendable, Equatable {
+        package var transactionId: String
+        package var originalTransactionId: String
+        package var productId: String
+        package var purchaseDateMs: Int64?
+        package var refunded: Bool
     }
 
-    public enum Result: Sendable, Equatable {
+    package enum Result: Sendable, Equatable {
         case found(orderId: String, environment: String, purchases: [Purchase])
         case notFound(String)
         /// Apple could not be asked or its answer not used; status goes on without it.
         case unavailable(String)
     }
 
-    public var api: AppStoreServerClient
-    public var verifier: SignedDataVerifier
-    public var time: any TimeSource
+    package var api: AppStoreServerClient
+    package var verifier: SignedDataVerifier
+    package var time: any TimeSource
 
     /// Whether `text` looks like an Apple order id rather than a transaction id (all digits).
-    public static func isOrderId(_ text: String) -> Bool {
+    package static func isOrderId(_ text: String) -> Bool {
         (6...64).contains(text.count) && text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
             && text.contains(where: \.isLetter)
     }
 
     /// Built from the configuration's `server_api`, or nil without one.
-    public static func configured(_ configuration: Configuration, time: any TimeSource) throws(ConfigError) -> AppleOrderLookup? {
+    package static func configured(_ configuration: Configuration, time: any TimeSource) throws(ConfigError) -> AppleOrderLookup? {
         guard let serverAPI = configuration.serverAPI else { return nil }
         let tokens = BearerTokenSource(issuerId: serverAPI.issuerId, keyId: serverAPI.keyId, bundleId: configuration.bundleId,
                                        key: try serverAPI.loadPrivateKey(), time: time)
@@ -44,7 +45,7 @@ public struct AppleOrderLookup: Sendable {
             time: time)
     }
 
-    public func lookUp(_ orderId: String) -> Result {
+    package func lookUp(_ orderId: String) -> Result {
         switch api.lookUpOrder(orderId) {
         case let .found(jws, environment):
             var purchases: [Purchase] = []

@@ -1,2 +1,3 @@
+import SettleBase
 /// Replaced with the commit id by the packaging scripts for the build (see BuildInfo.commit).
 let buildCommit = "unknown (built from a source tree)"

@@ -1,6 +1,7 @@
 import CCurl
 import COpenSSL
 import CSQLite
+import SettleBase
 
 /// What `settle --version` reports: enough for a bug report to say exactly what ran.
 enum BuildInfo {

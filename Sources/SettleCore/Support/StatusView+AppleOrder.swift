@@ -1,6 +1,7 @@
+import SettleBase
 /// How an Apple order id lookup reads in `settle status --transaction ORDER_ID`.
 extension StatusView {
-    public static func text(_ result: AppleOrderLookup.Result) -> String {
+    package static func text(_ result: AppleOrderLookup.Result) -> String {
         switch result {
         case let .found(orderId, environment, purchases):
             var lines = ["Apple order \(PrintableText.escape(orderId)) (\(environment)): \(purchases.count) purchase(s)"]
@@ -17,7 +18,7 @@ extension StatusView {
         }
     }
 
-    public static func json(_ result: AppleOrderLookup.Result) -> JSONValue {
+    package static func json(_ result: AppleOrderLookup.Result) -> JSONValue {
         switch result {
         case let .found(orderId, environment, purchases):
             return .object([

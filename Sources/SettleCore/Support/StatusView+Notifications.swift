@@ -1,3 +1,4 @@
+import SettleBase
 /// What `settle status` shows about App Store Server Notifications: an order's refund and
 /// notifications, and one notification by UUID (never its signed payload).
 extension StatusView {
@@ -9,7 +10,7 @@ extension StatusView {
         "\(refund.kind) at \(Timestamp.rfc3339(unixSeconds: refund.at))" + (refund.reason.map { ", revocationReason \($0)" } ?? "")
     }
 
-    public static func json(_ notification: NotificationRecord) -> JSONValue {
+    package static func json(_ notification: NotificationRecord) -> JSONValue {
         .object([
             ("uuid", .string(notification.uuid)),
             ("type", .string(notification.type)),
@@ -25,7 +26,7 @@ extension StatusView {
         ])
     }
 
-    public static func text(_ notification: NotificationRecord) -> String {
+    package static func text(_ notification: NotificationRecord) -> String {
         let fields: [(String, String)] = [
             ("notification", notification.uuid), ("type", notification.type + (notification.subtype.map { "/\($0)" } ?? "")),
             ("environment", notification.environment),
@@ -40,7 +41,7 @@ extension StatusView {
     }
 
     /// The revoke owed for an order after a refund: its state, key, attempts and why it waits or failed.
-    public static func json(_ revoke: (state: String, job: RevocationJob)) -> JSONValue {
+    package static func json(_ revoke: (state: String, job: RevocationJob)) -> JSONValue {
         .object([
             ("state", .string(revoke.state)),
             ("idempotency_key", .string(RevokeHook.idempotencyKey(transactionId: revoke.job.transactionId, round: revoke.job.round))),
@@ -50,7 +51,7 @@ extension StatusView {
     }
 
     /// The order view with its notifications (and the revoke it owes, if any) added.
-    public static func json(_ order: Order, history: [HistoryEntry], notifications: [NotificationRecord],
+    package static func json(_ order: Order, history: [HistoryEntry], notifications: [NotificationRecord],
                             revoke: (state: String, job: RevocationJob)? = nil) -> JSONValue {
         guard case var .object(members) = json(order, history: history) else { return .null }
         members.append(("notifications", .array(notifications.map(json))))
@@ -58,7 +59,7 @@ extension StatusView {
         return .object(members)
     }
 
-    public static func text(_ order: Order, history: [HistoryEntry], notifications: [NotificationRecord], now: Int64,
+    package static func text(_ order: Order, history: [HistoryEntry], notifications: [NotificationRecord], now: Int64,
                             revoke: (state: String, job: RevocationJob)? = nil) -> String {
         var out = text(order, history: history, now: now)
         if let revoke {

@@ -1,6 +1,7 @@
+import SettleBase
 /// The live daemons of a shared (PostgreSQL) ledger, for `settle status`.
 extension StatusView {
-    public static func text(workers: [DaemonRecord], now: Int64) -> String {
+    package static func text(workers: [DaemonRecord], now: Int64) -> String {
         guard !workers.isEmpty else { return "workers: none live (no heartbeat in the last \(PostgresLedger.liveWindowSeconds / 60) minutes)" }
         var out = "workers: \(workers.count) live\n"
         for worker in workers {
@@ -11,7 +12,7 @@ extension StatusView {
         return String(out.dropLast())
     }
 
-    public static func json(workers: [DaemonRecord]) -> JSONValue {
+    package static func json(workers: [DaemonRecord]) -> JSONValue {
         .array(workers.map { worker in
             .object([
                 ("host", .string(worker.owner.host)),

@@ -1,9 +1,10 @@
 import Foundation
+import SettleBase
 
 /// Renders the ledger for support (SPEC section 6): one JSON object, or aligned text.
 /// Never prints receipts, signed transactions or anything secret.
-public enum StatusView {
-    public static func json(_ summary: LedgerSummary, breaker: AppleBreaker = AppleBreaker(), daemon: DaemonRecord? = nil) -> JSONValue {
+package enum StatusView {
+    package static func json(_ summary: LedgerSummary, breaker: AppleBreaker = AppleBreaker(), daemon: DaemonRecord? = nil) -> JSONValue {
         .object([
             ("counts", .object(OrderState.allCases.map { ($0.rawValue, .number(summary.counts[$0] ?? 0)) })),
             ("oldest_undelivered_seconds", summary.oldestUndeliveredSeconds.map { .number($0) } ?? .null),
@@ -44,12 +45,12 @@ public enum StatusView {
 
     /// When Google refunds a Play order's purchase unless it is acknowledged: three days after it
     /// was bought (before Google confirmed it, after it was enqueued); nil once settled.
-    public static func playRefundAt(_ order: Order) -> Int64? {
+    package static func playRefundAt(_ order: Order) -> Int64? {
         guard order.store == .googlePlay, [.pending, .verifying, .delivering].contains(order.state) else { return nil }
         return (order.verified?.purchaseDateMs.map { $0 / 1000 } ?? order.createdAt) + PlayDeadline.windowSeconds
     }
 
-    public static func json(_ order: Order) -> JSONValue {
+    package static func json(_ order: Order) -> JSONValue {
         .object([
             ("order_id", .string(order.orderId)),
             ("user_id", .string(order.userId)),
@@ -79,7 +80,7 @@ public enum StatusView {
         ])
     }
 
-    public static func json(_ order: Order, history: [HistoryEntry]) -> JSONValue {
+    package static func json(_ order: Order, history: [HistoryEntry]) -> JSONValue {
         guard case var .object(members) = json(order) else { return .null }
         members.append(("history", .array(history.map { entry in
             .object([
@@ -96,7 +97,7 @@ public enum StatusView {
         return .object(members)
     }
 
-    public static func text(_ summary: LedgerSummary, breaker: AppleBreaker = AppleBreaker(), daemon: DaemonRecord? = nil,
+    package static func text(_ summary: LedgerSummary, breaker: AppleBreaker = AppleBreaker(), daemon: DaemonRecord? = nil,
                             now: Int64) -> String {
         var out = summary.filtered ? "matching orders by state: " : ""
         out += OrderState.allCases.map { "\($0.rawValue) \(summary.counts[$0] ?? 0)" }.joined(separator: "  ") + "\n"
@@ -143,7 +144,7 @@ public enum StatusView {
             + ": \(PrintableText.escape(error))"
     }
 
-    public static func text(_ order: Order, history: [HistoryEntry], now: Int64) -> String {
+    package static func text(_ order: Order, history: [HistoryEntry], now: Int64) -> String {
         let verdict = Verdict(order, now: now)
         var fields: [(String, String)] = verdict.lines + [("", "")]
         fields += [

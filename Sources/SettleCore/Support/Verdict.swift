@@ -1,13 +1,14 @@
+import SettleBase
 /// An order's story in plain words, first thing in `settle status ORDER_ID`: was the customer
 /// charged (as far as Apple confirmed), were the goods delivered, why not, and what to do next
 /// — a command support can paste.
-public struct Verdict: Sendable, Equatable {
-    public var charged: String
-    public var delivered: String
-    public var why: String?
-    public var next: String?
+package struct Verdict: Sendable, Equatable {
+    package var charged: String
+    package var delivered: String
+    package var why: String?
+    package var next: String?
 
-    public init(_ order: Order, now: Int64) {
+    package init(_ order: Order, now: Int64) {
         let id = Verdict.shellWord(order.orderId)
         if let verified = order.verified, order.store == .googlePlay {
             charged = "yes: Google Play confirmed order \(verified.transactionId) (\(verified.environment))"
@@ -64,7 +65,7 @@ public struct Verdict: Sendable, Equatable {
     }
 
     /// What each reason means for the customer, in a support agent's words.
-    public static func explanation(_ reason: String) -> String {
+    package static func explanation(_ reason: String) -> String {
         switch reason {
         case "receipt_invalid": return "Apple says the receipt is not genuine or is malformed"
         case "bundle_mismatch": return "the proof is for another app"
@@ -124,7 +125,7 @@ public struct Verdict: Sendable, Equatable {
 
     /// For reasons a plain retry reproduces (Apple's answer will not change), what would make a
     /// retry worthwhile; nil when a plain retry may well succeed.
-    public static func retryAdvice(_ reason: String) -> String? {
+    package static func retryAdvice(_ reason: String) -> String? {
         switch reason {
         case "refunded": return "nothing to grant: Apple refunded it (a retry is rejected the same way)"
         case "bundle_mismatch", "receipt_invalid", "signature_invalid", "product_mismatch", "environment_mismatch",

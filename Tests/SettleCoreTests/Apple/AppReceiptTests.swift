@@ -3,6 +3,7 @@ import Foundation
 import SettleCore
 import SettleTesting
 import XCTest
+import SettleBase
 
 /// Reading transaction ids out of legacy PKCS#7 app receipts (apple-protocol.md 3.6).
 final class AppReceiptTests: XCTestCase {

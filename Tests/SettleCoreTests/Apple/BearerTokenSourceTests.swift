@@ -1,6 +1,7 @@
 import SettleTesting
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 final class BearerTokenSourceTests: XCTestCase {
     func testToken_carriesAppleRequiredHeaderAndClaims_signedWithTheKey() throws {

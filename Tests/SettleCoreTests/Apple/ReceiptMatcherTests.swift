@@ -1,5 +1,6 @@
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 /// Every rule of SPEC section 4 for a valid verifyReceipt answer, without I/O.
 final class ReceiptMatcherTests: XCTestCase {

@@ -1,5 +1,6 @@
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 /// Reading verifyReceipt answers of both shapes, and the iOS 6 transaction receipt format.
 final class ReceiptResponseTests: XCTestCase {

@@ -1,6 +1,7 @@
 import SettleTesting
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 /// The verifyReceipt client against the simulator over real loopback HTTP.
 final class ReceiptVerifierTests: XCTestCase {

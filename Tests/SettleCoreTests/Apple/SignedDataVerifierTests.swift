@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 /// The genuine Apple-signed renewal info, checked against Apple Root CA - G3.
 final class SignedDataVerifierGenuineTests: XCTestCase {

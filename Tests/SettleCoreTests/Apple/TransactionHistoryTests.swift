@@ -2,6 +2,7 @@ import Foundation
 import SettleTesting
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 /// Get Transaction History v2 through libcurl against the simulator over loopback: paging,
 /// Apple's environment rule and the error classes of Get Transaction Info.

@@ -1,5 +1,6 @@
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 final class ArgumentsTests: XCTestCase {
     let spec = ArgumentSpec(command: "status", options: [

@@ -1,6 +1,7 @@
 import SettleTesting
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 final class ConfigurationTests: XCTestCase {
     var world: TestWorld!

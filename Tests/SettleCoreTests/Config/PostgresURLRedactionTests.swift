@@ -1,6 +1,7 @@
 import SettleTesting
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 /// A PostgreSQL URL as settle prints it anywhere (check-config, migrate, ledger copy, the
 /// `daemon.started` line, status): libpq's own reading of it, never a password.

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 final class Base64URLTests: XCTestCase {
     func testEncode_matchesRFC4648VectorsWithoutPadding() {

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 final class CompactJWSTests: XCTestCase {
     func testSign_producesThreeBase64URLPartsWhoseSignatureCoversTheFirstTwo() throws {

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 final class ES256KeyTests: XCTestCase {
     func testInit_loadsTheP8KeyAppStoreConnectIssues() throws {

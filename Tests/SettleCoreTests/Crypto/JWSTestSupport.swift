@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 /// Reads the files under Tests/SettleCoreTests/Fixtures (located from this source file, not
 /// through SwiftPM resources).

@@ -1,5 +1,6 @@
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 final class RS256JWTTests: XCTestCase {
     private static let key = try! RSAPrivateKey(pem: RSAPrivateKey.generatePEM())

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 final class X509CertificateTests: XCTestCase {
     func testLoad_readsAPEMRoot() throws {

@@ -1,6 +1,7 @@
 import SettleTesting
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 final class CommandHookTests: XCTestCase {
     func testHookEnvironment_isClean_pathLangTZTheSettleVariablesAndOnlyTheNamedOnes() throws {

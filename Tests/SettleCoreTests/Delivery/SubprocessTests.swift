@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 /// Runs real processes: small /bin/sh scripts written to a fresh temporary folder.
 final class SubprocessTests: XCTestCase {

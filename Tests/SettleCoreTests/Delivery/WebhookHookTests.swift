@@ -2,6 +2,7 @@ import SettleTesting
 import Synchronization
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 /// Webhook delivery through whole passes, against a receiver on loopback.
 final class WebhookHookTests: XCTestCase {

@@ -2,6 +2,7 @@ import Dispatch
 import Synchronization
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 final class GoogleAccessTokenSourceTests: XCTestCase {
     func testAccessToken_postsAnRS256AssertionWithKidAndThePlayClaims_andTheFakeAcceptsItsSignature() throws {

@@ -1,5 +1,6 @@
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 final class PlayPurchaseEligibilityTests: XCTestCase {
     private let strict = PlayPurchaseEligibility(acceptSandbox: false)

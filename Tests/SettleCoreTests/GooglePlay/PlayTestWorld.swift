@@ -1,5 +1,6 @@
 import Foundation
 @testable import SettleCore
+import SettleBase
 
 /// Keys generated once per test run with OpenSSL (never committed): the service account's and
 /// the fake Google's push signer, plus a stranger's for forgeries.

@@ -1,5 +1,6 @@
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 final class PubSubPushTests: XCTestCase {
     private let token = PlayTestWorld.token(PlayTestWorld.tokenText)

@@ -1,5 +1,6 @@
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 final class ServiceAccountKeyTests: XCTestCase {
     private func document(without field: String? = nil) -> JSONValue {

@@ -3,6 +3,7 @@ import Foundation
 import SettleCore
 import Synchronization
 import XCTest
+import SettleBase
 
 /// Exercises `HTTPClient` against `LoopbackHTTPServer` over real loopback sockets.
 final class HTTPClientTests: XCTestCase {

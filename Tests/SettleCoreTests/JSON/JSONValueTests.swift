@@ -1,5 +1,6 @@
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 final class JSONValueTests: XCTestCase {
     func testParse_keepsLargeIntegersExactly() throws {

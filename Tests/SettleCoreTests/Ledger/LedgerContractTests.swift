@@ -3,6 +3,7 @@ import SettleTesting
 import Synchronization
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 /// One back end under test: a fresh ledger and a way to write rows as a backend would.
 struct LedgerBackEnd {

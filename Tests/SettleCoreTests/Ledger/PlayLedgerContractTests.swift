@@ -2,6 +2,7 @@ import Foundation
 import SettleTesting
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 /// Google Play's part of the ledger contract, on SQLite and on PostgreSQL: the store and the
 /// purchase token of an order, "delivered, store finish pending", the refund deadline.

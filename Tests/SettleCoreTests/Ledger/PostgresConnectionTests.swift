@@ -1,6 +1,7 @@
 import SettleTesting
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 /// Fails, loudly, when the PostgreSQL tests have no server: see `TestPostgres`.
 final class PostgresAvailabilityTests: XCTestCase {

@@ -2,6 +2,7 @@ import Foundation
 import SettleTesting
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 /// The notification tests of `NotificationInboxTests`, every one, on a PostgreSQL ledger.
 final class NotificationInboxPostgresTests: NotificationInboxTests {

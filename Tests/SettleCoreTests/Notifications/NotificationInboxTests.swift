@@ -1,6 +1,7 @@
 import SettleTesting
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 /// What Apple's notifications do to orders, revokes and refund-request answers, and how the
 /// history catch-up moves, driven through the inbox in process on the test clock, with the

@@ -1,5 +1,6 @@
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 /// The breaker as a pure state machine: no I/O, time passed in.
 final class AppleBreakerTests: XCTestCase {

@@ -3,6 +3,7 @@ import SettleTesting
 import Synchronization
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 /// The delivery queue holds at most one round of deliveries: verification waits for the hooks.
 final class DeliveryQueueTests: XCTestCase {

@@ -2,6 +2,7 @@ import SettleTesting
 import Synchronization
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 /// A delivery keeps its claim while the hook runs, and a transition refused because the claim
 /// was lost is said out loud.

@@ -2,6 +2,7 @@ import SettleTesting
 import Synchronization
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 /// Which purchase an order gets is chosen in the same write that reserves it: concurrent
 /// workers, and concurrent processes, never pick the same one, and a race never rejects an order.

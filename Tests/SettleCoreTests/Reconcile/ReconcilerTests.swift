@@ -2,6 +2,7 @@ import SettleTesting
 import Synchronization
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 /// Whole passes through a real ledger file, the simulator over loopback and real hook processes.
 final class ReconcilerTests: XCTestCase {

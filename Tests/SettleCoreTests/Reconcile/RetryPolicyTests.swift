@@ -1,5 +1,6 @@
 import XCTest
 @testable import SettleCore
+import SettleBase
 
 final class RetryPolicyTests: XCTestCase {
     func testDelay_doublesFromBaseUpToMax() {
