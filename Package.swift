@@ -21,16 +21,19 @@ let package = Package(
         // Foundation: JSON, crypto, the HTTP client (libcurl) and server (libmicrohttpd), logging,
         // time, digests. Depends on no other settle target.
         .target(name: "SettleBase", dependencies: ["CCurl", "COpenSSL", "CMicroHTTPD"]),
-        .target(name: "SettleCore", dependencies: ["SettleBase", "CSQLite", "CCurl", "COpenSSL", "CPostgres"]),
-        .executableTarget(name: "settle", dependencies: ["SettleCore", "SettleBase"]),
+        // The domain model: orders, their states and reasons, purchases, verification outcomes,
+        // resolutions; what the ledger stores and the stores produce. No C library, no I/O.
+        .target(name: "SettleModel", dependencies: ["SettleBase"]),
+        .target(name: "SettleCore", dependencies: ["SettleBase", "SettleModel", "CSQLite", "CCurl", "COpenSSL", "CPostgres"]),
+        .executableTarget(name: "settle", dependencies: ["SettleCore", "SettleBase", "SettleModel"]),
         // The project's benchmark: every row of issue 11, side by side with a hand-written Python
         // reconciler (scripts/bench.sh). CSQLite only to seed large ledgers with plain SQL.
-        .executableTarget(name: "settle-bench", dependencies: ["SettleCore", "SettleBase", "CSQLite"], path: "Benchmarks/settle-bench"),
+        .executableTarget(name: "settle-bench", dependencies: ["SettleCore", "SettleBase", "SettleModel", "CSQLite"], path: "Benchmarks/settle-bench"),
         // Notifications/s the endpoint takes while passes run (scripts/notify-bench.sh).
-        .executableTarget(name: "settle-notify-bench", dependencies: ["SettleCore", "SettleBase"], path: "Benchmarks/settle-notify-bench"),
+        .executableTarget(name: "settle-notify-bench", dependencies: ["SettleCore", "SettleBase", "SettleModel"], path: "Benchmarks/settle-notify-bench"),
         // Shared test fixtures: a throwaway folder with a configuration, hooks and an Apple simulator.
-        .target(name: "SettleTesting", dependencies: ["SettleCore", "SettleBase"], path: "Tests/SettleTesting"),
-        .testTarget(name: "SettleCoreTests", dependencies: ["SettleCore", "SettleBase", "SettleTesting"], exclude: ["Fixtures"]),
-        .testTarget(name: "settleTests", dependencies: ["SettleCore", "SettleBase", "SettleTesting", "settle"]),
+        .target(name: "SettleTesting", dependencies: ["SettleCore", "SettleBase", "SettleModel"], path: "Tests/SettleTesting"),
+        .testTarget(name: "SettleCoreTests", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleTesting"], exclude: ["Fixtures"]),
+        .testTarget(name: "settleTests", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleTesting", "settle"]),
     ]
 )

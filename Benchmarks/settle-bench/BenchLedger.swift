@@ -2,6 +2,7 @@ import CSQLite
 import Foundation
 import SettleCore
 import SettleBase
+import SettleModel
 
 /// A folder with what a settle configuration needs (shared secret, webhook secret, hook
 /// script, the StoreKit root), and ledgers seeded straight with SQL: enqueueing 100 k orders

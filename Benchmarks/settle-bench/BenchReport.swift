@@ -1,6 +1,7 @@
 import Foundation
 import SettleCore
 import SettleBase
+import SettleModel
 
 /// Runs the selected rows and prints them as they finish, then the whole table again.
 struct BenchReport {

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// This process's own CPU time (user + system), children excluded: RUSAGE_SELF never counts
 /// the hook processes a pass starts, nor the fake Apple, which runs in its own process.

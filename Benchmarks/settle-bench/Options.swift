@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// What to run. Defaults are the issue 11 table; `--quick` is a short subset for development
 /// (smaller N and ledgers, shorter JWS runs), and each size can be set on its own.

@@ -1,6 +1,7 @@
 import Foundation
 import SettleCore
 import SettleBase
+import SettleModel
 
 /// What one pass cost, as measured inside the process that ran it.
 struct PassResult {

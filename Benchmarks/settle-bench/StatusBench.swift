@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// `settle status` on a big ledger, timed end to end as an operator runs it (the `settle`
 /// binary, process start included): the median of three runs after one warm-up.

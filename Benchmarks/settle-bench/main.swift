@@ -6,6 +6,7 @@
 // scripts/bench.sh builds and runs it.
 import Foundation
 import SettleBase
+import SettleModel
 
 do {
     let options = try BenchOptions(Array(CommandLine.arguments.dropFirst()))

@@ -7,6 +7,7 @@ import Foundation
 import SettleCore
 import Synchronization
 import SettleBase
+import SettleModel
 
 var count = 2000, clients = 8, maxSeconds = 60
 var arguments = CommandLine.arguments.dropFirst().makeIterator()

@@ -2,6 +2,7 @@ import COpenSSL
 import Foundation
 import SettleCore
 import SettleBase
+import SettleModel
 
 /// Builds legacy app receipts in Apple's format, for tests: a DER PKCS#7 signedData whose
 /// content is the receipt payload (apple-protocol.md 3.6), really signed by the given key.

@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import Synchronization
 import SettleBase
+import SettleModel
 
 /// A throwaway installation of settle for one test: a folder with a configuration, a shared
 /// secret, hook scripts and a ledger, and a local Apple simulator on loopback.

@@ -3,6 +3,7 @@ import SettleCore
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleModel
 
 /// When Apple as a whole fails, or refuses our shared secret, the pass stops without using up
 /// any order's attempts (SPEC sections 3, 4, 7).

@@ -3,6 +3,7 @@ import SettleCore
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleModel
 
 /// Support looks a customer up by the order id in Apple's receipt email.
 final class AppleOrderLookupTests: EndToEndTestCase {

@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import XCTest
 import SettleBase
+import SettleModel
 
 /// Backups, migrations and who may read the ledger: what an operator relies on when upgrading
 /// or restoring.

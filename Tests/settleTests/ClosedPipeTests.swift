@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import XCTest
 import SettleBase
+import SettleModel
 
 /// Output whose reader went away (`settle demo | head -4`, `settle reconcile | true`, journald
 /// restarting) ends settle's printing, never its work.

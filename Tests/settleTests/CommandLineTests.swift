@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import XCTest
 import SettleBase
+import SettleModel
 
 /// The command line as people who use git, systemctl and swift-argument-parser CLIs expect it.
 final class CommandLineTests: EndToEndTestCase {

@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import XCTest
 import SettleBase
+import SettleModel
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -3,6 +3,7 @@ import SettleCore
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleModel
 
 /// Outside text (order ids, hook output) reaches a terminal or a log line escaped: an ESC or CR
 /// in it is shown, never obeyed.

@@ -4,6 +4,7 @@ import SettleTesting
 import Synchronization
 import XCTest
 import SettleBase
+import SettleModel
 #if canImport(Glibc)
 import Glibc
 #endif

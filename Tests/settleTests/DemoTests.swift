@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import XCTest
 import SettleBase
+import SettleModel
 
 /// `settle demo` works on a fresh machine and leaves nothing behind (SPEC section 1).
 final class DemoTests: EndToEndTestCase {

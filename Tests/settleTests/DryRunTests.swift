@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import XCTest
 import SettleBase
+import SettleModel
 
 /// `settle reconcile --dry-run` asks Apple and reports what it would grant, but calls no hook
 /// and changes no order (SPEC section 1).

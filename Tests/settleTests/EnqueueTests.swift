@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import XCTest
 import SettleBase
+import SettleModel
 
 /// `settle enqueue` records a paid order and its proof; it is idempotent for the same content
 /// and refuses to change an order (SPEC section 1).

@@ -3,6 +3,7 @@ import SettleCore
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleModel
 
 /// Google Play orders through the binary on a PostgreSQL ledger: the same verification, single
 /// delivery, consume after the hook and crash safety as on SQLite.

@@ -3,6 +3,7 @@ import SettleCore
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleModel
 
 /// Google Play orders through the built binary: verified with the fake Google, delivered once
 /// through the same hook and grant reservation as App Store orders, then consumed or

@@ -3,6 +3,7 @@ import SettleCore
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleModel
 
 /// Google Play's voided purchases, polled by passes: a purchase voided before delivery is never
 /// delivered; one voided after delivery is revoked through the revoke hook, once.

@@ -3,6 +3,7 @@ import SettleCore
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleModel
 
 /// A delivery hook that cannot start is a configuration fault, like a wrong shared secret:
 /// no attempt is used, the pass stops with 78, and status names it.

@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import XCTest
 import SettleBase
+import SettleModel
 
 /// scripts/install.sh lays out what the README's install section describes; here into a
 /// throwaway root, with the binary under test (users, groups and systemctl are left alone).

@@ -3,6 +3,7 @@ import SettleCore
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleModel
 
 /// The ledger and the operator's commands against rows and mistakes that would give goods
 /// away or stop every order (issue 14), through the built binary on an SQLite ledger.

@@ -3,6 +3,7 @@ import SettleCore
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleModel
 
 /// What notifications do to orders, through a running `settle run`: purchases found and granted
 /// once whichever side tells first, refunds, refund requests, and history catching up.

@@ -3,6 +3,7 @@ import SettleCore
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleModel
 #if canImport(Glibc)
 import Glibc
 #endif

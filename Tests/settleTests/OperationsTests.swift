@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import XCTest
 import SettleBase
+import SettleModel
 
 /// What an SRE configures and watches: log levels, one-shot metrics, history retention.
 final class OperationsTests: EndToEndTestCase {

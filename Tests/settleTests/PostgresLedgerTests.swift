@@ -3,6 +3,7 @@ import SettleCore
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleModel
 
 /// The `settle` binary on a PostgreSQL ledger: configuration, migrate, enqueue, reconcile,
 /// status, and two daemons sharing the work.

@@ -3,6 +3,7 @@ import SettleCore
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleModel
 
 /// The README's "Testing your integration" section, run as written against the built binary: its
 /// command lines (the first ```sh block) and its plans.json (the first ```json block). The

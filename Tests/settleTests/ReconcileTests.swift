@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import XCTest
 import SettleBase
+import SettleModel
 
 /// `settle reconcile` end to end: enqueue through the binary, verify with the Apple simulator,
 /// grant through the hook, and report one summary line (SPEC sections 1, 4, 5, 7).

@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import XCTest
 import SettleBase
+import SettleModel
 
 /// `settle retry` hands rejected and needs_attention orders back to the machine, and nothing
 /// else (SPEC section 1).

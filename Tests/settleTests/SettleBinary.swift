@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import SettleBase
+import SettleModel
 #if canImport(Glibc)
 import Glibc
 #endif

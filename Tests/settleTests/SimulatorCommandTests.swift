@@ -3,6 +3,7 @@ import SettleCore
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleModel
 
 /// The standalone simulator: an integrator scripts Apple's answers and runs settle against it.
 final class SimulatorCommandTests: EndToEndTestCase {

@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import XCTest
 import SettleBase
+import SettleModel
 
 /// `settle status`: the support view of the ledger, as JSON with a fixed shape or as text;
 /// read-only (SPEC sections 1, 6).

@@ -3,6 +3,7 @@ import SettleCore
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleModel
 
 /// StoreKit 2 through the binary: configuration checks, enqueue of a signed transaction,
 /// and a pass against the simulated App Store Server API.

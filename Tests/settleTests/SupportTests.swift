@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import XCTest
 import SettleBase
+import SettleModel
 
 /// A support agent with a ticket ("I paid for 100 coins and got nothing, order o-123"): the
 /// status says what happened in plain words, and every outcome can be closed.

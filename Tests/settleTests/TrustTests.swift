@@ -3,6 +3,7 @@ import SettleCore
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleModel
 
 /// Issue 7 through the built binary: orders are never lost to races, long receipts or bad rows,
 /// and purchases granted outside settle are recorded and skipped.

@@ -2,6 +2,7 @@ import Foundation
 import SettleCore
 import XCTest
 import SettleBase
+import SettleModel
 
 /// The command line itself: wrong calls exit 64 with a short hint, `--help` and `--version` work
 /// everywhere (SPEC sections 1 and 7).

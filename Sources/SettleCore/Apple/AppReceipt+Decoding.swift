@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// Reading the receipt's ASN.1: the PKCS#7 envelope, then the payload inside it.
 ///
 /// Layout (apple-protocol.md 3.6, RFC 5652 section 3 and 5.1):

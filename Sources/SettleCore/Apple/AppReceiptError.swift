@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// Why an app receipt could not be read.
 ///
 /// Never retryable: the same bytes fail the same way. `message` names what was wrong and, for

@@ -1,6 +1,7 @@
 import COpenSSL
 import Foundation
 import SettleBase
+import SettleModel
 
 /// An app receipt whose PKCS#7 signature chains to a configured receipt root: its ids were put
 /// there by the App Store, not by whoever uploaded it.

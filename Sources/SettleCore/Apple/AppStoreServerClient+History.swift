@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Every transaction of one customer, as Get Transaction History v2 pages them: the raw JWS
 /// strings (each still to be verified, apple-protocol.md 2.7) and the environment that had them.

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// One page of Get Notification History
 /// (https://developer.apple.com/documentation/appstoreserverapi/notificationhistoryresponse):

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 extension AppStoreServerClient {
     /// What Apple said about an order id from a customer's App Store receipt email.

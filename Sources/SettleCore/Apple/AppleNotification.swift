@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// A verified App Store Server Notification V2 (`ResponseBodyV2DecodedPayload`,
 /// https://developer.apple.com/documentation/appstoreservernotifications/responsebodyv2decodedpayload),

@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// A bounds-checked, single-pass reader of ASN.1 BER for untrusted input (ITU-T X.690).
 ///
 /// BER rather than DER only because Apple's own receipts are not all DER: Xcode (StoreKit testing)

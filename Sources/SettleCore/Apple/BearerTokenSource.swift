@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import SettleBase
+import SettleModel
 
 /// Mints the App Store Server API's bearer JWT (ES256 with the App Store Connect `.p8` key)
 /// and reuses it until shortly before it expires.

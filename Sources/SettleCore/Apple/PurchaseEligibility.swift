@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// A purchase Apple confirmed (in a verifyReceipt answer or a verified signed transaction),
 /// before the rules decide whether this order may be granted it.

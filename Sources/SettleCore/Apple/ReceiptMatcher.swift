@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// Decides what a valid verifyReceipt answer offers an order (SPEC section 4): the receipt's
 /// bundle and environment, then the order's own transaction or every purchase of its product,
 /// through `PurchaseEligibility`. Pure: which candidate the order gets is decided when the

@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// Why an app receipt's PKCS#7 signature was refused (apple-protocol.md 3.7). `code` is a
 /// short stable string for status, logs and metric labels; the associated text is the detail.
 ///

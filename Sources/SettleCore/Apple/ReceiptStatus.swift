@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// How a verifyReceipt `status` is handled (SPEC section 4, apple-protocol.md 1.8).
 /// https://developer.apple.com/documentation/appstorereceipts/status
 package enum ReceiptStatus: Equatable, Sendable {

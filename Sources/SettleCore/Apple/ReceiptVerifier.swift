@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Re-verifies an order's app receipt with `verifyReceipt`: production first, one hop to
 /// sandbox on 21007 (or back to production on 21008 when starting in sandbox), never more.

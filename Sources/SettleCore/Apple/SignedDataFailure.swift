@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// Why a JWS from the App Store was refused. `code` is a short stable string shown to
 /// support (and usable as a metric label); the associated text is the detail.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Verifies StoreKit 2 signed data (compact JWS with an `x5c` chain) the way Apple's App
 /// Store Server libraries do offline (apple-protocol.md 3.4).

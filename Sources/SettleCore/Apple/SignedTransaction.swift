@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// The fields settle uses from a verified StoreKit 2 transaction
 /// (`JWSTransactionDecodedPayload`,

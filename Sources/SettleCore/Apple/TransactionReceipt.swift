@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// An iOS 6-style transaction receipt (`SKPaymentTransaction.transactionReceipt`): base64 of a
 /// text plist `{ "signature" = "..."; "purchase-info" = "<base64>"; ... }` whose

@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// A hand-written argument parser that behaves like a mature CLI: `--name value` and
 /// `--name=value`, `--` ends options, unknown options and stray arguments are usage errors.
 struct ArgumentSpec {

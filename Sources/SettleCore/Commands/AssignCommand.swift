@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// `settle assign ORDER_ID --user USER_ID [--note TEXT]`: gives a purchase Apple reported, that
 /// no backend enqueued and nothing mapped to a user (`unclaimed_purchase`), to its buyer.
 enum AssignCommand {

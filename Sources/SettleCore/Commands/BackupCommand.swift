@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// `settle backup DEST`: a consistent copy of the live ledger.
 enum BackupCommand {
     static let spec = ArgumentSpec(command: "backup", options: [], positionals: 1...1)

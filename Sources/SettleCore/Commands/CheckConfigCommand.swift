@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// `settle check-config`: validates everything a pass would need and prints what it
 /// understood, secrets redacted.

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// What a command runs with: its arguments, the environment and where its output goes.
 /// The executable passes the real ones; tests and the demo pass their own.

@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// Shell completion scripts for commands and their options, generated from the command table
 /// (`settle --generate-completion-script bash|zsh`); the packages install them.
 enum Completions {

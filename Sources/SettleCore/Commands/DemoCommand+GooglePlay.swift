@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// The demo's Google Play: a fake Google (token endpoint, purchases, acknowledge, consume) on
 /// loopback, a throwaway service account key, and Play orders of each kind.

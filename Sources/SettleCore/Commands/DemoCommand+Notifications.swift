@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// The demo's second act: Apple tells settle (App Store Server Notifications V2 to a real
 /// endpoint on loopback) of a purchase no backend enqueued, of a refund, and of a refund request.

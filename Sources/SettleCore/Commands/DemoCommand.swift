@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// `settle demo`: settle end to end on a fresh machine with no Apple account.
 enum DemoCommand {

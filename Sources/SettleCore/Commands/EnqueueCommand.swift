@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// `settle enqueue`: records a paid order and its proof of purchase.
 enum EnqueueCommand {

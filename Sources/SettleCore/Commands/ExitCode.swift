@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// settle's exit codes (SPEC section 7), from sysexits.h.
 package enum ExitCode: Int32, Sendable {
     case success = 0

@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// `settle grant-recorded --transaction T`: a backend says it granted a purchase itself, so
 /// settle never delivers it again and matching moves past it.
 enum GrantRecordedCommand {

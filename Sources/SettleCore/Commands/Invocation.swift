@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// What a command line asks of the root command, with the global options moved to the
 /// subcommand: `settle -c FILE status` and `settle status -c FILE` mean the same, as in git
 /// and kubectl.

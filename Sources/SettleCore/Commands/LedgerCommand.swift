@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// `settle ledger copy --from sqlite:PATH --to postgresql://...`: the way from one host's SQLite
 /// ledger to a PostgreSQL ledger several hosts share.

@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// The man page, settle(1), generated from the same help texts the commands print, so the
 /// two never disagree. `settle --generate-manual > settle.1`; the packages install it.
 enum Manual {

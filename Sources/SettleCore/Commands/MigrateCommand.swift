@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// `settle migrate [--dry-run]`: brings the ledger's schema to this settle's version (an SQLite
 /// ledger is backed up first), or with `--dry-run` says what it would do and changes nothing.

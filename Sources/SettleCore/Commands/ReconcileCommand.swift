@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// `settle reconcile [--order ID]... [--dry-run]`: one pass, then exit.
 enum ReconcileCommand {
     static let spec = ArgumentSpec(command: "reconcile", options: [

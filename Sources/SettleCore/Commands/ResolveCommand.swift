@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// `settle resolve ORDER_ID... --as granted_by_hand|wont_grant --note TEXT`: closes orders
 /// settle cannot settle, so they leave `needs_attention` and the alerts.

@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// `settle retry ORDER_ID... [--note TEXT] [--receipt-file F | --signed-transaction-file F]`:
 /// hands orders back to the machine, with a fresh proof when the customer sent one.
 enum RetryCommand {

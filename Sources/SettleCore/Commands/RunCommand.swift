@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// `settle run`: the daemon.
 enum RunCommand {
     static let spec = ArgumentSpec(command: "run", options: [])

@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// The root command: picks the subcommand, handles help and version, and turns every failure
 /// into its exit code. The executable only calls `run`.
 package enum SettleCommand {

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// `settle simulator`'s Google Play: the fake Google (token endpoint, purchases, acknowledge,
 /// consume, voided purchases) on a loopback port of its own, plus two helpers for testing

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// `settle simulator`: the local Apple of the tests and the demo, standalone, so integrators can
 /// run their hook and backend against scripted Apple answers without an Apple account.

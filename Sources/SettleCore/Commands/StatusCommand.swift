@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// `settle status [ORDER_ID] [--state S] [--user U] [--transaction T] [--json] [--limit N]`:
 /// a read-only view of the ledger. Opens the ledger read-only and takes no lock.
 enum StatusCommand {

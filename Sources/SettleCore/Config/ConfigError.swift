@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// A configuration that cannot be used (exit 78). The message names the file and the key.
 package struct ConfigError: Error, Sendable, CustomStringConvertible {
     package var message: String

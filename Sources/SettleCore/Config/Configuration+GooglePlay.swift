@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 extension Configuration {
     /// The Google Play Developer API and real-time developer notifications (`google_play`);

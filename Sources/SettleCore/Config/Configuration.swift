@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// settle's configuration (SPEC section 2), validated: every value here has been checked.
 package struct Configuration: Sendable {

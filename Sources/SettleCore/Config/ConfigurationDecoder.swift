@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Turns the parsed JSON into a `Configuration`, checking every key, type and range.
 struct ConfigurationDecoder {

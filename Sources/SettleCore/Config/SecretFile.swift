@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 extension Configuration.ServerAPIConfiguration {
     /// The `.p8` key, refused unless it is private to its owner and an EC P-256 key.

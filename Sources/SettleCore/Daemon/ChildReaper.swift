@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 import SettleBase
+import SettleModel
 #endif
 
 /// Makes settle the reaper of its hooks' orphans, and reaps them.

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import SettleBase
+import SettleModel
 
 /// `settle run`: reconciles on a Dispatch timer until SIGTERM.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// One daemon per ledger: an exclusive `flock` on the ledger file itself.
 ///

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import SettleBase
+import SettleModel
 
 /// The counters of a process's passes, rendered after each pass as a Prometheus text file (for
 /// node_exporter's textfile collector), written atomically. Every series carries the app's

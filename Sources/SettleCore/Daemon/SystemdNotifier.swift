@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// The sd_notify protocol without libsystemd: one datagram of `KEY=VALUE` lines to the
 /// AF_UNIX socket named in `$NOTIFY_SOCKET` (a path, or `@name` for the abstract namespace).

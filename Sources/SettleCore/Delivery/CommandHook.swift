@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Runs the operator's delivery command (SPEC section 5): no shell, the payload on stdin,
 /// a clean environment with `SETTLE_ORDER_ID` and `SETTLE_IDEMPOTENCY_KEY`, killed with its

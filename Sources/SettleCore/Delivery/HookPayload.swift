@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// The JSON document the delivery hook receives (SPEC section 5). Built only from facts
 /// persisted in the ledger, so a re-delivery after a crash sends the same document; on a
 /// shared (PostgreSQL) ledger it also carries the claim's `fencing_token`, which only grows

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Takes goods back after Apple refunded or revoked a delivered purchase: the operator's
 /// `delivery.revoke_command`, or a POST with `event: "revoke"` to `delivery.webhook.revoke_url`

@@ -1,6 +1,7 @@
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 import SettleBase
+import SettleModel
 #else
 import Foundation
 #endif

@@ -1,4 +1,5 @@
 import SettleBase
+import SettleModel
 extension Subprocess {
     /// Keeps the first `limit` bytes of a child's output and counts the rest as discarded.
     ///

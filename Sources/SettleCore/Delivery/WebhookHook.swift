@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Delivers by POSTing the hook payload to the operator's URL (SPEC section 5), signed so the
 /// receiver can tell it comes from settle: `Settle-Signature: t=<unix>,v1=<hex HMAC-SHA256 of

@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// A Google Play real-time developer notification, the JSON inside a Pub/Sub message's `data`.
 /// https://developer.android.com/google/play/billing/rtdn-reference
 ///

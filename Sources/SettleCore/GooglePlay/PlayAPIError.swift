@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Why a call to Google (the token endpoint or the Google Play Developer API) did not give the
 /// answer asked for, grouped into the few kinds a caller acts on differently.

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import SettleBase
+import SettleModel
 
 /// The purchases part of the Google Play Developer API (Android Publisher v3) over libcurl.
 /// https://developers.google.com/android-publisher/api-ref/rest/v3/purchases

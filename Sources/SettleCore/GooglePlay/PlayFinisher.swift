@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// Tells Google a delivered purchase is done, after the hook said delivered: consumes a
 /// consumable (which acknowledges it and lets the customer buy it again), acknowledges any other
 /// one-time product and subscriptions. What would refund the purchase after three days is the

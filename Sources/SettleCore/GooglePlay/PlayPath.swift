@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// URL pieces for Google's APIs: path segments and form values percent-encoded so that no id,
 /// product id or token can change what a URL means (a `/`, `?`, `#` or `:` in one is data).
 enum PlayPath {

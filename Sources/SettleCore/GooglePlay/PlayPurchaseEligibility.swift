@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// What may be granted for a Google Play purchase.
 package struct PlayGrant: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Google's sandbox or the real store, as the hook and status show it (the App Store's words).
 package enum PlayEnvironment: String, Sendable {

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import SettleBase
+import SettleModel
 
 /// Re-verifies a Google Play order: reads its purchase (`purchases.products.get`, or
 /// `purchases.subscriptionsv2.get` for an auto-renewable product) and lets

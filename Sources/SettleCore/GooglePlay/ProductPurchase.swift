@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// A one-time product purchase as `purchases.products.get` answers it.
 /// https://developers.google.com/android-publisher/api-ref/rest/v3/purchases.products#ProductPurchase
 ///

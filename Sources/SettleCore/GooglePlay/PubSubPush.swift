@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// One Cloud Pub/Sub push delivery of a Play notification: the body Pub/Sub POSTs.
 /// https://cloud.google.com/pubsub/docs/push#receive_push

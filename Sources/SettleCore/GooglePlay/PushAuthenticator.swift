@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Checks that a Pub/Sub push really comes from Google for settle's subscription: the
 /// `Authorization: Bearer` OIDC token Pub/Sub signs for authenticated push subscriptions.

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// A Google Cloud service account's JSON key, the file Google Cloud Console downloads and the
 /// Play Console grants access to: the identity settle uses for the Google Play Developer API.

@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// A purchase Google canceled, refunded or charged back, as `purchases.voidedpurchases.list` lists it.
 /// https://developers.google.com/android-publisher/api-ref/rest/v3/purchases.voidedpurchases
 package struct VoidedPurchase: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// A revoke owed to the operator's hook after Apple took a delivered purchase back.
 package struct RevocationJob: Sendable, Equatable {

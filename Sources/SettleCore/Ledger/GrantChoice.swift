@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// The decisions of "which purchase does this order get", shared by both ledger back ends: pure,
 /// so only reading holders and writing rows (in each database's dialect) is written per back end.
 enum GrantChoice {

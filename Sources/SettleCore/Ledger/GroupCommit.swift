@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Group commit for the ledger's per-order transitions: the workers of a pass each submit their
 /// transition; one of them (the leader) runs every transition waiting at that moment in one

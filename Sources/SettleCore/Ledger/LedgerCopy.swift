@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Moves a ledger from SQLite to PostgreSQL (`settle ledger copy`): orders with their refund
 /// marks, receipts, history, grants, the Apple breaker, and App Store Server Notifications

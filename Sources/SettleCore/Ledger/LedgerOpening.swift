@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// Opens the ledger a configuration names: the SQLite file, or the PostgreSQL database.
 extension Configuration {
     /// `access` as for `PostgresLedger.Access`: only the commands that own the ledger's life

@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// A row of either back end, read by column name: `Order` and the history decode from it
 /// the same way whichever database it came from.
 package protocol LedgerRow {

@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// The ledger's migrations. Each runs once, in one transaction, and is recorded in
 /// `PRAGMA user_version`. The tables and columns that backends write only ever grow.
 package enum LedgerSchema {

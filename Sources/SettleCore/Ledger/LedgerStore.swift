@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// What every ledger is, whichever role a caller uses it in.
 package protocol LedgerBase: AnyObject, Sendable {
     var time: any TimeSource { get }

@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// The order writes every transition ends with, written once for both engines.
 extension LedgerTransaction {
     /// Ends a claim: the order's new state, why, and no lease.

@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// A value bound to a ledger statement, whichever engine runs it (`SQLiteValue` and
 /// `PostgresValue` are this type).
 package enum LedgerValue: Sendable, Equatable {

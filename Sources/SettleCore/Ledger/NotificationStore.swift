@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// The ledger as App Store Server Notifications use it: storing each notification once with its
 /// effect on orders, the revokes and refund-request answers they leave, the history cursor, and
 /// what support reads about them. Both ledgers are one (`SQLiteLedger` on SQLite, `PostgresLedger` on

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// A Google Play order that Google has not been told about yet (acknowledge or consume): Google
 /// refunds the purchase three days after it was bought.

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// PostgreSQL's claim of the next due order: taken with `FOR UPDATE SKIP LOCKED`, bumping the
 /// order's fencing token, leased on the database's clock (the rest of the claims are written

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Work done once for all daemons and the daemons themselves on the PostgreSQL ledger, as in
 /// the SQLite ledger's `+Daemon`: several hosts share the breaker and each keeps its own row.

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// What stays PostgreSQL's own among the order writes: setting aside rows put in flight by
 /// someone else than settle (the transitions are written once, in `TransactionalLedger+Orders`).

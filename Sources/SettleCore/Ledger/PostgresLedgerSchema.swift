@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// The PostgreSQL ledger's migrations. Each runs once, in its own transaction, under an
 /// advisory lock (`PostgresLedger.migrate`), and is recorded in `settle_schema`. Columns,
 /// states and constraints are those of the SQLite ledger (`LedgerSchema`), so a ledger can

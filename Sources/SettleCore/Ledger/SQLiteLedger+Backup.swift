@@ -1,6 +1,7 @@
 import CSQLite
 import Foundation
 import SettleBase
+import SettleModel
 
 /// What `settle verify-backup` found in a backup file.
 package struct BackupCheck: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// SQLite's claim of the next due order (the rest of the claims are written once, in
 /// `TransactionalLedger+Claims`).

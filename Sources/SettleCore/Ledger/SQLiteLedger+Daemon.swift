@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// What `settle status` shows about the daemon.
 package struct DaemonRecord: Sendable, Equatable {

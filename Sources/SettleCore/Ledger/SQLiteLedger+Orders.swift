@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// What stays SQLite's own among the order writes: setting aside rows a backend wrote that
 /// SQLite's loose typing let through (the transitions are written once, in

@@ -1,6 +1,7 @@
 import CSQLite
 import Foundation
 import SettleBase
+import SettleModel
 
 /// A failure of the ledger that a caller can act on.
 package enum LedgerError: Error, Sendable, CustomStringConvertible {

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// What rescue found and did.
 package struct RescueResult: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Order ids settle makes for Google Play purchases nobody enqueued (found through RTDN):
 /// `play-` and Google's order id. Backends may not use the prefix.

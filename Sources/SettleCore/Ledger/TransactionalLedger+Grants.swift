@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// What reserving one of Apple's confirmed purchases for an order did.
 package enum VerifiedResult: Sendable, Equatable {

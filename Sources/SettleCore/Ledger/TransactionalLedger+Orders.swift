@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// What `enqueue` did.
 package enum EnqueueResult: Sendable, Equatable {

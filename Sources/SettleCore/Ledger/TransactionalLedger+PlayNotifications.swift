@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// One stored Google Play real-time developer notification.
 package struct PlayNotificationRecord: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Which orders `settle status` lists.
 package struct OrderFilter: Sendable, Equatable {

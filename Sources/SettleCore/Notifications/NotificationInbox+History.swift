@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// What one Get Notification History catch-up did.
 package struct HistorySyncReport: Sendable, Equatable {

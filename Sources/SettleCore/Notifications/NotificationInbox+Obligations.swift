@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// What notifications leave for a pass to do: revokes through the operator's hook and answers
 /// to Apple's refund requests, each retried with the order backoff until done.

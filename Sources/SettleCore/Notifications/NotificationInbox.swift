@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Where App Store Server Notifications come in, from the endpoint or from Get Notification
 /// History: verified, stored once by UUID with their effect on orders, then answered. Also does

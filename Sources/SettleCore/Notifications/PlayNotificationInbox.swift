@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Google Play's real-time developer notifications (Cloud Pub/Sub push) on the notifications
 /// listener at `google_play.notifications_path`.

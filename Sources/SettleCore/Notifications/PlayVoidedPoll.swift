@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Reads Google Play's voided purchases (`purchases.voidedpurchases.list`: refunds, chargebacks,
 /// revocations of the last 30 days) every `google_play.voided_poll_interval_seconds`, paged, with

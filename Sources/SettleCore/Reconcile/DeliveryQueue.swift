@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// The hand-off between a pass's verification workers and its delivery workers: a verified
 /// order (already `delivering`, its grant reserved and durable) waits here for its hook, so a

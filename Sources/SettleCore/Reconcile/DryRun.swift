@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// What `reconcile --dry-run` found: per order, what a real pass would do.
 package struct DryRunReport: Sendable, Equatable {
     package var lines: [String] = []

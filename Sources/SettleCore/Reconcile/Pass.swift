@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import SettleBase
+import SettleModel
 
 /// The shared state of one pass, behind one lock: the work queue, the Apple breaker and the report.
 final class Pass: Sendable {

@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// What one reconcile pass did, for the summary line, the exit code and the logs.
 package struct PassReport: Sendable, Equatable {
     package var reconciled = 0

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 extension Reconciler {
     /// Builds the reconciler a configuration describes: reads its secrets (refusing readable

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import SettleBase
+import SettleModel
 
 /// One reconcile pass: rescue -> claim -> verify -> record -> deliver -> finish, with at most
 /// `schedule.concurrency` orders in flight. `settle reconcile` and the daemon both run this.

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import SettleBase
+import SettleModel
 
 /// A local stand-in for Apple on loopback, for tests and `settle demo`.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 extension FakeGooglePlay {
     /// Google's OAuth 2.0 token endpoint for service accounts: a form with the JWT-bearer grant

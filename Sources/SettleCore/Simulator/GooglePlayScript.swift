@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// The `google_play` part of a `settle simulator` plans file: what the fake Google answers,
 /// each purchase in Google's own JSON (the answers of `purchases.products.get`,

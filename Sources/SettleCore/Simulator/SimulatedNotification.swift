@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// An App Store Server Notification V2 as the simulator signs it (`ResponseBodyV2DecodedPayload`).
 package struct SimulatedNotification: Sendable, Equatable {

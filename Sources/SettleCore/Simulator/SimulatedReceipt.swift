@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// A purchase inside a simulated receipt.
 package struct SimulatedTransaction: Sendable, Equatable {
     package var productId: String

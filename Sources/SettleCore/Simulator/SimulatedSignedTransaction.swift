@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// A StoreKit 2 transaction as the simulated App Store Server API knows it.
 package struct SimulatedSignedTransaction: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// What the standalone `settle simulator` answers, read from a JSON plans file, so integrators
 /// can test their hook and backend against scripted Apple answers:

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Finds the purchases behind an Apple order id (the id in the customer's App Store receipt
 /// email, e.g. `MQ5Q8W3X2Z`) for `settle status --transaction`, through Look Up Order ID, and

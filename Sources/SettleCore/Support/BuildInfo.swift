@@ -2,6 +2,7 @@ import CCurl
 import COpenSSL
 import CSQLite
 import SettleBase
+import SettleModel
 
 /// What `settle --version` reports: enough for a bug report to say exactly what ran.
 enum BuildInfo {

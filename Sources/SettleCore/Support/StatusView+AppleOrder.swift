@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// How an Apple order id lookup reads in `settle status --transaction ORDER_ID`.
 extension StatusView {
     package static func text(_ result: AppleOrderLookup.Result) -> String {

@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// What `settle status` shows about App Store Server Notifications: an order's refund and
 /// notifications, and one notification by UUID (never its signed payload).
 extension StatusView {

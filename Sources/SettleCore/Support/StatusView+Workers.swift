@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// The live daemons of a shared (PostgreSQL) ledger, for `settle status`.
 extension StatusView {
     package static func text(workers: [DaemonRecord], now: Int64) -> String {

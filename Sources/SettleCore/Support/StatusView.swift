@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Renders the ledger for support (SPEC section 6): one JSON object, or aligned text.
 /// Never prints receipts, signed transactions or anything secret.

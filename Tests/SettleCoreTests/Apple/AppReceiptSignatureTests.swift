@@ -3,6 +3,7 @@ import SettleCore
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleModel
 
 /// Checking legacy app receipts' PKCS#7 signatures with OpenSSL (apple-protocol.md 3.7), with
 /// receipts really signed by the test PKI and by a self-made key.

@@ -4,6 +4,7 @@ import SettleCore
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleModel
 
 /// Reading transaction ids out of legacy PKCS#7 app receipts (apple-protocol.md 3.6).
 final class AppReceiptTests: XCTestCase {

@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// `SignedDataVerifier.verifyNotification`: the outer JWS as any signed data, then the
 /// notification's own rules (apple-protocol.md 4).

@@ -1,6 +1,7 @@
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// Every rule of SPEC section 4 for a valid verifyReceipt answer, without I/O.
 final class ReceiptMatcherTests: XCTestCase {

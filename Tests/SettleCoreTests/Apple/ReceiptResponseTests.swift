@@ -1,6 +1,7 @@
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// Reading verifyReceipt answers of both shapes, and the iOS 6 transaction receipt format.
 final class ReceiptResponseTests: XCTestCase {

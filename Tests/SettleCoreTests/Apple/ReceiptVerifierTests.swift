@@ -2,6 +2,7 @@ import SettleTesting
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// The verifyReceipt client against the simulator over real loopback HTTP.
 final class ReceiptVerifierTests: XCTestCase {

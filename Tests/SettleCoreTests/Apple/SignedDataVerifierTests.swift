@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// The genuine Apple-signed renewal info, checked against Apple Root CA - G3.
 final class SignedDataVerifierGenuineTests: XCTestCase {

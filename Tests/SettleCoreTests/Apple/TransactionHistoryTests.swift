@@ -3,6 +3,7 @@ import SettleTesting
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// Get Transaction History v2 through libcurl against the simulator over loopback: paging,
 /// Apple's environment rule and the error classes of Get Transaction Info.

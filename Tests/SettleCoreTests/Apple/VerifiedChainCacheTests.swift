@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// The chain cache may only save work: whatever the uncached path refuses, a verifier
 /// that has already cached the chain refuses too, with the same reason.

@@ -2,6 +2,7 @@ import SettleTesting
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// A PostgreSQL URL as settle prints it anywhere (check-config, migrate, ledger copy, the
 /// `daemon.started` line, status): libpq's own reading of it, never a password.

@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 final class Base64URLTests: XCTestCase {
     func testEncode_matchesRFC4648VectorsWithoutPadding() {

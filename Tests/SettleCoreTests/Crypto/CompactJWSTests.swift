@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 final class CompactJWSTests: XCTestCase {
     func testSign_producesThreeBase64URLPartsWhoseSignatureCoversTheFirstTwo() throws {

@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 final class ES256KeyTests: XCTestCase {
     func testInit_loadsTheP8KeyAppStoreConnectIssues() throws {

@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// Reads the files under Tests/SettleCoreTests/Fixtures (located from this source file, not
 /// through SwiftPM resources).

@@ -1,6 +1,7 @@
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 final class RS256JWTTests: XCTestCase {
     private static let key = try! RSAPrivateKey(pem: RSAPrivateKey.generatePEM())

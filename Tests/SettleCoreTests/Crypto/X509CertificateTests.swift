@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 final class X509CertificateTests: XCTestCase {
     func testLoad_readsAPEMRoot() throws {

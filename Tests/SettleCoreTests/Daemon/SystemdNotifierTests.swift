@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 final class SystemdNotifierTests: XCTestCase {
     /// Binds a datagram socket at `address` (a path, or "@name" for the abstract namespace).

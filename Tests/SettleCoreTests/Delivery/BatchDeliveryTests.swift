@@ -2,6 +2,7 @@ import SettleTesting
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// `delivery.batch_size`: one run of the command for several orders, one answer line each, and
 /// exactly-once per order as with one process per order.

@@ -2,6 +2,7 @@ import SettleTesting
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 final class CommandHookTests: XCTestCase {
     func testHookEnvironment_isClean_pathLangTZTheSettleVariablesAndOnlyTheNamedOnes() throws {

@@ -2,6 +2,7 @@ import SettleTesting
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// Every document a delivery hook receives says what it is, so a receiver can refuse events it
 /// does not know instead of granting them (a revoke must never read as a grant).

@@ -2,6 +2,7 @@ import SettleTesting
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// The example delivery hook printed in the README, run for real against PostgreSQL: it grants
 /// once per key, answers "already granted" (80) the second time, treats a quote in a user id as

@@ -3,6 +3,7 @@ import Glibc
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// Runs real processes: small /bin/sh scripts written to a fresh temporary folder.
 final class SubprocessTests: XCTestCase {

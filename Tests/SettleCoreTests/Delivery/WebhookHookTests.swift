@@ -3,6 +3,7 @@ import Synchronization
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// Webhook delivery through whole passes, against a receiver on loopback.
 final class WebhookHookTests: XCTestCase {

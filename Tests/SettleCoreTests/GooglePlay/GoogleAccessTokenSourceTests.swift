@@ -3,6 +3,7 @@ import Synchronization
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 final class GoogleAccessTokenSourceTests: XCTestCase {
     func testAccessToken_postsAnRS256AssertionWithKidAndThePlayClaims_andTheFakeAcceptsItsSignature() throws {

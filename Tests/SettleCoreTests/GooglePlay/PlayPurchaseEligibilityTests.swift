@@ -1,6 +1,7 @@
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 final class PlayPurchaseEligibilityTests: XCTestCase {
     private let strict = PlayPurchaseEligibility(acceptSandbox: false)

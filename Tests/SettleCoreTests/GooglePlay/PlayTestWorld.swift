@@ -1,6 +1,7 @@
 import Foundation
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// Keys generated once per test run with OpenSSL (never committed): the service account's and
 /// the fake Google's push signer, plus a stranger's for forgeries.

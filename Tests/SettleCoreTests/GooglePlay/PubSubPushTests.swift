@@ -1,6 +1,7 @@
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 final class PubSubPushTests: XCTestCase {
     private let token = PlayTestWorld.token(PlayTestWorld.tokenText)

@@ -1,6 +1,7 @@
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 final class ServiceAccountKeyTests: XCTestCase {
     private func document(without field: String? = nil) -> JSONValue {

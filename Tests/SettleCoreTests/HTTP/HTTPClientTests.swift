@@ -4,6 +4,7 @@ import SettleCore
 import Synchronization
 import XCTest
 import SettleBase
+import SettleModel
 
 /// Exercises `HTTPClient` against `LoopbackHTTPServer` over real loopback sockets.
 final class HTTPClientTests: XCTestCase {

@@ -1,6 +1,7 @@
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 final class JSONValueTests: XCTestCase {
     func testParse_keepsLargeIntegersExactly() throws {

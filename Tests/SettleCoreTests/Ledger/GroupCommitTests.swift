@@ -2,6 +2,7 @@ import SettleTesting
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// Transitions committed together stay independent: each sees the ones before it, a failing one
 /// is rolled back alone, and every caller learns its result only after the commit.

@@ -2,6 +2,7 @@ import SettleTesting
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// A pid only names a process inside one PID namespace of one boot: an owner is judged dead by
 /// its pid only when host, boot id and PID namespace are ours; elsewhere the lease expiry decides.

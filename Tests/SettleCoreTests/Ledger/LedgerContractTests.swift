@@ -4,6 +4,7 @@ import Synchronization
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// One back end under test: a fresh ledger and a way to write rows as a backend would.
 struct LedgerBackEnd {

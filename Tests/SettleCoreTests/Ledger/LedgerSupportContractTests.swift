@@ -3,6 +3,7 @@ import SettleTesting
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// What support commands and rows written outside settle may and may not do, on every back end
 /// (issue 14: unclaimed purchases, hand grants, rows written in flight).

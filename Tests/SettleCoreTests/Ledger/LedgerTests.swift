@@ -2,6 +2,7 @@ import SettleTesting
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 final class LedgerTests: XCTestCase {
     var world: TestWorld!

@@ -4,6 +4,7 @@ import Synchronization
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// The notification transitions' contract on every back end, as several `settle run` see it:
 /// each opens the ledger on its own connection(s) (`LedgerBackEnd.another`), as another host

@@ -3,6 +3,7 @@ import SettleTesting
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// Google Play's part of the ledger contract, on SQLite and on PostgreSQL: the store and the
 /// purchase token of an order, "delivered, store finish pending", the refund deadline.

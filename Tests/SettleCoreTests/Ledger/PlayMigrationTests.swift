@@ -3,6 +3,7 @@ import SettleTesting
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// SQLite migration 8 rebuilds `orders` (its proof CHECK cannot be altered in place): every row,
 /// its history, grants and counts must come through, and the rows that reference orders keep

@@ -2,6 +2,7 @@ import SettleTesting
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// Fails, loudly, when the PostgreSQL tests have no server: see `TestPostgres`.
 final class PostgresAvailabilityTests: XCTestCase {

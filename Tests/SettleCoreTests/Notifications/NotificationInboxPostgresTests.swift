@@ -3,6 +3,7 @@ import SettleTesting
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// The notification tests of `NotificationInboxTests`, every one, on a PostgreSQL ledger.
 final class NotificationInboxPostgresTests: NotificationInboxTests {

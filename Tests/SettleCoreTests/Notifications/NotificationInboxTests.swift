@@ -2,6 +2,7 @@ import SettleTesting
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// What Apple's notifications do to orders, revokes and refund-request answers, and how the
 /// history catch-up moves, driven through the inbox in process on the test clock, with the

@@ -1,6 +1,7 @@
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// The breaker as a pure state machine: no I/O, time passed in.
 final class AppleBreakerTests: XCTestCase {

@@ -4,6 +4,7 @@ import Synchronization
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// The delivery queue holds at most one round of deliveries: verification waits for the hooks.
 final class DeliveryQueueTests: XCTestCase {

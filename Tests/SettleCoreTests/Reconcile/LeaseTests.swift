@@ -3,6 +3,7 @@ import Synchronization
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// A delivery keeps its claim while the hook runs, and a transition refused because the claim
 /// was lost is said out loud.

@@ -3,6 +3,7 @@ import Synchronization
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// Which purchase an order gets is chosen in the same write that reserves it: concurrent
 /// workers, and concurrent processes, never pick the same one, and a race never rejects an order.

@@ -3,6 +3,7 @@ import Synchronization
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// Whole passes through a real ledger file, the simulator over loopback and real hook processes.
 final class ReconcilerTests: XCTestCase {

@@ -1,6 +1,7 @@
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 final class RetryPolicyTests: XCTestCase {
     func testDelay_doublesFromBaseUpToMax() {

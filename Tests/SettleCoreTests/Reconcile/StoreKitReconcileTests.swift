@@ -2,6 +2,7 @@ import SettleTesting
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// StoreKit 2 orders through whole passes: a real ledger, the simulated App Store Server API
 /// over loopback (which checks every bearer token), real hooks.

@@ -2,6 +2,7 @@ import SettleTesting
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// Purchases are granted only to the customer who made them: StoreKit's appAccountToken against
 /// the order's user, and a policy for proofs that bind the purchase to nobody. Whole passes

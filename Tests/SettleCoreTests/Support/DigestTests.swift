@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 @testable import SettleCore
 import SettleBase
+import SettleModel
 
 /// The hex forms stored in the ledger and sent in webhook signatures: lowercase, two digits
 /// a byte, known answers.

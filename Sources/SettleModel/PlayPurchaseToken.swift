@@ -12,7 +12,7 @@ package struct PlayPurchaseToken: Sendable, Hashable, CustomStringConvertible, C
     package let value: String
 
     /// Longer than any token Google issues (they are about 150 characters) by a wide margin.
-    static let maxLength = 4096
+    package static let maxLength = 4096
 
     /// Nil for text that cannot be a token: empty, too long, or holding anything but printable
     /// ASCII without spaces (it goes into a URL path and must not change the path's meaning).

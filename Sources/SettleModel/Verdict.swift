@@ -1,4 +1,5 @@
 import SettleBase
+
 /// An order's story in plain words, first thing in `settle status ORDER_ID`: was the customer
 /// charged (as far as Apple confirmed), were the goods delivered, why not, and what to do next
 /// — a command support can paste.
@@ -42,11 +43,11 @@ package struct Verdict: Sendable, Equatable {
         next = Verdict.next(order, id: id, now: now)
     }
 
-    var lines: [(String, String)] {
+    package var lines: [(String, String)] {
         [("charged", charged), ("delivered", delivered)] + [("why", why), ("next", next)].compactMap { k, v in v.map { (k, $0) } }
     }
 
-    static func why(_ order: Order) -> String? {
+    package static func why(_ order: Order) -> String? {
         switch order.state {
         case .finished:
             return order.reason == Resolution.grantedByHand.rawValue ? "a person granted it by hand: \(order.lastError ?? "")" : nil
@@ -102,7 +103,7 @@ package struct Verdict: Sendable, Equatable {
         }
     }
 
-    static func next(_ order: Order, id: String, now: Int64) -> String? {
+    package static func next(_ order: Order, id: String, now: Int64) -> String? {
         switch order.state {
         case .finished: return nil
         case .pending:
@@ -148,7 +149,7 @@ package struct Verdict: Sendable, Equatable {
     }
 
     /// An order id as a shell word, so a suggested command can be pasted.
-    static func shellWord(_ text: String) -> String {
+    package static func shellWord(_ text: String) -> String {
         let plain = text.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || "0123456789-_.:@/+".unicodeScalars.contains($0)) }
         return plain && !text.isEmpty ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }

@@ -92,6 +92,33 @@ package struct Order: Sendable, Equatable {
 
     /// What support and the hook see as the order's transaction: Apple's, once verified.
     package var transactionId: String? { verified?.transactionId ?? requestedTransactionId }
+
+    package init(orderId: String, userId: String, productId: String, requestedTransactionId: String? = nil, receiptSHA256: String? = nil, signedTransaction: String? = nil, state: OrderState, attempts: Int, nextAttemptAt: Int64, reason: String? = nil, lastError: String? = nil, environment: String? = nil, verified: VerifiedPurchase? = nil, createdAt: Int64, updatedAt: Int64, finishedAt: Int64? = nil, lease: Lease? = nil, appAccountToken: String? = nil, fencingToken: Int64? = nil, origin: String = "", refund: Refund? = nil, store: Store = .appStore, purchaseToken: PlayPurchaseToken? = nil, deliveredAt: Int64? = nil) {
+        self.orderId = orderId
+        self.userId = userId
+        self.productId = productId
+        self.requestedTransactionId = requestedTransactionId
+        self.receiptSHA256 = receiptSHA256
+        self.signedTransaction = signedTransaction
+        self.state = state
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+        self.reason = reason
+        self.lastError = lastError
+        self.environment = environment
+        self.verified = verified
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.finishedAt = finishedAt
+        self.lease = lease
+        self.appAccountToken = appAccountToken
+        self.fencingToken = fencingToken
+        self.origin = origin
+        self.refund = refund
+        self.store = store
+        self.purchaseToken = purchaseToken
+        self.deliveredAt = deliveredAt
+    }
 }
 
 /// Apple took an order's purchase back.
@@ -102,12 +129,23 @@ package struct Refund: Sendable, Equatable {
     package var kind: String
     /// Apple's revocationReason, if given.
     package var reason: String?
+
+    package init(at: Int64, kind: String, reason: String? = nil) {
+        self.at = at
+        self.kind = kind
+        self.reason = reason
+    }
 }
 
 /// Who holds an order in `verifying` or `delivering`, and until when.
 package struct Lease: Sendable, Equatable {
     package var owner: LeaseOwner
     package var expiresAt: Int64
+
+    package init(owner: LeaseOwner, expiresAt: Int64) {
+        self.owner = owner
+        self.expiresAt = expiresAt
+    }
 }
 
 /// One history row: a verification, a delivery, a rescue or a person's note.

@@ -67,7 +67,7 @@ package struct LeaseOwner: Sendable, Equatable, CustomStringConvertible {
     /// out one lease after an upgrade costs minutes, while a wrong "dead" grants twice.
     package var isKnownDead: Bool { isKnownDead(comparedWith: .current) }
 
-    func isKnownDead(comparedWith us: LeaseOwner) -> Bool {
+    package func isKnownDead(comparedWith us: LeaseOwner) -> Bool {
         guard host == us.host, let bootId, bootId == us.bootId, let pidNamespace, pidNamespace == us.pidNamespace else {
             return false
         }
@@ -79,28 +79,28 @@ package struct LeaseOwner: Sendable, Equatable, CustomStringConvertible {
         return start != startTime
     }
 
-    static func hostName() -> String {
+    package static func hostName() -> String {
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
         return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// A random id the kernel picks at each boot (random(4)); nil where /proc is not mounted.
-    static func currentBootId() -> String? {
+    package static func currentBootId() -> String? {
         guard let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8) else { return nil }
         let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
         return id.isEmpty || id.contains(";") ? nil : id
     }
 
     /// The inode of our PID namespace: equal inodes (on one boot) mean one namespace (namespaces(7)).
-    static func currentPidNamespace() -> UInt64? {
+    package static func currentPidNamespace() -> UInt64? {
         var info = stat()
         guard stat("/proc/self/ns/pid", &info) == 0 else { return nil }
         return UInt64(info.st_ino)
     }
 
     /// Field 22 of /proc/PID/stat: the start time in clock ticks since boot (proc(5)).
-    static func processStartTime(_ pid: Int32) -> String? {
+    package static func processStartTime(_ pid: Int32) -> String? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return nil }
         // The command name (field 2) may contain spaces and parentheses: parse after the last ')'.
         guard let close = stat.lastIndex(of: ")") else { return nil }

@@ -1,4 +1,6 @@
 import SettleBase
+import SettleModel
+
 /// The circuit breaker for Apple as a whole: a value-type state machine, persisted in the
 /// ledger so that it spans passes, restarts and `settle status`.
 ///
