@@ -24,16 +24,29 @@ let package = Package(
         // The domain model: orders, their states and reasons, purchases, verification outcomes,
         // resolutions; what the ledger stores and the stores produce. No C library, no I/O.
         .target(name: "SettleModel", dependencies: ["SettleBase"]),
-        .target(name: "SettleCore", dependencies: ["SettleBase", "SettleModel", "CSQLite", "CCurl", "COpenSSL", "CPostgres"]),
-        .executableTarget(name: "settle", dependencies: ["SettleCore", "SettleBase", "SettleModel"]),
+        // The configuration file and its secrets. CPostgres only to redact a libpq URI the way
+        // libpq parses it.
+        .target(name: "SettleConfig", dependencies: ["SettleBase", "SettleModel", "CPostgres"]),
+        // Store clients: the App Store (receipts, signed transactions, the Server API) and Google Play.
+        // COpenSSL for the PKCS#7 receipt signature, which no other target needs.
+        .target(name: "SettleAppStore", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "COpenSSL"]),
+        .target(name: "SettleGooglePlay", dependencies: ["SettleBase", "SettleModel", "SettleConfig"]),
+        // The ledger on SQLite and PostgreSQL: every state transition of an order, in one place.
+        .target(name: "SettleLedger", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
+                                                     "CSQLite", "CPostgres"]),
+        // The operator's delivery and revoke hooks: commands and webhooks.
+        .target(name: "SettleDelivery", dependencies: ["SettleBase", "SettleModel", "SettleConfig"]),
+        .target(name: "SettleCore", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
+                                                   "SettleGooglePlay", "SettleLedger", "SettleDelivery", "CSQLite", "CCurl", "COpenSSL"]),
+        .executableTarget(name: "settle", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery"]),
         // The project's benchmark: every row of issue 11, side by side with a hand-written Python
         // reconciler (scripts/bench.sh). CSQLite only to seed large ledgers with plain SQL.
-        .executableTarget(name: "settle-bench", dependencies: ["SettleCore", "SettleBase", "SettleModel", "CSQLite"], path: "Benchmarks/settle-bench"),
+        .executableTarget(name: "settle-bench", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery", "CSQLite"], path: "Benchmarks/settle-bench"),
         // Notifications/s the endpoint takes while passes run (scripts/notify-bench.sh).
-        .executableTarget(name: "settle-notify-bench", dependencies: ["SettleCore", "SettleBase", "SettleModel"], path: "Benchmarks/settle-notify-bench"),
+        .executableTarget(name: "settle-notify-bench", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery"], path: "Benchmarks/settle-notify-bench"),
         // Shared test fixtures: a throwaway folder with a configuration, hooks and an Apple simulator.
-        .target(name: "SettleTesting", dependencies: ["SettleCore", "SettleBase", "SettleModel"], path: "Tests/SettleTesting"),
-        .testTarget(name: "SettleCoreTests", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleTesting"], exclude: ["Fixtures"]),
-        .testTarget(name: "settleTests", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleTesting", "settle"]),
+        .target(name: "SettleTesting", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery"], path: "Tests/SettleTesting"),
+        .testTarget(name: "SettleCoreTests", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleTesting"], exclude: ["Fixtures"]),
+        .testTarget(name: "settleTests", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleTesting", "settle"]),
     ]
 )

@@ -3,6 +3,11 @@ import Foundation
 import SettleCore
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// A folder with what a settle configuration needs (shared secret, webhook secret, hook
 /// script, the StoreKit root), and ledgers seeded straight with SQL: enqueueing 100 k orders

@@ -2,6 +2,11 @@ import Foundation
 import SettleCore
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// Runs the selected rows and prints them as they finish, then the whole table again.
 struct BenchReport {

@@ -2,6 +2,11 @@ import Foundation
 import SettleCore
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// The orders every benchmark ledger holds: order i pays for one "coins" with transaction
 /// 3,000,000,000 + i in the receipt "bench receipt i" (base64).

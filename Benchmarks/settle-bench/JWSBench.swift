@@ -2,6 +2,11 @@ import Foundation
 import SettleCore
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// StoreKit 2 JWS verification cost: settle against Apple's Python library on the same token,
 /// offline, on the genuine Apple chain (P-384 certificates) and on a P-256 test chain.

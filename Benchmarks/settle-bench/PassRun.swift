@@ -2,6 +2,11 @@ import Foundation
 import SettleCore
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// What one pass cost, as measured inside the process that ran it.
 struct PassResult {

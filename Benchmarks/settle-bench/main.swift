@@ -7,6 +7,11 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 do {
     let options = try BenchOptions(Array(CommandLine.arguments.dropFirst()))

@@ -8,6 +8,11 @@ import SettleCore
 import Synchronization
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 var count = 2000, clients = 8, maxSeconds = 60
 var arguments = CommandLine.arguments.dropFirst().makeIterator()

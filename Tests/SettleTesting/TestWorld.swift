@@ -3,6 +3,11 @@ import SettleCore
 import Synchronization
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// A throwaway installation of settle for one test: a folder with a configuration, a shared
 /// secret, hook scripts and a ledger, and a local Apple simulator on loopback.

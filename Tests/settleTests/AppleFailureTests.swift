@@ -4,6 +4,11 @@ import SettleTesting
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// When Apple as a whole fails, or refuses our shared secret, the pass stops without using up
 /// any order's attempts (SPEC sections 3, 4, 7).

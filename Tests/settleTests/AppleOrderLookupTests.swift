@@ -4,6 +4,11 @@ import SettleTesting
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// Support looks a customer up by the order id in Apple's receipt email.
 final class AppleOrderLookupTests: EndToEndTestCase {

@@ -3,6 +3,11 @@ import SettleCore
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// Backups, migrations and who may read the ledger: what an operator relies on when upgrading
 /// or restoring.

@@ -3,6 +3,11 @@ import SettleCore
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// Output whose reader went away (`settle demo | head -4`, `settle reconcile | true`, journald
 /// restarting) ends settle's printing, never its work.

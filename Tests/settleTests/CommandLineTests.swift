@@ -3,6 +3,11 @@ import SettleCore
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// The command line as people who use git, systemctl and swift-argument-parser CLIs expect it.
 final class CommandLineTests: EndToEndTestCase {

@@ -4,6 +4,11 @@ import SettleTesting
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// Outside text (order ids, hook output) reaches a terminal or a log line escaped: an ESC or CR
 /// in it is shown, never obeyed.

@@ -5,6 +5,11 @@ import SettleBase
 import SettleModel
 #if canImport(Glibc)
 import Glibc
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 #endif
 
 /// A crash or kill at any instant loses no order and never leaves one stuck: an order killed

@@ -3,6 +3,11 @@ import SettleCore
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// `settle demo` works on a fresh machine and leaves nothing behind (SPEC section 1).
 final class DemoTests: EndToEndTestCase {

@@ -3,6 +3,11 @@ import SettleCore
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// `settle reconcile --dry-run` asks Apple and reports what it would grant, but calls no hook
 /// and changes no order (SPEC section 1).

@@ -3,6 +3,11 @@ import SettleCore
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// `settle enqueue` records a paid order and its proof; it is idempotent for the same content
 /// and refuses to change an order (SPEC section 1).

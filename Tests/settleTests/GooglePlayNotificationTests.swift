@@ -6,6 +6,11 @@ import SettleBase
 import SettleModel
 #if canImport(Glibc)
 import Glibc
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 #endif
 
 /// Google Play real-time developer notifications on a running `settle run`: Pub/Sub pushes to

@@ -4,6 +4,11 @@ import SettleTesting
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// Google Play orders through the binary on a PostgreSQL ledger: the same verification, single
 /// delivery, consume after the hook and crash safety as on SQLite.

@@ -6,6 +6,11 @@ import SettleBase
 import SettleModel
 #if canImport(Glibc)
 import Glibc
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 #endif
 
 /// `settle simulator` and `settle demo` play Google too, so every Play path can be tried on

@@ -4,6 +4,11 @@ import SettleTesting
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// Google Play's voided purchases, polled by passes: a purchase voided before delivery is never
 /// delivered; one voided after delivery is revoked through the revoke hook, once.

@@ -5,6 +5,11 @@ import Synchronization
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 // Linux test discovery lists only the methods a class declares: each inherited test is named in
 // these subclasses, and their `...alsoRunsOnPostgreSQL` test fails when one is missing.

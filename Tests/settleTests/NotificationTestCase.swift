@@ -6,6 +6,11 @@ import SettleBase
 import SettleModel
 #if canImport(Glibc)
 import Glibc
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 #endif
 
 /// A running `settle run` with the notifications endpoint on a kernel-chosen loopback port, the

@@ -3,6 +3,11 @@ import SettleCore
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// What an SRE configures and watches: log levels, one-shot metrics, history retention.
 final class OperationsTests: EndToEndTestCase {

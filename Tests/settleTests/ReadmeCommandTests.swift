@@ -4,6 +4,11 @@ import SettleTesting
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// The README's "Testing your integration" section, run as written against the built binary: its
 /// command lines (the first ```sh block) and its plans.json (the first ```json block). The

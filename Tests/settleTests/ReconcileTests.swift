@@ -3,6 +3,11 @@ import SettleCore
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// `settle reconcile` end to end: enqueue through the binary, verify with the Apple simulator,
 /// grant through the hook, and report one summary line (SPEC sections 1, 4, 5, 7).

@@ -5,6 +5,11 @@ import SettleBase
 import SettleModel
 #if canImport(Glibc)
 import Glibc
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 #endif
 
 /// Nothing secret is ever printed, logged, stored or handed to the hook (SPEC sections 2, 6).

@@ -4,6 +4,11 @@ import SettleBase
 import SettleModel
 #if canImport(Glibc)
 import Glibc
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 #endif
 
 /// Runs the built `settle` executable, as an operator would.

@@ -4,6 +4,11 @@ import SettleTesting
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// The standalone simulator: an integrator scripts Apple's answers and runs settle against it.
 final class SimulatorCommandTests: EndToEndTestCase {

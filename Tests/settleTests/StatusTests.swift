@@ -3,6 +3,11 @@ import SettleCore
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// `settle status`: the support view of the ledger, as JSON with a fixed shape or as text;
 /// read-only (SPEC sections 1, 6).

@@ -4,6 +4,11 @@ import SettleTesting
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// StoreKit 2 through the binary: configuration checks, enqueue of a signed transaction,
 /// and a pass against the simulated App Store Server API.

@@ -3,6 +3,11 @@ import SettleCore
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// A support agent with a ticket ("I paid for 100 coins and got nothing, order o-123"): the
 /// status says what happened in plain words, and every outcome can be closed.

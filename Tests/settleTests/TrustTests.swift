@@ -4,6 +4,11 @@ import SettleTesting
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// Issue 7 through the built binary: orders are never lost to races, long receipts or bad rows,
 /// and purchases granted outside settle are recorded and skipped.

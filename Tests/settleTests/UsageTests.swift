@@ -3,6 +3,11 @@ import SettleCore
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// The command line itself: wrong calls exit 64 with a short hint, `--help` and `--version` work
 /// everywhere (SPEC sections 1 and 7).

@@ -1,6 +1,15 @@
 import COpenSSL
 import Foundation
 
+/// SHA-1, for name-based (version 5) UUIDs only: never for anything that must resist forgery.
+package enum SHA1 {
+    package static func hash(_ bytes: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: Int(SHA_DIGEST_LENGTH))
+        _ = bytes.withUnsafeBufferPointer { COpenSSL.SHA1($0.baseAddress, $0.count, &digest) }
+        return digest
+    }
+}
+
 /// SHA-256 through OpenSSL's one-shot EVP_Digest.
 package enum SHA256 {
     package static func hash(_ data: Data) -> [UInt8] {

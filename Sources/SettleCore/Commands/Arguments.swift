@@ -1,5 +1,10 @@
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// A hand-written argument parser that behaves like a mature CLI: `--name value` and
 /// `--name=value`, `--` ends options, unknown options and stray arguments are usage errors.

@@ -1,5 +1,10 @@
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// `settle assign ORDER_ID --user USER_ID [--note TEXT]`: gives a purchase Apple reported, that
 /// no backend enqueued and nothing mapped to a user (`unclaimed_purchase`), to its buyer.

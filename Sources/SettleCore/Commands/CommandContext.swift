@@ -1,6 +1,11 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// What a command runs with: its arguments, the environment and where its output goes.
 /// The executable passes the real ones; tests and the demo pass their own.

@@ -1,5 +1,10 @@
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// Shell completion scripts for commands and their options, generated from the command table
 /// (`settle --generate-completion-script bash|zsh`); the packages install them.

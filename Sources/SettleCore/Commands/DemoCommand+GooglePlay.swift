@@ -1,6 +1,11 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// The demo's Google Play: a fake Google (token endpoint, purchases, acknowledge, consume) on
 /// loopback, a throwaway service account key, and Play orders of each kind.

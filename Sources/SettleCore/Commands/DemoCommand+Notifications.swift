@@ -1,6 +1,11 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// The demo's second act: Apple tells settle (App Store Server Notifications V2 to a real
 /// endpoint on loopback) of a purchase no backend enqueued, of a refund, and of a refund request.

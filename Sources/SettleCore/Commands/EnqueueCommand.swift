@@ -1,6 +1,11 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// `settle enqueue`: records a paid order and its proof of purchase.
 enum EnqueueCommand {

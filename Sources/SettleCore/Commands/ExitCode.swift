@@ -1,5 +1,10 @@
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// settle's exit codes (SPEC section 7), from sysexits.h.
 package enum ExitCode: Int32, Sendable {

@@ -1,5 +1,10 @@
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// `settle grant-recorded --transaction T`: a backend says it granted a purchase itself, so
 /// settle never delivers it again and matching moves past it.

@@ -1,5 +1,10 @@
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// What a command line asks of the root command, with the global options moved to the
 /// subcommand: `settle -c FILE status` and `settle status -c FILE` mean the same, as in git

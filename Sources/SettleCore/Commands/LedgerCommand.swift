@@ -1,6 +1,11 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// `settle ledger copy --from sqlite:PATH --to postgresql://...`: the way from one host's SQLite
 /// ledger to a PostgreSQL ledger several hosts share.

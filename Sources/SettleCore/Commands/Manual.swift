@@ -1,5 +1,10 @@
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// The man page, settle(1), generated from the same help texts the commands print, so the
 /// two never disagree. `settle --generate-manual > settle.1`; the packages install it.

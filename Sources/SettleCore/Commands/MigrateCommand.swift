@@ -1,6 +1,11 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// `settle migrate [--dry-run]`: brings the ledger's schema to this settle's version (an SQLite
 /// ledger is backed up first), or with `--dry-run` says what it would do and changes nothing.

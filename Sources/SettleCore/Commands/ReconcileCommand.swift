@@ -1,5 +1,10 @@
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// `settle reconcile [--order ID]... [--dry-run]`: one pass, then exit.
 enum ReconcileCommand {

@@ -1,6 +1,11 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// `settle resolve ORDER_ID... --as granted_by_hand|wont_grant --note TEXT`: closes orders
 /// settle cannot settle, so they leave `needs_attention` and the alerts.

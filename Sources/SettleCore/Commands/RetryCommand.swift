@@ -1,5 +1,10 @@
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// `settle retry ORDER_ID... [--note TEXT] [--receipt-file F | --signed-transaction-file F]`:
 /// hands orders back to the machine, with a fresh proof when the customer sent one.

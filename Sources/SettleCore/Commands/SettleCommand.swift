@@ -1,5 +1,10 @@
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// The root command: picks the subcommand, handles help and version, and turns every failure
 /// into its exit code. The executable only calls `run`.

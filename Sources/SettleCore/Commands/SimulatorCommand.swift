@@ -1,6 +1,11 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// `settle simulator`: the local Apple of the tests and the demo, standalone, so integrators can
 /// run their hook and backend against scripted Apple answers without an Apple account.

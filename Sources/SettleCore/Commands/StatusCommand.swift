@@ -1,5 +1,10 @@
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// `settle status [ORDER_ID] [--state S] [--user U] [--transaction T] [--json] [--limit N]`:
 /// a read-only view of the ledger. Opens the ledger read-only and takes no lock.

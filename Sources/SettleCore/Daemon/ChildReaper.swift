@@ -2,6 +2,11 @@
 import Glibc
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 #endif
 
 /// Makes settle the reaper of its hooks' orphans, and reaps them.

@@ -2,6 +2,11 @@ import Foundation
 import Synchronization
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// `settle run`: reconciles on a Dispatch timer until SIGTERM.
 ///

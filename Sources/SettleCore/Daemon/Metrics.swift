@@ -2,6 +2,11 @@ import Foundation
 import Synchronization
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// The counters of a process's passes, rendered after each pass as a Prometheus text file (for
 /// node_exporter's textfile collector), written atomically. Every series carries the app's

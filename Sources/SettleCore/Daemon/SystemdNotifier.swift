@@ -1,6 +1,11 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// The sd_notify protocol without libsystemd: one datagram of `KEY=VALUE` lines to the
 /// AF_UNIX socket named in `$NOTIFY_SOCKET` (a path, or `@name` for the abstract namespace).

@@ -1,6 +1,11 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// What notifications leave for a pass to do: revokes through the operator's hook and answers
 /// to Apple's refund requests, each retried with the order backoff until done.

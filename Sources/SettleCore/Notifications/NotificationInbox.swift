@@ -1,6 +1,11 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// Where App Store Server Notifications come in, from the endpoint or from Get Notification
 /// History: verified, stored once by UUID with their effect on orders, then answered. Also does

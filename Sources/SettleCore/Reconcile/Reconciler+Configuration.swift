@@ -1,6 +1,11 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 extension Reconciler {
     /// Builds the reconciler a configuration describes: reads its secrets (refusing readable

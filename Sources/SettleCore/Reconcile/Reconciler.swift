@@ -2,6 +2,11 @@ import Foundation
 import Synchronization
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// One reconcile pass: rescue -> claim -> verify -> record -> deliver -> finish, with at most
 /// `schedule.concurrency` orders in flight. `settle reconcile` and the daemon both run this.

@@ -2,6 +2,11 @@ import Foundation
 import Synchronization
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// A local stand-in for Apple on loopback, for tests and `settle demo`.
 ///

@@ -1,6 +1,11 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 extension FakeGooglePlay {
     /// Google's OAuth 2.0 token endpoint for service accounts: a form with the JWT-bearer grant

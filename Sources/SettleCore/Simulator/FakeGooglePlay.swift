@@ -2,6 +2,11 @@ import Foundation
 import Synchronization
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// A local stand-in for Google on loopback, for tests and (later) `settle simulator`/`demo`:
 /// the OAuth token endpoint (`POST /token`) and the purchases calls of the Google Play Developer

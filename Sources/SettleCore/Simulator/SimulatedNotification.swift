@@ -1,6 +1,11 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// An App Store Server Notification V2 as the simulator signs it (`ResponseBodyV2DecodedPayload`).
 package struct SimulatedNotification: Sendable, Equatable {

@@ -1,5 +1,10 @@
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// A purchase inside a simulated receipt.
 package struct SimulatedTransaction: Sendable, Equatable {

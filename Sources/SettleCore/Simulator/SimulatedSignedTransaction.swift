@@ -1,6 +1,11 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// A StoreKit 2 transaction as the simulated App Store Server API knows it.
 package struct SimulatedSignedTransaction: Sendable, Equatable {

@@ -3,6 +3,11 @@ import COpenSSL
 import CSQLite
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// What `settle --version` reports: enough for a bug report to say exactly what ran.
 enum BuildInfo {

@@ -1,5 +1,10 @@
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// How an Apple order id lookup reads in `settle status --transaction ORDER_ID`.
 extension StatusView {

@@ -1,5 +1,10 @@
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// What `settle status` shows about App Store Server Notifications: an order's refund and
 /// notifications, and one notification by UUID (never its signed payload).

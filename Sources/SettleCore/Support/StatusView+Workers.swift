@@ -1,5 +1,10 @@
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// The live daemons of a shared (PostgreSQL) ledger, for `settle status`.
 extension StatusView {

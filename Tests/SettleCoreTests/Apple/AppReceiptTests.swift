@@ -5,6 +5,11 @@ import SettleTesting
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// Reading transaction ids out of legacy PKCS#7 app receipts (apple-protocol.md 3.6).
 final class AppReceiptTests: XCTestCase {

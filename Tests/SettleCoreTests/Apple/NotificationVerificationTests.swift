@@ -1,8 +1,13 @@
 import Foundation
 import XCTest
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 /// `SignedDataVerifier.verifyNotification`: the outer JWS as any signed data, then the
 /// notification's own rules (apple-protocol.md 4).

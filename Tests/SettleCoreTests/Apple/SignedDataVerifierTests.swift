@@ -1,8 +1,13 @@
 import Foundation
 import XCTest
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 /// The genuine Apple-signed renewal info, checked against Apple Root CA - G3.
 final class SignedDataVerifierGenuineTests: XCTestCase {

@@ -2,8 +2,13 @@ import Foundation
 import SettleTesting
 import XCTest
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 /// Get Transaction History v2 through libcurl against the simulator over loopback: paging,
 /// Apple's environment rule and the error classes of Get Transaction Info.

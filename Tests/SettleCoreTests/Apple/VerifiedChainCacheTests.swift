@@ -1,8 +1,13 @@
 import Foundation
 import XCTest
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 /// The chain cache may only save work: whatever the uncached path refuses, a verifier
 /// that has already cached the chain refuses too, with the same reason.

@@ -1,7 +1,12 @@
 import XCTest
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 final class ArgumentsTests: XCTestCase {
     let spec = ArgumentSpec(command: "status", options: [

@@ -1,8 +1,13 @@
 import SettleTesting
 import XCTest
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 /// A PostgreSQL URL as settle prints it anywhere (check-config, migrate, ledger copy, the
 /// `daemon.started` line, status): libpq's own reading of it, never a password.

@@ -1,8 +1,13 @@
 import Foundation
 import XCTest
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 /// Reads the files under Tests/SettleCoreTests/Fixtures (located from this source file, not
 /// through SwiftPM resources).

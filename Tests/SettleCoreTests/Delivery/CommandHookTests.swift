@@ -1,8 +1,13 @@
 import SettleTesting
 import XCTest
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 final class CommandHookTests: XCTestCase {
     func testHookEnvironment_isClean_pathLangTZTheSettleVariablesAndOnlyTheNamedOnes() throws {

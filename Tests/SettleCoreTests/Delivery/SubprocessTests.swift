@@ -2,8 +2,13 @@ import Foundation
 import Glibc
 import XCTest
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 /// Runs real processes: small /bin/sh scripts written to a fresh temporary folder.
 final class SubprocessTests: XCTestCase {

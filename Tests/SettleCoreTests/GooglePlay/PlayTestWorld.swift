@@ -1,7 +1,12 @@
 import Foundation
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 /// Keys generated once per test run with OpenSSL (never committed): the service account's and
 /// the fake Google's push signer, plus a stranger's for forgeries.

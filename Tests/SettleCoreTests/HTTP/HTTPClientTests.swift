@@ -5,6 +5,11 @@ import Synchronization
 import XCTest
 import SettleBase
 import SettleModel
+import SettleConfig
+import SettleAppStore
+import SettleGooglePlay
+import SettleLedger
+import SettleDelivery
 
 /// Exercises `HTTPClient` against `LoopbackHTTPServer` over real loopback sockets.
 final class HTTPClientTests: XCTestCase {

@@ -1,7 +1,12 @@
 import XCTest
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 final class JSONValueTests: XCTestCase {
     func testParse_keepsLargeIntegersExactly() throws {

@@ -1,8 +1,13 @@
 import SettleTesting
 import XCTest
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 /// Transitions committed together stay independent: each sees the ones before it, a failing one
 /// is rolled back alone, and every caller learns its result only after the commit.

@@ -2,8 +2,13 @@ import Foundation
 import SettleTesting
 import XCTest
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 /// What support commands and rows written outside settle may and may not do, on every back end
 /// (issue 14: unclaimed purchases, hand grants, rows written in flight).

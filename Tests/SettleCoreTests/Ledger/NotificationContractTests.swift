@@ -3,8 +3,13 @@ import SettleTesting
 import Synchronization
 import XCTest
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 /// The notification transitions' contract on every back end, as several `settle run` see it:
 /// each opens the ledger on its own connection(s) (`LedgerBackEnd.another`), as another host

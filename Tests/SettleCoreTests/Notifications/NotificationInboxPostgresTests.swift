@@ -2,8 +2,13 @@ import Foundation
 import SettleTesting
 import XCTest
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 /// The notification tests of `NotificationInboxTests`, every one, on a PostgreSQL ledger.
 final class NotificationInboxPostgresTests: NotificationInboxTests {

@@ -1,8 +1,13 @@
 import SettleTesting
 import XCTest
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 /// What Apple's notifications do to orders, revokes and refund-request answers, and how the
 /// history catch-up moves, driven through the inbox in process on the test clock, with the

@@ -1,7 +1,12 @@
 import XCTest
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 /// The breaker as a pure state machine: no I/O, time passed in.
 final class AppleBreakerTests: XCTestCase {

@@ -3,8 +3,13 @@ import SettleTesting
 import Synchronization
 import XCTest
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 /// The delivery queue holds at most one round of deliveries: verification waits for the hooks.
 final class DeliveryQueueTests: XCTestCase {

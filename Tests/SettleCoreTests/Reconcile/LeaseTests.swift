@@ -2,8 +2,13 @@ import SettleTesting
 import Synchronization
 import XCTest
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 /// A delivery keeps its claim while the hook runs, and a transition refused because the claim
 /// was lost is said out loud.

@@ -2,8 +2,13 @@ import SettleTesting
 import Synchronization
 import XCTest
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 /// Which purchase an order gets is chosen in the same write that reserves it: concurrent
 /// workers, and concurrent processes, never pick the same one, and a race never rejects an order.

@@ -1,8 +1,13 @@
 import SettleTesting
 import XCTest
 @testable import SettleCore
-import SettleBase
-import SettleModel
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleConfig
+@testable import SettleAppStore
+@testable import SettleGooglePlay
+@testable import SettleLedger
+@testable import SettleDelivery
 
 /// Purchases are granted only to the customer who made them: StoreKit's appAccountToken against
 /// the order's user, and a policy for proofs that bind the purchase to nobody. Whole passes

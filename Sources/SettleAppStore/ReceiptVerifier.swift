@@ -1,0 +1,148 @@
+import Foundation
+import SettleBase
+import SettleModel
+import SettleConfig
+
+/// Re-verifies an order's app receipt with `verifyReceipt`: production first, one hop to
+/// sandbox on 21007 (or back to production on 21008 when starting in sandbox), never more.
+/// https://developer.apple.com/documentation/appstorereceipts/verifyreceipt
+package struct ReceiptVerifier: OrderVerifier {
+    package var productionURL: String
+    package var sandboxURL: String
+    package var sharedSecret: Secret
+    package var matcher: ReceiptMatcher
+    package var client: HTTPClient
+    /// Loads an order's stored receipt (base64 text).
+    package var receiptText: @Sendable (Order) throws -> String?
+    /// Told about every HTTP request: environment, a short outcome label, seconds (for metrics).
+    package var observe: (@Sendable (_ environment: String, _ outcome: String, _ seconds: Double) -> Void)?
+
+    package init(productionURL: String, sandboxURL: String, sharedSecret: Secret, matcher: ReceiptMatcher,
+                client: HTTPClient, receiptText: @escaping @Sendable (Order) throws -> String?) {
+        self.productionURL = productionURL
+        self.sandboxURL = sandboxURL
+        self.sharedSecret = sharedSecret
+        self.matcher = matcher
+        self.client = client
+        self.receiptText = receiptText
+    }
+
+    package enum Endpoint: String {
+        case production = "Production"
+        case sandbox = "Sandbox"
+    }
+
+    package func verify(_ order: Order) throws -> Verification {
+        let started = DispatchTime.now()
+        func elapsed() -> Int { Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000) }
+        guard let receipt = try receiptText(order) else {
+            return Verification(outcome: .needsAttention(
+                reason: .proofMissing, detail: "the order's receipt is missing from the ledger or does not hash to its receipt_sha256"))
+        }
+        // An order seen in sandbox before starts there; everything else starts in production,
+        // as Apple asks (apple-protocol.md 1.9).
+        let first: Endpoint = order.environment == "Sandbox" ? .sandbox : .production
+        var answer = post(receipt, to: first)
+        if case let .answered(response, _) = answer {
+            let status = ReceiptStatus(status: response.status, isRetryable: response.isRetryable)
+            if first == .production && status == .sandboxReceipt {
+                guard matcher.acceptSandbox else {
+                    return Verification(outcome: .rejected(reason: .sandboxNotAccepted,
+                                                           detail: "sandbox receipt (21007) and accept_sandbox is false"),
+                                        appleStatus: response.status, environment: "Sandbox", durationMs: elapsed(),
+                                        appleAnswered: true)
+                }
+                answer = post(receipt, to: .sandbox)
+            } else if first == .sandbox && status == .productionReceipt {
+                answer = post(receipt, to: .production)
+            }
+        }
+        var verification = classify(answer, order: order)
+        verification.durationMs = elapsed()
+        return verification
+    }
+
+    package enum Answer {
+        case answered(ReceiptResponse, Endpoint)
+        case failed(VerificationOutcome, Endpoint, answered: Bool)
+    }
+
+    private func post(_ receipt: String, to endpoint: Endpoint) -> Answer {
+        let started = DispatchTime.now()
+        let (answer, label) = exchange(receipt, with: endpoint)
+        observe?(endpoint.rawValue, label, Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9)
+        return answer
+    }
+
+    /// One request and its answer, with a bounded label for metrics.
+    private func exchange(_ receipt: String, with endpoint: Endpoint) -> (Answer, String) {
+        let body = JSONValue.object([
+            ("receipt-data", .string(receipt)),
+            ("password", .string(sharedSecret.value)),
+            ("exclude-old-transactions", .bool(true)),
+        ])
+        let url = endpoint == .production ? productionURL : sandboxURL
+        let request = HTTPRequest(method: "POST", url: url, headers: [HTTPHeader("Content-Type", "application/json")],
+                                  body: body.data)
+        let name = "\(endpoint.rawValue.lowercased()) verifyReceipt"
+        let response: HTTPResponse
+        do {
+            response = try client.send(request)
+        } catch {
+            if error.kind == .responseTooLarge {
+                return (.failed(.retry("\(name): \(error)"), endpoint, answered: true), error.kind.rawValue)
+            }
+            return (.failed(.appleUnavailable("\(name): \(error)", retryAfter: nil), endpoint, answered: false), error.kind.rawValue)
+        }
+        switch response.status {
+        case 200...299: break
+        case 429:
+            return (.failed(.appleUnavailable("\(name) answered HTTP 429 (rate limited)",
+                                              retryAfter: RetryAfter.seconds(response.header("Retry-After"), now: Date())),
+                            endpoint, answered: false), "http_429")
+        case 500...599:
+            return (.failed(.appleUnavailable("\(name) answered HTTP \(response.status)", retryAfter: nil), endpoint, answered: false),
+                    "http_5xx")
+        default:
+            return (.failed(.configurationFault("\(name) answered HTTP \(response.status); check receipt_api URLs"),
+                            endpoint, answered: true), "http_4xx")
+        }
+        guard let json = try? JSONValue.parse(response.body), let parsed = ReceiptResponse(json) else {
+            return (.failed(.appleUnavailable("\(name) sent an answer that is not a verifyReceipt response (\(response.body.count) bytes)",
+                                              retryAfter: nil), endpoint, answered: false), "garbage")
+        }
+        return (.answered(parsed, endpoint), "status_\(parsed.status)")
+    }
+
+    private func classify(_ answer: Answer, order: Order) -> Verification {
+        switch answer {
+        case let .failed(outcome, endpoint, answered):
+            return Verification(outcome: outcome, environment: endpoint.rawValue, appleAnswered: answered)
+        case let .answered(response, endpoint):
+            let environment = response.environment ?? endpoint.rawValue
+            let name = "\(endpoint.rawValue.lowercased()) verifyReceipt"
+            let outcome: VerificationOutcome
+            switch ReceiptStatus(status: response.status, isRetryable: response.isRetryable) {
+            case .valid, .validExpired:
+                if response.hasReceipt {
+                    outcome = matcher.match(response, environment: environment, order: order)
+                } else {
+                    outcome = .retry("\(name) answered status \(response.status) without a receipt")
+                }
+            case .sandboxReceipt, .productionReceipt:
+                outcome = .retry("\(name) answered \(ReceiptStatus.explain(response.status)) after one hop; not hopping again")
+            case .retryOrder:
+                outcome = .retry("\(name): \(ReceiptStatus.explain(response.status))")
+            case .appleUnavailable:
+                outcome = .appleUnavailable("\(name): \(ReceiptStatus.explain(response.status))", retryAfter: nil)
+            case .invalid:
+                outcome = .rejected(reason: .receiptInvalid, detail: "\(name): \(ReceiptStatus.explain(response.status))")
+            case .configurationFault:
+                outcome = .configurationFault("\(name): \(ReceiptStatus.explain(response.status))")
+            case .unexpected:
+                outcome = .retry("\(name): \(ReceiptStatus.explain(response.status))")
+            }
+            return Verification(outcome: outcome, appleStatus: response.status, environment: environment, appleAnswered: true)
+        }
+    }
+}

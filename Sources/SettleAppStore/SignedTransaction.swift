@@ -1,0 +1,110 @@
+import Foundation
+import SettleBase
+import SettleModel
+import SettleConfig
+
+/// The fields settle uses from a verified StoreKit 2 transaction
+/// (`JWSTransactionDecodedPayload`,
+/// https://developer.apple.com/documentation/appstoreserverapi/jwstransactiondecodedpayload).
+///
+/// Fields are read leniently because Apple's producers disagree on types: ids can arrive
+/// as JSON numbers, dates are milliseconds and may be fractional in Xcode-signed data.
+/// The whole payload is kept so that fields settle does not model survive for hooks.
+package struct SignedTransaction: Sendable, Equatable {
+    package var transactionId: String
+    package var originalTransactionId: String
+    package var bundleId: String
+    package var productId: String
+    package var purchaseDateMs: Int64?
+    package var expiresDateMs: Int64?
+    package var revocationDateMs: Int64?
+    package var signedDateMs: Int64?
+    package var quantity: Int
+    package var environment: String
+    /// `Auto-Renewable Subscription`, `Non-Consumable`, `Consumable` or
+    /// `Non-Renewing Subscription`, kept as sent so that a new value survives.
+    package var type: String?
+    /// `PURCHASED` or `FAMILY_SHARED`, kept as sent.
+    package var inAppOwnershipType: String?
+    /// The UUID the app passed at purchase (`Product.PurchaseOption.appAccountToken`), in
+    /// lowercase with hyphens, Apple's own spelling, so it compares equal to what an operator
+    /// stored whatever case their language prints UUIDs in; nil when none was supplied.
+    /// https://developer.apple.com/documentation/appstoreserverapi/appaccounttoken
+    package var appAccountToken: String?
+    /// True when the customer upgraded to another subscription: this transaction no longer
+    /// gives access. https://developer.apple.com/documentation/appstoreserverapi/isupgraded
+    package var isUpgraded: Bool
+    package var payload: JSONValue
+
+    /// Reads the fields from a decoded payload. This does not verify anything: use
+    /// `SignedDataVerifier.verifyTransaction` for data from outside, which calls this only once
+    /// the signature is good, so every failure here is `payloadInvalid`.
+    package init(decoding payload: JSONValue) throws(SignedDataFailure) {
+        guard payload.objectMembers != nil else { throw .payloadInvalid("transaction payload is not a JSON object") }
+        transactionId = try Self.requiredText("transactionId", in: payload)
+        originalTransactionId = try Self.requiredText("originalTransactionId", in: payload)
+        bundleId = try Self.requiredText("bundleId", in: payload)
+        productId = try Self.requiredText("productId", in: payload)
+        purchaseDateMs = try Self.optionalInteger("purchaseDate", in: payload)
+        expiresDateMs = try Self.optionalInteger("expiresDate", in: payload)
+        revocationDateMs = try Self.optionalInteger("revocationDate", in: payload)
+        signedDateMs = try Self.optionalInteger("signedDate", in: payload)
+        // A transaction without a quantity is for one item: StoreKit omits nothing here in
+        // practice, but older simulators and hand-made test data do.
+        let quantity = try Self.optionalInteger("quantity", in: payload) ?? 1
+        guard let count = Int(exactly: quantity), count >= 1 else {
+            throw .payloadInvalid("transaction payload has quantity \(quantity)")
+        }
+        self.quantity = count
+        environment = try Self.requiredText("environment", in: payload)
+        type = try Self.optionalString("type", in: payload)
+        inAppOwnershipType = try Self.optionalString("inAppOwnershipType", in: payload)
+        appAccountToken = try Self.optionalString("appAccountToken", in: payload).flatMap { (text) throws(SignedDataFailure) in
+            try Self.normalizedUUID(text)
+        }
+        isUpgraded = try Self.optionalBool("isUpgraded", in: payload) ?? false
+        self.payload = payload
+    }
+
+    /// An empty token is read as none; anything else must be a UUID, which is all Apple
+    /// accepts at purchase (error 4000183 otherwise).
+    package static func normalizedUUID(_ text: String) throws(SignedDataFailure) -> String? {
+        guard !text.isEmpty else { return nil }
+        guard let uuid = UUID(uuidString: text) else {
+            throw .payloadInvalid("transaction payload field appAccountToken is not a UUID")
+        }
+        return uuid.uuidString.lowercased()
+    }
+
+    private static func requiredText(_ key: String, in payload: JSONValue) throws(SignedDataFailure) -> String {
+        guard let value = payload[key], value != .null else { throw .payloadInvalid("transaction payload has no \(key)") }
+        guard let text = value.looseString, !text.isEmpty else {
+            throw .payloadInvalid("transaction payload field \(key) is a \(value.typeName), expected a string")
+        }
+        return text
+    }
+
+    private static func optionalString(_ key: String, in payload: JSONValue) throws(SignedDataFailure) -> String? {
+        guard let value = payload[key], value != .null else { return nil }
+        guard case let .string(text) = value else {
+            throw .payloadInvalid("transaction payload field \(key) is a \(value.typeName), expected a string")
+        }
+        return text
+    }
+
+    private static func optionalInteger(_ key: String, in payload: JSONValue) throws(SignedDataFailure) -> Int64? {
+        guard let value = payload[key], value != .null else { return nil }
+        guard let number = value.looseInt64 else {
+            throw .payloadInvalid("transaction payload field \(key) is not a number")
+        }
+        return number
+    }
+
+    private static func optionalBool(_ key: String, in payload: JSONValue) throws(SignedDataFailure) -> Bool? {
+        guard let value = payload[key], value != .null else { return nil }
+        guard case let .bool(flag) = value else {
+            throw .payloadInvalid("transaction payload field \(key) is a \(value.typeName), expected a boolean")
+        }
+        return flag
+    }
+}

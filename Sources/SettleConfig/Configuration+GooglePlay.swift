@@ -1,0 +1,91 @@
+import Foundation
+import SettleBase
+import SettleModel
+
+extension Configuration {
+    /// The Google Play Developer API and real-time developer notifications (`google_play`);
+    /// absent means settle verifies App Store purchases only.
+    package struct GooglePlayConfiguration: Sendable {
+        /// The app's package name (`com.example.game`), as Play Console shows it.
+        package var packageName: String
+        /// The service account's JSON key: a secret file like the others.
+        package var serviceAccountFile: SecretFile
+        package var apiURL: String = GooglePlayConfiguration.defaultAPIURL
+        package var tokenURL: String = GooglePlayConfiguration.defaultTokenURL
+        package static let defaultAPIURL = "https://androidpublisher.googleapis.com"
+        package static let defaultTokenURL = "https://oauth2.googleapis.com/token"
+        /// Where the notifications listener takes Pub/Sub pushes (needs `notifications.listen`).
+        package var notificationsPath: String?
+        package var push: Push?
+        /// How often `settle run` reads `purchases.voidedpurchases.list`.
+        package var voidedPollIntervalSeconds: Double = 3600
+
+        /// How a push is authenticated: the OIDC token Pub/Sub signs for the push subscription.
+        package struct Push: Sendable, Equatable {
+            /// The audience configured on the push subscription.
+            package var audience: String
+            /// The service account the push subscription authenticates as.
+            package var serviceAccountEmail: String
+            /// Google's signing keys (https://www.googleapis.com/oauth2/v3/certs), kept as a file
+            /// the operator refreshes (Google rotates them).
+            package var jwksFile: String
+        }
+
+        /// Google's push signing keys from `push.jwks_file`.
+        package func loadPushKeys() throws(ConfigError) -> JSONWebKeySet? {
+            guard let push else { return nil }
+            guard let data = FileManager.default.contents(atPath: push.jwksFile) else {
+                throw ConfigError("google_play.push.jwks_file: cannot read \(push.jwksFile)")
+            }
+            do {
+                return try JSONWebKeySet(json: data)
+            } catch {
+                throw ConfigError("google_play.push.jwks_file: \(push.jwksFile) is not a usable JWKS: \(error)")
+            }
+        }
+    }
+}
+
+extension ConfigurationDecoder {
+    package func decodeGooglePlay(_ object: ConfigObject) throws(ConfigError) -> Configuration.GooglePlayConfiguration {
+        var o = object
+        let packageName = try o.requireString("package_name")
+        let packageCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._")
+        guard packageName.contains("."), packageName.allSatisfy(packageCharacters.contains) else {
+            throw ConfigError("\(o.name("package_name")): \"\(PrintableText.escape(String(packageName.prefix(100))))\" is not an Android package name")
+        }
+        let keyName = try o.requireString("service_account_file")
+        let keyFile = SecretFile(key: o.name("service_account_file"),
+                                 path: SecretFile.resolve(keyName, relativeTo: folder, environment: environment),
+                                 searched: SecretFile.candidates(keyName, relativeTo: folder, environment: environment))
+        var play = Configuration.GooglePlayConfiguration(packageName: packageName, serviceAccountFile: keyFile)
+        if let api = try o.string("api_url") {
+            try checkURL(api, name: o.name("api_url"))
+            play.apiURL = api
+        }
+        if let token = try o.string("token_url") {
+            try checkURL(token, name: o.name("token_url"))
+            play.tokenURL = token
+        }
+        if let path = try o.string("notifications_path") {
+            guard path.hasPrefix("/"), !path.contains("?") else {
+                throw ConfigError("\(o.name("notifications_path")): \"\(path)\" must start with / and hold no query")
+            }
+            play.notificationsPath = path
+        }
+        if var push = try o.object("push") {
+            let audience = try push.requireString("audience")
+            let email = try push.requireString("service_account_email")
+            let jwks = try push.requireString("jwks_file")
+            try push.rejectUnknownKeys()
+            play.push = .init(audience: audience, serviceAccountEmail: email,
+                              jwksFile: jwks.hasPrefix("/") ? jwks : (folder as NSString).appendingPathComponent(jwks))
+        }
+        if play.notificationsPath != nil && play.push == nil {
+            throw ConfigError("\(o.name("push")): required with notifications_path (settle refuses unauthenticated pushes)")
+        }
+        play.voidedPollIntervalSeconds = try o.number("voided_poll_interval_seconds", default: 3600, range: 60...86_400)
+        try o.rejectUnknownKeys()
+        return play
+    }
+}

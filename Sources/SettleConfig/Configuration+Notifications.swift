@@ -1,0 +1,87 @@
+import Foundation
+import SettleBase
+import SettleModel
+
+extension Configuration {
+    /// The App Store Server Notifications V2 endpoint and the Get Notification History catch-up
+    /// (`notifications`); absent means settle neither listens nor asks Apple for history.
+    package struct NotificationsConfiguration: Sendable, Equatable {
+        /// `HOST:PORT` with a numeric host, behind the operator's TLS reverse proxy.
+        package var listen: String
+        package var path: String = "/apple/notifications/v2"
+        package var limits = NotificationEndpoint.Limits()
+        /// How often Get Notification History is asked for what arrived since the last point seen.
+        package var historyIntervalSeconds: Double = 3600
+        /// `backfill_since` (RFC 3339): where the first history catch-up starts reading; nil:
+        /// at settle's first start. Purchases made before that first start are reported for a
+        /// person (`backfilled_purchase`), never delivered.
+        package var backfillSinceMs: Int64? = nil
+    }
+
+    /// Answers to `CONSUMPTION_REQUEST` (Send Consumption Information v2), opt-in.
+    package struct ConsumptionConfiguration: Sendable, Equatable {
+        /// Apple's refund preference values (ConsumptionRequest.refundPreference).
+        package enum RefundPreference: String, Sendable, CaseIterable {
+            case decline = "DECLINE"
+            case grantFull = "GRANT_FULL"
+            case grantProrated = "GRANT_PRORATED"
+        }
+        package var respond = false
+        package var refundPreference: RefundPreference?
+        package var sampleContentProvided = false
+    }
+}
+
+extension ConfigurationDecoder {
+    package func decodeNotifications(_ object: ConfigObject) throws(ConfigError) -> Configuration.NotificationsConfiguration {
+        var o = object
+        var notifications = Configuration.NotificationsConfiguration(listen: try o.requireString("listen"))
+        if let path = try o.string("path") {
+            guard path.hasPrefix("/"), !path.contains("?") else { throw ConfigError("\(o.name("path")): \"\(path)\" must start with / and hold no query") }
+            notifications.path = path
+        }
+        notifications.limits.maxBodyBytes = try o.integer("max_body_bytes", default: 64 * 1024, range: 1024...(1 << 20))
+        notifications.limits.timeoutSeconds = try o.integer("timeout_seconds", default: 10, range: 1...300)
+        notifications.limits.maxConnections = try o.integer("max_connections", default: 64, range: 1...10_000)
+        notifications.historyIntervalSeconds = try o.number("history_interval_seconds", default: 3600, range: 10...86_400)
+        if let text = try o.string("backfill_since") {
+            guard let ms = Self.rfc3339Milliseconds(text) else {
+                throw ConfigError("\(o.name("backfill_since")): \"\(text)\" is not an RFC 3339 time (like 2026-01-31T00:00:00Z)")
+            }
+            notifications.backfillSinceMs = ms
+        }
+        try o.rejectUnknownKeys()
+        return notifications
+    }
+
+    /// An RFC 3339 date-time with an offset (fractional seconds allowed) as Unix milliseconds.
+    package static func rfc3339Milliseconds(_ text: String) -> Int64? {
+        for options in [ISO8601DateFormatter.Options.withInternetDateTime, [.withInternetDateTime, .withFractionalSeconds]] {
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = options
+            if let date = formatter.date(from: text) { return Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
+        }
+        return nil
+    }
+
+    package func decodeConsumption(_ object: ConfigObject) throws(ConfigError) -> Configuration.ConsumptionConfiguration {
+        var o = object
+        var consumption = Configuration.ConsumptionConfiguration()
+        consumption.respond = try o.bool("respond", default: false)
+        // Apple accepts consumption data only with the customer's consent; the operator states it.
+        let consented = try o.bool("customer_consented", default: false)
+        if consumption.respond && !consented {
+            throw ConfigError("\(o.name("customer_consented")): must be true when respond is true (Apple requires the customer's consent)")
+        }
+        if let text = try o.string("refund_preference") {
+            guard let preference = Configuration.ConsumptionConfiguration.RefundPreference(rawValue: text) else {
+                let allowed = Configuration.ConsumptionConfiguration.RefundPreference.allCases.map { "\"\($0.rawValue)\"" }
+                throw ConfigError("\(o.name("refund_preference")): \"\(text)\" is not one of \(allowed.joined(separator: ", "))")
+            }
+            consumption.refundPreference = preference
+        }
+        consumption.sampleContentProvided = try o.bool("sample_content_provided", default: false)
+        try o.rejectUnknownKeys()
+        return consumption
+    }
+}

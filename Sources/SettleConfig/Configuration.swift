@@ -1,0 +1,145 @@
+import Foundation
+import SettleBase
+import SettleModel
+
+/// settle's configuration (SPEC section 2), validated: every value here has been checked.
+package struct Configuration: Sendable {
+    /// The SQLite ledger's file; for a PostgreSQL ledger, its URL without a password (for display).
+    package var ledgerPath: String
+    /// Set when `ledger` names a PostgreSQL database: then it is the ledger, not `ledgerPath`.
+    package var postgresLedger: PostgresLedgerConfiguration? = nil
+    package var bundleId: String
+    package var acceptSandbox: Bool
+    package var receiptAPI: ReceiptAPIConfiguration?
+    package var serverAPI: ServerAPIConfiguration?
+    package var products: [String: Product]
+    /// How purchases are bound to the order's user (appAccountToken) and which proofs are trusted.
+    package var userBinding = UserBinding()
+    package var delivery: DeliveryConfiguration
+    package var schedule: Schedule
+    package var http: HTTPSettings
+    /// Where the daemon writes its Prometheus text file after each pass (optional).
+    package var metricsFile: String?
+    /// How long `settle run` lets in-flight work finish after SIGTERM.
+    package var shutdownGraceSeconds: Double = 20
+    /// The least important events logged (`log_level`): debug adds idle passes.
+    package var logLevel: Log.Level = .info
+    /// History of finished and rejected orders older than this many days is pruned
+    /// (`retention.history_days`); nil keeps it for ever. Orders and grants are never pruned.
+    package var historyRetentionDays: Int?
+    /// The notifications endpoint and history catch-up (absent: off).
+    package var notifications: NotificationsConfiguration?
+    package var consumption = ConsumptionConfiguration()
+    /// Google Play (absent: App Store only).
+    package var googlePlay: GooglePlayConfiguration?
+    /// The file this was read from; relative paths in it are resolved against its folder.
+    package var sourcePath: String
+
+    /// What a product is and what granting it means to the operator's hook.
+    package struct Product: Sendable, Equatable {
+        package enum Kind: String, Sendable, CaseIterable {
+            case consumable
+            case nonConsumable = "non_consumable"
+            case autoRenewable = "auto_renewable"
+            case nonRenewing = "non_renewing"
+        }
+        package var kind: Kind
+        /// Free-form, passed to the hook unchanged.
+        package var grant: JSONValue?
+        /// The stores that sell it under this product id (`"store"`; the App Store by default).
+        package var stores: Set<Store> = [.appStore]
+    }
+
+    /// The legacy verifyReceipt endpoints.
+    package struct ReceiptAPIConfiguration: Sendable {
+        package var productionURL: String
+        package var sandboxURL: String
+        package var sharedSecretFile: SecretFile
+    }
+
+    /// The App Store Server API (StoreKit 2) and the roots StoreKit 2 signed data must chain to.
+    package struct ServerAPIConfiguration: Sendable {
+        package var productionURL: String
+        package var sandboxURL: String
+        package var issuerId: String
+        package var keyId: String
+        package var privateKeyFile: SecretFile
+        package var appAppleId: String?
+        package var rootCertificates: [String]
+        /// The roots legacy app receipts' PKCS#7 signatures must chain to when settle reads
+        /// receipts itself (no `receipt_api`): Apple Inc. Root CA by default.
+        package var receiptRootCertificates: [String]
+    }
+
+    /// How goods are granted.
+    package struct DeliveryConfiguration: Sendable {
+        package enum Method: Sendable {
+            case command([String])
+            case webhook(url: String, secretFile: SecretFile)
+        }
+        package var method: Method
+        package var timeoutSeconds: Double
+        /// Names of settle's environment variables a delivery command also gets (`delivery.environment`).
+        package var environment: [String] = []
+        /// `delivery.revoke_command`: argv of the hook that takes goods back after a refund, for a
+        /// command delivery. nil: revokes wait, "no revoke route configured", until one is.
+        package var revokeCommand: [String]? = nil
+        /// `delivery.webhook.revoke_url`: where a webhook delivery POSTs revokes (`event: "revoke"`),
+        /// never the grant URL. nil: revokes wait, "no revoke route configured", until one is.
+        package var revokeURL: String? = nil
+        /// `delivery.batch_size`: how many orders one run of the delivery command gets, as JSON
+        /// lines, answering one line each (1: one process per order, the plain contract).
+        package var batchSize = 1
+    }
+
+    package struct Schedule: Sendable {
+        package var intervalSeconds: Double = 60
+        package var concurrency: Int = 8
+        package var maxAttempts: Int = 20
+        package var backoffBaseSeconds: Double = 30
+        package var backoffMaxSeconds: Double = 21600
+    }
+
+    package struct HTTPSettings: Sendable {
+        package var connectTimeoutSeconds: Double = 10
+        package var timeoutSeconds: Double = 30
+    }
+
+    /// Where the configuration is read from: `--config`, else `$SETTLE_CONFIG`, else the default.
+    package static func defaultPath(environment: [String: String]) -> String {
+        environment["SETTLE_CONFIG"].flatMap { $0.isEmpty ? nil : $0 } ?? "/etc/settle/settle.json"
+    }
+
+    /// Reads and validates the file. Secrets are not read here (see `SecretFile.read`).
+    package static func load(path given: String, environment: [String: String]) throws(ConfigError) -> Configuration {
+        // Absolute from here on, so that relative paths inside resolve the same from any folder.
+        let path = URL(fileURLWithPath: given).standardized.path
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ConfigError("cannot read configuration \(path): \((error as NSError).localizedDescription)")
+        }
+        let json: JSONValue
+        do {
+            json = try JSONValue.parse(data)
+        } catch {
+            // Editors and jq speak line:column, not byte offsets.
+            let (line, column) = Configuration.lineAndColumn(data, offset: error.offset)
+            throw ConfigError("\(path):\(line):\(column): not valid JSON: \(error.message)")
+        }
+        do {
+            return try ConfigurationDecoder(path: path, environment: environment).decode(json)
+        } catch {
+            throw ConfigError(error.message.split(separator: "\n").map { "\(path): \($0)" }.joined(separator: "\n"))
+        }
+    }
+
+    /// The 1-based line and column (in characters) of a byte offset.
+    package static func lineAndColumn(_ data: Data, offset: Int) -> (Int, Int) {
+        let before = data.prefix(max(0, min(offset, data.count)))
+        let line = before.filter { $0 == UInt8(ascii: "\n") }.count + 1
+        let lastLine = before.lastIndex(of: UInt8(ascii: "\n")).map { before[(before.index(after: $0))...] } ?? before[...]
+        return (line, String(decoding: lastLine, as: UTF8.self).count + 1)
+    }
+}

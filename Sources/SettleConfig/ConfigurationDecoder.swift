@@ -1,0 +1,383 @@
+import Foundation
+import SettleBase
+import SettleModel
+
+/// Turns the parsed JSON into a `Configuration`, checking every key, type and range.
+package struct ConfigurationDecoder {
+    package let path: String
+    package let environment: [String: String]
+
+    package var folder: String { (path as NSString).deletingLastPathComponent }
+
+    /// Decodes every section even after one failed, so that `check-config` lists every
+    /// mistake at once (one per line) instead of one per run.
+    package func decode(_ json: JSONValue) throws(ConfigError) -> Configuration {
+        var root = try ConfigObject(json, path: "")
+        var problems: [String] = []
+        func collect<T>(_ fallback: T, _ body: () throws(ConfigError) -> T) -> T {
+            do { return try body() } catch { problems.append(error.message); return fallback }
+        }
+        let (ledger, postgresLedger) = collect(("", nil)) { () throws(ConfigError) in try decodeLedger(&root) }
+        let bundleId = collect("") { () throws(ConfigError) in try root.requireString("bundle_id") }
+        let acceptSandbox = collect(true) { () throws(ConfigError) in try root.bool("accept_sandbox", default: true) }
+        let receiptAPI = collect(nil) { () throws(ConfigError) in
+            try root.object("receipt_api").map { (o) throws(ConfigError) in try decodeReceiptAPI(o) }
+        }
+        let serverAPI = collect(nil) { () throws(ConfigError) in
+            try root.object("server_api").map { (o) throws(ConfigError) in try decodeServerAPI(o) }
+        }
+        let googlePlay = collect(nil) { () throws(ConfigError) in
+            try root.object("google_play").map { (o) throws(ConfigError) in try decodeGooglePlay(o) }
+        }
+        if receiptAPI == nil && serverAPI == nil && root.value("receipt_api") == nil && root.value("server_api") == nil
+            && root.value("google_play") == nil {
+            problems.append("receipt_api: required key is missing (configure receipt_api and/or server_api to verify with Apple)")
+        }
+        let products: [String: Configuration.Product] = collect([:]) { () throws(ConfigError) in
+            guard let productsObject = try root.object("products") else { throw ConfigError("products: required key is missing") }
+            return try decodeProducts(productsObject)
+        }
+        let delivery = collect(Configuration.DeliveryConfiguration(method: .command(["/"]), timeoutSeconds: 30)) { () throws(ConfigError) in
+            guard let deliveryObject = try root.object("delivery") else { throw ConfigError("delivery: required key is missing") }
+            return try decodeDelivery(deliveryObject)
+        }
+        let schedule = collect(Configuration.Schedule()) { () throws(ConfigError) in
+            try root.object("schedule").map { (o) throws(ConfigError) in try decodeSchedule(o) } ?? Configuration.Schedule()
+        }
+        let http = collect(Configuration.HTTPSettings()) { () throws(ConfigError) in
+            try root.object("http").map { (o) throws(ConfigError) in try decodeHTTP(o) } ?? Configuration.HTTPSettings()
+        }
+        let metricsFile = collect(nil) { () throws(ConfigError) in try root.string("metrics_file").map(resolve) }
+        let grace = collect(20) { () throws(ConfigError) in try root.number("shutdown_grace_seconds", default: 20, range: 0...600) }
+        let binding = collect(UserBinding()) { () throws(ConfigError) in
+            try root.object("user_binding").map { (o) throws(ConfigError) in try decodeUserBinding(o) } ?? UserBinding()
+        }
+        let logLevel = collect(Log.Level.info) { () throws(ConfigError) in try choice(&root, "log_level", default: Log.Level.info) }
+        let retentionDays: Int? = collect(nil) { () throws(ConfigError) in
+            guard var retention = try root.object("retention") else { return nil }
+            defer { if let unknown = retention.unknownKeys() { problems.append(unknown) } }
+            guard retention.value("history_days") != nil else { return nil }
+            return try retention.integer("history_days", default: 0, range: 1...36500)
+        }
+        let notifications = collect(nil) { () throws(ConfigError) in
+            try root.object("notifications").map { (o) throws(ConfigError) in try decodeNotifications(o) }
+        }
+        let consumption = collect(nil) { () throws(ConfigError) in
+            try root.object("consumption").map { (o) throws(ConfigError) in try decodeConsumption(o) }
+        }
+        if let consumption, consumption.respond, serverAPI == nil {
+            problems.append("consumption.respond: answering refund requests needs server_api")
+        }
+        if let unknown = root.unknownKeys() { problems.append(unknown) }
+        guard problems.isEmpty else { throw ConfigError(problems.joined(separator: "\n")) }
+        var configuration = Configuration(ledgerPath: ledger, bundleId: bundleId, acceptSandbox: acceptSandbox, receiptAPI: receiptAPI,
+                                          serverAPI: serverAPI, products: products, delivery: delivery, schedule: schedule, http: http,
+                                          metricsFile: metricsFile, shutdownGraceSeconds: grace, sourcePath: path)
+        configuration.userBinding = binding
+        configuration.postgresLedger = postgresLedger
+        configuration.logLevel = logLevel
+        configuration.historyRetentionDays = retentionDays
+        configuration.notifications = notifications
+        if let consumption { configuration.consumption = consumption }
+        configuration.googlePlay = googlePlay
+        if googlePlay == nil, let play = products.first(where: { $0.value.stores.contains(.googlePlay) }) {
+            throw ConfigError("products.\(play.key).store: a google_play product needs the google_play section")
+        }
+        if let path = googlePlay?.notificationsPath {
+            if notifications == nil {
+                throw ConfigError("google_play.notifications_path: pushes arrive on the notifications listener; configure notifications.listen")
+            }
+            if path == notifications?.path {
+                throw ConfigError("google_play.notifications_path: must differ from notifications.path (Apple's)")
+            }
+        }
+        return configuration
+    }
+
+    private func decodeReceiptAPI(_ object: ConfigObject) throws(ConfigError) -> Configuration.ReceiptAPIConfiguration {
+        var o = object
+        let production = try url(&o, "production_url", default: "https://buy.itunes.apple.com/verifyReceipt")
+        let sandbox = try url(&o, "sandbox_url", default: "https://sandbox.itunes.apple.com/verifyReceipt")
+        let secret = try secretFile(&o, "shared_secret_file")
+        try o.rejectUnknownKeys()
+        return .init(productionURL: production, sandboxURL: sandbox, sharedSecretFile: secret)
+    }
+
+    private func decodeServerAPI(_ object: ConfigObject) throws(ConfigError) -> Configuration.ServerAPIConfiguration {
+        var o = object
+        let production = try url(&o, "production_url", default: "https://api.storekit.apple.com")
+        let sandbox = try url(&o, "sandbox_url", default: "https://api.storekit-sandbox.apple.com")
+        let issuer = try o.requireString("issuer_id")
+        let keyId = try o.requireString("key_id")
+        let key = try secretFile(&o, "private_key_file")
+        var appAppleId: String? = nil
+        if let value = o.value("app_apple_id") {
+            guard let text = value.looseString, !text.isEmpty else {
+                throw ConfigError("\(o.name("app_apple_id")): expected a number or string, got \(value.typeName)")
+            }
+            appAppleId = text
+        }
+        // Apple Root CA - G3 and Apple Inc. Root CA ship in config/; installed next to the
+        // configuration they are the default anchors for signed data and for app receipts.
+        let roots = try paths(&o, "root_certificates", default: "AppleRootCA-G3.pem")
+        let receiptRoots = try paths(&o, "receipt_root_certificates", default: "AppleIncRootCA.pem")
+        try o.rejectUnknownKeys()
+        return .init(productionURL: production, sandboxURL: sandbox, issuerId: issuer, keyId: keyId, privateKeyFile: key,
+                     appAppleId: appAppleId, rootCertificates: roots, receiptRootCertificates: receiptRoots)
+    }
+
+    /// A non-empty array of certificate paths, each resolved from the configuration's folder.
+    private func paths(_ o: inout ConfigObject, _ key: String, default name: String) throws(ConfigError) -> [String] {
+        guard let value = o.value(key) else { return [resolve(name)] }
+        guard let items = value.arrayValue, !items.isEmpty else {
+            throw ConfigError("\(o.name(key)): expected a non-empty array of paths")
+        }
+        var paths: [String] = []
+        for (i, item) in items.enumerated() {
+            guard case let .string(p) = item, !p.isEmpty else {
+                throw ConfigError("\(o.name(key))[\(i)]: expected a path string, got \(item.typeName)")
+            }
+            paths.append(resolve(p))
+        }
+        return paths
+    }
+
+    private func decodeUserBinding(_ object: ConfigObject) throws(ConfigError) -> UserBinding {
+        var o = object
+        var binding = UserBinding()
+        binding.tokenSource = try choice(&o, "app_account_token", default: binding.tokenSource)
+        if let text = try o.string("uuid5_namespace") {
+            guard let uuid = UUID(uuidString: text) else { throw ConfigError("\(o.name("uuid5_namespace")): \"\(text)\" is not a UUID") }
+            binding.namespace = uuid
+        }
+        if binding.tokenSource == .uuid5 && binding.namespace == nil {
+            throw ConfigError("\(o.name("uuid5_namespace")): required when app_account_token is \"uuid5\"")
+        }
+        binding.unsignedProofs = try choice(&o, "unsigned_proofs", default: binding.unsignedProofs)
+        binding.tokenlessSignedProofs = try choice(&o, "tokenless_signed_proofs", default: binding.tokenlessSignedProofs)
+        try o.rejectUnknownKeys()
+        return binding
+    }
+
+    /// A string naming one case of `T`.
+    private func choice<T: RawRepresentable & CaseIterable>(_ o: inout ConfigObject, _ key: String, default fallback: T)
+        throws(ConfigError) -> T where T.RawValue == String {
+        guard let text = try o.string(key) else { return fallback }
+        guard let value = T(rawValue: text) else {
+            let allowed = T.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+            throw ConfigError("\(o.name(key)): \"\(text)\" is not one of \(allowed)")
+        }
+        return value
+    }
+
+    private func decodeProducts(_ object: ConfigObject) throws(ConfigError) -> [String: Configuration.Product] {
+        var o = object
+        var products: [String: Configuration.Product] = [:]
+        var problems: [String] = []
+        for key in o.allKeys() {
+            do {
+                products[key] = try decodeProduct(&o, key)
+            } catch {
+                problems.append(error.message)
+            }
+        }
+        guard problems.isEmpty else { throw ConfigError(problems.joined(separator: "\n")) }
+        guard !products.isEmpty else { throw ConfigError("products: at least one product is required") }
+        return products
+    }
+
+    private func decodeProduct(_ o: inout ConfigObject, _ key: String) throws(ConfigError) -> Configuration.Product {
+        do {
+            guard var product = try o.object(key) else { throw ConfigError("\(o.name(key)): expected an object") }
+            let typeName = try product.requireString("type")
+            guard let kind = Configuration.Product.Kind(rawValue: typeName) else {
+                let allowed = Configuration.Product.Kind.allCases.map(\.rawValue).joined(separator: ", ")
+                throw ConfigError("\(product.name("type")): \"\(typeName)\" is not one of \(allowed)")
+            }
+            var grant: JSONValue? = nil
+            if let value = product.value("grant") {
+                guard value.objectMembers != nil else { throw ConfigError("\(product.name("grant")): expected an object, got \(value.typeName)") }
+                grant = value
+            }
+            var stores: Set<Store> = [.appStore]
+            if let store = try product.string("store") {
+                switch store {
+                case Store.appStore.rawValue: stores = [.appStore]
+                case Store.googlePlay.rawValue: stores = [.googlePlay]
+                case "both": stores = [.appStore, .googlePlay]
+                default: throw ConfigError("\(product.name("store")): \"\(store)\" is not one of \"app_store\", \"google_play\", \"both\"")
+                }
+            }
+            try product.rejectUnknownKeys()
+            return .init(kind: kind, grant: grant, stores: stores)
+        }
+    }
+
+    private func decodeDelivery(_ object: ConfigObject) throws(ConfigError) -> Configuration.DeliveryConfiguration {
+        var o = object
+        let command = o.value("command")
+        let webhook = try o.object("webhook")
+        let timeout = try o.number("timeout_seconds", default: 30, range: 0.1...3600)
+        let passed = try environmentNames(o.value("environment"))
+        let batchSize = try o.integer("batch_size", default: 1, range: 1...1000)
+        var revokeCommand: [String]? = nil
+        var revokeURL: String? = nil
+        if let value = o.value("revoke_command") {
+            guard let items = value.arrayValue, !items.isEmpty,
+                  case let .string(program)? = items.first, program.hasPrefix("/") else {
+                throw ConfigError("delivery.revoke_command: expected a non-empty array of strings starting with an absolute path")
+            }
+            revokeCommand = try items.enumerated().map { (i, item) throws(ConfigError) -> String in
+                guard case let .string(s) = item else { throw ConfigError("delivery.revoke_command[\(i)]: expected a string, got \(item.typeName)") }
+                return s
+            }
+        }
+        let method: Configuration.DeliveryConfiguration.Method
+        switch (command, webhook) {
+        case (nil, nil), (.some, .some):
+            throw ConfigError("delivery: exactly one of \"command\" or \"webhook\" is required")
+        case let (.some(value), nil):
+            guard let items = value.arrayValue, !items.isEmpty else {
+                throw ConfigError("delivery.command: expected a non-empty array of strings (argv, run without a shell)")
+            }
+            var argv: [String] = []
+            for (i, item) in items.enumerated() {
+                guard case let .string(s) = item else {
+                    throw ConfigError("delivery.command[\(i)]: expected a string, got \(item.typeName)")
+                }
+                argv.append(s)
+            }
+            guard argv[0].hasPrefix("/") else {
+                throw ConfigError("delivery.command[0]: \"\(argv[0])\" must be an absolute path (no PATH search, no shell)")
+            }
+            method = .command(argv)
+        case let (nil, .some(hook)):
+            var h = hook
+            guard let url = try h.string("url") else { throw ConfigError("delivery.webhook.url: required key is missing") }
+            try checkURL(url, name: "delivery.webhook.url")
+            let secret = try secretFile(&h, "secret_file")
+            // Revokes go to a URL of their own: a receiver written for grants never sees one.
+            if let revoke = try h.string("revoke_url") {
+                try checkURL(revoke, name: "delivery.webhook.revoke_url")
+                guard revoke != url else {
+                    throw ConfigError("delivery.webhook.revoke_url: must differ from delivery.webhook.url (a grant receiver must never get a revoke)")
+                }
+                revokeURL = revoke
+            }
+            try h.rejectUnknownKeys()
+            guard passed.isEmpty else { throw ConfigError("delivery.environment: only a delivery.command has an environment") }
+            guard batchSize == 1 else { throw ConfigError("delivery.batch_size: only a delivery.command takes batches") }
+            method = .webhook(url: url, secretFile: secret)
+        }
+        try o.rejectUnknownKeys()
+        if revokeCommand != nil, case .webhook = method {
+            throw ConfigError("delivery.revoke_command: a webhook delivery posts revokes to delivery.webhook.revoke_url; drop revoke_command")
+        }
+        var delivery = Configuration.DeliveryConfiguration(method: method, timeoutSeconds: timeout, environment: passed,
+                                                           revokeCommand: revokeCommand)
+        delivery.revokeURL = revokeURL
+        delivery.batchSize = batchSize
+        return delivery
+    }
+
+    /// `delivery.environment`: variable names only (`[A-Za-z_][A-Za-z0-9_]*`); a value
+    /// (`NAME=value`) is refused, since values belong in settle's environment, not in its
+    /// configuration file.
+    private func environmentNames(_ value: JSONValue?) throws(ConfigError) -> [String] {
+        guard let value else { return [] }
+        guard let items = value.arrayValue else {
+            throw ConfigError("delivery.environment: expected an array of variable names, got \(value.typeName)")
+        }
+        var names: [String] = []
+        for (i, item) in items.enumerated() {
+            guard case let .string(name) = item else {
+                throw ConfigError("delivery.environment[\(i)]: expected a variable name, got \(item.typeName)")
+            }
+            let isName = name.unicodeScalars.first.map { $0 == "_" || ($0.isASCII && $0.properties.isAlphabetic) } == true
+                && name.unicodeScalars.allSatisfy { $0 == "_" || ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) }
+            guard isName else {
+                throw ConfigError("delivery.environment[\(i)]: \"\(PrintableText.escape(name))\" is not a variable name (letters, digits, _; no \"=\")")
+            }
+            names.append(name)
+        }
+        return names
+    }
+
+    private func decodeSchedule(_ object: ConfigObject) throws(ConfigError) -> Configuration.Schedule {
+        var o = object
+        var s = Configuration.Schedule()
+        s.intervalSeconds = try o.number("interval_seconds", default: s.intervalSeconds, range: 1...86400)
+        s.concurrency = try o.integer("concurrency", default: s.concurrency, range: 1...64)
+        s.maxAttempts = try o.integer("max_attempts", default: s.maxAttempts, range: 1...1000)
+        s.backoffBaseSeconds = try o.number("backoff_base_seconds", default: s.backoffBaseSeconds, range: 1...86400)
+        s.backoffMaxSeconds = try o.number("backoff_max_seconds", default: s.backoffMaxSeconds, range: 1...(30 * 86400))
+        guard s.backoffMaxSeconds >= s.backoffBaseSeconds else {
+            throw ConfigError("schedule.backoff_max_seconds: must be at least backoff_base_seconds")
+        }
+        try o.rejectUnknownKeys()
+        return s
+    }
+
+    private func decodeHTTP(_ object: ConfigObject) throws(ConfigError) -> Configuration.HTTPSettings {
+        var o = object
+        var h = Configuration.HTTPSettings()
+        h.connectTimeoutSeconds = try o.number("connect_timeout_seconds", default: h.connectTimeoutSeconds, range: 0.1...300)
+        h.timeoutSeconds = try o.number("timeout_seconds", default: h.timeoutSeconds, range: 0.1...600)
+        try o.rejectUnknownKeys()
+        return h
+    }
+
+    // MARK: - Values
+
+    private func url(_ o: inout ConfigObject, _ key: String, default fallback: String) throws(ConfigError) -> String {
+        let value = try o.string(key) ?? fallback
+        try checkURL(value, name: o.name(key))
+        return value
+    }
+
+    /// `https://` only, except plain `http://` to a loopback address for tests and the simulator.
+    package func checkURL(_ text: String, name: String) throws(ConfigError) {
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+              let host = components.host, !host.isEmpty else {
+            // Not quoted: a URL may carry credentials (user info, a token in the query).
+            throw ConfigError("\(name): not a URL with a scheme and a host")
+        }
+        if scheme == "https" { return }
+        if scheme == "http" && ConfigurationDecoder.isLoopback(host) { return }
+        throw ConfigError("\(name): must be an https:// URL (http:// is allowed only to a loopback address)")
+    }
+
+    package static func isLoopback(_ host: String) -> Bool {
+        let h = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        if h == "localhost" || h == "::1" { return true }
+        let parts = h.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+
+    private func secretFile(_ o: inout ConfigObject, _ key: String) throws(ConfigError) -> SecretFile {
+        let name = try o.requireString(key)
+        return SecretFile(key: o.name(key), path: SecretFile.resolve(name, relativeTo: folder, environment: environment),
+                          searched: SecretFile.candidates(name, relativeTo: folder, environment: environment))
+    }
+
+    /// A path (SQLite), a PostgreSQL URL, or an object with the URL and a password file.
+    private func decodeLedger(_ root: inout ConfigObject) throws(ConfigError) -> (String, PostgresLedgerConfiguration?) {
+        guard case .object = root.value("ledger") else {
+            let text = try root.requireString("ledger")
+            guard PostgresLedgerConfiguration.isPostgresURL(text) else { return (resolve(text), nil) }
+            return (PostgresLedgerConfiguration.redacted(text), PostgresLedgerConfiguration(url: text, passwordFile: nil))
+        }
+        guard var o = try root.object("ledger") else { throw ConfigError("ledger: required key is missing") }
+        let url = try o.requireString("url")
+        guard PostgresLedgerConfiguration.isPostgresURL(url) else {
+            throw ConfigError("\(o.name("url")): expected a postgresql:// URL (an SQLite ledger is given as a path string)")
+        }
+        let passwordFile = o.value("password_file") == nil ? nil : try secretFile(&o, "password_file")
+        try o.rejectUnknownKeys()
+        return (PostgresLedgerConfiguration.redacted(url), PostgresLedgerConfiguration(url: url, passwordFile: passwordFile))
+    }
+
+    private func resolve(_ path: String) -> String {
+        path.hasPrefix("/") ? path : (folder as NSString).appendingPathComponent(path)
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import SettleBase
+import SettleModel
+import SettleConfig
+
+/// Takes goods back after Apple refunded or revoked a delivered purchase: the operator's
+/// `delivery.revoke_command`, or a POST with `event: "revoke"` to `delivery.webhook.revoke_url`
+/// (never to the grant URL). The idempotency key is `revoke:<transactionId>` (with `:<round>`
+/// for a refund after a reversed one), so a retried or repeated revoke is recognisable. Answers
+/// read as for deliveries: 0 / 2xx done, 75 / 408, 429, 5xx retry, 65 / other 4xx refused.
+package enum RevokeHook: Sendable {
+    case command(CommandHook)
+    case webhook(WebhookHook)
+
+    /// The `event` of a revoke.
+    package static let event = "revoke"
+
+    /// `revoke:<txn>` for the first refund; a refund after a reversed one whose revoke may have
+    /// reached the receiver gets `revoke:<txn>:<round>`, so a receiver that deduplicates by key acts on it.
+    package static func idempotencyKey(transactionId: String, round: Int = 1) -> String {
+        round <= 1 ? "revoke:\(transactionId)" : "revoke:\(transactionId):\(round)"
+    }
+
+    /// The document the hook receives: the delivery's fields plus what Apple said.
+    package static func payload(order: Order, transactionId: String, round: Int = 1, product: Configuration.Product?) -> JSONValue {
+        let purchase = order.verified
+        return .object([
+            ("event", .string(event)),
+            ("store", .string(order.store.rawValue)),
+            ("order_id", .string(order.orderId)),
+            ("user_id", .string(order.userId)),
+            ("product_id", .string(purchase?.productId ?? order.productId)),
+            ("product_type", .string(product?.kind.rawValue)),
+            ("quantity", .number(purchase?.quantity ?? 1)),
+            ("grant", product?.grant ?? .null),
+            ("transaction_id", .string(transactionId)),
+            ("original_transaction_id", .string(purchase?.originalTransactionId)),
+            ("grant_key", .string(purchase?.grantKey)),
+            ("environment", .string(purchase?.environment ?? order.environment)),
+            ("refund_kind", .string(order.refund?.kind)),
+            ("refund_reason", .string(order.refund?.reason)),
+            ("refunded_at", .string(order.refund.map { Timestamp.rfc3339(unixSeconds: $0.at) })),
+            ("idempotency_key", .string(idempotencyKey(transactionId: transactionId, round: round))),
+        ])
+    }
+
+    package func revoke(order: Order, transactionId: String, round: Int = 1) -> DeliveryReport {
+        let key = Self.idempotencyKey(transactionId: transactionId, round: round)
+        switch self {
+        case let .command(hook):
+            return hook.run(Self.payload(order: order, transactionId: transactionId, round: round, product: hook.products[order.productId]),
+                            orderId: order.orderId, idempotencyKey: key)
+        case let .webhook(hook):
+            return hook.post(Self.payload(order: order, transactionId: transactionId, round: round,
+                                          product: hook.products[order.productId]).data, idempotencyKey: key)
+        }
+    }
+}

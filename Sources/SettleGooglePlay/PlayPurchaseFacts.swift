@@ -1,0 +1,76 @@
+import Foundation
+import SettleBase
+import SettleModel
+import SettleConfig
+
+/// Google's sandbox or the real store, as the hook and status show it (the App Store's words).
+package enum PlayEnvironment: String, Sendable {
+    case production = "Production"
+    /// A license tester's purchase (`purchaseType` 0, or a subscription's `testPurchase`).
+    case sandbox = "Sandbox"
+}
+
+/// What the eligibility rules need to know of a purchase Google confirmed, one-time product
+/// and subscription alike: the two answers say the same things in different words.
+package struct PlayPurchaseFacts: Sendable, Equatable {
+    package enum State: Sendable, Equatable {
+        case purchased
+        /// Paid for by a slow method (cash, bank transfer): nothing is owed until it is purchased.
+        case pending
+        /// Never paid, or canceled before completion.
+        case canceled
+        /// A state settle has no rule for (expired, on hold, paused, or one Google added): a person decides.
+        case unclear(String)
+    }
+
+    package var state: State
+    package var orderId: String?
+    package var productIds: [String]
+    package var isTest: Bool
+    package var accountId: String?
+    package var quantity: Int
+    package var purchaseTimeMillis: Int64?
+    package var acknowledged: Bool
+    package var consumed: Bool
+
+    package init(state: State, orderId: String?, productIds: [String], isTest: Bool, accountId: String?, quantity: Int = 1,
+                purchaseTimeMillis: Int64? = nil, acknowledged: Bool = false, consumed: Bool = false) {
+        self.state = state
+        self.orderId = orderId
+        self.productIds = productIds
+        self.isTest = isTest
+        self.accountId = accountId
+        self.quantity = quantity
+        self.purchaseTimeMillis = purchaseTimeMillis
+        self.acknowledged = acknowledged
+        self.consumed = consumed
+    }
+
+    /// A one-time purchase, read for `productId` (the id the call named, when the answer omits it).
+    package init(product p: ProductPurchase, productId: String) {
+        let state: State
+        switch p.purchaseState {
+        case .purchased?: state = .purchased
+        case .pending?: state = .pending
+        case .canceled?: state = .canceled
+        case nil: state = .unclear("purchaseState \(p.rawPurchaseState.map(String.init) ?? "absent")")
+        }
+        self.init(state: state, orderId: p.orderId, productIds: [p.productId ?? productId], isTest: p.purchaseType == .test,
+                  accountId: p.obfuscatedExternalAccountId, quantity: max(1, p.quantity ?? 1),
+                  purchaseTimeMillis: p.purchaseTimeMillis, acknowledged: p.acknowledgementState == .acknowledged,
+                  consumed: p.consumptionState == .consumed)
+    }
+
+    /// A subscription. A canceled one was paid for and runs to its expiry, so it counts as purchased.
+    package init(subscription s: SubscriptionPurchaseV2) {
+        let state: State
+        switch s.subscriptionState {
+        case .active?, .inGracePeriod?, .canceled?: state = .purchased
+        case .pending?: state = .pending
+        case .pendingPurchaseCanceled?: state = .canceled
+        case .expired?, .onHold?, .paused?, nil: state = .unclear("subscriptionState \(s.rawSubscriptionState ?? "absent")")
+        }
+        self.init(state: state, orderId: s.latestOrderId, productIds: s.lineItems.map(\.productId), isTest: s.isTestPurchase,
+                  accountId: s.obfuscatedExternalAccountId, acknowledged: s.acknowledgementState == .acknowledged)
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+import Synchronization
+import SettleBase
+import SettleModel
+import SettleConfig
+
+/// Re-verifies a Google Play order: reads its purchase (`purchases.products.get`, or
+/// `purchases.subscriptionsv2.get` for an auto-renewable product) and lets
+/// `PlayPurchaseEligibility` decide, with the same `user_binding` as App Store orders. The Play
+/// counterpart of `StoreKitVerifier`; the ledger's grant reservation decides who holds the
+/// purchase, keyed by Google's `orderId`.
+///
+/// Google as a whole being unavailable (429, 5xx, no answer) is store-wide: the order keeps its
+/// attempt, and for a cool-down (doubling from the base delay, or Google's Retry-After) no
+/// other Play order asks Google either; the first one after it is the probe. The cool-down lives
+/// in this verifier (one per process and configuration), not in the ledger: a Google outage
+/// never holds back App Store orders, and the Apple breaker stays Apple's.
+package final class PlayVerifier: OrderVerifier {
+    package let client: PlayDeveloperClient
+    package let products: [String: Configuration.Product]
+    package let eligibility: PlayPurchaseEligibility
+    package let binding: UserBinding
+    package let time: any TimeSource
+    package let baseCooldown: Int64
+    package let maxCooldown: Int64
+    private let breaker = Mutex(Cooldown())
+
+    package struct Cooldown {
+        package var until: Int64?
+        package var seconds: Int64 = 0
+    }
+
+    package init(client: PlayDeveloperClient, products: [String: Configuration.Product], acceptSandbox: Bool, binding: UserBinding,
+                time: any TimeSource, baseCooldownSeconds: Double, maxCooldownSeconds: Double) {
+        self.client = client
+        self.products = products
+        eligibility = PlayPurchaseEligibility(acceptSandbox: acceptSandbox)
+        self.binding = binding
+        self.time = time
+        baseCooldown = Int64(max(1, baseCooldownSeconds))
+        maxCooldown = Int64(max(baseCooldownSeconds, maxCooldownSeconds))
+    }
+
+    package func verify(_ order: Order) throws -> Verification {
+        let started = DispatchTime.now()
+        var verification = check(order)
+        verification.durationMs = Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000)
+        return verification
+    }
+
+    private func check(_ order: Order) -> Verification {
+        guard let token = order.purchaseToken else {
+            return Verification(outcome: .needsAttention(reason: .rowInvalid,
+                detail: "the google_play order has no usable purchase_token (missing, or not printable ASCII): store the token the app got from Play Billing, then settle retry \(order.orderId)"))
+        }
+        guard let product = products[order.productId], product.stores.contains(.googlePlay) else {
+            return Verification(outcome: .needsAttention(reason: .unknownProduct,
+                detail: "product \(order.productId) is not a google_play product in the configuration's products (\"store\": \"google_play\" or \"both\"); add it, then settle retry \(order.orderId)"))
+        }
+        let now = time.unixSeconds
+        if let until = breaker.withLock({ $0.until }), now < until {
+            var waiting = Verification(outcome: .retry("Google Play is unavailable; not asked again before \(Timestamp.rfc3339(unixSeconds: until))"))
+            waiting.keepsAttempt = true
+            waiting.retryAfterSeconds = Double(until - now)
+            return waiting
+        }
+        let facts: PlayPurchaseFacts
+        var expiresMs: Int64? = nil
+        var startMs: Int64? = nil
+        do {
+            if product.kind == .autoRenewable {
+                let subscription = try client.subscriptionPurchase(token: token)
+                facts = PlayPurchaseFacts(subscription: subscription)
+                expiresMs = subscription.lineItems.first { $0.productId == order.productId }?.expiry
+                    .map { Int64(($0.timeIntervalSince1970 * 1000).rounded(.down)) }
+                startMs = SubscriptionPurchaseV2.LineItem(productId: order.productId, expiryTime: subscription.startTime).expiry
+                    .map { Int64(($0.timeIntervalSince1970 * 1000).rounded(.down)) }
+            } else {
+                facts = PlayPurchaseFacts(product: try client.productPurchase(productId: order.productId, token: token),
+                                          productId: order.productId)
+            }
+        } catch {
+            return failure(error, now: now)
+        }
+        breaker.withLock { $0 = Cooldown() }
+        return decide(order, facts: facts, token: token, expiresMs: expiresMs, startMs: startMs)
+    }
+
+    private func failure(_ error: PlayAPIError, now: Int64) -> Verification {
+        switch error.kind {
+        case .purchaseNotFound:
+            return Verification(outcome: .rejected(reason: .purchaseNotFound, detail: error.message), environment: nil)
+        case .configuration:
+            return Verification(outcome: .configurationFault("Google Play: \(error.message)"))
+        case .refused:
+            return Verification(outcome: .retry(error.description))
+        case .unavailable:
+            let wait = breaker.withLock { cooldown -> Int64 in
+                cooldown.seconds = min(maxCooldown, cooldown.seconds == 0 ? baseCooldown : cooldown.seconds * 2)
+                let asked = error.retryAfter.flatMap { $0.isFinite ? Int64(min($0, Double(maxCooldown))) : nil } ?? 0
+                let wait = max(cooldown.seconds, asked)
+                cooldown.until = now + wait
+                return wait
+            }
+            var verification = Verification(outcome: .retry(error.description))
+            verification.keepsAttempt = true
+            verification.retryAfterSeconds = Double(wait)
+            return verification
+        }
+    }
+
+    private func decide(_ order: Order, facts original: PlayPurchaseFacts, token: PlayPurchaseToken, expiresMs: Int64?,
+                        startMs: Int64?) -> Verification {
+        var facts = original
+        facts.accountId = facts.accountId.map(PlayVerifier.normalized)
+        let expected = PlayVerifier.expectedAccountId(binding, order)
+        let environment = facts.isTest ? PlayEnvironment.sandbox.rawValue : PlayEnvironment.production.rawValue
+        if let actual = facts.accountId, expected == nil, facts.productIds.contains(order.productId) {
+            return Verification(outcome: .needsAttention(reason: .tokenUnverifiable,
+                detail: "the purchase carries obfuscatedExternalAccountId \(actual), and no account id is known for user \(order.userId) to check it against (user_binding.app_account_token: \(binding.tokenSource.rawValue))"),
+                environment: environment)
+        }
+        func verified(_ grant: PlayGrant) -> Verification {
+            let purchase = VerifiedPurchase(transactionId: grant.grantKey, originalTransactionId: grant.grantKey, productId: grant.productId,
+                                            environment: grant.environment.rawValue, quantity: grant.quantity,
+                                            purchaseDateMs: grant.purchaseTimeMillis ?? startMs, expiresDateMs: expiresMs,
+                                            grantKey: grant.grantKey)
+            return Verification(outcome: .verified(.only(purchase)), environment: environment)
+        }
+        switch eligibility.decide(facts, token: token, productId: order.productId, expectedAccountId: expected) {
+        case let .grant(grant):
+            return verified(grant)
+        case let .unbound(grant):
+            switch binding.tokenlessSignedProofs {
+            case .trust: return verified(grant)
+            case .refuse:
+                return Verification(outcome: .rejected(reason: .proofUnbound, detail: "purchase \(grant.grantKey) carries no obfuscatedExternalAccountId and user_binding.tokenless_signed_proofs is refuse"), environment: environment)
+            case .needsAttention:
+                return Verification(outcome: .needsAttention(reason: .proofUnbound, detail: "purchase \(grant.grantKey) carries no obfuscatedExternalAccountId: check it is user \(order.userId)'s"), environment: environment)
+            }
+        case let .wait(message):
+            var waiting = Verification(outcome: .retry(message), environment: environment)
+            waiting.keepsAttempt = true
+            // A slow payment takes hours or days; a notification that it completed makes the order due at once.
+            waiting.retryAfterSeconds = PlayVerifier.pendingRecheckSeconds
+            return waiting
+        case let .rejected(rejection, message):
+            let reason: RejectionReason
+            switch rejection {
+            case .canceled: reason = .canceled
+            case .sandboxNotAccepted: reason = .sandboxNotAccepted
+            case .userMismatch: reason = .userMismatch
+            case .productMismatch: reason = .productMismatch
+            }
+            return Verification(outcome: .rejected(reason: reason, detail: message), environment: environment)
+        case let .needsAttention(message):
+            return Verification(outcome: .needsAttention(reason: .purchaseStateUnclear, detail: message), environment: environment)
+        }
+    }
+
+    /// How long a purchase pending payment waits before Google is asked again (at most `backoff_max_seconds`).
+    package static let pendingRecheckSeconds: Double = 600
+
+    /// The obfuscatedExternalAccountId the order's user must carry, by `user_binding.app_account_token`:
+    /// the one stored with the order, the user id itself, or the user id's version-5 UUID.
+    package static func expectedAccountId(_ binding: UserBinding, _ order: Order) -> String? {
+        switch binding.tokenSource {
+        case .order: return order.appAccountToken.flatMap { $0.isEmpty ? nil : normalized($0) }
+        case .userId: return order.userId.isEmpty ? nil : normalized(order.userId)
+        case .uuid5: return binding.namespace.map { UserBinding.uuid5(namespace: $0, name: order.userId).uuidString.lowercased() }
+        }
+    }
+
+    /// A UUID in any case compares as its lowercase spelling; any other id as it is.
+    package static func normalized(_ id: String) -> String { UUID(uuidString: id)?.uuidString.lowercased() ?? id }
+}

@@ -1,0 +1,343 @@
+import Foundation
+import SettleBase
+import SettleModel
+import SettleConfig
+import SettleAppStore
+
+/// A revoke owed to the operator's hook after Apple took a delivered purchase back.
+package struct RevocationJob: Sendable, Equatable {
+    package var transactionId: String
+    package var orderId: String
+    package var kind: String
+    package var attempts: Int
+    /// 1 for the first refund of the transaction; one more for each refund after a reversed one.
+    package var round: Int = 1
+    /// Why the last attempt did not revoke (or why the revoke waits), nil before any.
+    package var lastError: String? = nil
+    /// The claim this job was handed out under (the row counts its claims): its outcome is
+    /// recorded under it, and changes nothing once another host claimed the job since.
+    package var claim: Int64 = 0
+}
+
+/// An answer owed to Apple for a refund request (CONSUMPTION_REQUEST).
+package struct ConsumptionJob: Sendable, Equatable {
+    package var notificationUUID: String
+    package var transactionId: String
+    package var environment: String
+    package var orderId: String?
+    package var attempts: Int
+    package var deadlineAt: Int64
+    /// The claim this answer was handed out under, as for `RevocationJob.claim`.
+    package var claim: Int64 = 0
+}
+
+/// What the ledger shows about a purchase's delivery, for an answer to a refund request.
+package enum DeliveryEvidence: Sendable, Equatable {
+    /// Delivered: settle finished it, or a grant is recorded outside settle.
+    case delivered(String)
+    /// An order about it is still being settled: ask again later.
+    case inFlight(String)
+    /// Settle does not know: no answer is sent (never "undelivered" from absence of evidence).
+    case unknown(String)
+}
+
+/// Where Get Notification History resumes in one environment.
+package struct NotificationCursor: Sendable, Equatable {
+    /// Everything sent before this (ms) has been read.
+    package var syncedUntilMs: Int64?
+    /// The window being paged now, and where in it; nil when none is open.
+    package var windowStartMs: Int64?
+    package var windowEndMs: Int64?
+    package var paginationToken: String?
+    /// When settle first read this environment's history (ms): purchases older than that are
+    /// back-filled, reported for a person rather than delivered. nil before the first start
+    /// (and on ledgers that read history before this was kept).
+    package var startedAtMs: Int64?
+
+    package init(syncedUntilMs: Int64? = nil, windowStartMs: Int64? = nil, windowEndMs: Int64? = nil, paginationToken: String? = nil,
+                startedAtMs: Int64? = nil) {
+        self.syncedUntilMs = syncedUntilMs
+        self.windowStartMs = windowStartMs
+        self.windowEndMs = windowEndMs
+        self.paginationToken = paginationToken
+        self.startedAtMs = startedAtMs
+    }
+}
+
+/// Revokes and refund-request answers: work that notifications leave for passes, each retried
+/// with backoff until done, like deliveries. Written once for both engines. With several hosts
+/// each job is claimed by one of them: the claim takes the rows (`FOR UPDATE SKIP LOCKED` on
+/// PostgreSQL, so two hosts never take the same), moves the job's due time a lease ahead and
+/// counts the claim; the outcome is recorded only under the claim it was taken with, and
+/// `holds` re-checks the claim just before the hook or Apple is called.
+extension TransactionalLedger {
+    /// Due revokes of orders that were, or may have been, delivered: finished, or holding their
+    /// grant while the hook's outcome is unknown (it timed out, settle died during it). Only a
+    /// revoke whose order never reached the hook (it holds no grant) is cancelled here; one
+    /// whose delivery is in flight waits for it. Each returned job is claimed for `leaseSeconds`.
+    package func claimDueRevocations(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(RevocationJob, Order)] {
+        let now = time.unixSeconds
+        return try writing { db in
+            try db.query("""
+                UPDATE revocations SET state = 'cancelled', last_error = 'the order was never delivered', updated_at = ?
+                WHERE state = 'pending' AND order_id IN (
+                    SELECT order_id FROM orders o WHERE o.state IN ('rejected','pending','needs_attention')
+                    AND NOT EXISTS (SELECT 1 FROM grants g WHERE g.order_id = o.order_id))
+                """, [.integer(now)])
+            let due = try db.query("""
+                SELECT r.transaction_id AS job_transaction FROM revocations r JOIN orders o ON o.order_id = r.order_id
+                WHERE r.state = 'pending' AND r.next_attempt_at <= ?
+                  AND (o.state = 'finished' OR (o.state NOT IN ('verifying','delivering')
+                                                AND EXISTS (SELECT 1 FROM grants g WHERE g.order_id = o.order_id)))
+                ORDER BY r.next_attempt_at LIMIT ?\(db.dialect.claimRows("r"))
+                """, [.integer(now), .integer(Int64(limit))]).compactMap { $0.string("job_transaction") }
+            return try due.compactMap { transactionId in
+                try db.query("""
+                    UPDATE revocations SET claim = claim + 1, next_attempt_at = ?, updated_at = ? WHERE transaction_id = ?
+                    RETURNING claim AS job_claim, kind AS job_kind, attempts AS job_attempts, round AS job_round,
+                              last_error AS job_error, order_id AS job_order
+                    """, [.integer(now + leaseSeconds), .integer(now), .text(transactionId)]).first.flatMap { job in
+                    try db.query("SELECT * FROM orders WHERE order_id = ?", [.from(job.string("job_order"))]).first.map { row in
+                        let order = Order(row: row)
+                        return (RevocationJob(transactionId: transactionId, orderId: order.orderId, kind: job.string("job_kind") ?? "REFUND",
+                                              attempts: Int(job.int("job_attempts") ?? 0), round: Int(job.int("job_round") ?? 1),
+                                              lastError: job.string("job_error"), claim: job.int("job_claim") ?? 0), order)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether this job's claim is still this one's and unexpired: checked just before the hook runs.
+    package func holds(_ job: RevocationJob) throws(LedgerError) -> Bool {
+        let now = time.unixSeconds
+        return try reading { db in
+            try !db.query("""
+                SELECT 1 AS held FROM revocations WHERE transaction_id = ? AND state = 'pending' AND claim = ? AND next_attempt_at > ?
+                """, [.text(job.transactionId), .integer(job.claim), .integer(now)]).isEmpty
+        }
+    }
+
+    /// A revoke that cannot run yet because no route for revokes is configured: it stays
+    /// `pending` and due (so it runs once one is) with the reason as its last error, without using an attempt.
+    package func recordRevocationWaiting(_ job: RevocationJob, reason: String, history: HistoryEntry) throws(LedgerError) {
+        let now = time.unixSeconds
+        try writing { db in
+            let changed = try db.query("""
+                UPDATE revocations SET last_error = ?, next_attempt_at = ?, updated_at = ?
+                WHERE transaction_id = ? AND state = 'pending' AND claim = ?
+                RETURNING transaction_id
+                """, [.text(reason), .integer(now), .integer(now), .text(job.transactionId), .integer(job.claim)])
+            if !changed.isEmpty { try db.appendHistory(job.orderId, history) }
+        }
+    }
+
+    /// Gives a claimed revoke back untouched: due again at once.
+    package func releaseRevocation(_ job: RevocationJob) throws(LedgerError) {
+        let now = time.unixSeconds
+        try writing { db in
+            try db.query("UPDATE revocations SET next_attempt_at = ? WHERE transaction_id = ? AND state = 'pending' AND claim = ?",
+                         [.integer(now), .text(job.transactionId), .integer(job.claim)])
+        }
+    }
+
+    /// The revoke owed for one order, for `settle status`: nil when none was ever owed.
+    package func revocation(orderId: String) throws(LedgerError) -> (state: String, job: RevocationJob)? {
+        guard try hasNotificationTables() else { return nil }
+        return try reading { db in
+            try db.query("SELECT * FROM revocations WHERE order_id = ? ORDER BY updated_at DESC LIMIT 1", [.text(orderId)]).first
+                .map { row in
+                    (row.string("state") ?? "", RevocationJob(transactionId: row.string("transaction_id") ?? "", orderId: orderId,
+                                                              kind: row.string("kind") ?? "REFUND", attempts: Int(row.int("attempts") ?? 0),
+                                                              round: Int(row.int("round") ?? 1), lastError: row.string("last_error")))
+                }
+        }
+    }
+
+    /// What a revoke attempt concluded: `revoked`, `pending` (retry at `nextAttemptAt`) or
+    /// `needs_attention`. Nothing changes when the job was claimed again since (false).
+    @discardableResult
+    package func recordRevocation(_ job: RevocationJob, state: String, error: String?, nextAttemptAt: Int64,
+                                 history: HistoryEntry) throws(LedgerError) -> Bool {
+        let now = time.unixSeconds
+        return try writing { db in
+            let changed = try db.query("""
+                UPDATE revocations SET state = ?, attempts = attempts + 1, next_attempt_at = ?, last_error = ?, updated_at = ?
+                WHERE transaction_id = ? AND state = 'pending' AND claim = ?
+                RETURNING transaction_id
+                """, [.text(state), .integer(nextAttemptAt), .from(error), .integer(now), .text(job.transactionId), .integer(job.claim)])
+            guard !changed.isEmpty else { return false }
+            try db.appendHistory(job.orderId, history)
+            return true
+        }
+    }
+
+    /// Due refund-request answers, each claimed for `leaseSeconds` as revokes are.
+    package func claimDueConsumptionAnswers(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(ConsumptionJob, Order?)] {
+        let now = time.unixSeconds
+        return try writing { db in
+            let due = try db.query("""
+                SELECT notification_uuid FROM consumption_answers WHERE state = 'pending' AND next_attempt_at <= ?
+                ORDER BY next_attempt_at LIMIT ?\(db.dialect.claimRows("consumption_answers"))
+                """, [.integer(now), .integer(Int64(limit))]).compactMap { $0.string("notification_uuid") }
+            return try due.compactMap { uuid in
+                try db.query("""
+                    UPDATE consumption_answers SET claim = claim + 1, next_attempt_at = ?, updated_at = ? WHERE notification_uuid = ?
+                    RETURNING *
+                    """, [.integer(now + leaseSeconds), .integer(now), .text(uuid)]).first.map { row in
+                    let job = ConsumptionJob(notificationUUID: uuid, transactionId: row.string("transaction_id") ?? "",
+                                             environment: row.string("environment") ?? "", orderId: row.string("order_id"),
+                                             attempts: Int(row.int("attempts") ?? 0), deadlineAt: row.int("deadline_at") ?? 0,
+                                             claim: row.int("claim") ?? 0)
+                    let order = try job.orderId.flatMap { id in
+                        try db.query("SELECT * FROM orders WHERE order_id = ?", [.text(id)]).first.map { Order(row: $0) }
+                    }
+                    return (job, order)
+                }
+            }
+        }
+    }
+
+    /// Whether this answer's claim is still this one's and unexpired: checked just before Apple is called.
+    package func holds(_ job: ConsumptionJob) throws(LedgerError) -> Bool {
+        let now = time.unixSeconds
+        return try reading { db in
+            try !db.query("""
+                SELECT 1 AS held FROM consumption_answers WHERE notification_uuid = ? AND state = 'pending' AND claim = ? AND next_attempt_at > ?
+                """, [.text(job.notificationUUID), .integer(job.claim), .integer(now)]).isEmpty
+        }
+    }
+
+    /// What the ledger can show about whether a purchase was delivered, for an answer to a
+    /// refund request. Only evidence counts: a finished order of settle's (not refunded since) or
+    /// a grant recorded outside settle. Absence of evidence is never "undelivered".
+    package func deliveryEvidence(transactionId: String) throws(LedgerError) -> DeliveryEvidence {
+        try reading { db in
+            let grants = try db.query("""
+                SELECT g.order_id AS holder, g.source AS source, o.state AS state, o.refunded_at AS refunded_at
+                FROM grants g LEFT JOIN orders o ON o.order_id = g.order_id
+                WHERE g.transaction_id = ? OR g.grant_key = ?
+                """, [.text(transactionId), .text(transactionId)])
+            for row in grants {
+                if row.string("source") == "outside" { return .delivered("a grant of transaction \(transactionId) is recorded outside settle") }
+                if row.string("state") == OrderState.finished.rawValue, row.int("refunded_at") == nil, let holder = row.string("holder") {
+                    return .delivered("settle delivered transaction \(transactionId) (order \(holder))")
+                }
+            }
+            let live = try db.query("""
+                SELECT order_id FROM orders WHERE (transaction_id = ? OR verified_transaction_id = ?)
+                AND state IN ('pending','verifying','delivering') LIMIT 1
+                """, [.text(transactionId), .text(transactionId)]).first?.string("order_id")
+            if let live { return .inFlight("order \(live) about transaction \(transactionId) is still being settled") }
+            if let row = grants.first, let holder = row.string("holder") {
+                return .unknown("order \(holder) holds transaction \(transactionId) but is \(row.string("state") ?? "?")"
+                                + (row.int("refunded_at") != nil ? " and refunded" : "") + "; whether the goods are still delivered is not known")
+            }
+            return .unknown("settle holds no finished order and no recorded grant of transaction \(transactionId)")
+        }
+    }
+
+    /// An answer that waits for an order still being settled: looked at again at `until`, no attempt used.
+    package func postponeConsumptionAnswer(_ job: ConsumptionJob, until: Int64, why: String) throws(LedgerError) {
+        let now = time.unixSeconds
+        try writing { db in
+            try db.query("""
+                UPDATE consumption_answers SET next_attempt_at = ?, last_error = ?, updated_at = ? WHERE notification_uuid = ? AND claim = ?
+                """, [.integer(until), .text("waiting: \(why)"), .integer(now), .text(job.notificationUUID), .integer(job.claim)])
+        }
+    }
+
+    /// What an answer attempt concluded: `sent`, `pending` (retry at `nextAttemptAt`) or `failed`.
+    /// Nothing changes when the answer was claimed again since (false).
+    @discardableResult
+    package func recordConsumptionAnswer(_ job: ConsumptionJob, state: String, body: String, appleStatus: Int?, error: String?,
+                                        nextAttemptAt: Int64, history: HistoryEntry) throws(LedgerError) -> Bool {
+        let now = time.unixSeconds
+        return try writing { db in
+            let changed = try db.query("""
+                UPDATE consumption_answers SET state = ?, attempts = attempts + 1, next_attempt_at = ?, body = ?, apple_status = ?,
+                       last_error = ?, updated_at = ?
+                WHERE notification_uuid = ? AND state = 'pending' AND claim = ?
+                RETURNING notification_uuid
+                """, [.text(state), .integer(nextAttemptAt), .text(body), .from(appleStatus), .from(error), .integer(now),
+                      .text(job.notificationUUID), .integer(job.claim)])
+            guard !changed.isEmpty else { return false }
+            if let orderId = job.orderId { try db.appendHistory(orderId, history) }
+            return true
+        }
+    }
+
+    // MARK: - The history cursor, shared by every host
+
+    package func notificationCursor(environment: String) throws(LedgerError) -> NotificationCursor {
+        try reading { db in
+            try db.query("SELECT * FROM notification_cursor WHERE environment = ?", [.text(environment)]).first
+                .map(NotificationCursor.init(row:)) ?? NotificationCursor()
+        }
+    }
+
+    /// Takes this environment's history catch-up for `owner` until `leaseSeconds` from now, and
+    /// returns where it resumes; nil while another host's catch-up holds it (its lease not yet
+    /// expired: a host that died mid-page hands over when its lease runs out, at the page it saved).
+    package func claimNotificationHistory(environment: String, owner: String, leaseSeconds: Int64) throws(LedgerError) -> NotificationCursor? {
+        let now = time.unixSeconds
+        return try writing { db in
+            try db.query("INSERT INTO notification_cursor(environment, updated_at) VALUES (?, ?) ON CONFLICT (environment) DO NOTHING",
+                         [.text(environment), .integer(now)])
+            guard let row = try db.query("SELECT * FROM notification_cursor WHERE environment = ?\(db.dialect.lockRows)",
+                                         [.text(environment)]).first else { return nil }
+            if let holder = row.string("lease_owner"), holder != owner, (row.int("lease_expires_at") ?? 0) > now { return nil }
+            try db.query("UPDATE notification_cursor SET lease_owner = ?, lease_expires_at = ? WHERE environment = ?",
+                         [.text(owner), .integer(now + leaseSeconds), .text(environment)])
+            return NotificationCursor(row: row)
+        }
+    }
+
+    /// Saves where the catch-up is and renews `owner`'s lease on it. Returns false, saving
+    /// nothing, when `owner` no longer holds it (its lease ran out and another host took over).
+    @discardableResult
+    package func saveNotificationCursor(_ cursor: NotificationCursor, environment: String, owner: String,
+                                       leaseSeconds: Int64) throws(LedgerError) -> Bool {
+        let now = time.unixSeconds
+        return try writing { db in
+            try !db.query("""
+                UPDATE notification_cursor SET synced_until_ms = ?, window_start_ms = ?, window_end_ms = ?, pagination_token = ?,
+                       started_at_ms = ?, lease_expires_at = ?, updated_at = ?
+                WHERE environment = ? AND lease_owner = ?
+                RETURNING environment
+                """, [.from(cursor.syncedUntilMs), .from(cursor.windowStartMs), .from(cursor.windowEndMs), .from(cursor.paginationToken),
+                      .from(cursor.startedAtMs), .integer(now + leaseSeconds), .integer(now), .text(environment), .text(owner)]).isEmpty
+        }
+    }
+
+    /// Ends `owner`'s catch-up of this environment: the next host may take it at once.
+    package func releaseNotificationHistory(environment: String, owner: String) throws(LedgerError) {
+        try writing { db in
+            try db.query("UPDATE notification_cursor SET lease_owner = NULL, lease_expires_at = NULL WHERE environment = ? AND lease_owner = ?",
+                         [.text(environment), .text(owner)])
+        }
+    }
+
+    /// Sets the cursor outright, whoever holds it (tests, and an operator's restart of the catch-up).
+    package func saveNotificationCursor(_ cursor: NotificationCursor, environment: String) throws(LedgerError) {
+        let now = time.unixSeconds
+        try writing { db in
+            try db.query("""
+                INSERT INTO notification_cursor(environment, synced_until_ms, window_start_ms, window_end_ms, pagination_token,
+                                                started_at_ms, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (environment) DO UPDATE SET synced_until_ms = excluded.synced_until_ms,
+                    window_start_ms = excluded.window_start_ms, window_end_ms = excluded.window_end_ms,
+                    pagination_token = excluded.pagination_token, started_at_ms = excluded.started_at_ms, updated_at = excluded.updated_at
+                """, [.text(environment), .from(cursor.syncedUntilMs), .from(cursor.windowStartMs), .from(cursor.windowEndMs),
+                      .from(cursor.paginationToken), .from(cursor.startedAtMs), .integer(now)])
+        }
+    }
+}
+
+extension NotificationCursor {
+    package init(row: any LedgerRow) {
+        self.init(syncedUntilMs: row.int("synced_until_ms"), windowStartMs: row.int("window_start_ms"), windowEndMs: row.int("window_end_ms"),
+                  paginationToken: row.string("pagination_token"), startedAtMs: row.int("started_at_ms"))
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import SettleBase
+import SettleModel
+import SettleConfig
+import SettleAppStore
+
+/// Group commit for the ledger's per-order transitions: the workers of a pass each submit their
+/// transition; one of them (the leader) runs every transition waiting at that moment in one
+/// `BEGIN IMMEDIATE` transaction, each inside its own savepoint, commits once (one fsync for
+/// all), and only then tells each worker its result. Durability is unchanged: no caller learns
+/// of its transition before the commit that holds it is on disk, and a transition that fails
+/// is rolled back to its savepoint without touching the others.
+///
+/// This is the technique of PostgreSQL's commit_delay and of SQLite's own advice to batch
+/// writes in one transaction (https://www.sqlite.org/faq.html#q19), without waiting on a timer:
+/// a batch is whatever queued while the previous commit was syncing.
+package final class GroupCommit: @unchecked Sendable {
+    /// One submitted transition: runs on the leader's thread while its submitter waits.
+    package final class Item {
+        /// Dropped once run: it borrows a caller's non-escaping closure, which must not outlive
+        /// the caller's wait (`withoutActuallyEscaping` checks that).
+        package var run: (() -> Void)?
+        /// Set when the batch's commit failed after `run` succeeded: the work was rolled back.
+        package var commitFailure: (any Error)?
+        package var done = false
+        /// Each submitter sleeps on its own semaphore: woken once, either done or made leader
+        /// (a shared condition would wake every waiting worker after every commit).
+        package let wake = DispatchSemaphore(value: 0)
+
+        package init(run: @escaping () -> Void) { self.run = run }
+    }
+
+    private let lock = NSLock()
+    private var queue: [Item] = []
+    private var leading = false
+    private var batchesRun = 0
+
+    /// How many submitters wait for the batch being committed (tests look).
+    package var waiting: Int { lock.withLock { queue.count } }
+    /// How many batches (transactions) ran so far (tests look).
+    package var batches: Int { lock.withLock { batchesRun } }
+
+    /// Submits `item` and returns once a commit holding it finished (or failed). `runBatch`
+    /// is called by whichever submitter leads, with every item waiting at that moment; when
+    /// its own item is done, the leader hands the lead to the first item still waiting.
+    package func submit(_ item: Item, runBatch: ([Item]) -> Void) {
+        lock.lock()
+        queue.append(item)
+        if leading {
+            lock.unlock()
+            item.wake.wait()
+            if item.done { return }
+        } else {
+            leading = true
+            lock.unlock()
+        }
+        // This submitter leads now.
+        lock.lock()
+        let batch = queue
+        queue = []
+        batchesRun += 1
+        lock.unlock()
+        runBatch(batch)
+        for done in batch {
+            done.run = nil
+            done.done = true
+            if done !== item { done.wake.signal() }
+        }
+        lock.lock()
+        if let next = queue.first {
+            lock.unlock()
+            next.wake.signal()
+        } else {
+            leading = false
+            lock.unlock()
+        }
+    }
+}
+
+extension SQLiteLedger {
+    /// A per-order transition, committed together with the other workers' transitions that
+    /// are waiting at the same moment (see `GroupCommit`). Errors are as for `write`.
+    package func transition<T>(_ body: () throws -> T) throws(LedgerError) -> T {
+        var result: Result<T, any Error> = .failure(LedgerError.invalid("transition did not run"))
+        let outcome: Result<T, any Error> = withoutActuallyEscaping(body) { body in
+            let item = GroupCommit.Item {
+                do {
+                    try self.database.query("SAVEPOINT transition")
+                    do {
+                        result = .success(try body())
+                        try self.database.query("RELEASE transition")
+                    } catch {
+                        _ = try? self.database.query("ROLLBACK TO transition")
+                        _ = try? self.database.query("RELEASE transition")
+                        result = .failure(error)
+                    }
+                } catch {
+                    result = .failure(error)
+                }
+            }
+            groupCommit.submit(item) { batch in runBatch(batch) }
+            if let failure = item.commitFailure { return .failure(failure) }
+            return result
+        }
+        switch outcome {
+        case let .success(value): return value
+        case let .failure(error): throw SQLiteLedger.ledgerError(error)
+        }
+    }
+
+    /// Runs a batch of transitions in one write transaction, holding this process's connection.
+    private func runBatch(_ batch: [GroupCommit.Item]) {
+        lock.lock()
+        defer { lock.unlock() }
+        do {
+            try database.query("BEGIN IMMEDIATE")
+        } catch {
+            for item in batch { item.commitFailure = error }
+            return
+        }
+        for item in batch { item.run?() }
+        do {
+            try database.query("COMMIT")
+        } catch {
+            _ = try? database.query("ROLLBACK")
+            for item in batch { item.commitFailure = error }
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import SettleBase
+import SettleModel
+import SettleConfig
+import SettleAppStore
+
+/// Moves a ledger from SQLite to PostgreSQL (`settle ledger copy`): orders with their refund
+/// marks, receipts, history, grants, the Apple breaker, and App Store Server Notifications
+/// (notifications, revokes and refund-request answers owed or done, the history cursor), in one
+/// PostgreSQL transaction, into a ledger that has no orders yet, then checks that every table
+/// holds as many rows as the source.
+package enum LedgerCopy {
+    /// Rows copied, by table.
+    package struct Report: Sendable {
+        package var counts: [(table: String, rows: Int)]
+    }
+
+    /// Columns copied, per table, in an order that satisfies the foreign keys. A column the
+    /// source does not have yet (an older schema) is left to the destination's default.
+    package static let tables: [(name: String, columns: [String])] = [
+        ("receipts", ["sha256", "data", "created_at"]),
+        ("orders", ["order_id", "user_id", "product_id", "transaction_id", "receipt_sha256", "signed_transaction", "state",
+                    "attempts", "next_attempt_at", "reason", "last_error", "environment", "verified_transaction_id",
+                    "original_transaction_id", "verified_product_id", "quantity", "purchase_date_ms", "expires_date_ms",
+                    "lease_host", "lease_pid", "lease_start", "lease_expires_at", "created_at", "updated_at", "finished_at",
+                    "grant_key", "app_account_token", "origin", "refunded_at", "refund_kind", "refund_reason", "store",
+                    "purchase_token", "delivered_at"]),
+        ("history", ["id", "order_id", "at", "kind", "outcome", "apple_status", "hook_exit", "environment", "duration_ms", "detail"]),
+        ("grants", ["grant_key", "transaction_id", "order_id", "source", "granted_at", "note"]),
+        ("notifications", ["uuid", "type", "subtype", "environment", "signed_date_ms", "transaction_id", "original_transaction_id",
+                           "order_id", "source", "received_at", "outcome", "detail", "payload"]),
+        ("revocations", ["transaction_id", "order_id", "kind", "state", "attempts", "next_attempt_at", "last_error", "created_at",
+                         "updated_at", "round", "claim"]),
+        ("consumption_answers", ["notification_uuid", "transaction_id", "environment", "order_id", "state", "attempts",
+                                 "next_attempt_at", "deadline_at", "body", "apple_status", "last_error", "updated_at", "claim"]),
+        // Without the lease: whichever host reads history first after the copy takes it.
+        ("notification_cursor", ["environment", "synced_until_ms", "window_start_ms", "window_end_ms", "pagination_token",
+                                 "updated_at", "started_at_ms"]),
+        ("play_notifications", ["message_id", "kind", "token_sha256", "order_id", "received_at", "outcome", "detail", "state",
+                                "payload"]),
+        ("play_cursor", ["id", "voided_since_ms", "page_token", "polled_at"]),
+    ]
+
+    /// Copies the SQLite ledger at `path` into `destination`. The source is read in one read
+    /// transaction (a consistent snapshot: stop `settle run` first so nothing changes after);
+    /// the destination must hold no orders.
+    package static func copy(fromSQLite path: String, to destination: PostgresLedger) throws(LedgerError) -> Report {
+        let source = try SQLiteLedger(readOnlyPath: path)
+        let version = try source.schemaVersion()
+        guard version >= 4 else { throw .olderSchema(found: version, needed: 4) }
+        do {
+            return try source.database.readTransaction {
+                var report = Report(counts: [])
+                // The columns each table has in the source (none: the table came with a later schema).
+                var present: [String: Set<String>] = [:]
+                for table in tables {
+                    present[table.name] = Set(try source.database.query("SELECT name FROM pragma_table_info(?)", [.text(table.name)])
+                        .compactMap { $0.string("name") })
+                }
+                try destination.write { db in
+                    let existing = try db.run("SELECT count(*) AS n FROM orders").first?.int("n") ?? 0
+                    guard existing == 0 else {
+                        throw LedgerError.invalid("the destination ledger already holds \(existing) orders; copy into an empty one")
+                    }
+                    // The destination's own starting rows give way to the source's.
+                    try db.run("DELETE FROM apple_breaker")
+                    // Orders keep their states: the trigger that makes a backend's new rows
+                    // `pending` is off for this transaction only (DDL is transactional).
+                    try db.run("ALTER TABLE orders DISABLE TRIGGER orders_new_pending")
+                    for table in tables {
+                        let columns = table.columns.filter { present[table.name]?.contains($0) == true }
+                        guard !columns.isEmpty else { continue }
+                        let marks = Array(repeating: "?", count: columns.count).joined(separator: ", ")
+                        let insert = "INSERT INTO \(table.name)(\(columns.joined(separator: ", "))) VALUES (\(marks))"
+                        var copied = 0
+                        for row in try source.database.query("SELECT \(columns.joined(separator: ", ")) FROM \(table.name)") {
+                            try db.run(insert, columns.map { column in value(row, column) })
+                            copied += 1
+                        }
+                        let counted = Int(try db.run("SELECT count(*) AS n FROM \(table.name)").first?.int("n") ?? -1)
+                        guard counted == copied else {
+                            throw LedgerError.invalid("\(table.name): copied \(copied) rows but the destination holds \(counted)")
+                        }
+                        report.counts.append((table.name, copied))
+                    }
+                    for row in try source.database.query("SELECT * FROM apple_breaker") {
+                        try db.run("""
+                            INSERT INTO apple_breaker(id, state, consecutive_failures, cooldown_seconds, retry_at, last_error, updated_at)
+                            VALUES (1, ?, ?, ?, ?, ?, ?)
+                            """, ["state", "consecutive_failures", "cooldown_seconds", "retry_at", "last_error", "updated_at"].map { value(row, $0) })
+                    }
+                    if try db.run("SELECT count(*) AS n FROM apple_breaker").first?.int("n") == 0 {
+                        try db.run("INSERT INTO apple_breaker(id) VALUES (1)")
+                    }
+                    try db.run("ALTER TABLE orders ENABLE TRIGGER orders_new_pending")
+                    // History ids were copied as they were: the sequence continues after the last.
+                    try db.run("SELECT setval(pg_get_serial_sequence('history', 'id'), greatest((SELECT max(id) FROM history), 1))")
+                }
+                return report
+            }
+        } catch let error as LedgerError {
+            throw error
+        } catch let error as SQLiteError {
+            throw .io(error)
+        } catch {
+            throw .invalid("\(error)")
+        }
+    }
+
+    private static func value(_ row: SQLiteRow, _ column: String) -> PostgresValue {
+        switch row.value(column) {
+        case let .integer(n)?: return .integer(n)
+        case let .text(s)?: return .text(s)
+        default: return .null
+        }
+    }
+}

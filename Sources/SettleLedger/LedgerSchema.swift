@@ -1,0 +1,357 @@
+import SettleBase
+import SettleModel
+import SettleConfig
+import SettleAppStore
+
+/// The ledger's migrations. Each runs once, in one transaction, and is recorded in
+/// `PRAGMA user_version`. The tables and columns that backends write only ever grow.
+package enum LedgerSchema {
+    /// The migration that adds Google Play's columns and tables.
+    package static let googlePlayVersion = 8
+
+    package static let migrations: [String] = [
+        // 1: orders, deduplicated receipts, history, grants.
+        """
+        CREATE TABLE receipts (
+            sha256      TEXT PRIMARY KEY NOT NULL CHECK (length(sha256) = 64),
+            data        TEXT NOT NULL,
+            created_at  INTEGER NOT NULL DEFAULT (unixepoch())
+        );
+        CREATE TABLE orders (
+            order_id            TEXT PRIMARY KEY NOT NULL CHECK (length(order_id) BETWEEN 1 AND 200),
+            user_id             TEXT NOT NULL,
+            product_id          TEXT NOT NULL,
+            transaction_id      TEXT,
+            receipt_sha256      TEXT REFERENCES receipts(sha256),
+            signed_transaction  TEXT,
+            state               TEXT NOT NULL DEFAULT 'pending'
+                                CHECK (state IN ('pending','verifying','delivering','finished','rejected','needs_attention')),
+            attempts            INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+            next_attempt_at     INTEGER NOT NULL DEFAULT 0,
+            reason              TEXT,
+            last_error          TEXT,
+            environment         TEXT,
+            verified_transaction_id  TEXT,
+            original_transaction_id  TEXT,
+            verified_product_id TEXT,
+            quantity            INTEGER,
+            purchase_date_ms    INTEGER,
+            expires_date_ms     INTEGER,
+            lease_host          TEXT,
+            lease_pid           INTEGER,
+            lease_start         TEXT,
+            lease_expires_at    INTEGER,
+            created_at          INTEGER NOT NULL DEFAULT (unixepoch()),
+            updated_at          INTEGER NOT NULL DEFAULT (unixepoch()),
+            finished_at         INTEGER,
+            CHECK ((state = 'finished') = (finished_at IS NOT NULL)),
+            CHECK ((state IN ('verifying','delivering')) = (lease_pid IS NOT NULL)),
+            CHECK (state NOT IN ('delivering','finished') OR verified_transaction_id IS NOT NULL),
+            CHECK (receipt_sha256 IS NOT NULL OR signed_transaction IS NOT NULL OR transaction_id IS NOT NULL)
+        );
+        CREATE INDEX orders_due ON orders(next_attempt_at) WHERE state = 'pending';
+        CREATE INDEX orders_leased ON orders(lease_expires_at) WHERE state IN ('verifying','delivering');
+        CREATE INDEX orders_user ON orders(user_id);
+        CREATE INDEX orders_transaction ON orders(transaction_id);
+        CREATE INDEX orders_verified_transaction ON orders(verified_transaction_id);
+        CREATE INDEX orders_state ON orders(state, updated_at);
+        CREATE TABLE history (
+            id           INTEGER PRIMARY KEY,
+            order_id     TEXT NOT NULL REFERENCES orders(order_id),
+            at           INTEGER NOT NULL,
+            kind         TEXT NOT NULL CHECK (kind IN ('enqueue','verification','delivery','rescue','retry')),
+            outcome      TEXT NOT NULL,
+            apple_status INTEGER,
+            hook_exit    INTEGER,
+            environment  TEXT,
+            duration_ms  INTEGER,
+            detail       TEXT
+        );
+        CREATE INDEX history_order ON history(order_id, id);
+        CREATE TABLE grants (
+            transaction_id  TEXT PRIMARY KEY NOT NULL,
+            order_id        TEXT NOT NULL UNIQUE REFERENCES orders(order_id),
+            granted_at      INTEGER NOT NULL
+        );
+        """,
+        // 2: the Apple breaker and the daemon's heartbeat, one row each, for `settle status`.
+        """
+        CREATE TABLE apple_breaker (
+            id                    INTEGER PRIMARY KEY CHECK (id = 1),
+            state                 TEXT NOT NULL DEFAULT 'closed' CHECK (state IN ('closed','open')),
+            consecutive_failures  INTEGER NOT NULL DEFAULT 0,
+            cooldown_seconds      INTEGER NOT NULL DEFAULT 0,
+            retry_at              INTEGER,
+            last_error            TEXT,
+            updated_at            INTEGER NOT NULL DEFAULT (unixepoch()),
+            CHECK ((state = 'open') = (retry_at IS NOT NULL))
+        );
+        INSERT INTO apple_breaker(id) VALUES (1);
+        CREATE TABLE daemon (
+            id                 INTEGER PRIMARY KEY CHECK (id = 1),
+            host               TEXT NOT NULL,
+            pid                INTEGER NOT NULL,
+            process_start      TEXT NOT NULL,
+            started_at         INTEGER NOT NULL,
+            last_pass_at       INTEGER,
+            last_pass_summary  TEXT,
+            stopped_at         INTEGER
+        );
+        """,
+        // 3: grants keyed by what is granted once (the original transaction id of a
+        // non-consumable), grants made outside settle (order_id NULL, source 'outside'), the
+        // order's grant key for the hook, and the appAccountToken a backend stores with an order.
+        """
+        CREATE TABLE grants_v3 (
+            grant_key       TEXT PRIMARY KEY NOT NULL,
+            transaction_id  TEXT NOT NULL,
+            order_id        TEXT UNIQUE REFERENCES orders(order_id),
+            source          TEXT NOT NULL DEFAULT 'settle' CHECK (source IN ('settle','outside')),
+            granted_at      INTEGER NOT NULL,
+            note            TEXT,
+            CHECK ((source = 'settle') = (order_id IS NOT NULL))
+        );
+        INSERT INTO grants_v3(grant_key, transaction_id, order_id, source, granted_at)
+            SELECT transaction_id, transaction_id, order_id, 'settle', granted_at FROM grants;
+        DROP TABLE grants;
+        ALTER TABLE grants_v3 RENAME TO grants;
+        CREATE INDEX grants_transaction ON grants(transaction_id);
+        ALTER TABLE orders ADD COLUMN grant_key TEXT;
+        ALTER TABLE orders ADD COLUMN app_account_token TEXT;
+        """,
+        // 4: indexes that keep a pass linear and status instant on large ledgers, and counts
+        // by state kept by triggers (so rows backends insert count too).
+        """
+        CREATE INDEX orders_claim ON orders(next_attempt_at, order_id) WHERE state = 'pending';
+        DROP INDEX orders_due;
+        CREATE INDEX orders_recent ON orders(updated_at DESC, order_id);
+        CREATE INDEX orders_state_created ON orders(state, created_at);
+        CREATE INDEX orders_original_transaction ON orders(original_transaction_id);
+        CREATE TABLE order_counts (
+            state  TEXT PRIMARY KEY NOT NULL,
+            n      INTEGER NOT NULL DEFAULT 0
+        );
+        INSERT INTO order_counts(state, n)
+            SELECT s.column1, (SELECT count(*) FROM orders WHERE state = s.column1)
+            FROM (VALUES ('pending'), ('verifying'), ('delivering'), ('finished'), ('rejected'), ('needs_attention')) AS s;
+        CREATE TRIGGER orders_counted_insert AFTER INSERT ON orders BEGIN
+            UPDATE order_counts SET n = n + 1 WHERE state = NEW.state;
+        END;
+        CREATE TRIGGER orders_counted_delete AFTER DELETE ON orders BEGIN
+            UPDATE order_counts SET n = n - 1 WHERE state = OLD.state;
+        END;
+        CREATE TRIGGER orders_counted_update AFTER UPDATE OF state ON orders WHEN OLD.state IS NOT NEW.state BEGIN
+            UPDATE order_counts SET n = n - 1 WHERE state = OLD.state;
+            UPDATE order_counts SET n = n + 1 WHERE state = NEW.state;
+        END;
+        """,
+        // 5: App Store Server Notifications: each stored once by UUID with what it led to; the
+        // order's origin and refund; revoke and refund-request answers owed to hooks and Apple;
+        // where Get Notification History resumes. History gains the kinds these write.
+        """
+        CREATE TABLE notifications (
+            uuid                     TEXT PRIMARY KEY NOT NULL,
+            type                     TEXT NOT NULL,
+            subtype                  TEXT,
+            environment              TEXT NOT NULL,
+            signed_date_ms           INTEGER,
+            transaction_id           TEXT,
+            original_transaction_id  TEXT,
+            order_id                 TEXT,
+            source                   TEXT NOT NULL CHECK (source IN ('endpoint','history')),
+            received_at              INTEGER NOT NULL,
+            outcome                  TEXT NOT NULL,
+            detail                   TEXT,
+            payload                  TEXT NOT NULL
+        );
+        CREATE INDEX notifications_transaction ON notifications(transaction_id);
+        CREATE INDEX notifications_order ON notifications(order_id);
+        CREATE INDEX notifications_received ON notifications(received_at);
+        ALTER TABLE orders ADD COLUMN origin TEXT NOT NULL DEFAULT 'backend';
+        ALTER TABLE orders ADD COLUMN refunded_at INTEGER;
+        ALTER TABLE orders ADD COLUMN refund_kind TEXT;
+        ALTER TABLE orders ADD COLUMN refund_reason TEXT;
+        CREATE INDEX orders_refunded ON orders(refunded_at) WHERE refunded_at IS NOT NULL;
+        CREATE TABLE revocations (
+            transaction_id   TEXT PRIMARY KEY NOT NULL,
+            order_id         TEXT NOT NULL REFERENCES orders(order_id),
+            kind             TEXT NOT NULL,
+            state            TEXT NOT NULL DEFAULT 'pending'
+                             CHECK (state IN ('pending','revoked','cancelled','needs_attention')),
+            attempts         INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at  INTEGER NOT NULL,
+            last_error       TEXT,
+            created_at       INTEGER NOT NULL,
+            updated_at       INTEGER NOT NULL
+        );
+        CREATE INDEX revocations_due ON revocations(next_attempt_at) WHERE state = 'pending';
+        CREATE TABLE consumption_answers (
+            notification_uuid  TEXT PRIMARY KEY NOT NULL REFERENCES notifications(uuid),
+            transaction_id     TEXT NOT NULL,
+            environment        TEXT NOT NULL,
+            order_id           TEXT,
+            state              TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending','sent','failed')),
+            attempts           INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at    INTEGER NOT NULL,
+            deadline_at        INTEGER NOT NULL,
+            body               TEXT,
+            apple_status       INTEGER,
+            last_error         TEXT,
+            updated_at         INTEGER NOT NULL
+        );
+        CREATE INDEX consumption_due ON consumption_answers(next_attempt_at) WHERE state = 'pending';
+        CREATE TABLE notification_cursor (
+            environment       TEXT PRIMARY KEY NOT NULL,
+            synced_until_ms   INTEGER,
+            window_start_ms   INTEGER,
+            window_end_ms     INTEGER,
+            pagination_token  TEXT,
+            updated_at        INTEGER NOT NULL
+        );
+        CREATE TABLE history_v4 (
+            id           INTEGER PRIMARY KEY,
+            order_id     TEXT NOT NULL REFERENCES orders(order_id),
+            at           INTEGER NOT NULL,
+            kind         TEXT NOT NULL CHECK (kind IN ('enqueue','verification','delivery','rescue','retry',
+                                                      'notification','revoke','consumption','assign')),
+            outcome      TEXT NOT NULL,
+            apple_status INTEGER,
+            hook_exit    INTEGER,
+            environment  TEXT,
+            duration_ms  INTEGER,
+            detail       TEXT
+        );
+        INSERT INTO history_v4 SELECT * FROM history;
+        DROP TABLE history;
+        ALTER TABLE history_v4 RENAME TO history;
+        CREATE INDEX history_order ON history(order_id, id);
+        """,
+        // 6: where Get Notification History began in each environment (a purchase older than
+        // that is reported for a person, not delivered), and the round of a revoke (a refund
+        // after a reversed one is revoked again, under a key of its own).
+        """
+        ALTER TABLE notification_cursor ADD COLUMN started_at_ms INTEGER;
+        ALTER TABLE revocations ADD COLUMN round INTEGER NOT NULL DEFAULT 1;
+        """,
+        // 7: revokes and refund-request answers are claimed before they run (`claim` counts the
+        // claims and fences the outcome), and Get Notification History is read by one catch-up
+        // at a time (its lease): the same statements serve the PostgreSQL ledger several hosts share.
+        """
+        ALTER TABLE revocations ADD COLUMN claim INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE consumption_answers ADD COLUMN claim INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE notification_cursor ADD COLUMN lease_owner TEXT;
+        ALTER TABLE notification_cursor ADD COLUMN lease_expires_at INTEGER;
+        """,
+        // 8: Google Play. An order says which store sold it (`store`) and, for Google Play,
+        // carries the purchase token (a bearer secret) as its proof; `delivered_at` marks a Play
+        // order whose hook said delivered while Google is not yet told (acknowledge or consume):
+        // it stays `delivering` until Google is, and is never handed to the hook again. The
+        // proof CHECK of migration 1 cannot be altered in place, so the table is rebuilt (SQLite's
+        // documented procedure, https://www.sqlite.org/lang_altertable.html#otheralter): foreign
+        // keys are deferred to the commit, which checks every history, grant and revocation row
+        // still has its order. RTDN pushes are stored once by message id; the voided purchases
+        // poll keeps where it is.
+        """
+        PRAGMA defer_foreign_keys = ON;
+        CREATE TABLE orders_v6 AS SELECT * FROM orders;
+        DROP TABLE orders;
+        CREATE TABLE orders (
+            order_id            TEXT PRIMARY KEY NOT NULL CHECK (length(order_id) BETWEEN 1 AND 200),
+            user_id             TEXT NOT NULL,
+            product_id          TEXT NOT NULL,
+            transaction_id      TEXT,
+            receipt_sha256      TEXT REFERENCES receipts(sha256),
+            signed_transaction  TEXT,
+            state               TEXT NOT NULL DEFAULT 'pending'
+                                CHECK (state IN ('pending','verifying','delivering','finished','rejected','needs_attention')),
+            attempts            INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+            next_attempt_at     INTEGER NOT NULL DEFAULT 0,
+            reason              TEXT,
+            last_error          TEXT,
+            environment         TEXT,
+            verified_transaction_id  TEXT,
+            original_transaction_id  TEXT,
+            verified_product_id TEXT,
+            quantity            INTEGER,
+            purchase_date_ms    INTEGER,
+            expires_date_ms     INTEGER,
+            lease_host          TEXT,
+            lease_pid           INTEGER,
+            lease_start         TEXT,
+            lease_expires_at    INTEGER,
+            created_at          INTEGER NOT NULL DEFAULT (unixepoch()),
+            updated_at          INTEGER NOT NULL DEFAULT (unixepoch()),
+            finished_at         INTEGER,
+            grant_key           TEXT,
+            app_account_token   TEXT,
+            origin              TEXT NOT NULL DEFAULT 'backend',
+            refunded_at         INTEGER,
+            refund_kind         TEXT,
+            refund_reason       TEXT,
+            store               TEXT NOT NULL DEFAULT 'app_store' CHECK (store IN ('app_store','google_play')),
+            purchase_token      TEXT,
+            delivered_at        INTEGER,
+            CHECK ((state = 'finished') = (finished_at IS NOT NULL)),
+            CHECK ((state IN ('verifying','delivering')) = (lease_pid IS NOT NULL)),
+            CHECK (state NOT IN ('delivering','finished') OR verified_transaction_id IS NOT NULL),
+            CHECK (CASE store WHEN 'google_play' THEN purchase_token IS NOT NULL
+                   ELSE receipt_sha256 IS NOT NULL OR signed_transaction IS NOT NULL OR transaction_id IS NOT NULL END),
+            CHECK (delivered_at IS NULL OR state IN ('delivering','finished'))
+        );
+        INSERT INTO orders(order_id, user_id, product_id, transaction_id, receipt_sha256, signed_transaction, state, attempts,
+                           next_attempt_at, reason, last_error, environment, verified_transaction_id, original_transaction_id,
+                           verified_product_id, quantity, purchase_date_ms, expires_date_ms, lease_host, lease_pid, lease_start,
+                           lease_expires_at, created_at, updated_at, finished_at, grant_key, app_account_token, origin,
+                           refunded_at, refund_kind, refund_reason)
+            SELECT order_id, user_id, product_id, transaction_id, receipt_sha256, signed_transaction, state, attempts,
+                   next_attempt_at, reason, last_error, environment, verified_transaction_id, original_transaction_id,
+                   verified_product_id, quantity, purchase_date_ms, expires_date_ms, lease_host, lease_pid, lease_start,
+                   lease_expires_at, created_at, updated_at, finished_at, grant_key, app_account_token, origin,
+                   refunded_at, refund_kind, refund_reason
+            FROM orders_v6 ORDER BY rowid;
+        DROP TABLE orders_v6;
+        CREATE INDEX orders_claim ON orders(next_attempt_at, order_id) WHERE state = 'pending';
+        CREATE INDEX orders_leased ON orders(lease_expires_at) WHERE state IN ('verifying','delivering');
+        CREATE INDEX orders_user ON orders(user_id);
+        CREATE INDEX orders_transaction ON orders(transaction_id);
+        CREATE INDEX orders_verified_transaction ON orders(verified_transaction_id);
+        CREATE INDEX orders_state ON orders(state, updated_at);
+        CREATE INDEX orders_recent ON orders(updated_at DESC, order_id);
+        CREATE INDEX orders_state_created ON orders(state, created_at);
+        CREATE INDEX orders_original_transaction ON orders(original_transaction_id);
+        CREATE INDEX orders_refunded ON orders(refunded_at) WHERE refunded_at IS NOT NULL;
+        CREATE INDEX orders_purchase_token ON orders(purchase_token) WHERE purchase_token IS NOT NULL;
+        CREATE INDEX orders_play_pending ON orders((coalesce(purchase_date_ms / 1000, created_at))) WHERE state = 'pending' AND store = 'google_play';
+        CREATE INDEX orders_store_state ON orders(store, state);
+        CREATE TRIGGER orders_counted_insert AFTER INSERT ON orders BEGIN
+            UPDATE order_counts SET n = n + 1 WHERE state = NEW.state;
+        END;
+        CREATE TRIGGER orders_counted_delete AFTER DELETE ON orders BEGIN
+            UPDATE order_counts SET n = n - 1 WHERE state = OLD.state;
+        END;
+        CREATE TRIGGER orders_counted_update AFTER UPDATE OF state ON orders WHEN OLD.state IS NOT NEW.state BEGIN
+            UPDATE order_counts SET n = n - 1 WHERE state = OLD.state;
+            UPDATE order_counts SET n = n + 1 WHERE state = NEW.state;
+        END;
+        UPDATE order_counts SET n = (SELECT count(*) FROM orders WHERE orders.state = order_counts.state);
+        CREATE TABLE play_notifications (
+            message_id      TEXT PRIMARY KEY NOT NULL,
+            kind            TEXT NOT NULL,
+            token_sha256    TEXT,
+            order_id        TEXT,
+            received_at     INTEGER NOT NULL,
+            outcome         TEXT NOT NULL,
+            detail          TEXT,
+            state           TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending','done')),
+            payload         TEXT NOT NULL
+        );
+        CREATE INDEX play_notifications_pending ON play_notifications(received_at) WHERE state = 'pending';
+        CREATE TABLE play_cursor (
+            id              INTEGER PRIMARY KEY CHECK (id = 1),
+            voided_since_ms INTEGER,
+            page_token      TEXT,
+            polled_at       INTEGER
+        );
+        """,
+    ]
+}

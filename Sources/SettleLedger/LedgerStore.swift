@@ -1,0 +1,140 @@
+import SettleBase
+import SettleModel
+import SettleConfig
+import SettleAppStore
+
+/// What every ledger is, whichever role a caller uses it in.
+package protocol LedgerBase: AnyObject, Sendable {
+    var time: any TimeSource { get }
+    /// Where the ledger is, for logs and status (a path, or a URL without its password).
+    var location: String { get }
+    /// Whether several `settle run` processes may share this ledger (PostgreSQL), or one
+    /// holds it under the file lock (SQLite).
+    var isShared: Bool { get }
+
+    func schemaVersion() throws(LedgerError) -> Int
+    func close() throws(LedgerError)
+}
+
+/// Orders and their transitions: what backends enqueue and what the reconciler claims, verifies
+/// and delivers.
+///
+/// Every transition names the claim it acts on: the owner (host, pid, start) and, on
+/// PostgreSQL, the claim's fencing token (`Order.fencingToken`), a counter bumped at each
+/// claim. A transition whose claim is no longer current changes nothing and answers so
+/// (`false`, `nil` or `.leaseLost`). SQLite's claims are taken back only by this process's
+/// own rescue before a pass, so the owner alone identifies them there and `fence` is unused
+/// (`LedgerDialect.fence`).
+package protocol OrderLedger: LedgerBase {
+    func enqueue(_ new: NewOrder) throws(LedgerError) -> EnqueueResult
+    func receipt(sha256: String) throws(LedgerError) -> String?
+
+    // Claims
+    func claimNextDue(owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order?
+    func claim(orderId: String, owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> (order: Order, claimed: Bool)?
+    func rescue(owner: LeaseOwner) throws(LedgerError) -> RescueResult
+    func claimRedelivery(orderId: String, owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order?
+    /// Pushes the lease of a claim still held (same owner, and on PostgreSQL the same fencing
+    /// token) out by `leaseSeconds`, in one write; false when the claim is gone. Used while a
+    /// verification or a hook runs, and as the fenced take at the moment a hook starts.
+    func renewLease(orderId: String, owner: LeaseOwner, fence: Int64?, state: OrderState, leaseSeconds: Int64) throws(LedgerError) -> Bool
+    func release(orderId: String, owner: LeaseOwner, fence: Int64?) throws(LedgerError)
+
+    // Transitions of a claimed order
+    func recordVerified(orderId: String, owner: LeaseOwner, fence: Int64?, match: Match, deliveryLeaseSeconds: Int64,
+                        history: HistoryEntry) throws(LedgerError) -> VerifiedResult
+    func recordGrantedOutside(orderId: String, owner: LeaseOwner, fence: Int64?, history: HistoryEntry) throws(LedgerError) -> GrantedOutsideResult
+    @discardableResult
+    func recordRejected(orderId: String, owner: LeaseOwner, fence: Int64?, reason: String, detail: String,
+                        environment: String?, history: HistoryEntry) throws(LedgerError) -> Bool
+    @discardableResult
+    func recordNeedsAttention(orderId: String, owner: LeaseOwner, fence: Int64?, reason: AttentionReason, detail: String,
+                              environment: String?, history: HistoryEntry) throws(LedgerError) -> Bool
+    @discardableResult
+    func recordFailure(orderId: String, owner: LeaseOwner, fence: Int64?, from state: OrderState, error: String,
+                       countsAttempt: Bool, permanent: Bool, nextAttemptAt: Int64, maxAttempts: Int,
+                       environment: String?, history: HistoryEntry) throws(LedgerError) -> OrderState?
+    @discardableResult
+    func markFinished(orderId: String, owner: LeaseOwner, fence: Int64?, history: HistoryEntry) throws(LedgerError) -> Bool
+    /// A Google Play order's hook said delivered and Google is not told yet (see `Ledger.recordDelivered`).
+    @discardableResult
+    func recordDelivered(orderId: String, owner: LeaseOwner, fence: Int64?, error: String?, history: HistoryEntry) throws(LedgerError) -> Bool
+
+    // Rows settle cannot work on
+    func quarantineMalformedRows() throws(LedgerError) -> [String]
+    func quarantine(orderId: String, detail: String) throws(LedgerError)
+}
+
+/// Grants: who holds a purchase, and the ones a backend made itself (`grant-recorded`).
+package protocol GrantLedger: LedgerBase {
+    func recordOutsideGrant(transactionId: String, grantKey: String, note: String?) throws(LedgerError) -> OutsideGrantResult
+    func grantHolder(transactionId: String) throws(LedgerError) -> String?
+    func grantHolder(of purchase: VerifiedPurchase) throws(LedgerError) -> GrantHolder?
+}
+
+/// What support does and reads: `retry`, `resolve`, `assign`, `status`, `reconcile --dry-run`,
+/// and housekeeping.
+package protocol SupportLedger: LedgerBase {
+    @discardableResult
+    func retry(orderIds: [String], note: String?, proof: ReplacementProof?) throws(LedgerError) -> [RetriedOrder]
+    @discardableResult
+    func resolve(orderIds: [String], as resolution: Resolution, note: String, transaction: String?) throws(LedgerError) -> [(String, OrderState)]
+    /// `settle assign`: an order without a user (`unclaimed_purchase`) gets its buyer and is due now.
+    func assign(orderId: String, userId: String, note: String?) throws(LedgerError)
+
+    func summary(_ filter: OrderFilter) throws(LedgerError) -> LedgerSummary
+    func orderRecord(_ orderId: String) throws(LedgerError) -> (order: Order, history: [HistoryEntry])?
+    func dueOrders(limit: Int) throws(LedgerError) -> [Order]
+    @discardableResult
+    func pruneHistory(olderThanDays days: Int) throws(LedgerError) -> Int
+}
+
+/// Work done once for all daemons (the Apple breaker), and the daemons themselves.
+package protocol DaemonRegistry: LedgerBase {
+    func appleBreaker() throws(LedgerError) -> AppleBreaker
+    /// The breaker as a pass starts: on a shared ledger, when it is due for a probe, only one
+    /// daemon gets it due (and probes); the others see it wait one more cooldown.
+    func appleBreakerForPass() throws(LedgerError) -> AppleBreaker
+    func saveAppleBreaker(_ breaker: AppleBreaker) throws(LedgerError)
+    func recordDaemonStarted(_ owner: LeaseOwner) throws(LedgerError)
+    func recordDaemonPass(_ owner: LeaseOwner, summary: String) throws(LedgerError)
+    func recordDaemonStopped(_ owner: LeaseOwner) throws(LedgerError)
+    /// The most recently started daemon (SQLite keeps only that one).
+    func daemonRecord() throws(LedgerError) -> DaemonRecord?
+    /// The daemons whose heartbeat is recent, newest first (`settle status`).
+    func liveDaemons() throws(LedgerError) -> [DaemonRecord]
+}
+
+/// The ledger as the rest of settle uses it, every role at once: the one place where orders
+/// change state, whichever database holds it. `SQLiteLedger` keeps it in SQLite on one host;
+/// `PostgresLedger` in PostgreSQL, shared by any number of `settle run` processes on any
+/// number of hosts. A caller that needs one role takes that protocol.
+package protocol LedgerStore: OrderLedger, GrantLedger, SupportLedger, DaemonRegistry {}
+
+extension SupportLedger {
+    @discardableResult
+    package func retry(orderIds: [String], note: String?) throws(LedgerError) -> [RetriedOrder] {
+        try retry(orderIds: orderIds, note: note, proof: nil)
+    }
+
+    @discardableResult
+    package func resolve(orderIds: [String], as resolution: Resolution, note: String) throws(LedgerError) -> [(String, OrderState)] {
+        try resolve(orderIds: orderIds, as: resolution, note: note, transaction: nil)
+    }
+}
+
+extension SQLiteLedger: LedgerStore {
+    package var location: String { path }
+    package var isShared: Bool { false }
+}
+
+extension LedgerError {
+    /// The database's words when a write broke a constraint (a row a backend wrote badly), else nil.
+    package var constraintViolation: String? {
+        switch self {
+        case let .io(sqlite) where sqlite.isConstraintViolation: return sqlite.message
+        case let .postgres(postgres) where postgres.isConstraintViolation: return postgres.message
+        default: return nil
+        }
+    }
+}

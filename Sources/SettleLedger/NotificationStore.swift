@@ -1,0 +1,147 @@
+import SettleBase
+import SettleModel
+import SettleConfig
+import SettleAppStore
+
+/// The ledger as App Store Server Notifications use it: storing each notification once with its
+/// effect on orders, the revokes and refund-request answers they leave, the history cursor, and
+/// what support reads about them. Both ledgers are one (`SQLiteLedger` on SQLite, `PostgresLedger` on
+/// PostgreSQL): everything here is written once, over `TransactionalLedger`.
+package protocol NotificationStore: LedgerStore {
+    func ingest(_ notification: AppleNotification, source: String, rules: NotificationRules) throws(LedgerError) -> IngestResult
+    func recordUnapplied(_ notification: AppleNotification, source: String, error: String) throws(LedgerError)
+    func quarantineReservedOrderIds() throws(LedgerError) -> [String]
+
+    func claimDueRevocations(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(RevocationJob, Order)]
+    func holds(_ job: RevocationJob) throws(LedgerError) -> Bool
+    func recordRevocationWaiting(_ job: RevocationJob, reason: String, history: HistoryEntry) throws(LedgerError)
+    func releaseRevocation(_ job: RevocationJob) throws(LedgerError)
+    @discardableResult
+    func recordRevocation(_ job: RevocationJob, state: String, error: String?, nextAttemptAt: Int64,
+                          history: HistoryEntry) throws(LedgerError) -> Bool
+    func claimDueConsumptionAnswers(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(ConsumptionJob, Order?)]
+    func holds(_ job: ConsumptionJob) throws(LedgerError) -> Bool
+    func deliveryEvidence(transactionId: String) throws(LedgerError) -> DeliveryEvidence
+    func postponeConsumptionAnswer(_ job: ConsumptionJob, until: Int64, why: String) throws(LedgerError)
+    @discardableResult
+    func recordConsumptionAnswer(_ job: ConsumptionJob, state: String, body: String, appleStatus: Int?, error: String?,
+                                 nextAttemptAt: Int64, history: HistoryEntry) throws(LedgerError) -> Bool
+
+    func notificationCursor(environment: String) throws(LedgerError) -> NotificationCursor
+    func claimNotificationHistory(environment: String, owner: String, leaseSeconds: Int64) throws(LedgerError) -> NotificationCursor?
+    @discardableResult
+    func saveNotificationCursor(_ cursor: NotificationCursor, environment: String, owner: String, leaseSeconds: Int64) throws(LedgerError) -> Bool
+    func releaseNotificationHistory(environment: String, owner: String) throws(LedgerError)
+    func saveNotificationCursor(_ cursor: NotificationCursor, environment: String) throws(LedgerError)
+
+    func notification(uuid: String) throws(LedgerError) -> NotificationRecord?
+    func notifications(orderId: String) throws(LedgerError) -> [NotificationRecord]
+    func revocation(orderId: String) throws(LedgerError) -> (state: String, job: RevocationJob)?
+    func newestNotificationAt() throws(LedgerError) -> Int64?
+}
+
+/// Every ledger settle opens: orders and grants, Apple's notifications, and transactions over
+/// either engine.
+package typealias SettleLedger = TransactionalLedger & NotificationStore
+
+extension SQLiteLedger: NotificationStore {}
+extension PostgresLedger: NotificationStore {}
+
+extension TransactionalLedger {
+    /// Stores a verified notification once (by UUID) and applies it to the orders, in one write
+    /// transaction: when this returns, the row and its effects are committed (durable), and
+    /// Apple may be told 200. Whichever host stores a UUID first applies it; any other finds it
+    /// stored and changes nothing (`duplicate`).
+    package func ingest(_ notification: AppleNotification, source: String, rules: NotificationRules) throws(LedgerError) -> IngestResult {
+        let now = time.unixSeconds
+        return try writing { db in try db.ingest(notification, source: source, rules: rules, now: now) }
+    }
+
+    /// Stores a verified notification whose effect could not be applied (a write about it failed:
+    /// a row a backend broke, a constraint) without its effect, `not_applied` with the error, so
+    /// the history catch-up moves on and a person sees it (`settle status --notification UUID`).
+    /// Throws when even that cannot be written: the ledger itself is failing.
+    package func recordUnapplied(_ notification: AppleNotification, source: String, error: String) throws(LedgerError) {
+        let now = time.unixSeconds
+        try writing { db in
+            try db.query("""
+                INSERT INTO notifications(uuid, type, subtype, environment, signed_date_ms, transaction_id,
+                                          original_transaction_id, source, received_at, outcome, detail, payload)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'not_applied', ?, ?)
+                ON CONFLICT (uuid) DO NOTHING
+                """, [.text(notification.uuid), .text(notification.type), .from(notification.subtype), .text(notification.environment),
+                      .from(notification.signedDateMs), .from(notification.transaction?.transactionId),
+                      .from(notification.transaction?.originalTransactionId), .text(source), .integer(now),
+                      .text("its effect could not be written to the ledger: \(error); a person must apply it"),
+                      .text(notification.signedPayload)])
+        }
+    }
+
+    /// Pending rows a backend wrote under an id settle keeps for Apple's notifications
+    /// (`apple-...`, with no notification behind it): `needs_attention` (`row_invalid`), never
+    /// verified, so they cannot squat the order a notification of that purchase creates.
+    package func quarantineReservedOrderIds() throws(LedgerError) -> [String] {
+        let now = time.unixSeconds
+        let reserved = try hasNotificationTables()
+            ? "AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.order_id = orders.order_id)" : ""
+        return try writing { db in
+            let ids = try db.query("""
+                UPDATE orders SET state = 'needs_attention', reason = 'row_invalid',
+                       last_error = 'order ids starting with apple- are settle''s own, for purchases Apple reports; '
+                                    || 'enqueue this order under an id of the backend''s and resolve this one', updated_at = ?
+                WHERE state = 'pending' AND \(db.dialect.isText("order_id")) AND substr(order_id, 1, 6) = 'apple-' \(reserved)
+                RETURNING order_id
+                """, [.integer(now)]).compactMap { $0.string("order_id") }
+            for id in ids {
+                try db.appendHistory(id, HistoryEntry(at: now, kind: .verification, outcome: "needs_attention",
+                                                      detail: "row_invalid: an order id starting with apple- written by a backend"))
+            }
+            return ids
+        }
+    }
+
+    /// `settle assign`: an order without a user (`unclaimed_purchase`) gets its buyer and is due now.
+    package func assign(orderId: String, userId: String, note: String?) throws(LedgerError) {
+        let now = time.unixSeconds
+        try writing { db in
+            guard let row = try db.query("SELECT state, reason FROM orders WHERE order_id = ?\(db.dialect.lockRows)", [.text(orderId)]).first else {
+                throw LedgerError.invalid("no order \(orderId) in the ledger")
+            }
+            guard row.string("state") == OrderState.needsAttention.rawValue,
+                  row.string("reason") == AttentionReason.unclaimedPurchase.rawValue else {
+                throw LedgerError.invalid("order \(orderId) is \(row.string("state") ?? "?") (\(row.string("reason") ?? "no reason")); "
+                                          + "only needs_attention orders with reason unclaimed_purchase can be assigned")
+            }
+            try db.query("""
+                UPDATE orders SET user_id = ?, state = 'pending', attempts = 0, next_attempt_at = ?, reason = NULL, last_error = NULL,
+                       updated_at = ? WHERE order_id = ?
+                """, [.text(userId), .integer(now), .integer(now), .text(orderId)])
+            try db.appendHistory(orderId, HistoryEntry(at: now, kind: .assign, outcome: "assigned",
+                                                       detail: "to user \(userId)" + (note.map { ": \($0)" } ?? "")))
+        }
+    }
+
+    // MARK: - Reading
+
+    package func notification(uuid: String) throws(LedgerError) -> NotificationRecord? {
+        guard try hasNotificationTables() else { return nil }
+        return try reading { db in
+            try db.query("SELECT * FROM notifications WHERE uuid = ?", [.text(uuid)]).first.map(NotificationRecord.init(row:))
+        }
+    }
+
+    /// The notifications about one order, oldest first.
+    package func notifications(orderId: String) throws(LedgerError) -> [NotificationRecord] {
+        guard try hasNotificationTables() else { return [] }
+        return try reading { db in
+            try db.query("SELECT * FROM notifications WHERE order_id = ? ORDER BY received_at, uuid", [.text(orderId)])
+                .map(NotificationRecord.init(row:))
+        }
+    }
+
+    /// When the newest notification arrived (Unix seconds), nil when none ever did.
+    package func newestNotificationAt() throws(LedgerError) -> Int64? {
+        guard try hasNotificationTables() else { return nil }
+        return try reading { db in try db.query("SELECT max(received_at) AS newest FROM notifications").first?.int("newest") }
+    }
+}

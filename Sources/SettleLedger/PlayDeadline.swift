@@ -1,0 +1,52 @@
+import Foundation
+import SettleBase
+import SettleModel
+import SettleConfig
+import SettleAppStore
+
+/// A Google Play order that Google has not been told about yet (acknowledge or consume): Google
+/// refunds the purchase three days after it was bought.
+package struct PlayDeadline: Sendable, Equatable {
+    package var orderId: String
+    package var state: OrderState
+    /// When Google refunds it unless acknowledged: purchase time (or, before Google confirmed it,
+    /// the time it was enqueued) plus three days.
+    package var refundAt: Int64
+    /// Whether the time is the purchase's (Google confirmed) rather than estimated from the enqueue.
+    package var exact: Bool
+    /// The hook said delivered; only the acknowledgement is missing.
+    package var delivered: Bool
+
+    /// Google's window for acknowledging a purchase.
+    package static let windowSeconds: Int64 = 3 * 86_400
+    /// Less than a day left: claimed first, warned about, counted in the metric.
+    package static let urgentSeconds: Int64 = 86_400
+    /// An order bought this long ago has less than `urgentSeconds` left.
+    package static let urgentAfterSeconds: Int64 = windowSeconds - urgentSeconds
+
+    package init(orderId: String, state: OrderState, refundAt: Int64, exact: Bool, delivered: Bool) {
+        self.orderId = orderId
+        self.state = state
+        self.refundAt = refundAt
+        self.exact = exact
+        self.delivered = delivered
+    }
+
+    package func isUrgent(now: Int64) -> Bool { refundAt - now < PlayDeadline.urgentSeconds }
+
+    /// The unsettled Play orders of a query (columns of `orders`), closest deadline first.
+    package static let query = """
+        SELECT order_id, state, coalesce(purchase_date_ms / 1000, created_at) + \(windowSeconds) AS refund_at,
+               CASE WHEN purchase_date_ms IS NULL THEN 0 ELSE 1 END AS exact,
+               CASE WHEN delivered_at IS NULL THEN 0 ELSE 1 END AS delivered
+        FROM orders WHERE store = 'google_play' AND state IN ('pending','verifying','delivering')
+        ORDER BY refund_at, order_id LIMIT ?
+        """
+
+    package init?(row: some LedgerRow) {
+        guard let id = row.string("order_id"), let state = row.string("state").flatMap(OrderState.init(rawValue:)),
+              let refundAt = row.int("refund_at") else { return nil }
+        self.init(orderId: id, state: state, refundAt: refundAt, exact: (row.int("exact") ?? 0) != 0,
+                  delivered: (row.int("delivered") ?? 0) != 0)
+    }
+}

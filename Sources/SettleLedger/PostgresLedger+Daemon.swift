@@ -1,0 +1,89 @@
+import Foundation
+import SettleBase
+import SettleModel
+import SettleConfig
+import SettleAppStore
+
+/// Work done once for all daemons and the daemons themselves on the PostgreSQL ledger, as in
+/// the SQLite ledger's `+Daemon`: several hosts share the breaker and each keeps its own row.
+extension PostgresLedger {
+    // MARK: - Once for all daemons
+
+    package func appleBreaker() throws(LedgerError) -> AppleBreaker {
+        try reading { db in try db.appleBreaker() }
+    }
+
+    /// The Apple breaker, shared by every daemon. When it is due for a probe, the first daemon
+    /// to start a pass takes the probe by pushing `retry_at` one cooldown further in the same
+    /// statement; the others read the pushed time and wait, so one host probes, not all.
+    package func appleBreakerForPass() throws(LedgerError) -> AppleBreaker {
+        let now = time.unixSeconds
+        return try writing { db in
+            let probe = try db.query("""
+                UPDATE apple_breaker SET retry_at = ? + greatest(cooldown_seconds, 1)
+                WHERE id = 1 AND state = 'open' AND retry_at <= ?
+                RETURNING 1 AS taken
+                """, [.integer(now), .integer(now)]).isEmpty == false
+            var breaker = try db.appleBreaker()
+            // Ours to probe: the caller sees it due now, as on a ledger of its own.
+            if probe { breaker.retryAt = now }
+            return breaker
+        }
+    }
+
+    package func recordDaemonStarted(_ owner: LeaseOwner) throws(LedgerError) {
+        let now = time.unixSeconds
+        try write { db in
+            try db.run("""
+                INSERT INTO daemons(host, pid, process_start, started_at, heartbeat_at) VALUES (?, ?, ?, ?, \(PostgresLedger.databaseNow))
+                ON CONFLICT (host, pid, process_start) DO UPDATE SET started_at = excluded.started_at,
+                    heartbeat_at = excluded.heartbeat_at, stopped_at = NULL
+                """, [.text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart), .integer(now)])
+        }
+    }
+
+    package func recordDaemonPass(_ owner: LeaseOwner, summary: String) throws(LedgerError) {
+        let now = time.unixSeconds
+        try write { db in
+            try db.run("""
+                UPDATE daemons SET last_pass_at = ?, last_pass_summary = ?, heartbeat_at = \(PostgresLedger.databaseNow)
+                WHERE host = ? AND pid = ? AND process_start = ?
+                """, [.integer(now), .text(summary), .text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart)])
+        }
+    }
+
+    package func recordDaemonStopped(_ owner: LeaseOwner) throws(LedgerError) {
+        let now = time.unixSeconds
+        try write { db in
+            try db.run("UPDATE daemons SET stopped_at = ? WHERE host = ? AND pid = ? AND process_start = ?",
+                       [.integer(now), .text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart)])
+        }
+    }
+
+    package func daemonRecord() throws(LedgerError) -> DaemonRecord? {
+        try read { db in
+            try db.run("SELECT * FROM daemons ORDER BY started_at DESC, heartbeat_at DESC LIMIT 1").first.map(PostgresLedger.daemon)
+        }
+    }
+
+    /// How long after its last heartbeat a daemon still counts as live in `settle status`.
+    package static let liveWindowSeconds: Int64 = 600
+
+    package func liveDaemons() throws(LedgerError) -> [DaemonRecord] {
+        try read { db in
+            try db.run("""
+                SELECT * FROM daemons WHERE stopped_at IS NULL AND heartbeat_at > \(PostgresLedger.databaseNow) - ?::bigint
+                ORDER BY heartbeat_at DESC, host, pid
+                """, [.integer(PostgresLedger.liveWindowSeconds)]).map(PostgresLedger.daemon)
+        }
+    }
+
+    private static func daemon(_ row: PostgresRow) -> DaemonRecord {
+        var record = DaemonRecord(owner: LeaseOwner(host: row.string("host") ?? "", pid: Int32(truncatingIfNeeded: row.int("pid") ?? 0),
+                                                    leaseStart: row.string("process_start") ?? ""),
+                                  startedAt: row.int("started_at") ?? 0, lastPassAt: row.int("last_pass_at"),
+                                  lastPassSummary: row.string("last_pass_summary"), stoppedAt: row.int("stopped_at"))
+        record.heartbeatAt = row.int("heartbeat_at")
+        return record
+    }
+}

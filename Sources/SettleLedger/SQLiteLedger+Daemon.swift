@@ -1,0 +1,77 @@
+import Foundation
+import SettleBase
+import SettleModel
+import SettleConfig
+import SettleAppStore
+
+/// What `settle status` shows about the daemon.
+package struct DaemonRecord: Sendable, Equatable {
+    package var owner: LeaseOwner
+    package var startedAt: Int64
+    package var lastPassAt: Int64?
+    package var lastPassSummary: String?
+    package var stoppedAt: Int64?
+    /// The last sign of life on a shared ledger (PostgreSQL's clock); nil on SQLite.
+    package var heartbeatAt: Int64? = nil
+
+    /// Whether the recorded daemon is running now, judged without its lock: not stopped, and
+    /// its process (same host, pid and start time) still alive.
+    package var isRunning: Bool { stoppedAt == nil && !owner.isKnownDead }
+}
+
+extension SQLiteLedger {
+    /// The persisted Apple breaker (closed in a ledger too old to have one).
+    package func appleBreaker() throws(LedgerError) -> AppleBreaker {
+        guard try schemaVersion() >= 2 else { return AppleBreaker() }
+        return try reading { db in try db.appleBreaker() }
+    }
+
+    /// Records that a daemon started (replacing the record of any previous one).
+    package func recordDaemonStarted(_ owner: LeaseOwner) throws(LedgerError) {
+        let now = time.unixSeconds
+        _ = try locked { () throws(LedgerError) in
+            try write {
+                try database.query("""
+                    INSERT OR REPLACE INTO daemon(id, host, pid, process_start, started_at) VALUES (1, ?, ?, ?, ?)
+                    """, [.text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart), .integer(now)])
+            }
+        }
+    }
+
+    package func recordDaemonPass(_ owner: LeaseOwner, summary: String) throws(LedgerError) {
+        let now = time.unixSeconds
+        _ = try locked { () throws(LedgerError) in
+            try write {
+                try database.query("UPDATE daemon SET last_pass_at = ?, last_pass_summary = ? WHERE id = 1",
+                                   [.integer(now), .text(summary)])
+            }
+        }
+    }
+
+    package func recordDaemonStopped(_ owner: LeaseOwner) throws(LedgerError) {
+        let now = time.unixSeconds
+        _ = try locked { () throws(LedgerError) in
+            try write { try database.query("UPDATE daemon SET stopped_at = ? WHERE id = 1", [.integer(now)]) }
+        }
+    }
+
+    /// One host: a due breaker is this daemon's to probe.
+    package func appleBreakerForPass() throws(LedgerError) -> AppleBreaker { try appleBreaker() }
+
+    /// SQLite keeps the last daemon started: live while it runs.
+    package func liveDaemons() throws(LedgerError) -> [DaemonRecord] {
+        try daemonRecord().map { $0.isRunning ? [$0] : [] } ?? []
+    }
+
+    package func daemonRecord() throws(LedgerError) -> DaemonRecord? {
+        guard try schemaVersion() >= 2 else { return nil }
+        return try read {
+            try database.query("SELECT * FROM daemon WHERE id = 1").first.map { row in
+                DaemonRecord(owner: LeaseOwner(host: row.string("host") ?? "", pid: Int32(truncatingIfNeeded: row.int("pid") ?? 0),
+                                               leaseStart: row.string("process_start") ?? ""),
+                             startedAt: row.int("started_at") ?? 0, lastPassAt: row.int("last_pass_at"),
+                             lastPassSummary: row.string("last_pass_summary"), stoppedAt: row.int("stopped_at"))
+            }
+        }
+    }
+}

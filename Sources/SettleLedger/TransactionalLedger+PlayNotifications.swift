@@ -1,0 +1,111 @@
+import Foundation
+import SettleBase
+import SettleModel
+import SettleConfig
+import SettleAppStore
+
+/// One stored Google Play real-time developer notification.
+package struct PlayNotificationRecord: Sendable, Equatable {
+    package var messageId: String
+    package var kind: String
+    package var receivedAt: Int64
+    package var outcome: String
+    package var detail: String?
+    package var orderId: String?
+    /// The notification as Google sent it (Pub/Sub's `data`, decoded): it holds the purchase token.
+    package var payload: String
+}
+
+/// Google Play's real-time developer notifications: stored once by Pub/Sub message id before the
+/// 2xx, worked on by the next pass (reading the purchase from Google), each ending with an outcome.
+extension TransactionalLedger {
+    /// Stores a push; false when this message id is stored already (Pub/Sub delivers at least once).
+    package func storePlayNotification(messageId: String, kind: String, token: PlayPurchaseToken?, payload: String) throws(LedgerError) -> Bool {
+        let now = time.unixSeconds
+        return try writing { db in
+                try !db.query("""
+                    INSERT INTO play_notifications(message_id, kind, token_sha256, received_at, outcome, payload)
+                    VALUES (?, ?, ?, ?, 'received', ?) ON CONFLICT(message_id) DO NOTHING RETURNING message_id
+                    """, [.text(messageId), .text(kind), .from(token.map { SHA256.hex(Data($0.value.utf8)) }), .integer(now),
+                          .text(payload)]).isEmpty
+        }
+    }
+
+    /// Stored notifications not yet worked on, oldest first.
+    package func pendingPlayNotifications(limit: Int) throws(LedgerError) -> [PlayNotificationRecord] {
+        try reading { db in
+            try db.query("SELECT * FROM play_notifications WHERE state = 'pending' ORDER BY received_at, message_id LIMIT ?",
+                               [.integer(Int64(limit))]).map { PlayNotificationRecord(row: $0) }
+        }
+    }
+
+    package func finishPlayNotification(messageId: String, outcome: String, detail: String?, orderId: String?) throws(LedgerError) {
+        try writing { db in
+                try db.query("""
+                    UPDATE play_notifications SET state = 'done', outcome = ?, detail = ?, order_id = ? WHERE message_id = ?
+                    """, [.text(outcome), .from(detail), .from(orderId), .text(messageId)])
+        }
+    }
+
+    package func playNotification(messageId: String) throws(LedgerError) -> PlayNotificationRecord? {
+        try reading { db in
+            try db.query("SELECT * FROM play_notifications WHERE message_id = ?", [.text(messageId)]).first
+                .map { PlayNotificationRecord(row: $0) }
+        }
+    }
+
+    /// The orders that hold this purchase token.
+    package func playOrderIds(token: PlayPurchaseToken) throws(LedgerError) -> [String] {
+        try reading { db in
+            try db.query("SELECT order_id FROM orders WHERE store = 'google_play' AND purchase_token = ? ORDER BY created_at",
+                               [.text(token.value)]).compactMap { $0.string("order_id") }
+        }
+    }
+
+    /// A pending order Google says changed (a pending payment completed) is due now, not at its backoff.
+    package func makeDue(orderId: String) throws(LedgerError) {
+        let now = time.unixSeconds
+        try writing { db in
+                try db.query("UPDATE orders SET next_attempt_at = ? WHERE order_id = ? AND state = 'pending' AND next_attempt_at > ?",
+                                   [.integer(now), .text(orderId), .integer(now)])
+        }
+    }
+
+    /// The user whose orders carry this obfuscated account id (`app_account_token`), when exactly one does.
+    package func playUser(accountId: String) throws(LedgerError) -> String? {
+        try reading { db in
+            let users = try db.query("""
+                SELECT DISTINCT user_id FROM orders WHERE store = 'google_play' AND app_account_token = ? AND user_id <> '' LIMIT 2
+                """, [.text(accountId)]).compactMap { $0.string("user_id") }
+            return users.count == 1 ? users[0] : nil
+        }
+    }
+
+    /// An order for a purchase Google reported that nobody enqueued: `play-<Google order id>`, due
+    /// now, for `userId` (empty: nobody known; the pass sets it aside as `unclaimed_purchase` for
+    /// `settle assign`). Nothing when the order exists already.
+    @discardableResult
+    package func createPlayOrder(orderId: String, userId: String, productId: String, token: PlayPurchaseToken, accountId: String?,
+                                detail: String) throws(LedgerError) -> Bool {
+        let now = time.unixSeconds
+        return try writing { db in
+                let created = try !db.query("""
+                    INSERT INTO orders(order_id, user_id, product_id, store, purchase_token, app_account_token, origin,
+                                       next_attempt_at, created_at, updated_at)
+                    VALUES (?, ?, ?, 'google_play', ?, ?, 'google_play_notification', ?, ?, ?)
+                    ON CONFLICT(order_id) DO NOTHING RETURNING order_id
+                    """, [.text(orderId), .text(userId), .text(productId), .text(token.value), .from(accountId), .integer(now),
+                          .integer(now), .integer(now)]).isEmpty
+                if created { try db.appendHistory(orderId, HistoryEntry(at: now, kind: .notification, outcome: "created", detail: detail)) }
+                return created
+        }
+    }
+}
+
+extension PlayNotificationRecord {
+    package init(row: some LedgerRow) {
+        self.init(messageId: row.string("message_id") ?? "", kind: row.string("kind") ?? "", receivedAt: row.int("received_at") ?? 0,
+                  outcome: row.string("outcome") ?? "", detail: row.string("detail"), orderId: row.string("order_id"),
+                  payload: row.string("payload") ?? "")
+    }
+}

@@ -1,0 +1,277 @@
+import Foundation
+import SettleBase
+import SettleModel
+import SettleConfig
+import SettleAppStore
+
+/// Which orders `settle status` lists.
+package struct OrderFilter: Sendable, Equatable {
+    package var state: OrderState?
+    package var userId: String?
+    package var transactionId: String?
+    /// Only orders Apple refunded or revoked (`status --refunded`).
+    package var refunded = false
+    /// Several transactions at once (those behind an Apple order id); used instead of `transactionId`.
+    package var transactionIds: [String] = []
+    /// Orders whose backend stored this StoreKit appAccountToken.
+    package var appAccountToken: String?
+    /// Google Play orders with this purchase token (`status --purchase-token-file`).
+    package var purchaseToken: PlayPurchaseToken?
+    package var limit: Int
+
+    package init(state: OrderState? = nil, userId: String? = nil, transactionId: String? = nil, appAccountToken: String? = nil,
+                limit: Int = 50) {
+        self.appAccountToken = appAccountToken
+        self.state = state
+        self.userId = userId
+        self.transactionId = transactionId
+        self.limit = limit
+    }
+}
+
+/// A consistent picture of the ledger for support.
+package struct LedgerSummary: Sendable, Equatable {
+    package var counts: [OrderState: Int]
+    /// Age of the oldest order that is paid and not delivered (pending, in flight or needing a person).
+    package var oldestUndeliveredSeconds: Int64?
+    package var orders: [Order]
+    /// How many orders match the filter; `orders` holds at most `limit` of them.
+    package var matching: Int = 0
+    /// Whether counts and age are of a subset (a user, a transaction) rather than the ledger.
+    package var filtered = false
+    /// Counts by state of the Google Play orders among those counted (App Store: the rest).
+    package var googlePlayCounts: [OrderState: Int] = [:]
+    /// Google Play orders not yet finished, closest to Google's refund deadline first.
+    package var playDeadlines: [PlayDeadline] = []
+}
+
+/// What support does to orders settle could not settle by itself, and what status reads,
+/// written once for both engines. `retry` and `resolve` only ever start from
+/// `needs_attention` or `rejected`, and both are all or nothing.
+extension TransactionalLedger {
+    /// Puts `needs_attention` or `rejected` orders back to `pending`, due now, attempts reset.
+    /// With `proof`, the one named order gets it as its proof; the previous proof stays in the
+    /// ledger (a receipt by its hash in `receipts`, a signed transaction in the history row).
+    @discardableResult
+    package func retry(orderIds: [String], note: String?, proof: ReplacementProof?) throws(LedgerError) -> [RetriedOrder] {
+        guard proof == nil || orderIds.count == 1 else {
+            throw .invalid("a new proof belongs to one order; name exactly one order with --receipt-file or --signed-transaction-file")
+        }
+        let now = time.unixSeconds
+        return try writing { db in
+            var retried: [RetriedOrder] = []
+            for id in orderIds {
+                let order = try db.closable(id, doing: "retried")
+                try Resolution.checkRetryable(order)
+                var detail = note ?? "from \(order.state.rawValue)"
+                var unchanged = true
+                switch proof {
+                case let .receipt(receipt)?:
+                    let hash = SHA256.hex(Data(receipt.utf8))
+                    unchanged = hash == order.receiptSHA256
+                    try db.storeReceipt(receipt, sha256: hash, now: now)
+                    try db.query("UPDATE orders SET receipt_sha256 = ? WHERE order_id = ?", [.text(hash), .text(id)])
+                    detail += "\nnew proof: receipt sha256 \(hash)"
+                        + (order.receiptSHA256.map { "; previous receipt sha256 \($0) (kept in receipts)" } ?? "")
+                case let .signedTransaction(jws)?:
+                    unchanged = jws == order.signedTransaction
+                    // The replaced proof is kept where receipts are, by hash: the history names
+                    // it, and status never prints a proof whole.
+                    let previous = order.signedTransaction.map { SHA256.hex(Data($0.utf8)) }
+                    if let old = order.signedTransaction, let previous { try db.storeReceipt(old, sha256: previous, now: now) }
+                    try db.query("UPDATE orders SET signed_transaction = ? WHERE order_id = ?", [.text(jws), .text(id)])
+                    detail += "\nnew proof: signed transaction sha256 \(SHA256.hex(Data(jws.utf8)))"
+                        + (previous.map { "; previous signed transaction sha256 \($0) (kept in receipts)" } ?? "")
+                case nil:
+                    break
+                }
+                try db.query("""
+                    UPDATE orders SET state = 'pending', attempts = 0, next_attempt_at = ?, reason = NULL,
+                           last_error = NULL, finished_at = NULL, updated_at = ? WHERE order_id = ?
+                    """, [.integer(now), .integer(now), .text(id)])
+                try db.appendHistory(id, HistoryEntry(at: now, kind: .retry, outcome: "retried", detail: detail))
+                retried.append(RetriedOrder(orderId: id, previousState: order.state, previousReason: order.reason,
+                                            proofUnchanged: unchanged, transactionId: order.transactionId))
+            }
+            return retried
+        }
+    }
+
+    /// Closes `needs_attention` or `rejected` orders by hand, with the person's note. An order
+    /// that holds Apple's grant and was granted by hand is `finished` (its grant stays, so the
+    /// purchase is never granted again); any other granted by hand has its purchase recorded as
+    /// granted outside settle (its transaction, or `transaction` when it names none), so the
+    /// same purchase uploaded again is never delivered, and is `rejected`. The reason is the
+    /// resolution, the note its last error, and the history says who decided: a person.
+    @discardableResult
+    package func resolve(orderIds: [String], as resolution: Resolution, note: String,
+                        transaction: String?) throws(LedgerError) -> [(String, OrderState)] {
+        let now = time.unixSeconds
+        try Resolution.checkHandTransaction(transaction, orders: orderIds.count, resolution: resolution)
+        return try writing { db in
+            var resolved: [(String, OrderState)] = []
+            for id in orderIds {
+                let order = try db.closable(id, doing: "resolved")
+                let holdsGrant = try !db.query("SELECT 1 AS held FROM grants WHERE order_id = ?", [.text(id)]).isEmpty
+                let state: OrderState = resolution == .grantedByHand && holdsGrant && order.verified != nil ? .finished : .rejected
+                var recorded = ""
+                if resolution == .grantedByHand && !holdsGrant {
+                    let purchase = try Resolution.handGrant(order, transaction: transaction)
+                    var holder = try db.holderOf(purchase)
+                    if holder == nil {
+                        // As recordOutsideGrant: a concurrent writer of the same key makes the insert a no-op.
+                        let inserted = try db.query("""
+                            INSERT INTO grants(grant_key, transaction_id, order_id, source, granted_at, note) VALUES (?, ?, NULL, 'outside', ?, ?)
+                            ON CONFLICT DO NOTHING RETURNING grant_key
+                            """, [.text(purchase.grantKey), .text(purchase.transactionId), .integer(now),
+                                  .text(Resolution.handGrantNote(id, note: note))])
+                        if inserted.isEmpty { holder = try db.holderOf(purchase) }
+                    }
+                    switch holder {
+                    case let .order(other)?:
+                        throw LedgerError.invalid(Resolution.heldByOrder(purchase, holder: other, resolving: id))
+                    case .outside?:
+                        recorded = "; transaction \(purchase.transactionId) was already recorded as granted outside settle"
+                    case nil:
+                        recorded = "; transaction \(purchase.transactionId) recorded as granted outside settle"
+                    }
+                }
+                try db.finalize(id, state: state, reason: resolution.rawValue, error: note, environment: nil, now: now)
+                // The history's kinds are fixed by the schema: a person's decision is recorded
+                // as `retry`, the kind of every support action, with its own outcome.
+                try db.appendHistory(id, HistoryEntry(at: now, kind: .retry, outcome: "resolved_\(resolution.rawValue)",
+                                                      detail: "from \(order.state.rawValue)"
+                                                          + (order.reason.map { " (\($0))" } ?? "") + ": \(note)" + recorded))
+                resolved.append((id, state))
+            }
+            return resolved
+        }
+    }
+
+    // MARK: - Reads
+
+    /// Counts by state, the oldest undelivered order's age and the matching orders, newest
+    /// activity first, read in one snapshot.
+    package func summary(_ filter: OrderFilter) throws(LedgerError) -> LedgerSummary {
+        let now = time.unixSeconds
+        // Counts and the oldest age follow the subject of the question (a user, a transaction),
+        // not the state filter, so `--user u-42 --state rejected` still shows u-42's other orders.
+        var conditions: [String] = []
+        var arguments: [LedgerValue] = []
+        if let user = filter.userId { conditions.append("user_id = ?"); arguments.append(.text(user)) }
+        // An Apple order id (from the customer's receipt email) is looked up with Apple first and
+        // arrives here as the transactions behind it.
+        let transactions = filter.transactionIds.isEmpty ? filter.transactionId.map { [$0] } ?? [] : filter.transactionIds
+        if !transactions.isEmpty {
+            let marks = Array(repeating: "?", count: transactions.count).joined(separator: ",")
+            conditions.append("(transaction_id IN (\(marks)) OR verified_transaction_id IN (\(marks)) OR original_transaction_id IN (\(marks)))")
+            for _ in 0..<3 { arguments += transactions.map(LedgerValue.text) }
+        }
+        if let token = filter.appAccountToken {
+            conditions.append("lower(app_account_token) = lower(?)")
+            arguments.append(.text(token))
+        }
+        if let token = filter.purchaseToken {
+            conditions.append("purchase_token = ?")
+            arguments.append(.text(token.value))
+        }
+        let subject = conditions.isEmpty ? "TRUE" : conditions.joined(separator: " AND ")
+        let countsKept = conditions.isEmpty ? try keepsOrderCounts() : false
+        let playColumns = try knowsGooglePlay()
+        return try reading { db in
+            var counts = Dictionary(uniqueKeysWithValues: OrderState.allCases.map { ($0, 0) })
+            // Kept by triggers where the schema has them (SQLite's schema 4): a GROUP BY over a
+            // million rows is what made status slow.
+            let counted = countsKept ? try db.query("SELECT state, n FROM order_counts")
+                : try db.query("SELECT state, count(*) AS n FROM orders WHERE \(subject) GROUP BY state", arguments)
+            for row in counted {
+                if let state = OrderState(rawValue: row.string("state") ?? "") { counts[state] = Int(row.int("n") ?? 0) }
+            }
+            // One index probe per state (orders_state_created) rather than a scan of the backlog.
+            let oldest = try db.query("""
+                SELECT min(m) AS oldest FROM (
+                    SELECT min(created_at) AS m FROM orders WHERE state = 'pending' AND \(subject) UNION ALL
+                    SELECT min(created_at) FROM orders WHERE state = 'verifying' AND \(subject) UNION ALL
+                    SELECT min(created_at) FROM orders WHERE state = 'delivering' AND \(subject) UNION ALL
+                    SELECT min(created_at) FROM orders WHERE state = 'needs_attention' AND \(subject)) AS undelivered
+                """, arguments + arguments + arguments + arguments).first?.int("oldest")
+            var listed = subject
+            var listArguments = arguments
+            if let state = filter.state { listed += " AND state = ?"; listArguments.append(.text(state.rawValue)) }
+            if filter.refunded { listed += " AND refunded_at IS NOT NULL" }
+            // The counts are of the subject already: only refunds need counting apart.
+            let matching = filter.refunded
+                ? Int(try db.query("SELECT count(*) AS n FROM orders WHERE \(listed)", listArguments).first?.int("n") ?? 0)
+                : filter.state.map { counts[$0] ?? 0 } ?? counts.values.reduce(0, +)
+            let rows = try db.query("SELECT * FROM orders WHERE \(listed) ORDER BY updated_at DESC, order_id LIMIT ?",
+                                    listArguments + [.integer(Int64(max(0, filter.limit)))])
+            var summary = LedgerSummary(counts: counts, oldestUndeliveredSeconds: oldest.map { max(0, now - $0) },
+                                        orders: rows.map { Order(row: $0) }, matching: matching, filtered: !conditions.isEmpty)
+            if playColumns {
+                for row in try db.query("SELECT state, count(*) AS n FROM orders WHERE store = 'google_play' AND \(subject) GROUP BY state",
+                                        arguments) {
+                    if let state = OrderState(rawValue: row.string("state") ?? "") { summary.googlePlayCounts[state] = Int(row.int("n") ?? 0) }
+                }
+                summary.playDeadlines = try db.query(PlayDeadline.query, [.integer(20)]).compactMap { PlayDeadline(row: $0) }
+            }
+            return summary
+        }
+    }
+
+    /// One order and its history, oldest first; nil when there is no such order.
+    package func orderRecord(_ orderId: String) throws(LedgerError) -> (order: Order, history: [HistoryEntry])? {
+        try reading { db in
+            guard let row = try db.query("SELECT * FROM orders WHERE order_id = ?", [.text(orderId)]).first else { return nil }
+            let history = try db.query("SELECT * FROM history WHERE order_id = ? ORDER BY id", [.text(orderId)]).map { row in
+                HistoryEntry(at: row.int("at") ?? 0, kind: HistoryEntry.Kind(rawValue: row.string("kind") ?? "") ?? .verification,
+                             outcome: row.string("outcome") ?? "", appleStatus: row.int("apple_status").map { Int($0) },
+                             hookExit: row.int("hook_exit").map { Int($0) }, environment: row.string("environment"),
+                             durationMs: row.int("duration_ms").map { Int($0) }, detail: row.string("detail"))
+            }
+            return (Order(row: row), history)
+        }
+    }
+
+    /// Orders due for verification now, oldest due first (for `reconcile --dry-run`).
+    package func dueOrders(limit: Int) throws(LedgerError) -> [Order] {
+        let now = time.unixSeconds
+        return try reading { db in
+            try db.query("""
+                SELECT * FROM orders WHERE state = 'pending' AND next_attempt_at <= ?
+                ORDER BY next_attempt_at, order_id LIMIT ?
+                """, [.integer(now), .integer(Int64(limit))]).map { Order(row: $0) }
+        }
+    }
+
+    // MARK: - Retention
+
+    /// Deletes history rows older than `days` of orders that ended (finished or rejected)
+    /// before then (`retention.history_days`). Orders, grants and receipts stay: a grant is the
+    /// proof that a purchase was delivered and is never pruned, and an order's row says what it
+    /// became. Returns how many rows went.
+    @discardableResult
+    package func pruneHistory(olderThanDays days: Int) throws(LedgerError) -> Int {
+        let cutoff = time.unixSeconds - Int64(days) * 86400
+        return try writing { db in
+            try db.changedRows("""
+                DELETE FROM history WHERE at < ? AND order_id IN
+                    (SELECT order_id FROM orders WHERE state IN ('finished','rejected') AND updated_at < ?)
+                """, [.integer(cutoff), .integer(cutoff)])
+        }
+    }
+}
+
+extension LedgerTransaction {
+    /// The order, if a person may retry or resolve it (locked for the transaction where rows
+    /// are locked); otherwise the whole request is refused.
+    package func closable(_ id: String, doing verb: String) throws -> Order {
+        guard let row = try query("SELECT * FROM orders WHERE order_id = ?\(dialect.lockRows)", [.text(id)]).first else {
+            throw LedgerError.invalid("no order \(id) in the ledger")
+        }
+        let order = Order(row: row)
+        guard order.state == .needsAttention || order.state == .rejected else {
+            throw LedgerError.invalid("order \(id) is \(order.state.rawValue); only needs_attention or rejected orders can be \(verb)")
+        }
+        return order
+    }
+}
