@@ -36,17 +36,25 @@ let package = Package(
                                                      "CSQLite", "CPostgres"]),
         // The operator's delivery and revoke hooks: commands and webhooks.
         .target(name: "SettleDelivery", dependencies: ["SettleBase", "SettleModel", "SettleConfig"]),
+        // The engine: the reconciler (claim, verify, deliver, finish) and the notification inboxes
+        // (App Store Server Notifications, Google Play's pushes and voided purchases), and their metrics.
+        .target(name: "SettleEngine", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
+                                                     "SettleGooglePlay", "SettleLedger", "SettleDelivery"]),
+        // The project's stand-ins for Apple and Google Play (`settle simulator`, the demo, the tests):
+        // it signs what it serves with its own chain, so nothing here reaches a real store.
+        .target(name: "SettleSimulator", dependencies: ["SettleBase", "SettleModel", "SettleAppStore", "SettleGooglePlay"]),
         .target(name: "SettleCore", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
-                                                   "SettleGooglePlay", "SettleLedger", "SettleDelivery", "CSQLite", "CCurl", "COpenSSL"]),
-        .executableTarget(name: "settle", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery"]),
+                                                   "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine",
+                                                   "SettleSimulator", "CSQLite", "CCurl", "COpenSSL"]),
+        .executableTarget(name: "settle", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator"]),
         // The project's benchmark: every row of issue 11, side by side with a hand-written Python
         // reconciler (scripts/bench.sh). CSQLite only to seed large ledgers with plain SQL.
-        .executableTarget(name: "settle-bench", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery", "CSQLite"], path: "Benchmarks/settle-bench"),
+        .executableTarget(name: "settle-bench", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator", "CSQLite"], path: "Benchmarks/settle-bench"),
         // Notifications/s the endpoint takes while passes run (scripts/notify-bench.sh).
-        .executableTarget(name: "settle-notify-bench", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery"], path: "Benchmarks/settle-notify-bench"),
+        .executableTarget(name: "settle-notify-bench", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator"], path: "Benchmarks/settle-notify-bench"),
         // Shared test fixtures: a throwaway folder with a configuration, hooks and an Apple simulator.
-        .target(name: "SettleTesting", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery"], path: "Tests/SettleTesting"),
-        .testTarget(name: "SettleCoreTests", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleTesting"], exclude: ["Fixtures"]),
-        .testTarget(name: "settleTests", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleTesting", "settle"]),
+        .target(name: "SettleTesting", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator"], path: "Tests/SettleTesting"),
+        .testTarget(name: "SettleCoreTests", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator", "SettleTesting"], exclude: ["Fixtures"]),
+        .testTarget(name: "settleTests", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator", "SettleTesting", "settle"]),
     ]
 )

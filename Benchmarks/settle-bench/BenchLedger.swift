@@ -8,6 +8,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// A folder with what a settle configuration needs (shared secret, webhook secret, hook
 /// script, the StoreKit root), and ledgers seeded straight with SQL: enqueueing 100 k orders

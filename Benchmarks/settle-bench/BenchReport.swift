@@ -7,6 +7,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// Runs the selected rows and prints them as they finish, then the whole table again.
 struct BenchReport {

@@ -7,6 +7,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// The orders every benchmark ledger holds: order i pays for one "coins" with transaction
 /// 3,000,000,000 + i in the receipt "bench receipt i" (base64).

@@ -7,6 +7,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// StoreKit 2 JWS verification cost: settle against Apple's Python library on the same token,
 /// offline, on the genuine Apple chain (P-384 certificates) and on a P-256 test chain.

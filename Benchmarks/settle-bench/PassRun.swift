@@ -7,6 +7,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// What one pass cost, as measured inside the process that ran it.
 struct PassResult {

@@ -12,6 +12,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 do {
     let options = try BenchOptions(Array(CommandLine.arguments.dropFirst()))

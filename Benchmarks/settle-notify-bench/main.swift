@@ -13,6 +13,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 var count = 2000, clients = 8, maxSeconds = 60
 var arguments = CommandLine.arguments.dropFirst().makeIterator()

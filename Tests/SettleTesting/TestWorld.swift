@@ -8,6 +8,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// A throwaway installation of settle for one test: a folder with a configuration, a shared
 /// secret, hook scripts and a ledger, and a local Apple simulator on loopback.

@@ -9,6 +9,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// When Apple as a whole fails, or refuses our shared secret, the pass stops without using up
 /// any order's attempts (SPEC sections 3, 4, 7).

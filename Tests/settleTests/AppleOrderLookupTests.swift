@@ -9,6 +9,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// Support looks a customer up by the order id in Apple's receipt email.
 final class AppleOrderLookupTests: EndToEndTestCase {

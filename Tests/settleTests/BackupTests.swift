@@ -8,6 +8,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// Backups, migrations and who may read the ledger: what an operator relies on when upgrading
 /// or restoring.

@@ -8,6 +8,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// The command line as people who use git, systemctl and swift-argument-parser CLIs expect it.
 final class CommandLineTests: EndToEndTestCase {
@@ -45,7 +47,7 @@ final class CommandLineTests: EndToEndTestCase {
             let result = try settleWithoutConfig([flag])
             XCTAssertEqual(result.status, 0)
             let text = lines(result.stdout)
-            XCTAssertEqual(text.first, "settle \(SettleCommand.version)")
+            XCTAssertEqual(text.first, "settle \(SettleVersion.number)")
             XCTAssertTrue(text.contains { $0.hasPrefix("commit: ") }, result.stdout)
             XCTAssertTrue(text.contains { $0.hasPrefix("ledger schema: ") && Int($0.dropFirst(15)) != nil }, result.stdout)
             let libraries = try XCTUnwrap(text.last)

@@ -10,6 +10,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 #endif
 
 /// A configuration that cannot be used stops every command with exit 78 and a message that

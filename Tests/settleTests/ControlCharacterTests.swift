@@ -9,6 +9,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// Outside text (order ids, hook output) reaches a terminal or a log line escaped: an ESC or CR
 /// in it is shown, never obeyed.

@@ -10,6 +10,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 #endif
 
 /// A crash or kill at any instant loses no order and never leaves one stuck: an order killed

@@ -12,6 +12,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 #endif
 
 /// `settle run` as systemd runs it: the real process, a test-owned notify socket, signals.

@@ -8,6 +8,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// `settle demo` works on a fresh machine and leaves nothing behind (SPEC section 1).
 final class DemoTests: EndToEndTestCase {

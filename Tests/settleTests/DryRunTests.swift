@@ -8,6 +8,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// `settle reconcile --dry-run` asks Apple and reports what it would grant, but calls no hook
 /// and changes no order (SPEC section 1).

@@ -11,6 +11,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 #endif
 
 /// A test that drives the real `settle` binary against a throwaway installation (`world`):

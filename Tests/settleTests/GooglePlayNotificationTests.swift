@@ -11,6 +11,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 #endif
 
 /// Google Play real-time developer notifications on a running `settle run`: Pub/Sub pushes to

@@ -9,6 +9,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// Google Play orders through the binary on a PostgreSQL ledger: the same verification, single
 /// delivery, consume after the hook and crash safety as on SQLite.

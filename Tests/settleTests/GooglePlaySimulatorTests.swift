@@ -11,6 +11,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 #endif
 
 /// `settle simulator` and `settle demo` play Google too, so every Play path can be tried on

@@ -12,6 +12,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 #endif
 
 /// End-to-end tests of Google Play orders: the built `settle` against a fake Google

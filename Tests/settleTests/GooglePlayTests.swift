@@ -9,6 +9,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// Google Play orders through the built binary: verified with the fake Google, delivered once
 /// through the same hook and grant reservation as App Store orders, then consumed or

@@ -9,6 +9,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// A delivery hook that cannot start is a configuration fault, like a wrong shared secret:
 /// no attempt is used, the pass stops with 78, and status names it.

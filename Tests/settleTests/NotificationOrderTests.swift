@@ -9,6 +9,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// What notifications do to orders, through a running `settle run`: purchases found and granted
 /// once whichever side tells first, refunds, refund requests, and history catching up.

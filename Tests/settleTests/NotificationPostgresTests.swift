@@ -10,6 +10,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 // Linux test discovery lists only the methods a class declares: each inherited test is named in
 // these subclasses, and their `...alsoRunsOnPostgreSQL` test fails when one is missing.

@@ -11,6 +11,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 #endif
 
 /// A running `settle run` with the notifications endpoint on a kernel-chosen loopback port, the

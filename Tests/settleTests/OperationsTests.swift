@@ -8,6 +8,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// What an SRE configures and watches: log levels, one-shot metrics, history retention.
 final class OperationsTests: EndToEndTestCase {

@@ -9,6 +9,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// The `settle` binary on a PostgreSQL ledger: configuration, migrate, enqueue, reconcile,
 /// status, and two daemons sharing the work.

@@ -9,6 +9,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// The README's "Testing your integration" section, run as written against the built binary: its
 /// command lines (the first ```sh block) and its plans.json (the first ```json block). The

@@ -8,6 +8,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// `settle retry` hands rejected and needs_attention orders back to the machine, and nothing
 /// else (SPEC section 1).

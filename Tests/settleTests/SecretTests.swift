@@ -10,6 +10,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 #endif
 
 /// Nothing secret is ever printed, logged, stored or handed to the hook (SPEC sections 2, 6).

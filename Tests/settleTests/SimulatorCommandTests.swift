@@ -9,6 +9,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// The standalone simulator: an integrator scripts Apple's answers and runs settle against it.
 final class SimulatorCommandTests: EndToEndTestCase {

@@ -8,6 +8,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// `settle status`: the support view of the ledger, as JSON with a fixed shape or as text;
 /// read-only (SPEC sections 1, 6).

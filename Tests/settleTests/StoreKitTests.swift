@@ -9,6 +9,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// StoreKit 2 through the binary: configuration checks, enqueue of a signed transaction,
 /// and a pass against the simulated App Store Server API.

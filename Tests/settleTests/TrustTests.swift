@@ -9,6 +9,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// Issue 7 through the built binary: orders are never lost to races, long receipts or bad rows,
 /// and purchases granted outside settle are recorded and skipped.

@@ -8,6 +8,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// The command line itself: wrong calls exit 64 with a short hint, `--help` and `--version` work
 /// everywhere (SPEC sections 1 and 7).
@@ -83,7 +85,7 @@ final class UsageTests: EndToEndTestCase {
     func testVersion_printsTheVersionAndExits0() throws {
         let result = try settleWithoutConfig(["--version"])
         XCTAssertEqual(result.status, 0)
-        XCTAssertEqual(lines(result.stdout).first, "settle \(SettleCommand.version)")
-        XCTAssertTrue(SettleCommand.version.range(of: #"^\d+\.\d+\.\d+"#, options: .regularExpression) != nil)
+        XCTAssertEqual(lines(result.stdout).first, "settle \(SettleVersion.number)")
+        XCTAssertTrue(SettleVersion.number.range(of: #"^\d+\.\d+\.\d+"#, options: .regularExpression) != nil)
     }
 }

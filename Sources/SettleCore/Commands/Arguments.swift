@@ -5,6 +5,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// A hand-written argument parser that behaves like a mature CLI: `--name value` and
 /// `--name=value`, `--` ends options, unknown options and stray arguments are usage errors.

@@ -5,6 +5,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// `settle assign ORDER_ID --user USER_ID [--note TEXT]`: gives a purchase Apple reported, that
 /// no backend enqueued and nothing mapped to a user (`unclaimed_purchase`), to its buyer.

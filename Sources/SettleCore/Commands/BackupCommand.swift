@@ -5,6 +5,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// `settle backup DEST`: a consistent copy of the live ledger.
 enum BackupCommand {

@@ -6,6 +6,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// What a command runs with: its arguments, the environment and where its output goes.
 /// The executable passes the real ones; tests and the demo pass their own.

@@ -5,6 +5,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// Shell completion scripts for commands and their options, generated from the command table
 /// (`settle --generate-completion-script bash|zsh`); the packages install them.

@@ -6,6 +6,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// The demo's Google Play: a fake Google (token endpoint, purchases, acknowledge, consume) on
 /// loopback, a throwaway service account key, and Play orders of each kind.

@@ -6,6 +6,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// The demo's second act: Apple tells settle (App Store Server Notifications V2 to a real
 /// endpoint on loopback) of a purchase no backend enqueued, of a refund, and of a refund request.

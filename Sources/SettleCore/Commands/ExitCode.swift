@@ -5,6 +5,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// settle's exit codes (SPEC section 7), from sysexits.h.
 package enum ExitCode: Int32, Sendable {

@@ -5,6 +5,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// `settle grant-recorded --transaction T`: a backend says it granted a purchase itself, so
 /// settle never delivers it again and matching moves past it.

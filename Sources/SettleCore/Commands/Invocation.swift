@@ -5,6 +5,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// What a command line asks of the root command, with the global options moved to the
 /// subcommand: `settle -c FILE status` and `settle status -c FILE` mean the same, as in git

@@ -6,6 +6,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// `settle ledger copy --from sqlite:PATH --to postgresql://...`: the way from one host's SQLite
 /// ledger to a PostgreSQL ledger several hosts share.

@@ -5,13 +5,15 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// The man page, settle(1), generated from the same help texts the commands print, so the
 /// two never disagree. `settle --generate-manual > settle.1`; the packages install it.
 enum Manual {
     static func roff(commands: [SettleCommand.Subcommand], overview: String) -> String {
         var page = """
-        .TH SETTLE 1 "" "settle \(SettleCommand.version)" "User Commands"
+        .TH SETTLE 1 "" "settle \(SettleVersion.number)" "User Commands"
         .SH NAME
         settle \\- re-verify App Store purchases with Apple and grant them exactly once
         .SH SYNOPSIS

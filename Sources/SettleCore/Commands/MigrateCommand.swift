@@ -6,6 +6,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// `settle migrate [--dry-run]`: brings the ledger's schema to this settle's version (an SQLite
 /// ledger is backed up first), or with `--dry-run` says what it would do and changes nothing.

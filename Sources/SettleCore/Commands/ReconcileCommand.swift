@@ -5,6 +5,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// `settle reconcile [--order ID]... [--dry-run]`: one pass, then exit.
 enum ReconcileCommand {

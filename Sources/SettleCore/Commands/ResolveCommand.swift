@@ -6,6 +6,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// `settle resolve ORDER_ID... --as granted_by_hand|wont_grant --note TEXT`: closes orders
 /// settle cannot settle, so they leave `needs_attention` and the alerts.

@@ -5,6 +5,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// `settle retry ORDER_ID... [--note TEXT] [--receipt-file F | --signed-transaction-file F]`:
 /// hands orders back to the machine, with a fresh proof when the customer sent one.

@@ -5,6 +5,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// `settle run`: the daemon.
 enum RunCommand {

@@ -5,12 +5,12 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// The root command: picks the subcommand, handles help and version, and turns every failure
 /// into its exit code. The executable only calls `run`.
 package enum SettleCommand {
-    package static let version = "0.1.0"
-
     /// A subcommand: its name, its one-line summary for `settle help`, its full help and what it does.
     struct Subcommand: Sendable {
         var name: String
@@ -58,7 +58,7 @@ package enum SettleCommand {
 
     static var help: String {
         var text = """
-        settle \(version): finds App Store purchases that were paid but never delivered, re-verifies
+        settle \(SettleVersion.number): finds App Store purchases that were paid but never delivered, re-verifies
         them with Apple, grants them through your delivery hook exactly once, and marks them finished.
 
         Usage: settle [--config PATH] <command> [options]

@@ -6,6 +6,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// `settle simulator`'s Google Play: the fake Google (token endpoint, purchases, acknowledge,
 /// consume, voided purchases) on a loopback port of its own, plus two helpers for testing

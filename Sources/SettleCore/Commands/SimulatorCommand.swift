@@ -6,6 +6,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// `settle simulator`: the local Apple of the tests and the demo, standalone, so integrators can
 /// run their hook and backend against scripted Apple answers without an Apple account.

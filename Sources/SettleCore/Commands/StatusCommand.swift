@@ -5,6 +5,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// `settle status [ORDER_ID] [--state S] [--user U] [--transaction T] [--json] [--limit N]`:
 /// a read-only view of the ledger. Opens the ledger read-only and takes no lock.

@@ -7,6 +7,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 #endif
 
 /// Makes settle the reaper of its hooks' orphans, and reaps them.

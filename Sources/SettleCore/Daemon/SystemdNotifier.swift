@@ -6,6 +6,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// The sd_notify protocol without libsystemd: one datagram of `KEY=VALUE` lines to the
 /// AF_UNIX socket named in `$NOTIFY_SOCKET` (a path, or `@name` for the abstract namespace).

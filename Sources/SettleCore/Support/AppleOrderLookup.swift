@@ -6,6 +6,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// Finds the purchases behind an Apple order id (the id in the customer's App Store receipt
 /// email, e.g. `MQ5Q8W3X2Z`) for `settle status --transaction`, through Look Up Order ID, and

@@ -8,6 +8,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// What `settle --version` reports: enough for a bug report to say exactly what ran.
 enum BuildInfo {
@@ -23,7 +25,7 @@ enum BuildInfo {
 
     static var versionText: String {
         """
-        settle \(SettleCommand.version)
+        settle \(SettleVersion.number)
         commit: \(commit)
         ledger schema: \(LedgerSchema.migrations.count)
         SQLite \(sqliteVersion), libcurl \(curlVersion), \(openSSLVersion)

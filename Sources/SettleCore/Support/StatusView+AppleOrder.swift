@@ -5,6 +5,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// How an Apple order id lookup reads in `settle status --transaction ORDER_ID`.
 extension StatusView {

@@ -5,6 +5,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// What `settle status` shows about App Store Server Notifications: an order's refund and
 /// notifications, and one notification by UUID (never its signed payload).

@@ -5,6 +5,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// The live daemons of a shared (PostgreSQL) ledger, for `settle status`.
 extension StatusView {

@@ -9,6 +9,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// Checking legacy app receipts' PKCS#7 signatures with OpenSSL (apple-protocol.md 3.7), with
 /// receipts really signed by the test PKI and by a self-made key.

@@ -10,6 +10,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// Reading transaction ids out of legacy PKCS#7 app receipts (apple-protocol.md 3.6).
 final class AppReceiptTests: XCTestCase {

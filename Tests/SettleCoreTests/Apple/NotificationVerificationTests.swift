@@ -8,6 +8,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// `SignedDataVerifier.verifyNotification`: the outer JWS as any signed data, then the
 /// notification's own rules (apple-protocol.md 4).

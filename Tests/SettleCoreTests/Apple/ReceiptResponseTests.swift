@@ -7,6 +7,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// Reading verifyReceipt answers of both shapes, and the iOS 6 transaction receipt format.
 final class ReceiptResponseTests: XCTestCase {

@@ -8,6 +8,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// The verifyReceipt client against the simulator over real loopback HTTP.
 final class ReceiptVerifierTests: XCTestCase {

@@ -8,6 +8,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// The genuine Apple-signed renewal info, checked against Apple Root CA - G3.
 final class SignedDataVerifierGenuineTests: XCTestCase {

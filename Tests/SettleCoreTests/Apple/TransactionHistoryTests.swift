@@ -9,6 +9,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// Get Transaction History v2 through libcurl against the simulator over loopback: paging,
 /// Apple's environment rule and the error classes of Get Transaction Info.

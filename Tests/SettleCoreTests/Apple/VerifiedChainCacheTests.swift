@@ -8,6 +8,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// The chain cache may only save work: whatever the uncached path refuses, a verifier
 /// that has already cached the chain refuses too, with the same reason.

@@ -8,6 +8,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// A PostgreSQL URL as settle prints it anywhere (check-config, migrate, ledger copy, the
 /// `daemon.started` line, status): libpq's own reading of it, never a password.

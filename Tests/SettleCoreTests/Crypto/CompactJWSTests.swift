@@ -8,6 +8,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 final class CompactJWSTests: XCTestCase {
     func testSign_producesThreeBase64URLPartsWhoseSignatureCoversTheFirstTwo() throws {

@@ -8,6 +8,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 final class ES256KeyTests: XCTestCase {
     func testInit_loadsTheP8KeyAppStoreConnectIssues() throws {

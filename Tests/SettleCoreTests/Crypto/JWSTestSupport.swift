@@ -8,6 +8,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// Reads the files under Tests/SettleCoreTests/Fixtures (located from this source file, not
 /// through SwiftPM resources).

@@ -7,6 +7,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 final class RS256JWTTests: XCTestCase {
     private static let key = try! RSAPrivateKey(pem: RSAPrivateKey.generatePEM())

@@ -8,6 +8,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 final class SystemdNotifierTests: XCTestCase {
     /// Binds a datagram socket at `address` (a path, or "@name" for the abstract namespace).

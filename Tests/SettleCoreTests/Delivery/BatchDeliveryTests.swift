@@ -8,6 +8,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// `delivery.batch_size`: one run of the command for several orders, one answer line each, and
 /// exactly-once per order as with one process per order.

@@ -8,6 +8,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// Every document a delivery hook receives says what it is, so a receiver can refuse events it
 /// does not know instead of granting them (a revoke must never read as a grant).

@@ -8,6 +8,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// The example delivery hook printed in the README, run for real against PostgreSQL: it grants
 /// once per key, answers "already granted" (80) the second time, treats a quote in a user id as

@@ -9,6 +9,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// Runs real processes: small /bin/sh scripts written to a fresh temporary folder.
 final class SubprocessTests: XCTestCase {

@@ -9,6 +9,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// Webhook delivery through whole passes, against a receiver on loopback.
 final class WebhookHookTests: XCTestCase {

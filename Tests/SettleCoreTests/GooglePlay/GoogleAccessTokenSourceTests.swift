@@ -9,6 +9,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 final class GoogleAccessTokenSourceTests: XCTestCase {
     func testAccessToken_postsAnRS256AssertionWithKidAndThePlayClaims_andTheFakeAcceptsItsSignature() throws {

@@ -7,6 +7,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 final class PlayPurchaseEligibilityTests: XCTestCase {
     private let strict = PlayPurchaseEligibility(acceptSandbox: false)

@@ -7,6 +7,8 @@ import Foundation
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// Keys generated once per test run with OpenSSL (never committed): the service account's and
 /// the fake Google's push signer, plus a stranger's for forgeries.

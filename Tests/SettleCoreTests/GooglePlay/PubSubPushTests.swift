@@ -7,6 +7,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 final class PubSubPushTests: XCTestCase {
     private let token = PlayTestWorld.token(PlayTestWorld.tokenText)

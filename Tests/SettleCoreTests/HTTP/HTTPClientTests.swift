@@ -10,6 +10,8 @@ import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
+import SettleEngine
+import SettleSimulator
 
 /// Exercises `HTTPClient` against `LoopbackHTTPServer` over real loopback sockets.
 final class HTTPClientTests: XCTestCase {

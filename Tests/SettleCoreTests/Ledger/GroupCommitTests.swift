@@ -8,6 +8,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// Transitions committed together stay independent: each sees the ones before it, a failing one
 /// is rolled back alone, and every caller learns its result only after the commit.

@@ -8,6 +8,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// A pid only names a process inside one PID namespace of one boot: an owner is judged dead by
 /// its pid only when host, boot id and PID namespace are ours; elsewhere the lease expiry decides.

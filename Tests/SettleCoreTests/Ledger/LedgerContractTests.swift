@@ -10,6 +10,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// One back end under test: a fresh ledger and a way to write rows as a backend would.
 struct LedgerBackEnd {

@@ -9,6 +9,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// What support commands and rows written outside settle may and may not do, on every back end
 /// (issue 14: unclaimed purchases, hand grants, rows written in flight).

@@ -10,6 +10,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// The notification transitions' contract on every back end, as several `settle run` see it:
 /// each opens the ledger on its own connection(s) (`LedgerBackEnd.another`), as another host

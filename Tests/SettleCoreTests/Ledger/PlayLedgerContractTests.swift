@@ -9,6 +9,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// Google Play's part of the ledger contract, on SQLite and on PostgreSQL: the store and the
 /// purchase token of an order, "delivered, store finish pending", the refund deadline.

@@ -9,6 +9,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// SQLite migration 8 rebuilds `orders` (its proof CHECK cannot be altered in place): every row,
 /// its history, grants and counts must come through, and the rows that reference orders keep

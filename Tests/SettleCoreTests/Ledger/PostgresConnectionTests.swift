@@ -8,6 +8,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// Fails, loudly, when the PostgreSQL tests have no server: see `TestPostgres`.
 final class PostgresAvailabilityTests: XCTestCase {

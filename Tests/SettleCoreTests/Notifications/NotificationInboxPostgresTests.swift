@@ -9,6 +9,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// The notification tests of `NotificationInboxTests`, every one, on a PostgreSQL ledger.
 final class NotificationInboxPostgresTests: NotificationInboxTests {

@@ -8,6 +8,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// What Apple's notifications do to orders, revokes and refund-request answers, and how the
 /// history catch-up moves, driven through the inbox in process on the test clock, with the

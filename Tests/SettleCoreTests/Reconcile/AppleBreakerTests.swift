@@ -7,6 +7,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// The breaker as a pure state machine: no I/O, time passed in.
 final class AppleBreakerTests: XCTestCase {

@@ -10,6 +10,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// The delivery queue holds at most one round of deliveries: verification waits for the hooks.
 final class DeliveryQueueTests: XCTestCase {

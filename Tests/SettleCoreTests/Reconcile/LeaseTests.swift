@@ -9,6 +9,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// A delivery keeps its claim while the hook runs, and a transition refused because the claim
 /// was lost is said out loud.

@@ -9,6 +9,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// Which purchase an order gets is chosen in the same write that reserves it: concurrent
 /// workers, and concurrent processes, never pick the same one, and a race never rejects an order.

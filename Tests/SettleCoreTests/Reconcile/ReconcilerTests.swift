@@ -9,6 +9,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// Whole passes through a real ledger file, the simulator over loopback and real hook processes.
 final class ReconcilerTests: XCTestCase {

@@ -8,6 +8,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// StoreKit 2 orders through whole passes: a real ledger, the simulated App Store Server API
 /// over loopback (which checks every bearer token), real hooks.

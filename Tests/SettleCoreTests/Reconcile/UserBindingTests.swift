@@ -8,6 +8,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// Purchases are granted only to the customer who made them: StoreKit's appAccountToken against
 /// the order's user, and a policy for proofs that bind the purchase to nobody. Whole passes

@@ -8,6 +8,8 @@ import XCTest
 @testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
+@testable import SettleEngine
+@testable import SettleSimulator
 
 /// The hex forms stored in the ledger and sent in webhook signatures: lowercase, two digits
 /// a byte, known answers.

@@ -111,7 +111,7 @@ package final class NotificationInbox: Sendable {
         }
     }
 
-    static func reply(_ status: Int, _ text: String) -> HTTPServerResponse {
+    package static func reply(_ status: Int, _ text: String) -> HTTPServerResponse {
         .json(status, JSONValue.object([("result", .string(text))]).data)
     }
 }

@@ -1,11 +1,8 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleConfig
 import SettleAppStore
 import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
 
 /// The signing chain of the local Apple simulator: the test PKI in Apple's shape that Apple's
 /// own server libraries test with (root -> intermediate with OID 1.2.840.113635.100.6.2.1 ->
@@ -56,7 +53,7 @@ IAIhANgaauAj/YP9s0AkEhyJhxQO/6Q2zouZ+H1CIOehnMzQ
 -----END CERTIFICATE-----
 """
 
-    static let leafKeyPEM = """
+    package static let leafKeyPEM = """
 -----BEGIN EC PRIVATE KEY-----
 MHcCAQEEID4h7a+2lJvajaw0RBeufb17snbjEkftGq2b5BuBgXGIoAoGCCqGSM49
 AwEHoUQDQgAE4rWBxGmFbnPIPQI0zsBKzLxsj8pD2vqbr0yPISUx2WQyxmrNql9f
@@ -77,7 +74,7 @@ hK8YEEyYFV7++p5i4YUSR/o9uQIgCPIhrA==
     /// The root as a certificate, for a verifier that should trust the simulator.
     package static func root() throws -> X509Certificate { try certificate(rootPEM) }
 
-    static func certificate(_ pem: String) throws -> X509Certificate {
+    package static func certificate(_ pem: String) throws -> X509Certificate {
         let body = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
         guard let der = Data(base64Encoded: body) else { throw CryptoError("the simulator's certificate is not PEM") }
         return try X509Certificate(der: der)

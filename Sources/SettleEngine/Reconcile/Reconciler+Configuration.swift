@@ -115,7 +115,7 @@ extension Reconciler {
     /// The Google Play verifier a `google_play` section describes: the service account key is
     /// read (and refused when others may read it) and loaded now, so a bad key is a configuration
     /// fault at start, not at the first Play order.
-    static func googlePlay(_ configuration: Configuration, client: HTTPClient, time: any TimeSource,
+    package static func googlePlay(_ configuration: Configuration, client: HTTPClient, time: any TimeSource,
                            metrics: Metrics?) throws(ConfigError) -> PlayVerifier? {
         guard let settings = configuration.googlePlay else { return nil }
         let key = try settings.loadServiceAccountKey()

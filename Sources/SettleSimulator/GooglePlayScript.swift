@@ -1,11 +1,8 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleConfig
 import SettleAppStore
 import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
 
 /// The `google_play` part of a `settle simulator` plans file: what the fake Google answers,
 /// each purchase in Google's own JSON (the answers of `purchases.products.get`,

@@ -61,12 +61,12 @@ package final class Reconciler: Sendable {
             })
     }
 
-    var verifyLeaseSeconds: Int64 {
+    package var verifyLeaseSeconds: Int64 {
         // Two hops (production then sandbox), each bounded by the HTTP timeouts, plus margin.
         Int64(2 * (configuration.http.timeoutSeconds + configuration.http.connectTimeoutSeconds) + 60)
     }
 
-    var deliveryLeaseSeconds: Int64 { Int64(configuration.delivery.timeoutSeconds + 60) }
+    package var deliveryLeaseSeconds: Int64 { Int64(configuration.delivery.timeoutSeconds + 60) }
 
     /// How often, as a fraction of its length, the lease of a running hook or verification is renewed.
     /// Tests shorten it; it never needs changing in production.
@@ -160,17 +160,17 @@ package final class Reconciler: Sendable {
     }
 
     /// How many orders one hook call delivers (`delivery.batch_size`; 1 for a webhook).
-    var deliveryBatchSize: Int { max(1, deliverer.batchSize) }
+    package var deliveryBatchSize: Int { max(1, deliverer.batchSize) }
 
     /// Delivery workers: as many hooks in flight as verifications (`schedule.concurrency`), or
     /// with batches, enough batches to cover that many orders.
-    var deliveryWorkerCount: Int {
+    package var deliveryWorkerCount: Int {
         max(1, (configuration.schedule.concurrency + deliveryBatchSize - 1) / deliveryBatchSize)
     }
 
     /// How many verified orders may wait for a hook: one round of the delivery workers
     /// (`schedule.concurrency`, or with batches, that many batches' worth).
-    var deliveryCapacity: Int { deliveryWorkerCount * deliveryBatchSize }
+    package var deliveryCapacity: Int { deliveryWorkerCount * deliveryBatchSize }
 
     private func startDeliveryWorkers(_ pass: Pass) -> DispatchGroup {
         let group = DispatchGroup()
@@ -410,7 +410,7 @@ package final class Reconciler: Sendable {
 
     /// What a pass (or a dry run) concludes about a claimed order. An order naming no user is
     /// never verified nor delivered, whoever wrote the row: a person names the buyer first.
-    static func verification(of order: Order, by verifier: any OrderVerifier) throws -> Verification {
+    package static func verification(of order: Order, by verifier: any OrderVerifier) throws -> Verification {
         guard !order.userId.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
             return Verification(outcome: .needsAttention(
                 reason: .unclaimedPurchase,
@@ -428,7 +428,7 @@ package final class Reconciler: Sendable {
     /// an order (a transient "not found", a proof that no longer lists it) is not Apple's final
     /// word on a purchase it confirmed: "not found" is retried (attempts end in
     /// `needs_attention`), the rest goes to a person.
-    static func classify(_ outcome: VerificationOutcome, of order: Order) -> VerificationOutcome {
+    package static func classify(_ outcome: VerificationOutcome, of order: Order) -> VerificationOutcome {
         guard case let .rejected(reason, detail) = outcome else { return outcome }
         if reason == .unknownProduct {
             return .needsAttention(reason: .unknownProduct, detail: "\(detail): add it to products, then settle retry \(Verdict.shellWord(order.orderId))")

@@ -14,7 +14,7 @@ import SettleDelivery
 /// per-order labels.
 package final class Metrics: Sendable {
     /// Upper bounds of the Apple request duration histogram, in seconds.
-    static let buckets: [Double] = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+    package static let buckets: [Double] = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
     private struct State {
         var appleRequests: [String: Int] = [:]          // "environment|outcome" -> count
@@ -150,7 +150,7 @@ package final class Metrics: Sendable {
             out += "settle_store_finish_total{\(app),store=\"\(parts[0])\",outcome=\"\(Metrics.labelValue(parts[1]))\"} \(s.storeFinishes[key] ?? 0)\n"
         }
         family("settle_build_info", "gauge", "The running settle's version.")
-        out += "settle_build_info{\(app),version=\"\(SettleCommand.version)\"} 1\n"
+        out += "settle_build_info{\(app),version=\"\(SettleVersion.number)\"} 1\n"
         return out
     }
 
@@ -172,12 +172,12 @@ package final class Metrics: Sendable {
     }
 
     /// A label value as the exposition format wants it: backslash, quote and newline escaped.
-    static func labelValue(_ text: String) -> String {
+    package static func labelValue(_ text: String) -> String {
         text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
             .replacingOccurrences(of: "\n", with: "\\n")
     }
 
-    static func format(_ value: Double) -> String {
+    package static func format(_ value: Double) -> String {
         value.rounded() == value && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }
 }

@@ -1,17 +1,14 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleConfig
 import SettleAppStore
 import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
 
 extension FakeGooglePlay {
     /// Google's OAuth 2.0 token endpoint for service accounts: a form with the JWT-bearer grant
     /// type and an assertion signed by the service account's key, for the Play scope, addressed to
     /// this endpoint, living at most an hour. Anything else is `400 invalid_grant`, as Google answers.
-    func tokenEndpoint(_ request: HTTPServerRequest) -> HTTPServerResponse {
+    package func tokenEndpoint(_ request: HTTPServerRequest) -> HTTPServerResponse {
         let failure: Failure? = state.withLock { s in
             s.tokenRequests += 1
             return s.tokenFailures.isEmpty ? nil : s.tokenFailures.removeFirst()

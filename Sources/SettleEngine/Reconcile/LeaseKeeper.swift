@@ -18,15 +18,15 @@ import SettleDelivery
 /// renewed. Renewal and the end of the work share the holding's lock, so no renewal runs after
 /// the work recorded its outcome (a late one would find the order moved on and report a lease
 /// lost that was not).
-final class LeaseKeeper: Sendable {
+package final class LeaseKeeper: Sendable {
     /// Renews one order's lease; false when the claim is gone.
-    typealias Renew = @Sendable (_ order: Order, _ state: OrderState, _ leaseSeconds: Int64) throws -> Bool
+    package typealias Renew = @Sendable (_ order: Order, _ state: OrderState, _ leaseSeconds: Int64) throws -> Bool
     /// Told of an order whose claim is gone (no error: it is no longer renewed) or whose renewal
     /// failed (the error: it is tried again at the next interval).
-    typealias Trouble = @Sendable (_ order: Order, _ error: (any Error)?) -> Void
+    package typealias Trouble = @Sendable (_ order: Order, _ error: (any Error)?) -> Void
 
     /// The orders of one piece of work, renewed together.
-    final class Holding: Sendable {
+    package final class Holding: Sendable {
         fileprivate let state: OrderState
         fileprivate let leaseSeconds: Int64
         fileprivate let interval: Double
@@ -47,7 +47,7 @@ final class LeaseKeeper: Sendable {
     /// Dispatch sources may be scheduled and cancelled from any thread.
     nonisolated(unsafe) private let timer: any DispatchSourceTimer
 
-    init(renew: @escaping Renew, trouble: @escaping Trouble) {
+    package init(renew: @escaping Renew, trouble: @escaping Trouble) {
         self.renew = renew
         self.trouble = trouble
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "settle.lease-keeper"))
@@ -59,7 +59,7 @@ final class LeaseKeeper: Sendable {
 
     /// Holds `orders` for the duration of `body`, renewing their leases every `fraction` of
     /// `leaseSeconds`.
-    func holding<T>(_ orders: [Order], state: OrderState, leaseSeconds: Int64, fraction: Double,
+    package func holding<T>(_ orders: [Order], state: OrderState, leaseSeconds: Int64, fraction: Double,
                     _ body: () throws -> T) rethrows -> T {
         let interval = max(0.01, Double(leaseSeconds) * fraction)
         let holding = Holding(orders: orders, state: state, leaseSeconds: leaseSeconds, interval: interval, now: Self.now())

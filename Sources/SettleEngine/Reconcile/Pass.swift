@@ -9,8 +9,8 @@ import SettleLedger
 import SettleDelivery
 
 /// The shared state of one pass, behind one lock: the work queue, the Apple breaker and the report.
-final class Pass: Sendable {
-    enum Next { case stop, redeliver(String), named(String), due }
+package final class Pass: Sendable {
+    package enum Next { case stop, redeliver(String), named(String), due }
 
     private struct State {
         var redeliver: [String]
@@ -26,13 +26,13 @@ final class Pass: Sendable {
 
     private let state: Mutex<State>
     /// Verified orders waiting for their hook.
-    let deliveries: DeliveryQueue
+    package let deliveries: DeliveryQueue
     private let policy: RetryPolicy
     private let time: any TimeSource
     private let shouldStop: @Sendable () -> Bool
-    let progress: @Sendable () -> Void
+    package let progress: @Sendable () -> Void
 
-    init(redeliver: [String], named: [String]?, breaker: AppleBreaker, policy: RetryPolicy, time: any TimeSource,
+    package init(redeliver: [String], named: [String]?, breaker: AppleBreaker, policy: RetryPolicy, time: any TimeSource,
          deliveryCapacity: Int, shouldStop: @escaping @Sendable () -> Bool, progress: @escaping @Sendable () -> Void) {
         deliveries = DeliveryQueue(capacity: deliveryCapacity)
         state = Mutex(State(redeliver: redeliver, named: named.map { Array($0.reversed()) }, breaker: breaker))
@@ -42,12 +42,12 @@ final class Pass: Sendable {
         self.progress = progress
     }
 
-    var isStopped: Bool { shouldStop() || state.withLock { $0.stopped } }
+    package var isStopped: Bool { shouldStop() || state.withLock { $0.stopped } }
     /// The process is shutting down (not the breaker or a fault, which still let verified orders go out).
-    var isShuttingDown: Bool { shouldStop() }
-    var breaker: AppleBreaker { state.withLock { $0.breaker } }
+    package var isShuttingDown: Bool { shouldStop() }
+    package var breaker: AppleBreaker { state.withLock { $0.breaker } }
 
-    func take() -> Next {
+    package func take() -> Next {
         let stopRequested = shouldStop()
         return state.withLock { s in
             if s.stopped || stopRequested { return .stop }
@@ -64,23 +64,23 @@ final class Pass: Sendable {
         }
     }
 
-    func noMoreDue() { state.withLock { $0.noMoreDue = true } }
+    package func noMoreDue() { state.withLock { $0.noMoreDue = true } }
 
-    func limitClaims(to count: Int?) { state.withLock { $0.claimsLeft = count } }
+    package func limitClaims(to count: Int?) { state.withLock { $0.claimsLeft = count } }
 
     /// The breaker is open: claim nothing (rescued deliveries still go out).
-    func holdForBreaker(until: Int64) {
+    package func holdForBreaker(until: Int64) {
         state.withLock { s in
             s.claimsLeft = 0
             s.report.breakerWaitUntil = until
         }
     }
 
-    func skip(_ id: String, why: String, exists: Bool) {
+    package func skip(_ id: String, why: String, exists: Bool) {
         state.withLock { $0.report.skipped.append(.init(orderId: id, why: why, exists: exists)) }
     }
 
-    func recordApple(_ verification: Verification) {
+    package func recordApple(_ verification: Verification) {
         let now = time.unixSeconds
         state.withLock { s in
             if case let .appleUnavailable(message, retryAfter) = verification.outcome {
@@ -101,7 +101,7 @@ final class Pass: Sendable {
         }
     }
 
-    func count(_ outcome: OrderState?) {
+    package func count(_ outcome: OrderState?) {
         guard let outcome else { return }
         state.withLock { s in
             s.report.reconciled += 1
@@ -116,7 +116,7 @@ final class Pass: Sendable {
 
     /// Our side is misconfigured (shared secret, delivery hook): the breaker row keeps the
     /// fault for `settle status` across passes.
-    func stop(configurationFault: String) {
+    package func stop(configurationFault: String) {
         let now = time.unixSeconds
         state.withLock { s in
             s.breaker.recordConfigurationFault(configurationFault, now: now)
@@ -125,7 +125,7 @@ final class Pass: Sendable {
         }
     }
 
-    func fail(_ error: any Error) {
+    package func fail(_ error: any Error) {
         state.withLock { s in
             s.stopped = true
             if s.error == nil { s.error = error }
@@ -133,7 +133,7 @@ final class Pass: Sendable {
         deliveries.abandon()
     }
 
-    func finish() throws(LedgerError) -> PassReport {
+    package func finish() throws(LedgerError) -> PassReport {
         try state.withLock { (s) throws(LedgerError) -> PassReport in
             if let error = s.error {
                 if let ledgerError = error as? LedgerError { throw ledgerError }

@@ -1,10 +1,7 @@
 import SettleBase
 import SettleModel
-import SettleConfig
 import SettleAppStore
 import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
 
 /// A purchase inside a simulated receipt.
 package struct SimulatedTransaction: Sendable, Equatable {
@@ -38,7 +35,7 @@ package struct SimulatedTransaction: Sendable, Equatable {
     }
 
     /// The entry as verifyReceipt sends it: every value a string, dates in three forms.
-    func json() -> JSONValue {
+    package func json() -> JSONValue {
         func id(_ value: String) -> JSONValue { idsAsNumbers && Int64(value) != nil ? .number(value) : .string(value) }
         var members: [(String, JSONValue)] = [
             ("quantity", .string(String(quantity))),
@@ -67,7 +64,7 @@ package struct SimulatedTransaction: Sendable, Equatable {
 
     /// The transaction as an iOS 6-style answer spells it (apple-protocol.md 1.7): legacy keys,
     /// the bundle as `bid`, and `expires_date` in milliseconds.
-    func legacyJSON(bundleId: String) -> JSONValue {
+    package func legacyJSON(bundleId: String) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("bid", .string(bundleId)),
             ("bvrs", .string("42")),
@@ -89,7 +86,7 @@ package struct SimulatedTransaction: Sendable, Equatable {
         return .object(members)
     }
 
-    static func appleDate(_ ms: Int64, zone: String = "Etc/GMT") -> String {
+    package static func appleDate(_ ms: Int64, zone: String = "Etc/GMT") -> String {
         let iso = Timestamp.rfc3339(milliseconds: ms)
         return iso.replacingOccurrences(of: "T", with: " ").replacingOccurrences(of: "Z", with: " \(zone)")
     }

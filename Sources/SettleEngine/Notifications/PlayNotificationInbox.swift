@@ -29,7 +29,7 @@ package struct PlayNotificationInbox: Sendable {
     package let metrics: Metrics?
 
     /// Notifications worked on in one pass at most; the rest wait for the next.
-    static let batch = 200
+    package static let batch = 200
 
     package init(ledger: any SettleLedger, authenticator: PushAuthenticator, packageName: String, client: PlayDeveloperClient,
                 products: [String: Configuration.Product], binding: UserBinding, log: Log, metrics: Metrics?) {
@@ -72,7 +72,7 @@ package struct PlayNotificationInbox: Sendable {
         }
     }
 
-    static func describe(_ notification: DeveloperNotification) -> (String, PlayPurchaseToken?) {
+    package static func describe(_ notification: DeveloperNotification) -> (String, PlayPurchaseToken?) {
         switch notification.kind {
         case let .oneTimeProduct(n): return ("one_time_product", n.purchaseToken)
         case let .subscription(n): return ("subscription", n.purchaseToken)

@@ -1,11 +1,8 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleConfig
 import SettleAppStore
 import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
 
 /// A StoreKit 2 transaction as the simulated App Store Server API knows it.
 package struct SimulatedSignedTransaction: Sendable, Equatable {
@@ -118,7 +115,7 @@ package struct ServerAPICredentials: Sendable {
     }
 
     /// Why a bearer token is refused, or nil when it is good at `now`.
-    func problem(with authorization: String?, now: Int64) -> String? {
+    package func problem(with authorization: String?, now: Int64) -> String? {
         guard let authorization, authorization.hasPrefix("Bearer ") else { return "no bearer token" }
         let parts = authorization.dropFirst("Bearer ".count).split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerData = Base64URL.decode(parts[0]), let claimsData = Base64URL.decode(parts[1]),

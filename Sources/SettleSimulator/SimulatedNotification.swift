@@ -1,11 +1,8 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleConfig
 import SettleAppStore
 import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
 
 /// An App Store Server Notification V2 as the simulator signs it (`ResponseBodyV2DecodedPayload`).
 package struct SimulatedNotification: Sendable, Equatable {
@@ -110,7 +107,7 @@ extension AppleSimulator {
 
 extension AppleSimulatorCore {
     /// Get Notification History and Send Consumption Information; nil for other paths.
-    func notificationRoute(_ request: HTTPServerRequest) -> HTTPServerResponse? {
+    package func notificationRoute(_ request: HTTPServerRequest) -> HTTPServerResponse? {
         for (prefix, environment) in [("/production", "Production"), ("/sandbox", "Sandbox")] {
             if request.method == "POST", request.path.hasPrefix(prefix + "/inApps/v1/notifications/history") {
                 return notificationHistory(request, environment: environment)

@@ -21,9 +21,9 @@ package struct PlayVoidedPoll: Sendable {
     package let log: Log
 
     /// Google keeps voided purchases for 30 days.
-    static let lookBackMs: Int64 = 30 * 86_400_000
+    package static let lookBackMs: Int64 = 30 * 86_400_000
     /// Pages read in one poll at most; the rest follows at the next (the page token is kept).
-    static let maxPages = 50
+    package static let maxPages = 50
 
     package init(ledger: any SettleLedger, client: PlayDeveloperClient, intervalSeconds: Double, log: Log) {
         self.ledger = ledger

@@ -1,11 +1,8 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleConfig
 import SettleAppStore
 import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
 
 /// What the standalone `settle simulator` answers, read from a JSON plans file, so integrators
 /// can test their hook and backend against scripted Apple answers:

@@ -2,11 +2,8 @@ import Foundation
 import Synchronization
 import SettleBase
 import SettleModel
-import SettleConfig
 import SettleAppStore
 import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
 
 /// A local stand-in for Apple on loopback, for tests and `settle demo`.
 ///
@@ -43,7 +40,7 @@ package final class AppleSimulator: Sendable {
         package var tokenProblem: String?
     }
 
-    let core: AppleSimulatorCore
+    package let core: AppleSimulatorCore
     private let server: LoopbackHTTPServer
 
     /// Listens on 127.0.0.1:`port` (0: any free port; the standalone `settle simulator` picks one).
@@ -105,43 +102,43 @@ package final class AppleSimulator: Sendable {
 }
 
 /// A customer's transactions and the answers still to give for their history.
-struct CustomerScript {
-    var transactions: [SimulatedSignedTransaction]
-    var answers: [SimulatedServerAnswer]
+package struct CustomerScript {
+    package var transactions: [SimulatedSignedTransaction]
+    package var answers: [SimulatedServerAnswer]
 }
 
 /// The simulator's scripts and request log, and the request handling, shared with the server's threads.
-final class AppleSimulatorCore: Sendable {
-    struct State {
-        var customers: [CustomerScript] = []
-        var appleOrders: [String: [SimulatedSignedTransaction]] = [:]
-        var historyRequests: [AppleSimulator.HistoryRequest] = []
-        var scripts: [String: ReceiptScript] = [:]
-        var requests: [AppleSimulator.Request] = []
-        var transactions: [String: TransactionScript] = [:]
-        var serverRequests: [AppleSimulator.ServerRequest] = []
-        var inFlight = 0
-        var peakInFlight = 0
+package final class AppleSimulatorCore: Sendable {
+    package struct State {
+        package var customers: [CustomerScript] = []
+        package var appleOrders: [String: [SimulatedSignedTransaction]] = [:]
+        package var historyRequests: [AppleSimulator.HistoryRequest] = []
+        package var scripts: [String: ReceiptScript] = [:]
+        package var requests: [AppleSimulator.Request] = []
+        package var transactions: [String: TransactionScript] = [:]
+        package var serverRequests: [AppleSimulator.ServerRequest] = []
+        package var inFlight = 0
+        package var peakInFlight = 0
         /// Every notification Apple "sent", per environment: what Get Notification History serves.
-        var sentNotifications: [String: [(signedDateMs: Int64, signedPayload: String)]] = [:]
-        var notificationHistoryAnswers: [SimulatedServerAnswer] = []
-        var notificationHistoryRequests: [AppleSimulator.NotificationHistoryRequest] = []
-        var consumptionAnswers: [SimulatedServerAnswer] = []
-        var consumptionRequests: [AppleSimulator.ConsumptionRequest] = []
+        package var sentNotifications: [String: [(signedDateMs: Int64, signedPayload: String)]] = [:]
+        package var notificationHistoryAnswers: [SimulatedServerAnswer] = []
+        package var notificationHistoryRequests: [AppleSimulator.NotificationHistoryRequest] = []
+        package var consumptionAnswers: [SimulatedServerAnswer] = []
+        package var consumptionRequests: [AppleSimulator.ConsumptionRequest] = []
     }
 
-    let state = Mutex(State())
-    let sharedSecret: String
-    let credentials: ServerAPICredentials?
-    let time: any TimeSource
+    package let state = Mutex(State())
+    package let sharedSecret: String
+    package let credentials: ServerAPICredentials?
+    package let time: any TimeSource
 
-    init(sharedSecret: String, credentials: ServerAPICredentials?, time: any TimeSource) {
+    package init(sharedSecret: String, credentials: ServerAPICredentials?, time: any TimeSource) {
         self.sharedSecret = sharedSecret
         self.credentials = credentials
         self.time = time
     }
 
-    func handle(_ request: HTTPServerRequest) -> HTTPServerResponse {
+    package func handle(_ request: HTTPServerRequest) -> HTTPServerResponse {
         state.withLock { s in
             s.inFlight += 1
             s.peakInFlight = max(s.peakInFlight, s.inFlight)
@@ -270,7 +267,7 @@ final class AppleSimulatorCore: Sendable {
         return .json(200, JSONValue.object([("status", .number(0)), ("signedTransactions", .array(signed))]).data)
     }
 
-    static func apiError(_ status: Int, _ code: Int, _ message: String) -> HTTPServerResponse {
+    package static func apiError(_ status: Int, _ code: Int, _ message: String) -> HTTPServerResponse {
         .json(status, JSONValue.object([("errorCode", .number(code)), ("errorMessage", .string(message))]).data)
     }
 
@@ -336,9 +333,9 @@ final class AppleSimulatorCore: Sendable {
         }
     }
 
-    static func status(_ code: Int) -> Data { JSONValue.object([("status", .number(code))]).data }
+    package static func status(_ code: Int) -> Data { JSONValue.object([("status", .number(code))]).data }
 
-    static func validAnswer(_ receipt: SimulatedReceipt, receiptData: String) -> Data {
+    package static func validAnswer(_ receipt: SimulatedReceipt, receiptData: String) -> Data {
         var members: [(String, JSONValue)] = [
             ("receipt", .object([
                 ("receipt_type", .string(receipt.environment == "Sandbox" ? "ProductionSandbox" : "Production")),

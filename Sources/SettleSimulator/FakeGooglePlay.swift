@@ -2,11 +2,8 @@ import Foundation
 import Synchronization
 import SettleBase
 import SettleModel
-import SettleConfig
 import SettleAppStore
 import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
 
 /// A local stand-in for Google on loopback, for tests and (later) `settle simulator`/`demo`:
 /// the OAuth token endpoint (`POST /token`) and the purchases calls of the Google Play Developer
@@ -35,27 +32,27 @@ package final class FakeGooglePlay: Sendable {
     }
 
     package let packageName: String
-    let serviceAccountEmail: String
-    let serviceAccountKeys: JSONWebKeySet
-    let pushKey: RSAPrivateKey
-    let pushKeyId: String
-    let time: any TimeSource
-    let state = Mutex(State())
+    package let serviceAccountEmail: String
+    package let serviceAccountKeys: JSONWebKeySet
+    package let pushKey: RSAPrivateKey
+    package let pushKeyId: String
+    package let time: any TimeSource
+    package let state = Mutex(State())
 
-    struct State {
-        var products: [String: ProductPurchase] = [:]
-        var subscriptions: [String: SubscriptionPurchaseV2] = [:]
-        var voided: [VoidedPurchase] = []
-        var voidedPageSize = 2
-        var apiFailures: [Failure] = []
-        var tokenFailures: [Failure] = []
-        var issuedAccessTokens: Set<String> = []
-        var accessTokenLifetime: Int64 = 3600
-        var tokenURL: String?
-        var calls: [Call] = []
-        var tokenRequests = 0
-        var refusedAssertions: [String] = []
-        var acceptedAssertions: [RS256JWT.Verified] = []
+    package struct State {
+        package var products: [String: ProductPurchase] = [:]
+        package var subscriptions: [String: SubscriptionPurchaseV2] = [:]
+        package var voided: [VoidedPurchase] = []
+        package var voidedPageSize = 2
+        package var apiFailures: [Failure] = []
+        package var tokenFailures: [Failure] = []
+        package var issuedAccessTokens: Set<String> = []
+        package var accessTokenLifetime: Int64 = 3600
+        package var tokenURL: String?
+        package var calls: [Call] = []
+        package var tokenRequests = 0
+        package var refusedAssertions: [String] = []
+        package var acceptedAssertions: [RS256JWT.Verified] = []
     }
 
     /// `serviceAccount` is the key settle holds: the fake keeps only its public half and names.
@@ -176,9 +173,9 @@ package final class FakeGooglePlay: Sendable {
 
     // MARK: Answers
 
-    static let tokenInvalid = error(400, reason: "purchaseTokenInvalid", "The purchase token is invalid.")
+    package static let tokenInvalid = error(400, reason: "purchaseTokenInvalid", "The purchase token is invalid.")
 
-    static func error(_ status: Int, reason: String?, _ message: String, headers: [HTTPHeader] = []) -> HTTPServerResponse {
+    package static func error(_ status: Int, reason: String?, _ message: String, headers: [HTTPHeader] = []) -> HTTPServerResponse {
         var error: [(String, JSONValue)] = [("code", .number(status)), ("message", .string(message))]
         if let reason { error.append(("errors", .array([.object([("message", .string(message)), ("domain", .string("androidpublisher")),
                                                                  ("reason", .string(reason))])]))) }
@@ -186,7 +183,7 @@ package final class FakeGooglePlay: Sendable {
                                   body: JSONValue.object([("error", .object(error))]).data)
     }
 
-    static func respond(_ failure: Failure) -> HTTPServerResponse {
+    package static func respond(_ failure: Failure) -> HTTPServerResponse {
         switch failure {
         case let .status(status, reason, retryAfter):
             return error(status, reason: reason, "scripted failure", headers: retryAfter.map { [HTTPHeader("Retry-After", $0)] } ?? [])
@@ -196,7 +193,7 @@ package final class FakeGooglePlay: Sendable {
     }
 
     /// `a=1&b=2` with percent-escapes decoded (`+` as a space, as forms send it).
-    static func form(_ text: String) -> [String: String] {
+    package static func form(_ text: String) -> [String: String] {
         var fields: [String: String] = [:]
         for pair in text.split(separator: "&") {
             let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)

@@ -61,8 +61,8 @@ package struct ProofRouter: OrderVerifier {
 }
 
 /// A stored legacy receipt that is not a PKCS#7 app receipt.
-struct LegacyReceiptError: Error {
-    var message: String
+package struct LegacyReceiptError: Error {
+    package var message: String
     /// Why the receipt's signature was refused; its `code` is stable (receipt_signature_invalid, ...).
-    var signatureFailure: ReceiptSignatureFailure? = nil
+    package var signatureFailure: ReceiptSignatureFailure? = nil
 }

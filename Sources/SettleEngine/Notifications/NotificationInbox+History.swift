@@ -23,18 +23,18 @@ package struct HistorySyncReport: Sendable, Equatable {
 /// down (or lost on the way) is found within one interval.
 extension NotificationInbox {
     /// Apple keeps 180 days of production notifications and 30 of sandbox ones.
-    static func retentionMs(_ environment: String) -> Int64 { (environment == "Production" ? 180 : 30) * 86_400_000 }
+    package static func retentionMs(_ environment: String) -> Int64 { (environment == "Production" ? 180 : 30) * 86_400_000 }
     /// Each window starts this far before the last one ended: a notification Apple records a
     /// little late is still seen; the UUID makes the overlap harmless.
-    static let overlapMs: Int64 = 10 * 60_000
+    package static let overlapMs: Int64 = 10 * 60_000
     /// Pages read per environment per catch-up; the cursor keeps the place for the next one.
-    static let maxPagesPerSync = 50
+    package static let maxPagesPerSync = 50
     /// How long one host's hold on an environment's catch-up lasts without a page saved: several
     /// Apple round trips. A host that dies mid-page hands over this much later, at its last page.
-    static let historyLeaseSeconds: Int64 = 180
+    package static let historyLeaseSeconds: Int64 = 180
 
     /// Who reads history here, for the catch-up's lease: this process on this host.
-    static var historyOwner: String {
+    package static var historyOwner: String {
         let me = LeaseOwner.current
         return "\(me.host) \(me.pid) \(me.leaseStart)"
     }

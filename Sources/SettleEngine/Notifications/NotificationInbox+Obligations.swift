@@ -11,10 +11,10 @@ import SettleDelivery
 /// to Apple's refund requests, each retried with the order backoff until done.
 extension NotificationInbox {
     /// Most revokes or answers done in one pass; the rest wait for the next.
-    static let batch = 100
+    package static let batch = 100
     /// How long a claimed revoke or answer is this host's: longer than a hook or Apple call
     /// takes. A host that dies holding one leaves it to the others this much later.
-    static let claimSeconds: Int64 = 900
+    package static let claimSeconds: Int64 = 900
 
     /// Runs every due revoke and refund-request answer. Returns how many of each finished.
     @discardableResult
@@ -23,7 +23,7 @@ extension NotificationInbox {
     }
 
     /// Why a revoke waits when no route for revokes is configured.
-    static let noRevokeRoute = "no revoke route configured (delivery.revoke_command, or delivery.webhook.revoke_url for a webhook)"
+    package static let noRevokeRoute = "no revoke route configured (delivery.revoke_command, or delivery.webhook.revoke_url for a webhook)"
 
     private func runRevocations() throws(LedgerError) -> Int {
         var done = 0
@@ -74,7 +74,7 @@ extension NotificationInbox {
     /// The Send Consumption Information v2 body for a purchase the ledger shows delivered: the
     /// only answer settle ever sends (nothing is sent when it does not know).
     /// https://developer.apple.com/documentation/appstoreserverapi/consumptionrequest
-    func deliveredConsumptionBody() -> JSONValue {
+    package func deliveredConsumptionBody() -> JSONValue {
         // How much of a delivered purchase was used is the operator's knowledge, not the
         // ledger's, so consumptionPercentage is left out.
         var members: [(String, JSONValue)] = [
@@ -87,7 +87,7 @@ extension NotificationInbox {
     }
 
     /// How long an answer waits for an order still being settled before it looks again.
-    static let evidenceRecheckSeconds: Int64 = 600
+    package static let evidenceRecheckSeconds: Int64 = 600
 
     private func answerConsumptionRequests() throws(LedgerError) -> Int {
         guard let api else { return 0 }
@@ -153,7 +153,7 @@ extension NotificationInbox {
     }
 
     /// Whether a failed call is worth trying again, and what to say about it.
-    static func failure(_ outcome: VerificationOutcome) -> (permanent: Bool, message: String) {
+    package static func failure(_ outcome: VerificationOutcome) -> (permanent: Bool, message: String) {
         switch outcome {
         case let .rejected(_, detail): return (true, detail)
         case let .needsAttention(_, detail): return (true, detail)

@@ -21,8 +21,8 @@ import SettleDelivery
 /// Producers and consumers wait on conditions of their own and each change wakes only the
 /// waiters it can help: with one condition and broadcasts, every queued order woke every idle
 /// delivery worker (about 35 context switches an order at concurrency 32).
-final class DeliveryQueue: @unchecked Sendable {
-    let capacity: Int
+package final class DeliveryQueue: @unchecked Sendable {
+    package let capacity: Int
     /// One mutex and two conditions, owned here and destroyed in deinit.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     /// Delivery workers wait here for orders (or for the end of the pass).
@@ -36,7 +36,7 @@ final class DeliveryQueue: @unchecked Sendable {
     private var abandoned = false
     private var blockedProducers = 0
 
-    init(capacity: Int) {
+    package init(capacity: Int) {
         self.capacity = max(1, capacity)
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(hasOrders, nil)
@@ -61,7 +61,7 @@ final class DeliveryQueue: @unchecked Sendable {
     /// Queues `order`, waiting while the queue is full. False when the pass was abandoned
     /// meanwhile: the order stays `delivering` under its lease, for rescue.
     @discardableResult
-    func put(_ order: Order) -> Bool {
+    package func put(_ order: Order) -> Bool {
         locked {
             // Counted while it waits: others see it only then, the lock being held otherwise.
             blockedProducers += 1
@@ -79,7 +79,7 @@ final class DeliveryQueue: @unchecked Sendable {
     /// Up to `limit` orders, waiting while none is queued and more may come; nil once the
     /// verification workers are done, nothing is queued and no delivery is in progress.
     /// Every non-nil answer must be followed by `finished()`.
-    func take(limit: Int) -> [Order]? {
+    package func take(limit: Int) -> [Order]? {
         locked {
             while orders.isEmpty && !abandoned && (producing || inProgress > 0) {
                 pthread_cond_wait(hasOrders, mutex)
@@ -96,7 +96,7 @@ final class DeliveryQueue: @unchecked Sendable {
         }
     }
 
-    func finished() {
+    package func finished() {
         locked {
             inProgress -= 1
             // The last delivery of a pass whose producers are done: the idle workers may stop.
@@ -105,7 +105,7 @@ final class DeliveryQueue: @unchecked Sendable {
     }
 
     /// The verification workers are done: once the queue drains, delivery workers stop.
-    func producersFinished() {
+    package func producersFinished() {
         locked {
             producing = false
             pthread_cond_broadcast(hasOrders)
@@ -114,7 +114,7 @@ final class DeliveryQueue: @unchecked Sendable {
 
     /// The pass failed: deliveries not started stay `delivering` with their lease, for rescue,
     /// and verification workers waiting for room are let go.
-    func abandon() {
+    package func abandon() {
         locked {
             abandoned = true
             pthread_cond_broadcast(hasOrders)
@@ -123,7 +123,7 @@ final class DeliveryQueue: @unchecked Sendable {
     }
 
     /// How many orders wait for a hook, and how many verification workers wait for room (tests).
-    var state: (queued: Int, waitingToPut: Int) {
+    package var state: (queued: Int, waitingToPut: Int) {
         locked { (orders.count, blockedProducers) }
     }
 }
