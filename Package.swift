@@ -43,18 +43,38 @@ let package = Package(
         // The project's stand-ins for Apple and Google Play (`settle simulator`, the demo, the tests):
         // it signs what it serves with its own chain, so nothing here reaches a real store.
         .target(name: "SettleSimulator", dependencies: ["SettleBase", "SettleModel", "SettleAppStore", "SettleGooglePlay"]),
-        .target(name: "SettleCore", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
+        // The application: `settle run` (the daemon's lifecycle, signals, sd_notify, the lock), every
+        // subcommand, status views and support lookups. CSQLite, CCurl and COpenSSL only for `settle --version`.
+        .target(name: "SettleApp", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
                                                    "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine",
                                                    "SettleSimulator", "CSQLite", "CCurl", "COpenSSL"]),
-        .executableTarget(name: "settle", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator"]),
+        // The thin executable: `SettleCommand.run` and nothing else.
+        .executableTarget(name: "settle", dependencies: ["SettleApp"]),
         // The project's benchmark: every row of issue 11, side by side with a hand-written Python
         // reconciler (scripts/bench.sh). CSQLite only to seed large ledgers with plain SQL.
-        .executableTarget(name: "settle-bench", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator", "CSQLite"], path: "Benchmarks/settle-bench"),
+        .executableTarget(name: "settle-bench",
+                          dependencies: ["SettleApp", "SettleBase", "SettleConfig", "SettleAppStore", "SettleLedger",
+                                         "SettleEngine", "SettleSimulator", "CSQLite"],
+                          path: "Benchmarks/settle-bench"),
         // Notifications/s the endpoint takes while passes run (scripts/notify-bench.sh).
-        .executableTarget(name: "settle-notify-bench", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator"], path: "Benchmarks/settle-notify-bench"),
+        .executableTarget(name: "settle-notify-bench",
+                          dependencies: ["SettleApp", "SettleBase", "SettleConfig", "SettleLedger", "SettleEngine",
+                                         "SettleSimulator"],
+                          path: "Benchmarks/settle-notify-bench"),
         // Shared test fixtures: a throwaway folder with a configuration, hooks and an Apple simulator.
-        .target(name: "SettleTesting", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator"], path: "Tests/SettleTesting"),
-        .testTarget(name: "SettleCoreTests", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator", "SettleTesting"], exclude: ["Fixtures"]),
-        .testTarget(name: "settleTests", dependencies: ["SettleCore", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator", "SettleTesting", "settle"]),
+        .target(name: "SettleTesting",
+                dependencies: ["SettleApp", "SettleBase", "SettleConfig", "SettleAppStore", "SettleLedger", "SettleEngine",
+                               "SettleSimulator", "COpenSSL"],
+                path: "Tests/SettleTesting"),
+        // Unit and contract tests of every target (folders mirror the targets).
+        .testTarget(name: "SettleCoreTests",
+                    dependencies: ["SettleApp", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
+                                   "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator",
+                                   "SettleTesting", "COpenSSL"],
+                    exclude: ["Fixtures"]),
+        // The built binary, end to end.
+        .testTarget(name: "settleTests",
+                    dependencies: ["SettleApp", "SettleBase", "SettleModel", "SettleGooglePlay", "SettleLedger",
+                                   "SettleSimulator", "SettleTesting", "settle"]),
     ]
 )

@@ -27,9 +27,9 @@ done
 if [ -z "$binary" ]; then
     # The commit goes into the binary for `settle --version`; the source file is restored after.
     commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-    trap 'git checkout -- Sources/SettleCore/Support/BuildCommit.swift 2>/dev/null || true' EXIT
+    trap 'git checkout -- Sources/SettleApp/Support/BuildCommit.swift 2>/dev/null || true' EXIT
     printf '/// Written by scripts/install.sh for this build.\nlet buildCommit = "%s"\n' "$commit" \
-        > Sources/SettleCore/Support/BuildCommit.swift
+        > Sources/SettleApp/Support/BuildCommit.swift
     swift build -c release --static-swift-stdlib --product settle
     binary="$(swift build -c release --show-bin-path)/settle"
 fi

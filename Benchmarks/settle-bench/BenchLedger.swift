@@ -1,14 +1,8 @@
 import CSQLite
 import Foundation
-import SettleCore
+import SettleApp
 import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
 import SettleLedger
-import SettleDelivery
-import SettleEngine
 import SettleSimulator
 
 /// A folder with what a settle configuration needs (shared secret, webhook secret, hook

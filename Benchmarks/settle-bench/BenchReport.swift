@@ -1,14 +1,5 @@
 import Foundation
-import SettleCore
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
+import SettleApp
 
 /// Runs the selected rows and prints them as they finish, then the whole table again.
 struct BenchReport {

@@ -1,13 +1,6 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
 import SettleSimulator
 
 /// The orders every benchmark ledger holds: order i pays for one "coins" with transaction

@@ -1,13 +1,7 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleBase
-import SettleModel
-import SettleConfig
 import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
 import SettleSimulator
 
 /// StoreKit 2 JWS verification cost: settle against Apple's Python library on the same token,

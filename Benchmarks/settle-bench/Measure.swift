@@ -1,13 +1,4 @@
 import Foundation
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// This process's own CPU time (user + system), children excluded: RUSAGE_SELF never counts
 /// the hook processes a pass starts, nor the fake Apple, which runs in its own process.

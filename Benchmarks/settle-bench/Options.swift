@@ -1,13 +1,4 @@
 import Foundation
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// What to run. Defaults are the issue 11 table; `--quick` is a short subset for development
 /// (smaller N and ledgers, shorter JWS runs), and each size can be set on its own.

@@ -1,14 +1,9 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleBase
-import SettleModel
 import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
 import SettleLedger
-import SettleDelivery
 import SettleEngine
-import SettleSimulator
 
 /// What one pass cost, as measured inside the process that ran it.
 struct PassResult {

@@ -1,13 +1,4 @@
 import Foundation
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// `settle status` on a big ledger, timed end to end as an operator runs it (the `settle`
 /// binary, process start included): the median of three runs after one warm-up.

@@ -5,15 +5,6 @@
 // Python library, `settle status` on a big ledger, and peak RSS. See BenchOptions.usage;
 // scripts/bench.sh builds and runs it.
 import Foundation
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 do {
     let options = try BenchOptions(Array(CommandLine.arguments.dropFirst()))

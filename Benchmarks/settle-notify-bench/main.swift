@@ -4,15 +4,11 @@
 // ledger (synchronous = FULL), real hook processes. Prints numbers; asserts nothing.
 // Usage: settle-notify-bench [--notifications N] [--clients C] [--max-seconds S]
 import Foundation
-import SettleCore
+import SettleApp
 import Synchronization
 import SettleBase
-import SettleModel
 import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
 import SettleLedger
-import SettleDelivery
 import SettleEngine
 import SettleSimulator
 

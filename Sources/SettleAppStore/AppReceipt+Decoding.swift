@@ -1,6 +1,3 @@
-import SettleBase
-import SettleModel
-import SettleConfig
 
 /// Reading the receipt's ASN.1: the PKCS#7 envelope, then the payload inside it.
 ///

@@ -1,7 +1,4 @@
 import Foundation
-import SettleBase
-import SettleModel
-import SettleConfig
 
 /// What a legacy app receipt says about its in-app purchases. Parsing checks no signature
 /// (`AppReceiptSignature` does), and even a signed receipt is only a lookup key for the App

@@ -1,6 +1,3 @@
-import SettleBase
-import SettleModel
-import SettleConfig
 
 /// Why an app receipt could not be read.
 ///

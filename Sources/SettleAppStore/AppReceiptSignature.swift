@@ -1,8 +1,6 @@
 import COpenSSL
 import Foundation
 import SettleBase
-import SettleModel
-import SettleConfig
 
 /// An app receipt whose PKCS#7 signature chains to a configured receipt root: its ids were put
 /// there by the App Store, not by whoever uploaded it.

@@ -1,7 +1,6 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleConfig
 
 /// Every transaction of one customer, as Get Transaction History v2 pages them: the raw JWS
 /// strings (each still to be verified, apple-protocol.md 2.7) and the environment that had them.

@@ -1,7 +1,6 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleConfig
 
 /// One page of Get Notification History
 /// (https://developer.apple.com/documentation/appstoreserverapi/notificationhistoryresponse):

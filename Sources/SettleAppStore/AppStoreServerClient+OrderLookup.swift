@@ -1,7 +1,5 @@
 import Foundation
-import SettleBase
 import SettleModel
-import SettleConfig
 
 extension AppStoreServerClient {
     /// What Apple said about an order id from a customer's App Store receipt email.

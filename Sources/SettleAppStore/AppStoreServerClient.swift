@@ -1,7 +1,6 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleConfig
 
 /// The App Store Server API over libcurl (Get Transaction Info here, Get Transaction History in
 /// `AppStoreServerClient+History.swift`): production first, one hop to sandbox on 4040010 (not

@@ -1,7 +1,5 @@
 import Foundation
 import SettleBase
-import SettleModel
-import SettleConfig
 
 /// The certificate checks Apple's App Store Server libraries apply to a JWS `x5c` chain
 /// (apple-protocol.md 3.4, steps 4-6), done with explicit OpenSSL calls. App receipts read

@@ -1,7 +1,4 @@
 import Foundation
-import SettleBase
-import SettleModel
-import SettleConfig
 
 /// A verified App Store Server Notification V2 (`ResponseBodyV2DecodedPayload`,
 /// https://developer.apple.com/documentation/appstoreservernotifications/responsebodyv2decodedpayload),

@@ -1,6 +1,3 @@
-import SettleBase
-import SettleModel
-import SettleConfig
 
 /// A bounds-checked, single-pass reader of ASN.1 BER for untrusted input (ITU-T X.690).
 ///

@@ -1,8 +1,6 @@
 import Foundation
 import Synchronization
 import SettleBase
-import SettleModel
-import SettleConfig
 
 /// Mints the App Store Server API's bearer JWT (ES256 with the App Store Connect `.p8` key)
 /// and reuses it until shortly before it expires.

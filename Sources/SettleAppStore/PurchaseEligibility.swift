@@ -1,5 +1,4 @@
 import Foundation
-import SettleBase
 import SettleModel
 import SettleConfig
 

@@ -1,6 +1,5 @@
 import SettleBase
 import SettleModel
-import SettleConfig
 
 /// Decides what a valid verifyReceipt answer offers an order (SPEC section 4): the receipt's
 /// bundle and environment, then the order's own transaction or every purchase of its product,

@@ -1,6 +1,4 @@
 import SettleBase
-import SettleModel
-import SettleConfig
 
 /// One in-app transaction of a verifyReceipt answer (an entry of `receipt.in_app` or
 /// `latest_receipt_info`, or an iOS 6-style receipt itself), read leniently: Apple sends

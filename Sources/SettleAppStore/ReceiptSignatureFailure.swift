@@ -1,6 +1,3 @@
-import SettleBase
-import SettleModel
-import SettleConfig
 
 /// Why an app receipt's PKCS#7 signature was refused (apple-protocol.md 3.7). `code` is a
 /// short stable string for status, logs and metric labels; the associated text is the detail.

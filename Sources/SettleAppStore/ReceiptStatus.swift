@@ -1,6 +1,3 @@
-import SettleBase
-import SettleModel
-import SettleConfig
 
 /// How a verifyReceipt `status` is handled (SPEC section 4, apple-protocol.md 1.8).
 /// https://developer.apple.com/documentation/appstorereceipts/status

@@ -1,6 +1,4 @@
 import SettleBase
-import SettleModel
-import SettleConfig
 
 /// Why a JWS from the App Store was refused. `code` is a short stable string shown to
 /// support (and usable as a metric label); the associated text is the detail.

@@ -1,7 +1,5 @@
 import Foundation
 import SettleBase
-import SettleModel
-import SettleConfig
 
 /// Verifies StoreKit 2 signed data (compact JWS with an `x5c` chain) the way Apple's App
 /// Store Server libraries do offline (apple-protocol.md 3.4).

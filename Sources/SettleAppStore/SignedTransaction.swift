@@ -1,7 +1,5 @@
 import Foundation
 import SettleBase
-import SettleModel
-import SettleConfig
 
 /// The fields settle uses from a verified StoreKit 2 transaction
 /// (`JWSTransactionDecodedPayload`,

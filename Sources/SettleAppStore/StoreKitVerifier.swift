@@ -1,7 +1,6 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleConfig
 
 /// Verifies orders through StoreKit 2 signed data and the App Store Server API: a device's
 /// signed transaction (checked locally, then confirmed with Apple when the Server API is

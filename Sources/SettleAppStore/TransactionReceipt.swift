@@ -1,7 +1,4 @@
 import Foundation
-import SettleBase
-import SettleModel
-import SettleConfig
 
 /// An iOS 6-style transaction receipt (`SKPaymentTransaction.transactionReceipt`): base64 of a
 /// text plist `{ "signature" = "..."; "purchase-info" = "<base64>"; ... }` whose

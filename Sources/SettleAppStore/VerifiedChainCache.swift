@@ -1,8 +1,6 @@
 import Foundation
 import Synchronization
 import SettleBase
-import SettleModel
-import SettleConfig
 
 /// The `x5c` (leaf, intermediate) pairs a `SignedDataVerifier` has already checked
 /// against its roots, so that a token signed by a known leaf costs one P-256 signature

@@ -1,5 +1,3 @@
-import SettleBase
-import SettleModel
 
 /// A configuration that cannot be used (exit 78). The message names the file and the key.
 package struct ConfigError: Error, Sendable, CustomStringConvertible {

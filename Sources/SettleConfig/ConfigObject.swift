@@ -1,5 +1,4 @@
 import SettleBase
-import SettleModel
 
 /// Reads one JSON object of the configuration, remembering its path for error messages and
 /// which keys were read, so that anything left over is reported as an unknown key.

@@ -1,6 +1,5 @@
 import Foundation
 import SettleBase
-import SettleModel
 
 extension Configuration {
     /// The Google Play Developer API and real-time developer notifications (`google_play`);

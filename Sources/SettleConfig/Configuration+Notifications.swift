@@ -1,6 +1,5 @@
 import Foundation
 import SettleBase
-import SettleModel
 
 extension Configuration {
     /// The App Store Server Notifications V2 endpoint and the Get Notification History catch-up

@@ -1,7 +1,5 @@
 import CPostgres
 import Foundation
-import SettleBase
-import SettleModel
 
 /// `"ledger": "postgresql://settle@db/settle"`, or `"ledger": {"url": ..., "password_file": ...}`:
 /// the ledger is a PostgreSQL database, shared by every `settle run` that names it.

@@ -1,6 +1,4 @@
 import Foundation
-import SettleBase
-import SettleModel
 #if canImport(Glibc)
 import Glibc
 #endif

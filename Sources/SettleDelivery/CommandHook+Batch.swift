@@ -1,7 +1,6 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleConfig
 
 /// Batch delivery (`delivery.batch_size` > 1): one run of the delivery command gets several
 /// orders, one JSON payload a line on standard input, and answers one JSON line per order on

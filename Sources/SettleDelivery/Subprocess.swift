@@ -1,12 +1,9 @@
 #if canImport(FoundationEssentials)
 import FoundationEssentials
-import SettleBase
-import SettleModel
 #else
 import Foundation
 #endif
 import Glibc
-import SettleConfig
 
 /// How one run of an external program ended, with what it printed.
 package struct SubprocessResult: Sendable, Equatable {

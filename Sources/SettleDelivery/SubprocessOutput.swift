@@ -1,6 +1,3 @@
-import SettleBase
-import SettleModel
-import SettleConfig
 extension Subprocess {
     /// Keeps the first `limit` bytes of a child's output and counts the rest as discarded.
     ///

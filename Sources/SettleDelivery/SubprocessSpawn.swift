@@ -1,12 +1,9 @@
 #if canImport(FoundationEssentials)
 import FoundationEssentials
-import SettleBase
-import SettleModel
 #else
 import Foundation
 #endif
 import Glibc
-import SettleConfig
 
 extension Subprocess {
     /// Owns one file descriptor and closes it exactly once.

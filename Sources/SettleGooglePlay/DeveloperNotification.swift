@@ -1,6 +1,5 @@
 import SettleBase
 import SettleModel
-import SettleConfig
 
 /// A Google Play real-time developer notification, the JSON inside a Pub/Sub message's `data`.
 /// https://developer.android.com/google/play/billing/rtdn-reference

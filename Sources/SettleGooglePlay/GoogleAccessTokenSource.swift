@@ -3,7 +3,6 @@ import Foundation
 import Synchronization
 import SettleBase
 import SettleModel
-import SettleConfig
 
 /// OAuth 2.0 access tokens for a service account: a JWT assertion signed RS256 with the
 /// account's key, exchanged at the token endpoint, and reused until shortly before it expires.

@@ -1,7 +1,5 @@
 import Foundation
-import SettleBase
 import SettleModel
-import SettleConfig
 
 /// Why a call to Google (the token endpoint or the Google Play Developer API) did not give the
 /// answer asked for, grouped into the few kinds a caller acts on differently.

@@ -1,4 +1,3 @@
-import SettleBase
 import SettleModel
 import SettleConfig
 

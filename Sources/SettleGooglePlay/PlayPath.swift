@@ -1,6 +1,3 @@
-import SettleBase
-import SettleModel
-import SettleConfig
 
 /// URL pieces for Google's APIs: path segments and form values percent-encoded so that no id,
 /// product id or token can change what a URL means (a `/`, `?`, `#` or `:` in one is data).

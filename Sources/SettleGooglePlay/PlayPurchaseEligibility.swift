@@ -1,7 +1,6 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleConfig
 
 /// What may be granted for a Google Play purchase.
 package struct PlayGrant: Sendable, Equatable {

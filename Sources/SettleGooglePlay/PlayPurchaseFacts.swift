@@ -1,7 +1,4 @@
 import Foundation
-import SettleBase
-import SettleModel
-import SettleConfig
 
 /// Google's sandbox or the real store, as the hook and status show it (the App Store's words).
 package enum PlayEnvironment: String, Sendable {

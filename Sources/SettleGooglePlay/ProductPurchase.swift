@@ -1,6 +1,4 @@
 import SettleBase
-import SettleModel
-import SettleConfig
 
 /// A one-time product purchase as `purchases.products.get` answers it.
 /// https://developers.google.com/android-publisher/api-ref/rest/v3/purchases.products#ProductPurchase

@@ -1,7 +1,5 @@
 import Foundation
 import SettleBase
-import SettleModel
-import SettleConfig
 
 /// One Cloud Pub/Sub push delivery of a Play notification: the body Pub/Sub POSTs.
 /// https://cloud.google.com/pubsub/docs/push#receive_push

@@ -1,7 +1,5 @@
 import Foundation
 import SettleBase
-import SettleModel
-import SettleConfig
 
 /// Checks that a Pub/Sub push really comes from Google for settle's subscription: the
 /// `Authorization: Bearer` OIDC token Pub/Sub signs for authenticated push subscriptions.

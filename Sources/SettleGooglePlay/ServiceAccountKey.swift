@@ -1,6 +1,5 @@
 import Foundation
 import SettleBase
-import SettleModel
 import SettleConfig
 
 /// A Google Cloud service account's JSON key, the file Google Cloud Console downloads and the

@@ -1,7 +1,6 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleConfig
 
 /// A subscription purchase as `purchases.subscriptionsv2.get` answers it.
 /// https://developers.google.com/android-publisher/api-ref/rest/v3/purchases.subscriptionsv2#SubscriptionPurchaseV2

@@ -1,6 +1,5 @@
 import SettleBase
 import SettleModel
-import SettleConfig
 
 /// A purchase Google canceled, refunded or charged back, as `purchases.voidedpurchases.list` lists it.
 /// https://developers.google.com/android-publisher/api-ref/rest/v3/purchases.voidedpurchases

@@ -1,7 +1,3 @@
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// The circuit breaker for Apple as a whole: a value-type state machine, persisted in the
 /// ledger so that it spans passes, restarts and `settle status`.

@@ -1,8 +1,5 @@
 import Foundation
-import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// A revoke owed to the operator's hook after Apple took a delivered purchase back.
 package struct RevocationJob: Sendable, Equatable {

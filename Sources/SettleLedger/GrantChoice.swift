@@ -1,7 +1,4 @@
-import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// The decisions of "which purchase does this order get", shared by both ledger back ends: pure,
 /// so only reading holders and writing rows (in each database's dialect) is written per back end.

@@ -1,8 +1,4 @@
 import Foundation
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// Group commit for the ledger's per-order transitions: the workers of a pass each submit their
 /// transition; one of them (the leader) runs every transition waiting at that moment in one

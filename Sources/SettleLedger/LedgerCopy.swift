@@ -1,8 +1,4 @@
 import Foundation
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// Moves a ledger from SQLite to PostgreSQL (`settle ledger copy`): orders with their refund
 /// marks, receipts, history, grants, the Apple breaker, and App Store Server Notifications

@@ -1,7 +1,5 @@
 import SettleBase
-import SettleModel
 import SettleConfig
-import SettleAppStore
 
 /// Opens the ledger a configuration names: the SQLite file, or the PostgreSQL database.
 extension Configuration {

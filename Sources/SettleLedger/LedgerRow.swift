@@ -1,7 +1,3 @@
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// A row of either back end, read by column name: `Order` and the history decode from it
 /// the same way whichever database it came from.

@@ -1,7 +1,3 @@
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// The ledger's migrations. Each runs once, in one transaction, and is recorded in
 /// `PRAGMA user_version`. The tables and columns that backends write only ever grow.

@@ -1,7 +1,5 @@
 import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// What every ledger is, whichever role a caller uses it in.
 package protocol LedgerBase: AnyObject, Sendable {

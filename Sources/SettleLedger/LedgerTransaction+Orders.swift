@@ -1,7 +1,4 @@
-import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// The order writes every transition ends with, written once for both engines.
 extension LedgerTransaction {

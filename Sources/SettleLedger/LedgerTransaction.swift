@@ -1,7 +1,3 @@
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// A value bound to a ledger statement, whichever engine runs it (`SQLiteValue` and
 /// `PostgresValue` are this type).

@@ -1,6 +1,4 @@
-import SettleBase
 import SettleModel
-import SettleConfig
 import SettleAppStore
 
 /// The ledger as App Store Server Notifications use it: storing each notification once with its

@@ -1,8 +1,5 @@
 import Foundation
-import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// A Google Play order that Google has not been told about yet (acknowledge or consume): Google
 /// refunds the purchase three days after it was bought.

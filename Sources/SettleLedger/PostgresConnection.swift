@@ -1,9 +1,6 @@
 import CPostgres
 import Foundation
-import SettleBase
-import SettleModel
 import SettleConfig
-import SettleAppStore
 
 /// A PostgreSQL failure: the SQLSTATE (when the server sent one), libpq's message and the
 /// statement's SQL. Bound values are never part of it: they may be receipts or personal data.

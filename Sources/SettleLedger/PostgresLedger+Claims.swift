@@ -1,8 +1,5 @@
 import Foundation
-import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// PostgreSQL's claim of the next due order: taken with `FOR UPDATE SKIP LOCKED`, bumping the
 /// order's fencing token, leased on the database's clock (the rest of the claims are written

@@ -1,8 +1,5 @@
 import Foundation
-import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// Work done once for all daemons and the daemons themselves on the PostgreSQL ledger, as in
 /// the SQLite ledger's `+Daemon`: several hosts share the breaker and each keeps its own row.

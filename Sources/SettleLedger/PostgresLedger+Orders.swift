@@ -1,8 +1,5 @@
 import Foundation
-import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// What stays PostgreSQL's own among the order writes: setting aside rows put in flight by
 /// someone else than settle (the transitions are written once, in `TransactionalLedger+Orders`).

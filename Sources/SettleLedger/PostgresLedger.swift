@@ -1,8 +1,6 @@
 import Foundation
 import SettleBase
-import SettleModel
 import SettleConfig
-import SettleAppStore
 
 /// The PostgreSQL ledger: the same orders, states and grants as `SQLiteLedger`, shared by
 /// any number of `settle run` processes on any number of hosts.

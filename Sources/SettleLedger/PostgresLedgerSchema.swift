@@ -1,7 +1,3 @@
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// The PostgreSQL ledger's migrations. Each runs once, in its own transaction, under an
 /// advisory lock (`PostgresLedger.migrate`), and is recorded in `settle_schema`. Columns,

@@ -1,8 +1,5 @@
 import Foundation
-import SettleBase
-import SettleModel
 import SettleConfig
-import SettleAppStore
 
 /// A few PostgreSQL connections shared by a process's workers: each borrowed by one thread at
 /// a time, opened on first need, and dropped when it failed in a way that leaves it unusable

@@ -1,7 +1,5 @@
 import Foundation
 import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// The rules support commands follow on both back ends, so each engine only writes rows.
 extension Resolution {

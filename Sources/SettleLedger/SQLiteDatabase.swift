@@ -1,9 +1,5 @@
 import CSQLite
 import Foundation
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// An SQLite failure: the extended result code, SQLite's message and the statement's SQL.
 /// Bound values are never part of it: they may be receipts or personal data.

@@ -1,9 +1,6 @@
 import CSQLite
 import Foundation
-import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// What `settle verify-backup` found in a backup file.
 package struct BackupCheck: Sendable, Equatable {

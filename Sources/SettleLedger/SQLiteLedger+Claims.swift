@@ -1,8 +1,5 @@
 import Foundation
-import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// SQLite's claim of the next due order (the rest of the claims are written once, in
 /// `TransactionalLedger+Claims`).

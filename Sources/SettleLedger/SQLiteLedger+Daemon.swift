@@ -1,8 +1,5 @@
 import Foundation
-import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// What `settle status` shows about the daemon.
 package struct DaemonRecord: Sendable, Equatable {

@@ -1,8 +1,5 @@
 import Foundation
-import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// What stays SQLite's own among the order writes: setting aside rows a backend wrote that
 /// SQLite's loose typing let through (the transitions are written once, in

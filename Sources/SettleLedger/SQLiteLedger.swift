@@ -1,9 +1,6 @@
 import CSQLite
 import Foundation
 import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// A failure of the ledger that a caller can act on.
 package enum LedgerError: Error, Sendable, CustomStringConvertible {

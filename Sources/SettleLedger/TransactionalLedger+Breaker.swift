@@ -1,8 +1,4 @@
 import Foundation
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// The Apple breaker, kept in the ledger so every pass (and on PostgreSQL every host) sees the
 /// same one, written once for both engines. Taking the probe when it is due stays per engine

@@ -1,8 +1,5 @@
 import Foundation
-import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// What rescue found and did.
 package struct RescueResult: Sendable, Equatable {

@@ -1,8 +1,5 @@
 import Foundation
-import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// Order ids settle makes for Google Play purchases nobody enqueued (found through RTDN):
 /// `play-` and Google's order id. Backends may not use the prefix.

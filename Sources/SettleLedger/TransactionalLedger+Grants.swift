@@ -1,8 +1,5 @@
 import Foundation
-import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// What reserving one of Apple's confirmed purchases for an order did.
 package enum VerifiedResult: Sendable, Equatable {

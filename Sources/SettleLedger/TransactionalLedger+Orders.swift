@@ -1,8 +1,6 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// What `enqueue` did.
 package enum EnqueueResult: Sendable, Equatable {

@@ -1,8 +1,6 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// One stored Google Play real-time developer notification.
 package struct PlayNotificationRecord: Sendable, Equatable {

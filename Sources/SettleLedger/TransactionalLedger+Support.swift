@@ -1,8 +1,6 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
 
 /// Which orders `settle status` lists.
 package struct OrderFilter: Sendable, Equatable {

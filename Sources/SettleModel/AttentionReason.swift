@@ -1,4 +1,3 @@
-import SettleBase
 
 /// Why an order went to `needs_attention`, as `status` shows it. Each one is something settle
 /// cannot decide by itself; the README says what an operator does with each.

@@ -1,5 +1,4 @@
 import Foundation
-import SettleBase
 #if canImport(Glibc)
 import Glibc
 #endif

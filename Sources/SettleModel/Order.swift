@@ -1,5 +1,4 @@
 import Foundation
-import SettleBase
 
 /// Where an order is in its life (SPEC section 3). The raw values are the ledger's and the
 /// status output's spelling.

@@ -1,5 +1,4 @@
 import Foundation
-import SettleBase
 
 /// How a person closed an order settle could not settle (`settle resolve --as`). Recorded as
 /// the order's `reason`; the order leaves `needs_attention` and the alerts for good.

@@ -1,5 +1,4 @@
 import Foundation
-import SettleBase
 
 /// Reads a `Retry-After` header: delta-seconds, an HTTP-date, or (as the App Store Server
 /// API sends) epoch milliseconds. Returns seconds from `now`, never negative, at most `longest`.

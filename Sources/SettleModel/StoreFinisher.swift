@@ -1,4 +1,3 @@
-import SettleBase
 
 /// What a store must be told once the goods of an order were granted (Google Play: acknowledge
 /// or consume). The App Store needs nothing from a server, so App Store orders have none.

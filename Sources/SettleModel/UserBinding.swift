@@ -1,6 +1,5 @@
 import Foundation
 import SettleBase
-import SettleModel
 
 /// How a purchase is bound to the order's user: StoreKit's `appAccountToken` (a UUID the app
 /// passes to StoreKit at purchase time) compared with the token the order's user must have,

@@ -1,4 +1,3 @@
-import SettleBase
 
 /// What re-verifying one order with Apple concluded, classified so the reconciler knows
 /// what to do with the order and whether Apple as a whole is in trouble.

@@ -1,9 +1,7 @@
 import Foundation
 import Synchronization
 import SettleBase
-import SettleModel
 import SettleAppStore
-import SettleGooglePlay
 
 /// A local stand-in for Apple on loopback, for tests and `settle demo`.
 ///

@@ -1,7 +1,5 @@
 import Foundation
 import SettleBase
-import SettleModel
-import SettleAppStore
 import SettleGooglePlay
 
 extension FakeGooglePlay {

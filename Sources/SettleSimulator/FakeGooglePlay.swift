@@ -1,8 +1,6 @@
 import Foundation
 import Synchronization
 import SettleBase
-import SettleModel
-import SettleAppStore
 import SettleGooglePlay
 
 /// A local stand-in for Google on loopback, for tests and (later) `settle simulator`/`demo`:

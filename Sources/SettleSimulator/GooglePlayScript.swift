@@ -1,7 +1,6 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleAppStore
 import SettleGooglePlay
 
 /// The `google_play` part of a `settle simulator` plans file: what the fake Google answers,

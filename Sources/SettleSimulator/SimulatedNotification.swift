@@ -1,8 +1,5 @@
 import Foundation
 import SettleBase
-import SettleModel
-import SettleAppStore
-import SettleGooglePlay
 
 /// An App Store Server Notification V2 as the simulator signs it (`ResponseBodyV2DecodedPayload`).
 package struct SimulatedNotification: Sendable, Equatable {

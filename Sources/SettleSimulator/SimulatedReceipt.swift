@@ -1,7 +1,4 @@
 import SettleBase
-import SettleModel
-import SettleAppStore
-import SettleGooglePlay
 
 /// A purchase inside a simulated receipt.
 package struct SimulatedTransaction: Sendable, Equatable {

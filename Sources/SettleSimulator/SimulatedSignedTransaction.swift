@@ -1,8 +1,5 @@
 import Foundation
 import SettleBase
-import SettleModel
-import SettleAppStore
-import SettleGooglePlay
 
 /// A StoreKit 2 transaction as the simulated App Store Server API knows it.
 package struct SimulatedSignedTransaction: Sendable, Equatable {

@@ -1,8 +1,5 @@
 import Foundation
 import SettleBase
-import SettleModel
-import SettleAppStore
-import SettleGooglePlay
 
 /// What the standalone `settle simulator` answers, read from a JSON plans file, so integrators
 /// can test their hook and backend against scripted Apple answers:

@@ -1,8 +1,5 @@
 import Foundation
 import SettleBase
-import SettleModel
-import SettleAppStore
-import SettleGooglePlay
 
 /// The signing chain of the local Apple simulator: the test PKI in Apple's shape that Apple's
 /// own server libraries test with (root -> intermediate with OID 1.2.840.113635.100.6.2.1 ->

@@ -1,15 +1,7 @@
 import COpenSSL
 import Foundation
-import SettleCore
-import SettleBase
-import SettleModel
-import SettleConfig
+import SettleApp
 import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// Builds legacy app receipts in Apple's format, for tests: a DER PKCS#7 signedData whose
 /// content is the receipt payload (apple-protocol.md 3.6), really signed by the given key.

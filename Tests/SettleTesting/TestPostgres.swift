@@ -1,15 +1,7 @@
 import Foundation
-import SettleCore
+import SettleApp
 import XCTest
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
 import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// The PostgreSQL the tests use: `SETTLE_TEST_POSTGRES_URL` (CI sets it), else a throwaway
 /// cluster that `scripts/test-postgres.sh start` makes on 127.0.0.1:55432 the first time a test

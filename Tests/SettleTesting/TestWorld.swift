@@ -1,13 +1,9 @@
 import Foundation
-import SettleCore
+import SettleApp
 import Synchronization
 import SettleBase
-import SettleModel
 import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
 import SettleLedger
-import SettleDelivery
 import SettleEngine
 import SettleSimulator
 

@@ -1,15 +1,7 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleTesting
 import XCTest
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
 import SettleSimulator
 
 /// When Apple as a whole fails, or refuses our shared secret, the pass stops without using up

@@ -1,15 +1,7 @@
 import Foundation
-import SettleCore
+import SettleApp
 import XCTest
 import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// The command line as people who use git, systemctl and swift-argument-parser CLIs expect it.
 final class CommandLineTests: EndToEndTestCase {

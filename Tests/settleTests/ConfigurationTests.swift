@@ -1,17 +1,9 @@
 import Foundation
-import SettleCore
+import SettleApp
 import XCTest
 import SettleBase
-import SettleModel
 #if canImport(Glibc)
 import Glibc
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 #endif
 
 /// A configuration that cannot be used stops every command with exit 78 and a message that

@@ -1,16 +1,8 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleTesting
 import XCTest
 import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// Outside text (order ids, hook output) reaches a terminal or a log line escaped: an ESC or CR
 /// in it is shown, never obeyed.

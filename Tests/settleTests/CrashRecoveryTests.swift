@@ -1,17 +1,9 @@
 import Foundation
-import SettleCore
+import SettleApp
 import XCTest
 import SettleBase
-import SettleModel
 #if canImport(Glibc)
 import Glibc
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 #endif
 
 /// A crash or kill at any instant loses no order and never leaves one stuck: an order killed

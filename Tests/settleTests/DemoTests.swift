@@ -1,15 +1,6 @@
 import Foundation
-import SettleCore
+import SettleApp
 import XCTest
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// `settle demo` works on a fresh machine and leaves nothing behind (SPEC section 1).
 final class DemoTests: EndToEndTestCase {

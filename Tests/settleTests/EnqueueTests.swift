@@ -1,15 +1,7 @@
 import Foundation
-import SettleCore
+import SettleApp
 import XCTest
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
 import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// `settle enqueue` records a paid order and its proof; it is idempotent for the same content
 /// and refuses to change an order (SPEC section 1).

@@ -1,16 +1,8 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleTesting
 import XCTest
 import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// Google Play orders through the binary on a PostgreSQL ledger: the same verification, single
 /// delivery, consume after the hook and crash safety as on SQLite.

@@ -1,18 +1,11 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleTesting
 import XCTest
 import SettleBase
-import SettleModel
 #if canImport(Glibc)
 import Glibc
-import SettleConfig
-import SettleAppStore
 import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 #endif
 
 /// `settle simulator` and `settle demo` play Google too, so every Play path can be tried on

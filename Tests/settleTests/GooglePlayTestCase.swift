@@ -1,18 +1,12 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleTesting
 import Synchronization
 import XCTest
 import SettleBase
-import SettleModel
 #if canImport(Glibc)
 import Glibc
-import SettleConfig
-import SettleAppStore
 import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
 import SettleSimulator
 #endif
 

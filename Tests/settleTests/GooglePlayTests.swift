@@ -1,16 +1,11 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleTesting
 import XCTest
 import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// Google Play orders through the built binary: verified with the fake Google, delivered once
 /// through the same hook and grant reservation as App Store orders, then consumed or

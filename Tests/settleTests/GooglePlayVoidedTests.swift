@@ -1,16 +1,11 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleTesting
 import XCTest
 import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// Google Play's voided purchases, polled by passes: a purchase voided before delivery is never
 /// delivered; one voided after delivery is revoked through the revoke hook, once.

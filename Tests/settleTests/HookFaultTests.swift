@@ -1,16 +1,7 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleTesting
 import XCTest
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// A delivery hook that cannot start is a configuration fault, like a wrong shared secret:
 /// no attempt is used, the pass stops with 78, and status names it.

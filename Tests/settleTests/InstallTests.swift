@@ -1,15 +1,6 @@
 import Foundation
-import SettleCore
+import SettleApp
 import XCTest
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// scripts/install.sh lays out what the README's install section describes; here into a
 /// throwaway root, with the binary under test (users, groups and systemctl are left alone).

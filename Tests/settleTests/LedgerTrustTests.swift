@@ -1,16 +1,9 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleTesting
 import XCTest
 import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
 import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// The ledger and the operator's commands against rows and mistakes that would give goods
 /// away or stop every order (issue 14), through the built binary on an SQLite ledger.

@@ -1,16 +1,8 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleTesting
 import XCTest
 import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// The endpoint of a running `settle run`, over real HTTP: what is Apple's and ours is stored
 /// once and answered 200; everything else gets a 4xx and a log line, and the daemon lives on.

@@ -1,15 +1,8 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleTesting
 import XCTest
 import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
 import SettleSimulator
 
 /// What notifications do to orders, through a running `settle run`: purchases found and granted

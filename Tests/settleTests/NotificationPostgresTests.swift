@@ -1,16 +1,9 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleTesting
 import Synchronization
 import XCTest
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
 import SettleLedger
-import SettleDelivery
-import SettleEngine
 import SettleSimulator
 
 // Linux test discovery lists only the methods a class declares: each inherited test is named in

@@ -1,15 +1,6 @@
 import Foundation
-import SettleCore
+import SettleApp
 import XCTest
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// What an SRE configures and watches: log levels, one-shot metrics, history retention.
 final class OperationsTests: EndToEndTestCase {

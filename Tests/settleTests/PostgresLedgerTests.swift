@@ -1,16 +1,9 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleTesting
 import XCTest
-import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
 import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// The `settle` binary on a PostgreSQL ledger: configuration, migrate, enqueue, reconcile,
 /// status, and two daemons sharing the work.

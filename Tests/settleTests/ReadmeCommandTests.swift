@@ -1,16 +1,7 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleTesting
 import XCTest
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// The README's "Testing your integration" section, run as written against the built binary: its
 /// command lines (the first ```sh block) and its plans.json (the first ```json block). The

@@ -1,15 +1,7 @@
 import Foundation
-import SettleCore
+import SettleApp
 import XCTest
 import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// `settle reconcile` end to end: enqueue through the binary, verify with the Apple simulator,
 /// grant through the hook, and report one summary line (SPEC sections 1, 4, 5, 7).

@@ -1,15 +1,6 @@
 import Foundation
-import SettleCore
+import SettleApp
 import XCTest
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// `settle retry` hands rejected and needs_attention orders back to the machine, and nothing
 /// else (SPEC section 1).

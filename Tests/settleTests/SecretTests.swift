@@ -1,17 +1,8 @@
 import Foundation
-import SettleCore
+import SettleApp
 import XCTest
-import SettleBase
-import SettleModel
 #if canImport(Glibc)
 import Glibc
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 #endif
 
 /// Nothing secret is ever printed, logged, stored or handed to the hook (SPEC sections 2, 6).

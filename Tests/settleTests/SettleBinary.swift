@@ -1,16 +1,7 @@
 import Foundation
 import XCTest
-import SettleBase
-import SettleModel
 #if canImport(Glibc)
 import Glibc
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 #endif
 
 /// Runs the built `settle` executable, as an operator would.

@@ -1,16 +1,8 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleTesting
 import XCTest
 import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// The standalone simulator: an integrator scripts Apple's answers and runs settle against it.
 final class SimulatorCommandTests: EndToEndTestCase {

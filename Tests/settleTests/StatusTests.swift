@@ -1,15 +1,6 @@
 import Foundation
-import SettleCore
+import SettleApp
 import XCTest
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// `settle status`: the support view of the ledger, as JSON with a fixed shape or as text;
 /// read-only (SPEC sections 1, 6).

@@ -1,16 +1,7 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleTesting
 import XCTest
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// StoreKit 2 through the binary: configuration checks, enqueue of a signed transaction,
 /// and a pass against the simulated App Store Server API.

@@ -1,15 +1,7 @@
 import Foundation
-import SettleCore
+import SettleApp
 import XCTest
 import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// A support agent with a ticket ("I paid for 100 coins and got nothing, order o-123"): the
 /// status says what happened in plain words, and every outcome can be closed.

@@ -1,15 +1,8 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleTesting
 import XCTest
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
 import SettleLedger
-import SettleDelivery
-import SettleEngine
 import SettleSimulator
 
 /// Issue 7 through the built binary: orders are never lost to races, long receipts or bad rows,

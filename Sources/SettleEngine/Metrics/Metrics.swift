@@ -2,9 +2,6 @@ import Foundation
 import Synchronization
 import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
 

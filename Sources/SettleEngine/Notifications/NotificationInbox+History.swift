@@ -1,11 +1,7 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
 import SettleLedger
-import SettleDelivery
 
 /// What one Get Notification History catch-up did.
 package struct HistorySyncReport: Sendable, Equatable {

@@ -1,9 +1,6 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
 

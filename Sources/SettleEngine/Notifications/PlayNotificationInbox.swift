@@ -2,10 +2,8 @@ import Foundation
 import SettleBase
 import SettleModel
 import SettleConfig
-import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
-import SettleDelivery
 
 /// Google Play's real-time developer notifications (Cloud Pub/Sub push) on the notifications
 /// listener at `google_play.notifications_path`.

@@ -1,11 +1,7 @@
 import Foundation
 import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
 import SettleGooglePlay
 import SettleLedger
-import SettleDelivery
 
 /// Reads Google Play's voided purchases (`purchases.voidedpurchases.list`: refunds, chargebacks,
 /// revocations of the last 30 days) every `google_play.voided_poll_interval_seconds`, paged, with

@@ -1,11 +1,5 @@
 import Foundation
-import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
 
 /// The hand-off between a pass's verification workers and its delivery workers: a verified
 /// order (already `delivering`, its grant reserved and durable) waits here for its hook, so a

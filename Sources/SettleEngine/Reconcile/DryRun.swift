@@ -1,10 +1,4 @@
-import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
 
 /// What `reconcile --dry-run` found: per order, what a real pass would do.
 package struct DryRunReport: Sendable, Equatable {

@@ -1,13 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
-import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
 
 /// Keeps the leases of the orders a reconciler is working on renewed, with one timer for all of
 /// them: a verification or a delivery registers its orders for as long as it runs, at no more

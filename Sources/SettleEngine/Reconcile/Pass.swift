@@ -2,11 +2,7 @@ import Foundation
 import Synchronization
 import SettleBase
 import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
 import SettleLedger
-import SettleDelivery
 
 /// The shared state of one pass, behind one lock: the work queue, the Apple breaker and the report.
 package final class Pass: Sendable {

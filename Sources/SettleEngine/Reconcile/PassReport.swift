@@ -1,10 +1,3 @@
-import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
 
 /// What one reconcile pass did, for the summary line, the exit code and the logs.
 package struct PassReport: Sendable, Equatable {

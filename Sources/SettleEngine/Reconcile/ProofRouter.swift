@@ -1,10 +1,6 @@
-import SettleBase
 import SettleModel
-import SettleConfig
 import SettleAppStore
 import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
 
 /// Sends each order to the verifier its store and proof of purchase need, and sends to a person what no
 /// Apple answer could make grantable (a product the configuration does not know) without asking.

@@ -3,8 +3,6 @@ import Synchronization
 import SettleBase
 import SettleModel
 import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
 import SettleLedger
 import SettleDelivery
 

@@ -1,11 +1,5 @@
 import Foundation
-import SettleBase
-import SettleModel
 import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
 
 /// When a failed order is tried again: `min(max, base * 2^(attempt-1))` with +-10 % jitter,
 /// so that orders that failed together do not all come back in the same second.

@@ -1,16 +1,9 @@
 import Foundation
-import SettleCore
+import SettleApp
 import SettleTesting
 import XCTest
 import SettleBase
-import SettleModel
-import SettleConfig
 import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// Checking legacy app receipts' PKCS#7 signatures with OpenSSL (apple-protocol.md 3.7), with
 /// receipts really signed by the test PKI and by a self-made key.

@@ -1,17 +1,9 @@
 import COpenSSL
 import Foundation
-import SettleCore
+import SettleApp
 import SettleTesting
 import XCTest
-import SettleBase
-import SettleModel
-import SettleConfig
 import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// Reading transaction ids out of legacy PKCS#7 app receipts (apple-protocol.md 3.6).
 final class AppReceiptTests: XCTestCase {

@@ -1,14 +1,8 @@
 import XCTest
-@testable import SettleCore
+@testable import SettleApp
 @testable import SettleBase
 @testable import SettleModel
-@testable import SettleConfig
 @testable import SettleAppStore
-@testable import SettleGooglePlay
-@testable import SettleLedger
-@testable import SettleDelivery
-@testable import SettleEngine
-@testable import SettleSimulator
 
 /// Every rule of SPEC section 4 for a valid verifyReceipt answer, without I/O.
 final class ReceiptMatcherTests: XCTestCase {

@@ -1,15 +1,8 @@
 import Foundation
 import XCTest
-@testable import SettleCore
+@testable import SettleApp
 @testable import SettleBase
-@testable import SettleModel
-@testable import SettleConfig
 @testable import SettleAppStore
-@testable import SettleGooglePlay
-@testable import SettleLedger
-@testable import SettleDelivery
-@testable import SettleEngine
-@testable import SettleSimulator
 
 /// The genuine Apple-signed renewal info, checked against Apple Root CA - G3.
 final class SignedDataVerifierGenuineTests: XCTestCase {

@@ -1,15 +1,10 @@
 import Foundation
 import SettleTesting
 import XCTest
-@testable import SettleCore
+@testable import SettleApp
 @testable import SettleBase
 @testable import SettleModel
-@testable import SettleConfig
 @testable import SettleAppStore
-@testable import SettleGooglePlay
-@testable import SettleLedger
-@testable import SettleDelivery
-@testable import SettleEngine
 @testable import SettleSimulator
 
 /// Get Transaction History v2 through libcurl against the simulator over loopback: paging,

@@ -1,15 +1,8 @@
 import Foundation
 import XCTest
-@testable import SettleCore
+@testable import SettleApp
 @testable import SettleBase
-@testable import SettleModel
-@testable import SettleConfig
 @testable import SettleAppStore
-@testable import SettleGooglePlay
-@testable import SettleLedger
-@testable import SettleDelivery
-@testable import SettleEngine
-@testable import SettleSimulator
 
 /// The chain cache may only save work: whatever the uncached path refuses, a verifier
 /// that has already cached the chain refuses too, with the same reason.

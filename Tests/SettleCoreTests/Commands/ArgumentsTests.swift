@@ -1,14 +1,5 @@
 import XCTest
-@testable import SettleCore
-@testable import SettleBase
-@testable import SettleModel
-@testable import SettleConfig
-@testable import SettleAppStore
-@testable import SettleGooglePlay
-@testable import SettleLedger
-@testable import SettleDelivery
-@testable import SettleEngine
-@testable import SettleSimulator
+@testable import SettleApp
 
 final class ArgumentsTests: XCTestCase {
     let spec = ArgumentSpec(command: "status", options: [

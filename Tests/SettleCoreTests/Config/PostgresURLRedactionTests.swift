@@ -1,15 +1,7 @@
 import SettleTesting
 import XCTest
-@testable import SettleCore
-@testable import SettleBase
-@testable import SettleModel
+@testable import SettleApp
 @testable import SettleConfig
-@testable import SettleAppStore
-@testable import SettleGooglePlay
-@testable import SettleLedger
-@testable import SettleDelivery
-@testable import SettleEngine
-@testable import SettleSimulator
 
 /// A PostgreSQL URL as settle prints it anywhere (check-config, migrate, ledger copy, the
 /// `daemon.started` line, status): libpq's own reading of it, never a password.

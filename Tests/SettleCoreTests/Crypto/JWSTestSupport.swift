@@ -1,15 +1,8 @@
 import Foundation
 import XCTest
-@testable import SettleCore
+@testable import SettleApp
 @testable import SettleBase
-@testable import SettleModel
-@testable import SettleConfig
 @testable import SettleAppStore
-@testable import SettleGooglePlay
-@testable import SettleLedger
-@testable import SettleDelivery
-@testable import SettleEngine
-@testable import SettleSimulator
 
 /// Reads the files under Tests/SettleCoreTests/Fixtures (located from this source file, not
 /// through SwiftPM resources).

@@ -1,15 +1,7 @@
 import Foundation
 import XCTest
-@testable import SettleCore
+@testable import SettleApp
 @testable import SettleBase
-@testable import SettleModel
-@testable import SettleConfig
-@testable import SettleAppStore
-@testable import SettleGooglePlay
-@testable import SettleLedger
-@testable import SettleDelivery
-@testable import SettleEngine
-@testable import SettleSimulator
 
 final class X509CertificateTests: XCTestCase {
     func testLoad_readsAPEMRoot() throws {

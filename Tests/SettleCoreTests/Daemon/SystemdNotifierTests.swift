@@ -1,15 +1,6 @@
 import Foundation
 import XCTest
-@testable import SettleCore
-@testable import SettleBase
-@testable import SettleModel
-@testable import SettleConfig
-@testable import SettleAppStore
-@testable import SettleGooglePlay
-@testable import SettleLedger
-@testable import SettleDelivery
-@testable import SettleEngine
-@testable import SettleSimulator
+@testable import SettleApp
 
 final class SystemdNotifierTests: XCTestCase {
     /// Binds a datagram socket at `address` (a path, or "@name" for the abstract namespace).

@@ -1,14 +1,8 @@
 import SettleTesting
 import XCTest
-@testable import SettleCore
-@testable import SettleBase
+@testable import SettleApp
 @testable import SettleModel
-@testable import SettleConfig
-@testable import SettleAppStore
-@testable import SettleGooglePlay
-@testable import SettleLedger
 @testable import SettleDelivery
-@testable import SettleEngine
 @testable import SettleSimulator
 
 /// `delivery.batch_size`: one run of the command for several orders, one answer line each, and

@@ -1,15 +1,9 @@
 import SettleTesting
 import XCTest
-@testable import SettleCore
+@testable import SettleApp
 @testable import SettleBase
 @testable import SettleModel
-@testable import SettleConfig
-@testable import SettleAppStore
-@testable import SettleGooglePlay
-@testable import SettleLedger
 @testable import SettleDelivery
-@testable import SettleEngine
-@testable import SettleSimulator
 
 /// Every document a delivery hook receives says what it is, so a receiver can refuse events it
 /// does not know instead of granting them (a revoke must never read as a grant).

@@ -1,15 +1,9 @@
 import SettleTesting
 import XCTest
-@testable import SettleCore
-@testable import SettleBase
+@testable import SettleApp
 @testable import SettleModel
-@testable import SettleConfig
-@testable import SettleAppStore
-@testable import SettleGooglePlay
 @testable import SettleLedger
 @testable import SettleDelivery
-@testable import SettleEngine
-@testable import SettleSimulator
 
 /// The example delivery hook printed in the README, run for real against PostgreSQL: it grants
 /// once per key, answers "already granted" (80) the second time, treats a quote in a user id as

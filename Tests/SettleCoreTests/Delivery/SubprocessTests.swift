@@ -1,16 +1,8 @@
 import Foundation
 import Glibc
 import XCTest
-@testable import SettleCore
-@testable import SettleBase
-@testable import SettleModel
-@testable import SettleConfig
-@testable import SettleAppStore
-@testable import SettleGooglePlay
-@testable import SettleLedger
+@testable import SettleApp
 @testable import SettleDelivery
-@testable import SettleEngine
-@testable import SettleSimulator
 
 /// Runs real processes: small /bin/sh scripts written to a fresh temporary folder.
 final class SubprocessTests: XCTestCase {

@@ -1,16 +1,9 @@
 import Dispatch
 import Synchronization
 import XCTest
-@testable import SettleCore
+@testable import SettleApp
 @testable import SettleBase
-@testable import SettleModel
-@testable import SettleConfig
-@testable import SettleAppStore
 @testable import SettleGooglePlay
-@testable import SettleLedger
-@testable import SettleDelivery
-@testable import SettleEngine
-@testable import SettleSimulator
 
 final class GoogleAccessTokenSourceTests: XCTestCase {
     func testAccessToken_postsAnRS256AssertionWithKidAndThePlayClaims_andTheFakeAcceptsItsSignature() throws {

@@ -1,13 +1,8 @@
 import Foundation
-@testable import SettleCore
+@testable import SettleApp
 @testable import SettleBase
 @testable import SettleModel
-@testable import SettleConfig
-@testable import SettleAppStore
 @testable import SettleGooglePlay
-@testable import SettleLedger
-@testable import SettleDelivery
-@testable import SettleEngine
 @testable import SettleSimulator
 
 /// Keys generated once per test run with OpenSSL (never committed): the service account's and

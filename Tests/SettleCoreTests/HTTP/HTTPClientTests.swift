@@ -1,17 +1,9 @@
 import Dispatch
 import Foundation
-import SettleCore
+import SettleApp
 import Synchronization
 import XCTest
 import SettleBase
-import SettleModel
-import SettleConfig
-import SettleAppStore
-import SettleGooglePlay
-import SettleLedger
-import SettleDelivery
-import SettleEngine
-import SettleSimulator
 
 /// Exercises `HTTPClient` against `LoopbackHTTPServer` over real loopback sockets.
 final class HTTPClientTests: XCTestCase {

@@ -1,15 +1,7 @@
 import SettleTesting
 import XCTest
-@testable import SettleCore
-@testable import SettleBase
+@testable import SettleApp
 @testable import SettleModel
-@testable import SettleConfig
-@testable import SettleAppStore
-@testable import SettleGooglePlay
-@testable import SettleLedger
-@testable import SettleDelivery
-@testable import SettleEngine
-@testable import SettleSimulator
 
 /// A pid only names a process inside one PID namespace of one boot: an owner is judged dead by
 /// its pid only when host, boot id and PID namespace are ours; elsewhere the lease expiry decides.

@@ -1,16 +1,9 @@
 import Foundation
 import SettleTesting
 import XCTest
-@testable import SettleCore
-@testable import SettleBase
+@testable import SettleApp
 @testable import SettleModel
-@testable import SettleConfig
-@testable import SettleAppStore
-@testable import SettleGooglePlay
 @testable import SettleLedger
-@testable import SettleDelivery
-@testable import SettleEngine
-@testable import SettleSimulator
 
 /// What support commands and rows written outside settle may and may not do, on every back end
 /// (issue 14: unclaimed purchases, hand grants, rows written in flight).

@@ -2,16 +2,10 @@ import Foundation
 import SettleTesting
 import Synchronization
 import XCTest
-@testable import SettleCore
-@testable import SettleBase
+@testable import SettleApp
 @testable import SettleModel
-@testable import SettleConfig
 @testable import SettleAppStore
-@testable import SettleGooglePlay
 @testable import SettleLedger
-@testable import SettleDelivery
-@testable import SettleEngine
-@testable import SettleSimulator
 
 /// The notification transitions' contract on every back end, as several `settle run` see it:
 /// each opens the ledger on its own connection(s) (`LedgerBackEnd.another`), as another host

@@ -1,16 +1,9 @@
 import Foundation
 import SettleTesting
 import XCTest
-@testable import SettleCore
-@testable import SettleBase
+@testable import SettleApp
 @testable import SettleModel
-@testable import SettleConfig
-@testable import SettleAppStore
-@testable import SettleGooglePlay
 @testable import SettleLedger
-@testable import SettleDelivery
-@testable import SettleEngine
-@testable import SettleSimulator
 
 /// Google Play's part of the ledger contract, on SQLite and on PostgreSQL: the store and the
 /// purchase token of an order, "delivered, store finish pending", the refund deadline.

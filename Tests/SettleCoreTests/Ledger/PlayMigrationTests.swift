@@ -1,16 +1,8 @@
 import Foundation
 import SettleTesting
 import XCTest
-@testable import SettleCore
-@testable import SettleBase
-@testable import SettleModel
-@testable import SettleConfig
-@testable import SettleAppStore
-@testable import SettleGooglePlay
+@testable import SettleApp
 @testable import SettleLedger
-@testable import SettleDelivery
-@testable import SettleEngine
-@testable import SettleSimulator
 
 /// SQLite migration 8 rebuilds `orders` (its proof CHECK cannot be altered in place): every row,
 /// its history, grants and counts must come through, and the rows that reference orders keep

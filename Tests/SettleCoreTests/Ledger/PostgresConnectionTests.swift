@@ -1,15 +1,7 @@
 import SettleTesting
 import XCTest
-@testable import SettleCore
-@testable import SettleBase
-@testable import SettleModel
-@testable import SettleConfig
-@testable import SettleAppStore
-@testable import SettleGooglePlay
+@testable import SettleApp
 @testable import SettleLedger
-@testable import SettleDelivery
-@testable import SettleEngine
-@testable import SettleSimulator
 
 /// Fails, loudly, when the PostgreSQL tests have no server: see `TestPostgres`.
 final class PostgresAvailabilityTests: XCTestCase {

@@ -1,16 +1,8 @@
 import Foundation
 import SettleTesting
 import XCTest
-@testable import SettleCore
-@testable import SettleBase
-@testable import SettleModel
-@testable import SettleConfig
-@testable import SettleAppStore
-@testable import SettleGooglePlay
+@testable import SettleApp
 @testable import SettleLedger
-@testable import SettleDelivery
-@testable import SettleEngine
-@testable import SettleSimulator
 
 /// The notification tests of `NotificationInboxTests`, every one, on a PostgreSQL ledger.
 final class NotificationInboxPostgresTests: NotificationInboxTests {

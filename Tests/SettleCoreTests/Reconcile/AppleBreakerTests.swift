@@ -1,14 +1,6 @@
 import XCTest
-@testable import SettleCore
-@testable import SettleBase
-@testable import SettleModel
-@testable import SettleConfig
-@testable import SettleAppStore
-@testable import SettleGooglePlay
+@testable import SettleApp
 @testable import SettleLedger
-@testable import SettleDelivery
-@testable import SettleEngine
-@testable import SettleSimulator
 
 /// The breaker as a pure state machine: no I/O, time passed in.
 final class AppleBreakerTests: XCTestCase {

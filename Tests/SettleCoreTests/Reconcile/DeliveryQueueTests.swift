@@ -2,14 +2,10 @@ import Foundation
 import SettleTesting
 import Synchronization
 import XCTest
-@testable import SettleCore
+@testable import SettleApp
 @testable import SettleBase
 @testable import SettleModel
-@testable import SettleConfig
-@testable import SettleAppStore
-@testable import SettleGooglePlay
 @testable import SettleLedger
-@testable import SettleDelivery
 @testable import SettleEngine
 @testable import SettleSimulator
 

@@ -1,0 +1,35 @@
+
+/// `settle assign ORDER_ID --user USER_ID [--note TEXT]`: gives a purchase Apple reported, that
+/// no backend enqueued and nothing mapped to a user (`unclaimed_purchase`), to its buyer.
+enum AssignCommand {
+    static let spec = ArgumentSpec(command: "assign", options: [.init(name: "--user", takesValue: true),
+                                                                .init(name: "--note", takesValue: true)],
+                                   positionals: 1...1)
+
+    static let help = """
+    Usage: settle assign ORDER_ID --user USER_ID [--note TEXT]
+
+    For an order in needs_attention with reason unclaimed_purchase (Apple reported a purchase
+    that no backend enqueued and whose appAccountToken maps to no user, or a backend wrote the
+    order with an empty user_id): records USER_ID as its buyer and puts it back to pending, due
+    now. It is then verified like any order, user binding included, and delivered through the
+    hook. Exit 65 for any other order.
+    """
+
+    static func run(_ context: CommandContext) throws {
+        let parsed = try ParsedArguments(context.arguments, spec: spec)
+        if parsed.wantsHelp { return context.print(help) }
+        guard let user = parsed.value("--user"), !user.isEmpty else {
+            throw UsageError(command: "assign", message: "--user USER_ID is required")
+        }
+        let configuration = try context.loadConfiguration(parsed)
+        let orderId = parsed.positionals[0]
+        do {
+            let ledger = try configuration.openLedger(.current, time: context.time)
+            try ledger.assign(orderId: orderId, userId: user, note: parsed.value("--note"))
+        } catch {
+            throw CommandFailure.from(error)
+        }
+        context.print("assigned \(orderId) to user \(user): pending, due now")
+    }
+}

@@ -1,0 +1,189 @@
+import Foundation
+import SettleModel
+import SettleLedger
+
+/// `settle enqueue`: records a paid order and its proof of purchase.
+enum EnqueueCommand {
+    static let spec = ArgumentSpec(command: "enqueue", options: [
+        .init(name: "--order", takesValue: true), .init(name: "--user", takesValue: true),
+        .init(name: "--product", takesValue: true), .init(name: "--transaction", takesValue: true),
+        .init(name: "--receipt-file", takesValue: true), .init(name: "--signed-transaction-file", takesValue: true),
+        .init(name: "--app-account-token", takesValue: true), .init(name: "--store", takesValue: true),
+        .init(name: "--purchase-token-file", takesValue: true),
+    ])
+
+    static let help = """
+    Usage: settle enqueue --order ID --user USER --product PRODUCT [--transaction TXN]
+                          [--receipt-file FILE|-] [--signed-transaction-file FILE|-]
+                          [--app-account-token UUID]
+           settle enqueue --store google_play --order ID --user USER --product PRODUCT
+                          --purchase-token-file FILE|- [--app-account-token ACCOUNT_ID]
+
+    Records a paid order and its proof of purchase: a base64 app receipt, a StoreKit 2 signed
+    transaction (JWS), or only the Apple transaction id (which needs server_api). The same
+    order twice with the same content is a no-op (exit 0); with different content it is
+    refused (exit 65). --app-account-token is the UUID the app passed to StoreKit for this
+    user; with user_binding.app_account_token "order" it binds the purchase to the user.
+
+    A Google Play order (--store google_play) is proven by its purchase token, read from a
+    file or standard input, never from the command line (a token is a bearer secret and argv
+    is visible to every user of the host). There --app-account-token is the
+    obfuscatedExternalAccountId the app passed to Play Billing for this user.
+    """
+
+    /// Proofs larger than this are refused: no genuine receipt comes near it.
+    static let maxProofBytes = 16 << 20
+
+    static func run(_ context: CommandContext) throws {
+        let parsed = try ParsedArguments(context.arguments, spec: spec)
+        if parsed.wantsHelp { return context.print(help) }
+        func required(_ name: String) throws(UsageError) -> String {
+            guard let value = parsed.value(name), !value.isEmpty else {
+                throw UsageError(command: "enqueue", message: "missing required option '\(name)'")
+            }
+            return value
+        }
+        let orderId = try required("--order")
+        let userId = try required("--user")
+        let productId = try required("--product")
+        guard orderId.count <= 200 else { throw CommandFailure(.dataError, "--order: an order id has at most 200 characters") }
+        guard !orderId.hasPrefix(NotificationTransitions.appleOrderIdPrefix) else {
+            throw CommandFailure(.dataError, "--order: ids starting with \(NotificationTransitions.appleOrderIdPrefix) are settle's own, for purchases Apple reports; use an id of the backend's")
+        }
+        let store: Store
+        switch parsed.value("--store") ?? Store.appStore.rawValue {
+        case Store.appStore.rawValue: store = .appStore
+        case Store.googlePlay.rawValue: store = .googlePlay
+        case let other: throw UsageError(command: "enqueue", message: "--store: '\(other.prefix(40))' is not app_store or google_play")
+        }
+        if store == .googlePlay {
+            return try enqueuePlay(context, parsed, orderId: orderId, userId: userId, productId: productId)
+        }
+        if parsed.value("--purchase-token-file") != nil {
+            throw UsageError(command: "enqueue", message: "--purchase-token-file is the proof of a Google Play order: add --store google_play")
+        }
+        var transactionId = parsed.value("--transaction")
+        if parsed.value("--receipt-file") == "-" && parsed.value("--signed-transaction-file") == "-" {
+            throw UsageError(command: "enqueue", message: "only one of the proofs can be read from standard input")
+        }
+        let receipt = try parsed.value("--receipt-file").map { (path) throws(CommandFailure) in try readReceipt(path) }
+        let signed = try parsed.value("--signed-transaction-file").map { (path) throws(CommandFailure) in try readSignedTransaction(path) }
+        guard receipt != nil || signed != nil || transactionId != nil else {
+            throw UsageError(command: "enqueue", message: "a proof of purchase is required: --receipt-file, --signed-transaction-file or --transaction")
+        }
+        if let transactionId, transactionId.isEmpty || transactionId.count > 64 {
+            throw CommandFailure(.dataError, "--transaction: '\(transactionId.prefix(64))' is not an Apple transaction id")
+        }
+        // The order is found by its transaction id when Apple's notification of the same purchase
+        // comes: read from the signed transaction (verification still checks the signature and
+        // that the two agree), so app-then-Apple never makes a second order.
+        if transactionId == nil, let signed, let named = Order.transactionId(namedIn: signed) { transactionId = named }
+        var token: String? = nil
+        if let text = parsed.value("--app-account-token") {
+            guard let uuid = UUID(uuidString: text) else {
+                throw CommandFailure(.dataError, "--app-account-token: '\(text.prefix(64))' is not a UUID")
+            }
+            token = uuid.uuidString.lowercased()
+        }
+        let configuration = try context.loadConfiguration(parsed)
+        if receipt == nil && signed == nil && configuration.serverAPI == nil {
+            throw CommandFailure(.dataError, "--transaction alone can only be verified through the App Store Server API, and no server_api is configured; enqueue the receipt or the signed transaction too")
+        }
+        if configuration.products[productId] == nil {
+            context.printError("settle enqueue: warning: product \(productId) is not in the configuration's products; reconcile will reject it as unknown_product")
+        }
+        do {
+            let ledger = try configuration.openLedger(.existing, time: context.time)
+            let result = try ledger.enqueue(NewOrder(orderId: orderId, userId: userId, productId: productId,
+                                                     transactionId: transactionId, receipt: receipt, signedTransaction: signed,
+                                                     appAccountToken: token))
+            context.print(result == .created ? "enqueued \(orderId)" : "\(orderId) is already enqueued with the same content; nothing changed")
+        } catch {
+            throw CommandFailure.from(error)
+        }
+    }
+
+    /// `--store google_play`: the purchase token is the one proof; Apple's proofs do not apply.
+    private static func enqueuePlay(_ context: CommandContext, _ parsed: ParsedArguments, orderId: String, userId: String,
+                                    productId: String) throws {
+        for appleProof in ["--receipt-file", "--signed-transaction-file", "--transaction"] where parsed.value(appleProof) != nil {
+            throw UsageError(command: "enqueue", message: "\(appleProof) is an App Store proof; a Google Play order is proven by --purchase-token-file")
+        }
+        guard let path = parsed.value("--purchase-token-file") else {
+            throw UsageError(command: "enqueue", message: "a Google Play order needs --purchase-token-file FILE|- (never the token itself on the command line)")
+        }
+        let token = try readPurchaseToken(path)
+        guard !orderId.hasPrefix(PlayOrderId.prefix) else {
+            throw CommandFailure(.dataError, "--order: ids starting with \(PlayOrderId.prefix) are settle's own, for purchases Google reports; use an id of the backend's")
+        }
+        var accountId: String? = nil
+        if let text = parsed.value("--app-account-token") {
+            guard !text.isEmpty, text.count <= 64 else {
+                throw CommandFailure(.dataError, "--app-account-token: an obfuscatedExternalAccountId has 1 to 64 characters")
+            }
+            accountId = text
+        }
+        let configuration = try context.loadConfiguration(parsed)
+        if configuration.googlePlay == nil {
+            context.printError("settle enqueue: warning: no google_play section is configured; reconcile cannot verify this order until one is")
+        }
+        if !(configuration.products[productId]?.stores.contains(.googlePlay) ?? false) {
+            context.printError("settle enqueue: warning: product \(productId) is not a google_play product in the configuration; reconcile will set the order aside as unknown_product")
+        }
+        do {
+            let ledger = try configuration.openLedger(.existing, time: context.time)
+            let result = try ledger.enqueue(NewOrder(orderId: orderId, userId: userId, productId: productId, appAccountToken: accountId,
+                                                     store: .googlePlay, purchaseToken: token))
+            context.print(result == .created ? "enqueued \(orderId) (google_play, \(token.fingerprint))"
+                                             : "\(orderId) is already enqueued with the same content; nothing changed")
+        } catch {
+            throw CommandFailure.from(error)
+        }
+    }
+
+    /// A purchase token from a file or standard input. Errors never quote it.
+    static func readPurchaseToken(_ path: String) throws(CommandFailure) -> PlayPurchaseToken {
+        let text = try read(path, what: "purchase token")
+        guard let token = PlayPurchaseToken(text) else {
+            throw CommandFailure(.dataError, "purchase token in \(path == "-" ? "standard input" : path) is not a Google Play purchase token (printable ASCII, at most 4096 characters)")
+        }
+        return token
+    }
+
+    static func read(_ path: String, what: String) throws(CommandFailure) -> String {
+        let data: Data?
+        if path == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            data = FileManager.default.contents(atPath: path)
+        }
+        guard let data else { throw CommandFailure(.dataError, "cannot read \(what) file \(path)") }
+        guard data.count <= maxProofBytes else {
+            throw CommandFailure(.dataError, "\(what) in \(path) is larger than \(maxProofBytes) bytes")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw CommandFailure(.dataError, "\(what) in \(path) is not text (a \(what) is uploaded as base64 text)")
+        }
+        return text.filter { !$0.isWhitespace }
+    }
+
+    /// A receipt must be base64 (the form devices upload and verifyReceipt takes).
+    static func readReceipt(_ path: String) throws(CommandFailure) -> String {
+        let text = try read(path, what: "receipt")
+        guard !text.isEmpty, let decoded = Data(base64Encoded: text), !decoded.isEmpty else {
+            throw CommandFailure(.dataError, "receipt in \(path == "-" ? "standard input" : path) is not base64")
+        }
+        return text
+    }
+
+    /// A signed transaction must look like a compact JWS: three base64url parts.
+    static func readSignedTransaction(_ path: String) throws(CommandFailure) -> String {
+        let text = try read(path, what: "signed transaction")
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        let base64url = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        guard parts.count == 3, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(base64url.contains) }) else {
+            throw CommandFailure(.dataError, "signed transaction in \(path == "-" ? "standard input" : path) is not a compact JWS (three base64url parts)")
+        }
+        return text
+    }
+}

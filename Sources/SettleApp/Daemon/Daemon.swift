@@ -1,0 +1,437 @@
+import Foundation
+import Synchronization
+import SettleBase
+import SettleModel
+import SettleConfig
+import SettleLedger
+import SettleEngine
+
+/// `settle run`: reconciles on a Dispatch timer until SIGTERM.
+///
+/// Passes run on one serial queue, so they never overlap: a timer tick or SIGUSR1 arriving
+/// during a pass waits for it and becomes one follow-up pass. Signals are handled on a
+/// separate queue so SIGTERM is seen while a pass runs: the pass stops claiming, in-flight
+/// work finishes within `shutdown_grace_seconds`, and whatever is left is for rescue.
+package final class Daemon: @unchecked Sendable {
+    private let configPath: String
+    private let environment: [String: String]
+    private let log: Log
+    private let notifier: SystemdNotifier
+    private let time: any TimeSource
+    private let owner: LeaseOwner
+
+    private let workQueue = DispatchQueue(label: "settle.daemon.work")
+    private let controlQueue = DispatchQueue(label: "settle.daemon.control")
+    private let done = DispatchSemaphore(value: 0)
+    private let stopping = Atomic<Bool>(false)
+    private let finished = Atomic<Bool>(false)
+    private let metrics = Metrics()
+    /// Read by the signal handler while a pass may hold the work queue, so not behind it.
+    private let graceSeconds = Mutex<Double>(20)
+
+    // Touched only on workQueue.
+    private var configuration: Configuration!
+    private var ledger: (any SettleLedger)!
+    private var reconciler: Reconciler!
+    private var lock: DaemonLock?
+    private var timer: DispatchSourceTimer?
+    private var watchdogTimer: DispatchSourceTimer?
+    private var passQueued = false
+    private var configurationFaultDelay: Double = 0
+    private var notBefore: Int64 = 0
+    private var signalSources: [DispatchSourceSignal] = []
+    private var watchdog: Watchdog?
+    private var exitCode = ExitCode.success
+    private var endpoint: NotificationEndpoint?
+    private var historyTimer: DispatchSourceTimer?
+    /// The inbox the endpoint's threads hand notifications to; replaced on reload.
+    private let inbox = Mutex<NotificationInbox?>(nil)
+    /// Google Play's pushes, on the same listener; replaced on reload.
+    private let playInbox = Mutex<PlayNotificationInbox?>(nil)
+
+    package init(configPath: String, environment: [String: String], log: Log, time: any TimeSource = SystemTimeSource(),
+                owner: LeaseOwner = .current) {
+        self.configPath = configPath
+        self.environment = environment
+        self.log = log
+        self.notifier = SystemdNotifier(environment: environment)
+        self.time = time
+        self.owner = owner
+    }
+
+    /// Starts, serves until stopped, and returns the exit code.
+    package func run() -> ExitCode {
+        do {
+            try start()
+        } catch let failure as CommandFailure {
+            log.error("daemon.start_failed", ["error": failure.message])
+            lock?.release()
+            return failure.code
+        } catch {
+            log.error("daemon.start_failed", ["error": "\(error)"])
+            lock?.release()
+            return .ioError
+        }
+        done.wait()
+        return exitCode
+    }
+
+    // MARK: - Start
+
+    private func start() throws {
+        let configuration: Configuration
+        do {
+            configuration = try Configuration.load(path: configPath, environment: environment)
+        } catch {
+            throw CommandFailure(.config, error.message)
+        }
+        // The file lock keeps one daemon per SQLite ledger; a PostgreSQL ledger is shared by
+        // any number of them, coordinated in the database.
+        if configuration.postgresLedger == nil {
+            do {
+                lock = try DaemonLock(ledgerPath: configuration.ledgerPath)
+            } catch {
+                if case .held = error { throw CommandFailure(.tempFail, error.description) }
+                throw CommandFailure(.ioError, error.description)
+            }
+        }
+        let ledger: any SettleLedger
+        do {
+            ledger = try configuration.openLedger(.migrating, time: time)
+        } catch {
+            throw CommandFailure.from(error)
+        }
+        let reconciler: Reconciler
+        do {
+            reconciler = try Reconciler.configured(configuration, ledger: ledger, environment: environment, log: log, metrics: metrics)
+        } catch {
+            throw CommandFailure(.config, error.message)
+        }
+        do {
+            try ledger.recordDaemonStarted(owner)
+        } catch {
+            throw CommandFailure.from(error)
+        }
+        workQueue.sync {
+            self.configuration = configuration
+            self.ledger = ledger
+            self.reconciler = reconciler
+        }
+        graceSeconds.withLock { $0 = configuration.shutdownGraceSeconds }
+        inbox.withLock { $0 = reconciler.inbox }
+        playInbox.withLock { $0 = reconciler.playInbox }
+        metrics.observeNewestNotification(at: try? ledger.newestNotificationAt())
+        if let notifications = configuration.notifications {
+            try startEndpoint(notifications, playPath: configuration.googlePlay?.notificationsPath)
+        }
+        installSignalHandlers()
+        if !ChildReaper.becomeSubreaper() {
+            log.warning("daemon.no_subreaper", ["effect": "orphans of hooks are left to PID 1"])
+        }
+        workQueue.sync {
+            startWatchdog()
+            scheduleTimer(interval: configuration.schedule.intervalSeconds)
+            if let notifications = configuration.notifications { scheduleHistorySync(interval: notifications.historyIntervalSeconds) }
+        }
+        log.info("daemon.started", ["pid": owner.pid, "ledger": configuration.ledgerPath,
+                                    "interval_seconds": configuration.schedule.intervalSeconds,
+                                    "concurrency": configuration.schedule.concurrency])
+        notifier.send("READY=1\nSTATUS=starting the first pass\nMAINPID=\(owner.pid)")
+        workQueue.async { self.requestPass(force: true) }
+    }
+
+    private func installSignalHandlers() {
+        for (signalNumber, handler) in [(SIGTERM, stop), (SIGINT, stop), (SIGHUP, reload), (SIGUSR1, passNow)]
+            as [(Int32, () -> Void)] {
+            // The default action would kill us before Dispatch could deliver the signal.
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: controlQueue)
+            source.setEventHandler(handler: handler)
+            source.resume()
+            signalSources.append(source)
+        }
+    }
+
+    /// Listens for App Store Server Notifications: on the socket systemd passed (settle.socket),
+    /// else on `notifications.listen`.
+    private func startEndpoint(_ notifications: Configuration.NotificationsConfiguration, playPath: String?) throws {
+        var passed: Int32? = nil
+        if environment["LISTEN_PID"].flatMap({ Int32($0) }) == owner.pid, environment["LISTEN_FDS"] == "1" {
+            passed = 3 // SD_LISTEN_FDS_START (sd_listen_fds(3))
+        }
+        do {
+            var routes: [String: @Sendable (HTTPServerRequest) -> HTTPServerResponse] = [:]
+            if let playPath {
+                routes[playPath] = { [workQueue, unowned self] request in
+                    guard let current = self.playInbox.withLock({ $0 }) else { return NotificationInbox.reply(503, "starting") }
+                    let (response, needsPass) = current.answer(request)
+                    if needsPass { workQueue.async { self.requestPass(force: true) } }
+                    return response
+                }
+            }
+            endpoint = try NotificationEndpoint(address: notifications.listen, listenDescriptor: passed, path: notifications.path,
+                                                limits: notifications.limits, log: log, routes: routes) { [workQueue, unowned self] body in
+                guard let current = self.inbox.withLock({ $0 }) else { return NotificationInbox.reply(503, "starting") }
+                let (response, needsPass) = current.answer(body)
+                if needsPass { workQueue.async { self.requestPass(force: true) } }
+                return response
+            }
+        } catch {
+            throw CommandFailure(.unavailable, error.description)
+        }
+        log.info("notifications.listening", ["address": passed == nil ? notifications.listen : "systemd socket",
+                                             "port": endpoint?.port, "path": notifications.path, "google_play_path": playPath])
+    }
+
+    /// Get Notification History at start and every `notifications.history_interval_seconds`.
+    private func scheduleHistorySync(interval: Double) {
+        historyTimer?.cancel()
+        let source = DispatchSource.makeTimerSource(queue: workQueue)
+        source.schedule(deadline: .now(), repeating: interval, leeway: .seconds(1))
+        source.setEventHandler { [unowned self] in syncHistory() }
+        source.resume()
+        historyTimer = source
+    }
+
+    private func syncHistory() {
+        guard !stopping.load(ordering: .relaxed), let inbox = reconciler.inbox else { return }
+        do {
+            // The catch-up runs on the work queue, where the idle watchdog timer cannot fire: it
+            // kicks the watchdog itself after each page, as a pass does after each order.
+            let dog = watchdog
+            let report = try inbox.syncHistory(progress: { dog?.kick() })
+            log.info("notifications.history_synced", ["stored": report.stored, "pages": report.pages, "stopped": report.stoppedBecause])
+            if report.needsPass { requestPass(force: true) }
+        } catch {
+            log.error("notifications.history_failed", ["error": "\(error)"])
+        }
+    }
+
+    private func scheduleTimer(interval: Double) {
+        timer?.cancel()
+        let source = DispatchSource.makeTimerSource(queue: workQueue)
+        source.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(100))
+        source.setEventHandler { [unowned self] in requestPass(force: false) }
+        source.resume()
+        timer = source
+    }
+
+    /// WATCHDOG=1 at half of `$WATCHDOG_USEC`, from the work queue (idle) and from the pass's
+    /// progress (busy), never from an independent thread: a hung pass stops the pings.
+    private func startWatchdog() {
+        guard let usecText = environment["WATCHDOG_USEC"], let usec = Double(usecText), usec > 0 else { return }
+        if let pid = environment["WATCHDOG_PID"], Int32(pid) != owner.pid { return }
+        let interval = usec / 2_000_000
+        let dog = Watchdog(interval: interval, notifier: notifier)
+        watchdog = dog
+        let source = DispatchSource.makeTimerSource(queue: workQueue)
+        source.schedule(deadline: .now(), repeating: interval / 2, leeway: .milliseconds(10))
+        source.setEventHandler { dog.kick() }
+        source.resume()
+        watchdogTimer = source
+        let worstOrder = configuration.delivery.timeoutSeconds
+            + 2 * (configuration.http.timeoutSeconds + configuration.http.connectTimeoutSeconds)
+        if usec / 1_000_000 < worstOrder {
+            log.warning("daemon.watchdog_short", ["watchdog_seconds": usec / 1_000_000, "slowest_order_seconds": worstOrder])
+        }
+    }
+
+    // MARK: - Passes (work queue)
+
+    private func requestPass(force: Bool) {
+        guard !stopping.load(ordering: .relaxed), !passQueued else { return }
+        if !force && time.unixSeconds < notBefore { return }
+        passQueued = true
+        workQueue.async { [self] in
+            passQueued = false
+            runPass()
+        }
+    }
+
+    private func runPass() {
+        guard !stopping.load(ordering: .relaxed) else { return }
+        guard lock?.isStillAtPath() != false else { return stopForReplacedLedger() }
+        // Passes never overlap and every hook of this one has been waited for by then: what is
+        // left to reap is orphans of hooks (ChildReaper).
+        defer { ChildReaper.reapExited() }
+        let started = DispatchTime.now()
+        let report: PassReport
+        do {
+            let dog = watchdog
+            report = try reconciler.runPass(shouldStop: { [unowned self] in stopping.load(ordering: .relaxed) },
+                                            progress: { dog?.kick() })
+        } catch {
+            log.error("pass.failed", ["error": "\(error)"])
+            notifier.send("STATUS=last pass failed: \(error)")
+            return
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
+        handleConfigurationFault(report)
+        var summary: LedgerSummary? = nil
+        do {
+            try ledger.recordDaemonPass(owner, summary: report.summaryLine)
+            summary = try ledger.summary(OrderFilter(limit: 0))
+        } catch {
+            log.error("ledger.error", ["error": "\(error)"])
+        }
+        let breaker = (try? ledger.appleBreaker()) ?? AppleBreaker()
+        // An idle pass is news to nobody: debug, so the journal shows what happened, not the clock.
+        log.log(report.reconciled == 0 ? .debug : .info, "pass.finished", ["summary": report.summaryLine, "duration_ms": Int(seconds * 1000),
+                                   "breaker": breaker.state.rawValue])
+        notifier.send("STATUS=" + statusLine(report, summary: summary, breaker: breaker))
+        if let path = configuration.metricsFile, let summary {
+            do {
+                try metrics.write(to: path, summary: summary, bundleId: configuration.bundleId)
+            } catch {
+                log.error("metrics.write_failed", ["path": path, "error": "\(error)"])
+            }
+        }
+    }
+
+    /// The ledger file was moved, deleted or replaced under us. Carrying on would record grants
+    /// in a file nobody reads; silently reopening would serve whatever now lies at the path (a
+    /// restored backup may show granted orders as pending, and would grant them twice). A
+    /// person must look, so stop with 74 and say why; a restart opens what is there then.
+    private func stopForReplacedLedger() {
+        let message = "the ledger file \(configuration.ledgerPath) was moved, deleted or replaced while settle ran; "
+            + "stopping so that nothing is granted from the wrong ledger. Put the right ledger back and start settle again"
+        log.error("ledger.replaced", ["error": message])
+        notifier.send("STATUS=stopped: \(message)")
+        exitCode = .ioError
+        guard !stopping.exchange(true, ordering: .relaxed) else { return }
+        notifier.send("STOPPING=1")
+        finish(clean: true)
+    }
+
+    private func handleConfigurationFault(_ report: PassReport) {
+        guard let fault = report.configurationFault else {
+            configurationFaultDelay = 0
+            notBefore = 0
+            return
+        }
+        let schedule = configuration.schedule
+        configurationFaultDelay = min(schedule.backoffMaxSeconds,
+                                      configurationFaultDelay == 0 ? schedule.backoffBaseSeconds : configurationFaultDelay * 2)
+        notBefore = time.unixSeconds + Int64(configurationFaultDelay)
+        log.error("daemon.configuration_fault", ["error": fault, "next_try_seconds": Int(configurationFaultDelay)])
+    }
+
+    private func statusLine(_ report: PassReport, summary: LedgerSummary?, breaker: AppleBreaker) -> String {
+        var parts = ["\(report.finished) finished", "\(report.retrying) retrying"]
+        if let summary { parts.append("\(summary.counts[.pending] ?? 0) pending") }
+        if summary?.counts[.needsAttention] ?? 0 > 0 { parts.append("\(summary?.counts[.needsAttention] ?? 0) need attention") }
+        if breaker.state == .open, let retryAt = breaker.retryAt {
+            parts.append("Apple breaker open until \(Timestamp.rfc3339(unixSeconds: retryAt))")
+        } else {
+            parts.append("breaker closed")
+        }
+        if let fault = report.configurationFault { parts.append("configuration fault: \(fault)") }
+        return "last pass: " + parts.joined(separator: ", ")
+    }
+
+    // MARK: - Signals (control queue)
+
+    private func passNow() {
+        log.info("daemon.pass_requested", ["signal": "SIGUSR1"])
+        workQueue.async { self.requestPass(force: true) }
+    }
+
+    private func reload() {
+        notifier.send("RELOADING=1\nMONOTONIC_USEC=\(SystemdNotifier.monotonicMicroseconds())")
+        log.info("daemon.reloading", ["config": configPath])
+        workQueue.async { [self] in
+            defer { notifier.send("READY=1") }
+            // Said in the journal and in `systemctl status`, which is where whoever reloaded looks.
+            func failed(_ error: String) {
+                log.error("daemon.reload_failed", ["error": error, "kept": "previous configuration"])
+                notifier.send("STATUS=reload failed, running with the previous configuration: "
+                              + PrintableText.escape(error.split(separator: "\n").first.map(String.init) ?? error))
+            }
+            let fresh: Configuration
+            do {
+                fresh = try Configuration.load(path: configPath, environment: environment)
+            } catch {
+                return failed("\(error)")
+            }
+            guard fresh.ledgerPath == configuration.ledgerPath else {
+                return failed("the ledger path cannot change on reload; restart settle")
+            }
+            do {
+                reconciler = try Reconciler.configured(fresh, ledger: ledger, environment: environment, log: log, metrics: metrics)
+            } catch {
+                return failed("\(error)")
+            }
+            if fresh.schedule.intervalSeconds != configuration.schedule.intervalSeconds {
+                scheduleTimer(interval: fresh.schedule.intervalSeconds)
+            }
+            inbox.withLock { $0 = reconciler.inbox }
+            playInbox.withLock { $0 = reconciler.playInbox }
+            if fresh.notifications?.listen != configuration.notifications?.listen || fresh.notifications?.path != configuration.notifications?.path {
+                log.warning("daemon.reload_partial", ["kept": "the notifications endpoint as it was; restart settle to move it"])
+            }
+            if let interval = fresh.notifications?.historyIntervalSeconds, interval != configuration.notifications?.historyIntervalSeconds,
+               configuration.notifications != nil {
+                scheduleHistorySync(interval: interval)
+            }
+            configuration = fresh
+            graceSeconds.withLock { $0 = fresh.shutdownGraceSeconds }
+            configurationFaultDelay = 0
+            notBefore = 0
+            log.info("daemon.reloaded", ["interval_seconds": fresh.schedule.intervalSeconds,
+                                         "concurrency": fresh.schedule.concurrency])
+        }
+    }
+
+    private func stop() {
+        guard !stopping.exchange(true, ordering: .relaxed) else { return }
+        notifier.send("STOPPING=1\nSTATUS=stopping: finishing in-flight work")
+        let grace = graceSeconds.withLock { $0 }
+        log.info("daemon.stopping", ["grace_seconds": grace])
+        // Runs after the current pass: the pass stops claiming and finishes what it holds.
+        workQueue.async { self.finish(clean: true) }
+        controlQueue.asyncAfter(deadline: .now() + grace) { [self] in
+            guard !finished.load(ordering: .relaxed) else { return }
+            log.warning("daemon.grace_exceeded", ["grace_seconds": grace, "left_to": "rescue by the next start"])
+            finish(clean: false)
+        }
+    }
+
+    private func finish(clean: Bool) {
+        guard !finished.exchange(true, ordering: .relaxed) else { return }
+        timer?.cancel()
+        watchdogTimer?.cancel()
+        historyTimer?.cancel()
+        // Stop taking notifications before the ledger closes; answers in flight finish first.
+        endpoint?.stop()
+        if clean {
+            try? ledger.recordDaemonStopped(owner)
+            try? ledger.close()
+        }
+        // Closing our descriptor while the ledger is open would drop SQLite's locks (DaemonLock).
+        if clean { lock?.release() }
+        log.info("daemon.stopped", ["clean": clean])
+        done.signal()
+    }
+}
+
+/// Sends WATCHDOG=1 at most once per interval, whoever calls `kick`.
+final class Watchdog: Sendable {
+    private let interval: Double
+    private let notifier: SystemdNotifier
+    private let last = Mutex<UInt64>(0)
+
+    init(interval: Double, notifier: SystemdNotifier) {
+        self.interval = interval
+        self.notifier = notifier
+    }
+
+    func kick() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let due = last.withLock { last -> Bool in
+            guard last == 0 || Double(now - last) / 1e9 >= interval * 0.9 else { return false }
+            last = now
+            return true
+        }
+        if due { notifier.send("WATCHDOG=1") }
+    }
+}

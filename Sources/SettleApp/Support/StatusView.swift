@@ -1,0 +1,248 @@
+import Foundation
+import SettleBase
+import SettleModel
+import SettleLedger
+import SettleDelivery
+
+/// Renders the ledger for support (SPEC section 6): one JSON object, or aligned text.
+/// Never prints receipts, signed transactions or anything secret.
+package enum StatusView {
+    package static func json(_ summary: LedgerSummary, breaker: AppleBreaker = AppleBreaker(), daemon: DaemonRecord? = nil) -> JSONValue {
+        .object([
+            ("counts", .object(OrderState.allCases.map { ($0.rawValue, .number(summary.counts[$0] ?? 0)) })),
+            ("oldest_undelivered_seconds", summary.oldestUndeliveredSeconds.map { .number($0) } ?? .null),
+            ("apple", .object([
+                ("breaker", .string(breaker.state.rawValue)),
+                ("retry_at", breaker.state == .open ? time(breaker.retryAt) : .null),
+                ("last_error", .string(breaker.lastError)),
+                ("last_error_at", time(breaker.lastErrorAt)),
+            ])),
+            ("daemon", daemon.flatMap { $0.isRunning ? $0 : nil }.map { d in
+                .object([
+                    ("pid", .number(Int(d.owner.pid))),
+                    ("started_at", time(d.startedAt)),
+                    ("last_pass_at", time(d.lastPassAt)),
+                    ("last_pass_summary", .string(d.lastPassSummary)),
+                ])
+            } ?? .null),
+            ("matching", .number(summary.matching)),
+            ("orders", .array(summary.orders.map(json))),
+            ("stores", .object(Store.allCases.map { store in
+                (store.rawValue, .object(OrderState.allCases.map { ($0.rawValue, .number(storeCount(summary, store, $0))) }))
+            })),
+            ("google_play", .object([
+                ("unacknowledged", .array(summary.playDeadlines.map { d in
+                    .object([("order_id", .string(d.orderId)), ("state", .string(d.state.rawValue)),
+                             ("refund_at", time(d.refundAt)), ("refund_at_estimated", .bool(!d.exact)),
+                             ("delivered", .bool(d.delivered))])
+                })),
+            ])),
+        ])
+    }
+
+    /// Orders of `store` in `state` (the App Store's: those not Google Play's).
+    static func storeCount(_ summary: LedgerSummary, _ store: Store, _ state: OrderState) -> Int {
+        let play = summary.googlePlayCounts[state] ?? 0
+        return store == .googlePlay ? play : max(0, (summary.counts[state] ?? 0) - play)
+    }
+
+    /// When Google refunds a Play order's purchase unless it is acknowledged: three days after it
+    /// was bought (before Google confirmed it, after it was enqueued); nil once settled.
+    package static func playRefundAt(_ order: Order) -> Int64? {
+        guard order.store == .googlePlay, [.pending, .verifying, .delivering].contains(order.state) else { return nil }
+        return (order.verified?.purchaseDateMs.map { $0 / 1000 } ?? order.createdAt) + PlayDeadline.windowSeconds
+    }
+
+    package static func json(_ order: Order) -> JSONValue {
+        .object([
+            ("order_id", .string(order.orderId)),
+            ("user_id", .string(order.userId)),
+            ("product_id", .string(order.productId)),
+            ("state", .string(order.state.rawValue)),
+            ("transaction_id", .string(order.transactionId)),
+            ("original_transaction_id", .string(order.verified?.originalTransactionId)),
+            ("environment", .string(order.environment)),
+            ("quantity", .number(order.verified?.quantity)),
+            ("proof", .string(proof(order))),
+            ("attempts", .number(order.attempts)),
+            ("next_attempt_at", order.state == .pending ? time(order.nextAttemptAt) : .null),
+            ("reason", .string(order.reason)),
+            ("last_error", .string(withoutSignedData(order.lastError))),
+            ("claimed_by", .string(order.lease.map { "\($0.owner)" })),
+            ("created_at", time(order.createdAt)),
+            ("updated_at", time(order.updatedAt)),
+            ("finished_at", time(order.finishedAt)),
+            ("origin", .string(order.origin)),
+            ("refund", order.refund.map(refundJSON) ?? .null),
+            ("store", .string(order.store.rawValue)),
+            // A bearer secret: only its fingerprint, which support can match (status --purchase-token-file).
+            ("purchase_token", .string(order.purchaseToken?.fingerprint)),
+            ("store_finish", .string(order.store == .googlePlay && order.deliveredAt != nil
+                                     ? (order.state == .finished ? "done" : "pending") : nil)),
+            ("google_refunds_at", time(playRefundAt(order))),
+        ])
+    }
+
+    package static func json(_ order: Order, history: [HistoryEntry]) -> JSONValue {
+        guard case var .object(members) = json(order) else { return .null }
+        members.append(("history", .array(history.map { entry in
+            .object([
+                ("at", time(entry.at)),
+                ("kind", .string(entry.kind.rawValue)),
+                ("outcome", .string(entry.outcome)),
+                ("apple_status", .number(entry.appleStatus)),
+                ("hook_exit", .number(entry.hookExit)),
+                ("environment", .string(entry.environment)),
+                ("duration_ms", .number(entry.durationMs)),
+                ("detail", .string(withoutSignedData(entry.detail))),
+            ])
+        })))
+        return .object(members)
+    }
+
+    package static func text(_ summary: LedgerSummary, breaker: AppleBreaker = AppleBreaker(), daemon: DaemonRecord? = nil,
+                            now: Int64) -> String {
+        var out = summary.filtered ? "matching orders by state: " : ""
+        out += OrderState.allCases.map { "\($0.rawValue) \(summary.counts[$0] ?? 0)" }.joined(separator: "  ") + "\n"
+        out += "oldest undelivered: " + (summary.oldestUndeliveredSeconds.map(Timestamp.age) ?? "none") + "\n"
+        if breaker.state == .open, let retryAt = breaker.retryAt {
+            out += "apple: breaker OPEN until \(Timestamp.relative(retryAt, now: now))" + lastError(breaker, now: now) + "\n"
+        } else if breaker.lastError != nil {
+            out += "apple: breaker closed" + lastError(breaker, now: now) + "\n"
+        } else {
+            out += "apple: answering\n"
+        }
+        if summary.googlePlayCounts.values.contains(where: { $0 > 0 }) {
+            out += "google_play: " + OrderState.allCases.map { "\($0.rawValue) \(summary.googlePlayCounts[$0] ?? 0)" }.joined(separator: "  ") + "\n"
+        }
+        for d in summary.playDeadlines {
+            let left = d.refundAt - now
+            let when = left > 0 ? "Google refunds it in \(Timestamp.age(left))" : "Google's 3-day deadline passed \(Timestamp.age(-left)) ago"
+            out += "  unacknowledged \(PrintableText.escape(d.orderId)) (\(d.delivered ? "delivered, acknowledge pending" : d.state.rawValue)): "
+                + when + (d.exact ? "" : " (at most; purchase time not confirmed yet)") + (d.isUrgent(now: now) ? "  ** under 24 h **" : "") + "\n"
+        }
+        if let d = daemon, d.isRunning {
+            out += "daemon: pid \(d.owner.pid) since \(Timestamp.relative(d.startedAt, now: now))"
+            out += d.lastPassAt.map { "; last pass \(Timestamp.relative($0, now: now)): \(PrintableText.escape(d.lastPassSummary ?? ""))" } ?? "; no pass yet"
+            out += "\n"
+        } else {
+            out += "daemon: not running\n"
+        }
+        guard !summary.orders.isEmpty else { return out + "\nno matching orders\n" }
+        let header = ["ORDER", "STATE", "USER", "PRODUCT", "TRANSACTION", "ATTEMPTS", "REASON", "UPDATED"]
+        let rows = summary.orders.map { o in
+            [o.orderId, o.state.rawValue, o.userId, o.productId, o.transactionId ?? "-", String(o.attempts),
+             o.reason ?? "-", Timestamp.age(max(0, now - o.updatedAt)) + " ago"]
+        }
+        out += "\n" + table([header] + rows)
+        if summary.matching > summary.orders.count {
+            out += "showing \(summary.orders.count) of \(summary.matching) (most recently changed first; --limit N shows more)\n"
+        }
+        return out
+    }
+
+    static func lastError(_ breaker: AppleBreaker, now: Int64) -> String {
+        guard let error = breaker.lastError else { return "" }
+        return "; last error" + (breaker.lastErrorAt.map { " \(Timestamp.relative($0, now: now))" } ?? "")
+            + ": \(PrintableText.escape(error))"
+    }
+
+    package static func text(_ order: Order, history: [HistoryEntry], now: Int64) -> String {
+        let verdict = Verdict(order, now: now)
+        var fields: [(String, String)] = verdict.lines + [("", "")]
+        fields += [
+            ("order", order.orderId), ("state", order.state.rawValue), ("user", order.userId), ("product", order.productId),
+            ("transaction", order.transactionId ?? "-"),
+        ]
+        if let verified = order.verified {
+            fields.append(("original transaction", verified.originalTransactionId))
+            fields.append(("quantity", String(verified.quantity)))
+        }
+        if let token = order.appAccountToken { fields.append((order.store == .googlePlay ? "account id" : "app account token", token)) }
+        if order.store == .googlePlay {
+            fields.append(("store", order.store.rawValue))
+            fields.append(("purchase token", order.purchaseToken?.fingerprint ?? "missing or unusable"))
+            if let refundAt = playRefundAt(order) {
+                fields.append(("google refunds", refundAt > now ? "in \(Timestamp.age(refundAt - now)) unless acknowledged"
+                                                                : "deadline passed \(Timestamp.age(now - refundAt)) ago"))
+            }
+            if order.deliveredAt != nil && order.state == .delivering {
+                fields.append(("store finish", "delivered; telling Google (acknowledge or consume) is pending"))
+            }
+        }
+        fields += [
+            ("environment", order.environment ?? "-"), ("proof", proof(order)), ("attempts", String(order.attempts)),
+            ("next attempt", order.state == .pending ? Timestamp.relative(order.nextAttemptAt, now: now) : "-"),
+            ("reason", order.reason ?? "-"), ("last error", withoutSignedData(order.lastError) ?? "-"),
+            ("claimed by", order.lease.map { "\($0.owner) until \(Timestamp.relative($0.expiresAt, now: now))" } ?? "-"),
+            ("created", Timestamp.relative(order.createdAt, now: now)),
+            ("updated", Timestamp.relative(order.updatedAt, now: now)),
+            ("finished", order.finishedAt.map { Timestamp.relative($0, now: now) } ?? "-"),
+            ("origin", order.origin),
+            ("refund", order.refund.map(refundText) ?? "-"),
+        ]
+        let width = fields.map(\.0.count).max() ?? 0
+        var out = fields.map { $0.0.isEmpty ? "" : ($0.0 + ":").padding(toLength: width + 2, withPad: " ", startingAt: 0) + PrintableText.escape($0.1) }
+            .joined(separator: "\n")
+        out += "\n\nhistory:\n"
+        var rows: [[String]] = []
+        var said: [[String]] = []
+        for e in history {
+            var facts: [String] = []
+            if let s = e.appleStatus { facts.append("apple status \(s)") }
+            if let x = e.hookExit { facts.append("hook exit \(x)") }
+            if let env = e.environment { facts.append(env) }
+            if let ms = e.durationMs { facts.append("\(ms) ms") }
+            let detailLines = (withoutSignedData(e.detail) ?? "").split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+            rows.append([Timestamp.rfc3339(unixSeconds: e.at), e.kind.rawValue, e.outcome, facts.joined(separator: ", "),
+                         detailLines.first ?? ""])
+            // A failed delivery's own words (its stderr) are what support needs: the last lines, escaped.
+            guard e.kind == .delivery, e.outcome != "delivered", detailLines.count > 1 else { said.append([]); continue }
+            let output = DeliveryReport.tail(detailLines.dropFirst().joined(separator: "\n"))
+            said.append(output.split(separator: "\n").map { "    hook said: " + PrintableText.escape(String($0)) })
+        }
+        let tableLines = rows.isEmpty ? [] : table(rows).split(separator: "\n").map(String.init)
+        let lines = zip(tableLines, said).flatMap { [$0.0] + $0.1 }
+        out += lines.isEmpty ? "  (none)\n" : lines.map { "  " + $0 }.joined(separator: "\n") + "\n"
+        return out
+    }
+
+    /// Text with every compact JWS (a signed transaction or any other signed data) in it
+    /// replaced by its SHA-256: proofs are never printed whole. Ledgers written before retry
+    /// kept replaced proofs by hash carry whole ones in their history.
+    static func withoutSignedData(_ text: String?) -> String? {
+        guard let text, text.contains(".") else { return text }
+        guard let regex = signedDataPattern else { return text }
+        var out = ""
+        var last = text.startIndex
+        for match in regex.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+            guard let range = Range(match.range, in: text) else { continue }
+            out += text[last..<range.lowerBound] + "<signed data sha256 \(SHA256.hex(Data(text[range].utf8)))>"
+            last = range.upperBound
+        }
+        return out + text[last...]
+    }
+
+    /// Three dot-separated base64url parts, the first a JSON object's (`eyJ` is base64 of `{"`).
+    private static let signedDataPattern = try? NSRegularExpression(pattern: #"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"#)
+
+    static func proof(_ order: Order) -> String {
+        if order.store == .googlePlay { return "purchase_token" }
+        if order.receiptSHA256 != nil { return "receipt" }
+        if order.signedTransaction != nil { return "signed_transaction" }
+        return "transaction_id"
+    }
+
+    static func time(_ seconds: Int64?) -> JSONValue { .string(seconds.map { Timestamp.rfc3339(unixSeconds: $0) }) }
+
+    /// Cells are escaped first (ids and hook output are outside text), so widths count what is shown.
+    static func table(_ rows: [[String]]) -> String {
+        let rows = rows.map { $0.map { PrintableText.escape($0) } }
+        let columns = rows.map(\.count).max() ?? 0
+        let widths = (0..<columns).map { c in rows.map { c < $0.count ? $0[c].count : 0 }.max() ?? 0 }
+        return rows.map { row in
+            row.enumerated().map { c, cell in c == row.count - 1 ? cell : cell.padding(toLength: widths[c], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ")
+        }.joined(separator: "\n") + "\n"
+    }
+}
