@@ -44,10 +44,10 @@ let package = Package(
         // it signs what it serves with its own chain, so nothing here reaches a real store.
         .target(name: "SettleSimulator", dependencies: ["SettleBase", "SettleModel", "SettleAppStore", "SettleGooglePlay"]),
         // The application: `settle run` (the daemon's lifecycle, signals, sd_notify, the lock), every
-        // subcommand, status views and support lookups. CSQLite, CCurl and COpenSSL only for `settle --version`.
+        // subcommand, status views and support lookups.
         .target(name: "SettleApp", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
                                                    "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine",
-                                                   "SettleSimulator", "CSQLite", "CCurl", "COpenSSL"]),
+                                                   "SettleSimulator"]),
         // The thin executable: `SettleCommand.run` and nothing else.
         .executableTarget(name: "settle", dependencies: ["SettleApp"]),
         // The project's benchmark: every row of issue 11, side by side with a hand-written Python

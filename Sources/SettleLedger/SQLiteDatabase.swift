@@ -296,3 +296,8 @@ package struct SQLiteRow: Sendable {
         }
     }
 }
+
+extension SQLiteDatabase {
+    /// The SQLite library as loaded at run time, for `settle --version`.
+    package static var libraryVersion: String { String(cString: sqlite3_libversion()) }
+}

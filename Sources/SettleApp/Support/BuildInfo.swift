@@ -1,6 +1,3 @@
-import CCurl
-import COpenSSL
-import CSQLite
 import SettleBase
 import SettleLedger
 
@@ -12,9 +9,9 @@ enum BuildInfo {
     static var commit: String { buildCommit }
 
     /// The libraries as loaded at run time (a distribution may update them under settle).
-    static var sqliteVersion: String { String(cString: sqlite3_libversion()) }
-    static var curlVersion: String { settle_curl_version_info().pointee.version.map { String(cString: $0) } ?? "?" }
-    static var openSSLVersion: String { String(cString: OpenSSL_version(Int32(OPENSSL_VERSION))) }
+    static var sqliteVersion: String { SQLiteDatabase.libraryVersion }
+    static var curlVersion: String { LibraryVersions.curl }
+    static var openSSLVersion: String { LibraryVersions.openSSL }
 
     static var versionText: String {
         """
