@@ -23,8 +23,7 @@ package final class Daemon: @unchecked Sendable {
     private let workQueue = DispatchQueue(label: "settle.daemon.work")
     private let controlQueue = DispatchQueue(label: "settle.daemon.control")
     private let done = DispatchSemaphore(value: 0)
-    private let stopping = Atomic<Bool>(false)
-    private let finished = Atomic<Bool>(false)
+    private let phase = Atomic<Phase>(.running)
     private let metrics = Metrics()
     /// Read by the signal handler while a pass may hold the work queue, so not behind it.
     private let graceSeconds = Mutex<Double>(20)
@@ -74,6 +73,22 @@ package final class Daemon: @unchecked Sendable {
         }
         done.wait()
         return exitCode
+    }
+
+    /// Where the daemon is in its life. It only moves forward: `running` until a signal (or a
+    /// replaced ledger) asks it to stop, `stopping` while the current pass finishes what it
+    /// holds, `stopped` once the timers, the endpoint and the ledger are closed (cleanly or
+    /// when the grace period ran out). An atomic, because the pass, the signal handlers and
+    /// the grace timer read it from different queues.
+    private enum Phase: UInt8, AtomicRepresentable {
+        case running, stopping, stopped
+    }
+
+    private var isStopping: Bool { phase.load(ordering: .relaxed) != .running }
+
+    /// Moves `running` to `stopping`; false when a stop had already begun.
+    private func beginStopping() -> Bool {
+        phase.compareExchange(expected: .running, desired: .stopping, ordering: .relaxed).exchanged
     }
 
     // MARK: - Start
@@ -194,7 +209,7 @@ package final class Daemon: @unchecked Sendable {
     }
 
     private func syncHistory() {
-        guard !stopping.load(ordering: .relaxed), let inbox = reconciler.inbox else { return }
+        guard !isStopping, let inbox = reconciler.inbox else { return }
         do {
             // The catch-up runs on the work queue, where the idle watchdog timer cannot fire: it
             // kicks the watchdog itself after each page, as a pass does after each order.
@@ -239,7 +254,7 @@ package final class Daemon: @unchecked Sendable {
     // MARK: - Passes (work queue)
 
     private func requestPass(force: Bool) {
-        guard !stopping.load(ordering: .relaxed), !passQueued else { return }
+        guard !isStopping, !passQueued else { return }
         if !force && time.unixSeconds < notBefore { return }
         passQueued = true
         workQueue.async { [self] in
@@ -249,7 +264,7 @@ package final class Daemon: @unchecked Sendable {
     }
 
     private func runPass() {
-        guard !stopping.load(ordering: .relaxed) else { return }
+        guard !isStopping else { return }
         guard lock?.isStillAtPath() != false else { return stopForReplacedLedger() }
         // Passes never overlap and every hook of this one has been waited for by then: what is
         // left to reap is orphans of hooks (ChildReaper).
@@ -258,7 +273,7 @@ package final class Daemon: @unchecked Sendable {
         let report: PassReport
         do {
             let dog = watchdog
-            report = try reconciler.runPass(shouldStop: { [unowned self] in stopping.load(ordering: .relaxed) },
+            report = try reconciler.runPass(shouldStop: { [unowned self] in isStopping },
                                             progress: { dog?.kick() })
         } catch {
             log.error("pass.failed", ["error": "\(error)"])
@@ -298,7 +313,7 @@ package final class Daemon: @unchecked Sendable {
         log.error("ledger.replaced", ["error": message])
         notifier.send("STATUS=stopped: \(message)")
         exitCode = .ioError
-        guard !stopping.exchange(true, ordering: .relaxed) else { return }
+        guard beginStopping() else { return }
         notifier.send("STOPPING=1")
         finish(clean: true)
     }
@@ -383,21 +398,21 @@ package final class Daemon: @unchecked Sendable {
     }
 
     private func stop() {
-        guard !stopping.exchange(true, ordering: .relaxed) else { return }
+        guard beginStopping() else { return }
         notifier.send("STOPPING=1\nSTATUS=stopping: finishing in-flight work")
         let grace = graceSeconds.withLock { $0 }
         log.info("daemon.stopping", ["grace_seconds": grace])
         // Runs after the current pass: the pass stops claiming and finishes what it holds.
         workQueue.async { self.finish(clean: true) }
         controlQueue.asyncAfter(deadline: .now() + grace) { [self] in
-            guard !finished.load(ordering: .relaxed) else { return }
+            guard phase.load(ordering: .relaxed) != .stopped else { return }
             log.warning("daemon.grace_exceeded", ["grace_seconds": grace, "left_to": "rescue by the next start"])
             finish(clean: false)
         }
     }
 
     private func finish(clean: Bool) {
-        guard !finished.exchange(true, ordering: .relaxed) else { return }
+        guard phase.exchange(.stopped, ordering: .relaxed) != .stopped else { return }
         timer?.cancel()
         watchdogTimer?.cancel()
         historyTimer?.cancel()
