@@ -28,8 +28,7 @@ let package = Package(
         // libpq parses it.
         .target(name: "SettleConfig", dependencies: ["SettleBase", "SettleModel", "CPostgres"]),
         // Store clients: the App Store (receipts, signed transactions, the Server API) and Google Play.
-        // COpenSSL for the PKCS#7 receipt signature, which no other target needs.
-        .target(name: "SettleAppStore", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "COpenSSL"]),
+        .target(name: "SettleAppStore", dependencies: ["SettleBase", "SettleModel", "SettleConfig"]),
         .target(name: "SettleGooglePlay", dependencies: ["SettleBase", "SettleModel", "SettleConfig"]),
         // The ledger on SQLite and PostgreSQL: every state transition of an order, in one place.
         .target(name: "SettleLedger", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",

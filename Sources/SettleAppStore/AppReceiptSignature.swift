@@ -1,4 +1,3 @@
-import COpenSSL
 import Foundation
 import SettleBase
 
@@ -75,55 +74,49 @@ package struct AppReceiptSignature: Sendable {
     }
 }
 
-/// A parsed PKCS#7 `ContentInfo`; owns its `PKCS7*` and frees it in `deinit`.
-private final class SignedReceiptEnvelope {
-    let handle: UnsafeMutablePointer<PKCS7>
+/// A receipt's PKCS#7 envelope (SettleBase's `PKCS7SignedData`) held to Apple's receipt chain.
+private struct SignedReceiptEnvelope {
+    let signedData: PKCS7SignedData
 
     init(der: Data) throws(ReceiptSignatureFailure) {
-        let parsed = der.withUnsafeBytes { buffer -> UnsafeMutablePointer<PKCS7>? in
-            var cursor = buffer.bindMemory(to: UInt8.self).baseAddress.map { UnsafePointer($0) }
-            return d2i_PKCS7(nil, &cursor, buffer.count)
+        do throws(PKCS7Failure) {
+            signedData = try PKCS7SignedData(der: der)
+        } catch {
+            throw .unreadable(.notSignedData(Self.reason(error)))
         }
-        guard let parsed else {
-            let reason = OpenSSLErrorQueue.drain().map { " (OpenSSL: \($0))" } ?? ""
-            throw .unreadable(.notSignedData("OpenSSL cannot read the PKCS#7\(reason)"))
-        }
-        handle = parsed
     }
 
-    deinit { PKCS7_free(handle) }
-
     /// SignerInfos in the signedData; -1 when it is not signedData.
-    var signerCount: Int { Int(settle_PKCS7_signer_count(handle)) }
+    var signerCount: Int { signedData.signerCount }
 
     /// Checks every signer's certificate chain at `time` (Apple's receipt chain, nothing else),
     /// then the signatures over the content, and returns the content OpenSSL verified with the first signer's subject.
     func verifiedContent(roots: [X509Certificate], at time: Date) throws(ReceiptSignatureFailure) -> (Data, String) {
-        defer { OpenSSLErrorQueue.drain() }
-        // flags 0: signer certificates are looked up among the receipt's own certificates.
-        // https://docs.openssl.org/3.0/man3/PKCS7_verify/
-        guard let signers = PKCS7_get0_signers(handle, nil, 0) else {
-            let reason = OpenSSLErrorQueue.drain() ?? "no signer certificate"
-            throw .signatureInvalid("the signer's certificate is not in the receipt (OpenSSL: \(reason))")
+        let signers: [X509Certificate]
+        do throws(PKCS7Failure) {
+            signers = try signedData.signerCertificates()
+        } catch {
+            throw .signatureInvalid(Self.reason(error))
         }
-        defer { settle_X509_stack_free(signers) }
-        let count = settle_X509_stack_count(signers)
-        guard count > 0, let first = settle_X509_stack_value(signers, 0) else {
-            throw .signatureInvalid("the receipt names no signer certificate")
+        let carried = signedData.certificates
+        for signer in signers {
+            try checkChain(signer, carried: carried, roots: roots, at: time)
         }
-        for index in 0..<count {
-            guard let signer = settle_X509_stack_value(signers, index) else { continue }
-            try checkChain(signer, roots: roots, at: time)
+        // The chains were checked above, at the creation date; this checks the content digest
+        // and each signature.
+        let content: Data
+        do throws(PKCS7Failure) {
+            content = try signedData.verifiedContent()
+        } catch {
+            throw .signatureInvalid(Self.reason(error))
         }
-        guard let out = BIO_new(BIO_s_mem()) else { throw .signatureInvalid("cannot allocate a memory BIO") }
-        defer { BIO_free(out) }
-        // PKCS7_NOVERIFY: the chains were checked above, at the creation date; this call checks
-        // the content digest and each signature. PKCS7_BINARY: the content is DER, not MIME text.
-        guard PKCS7_verify(handle, nil, nil, nil, out, PKCS7_NOVERIFY | PKCS7_BINARY) == 1 else {
-            let reason = OpenSSLErrorQueue.drain() ?? "verification failed"
-            throw .signatureInvalid("the signature does not verify over the receipt's content (OpenSSL: \(reason))")
+        return (content, signers[0].subjectSummary)
+    }
+
+    private static func reason(_ failure: PKCS7Failure) -> String {
+        switch failure {
+        case let .unreadable(text), let .signerCertificateMissing(text), let .signatureInvalid(text): text
         }
-        return (Self.readAll(out), X509Certificate.summary(of: X509_get_subject_name(first)))
     }
 
     /// Most certificates named like the signer's issuer tried as its intermediate: a bound on
@@ -138,16 +131,9 @@ private final class SignedReceiptEnvelope {
     /// Why not any path to the root: Apple Root CA also anchors the WWDR intermediate that issues
     /// every developer's push, Pass Type and merchant certificates, whose keys developers hold.
     /// A generic path check (X509_verify_cert with any purpose) accepts a receipt one of them signed.
-    private func checkChain(_ signer: OpaquePointer, roots: [X509Certificate], at time: Date) throws(ReceiptSignatureFailure) {
-        let leaf = X509Certificate(sharing: signer)
-        var issuers: [X509Certificate] = []
-        if let carried = settle_PKCS7_certificates(handle) {
-            for index in 0..<settle_X509_stack_count(carried) {
-                guard let certificate = settle_X509_stack_value(carried, index) else { continue }
-                let candidate = X509Certificate(sharing: certificate)
-                if leaf.isNamed(issuedBy: candidate) { issuers.append(candidate) }
-            }
-        }
+    private func checkChain(_ leaf: X509Certificate, carried: [X509Certificate], roots: [X509Certificate],
+                            at time: Date) throws(ReceiptSignatureFailure) {
+        let issuers = carried.filter { leaf.isNamed(issuedBy: $0) }
         let signerName = leaf.subjectSummary
         guard !issuers.isEmpty else {
             throw .chainInvalid("the signer \(signerName)'s issuer is not among the receipt's certificates")
@@ -163,16 +149,5 @@ private final class SignedReceiptEnvelope {
         }
         throw .chainInvalid("the signer \(signerName) is not Apple's receipt chain under a configured receipt root at "
                             + "\(time.formatted(.iso8601)): \(firstProblem ?? "no usable issuer")")
-    }
-
-    private static func readAll(_ bio: OpaquePointer) -> Data {
-        var data = Data()
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        while true {
-            let count = BIO_read(bio, &chunk, Int32(chunk.count))
-            guard count > 0 else { break }
-            data.append(contentsOf: chunk[0..<Int(count)])
-        }
-        return data
     }
 }
