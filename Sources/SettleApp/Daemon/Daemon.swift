@@ -23,16 +23,23 @@ package final class Daemon: @unchecked Sendable {
     private let workQueue = DispatchQueue(label: "settle.daemon.work")
     private let controlQueue = DispatchQueue(label: "settle.daemon.control")
     private let done = DispatchSemaphore(value: 0)
-    private let phase = Atomic<Phase>(.running)
+    /// The lifecycle (DaemonState); every transition goes through it, under this one lock.
+    private let state = Mutex<DaemonState<Running>>(.starting)
     private let metrics = Metrics()
-    /// Read by the signal handler while a pass may hold the work queue, so not behind it.
-    private let graceSeconds = Mutex<Double>(20)
+
+    /// What exists only while the daemon runs (and while it finishes its last pass).
+    /// Unchecked because the ledger and the lock are not Sendable: they are used only on the
+    /// work queue (passes, reload, the clean finish); other queues read the configuration
+    /// (Sendable) or nothing.
+    struct Running: @unchecked Sendable {
+        var configuration: Configuration
+        let ledger: any SettleLedger
+        var reconciler: Reconciler
+        /// The file lock of a SQLite ledger; nil for PostgreSQL.
+        let lock: DaemonLock?
+    }
 
     // Touched only on workQueue.
-    private var configuration: Configuration!
-    private var ledger: (any SettleLedger)!
-    private var reconciler: Reconciler!
-    private var lock: DaemonLock?
     private var timer: DispatchSourceTimer?
     private var watchdogTimer: DispatchSourceTimer?
     private var passQueued = false
@@ -64,32 +71,21 @@ package final class Daemon: @unchecked Sendable {
             try start()
         } catch let failure as CommandFailure {
             log.error("daemon.start_failed", ["error": failure.message])
-            lock?.release()
             return failure.code
         } catch {
             log.error("daemon.start_failed", ["error": "\(error)"])
-            lock?.release()
             return .ioError
         }
         done.wait()
         return exitCode
     }
 
-    /// Where the daemon is in its life. It only moves forward: `running` until a signal (or a
-    /// replaced ledger) asks it to stop, `stopping` while the current pass finishes what it
-    /// holds, `stopped` once the timers, the endpoint and the ledger are closed (cleanly or
-    /// when the grace period ran out). An atomic, because the pass, the signal handlers and
-    /// the grace timer read it from different queues.
-    private enum Phase: UInt8, AtomicRepresentable {
-        case running, stopping, stopped
-    }
+    private var isStopping: Bool { state.withLock { $0.isStopping } }
 
-    private var isStopping: Bool { phase.load(ordering: .relaxed) != .running }
-
-    /// Moves `running` to `stopping`; false when a stop had already begun.
-    private func beginStopping() -> Bool {
-        phase.compareExchange(expected: .running, desired: .stopping, ordering: .relaxed).exchanged
-    }
+    /// What the daemon holds now. Only the work queue replaces the configuration and the
+    /// reconciler (reload), so a copy taken there stays current for the rest of the block.
+    /// Nil before the start and once stopped.
+    private var current: Running? { state.withLock { $0.running } }
 
     // MARK: - Start
 
@@ -102,6 +98,11 @@ package final class Daemon: @unchecked Sendable {
         }
         // The file lock keeps one daemon per SQLite ledger; a PostgreSQL ledger is shared by
         // any number of them, coordinated in the database.
+        var lock: DaemonLock? = nil
+        // A start that fails anywhere below lets go of the lock (the ledger is left to the
+        // process's exit, as before).
+        var ready = false
+        defer { if !ready { lock?.release() } }
         if configuration.postgresLedger == nil {
             do {
                 lock = try DaemonLock(ledgerPath: configuration.ledgerPath)
@@ -127,12 +128,9 @@ package final class Daemon: @unchecked Sendable {
         } catch {
             throw CommandFailure.from(error)
         }
-        workQueue.sync {
-            self.configuration = configuration
-            self.ledger = ledger
-            self.reconciler = reconciler
-        }
-        graceSeconds.withLock { $0 = configuration.shutdownGraceSeconds }
+        let running = Running(configuration: configuration, ledger: ledger, reconciler: reconciler, lock: lock)
+        // starting -> running.
+        _ = state.withLock { $0.started(running) }
         inbox.withLock { $0 = reconciler.inbox }
         playInbox.withLock { $0 = reconciler.playInbox }
         metrics.observeNewestNotification(at: try? ledger.newestNotificationAt())
@@ -144,7 +142,7 @@ package final class Daemon: @unchecked Sendable {
             log.warning("daemon.no_subreaper", ["effect": "orphans of hooks are left to PID 1"])
         }
         workQueue.sync {
-            startWatchdog()
+            startWatchdog(configuration)
             scheduleTimer(interval: configuration.schedule.intervalSeconds)
             if let notifications = configuration.notifications { scheduleHistorySync(interval: notifications.historyIntervalSeconds) }
         }
@@ -153,6 +151,7 @@ package final class Daemon: @unchecked Sendable {
                                     "concurrency": configuration.schedule.concurrency])
         notifier.send("READY=1\nSTATUS=starting the first pass\nMAINPID=\(owner.pid)")
         workQueue.async { self.requestPass(force: true) }
+        ready = true
     }
 
     private func installSignalHandlers() {
@@ -209,7 +208,7 @@ package final class Daemon: @unchecked Sendable {
     }
 
     private func syncHistory() {
-        guard !isStopping, let inbox = reconciler.inbox else { return }
+        guard !isStopping, let inbox = current?.reconciler.inbox else { return }
         do {
             // The catch-up runs on the work queue, where the idle watchdog timer cannot fire: it
             // kicks the watchdog itself after each page, as a pass does after each order.
@@ -233,7 +232,7 @@ package final class Daemon: @unchecked Sendable {
 
     /// WATCHDOG=1 at half of `$WATCHDOG_USEC`, from the work queue (idle) and from the pass's
     /// progress (busy), never from an independent thread: a hung pass stops the pings.
-    private func startWatchdog() {
+    private func startWatchdog(_ configuration: Configuration) {
         guard let usecText = environment["WATCHDOG_USEC"], let usec = Double(usecText), usec > 0 else { return }
         if let pid = environment["WATCHDOG_PID"], Int32(pid) != owner.pid { return }
         let interval = usec / 2_000_000
@@ -264,8 +263,9 @@ package final class Daemon: @unchecked Sendable {
     }
 
     private func runPass() {
-        guard !isStopping else { return }
-        guard lock?.isStillAtPath() != false else { return stopForReplacedLedger() }
+        guard !isStopping, let running = current else { return }
+        let (configuration, ledger, reconciler) = (running.configuration, running.ledger, running.reconciler)
+        guard running.lock?.isStillAtPath() != false else { return stopForReplacedLedger(configuration) }
         // Passes never overlap and every hook of this one has been waited for by then: what is
         // left to reap is orphans of hooks (ChildReaper).
         defer { ChildReaper.reapExited() }
@@ -281,7 +281,7 @@ package final class Daemon: @unchecked Sendable {
             return
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
-        handleConfigurationFault(report)
+        handleConfigurationFault(report, schedule: configuration.schedule)
         var summary: LedgerSummary? = nil
         do {
             try ledger.recordDaemonPass(owner, summary: report.summaryLine)
@@ -307,24 +307,23 @@ package final class Daemon: @unchecked Sendable {
     /// in a file nobody reads; silently reopening would serve whatever now lies at the path (a
     /// restored backup may show granted orders as pending, and would grant them twice). A
     /// person must look, so stop with 74 and say why; a restart opens what is there then.
-    private func stopForReplacedLedger() {
+    private func stopForReplacedLedger(_ configuration: Configuration) {
         let message = "the ledger file \(configuration.ledgerPath) was moved, deleted or replaced while settle ran; "
             + "stopping so that nothing is granted from the wrong ledger. Put the right ledger back and start settle again"
         log.error("ledger.replaced", ["error": message])
         notifier.send("STATUS=stopped: \(message)")
         exitCode = .ioError
-        guard beginStopping() else { return }
+        guard state.withLock({ $0.beginStopping() }) != nil else { return }
         notifier.send("STOPPING=1")
         finish(clean: true)
     }
 
-    private func handleConfigurationFault(_ report: PassReport) {
+    private func handleConfigurationFault(_ report: PassReport, schedule: Configuration.Schedule) {
         guard let fault = report.configurationFault else {
             configurationFaultDelay = 0
             notBefore = 0
             return
         }
-        let schedule = configuration.schedule
         configurationFaultDelay = min(schedule.backoffMaxSeconds,
                                       configurationFaultDelay == 0 ? schedule.backoffBaseSeconds : configurationFaultDelay * 2)
         notBefore = time.unixSeconds + Int64(configurationFaultDelay)
@@ -362,6 +361,9 @@ package final class Daemon: @unchecked Sendable {
                 notifier.send("STATUS=reload failed, running with the previous configuration: "
                               + PrintableText.escape(error.split(separator: "\n").first.map(String.init) ?? error))
             }
+            // A reload only changes a running daemon; once a stop began it has nothing to change.
+            guard let running = current, !isStopping else { return }
+            let configuration = running.configuration
             let fresh: Configuration
             do {
                 fresh = try Configuration.load(path: configPath, environment: environment)
@@ -371,8 +373,9 @@ package final class Daemon: @unchecked Sendable {
             guard fresh.ledgerPath == configuration.ledgerPath else {
                 return failed("the ledger path cannot change on reload; restart settle")
             }
+            let reconciler: Reconciler
             do {
-                reconciler = try Reconciler.configured(fresh, ledger: ledger, environment: environment, log: log, metrics: metrics)
+                reconciler = try Reconciler.configured(fresh, ledger: running.ledger, environment: environment, log: log, metrics: metrics)
             } catch {
                 return failed("\(error)")
             }
@@ -388,8 +391,8 @@ package final class Daemon: @unchecked Sendable {
                configuration.notifications != nil {
                 scheduleHistorySync(interval: interval)
             }
-            configuration = fresh
-            graceSeconds.withLock { $0 = fresh.shutdownGraceSeconds }
+            // running -> running: the new configuration and reconciler replace the old in place.
+            _ = state.withLock { $0.reload { $0.configuration = fresh; $0.reconciler = reconciler } }
             configurationFaultDelay = 0
             notBefore = 0
             log.info("daemon.reloaded", ["interval_seconds": fresh.schedule.intervalSeconds,
@@ -398,32 +401,34 @@ package final class Daemon: @unchecked Sendable {
     }
 
     private func stop() {
-        guard beginStopping() else { return }
+        // running -> stopping: only the first SIGTERM/SIGINT counts.
+        guard let running = state.withLock({ $0.beginStopping() }) else { return }
         notifier.send("STOPPING=1\nSTATUS=stopping: finishing in-flight work")
-        let grace = graceSeconds.withLock { $0 }
+        let grace = running.configuration.shutdownGraceSeconds
         log.info("daemon.stopping", ["grace_seconds": grace])
         // Runs after the current pass: the pass stops claiming and finishes what it holds.
         workQueue.async { self.finish(clean: true) }
         controlQueue.asyncAfter(deadline: .now() + grace) { [self] in
-            guard phase.load(ordering: .relaxed) != .stopped else { return }
+            guard state.withLock({ $0.running }) != nil else { return }
             log.warning("daemon.grace_exceeded", ["grace_seconds": grace, "left_to": "rescue by the next start"])
             finish(clean: false)
         }
     }
 
     private func finish(clean: Bool) {
-        guard phase.exchange(.stopped, ordering: .relaxed) != .stopped else { return }
+        // stopping -> stopped: exactly once, whether the pass let go first or the grace ran out.
+        guard let running = state.withLock({ $0.finish() }) else { return }
         timer?.cancel()
         watchdogTimer?.cancel()
         historyTimer?.cancel()
         // Stop taking notifications before the ledger closes; answers in flight finish first.
         endpoint?.stop()
         if clean {
-            try? ledger.recordDaemonStopped(owner)
-            try? ledger.close()
+            try? running.ledger.recordDaemonStopped(owner)
+            try? running.ledger.close()
         }
         // Closing our descriptor while the ledger is open would drop SQLite's locks (DaemonLock).
-        if clean { lock?.release() }
+        if clean { running.lock?.release() }
         log.info("daemon.stopped", ["clean": clean])
         done.signal()
     }
