@@ -48,25 +48,8 @@ package final class ES256PrivateKey: @unchecked Sendable {
     /// Signs `message` with ECDSA P-256 over SHA-256 and returns the 64-byte JWS form
     /// `r || s` (each left-padded to 32 bytes), not the DER form OpenSSL produces.
     package func sign(_ message: Data) throws(CryptoError) -> Data {
-        guard let context = EVP_MD_CTX_new() else { throw CryptoError.openSSL("cannot allocate a digest context") }
-        defer { EVP_MD_CTX_free(context) }
-        // EVP_DigestSignInit with EVP_sha256() makes the one-shot EVP_DigestSign hash the
-        // message itself, which is what ES256 specifies.
-        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, handle) == 1 else {
-            throw CryptoError.openSSL("cannot start an ES256 signature")
-        }
-        // A first call with a NULL buffer reports the maximum DER signature size (72 bytes
-        // for P-256); the second call sets `length` to the size actually written.
-        var length = 0
-        guard EVP_DigestSign(context, nil, &length, nil, 0) == 1 else {
-            throw CryptoError.openSSL("cannot size an ES256 signature")
-        }
-        var der = [UInt8](repeating: 0, count: length)
-        let signed = message.withUnsafeBytes { buffer in
-            EVP_DigestSign(context, &der, &length, buffer.bindMemory(to: UInt8.self).baseAddress, buffer.count)
-        }
-        guard signed == 1 else { throw CryptoError.openSSL("ES256 signing failed") }
-        guard let raw = ECDSASignature.raw(fromDER: Array(der.prefix(length))) else {
+        let der = try digestSignSHA256(message, key: handle, algorithm: "ES256")
+        guard let raw = ECDSASignature.raw(fromDER: der) else {
             throw CryptoError.openSSL("OpenSSL returned an ECDSA signature that cannot be converted to r||s")
         }
         return raw

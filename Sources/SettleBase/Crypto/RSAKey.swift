@@ -47,21 +47,7 @@ package final class RSAPrivateKey: @unchecked Sendable {
 
     /// The RS256 signature of `message`: RSASSA-PKCS1-v1_5 over SHA-256, as long as the modulus.
     package func sign(_ message: Data) throws(CryptoError) -> Data {
-        guard let context = EVP_MD_CTX_new() else { throw CryptoError.openSSL("cannot allocate a digest context") }
-        defer { EVP_MD_CTX_free(context) }
-        // PKCS#1 v1.5 is OpenSSL's default padding for RSA signatures (EVP_PKEY_CTX_set_rsa_padding(3)),
-        // and EVP_sha256() makes the one-shot EVP_DigestSign hash the message itself.
-        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, handle) == 1 else {
-            throw CryptoError.openSSL("cannot start an RS256 signature")
-        }
-        var length = 0
-        guard EVP_DigestSign(context, nil, &length, nil, 0) == 1 else { throw CryptoError.openSSL("cannot size an RS256 signature") }
-        var signature = [UInt8](repeating: 0, count: length)
-        let signed = message.withUnsafeBytes { buffer in
-            EVP_DigestSign(context, &signature, &length, buffer.bindMemory(to: UInt8.self).baseAddress, buffer.count)
-        }
-        guard signed == 1 else { throw CryptoError.openSSL("RS256 signing failed") }
-        return Data(signature.prefix(length))
+        Data(try digestSignSHA256(message, key: handle, algorithm: "RS256"))
     }
 
     /// The public half, for verifying what this key signed.
