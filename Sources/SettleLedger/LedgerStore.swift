@@ -28,7 +28,9 @@ package protocol OrderLedger: LedgerBase {
     func receipt(sha256: String) throws(LedgerError) -> String?
 
     // Claims
-    func claimNextDue(owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order?
+    /// Claims up to `limit` due orders in one transaction, in claim order: Google Play orders
+    /// near Google's refund deadline first, then by due time. Empty when none is due.
+    func claimDue(owner: LeaseOwner, leaseSeconds: Int64, limit: Int) throws(LedgerError) -> [Order]
     func claim(orderId: String, owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> (order: Order, claimed: Bool)?
     func rescue(owner: LeaseOwner) throws(LedgerError) -> RescueResult
     func claimRedelivery(orderId: String, owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order?
@@ -134,5 +136,25 @@ extension LedgerError {
         case let .postgres(postgres) where postgres.isConstraintViolation: return postgres.message
         default: return nil
         }
+    }
+}
+
+extension OrderLedger {
+    /// Claims the next due order, or nil when none is due.
+    package func claimNextDue(owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order? {
+        try claimDue(owner: owner, leaseSeconds: leaseSeconds, limit: 1).first
+    }
+}
+
+extension Order {
+    /// Claim order among urgent Google Play orders: nearest refund deadline first (`claimDue`).
+    package static func beforeInPlayDeadlineOrder(_ a: Order, _ b: Order) -> Bool {
+        let (x, y) = (a.verified?.purchaseDateMs.map { $0 / 1000 } ?? a.createdAt, b.verified?.purchaseDateMs.map { $0 / 1000 } ?? b.createdAt)
+        return x != y ? x < y : a.orderId < b.orderId
+    }
+
+    /// Claim order among due orders: due first, then by order id (`claimDue`).
+    package static func beforeInDueOrder(_ a: Order, _ b: Order) -> Bool {
+        a.nextAttemptAt != b.nextAttemptAt ? a.nextAttemptAt < b.nextAttemptAt : a.orderId < b.orderId
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import SettleModel
 
-/// PostgreSQL's claim of the next due order: taken with `FOR UPDATE SKIP LOCKED`, bumping the
+/// PostgreSQL's claim of due orders: taken with `FOR UPDATE SKIP LOCKED`, bumping the
 /// order's fencing token, leased on the database's clock (the rest of the claims are written
 /// once, in `TransactionalLedger+Claims`).
 extension PostgresLedger {
@@ -15,33 +15,40 @@ extension PostgresLedger {
         [.text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart), .integer(seconds)]
     }
 
-    package func claimNextDue(owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order? {
+    /// Claims up to `limit` due orders in one transaction, in claim order; empty when none is due.
+    package func claimDue(owner: LeaseOwner, leaseSeconds: Int64, limit: Int) throws(LedgerError) -> [Order] {
         let now = time.unixSeconds
+        let lease = leaseArguments(owner, seconds: leaseSeconds) + [.integer(now)]
         return try write { db in
             // A Google Play order less than a day from Google's refund deadline goes first.
-            if let urgent = try db.run("""
+            let urgent = try db.run("""
+                WITH picked AS MATERIALIZED (
+                    SELECT order_id FROM orders
+                    WHERE state = 'pending' AND store = 'google_play'
+                      AND coalesce(purchase_date_ms / 1000, created_at) <= ? AND next_attempt_at <= ?
+                    ORDER BY coalesce(purchase_date_ms / 1000, created_at), order_id LIMIT ? FOR UPDATE SKIP LOCKED)
                 UPDATE orders SET state = 'verifying', \(PostgresLedger.leaseAssignments), updated_at = ?
-                WHERE order_id = (SELECT order_id FROM orders
-                                  WHERE state = 'pending' AND store = 'google_play'
-                                    AND coalesce(purchase_date_ms / 1000, created_at) <= ? AND next_attempt_at <= ?
-                                  ORDER BY coalesce(purchase_date_ms / 1000, created_at), order_id LIMIT 1 FOR UPDATE SKIP LOCKED)
-                  AND state = 'pending'
-                RETURNING *
-                """, leaseArguments(owner, seconds: leaseSeconds)
-                    + [.integer(now), .integer(now - PlayDeadline.urgentAfterSeconds), .integer(now)]).first {
-                return Order(row: urgent)
-            }
-            // SKIP LOCKED: concurrent claimers each take a different row instead of queueing on
+                FROM picked WHERE orders.order_id = picked.order_id AND orders.state = 'pending'
+                RETURNING orders.*
+                """, [.integer(now - PlayDeadline.urgentAfterSeconds), .integer(now), .integer(Int64(limit))] + lease)
+                .map(Order.init(row:)).sorted(by: Order.beforeInPlayDeadlineOrder)
+            guard urgent.count < limit else { return urgent }
+            // SKIP LOCKED: concurrent claimers each take different rows instead of queueing on
             // the first; `state = 'pending'` again in the outer WHERE, which PostgreSQL re-checks
             // on the row's latest version (https://www.postgresql.org/docs/current/sql-select.html#SQL-FOR-UPDATE-SHARE).
-            return try db.run("""
+            // The batch is picked once, in a materialized CTE: `IN (SELECT … LIMIT n FOR UPDATE)`
+            // may be planned as a semi-join that runs the locking subquery again for each
+            // candidate row, and then claims fewer rows than are due (none, at times).
+            let due = try db.run("""
+                WITH picked AS MATERIALIZED (
+                    SELECT order_id FROM orders WHERE state = 'pending' AND next_attempt_at <= ?
+                    ORDER BY next_attempt_at, order_id LIMIT ? FOR UPDATE SKIP LOCKED)
                 UPDATE orders SET state = 'verifying', \(PostgresLedger.leaseAssignments), updated_at = ?
-                WHERE order_id = (SELECT order_id FROM orders WHERE state = 'pending' AND next_attempt_at <= ?
-                                  ORDER BY next_attempt_at, order_id LIMIT 1 FOR UPDATE SKIP LOCKED)
-                  AND state = 'pending'
-                RETURNING *
-                """, leaseArguments(owner, seconds: leaseSeconds) + [.integer(now), .integer(now)])
-            .first.map(Order.init(row:))
+                FROM picked WHERE orders.order_id = picked.order_id AND orders.state = 'pending'
+                RETURNING orders.*
+                """, [.integer(now), .integer(Int64(limit - urgent.count))] + lease)
+                .map(Order.init(row:)).sorted(by: Order.beforeInDueOrder)
+            return urgent + due
         }
     }
 }

@@ -9,13 +9,26 @@ import SettleModel
 /// The queue holds at most `capacity` orders (one round of the delivery workers): a
 /// verification worker that finds it full waits, so verification never runs ahead of the
 /// hooks, a shutdown has at most one round of deliveries to finish, and no order waits
-/// here for longer than its delivery lease lasts in the common case. The lease is checked
-/// again when the hook starts all the same (`Reconciler.deliver`).
+/// here for longer than its delivery lease lasts in the common case. Each order carries when its
+/// lease was taken: one that waited longer than a renewal interval has its claim taken again
+/// when the hook starts (`Reconciler.deliver`).
 ///
 /// Producers and consumers wait on conditions of their own and each change wakes only the
 /// waiters it can help: with one condition and broadcasts, every queued order woke every idle
 /// delivery worker (about 35 context switches an order at concurrency 32).
 package final class DeliveryQueue: @unchecked Sendable {
+    /// A `delivering` order and when (the ledger's clock, seconds) its delivery lease was taken,
+    /// at the latest: the lease runs until at least then plus its length.
+    package struct Leased: Sendable {
+        package var order: Order
+        package var leasedAt: Int64
+
+        package init(_ order: Order, leasedAt: Int64) {
+            self.order = order
+            self.leasedAt = leasedAt
+        }
+    }
+
     package let capacity: Int
     /// One mutex and two conditions, owned here and destroyed in deinit.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
@@ -23,7 +36,7 @@ package final class DeliveryQueue: @unchecked Sendable {
     private let hasOrders = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     /// Verification workers wait here for room.
     private let hasRoom = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private var orders: [Order] = []
+    private var orders: [Leased] = []
     private var producing = true
     /// Batches taken and not yet finished: the queue is over only when none is in progress.
     private var inProgress = 0
@@ -55,7 +68,7 @@ package final class DeliveryQueue: @unchecked Sendable {
     /// Queues `order`, waiting while the queue is full. False when the pass was abandoned
     /// meanwhile: the order stays `delivering` under its lease, for rescue.
     @discardableResult
-    package func put(_ order: Order) -> Bool {
+    package func put(_ order: Leased) -> Bool {
         locked {
             // Counted while it waits: others see it only then, the lock being held otherwise.
             blockedProducers += 1
@@ -73,7 +86,7 @@ package final class DeliveryQueue: @unchecked Sendable {
     /// Up to `limit` orders, waiting while none is queued and more may come; nil once the
     /// verification workers are done, nothing is queued and no delivery is in progress.
     /// Every non-nil answer must be followed by `finished()`.
-    package func take(limit: Int) -> [Order]? {
+    package func take(limit: Int) -> [Leased]? {
         locked {
             while orders.isEmpty && !abandoned && (producing || inProgress > 0) {
                 pthread_cond_wait(hasOrders, mutex)

@@ -6,13 +6,16 @@ import SettleLedger
 
 /// The shared state of one pass, behind one lock: the work queue, the Apple breaker and the report.
 package final class Pass: Sendable {
-    package enum Next { case stop, redeliver(String), named(String), due }
+    package enum Next { case stop, redeliver(String), named(String), claimed(Order), due }
 
     private struct State {
         var redeliver: [String]
         var named: [String]?
         var stopped = false
         var noMoreDue = false
+        /// Orders a batch claim took beyond the one its worker works on, in claim order: the
+        /// next workers take them before claiming again.
+        var claimed: [Order] = []
         /// Claims still allowed (nil: unlimited); the breaker's probe allows one.
         var claimsLeft: Int?
         var breaker: AppleBreaker
@@ -48,6 +51,7 @@ package final class Pass: Sendable {
         return state.withLock { s in
             if s.stopped || stopRequested { return .stop }
             if let id = s.redeliver.popLast() { return .redeliver(id) }
+            if !s.claimed.isEmpty { return .claimed(s.claimed.removeFirst()) }
             if let left = s.claimsLeft {
                 guard left > 0 else { return .stop }
                 s.claimsLeft = left - 1
@@ -61,6 +65,26 @@ package final class Pass: Sendable {
     }
 
     package func noMoreDue() { state.withLock { $0.noMoreDue = true } }
+
+    /// How many due orders the next claim may take: `batch`, or one while claims are counted
+    /// (the breaker's probe).
+    package func claimLimit(_ batch: Int) -> Int {
+        state.withLock { $0.claimsLeft == nil ? max(1, batch) : 1 }
+    }
+
+    /// Orders of a batch claim for the next workers.
+    package func keepClaimed(_ orders: [Order]) {
+        guard !orders.isEmpty else { return }
+        state.withLock { $0.claimed += orders }
+    }
+
+    /// Claimed orders no worker took (the pass stopped): the caller puts them back.
+    package func unworkedClaims() -> [Order] {
+        state.withLock { s in
+            defer { s.claimed = [] }
+            return s.claimed
+        }
+    }
 
     package func limitClaims(to count: Int?) { state.withLock { $0.claimsLeft = count } }
 

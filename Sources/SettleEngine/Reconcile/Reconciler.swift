@@ -120,6 +120,15 @@ package final class Reconciler: Sendable {
         case .claim:
             runWorkers(count: configuration.schedule.concurrency) { self.work(pass) }
         }
+        // A stop (the breaker, a fault, shutdown) may leave claims of a batch unworked: put back
+        // as they were. One that cannot be is rescued, as a leftover of this process, next pass.
+        for order in pass.unworkedClaims() {
+            do {
+                try ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
+            } catch {
+                log.warning("order.release_failed", ["order": order.orderId, "error": "\(error)", "why": "rescued at the next pass"])
+            }
+        }
         pass.deliveries.producersFinished()
         delivering.wait()
         var report = try pass.finish()
@@ -157,6 +166,11 @@ package final class Reconciler: Sendable {
         }
     }
 
+    /// How many due orders one claim takes: one transaction (and commit) for several orders,
+    /// few enough that the batch is worked on at once by the other verification workers
+    /// (a quarter of `schedule.concurrency`, at most 16).
+    package var claimBatchSize: Int { max(1, min(16, configuration.schedule.concurrency / 4)) }
+
     /// How many orders one hook call delivers (`delivery.batch_size`; 1 for a webhook).
     package var deliveryBatchSize: Int { max(1, deliverer.batchSize) }
 
@@ -188,7 +202,7 @@ package final class Reconciler: Sendable {
             if pass.isShuttingDown {
                 // No new hook once asked to stop: each order stays `delivering` under its lease, and
                 // the next start (or, after the lease, another host) delivers it with the same key.
-                for order in batch { log.info("order.delivery_deferred", ["order": order.orderId, "why": "shutting down"]) }
+                for order in batch { log.info("order.delivery_deferred", ["order": order.order.orderId, "why": "shutting down"]) }
                 continue
             }
             do {
@@ -215,10 +229,13 @@ package final class Reconciler: Sendable {
 
     private func work(_ pass: Pass) {
         do {
-            while let next = try nextOrder(pass) {
+            while true {
+                // Before the claim: its lease runs until at least then plus its length.
+                let claimedAt = ledger.time.unixSeconds
+                guard let next = try nextOrder(pass) else { break }
                 do {
                     if next.state == .delivering {
-                        pass.deliveries.put(next)
+                        pass.deliveries.put(DeliveryQueue.Leased(next, leasedAt: claimedAt))
                     } else {
                         // Waits while the delivery queue is full: verification never runs ahead of the hooks.
                         try verify(next, pass: pass) { verified in pass.deliveries.put(verified) }
@@ -271,11 +288,16 @@ package final class Reconciler: Sendable {
                     continue
                 }
                 return try keepUnlessStopped(order, pass)
+            case let .claimed(order):
+                return try keepUnlessStopped(order, pass)
             case .due:
-                guard let order = try ledger.claimNextDue(owner: owner, leaseSeconds: verifyLeaseSeconds) else {
+                // One transaction claims a batch; the next workers take the rest (`Pass.take`).
+                let batch = try ledger.claimDue(owner: owner, leaseSeconds: verifyLeaseSeconds, limit: pass.claimLimit(claimBatchSize))
+                guard let order = batch.first else {
                     pass.noMoreDue()
                     return nil
                 }
+                pass.keepClaimed(Array(batch.dropFirst()))
                 return try keepUnlessStopped(order, pass)
             }
         }
@@ -300,7 +322,7 @@ package final class Reconciler: Sendable {
     /// Verifies `order` with Apple while its lease is renewed, and records the answer; an order
     /// that is now `delivering` is handed off (to the delivery queue, or to the delivery worker
     /// that re-matched it).
-    private func verify(_ order: Order, pass: Pass, handOff: (Order) throws -> Void) throws {
+    private func verify(_ order: Order, pass: Pass, handOff: (DeliveryQueue.Leased) throws -> Void) throws {
         let verification: Verification
         do {
             // A long history (up to the page cap) may take longer than the lease: renewed like a
@@ -327,7 +349,7 @@ package final class Reconciler: Sendable {
                                             "environment": verified.verified?.environment, "apple_status": verification.appleStatus,
                                             "duration_ms": verification.durationMs])
                 // Its start is durable: the hook runs on a delivery worker, this one goes back to Apple.
-                try handOff(verified)
+                try handOff(DeliveryQueue.Leased(verified, leasedAt: now))
             case let .alreadyGranted(detail):
                 log.warning("order.rejected", ["order": order.orderId, "reason": "already_granted", "detail": detail])
                 pass.count(.rejected)
@@ -444,12 +466,14 @@ package final class Reconciler: Sendable {
     /// leases are renewed, then records each order's answer.
     ///
     /// An order may have waited in the delivery queue past its lease, and another process may
-    /// have taken it over meanwhile: so at the moment the hook starts each order's claim is
-    /// taken again in one fenced write (owner, and on PostgreSQL the fencing token, unchanged;
-    /// the lease pushed out). An order whose claim is gone is left to its new owner, unhooked.
-    private func deliver(_ orders: [Order], pass: Pass) throws {
+    /// have taken it over meanwhile: so at the moment the hook starts, an order whose lease is
+    /// older than a renewal interval has its claim taken again in one fenced write (owner, and
+    /// on PostgreSQL the fencing token, unchanged; the lease pushed out), `stillHeld`. An order
+    /// whose claim is gone is left to its new owner, unhooked.
+    private func deliver(_ orders: [DeliveryQueue.Leased], pass: Pass) throws {
         var items: [(order: Order, purchase: VerifiedPurchase)] = []
-        for order in orders {
+        for leased in orders {
+            let order = leased.order
             guard let purchase = order.verified else {
                 throw LedgerError.invalid("order \(order.orderId) is delivering without verified facts")
             }
@@ -462,8 +486,7 @@ package final class Reconciler: Sendable {
                                                              "why": "delivered, and no \(order.store.rawValue) section is configured to tell the store"])
                     continue
                 }
-                guard try ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken, state: .delivering,
-                                            leaseSeconds: deliveryLeaseSeconds) else {
+                guard try stillHeld(leased) else {
                     leaseLost(order, "store_finish")
                     continue
                 }
@@ -483,8 +506,7 @@ package final class Reconciler: Sendable {
                 pass.count(.needsAttention)
                 continue
             }
-            guard try ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken, state: .delivering,
-                                        leaseSeconds: deliveryLeaseSeconds) else {
+            guard try stillHeld(leased) else {
                 leaseLost(order, "hook_start")
                 continue
             }
@@ -503,6 +525,20 @@ package final class Reconciler: Sendable {
                 try setAside(order, violation: violation, pass: pass)
             }
         }
+    }
+
+    /// Whether `leased`'s claim is still this process's as its hook starts. A lease taken less
+    /// than a renewal interval ago (a third of its length) cannot have lapsed, so no other
+    /// process can hold the order, and the lease keeper renews it one interval after the hook
+    /// starts, well before it could: no write. An order that waited longer (a slow round of
+    /// hooks, a stopped clock) is taken again in one fenced write, false when its claim is gone.
+    /// Saves a durable transition per order in the common case.
+    private func stillHeld(_ leased: DeliveryQueue.Leased) throws(LedgerError) -> Bool {
+        let interval = Int64(Double(deliveryLeaseSeconds) * min(leaseRenewalFraction, 1.0 / 3))
+        if ledger.time.unixSeconds - leased.leasedAt < interval { return true }
+        let order = leased.order
+        return try ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken, state: .delivering,
+                                     leaseSeconds: deliveryLeaseSeconds)
     }
 
     /// What the hook said about one order, recorded: finished, already granted, or a failure.

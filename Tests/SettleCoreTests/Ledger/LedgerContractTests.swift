@@ -304,7 +304,9 @@ final class LedgerContractTests: XCTestCase {
             let pass = DispatchGroup()
             DispatchQueue.global().async(group: pass) { _ = try? reconciler.runPass() }
             XCTAssertTrue(try eventually { try state(b.store, "o-1") == .delivering }, b.name)
-            // o-1's lease lapses while it waits; another host rescues it and delivers it itself.
+            // o-1 waits longer than its lease lasts (this process's clock, and the lease clock on
+            // PostgreSQL, which is the database's); another host rescues it and delivers it itself.
+            world.time.advance(by: TimeInterval(reconciler.deliveryLeaseSeconds + 1))
             try b.execute("UPDATE orders SET lease_expires_at = 0 WHERE order_id = 'o-1'")
             XCTAssertTrue(try b.store.rescue(owner: remote).redeliver.contains("o-1"), b.name)
             XCTAssertNotNil(try b.store.claimRedelivery(orderId: "o-1", owner: remote, leaseSeconds: 600), b.name)
@@ -448,6 +450,48 @@ final class LedgerContractTests: XCTestCase {
             group.wait()
             XCTAssertEqual(claimed.withLock { $0.sorted() }, (0..<60).map { "o-\($0)" }.sorted(), "\(b.name): every order claimed exactly once")
             XCTAssertEqual(granted.withLock { $0.sorted() }, (0..<30).map { "t-\($0)" }.sorted(), "\(b.name): every purchase granted exactly once")
+        }
+    }
+
+    func testConcurrentWorkers_claimingInBatches_claimEachOrderOnce_inDueOrderWithinEachBatch() throws {
+        try onEachBackEnd { b in
+            for i in 0..<60 { try enqueue(b.store, String(format: "o-%02d", i)) }
+            let batches = Mutex<[[String]]>([])
+            let group = DispatchGroup()
+            let store = b.store
+            for worker in 0..<4 {
+                let owner = LeaseOwner(host: "host-\(worker)", pid: Int32(worker + 1), startTime: "1")
+                group.enter()
+                Thread {
+                    defer { group.leave() }
+                    while let batch = try? store.claimDue(owner: owner, leaseSeconds: 60, limit: 7), !batch.isEmpty {
+                        XCTAssertTrue(batch.allSatisfy { $0.state == .verifying && $0.lease?.owner == owner })
+                        batches.withLock { $0.append(batch.map(\.orderId)) }
+                    }
+                }.start()
+            }
+            group.wait()
+            let all = batches.withLock { $0 }
+            XCTAssertEqual(all.flatMap { $0 }.sorted(), (0..<60).map { String(format: "o-%02d", $0) }, "\(b.name): every order claimed exactly once")
+            XCTAssertTrue(all.allSatisfy { $0.count <= 7 && $0 == $0.sorted() }, "\(b.name): at most the limit, in claim order: \(all)")
+            XCTAssertGreaterThan(all.filter { $0.count > 1 }.count, 0, "\(b.name): batches of several orders")
+        }
+    }
+
+    func testClaimDue_takesTheUrgentPlayOrdersFirst_thenTheDueOnes_upToTheLimit() throws {
+        try onEachBackEnd { b in
+            for id in ["a-1", "a-2", "a-3"] { try enqueue(b.store, id) }
+            world.time.advance(by: -Double(PlayDeadline.urgentAfterSeconds + 3600))
+            try enqueuePlay(b.store, "p-late", token: PlayPurchaseToken("tok-late-batch")!)
+            world.time.advance(by: Double(PlayDeadline.urgentAfterSeconds + 3600))
+            try b.execute("UPDATE orders SET next_attempt_at = next_attempt_at + 1 WHERE order_id = 'p-late'")
+            world.time.advance(by: 5)
+            XCTAssertEqual(try b.store.claimDue(owner: me, leaseSeconds: 60, limit: 3).map(\.orderId), ["p-late", "a-1", "a-2"], b.name)
+            XCTAssertEqual(try b.store.claimDue(owner: me, leaseSeconds: 60, limit: 3).map(\.orderId), ["a-3"], b.name)
+            XCTAssertEqual(try b.store.claimDue(owner: me, leaseSeconds: 60, limit: 3).map(\.orderId), [], b.name)
+            if b.store.isShared {
+                XCTAssertEqual(try b.store.orderRecord("a-2")?.order.fencingToken, 1, "\(b.name): each claim of a batch is fenced")
+            }
         }
     }
 

@@ -17,12 +17,13 @@ final class DeliveryQueueTests: XCTestCase {
     override func tearDown() { world = nil }
 
     /// Orders as a verification worker would hand them over.
-    func orders(_ count: Int) throws -> [Order] {
+    func orders(_ count: Int) throws -> [DeliveryQueue.Leased] {
         let ledger = try world.ledger()
         return try (0..<count).map { i in
             _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "\(i)",
                                             receipt: world.receipt("o-\(i)")))
-            return try XCTUnwrap(try ledger.claim(orderId: "o-\(i)", owner: .current, leaseSeconds: 60)?.order)
+            return DeliveryQueue.Leased(try XCTUnwrap(try ledger.claim(orderId: "o-\(i)", owner: .current, leaseSeconds: 60)?.order),
+                                        leasedAt: world.time.unixSeconds)
         }
     }
 
@@ -49,13 +50,13 @@ final class DeliveryQueueTests: XCTestCase {
         }.start()
         XCTAssertTrue(eventually { queue.state.waitingToPut == 1 }, "the third put waits for room")
         XCTAssertEqual(queue.state.queued, 2, "never more than the capacity queued")
-        XCTAssertEqual(queue.take(limit: 1)?.map(\.orderId), ["o-0"])
+        XCTAssertEqual(queue.take(limit: 1)?.map(\.order.orderId), ["o-0"])
         third.wait()
         XCTAssertTrue(answered.load(ordering: .relaxed))
         XCTAssertEqual(queue.state.queued, 2)
         queue.finished()
         queue.producersFinished()
-        XCTAssertEqual(queue.take(limit: 5)?.map(\.orderId), ["o-1", "o-2"])
+        XCTAssertEqual(queue.take(limit: 5)?.map(\.order.orderId), ["o-1", "o-2"])
         queue.finished()
         XCTAssertNil(queue.take(limit: 5), "over once the producers are done and nothing is left")
     }

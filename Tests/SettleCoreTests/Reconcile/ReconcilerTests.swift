@@ -230,6 +230,22 @@ final class ReconcilerTests: XCTestCase {
         XCTAssertEqual(try pass().finished, 8)
     }
 
+    func testBreakerOpeningMidPass_withClaimsTakenInBatches_putsTheUnworkedClaimsBack_pendingAndUntouched() throws {
+        // Concurrency 8: each claim takes a batch of two, so claims wait for a worker when the breaker opens.
+        try world.writeConfig(schedule: [("concurrency", .number(8))])
+        let reconciler = try Reconciler.configured(try world.configuration(), ledger: ledger, environment: [:], log: .silent)
+        XCTAssertEqual(reconciler.claimBatchSize, 2)
+        for i in 1...40 { try enqueueValid("o-\(i)", txn: "\(i)", answers: [.http(503)]) }
+        let report = try reconciler.runPass()
+        XCTAssertTrue(report.breakerOpened)
+        let orders = try (1...40).map { try order("o-\($0)") }
+        XCTAssertTrue(orders.allSatisfy { $0.state == .pending && $0.attempts == 0 && $0.lease == nil },
+                      "no claim is left behind: \(orders.map { ($0.orderId, $0.state, $0.attempts) })")
+        XCTAssertEqual(orders.filter { $0.lastError?.contains("HTTP 503") == true }.count, world.simulator.requests.count,
+                       "only the orders sent to Apple carry its answer")
+        XCTAssertLessThan(world.simulator.requests.count, 40, "claiming stopped once the breaker opened")
+    }
+
     func testOpenBreaker_claimsNothingUntilRetryAt_thenProbesWithOneOrder() throws {
         try world.writeConfig(schedule: [("concurrency", .number(1))])
         for i in 1...8 { try enqueueValid("o-\(i)", txn: "\(i)", answers: Array(repeating: .http(503), count: 2)) }
