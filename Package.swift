@@ -50,10 +50,11 @@ let package = Package(
         // The thin executable: `SettleCommand.run` and nothing else.
         .executableTarget(name: "settle", dependencies: ["SettleApp"]),
         // The project's benchmark: every row of issue 11, side by side with a hand-written Python
-        // reconciler (scripts/bench.sh). CSQLite only to seed large ledgers with plain SQL.
+        // reconciler (scripts/bench.sh). It seeds large ledgers with plain SQL through SettleLedger's
+        // SQLiteDatabase.
         .executableTarget(name: "settle-bench",
                           dependencies: ["SettleApp", "SettleBase", "SettleConfig", "SettleAppStore", "SettleLedger",
-                                         "SettleEngine", "SettleSimulator", "CSQLite"],
+                                         "SettleEngine", "SettleSimulator"],
                           path: "Benchmarks/settle-bench"),
         // Notifications/s the endpoint takes while passes run (scripts/notify-bench.sh).
         .executableTarget(name: "settle-notify-bench",
