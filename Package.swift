@@ -64,13 +64,13 @@ let package = Package(
         // Shared test fixtures: a throwaway folder with a configuration, hooks and an Apple simulator.
         .target(name: "SettleTesting",
                 dependencies: ["SettleApp", "SettleBase", "SettleConfig", "SettleAppStore", "SettleLedger", "SettleEngine",
-                               "SettleSimulator", "COpenSSL"],
+                               "SettleSimulator"],
                 path: "Tests/SettleTesting"),
         // Unit and contract tests of every target (folders mirror the targets).
         .testTarget(name: "SettleCoreTests",
                     dependencies: ["SettleApp", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
                                    "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator",
-                                   "SettleTesting", "COpenSSL"],
+                                   "SettleTesting"],
                     exclude: ["Fixtures"]),
         // The built binary, end to end.
         .testTarget(name: "settleTests",
