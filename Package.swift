@@ -24,13 +24,14 @@ let package = Package(
         // The domain model: orders, their states and reasons, purchases, verification outcomes,
         // resolutions; what the ledger stores and the stores produce. No C library, no I/O.
         .target(name: "SettleModel", dependencies: ["SettleBase"]),
-        // The configuration file and its secrets. CPostgres only to redact a libpq URI the way
-        // libpq parses it.
-        .target(name: "SettleConfig", dependencies: ["SettleBase", "SettleModel", "CPostgres"]),
+        // The configuration file and its secrets. No C library: a PostgreSQL URL is kept as a
+        // secret here and shown only through SettleLedger, where libpq reads it.
+        .target(name: "SettleConfig", dependencies: ["SettleBase", "SettleModel"]),
         // Store clients: the App Store (receipts, signed transactions, the Server API) and Google Play.
         .target(name: "SettleAppStore", dependencies: ["SettleBase", "SettleModel", "SettleConfig"]),
         .target(name: "SettleGooglePlay", dependencies: ["SettleBase", "SettleModel", "SettleConfig"]),
-        // The ledger on SQLite and PostgreSQL: every state transition of an order, in one place.
+        // The ledger on SQLite and PostgreSQL: every state transition of an order, in one place. The
+        // one target that links SQLite and libpq (which also shows a PostgreSQL URL without its password).
         .target(name: "SettleLedger", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
                                                      "CSQLite", "CPostgres"]),
         // The operator's delivery and revoke hooks: commands and webhooks.
