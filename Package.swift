@@ -24,13 +24,14 @@ let package = Package(
         // The domain model: orders, their states and reasons, purchases, verification outcomes,
         // resolutions; what the ledger stores and the stores produce. No C library, no I/O.
         .target(name: "SettleModel", dependencies: ["SettleBase"]),
-        // The configuration file and its secrets. CPostgres only to redact a libpq URI the way
-        // libpq parses it.
-        .target(name: "SettleConfig", dependencies: ["SettleBase", "SettleModel", "CPostgres"]),
+        // The configuration file and its secrets. No C library: a PostgreSQL URL is kept as a
+        // secret here and shown only through SettleLedger, where libpq reads it.
+        .target(name: "SettleConfig", dependencies: ["SettleBase", "SettleModel"]),
         // Store clients: the App Store (receipts, signed transactions, the Server API) and Google Play.
         .target(name: "SettleAppStore", dependencies: ["SettleBase", "SettleModel", "SettleConfig"]),
         .target(name: "SettleGooglePlay", dependencies: ["SettleBase", "SettleModel", "SettleConfig"]),
-        // The ledger on SQLite and PostgreSQL: every state transition of an order, in one place.
+        // The ledger on SQLite and PostgreSQL: every state transition of an order, in one place. The
+        // one target that links SQLite and libpq (which also shows a PostgreSQL URL without its password).
         .target(name: "SettleLedger", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
                                                      "CSQLite", "CPostgres"]),
         // The operator's delivery and revoke hooks: commands and webhooks.
@@ -50,10 +51,11 @@ let package = Package(
         // The thin executable: `SettleCommand.run` and nothing else.
         .executableTarget(name: "settle", dependencies: ["SettleApp"]),
         // The project's benchmark: every row of issue 11, side by side with a hand-written Python
-        // reconciler (scripts/bench.sh). CSQLite only to seed large ledgers with plain SQL.
+        // reconciler (scripts/bench.sh). It seeds large ledgers with plain SQL through SettleLedger's
+        // SQLiteDatabase.
         .executableTarget(name: "settle-bench",
                           dependencies: ["SettleApp", "SettleBase", "SettleConfig", "SettleAppStore", "SettleLedger",
-                                         "SettleEngine", "SettleSimulator", "CSQLite"],
+                                         "SettleEngine", "SettleSimulator"],
                           path: "Benchmarks/settle-bench"),
         // Notifications/s the endpoint takes while passes run (scripts/notify-bench.sh).
         .executableTarget(name: "settle-notify-bench",
@@ -63,13 +65,13 @@ let package = Package(
         // Shared test fixtures: a throwaway folder with a configuration, hooks and an Apple simulator.
         .target(name: "SettleTesting",
                 dependencies: ["SettleApp", "SettleBase", "SettleConfig", "SettleAppStore", "SettleLedger", "SettleEngine",
-                               "SettleSimulator", "COpenSSL"],
+                               "SettleSimulator"],
                 path: "Tests/SettleTesting"),
         // Unit and contract tests of every target (folders mirror the targets).
         .testTarget(name: "SettleCoreTests",
                     dependencies: ["SettleApp", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
                                    "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator",
-                                   "SettleTesting", "COpenSSL"],
+                                   "SettleTesting"],
                     exclude: ["Fixtures"]),
         // The built binary, end to end.
         .testTarget(name: "settleTests",

@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 import SettleApp
 import SettleBase
@@ -84,24 +83,27 @@ struct BenchFolder {
     /// transaction id (verified through the Server API and its JWS).
     func dueLedger(name: String, orders: Int, storeKit: Bool = false) throws -> String {
         let file = try emptyLedger(name: name)
-        let database = try SeedDatabase(path: file)
+        let database = try BenchFolder.seedDatabase(file)
         let now = Int64(Date().timeIntervalSince1970) - 1
-        try database.execute("BEGIN IMMEDIATE")
-        let receipt = try database.prepare("INSERT INTO receipts(sha256, data, created_at) VALUES (?1, ?2, ?3)")
-        let order = try database.prepare("""
-            INSERT INTO orders(order_id, user_id, product_id, transaction_id, receipt_sha256, next_attempt_at, created_at, updated_at)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6)
-            """)
-        let history = try database.prepare("INSERT INTO history(order_id, at, kind, outcome) VALUES (?1, ?2, 'enqueue', 'enqueued')")
-        for index in 0..<orders {
-            let data = BenchOrders.receipt(index)
-            let hash = SHA256.hex(Data(data.utf8))
-            if !storeKit { try receipt.run([.text(hash), .text(data), .integer(now)]) }
-            try order.run([.text("o-\(index)"), .text("u-\(index % 97)"), .text(BenchOrders.productId),
-                           .text(BenchOrders.transactionId(index)), storeKit ? .null : .text(hash), .integer(now)])
-            try history.run([.text("o-\(index)"), .integer(now)])
+        // One transaction; each INSERT is prepared once and reused (SQLiteDatabase keeps its
+        // statements by SQL text).
+        try database.writeTransaction {
+            for index in 0..<orders {
+                let data = BenchOrders.receipt(index)
+                let hash = SHA256.hex(Data(data.utf8))
+                if !storeKit {
+                    try database.query("INSERT INTO receipts(sha256, data, created_at) VALUES (?1, ?2, ?3)",
+                                       [.text(hash), .text(data), .integer(now)])
+                }
+                try database.query("""
+                    INSERT INTO orders(order_id, user_id, product_id, transaction_id, receipt_sha256, next_attempt_at, created_at, updated_at)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?6)
+                    """, [.text("o-\(index)"), .text("u-\(index % 97)"), .text(BenchOrders.productId),
+                          .text(BenchOrders.transactionId(index)), storeKit ? .null : .text(hash), .integer(now)])
+                try database.query("INSERT INTO history(order_id, at, kind, outcome) VALUES (?1, ?2, 'enqueue', 'enqueued')",
+                                   [.text("o-\(index)"), .integer(now)])
+            }
         }
-        try database.execute("COMMIT")
         return file
     }
 
@@ -110,34 +112,34 @@ struct BenchFolder {
     /// row each), for the status views. Plain SQL, so a million rows take seconds.
     func statusLedger(orders: Int) throws -> String {
         let file = try emptyLedger(name: "status")
-        let database = try SeedDatabase(path: file)
+        let database = try BenchFolder.seedDatabase(file)
         let start = Int64(Date().timeIntervalSince1970) - Int64(orders)
-        try database.execute("BEGIN IMMEDIATE")
-        try database.execute("""
-            WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < \(orders - 1))
-            INSERT INTO orders(order_id, user_id, product_id, transaction_id, state, attempts, next_attempt_at, reason,
-                               environment, verified_transaction_id, original_transaction_id, verified_product_id, quantity,
-                               grant_key, created_at, updated_at, finished_at)
-            SELECT 'o-' || i, 'u-' || (i % \(max(1, orders / 20))), 'coins', CAST(3000000000 + i AS TEXT),
-                   CASE WHEN i % 100 < 94 THEN 'finished' WHEN i % 100 < 97 THEN 'pending'
-                        WHEN i % 100 < 99 THEN 'rejected' ELSE 'needs_attention' END,
-                   1, \(start) + i,
-                   CASE WHEN i % 100 >= 97 THEN 'no_match' END,
-                   'Production',
-                   CASE WHEN i % 100 < 94 THEN CAST(3000000000 + i AS TEXT) END,
-                   CASE WHEN i % 100 < 94 THEN CAST(3000000000 + i AS TEXT) END,
-                   CASE WHEN i % 100 < 94 THEN 'coins' END,
-                   CASE WHEN i % 100 < 94 THEN 1 END,
-                   CASE WHEN i % 100 < 94 THEN CAST(3000000000 + i AS TEXT) END,
-                   \(start) + i, \(start) + i,
-                   CASE WHEN i % 100 < 94 THEN \(start) + i END
-            FROM n;
-            """)
-        try database.execute("""
-            INSERT INTO history(order_id, at, kind, outcome, hook_exit)
-            SELECT order_id, updated_at, 'delivery', 'delivered', 0 FROM orders WHERE state = 'finished';
-            """)
-        try database.execute("COMMIT")
+        try database.writeTransaction {
+            try database.execute("""
+                WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < \(orders - 1))
+                INSERT INTO orders(order_id, user_id, product_id, transaction_id, state, attempts, next_attempt_at, reason,
+                                   environment, verified_transaction_id, original_transaction_id, verified_product_id, quantity,
+                                   grant_key, created_at, updated_at, finished_at)
+                SELECT 'o-' || i, 'u-' || (i % \(max(1, orders / 20))), 'coins', CAST(3000000000 + i AS TEXT),
+                       CASE WHEN i % 100 < 94 THEN 'finished' WHEN i % 100 < 97 THEN 'pending'
+                            WHEN i % 100 < 99 THEN 'rejected' ELSE 'needs_attention' END,
+                       1, \(start) + i,
+                       CASE WHEN i % 100 >= 97 THEN 'no_match' END,
+                       'Production',
+                       CASE WHEN i % 100 < 94 THEN CAST(3000000000 + i AS TEXT) END,
+                       CASE WHEN i % 100 < 94 THEN CAST(3000000000 + i AS TEXT) END,
+                       CASE WHEN i % 100 < 94 THEN 'coins' END,
+                       CASE WHEN i % 100 < 94 THEN 1 END,
+                       CASE WHEN i % 100 < 94 THEN CAST(3000000000 + i AS TEXT) END,
+                       \(start) + i, \(start) + i,
+                       CASE WHEN i % 100 < 94 THEN \(start) + i END
+                FROM n;
+                """)
+            try database.execute("""
+                INSERT INTO history(order_id, at, kind, outcome, hook_exit)
+                SELECT order_id, updated_at, 'delivery', 'delivered', 0 FROM orders WHERE state = 'finished';
+                """)
+        }
         return file
     }
 
@@ -148,67 +150,13 @@ struct BenchFolder {
         _ = try SQLiteLedger(path: file)
         return file
     }
-}
 
-/// The few SQLite calls seeding needs.
-final class SeedDatabase {
-    private let handle: OpaquePointer
-
-    init(path: String) throws {
-        var handle: OpaquePointer?
-        guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK, let handle else {
-            throw BenchError("cannot open \(path)")
-        }
-        self.handle = handle
-        try execute("PRAGMA busy_timeout = 10000")
-        // Seeding is not what is measured; settle's own connections use synchronous=FULL.
-        try execute("PRAGMA synchronous = OFF")
-        try execute("PRAGMA foreign_keys = ON")
-    }
-
-    deinit { sqlite3_close_v2(handle) }
-
-    func execute(_ sql: String) throws {
-        var message: UnsafeMutablePointer<CChar>?
-        guard sqlite3_exec(handle, sql, nil, nil, &message) == SQLITE_OK else {
-            let text = message.map { String(cString: $0) } ?? "?"
-            sqlite3_free(message)
-            throw BenchError("seeding failed: \(text)")
-        }
-    }
-
-    func prepare(_ sql: String) throws -> SeedStatement {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
-            throw BenchError("cannot prepare: \(String(cString: sqlite3_errmsg(handle)))")
-        }
-        return SeedStatement(handle: statement, database: handle)
-    }
-}
-
-final class SeedStatement {
-    enum Value { case text(String), integer(Int64), null }
-    private let handle: OpaquePointer
-    private let database: OpaquePointer
-
-    init(handle: OpaquePointer, database: OpaquePointer) {
-        self.handle = handle
-        self.database = database
-    }
-
-    deinit { sqlite3_finalize(handle) }
-
-    func run(_ values: [Value]) throws {
-        sqlite3_reset(handle)
-        for (index, value) in values.enumerated() {
-            switch value {
-            case let .text(text): sqlite3_bind_text(handle, Int32(index + 1), text, -1, settle_sqlite_transient())
-            case let .integer(number): sqlite3_bind_int64(handle, Int32(index + 1), number)
-            case .null: sqlite3_bind_null(handle, Int32(index + 1))
-            }
-        }
-        guard sqlite3_step(handle) == SQLITE_DONE else {
-            throw BenchError("seeding failed: \(String(cString: sqlite3_errmsg(database)))")
-        }
+    /// A connection for seeding: SettleLedger's own `SQLiteDatabase`, without the fsyncs
+    /// (seeding is not what is measured; settle's own connections use synchronous=FULL).
+    private static func seedDatabase(_ file: String) throws -> SQLiteDatabase {
+        let database = try SQLiteDatabase(path: file, mode: .readWrite)
+        try database.execute("PRAGMA synchronous = OFF")
+        try database.execute("PRAGMA foreign_keys = ON")
+        return database
     }
 }

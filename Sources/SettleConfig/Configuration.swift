@@ -4,7 +4,8 @@ import SettleModel
 
 /// settle's configuration (SPEC section 2), validated: every value here has been checked.
 package struct Configuration: Sendable {
-    /// The SQLite ledger's file; for a PostgreSQL ledger, its URL without a password (for display).
+    /// The SQLite ledger's file; empty for a PostgreSQL ledger. To show which ledger this is,
+    /// whichever the engine, use `ledgerLocation` (SettleLedger).
     package var ledgerPath: String
     /// Set when `ledger` names a PostgreSQL database: then it is the ledger, not `ledgerPath`.
     package var postgresLedger: PostgresLedgerConfiguration? = nil

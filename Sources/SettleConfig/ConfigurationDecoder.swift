@@ -360,12 +360,14 @@ package struct ConfigurationDecoder {
                           searched: SecretFile.candidates(name, relativeTo: folder, environment: environment))
     }
 
-    /// A path (SQLite), a PostgreSQL URL, or an object with the URL and a password file.
+    /// A path (SQLite), a PostgreSQL URL, or an object with the URL and a password file. For
+    /// PostgreSQL the path is empty: the URL is a secret, shown only as SettleLedger's
+    /// `ledgerLocation` (libpq's reading of it, without the password).
     private func decodeLedger(_ root: inout ConfigObject) throws(ConfigError) -> (String, PostgresLedgerConfiguration?) {
         guard case .object = root.value("ledger") else {
             let text = try root.requireString("ledger")
             guard PostgresLedgerConfiguration.isPostgresURL(text) else { return (resolve(text), nil) }
-            return (PostgresLedgerConfiguration.redacted(text), PostgresLedgerConfiguration(url: text, passwordFile: nil))
+            return ("", PostgresLedgerConfiguration(url: Secret(text), passwordFile: nil))
         }
         guard var o = try root.object("ledger") else { throw ConfigError("ledger: required key is missing") }
         let url = try o.requireString("url")
@@ -374,7 +376,7 @@ package struct ConfigurationDecoder {
         }
         let passwordFile = o.value("password_file") == nil ? nil : try secretFile(&o, "password_file")
         try o.rejectUnknownKeys()
-        return (PostgresLedgerConfiguration.redacted(url), PostgresLedgerConfiguration(url: url, passwordFile: passwordFile))
+        return ("", PostgresLedgerConfiguration(url: Secret(url), passwordFile: passwordFile))
     }
 
     private func resolve(_ path: String) -> String {

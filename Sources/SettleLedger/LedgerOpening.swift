@@ -14,7 +14,7 @@ extension Configuration {
             } catch {
                 throw .invalid(error.message)
             }
-            return try PostgresLedger(url: postgres.url, password: password, access: access, time: time,
+            return try PostgresLedger(url: postgres.url.value, password: password, access: access, time: time,
                                       connections: schedule.concurrency + 2)
         }
         switch access {
@@ -37,7 +37,7 @@ extension PostgresLedger {
         } catch {
             throw .invalid(error.message)
         }
-        let pool = PostgresPool(url: postgres.url, password: password, capacity: 1)
+        let pool = PostgresPool(url: postgres.url.value, password: password, capacity: 1)
         defer { pool.close() }
         do {
             return try pool.with { db in

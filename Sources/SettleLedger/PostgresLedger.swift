@@ -54,9 +54,6 @@ package final class PostgresLedger: LedgerStore, @unchecked Sendable {
         }
     }
 
-    /// The URL without its password, for logs and status.
-    package static func redacted(_ url: String) -> String { PostgresLedgerConfiguration.redacted(url) }
-
     package func close() throws(LedgerError) { pool.close() }
 
     package func schemaVersion() throws(LedgerError) -> Int {

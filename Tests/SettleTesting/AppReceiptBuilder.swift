@@ -1,7 +1,7 @@
-import COpenSSL
 import Foundation
 import SettleApp
 import SettleAppStore
+import SettleBase
 
 /// Builds legacy app receipts in Apple's format, for tests: a DER PKCS#7 signedData whose
 /// content is the receipt payload (apple-protocol.md 3.6), really signed by the given key.
@@ -10,7 +10,8 @@ import SettleAppStore
 /// order (App Store receipts sort by encoded bytes, which is not type order): the parser keeps
 /// file order whatever it is, and this way a test chooses it.
 package enum AppReceiptBuilder {
-    /// Why a receipt could not be built: an unreadable PEM or a failed OpenSSL call.
+    /// Why a receipt could not be built: PEM text holding no certificate (SettleBase's
+    /// `CryptoError` says why OpenSSL refused the rest).
     package struct Failure: Error, CustomStringConvertible {
         package var message: String
         package var description: String { "AppReceiptBuilder: \(message)" }
@@ -64,97 +65,25 @@ package enum AppReceiptBuilder {
         return DER.set(attributes)
     }
 
-    /// Signs `payload` as PKCS#7 signedData with the content embedded.
+    /// Signs `payload` as PKCS#7 signedData with the content embedded (SettleBase's
+    /// `PKCS7SignedData.sign`: no signed attributes, as in Apple's receipts).
     package static func sign(_ payload: [UInt8], certificatePEM: String, keyPEM: String, chainPEM: [String] = []) throws -> [UInt8] {
-        ERR_clear_error()
-        let certificate = try readCertificate(certificatePEM)
-        defer { X509_free(certificate) }
-
-        guard let keyBIO = memoryBIO(Array(keyPEM.utf8)) else { throw failure("BIO_write") }
-        defer { BIO_free(keyBIO) }
-        guard let key = PEM_read_bio_PrivateKey(keyBIO, nil, nil, nil) else {
-            throw failure("the signer key is not a PEM private key")
-        }
-        defer { EVP_PKEY_free(key) }
-
-        return try envelope(payload, certificate: certificate, key: key, chainPEM: chainPEM)
+        let certificate = try certificates(certificatePEM)[0]
+        return Array(try PKCS7SignedData.sign(Data(payload), certificate: certificate, privateKeyPEM: keyPEM,
+                                              carrying: chainPEM.map { try certificates($0)[0] }))
     }
 
     /// A signedData holding `payload` and these certificates but no SignerInfo: what
     /// `PKCS7_sign` makes without a signer ("certificates only").
     package static func unsigned(_ payload: [UInt8], certificatesPEM: [String]) throws -> [UInt8] {
-        ERR_clear_error()
-        return try envelope(payload, certificate: nil, key: nil, chainPEM: certificatesPEM)
+        Array(try PKCS7SignedData.unsigned(Data(payload), carrying: certificatesPEM.map { try certificates($0)[0] }))
     }
 
-    private static func envelope(_ payload: [UInt8], certificate: OpaquePointer?, key: OpaquePointer?,
-                                 chainPEM: [String]) throws -> [UInt8] {
-        guard let stack = OPENSSL_sk_new_null() else { throw failure("OPENSSL_sk_new_null") }
-        var extra: [OpaquePointer] = []
-        defer {
-            settle_X509_stack_free(stack)
-            extra.forEach { X509_free($0) }
-        }
-        for pem in chainPEM {
-            let certificate = try readCertificate(pem)
-            extra.append(certificate)
-            guard OPENSSL_sk_push(stack, UnsafeRawPointer(certificate)) > 0 else { throw failure("OPENSSL_sk_push") }
-        }
-        guard let contentBIO = memoryBIO(payload) else { throw failure("BIO_write") }
-        defer { BIO_free(contentBIO) }
-        // PKCS7_BINARY: the payload is DER, so no MIME canonicalisation of line endings.
-        // PKCS7_NOATTR: no signed attributes, as in Apple's receipts, so the signature covers the
-        // payload itself. https://docs.openssl.org/3.0/man3/PKCS7_sign/
-        guard let pkcs7 = PKCS7_sign(certificate, key, stack, contentBIO, PKCS7_BINARY | PKCS7_NOATTR) else {
-            throw failure("PKCS7_sign")
-        }
-        defer { PKCS7_free(pkcs7) }
-
-        // "If *out is NULL ... returns the length": measure first, then encode into our own buffer
-        // so nothing has to be released with OPENSSL_free, a macro Swift cannot call.
-        // https://docs.openssl.org/3.0/man3/d2i_X509/
-        let length = i2d_PKCS7(pkcs7, nil)
-        guard length > 0 else { throw failure("i2d_PKCS7") }
-        var der = [UInt8](repeating: 0, count: Int(length))
-        let written = der.withUnsafeMutableBufferPointer { buffer in
-            var cursor = buffer.baseAddress
-            return i2d_PKCS7(pkcs7, &cursor)
-        }
-        guard written == length else { throw failure("i2d_PKCS7") }
-        return der
-    }
-
-    private static func readCertificate(_ pem: String) throws -> OpaquePointer {
-        guard let bio = memoryBIO(Array(pem.utf8)) else { throw failure("BIO_write") }
-        defer { BIO_free(bio) }
-        guard let certificate = PEM_read_bio_X509(bio, nil, nil, nil) else {
-            throw failure("not a PEM certificate")
-        }
-        return certificate
-    }
-
-    /// A memory BIO holding its own copy of `bytes`. Not BIO_new_mem_buf: that one reads the
-    /// caller's buffer in place, and a Swift array's storage is only pinned inside withUnsafeBytes.
-    private static func memoryBIO(_ bytes: [UInt8]) -> OpaquePointer? {
-        guard let bio = BIO_new(BIO_s_mem()) else { return nil }
-        let written = bytes.withUnsafeBytes { BIO_write(bio, $0.baseAddress, Int32(clamping: $0.count)) }
-        guard written == bytes.count else {
-            BIO_free(bio)
-            return nil
-        }
-        return bio
-    }
-
-    private static func failure(_ what: String) -> Failure {
-        var message = what
-        let code = ERR_get_error()
-        if code != 0 {
-            var buffer = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(code, &buffer, buffer.count)
-            message += ": " + String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        }
-        ERR_clear_error()
-        return Failure(message: message)
+    /// The certificates of PEM text; the first is the one each argument above names.
+    private static func certificates(_ pem: String) throws -> [X509Certificate] {
+        let certificates = try X509Certificate.parse(pem: pem)
+        guard !certificates.isEmpty else { throw Failure(message: "not a PEM certificate") }
+        return certificates
     }
 }
 

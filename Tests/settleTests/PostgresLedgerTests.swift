@@ -48,6 +48,19 @@ final class PostgresLedgerTests: EndToEndTestCase {
         XCTAssertFalse(transcript.joined().contains(world.sharedSecret))
     }
 
+    func testALedgerURLWithAPassword_isShownByCheckConfigAndMigrate_asLibpqReadsIt_withoutThePassword() throws {
+        // The test cluster trusts local connections: libpq sends the password only if asked.
+        try world.writeConfig(overrides: [("ledger", .string(url + "&password=pw-in-the-url"))])
+        let check = try settle(expecting: 0, ["check-config"])
+        XCTAssertTrue(check.stdout.contains("ledger: postgresql://"), check.stdout)
+        XCTAssertTrue(check.stdout.contains("password=redacted"), check.stdout)
+        let plan = try settle(expecting: 0, ["migrate", "--dry-run"])
+        XCTAssertTrue(plan.stdout.hasPrefix("ledger postgresql://"), plan.stdout)
+        XCTAssertTrue(plan.stdout.contains("password=redacted is at schema 0"), plan.stdout)
+        XCTAssertTrue(try settle(expecting: 0, ["migrate"]).stdout.contains("password=redacted from schema 0 to "))
+        XCTAssertFalse(transcript.joined().contains("pw-in-the-url"), transcript.joined())
+    }
+
     func testLedgerObject_withAPasswordFileReadableByOthers_isRefusedLikeAnySecret() throws {
         _ = try world.write("pg-password", "not-used\n", mode: 0o644)
         try world.writeConfig(overrides: [("ledger", .object([("url", .string(url)), ("password_file", .string("pg-password"))]))])

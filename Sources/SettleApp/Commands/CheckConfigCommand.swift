@@ -3,6 +3,7 @@ import SettleBase
 import SettleModel
 import SettleConfig
 import SettleDelivery
+import SettleLedger
 
 /// `settle check-config`: validates everything a pass would need and prints what it
 /// understood, secrets redacted.
@@ -93,7 +94,7 @@ enum CheckConfigCommand {
     }
 
     static func describe(_ c: Configuration) -> String {
-        var lines = ["configuration: \(c.sourcePath)", "ledger: \(c.ledgerPath)", "bundle_id: \(c.bundleId)",
+        var lines = ["configuration: \(c.sourcePath)", "ledger: \(c.ledgerLocation)", "bundle_id: \(c.bundleId)",
                      "accept_sandbox: \(c.acceptSandbox)"]
         if let r = c.receiptAPI {
             lines += ["receipt_api.production_url: \(r.productionURL)", "receipt_api.sandbox_url: \(r.sandboxURL)",

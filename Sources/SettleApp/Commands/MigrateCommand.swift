@@ -50,7 +50,7 @@ enum MigrateCommand {
     }
 
     private static func migratePostgres(_ configuration: Configuration, _ context: CommandContext, dryRun: Bool) throws(LedgerError) {
-        let location = configuration.ledgerPath
+        let location = configuration.ledgerLocation
         let target = PostgresLedgerSchema.migrations.count
         let before = try PostgresLedger.inspectSchemaVersion(configuration)
         if dryRun {

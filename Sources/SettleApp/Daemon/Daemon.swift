@@ -146,7 +146,7 @@ package final class Daemon: @unchecked Sendable {
             scheduleTimer(interval: configuration.schedule.intervalSeconds)
             if let notifications = configuration.notifications { scheduleHistorySync(interval: notifications.historyIntervalSeconds) }
         }
-        log.info("daemon.started", ["pid": owner.pid, "ledger": configuration.ledgerPath,
+        log.info("daemon.started", ["pid": owner.pid, "ledger": configuration.ledgerLocation,
                                     "interval_seconds": configuration.schedule.intervalSeconds,
                                     "concurrency": configuration.schedule.concurrency])
         notifier.send("READY=1\nSTATUS=starting the first pass\nMAINPID=\(owner.pid)")
@@ -370,7 +370,7 @@ package final class Daemon: @unchecked Sendable {
             } catch {
                 return failed("\(error)")
             }
-            guard fresh.ledgerPath == configuration.ledgerPath else {
+            guard fresh.ledgerLocation == configuration.ledgerLocation else {
                 return failed("the ledger path cannot change on reload; restart settle")
             }
             let reconciler: Reconciler

@@ -71,6 +71,11 @@ package final class X509Certificate: @unchecked Sendable {
         return certificates
     }
 
+    /// Parses PEM text holding one or more certificates (blocks of other types are skipped).
+    package static func parse(pem: String) throws(CryptoError) -> [X509Certificate] {
+        try parsePEM(Data(pem.utf8), source: "PEM text")
+    }
+
     private static func parsePEM(_ contents: Data, source: String) throws(CryptoError) -> [X509Certificate] {
         let result: Result<[X509Certificate], CryptoError> = contents.withUnsafeBytes { buffer in
             // BIO_new_mem_buf makes a read-only BIO over our buffer without copying it;

@@ -1,6 +1,6 @@
-import COpenSSL
 import Foundation
 import SettleApp
+import SettleBase
 import SettleTesting
 import XCTest
 import SettleAppStore
@@ -67,22 +67,12 @@ final class AppReceiptTests: XCTestCase {
 
     func testBuild_signsThePayloadForReal() throws {
         // The parser ignores the signature, but a builder that wrote an invalid one would make
-        // receipts unlike Apple's. PKCS7_NOVERIFY: check the signature with the embedded signer
-        // certificate, not its chain (the test CA is not Apple's).
+        // receipts unlike Apple's. verifiedContent checks the signature with the embedded signer
+        // certificate, not its chain (PKCS7_NOVERIFY; the test CA is not Apple's).
         // https://docs.openssl.org/3.0/man3/PKCS7_verify/
         let der = try der(build(purchases: purchases))
-        let pkcs7 = try XCTUnwrap(der.withUnsafeBufferPointer { buffer in
-            var cursor = buffer.baseAddress
-            return d2i_PKCS7(nil, &cursor, buffer.count)
-        })
-        defer { PKCS7_free(pkcs7) }
-        let output = try XCTUnwrap(BIO_new(BIO_s_mem()))
-        defer { BIO_free(output) }
-
-        XCTAssertEqual(PKCS7_verify(pkcs7, nil, nil, nil, output, PKCS7_NOVERIFY | PKCS7_BINARY), 1)
-        var content = [UInt8](repeating: 0, count: 4096)
-        let count = Int(BIO_read(output, &content, Int32(content.count)))
-        XCTAssertEqual(Array(content.prefix(max(count, 0))),
+        let content = try PKCS7SignedData(der: Data(der)).verifiedContent()
+        XCTAssertEqual(Array(content),
                        AppReceiptBuilder.payload(bundleId: bundleId, environment: "Production", purchases: purchases))
     }
 

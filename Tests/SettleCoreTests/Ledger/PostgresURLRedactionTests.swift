@@ -2,9 +2,11 @@ import SettleTesting
 import XCTest
 @testable import SettleApp
 @testable import SettleConfig
+import SettleLedger
 
 /// A PostgreSQL URL as settle prints it anywhere (check-config, migrate, ledger copy, the
-/// `daemon.started` line, status): libpq's own reading of it, never a password.
+/// `daemon.started` line, status): libpq's own reading of it (SettleLedger), never a password;
+/// the configuration holds it as a secret that prints as `<redacted>`.
 final class PostgresURLRedactionTests: XCTestCase {
     func testRedacted_dropsEveryPasswordLibpqFinds_andKeepsWhatIdentifiesTheDatabase() {
         let cases: [(String, String)] = [
@@ -19,7 +21,7 @@ final class PostgresURLRedactionTests: XCTestCase {
             ("postgresql://u:pw-broken@host:notaport:/db?%zz", "postgresql://(a URL libpq cannot read; not shown)"),
         ]
         for (url, shown) in cases {
-            let redacted = PostgresLedgerConfiguration.redacted(url)
+            let redacted = PostgresLedger.redacted(url)
             XCTAssertEqual(redacted, shown, url)
             XCTAssertFalse(redacted.contains("pw"), redacted)
         }
@@ -30,8 +32,18 @@ final class PostgresURLRedactionTests: XCTestCase {
         let url = "postgresql://settle:pw-userinfo@db1,db2/settle?password=pw-query"
         try world.writeConfig(overrides: [("ledger", .string(url))])
         let configuration = try world.configuration()
-        XCTAssertEqual(configuration.postgresLedger?.url, url)
-        XCTAssertEqual(configuration.ledgerPath, "postgresql://settle@db1,db2/settle?password=redacted",
+        XCTAssertEqual(configuration.postgresLedger?.url.value, url)
+        XCTAssertEqual(configuration.ledgerLocation, "postgresql://settle@db1,db2/settle?password=redacted",
                        "what check-config, migrate and the daemon.started line print")
+    }
+
+    func testConfiguredLedgerURL_whenTheConfigurationIsPrinted_showsNoPassword() throws {
+        let world = try TestWorld()
+        try world.writeConfig(overrides: [("ledger", .object([("url", .string("postgresql://settle:pw-userinfo@db/settle?password=pw-query"))]))])
+        let configuration = try world.configuration()
+        for printed in [String(describing: configuration), String(reflecting: configuration),
+                        String(describing: configuration.postgresLedger as Any)] {
+            XCTAssertFalse(printed.contains("pw-"), printed)
+        }
     }
 }
