@@ -1,4 +1,5 @@
 import Foundation
+import SettleModel
 
 /// A verified App Store Server Notification V2 (`ResponseBodyV2DecodedPayload`,
 /// https://developer.apple.com/documentation/appstoreservernotifications/responsebodyv2decodedpayload),
@@ -8,7 +9,7 @@ package struct AppleNotification: Sendable, Equatable {
     package var type: String
     package var subtype: String?
     /// From `data.environment` (or `summary`), checked like any signed data's.
-    package var environment: String
+    package var environment: AppleEnvironment
     package var signedDateMs: Int64?
     /// `data.signedTransactionInfo`, verified; nil for notifications about no transaction (TEST).
     package var transaction: SignedTransaction?
@@ -68,9 +69,8 @@ extension SignedDataVerifier {
             }
             guard case let .string(bundle)? = body["bundleId"] else { throw .payloadInvalid("notification data has no bundleId string") }
             guard bundle == bundleId else { throw .bundleMismatch("notification is for \(bundle), expected \(bundleId)") }
-            try checkEnvironment(body)
-            guard case let .string(environment)? = body["environment"] else { throw .payloadInvalid("notification data has no environment") }
-            if environment == "Production", let appAppleId {
+            let environment = try checkEnvironment(body)
+            if environment == .production, let appAppleId {
                 guard body["appAppleId"]?.looseString == appAppleId else {
                     throw .bundleMismatch("notification is for app \(body["appAppleId"]?.looseString ?? "(none)"), expected \(appAppleId)")
                 }
@@ -91,7 +91,7 @@ extension SignedDataVerifier {
             }
             if case let .string(jws)? = body["signedRenewalInfo"] {
                 let renewal = try verifySignedData(jws, now: now).get()
-                guard renewal["environment"]?.looseString == environment else {
+                guard renewal["environment"]?.looseString == environment.rawValue else {
                     throw .environmentMismatch("the notification is \(environment), its renewal info is not")
                 }
             }

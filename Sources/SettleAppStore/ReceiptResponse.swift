@@ -49,6 +49,9 @@ package struct ReceiptTransaction: Sendable, Equatable {
 /// https://developer.apple.com/documentation/appstorereceipts/responsebody
 package struct ReceiptResponse: Sendable, Equatable {
     package var status: Int
+    /// `Production` or `Sandbox` (`AppleEnvironment`'s raw values), kept as the text Apple
+    /// sent: a receipt Apple validated is judged by its status, and its environment is
+    /// recorded as worded; only `Sandbox` is refused when sandbox is not accepted.
     package var environment: String?
     package var bundleId: String?
     package var hasReceipt: Bool

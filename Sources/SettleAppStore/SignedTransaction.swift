@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// The fields settle uses from a verified StoreKit 2 transaction
 /// (`JWSTransactionDecodedPayload`,
@@ -18,7 +19,7 @@ package struct SignedTransaction: Sendable, Equatable {
     package var revocationDateMs: Int64?
     package var signedDateMs: Int64?
     package var quantity: Int
-    package var environment: String
+    package var environment: AppleEnvironment
     /// `Auto-Renewable Subscription`, `Non-Consumable`, `Consumable` or
     /// `Non-Renewing Subscription`, kept as sent so that a new value survives.
     package var type: String?
@@ -54,7 +55,12 @@ package struct SignedTransaction: Sendable, Equatable {
             throw .payloadInvalid("transaction payload has quantity \(quantity)")
         }
         self.quantity = count
-        environment = try Self.requiredText("environment", in: payload)
+        let environment = try Self.requiredText("environment", in: payload)
+        // Text Apple never sends is refused as `checkEnvironment` refuses it, never read as production.
+        guard let known = AppleEnvironment(rawValue: environment) else {
+            throw .environmentMismatch("environment \(environment) is not accepted")
+        }
+        self.environment = known
         type = try Self.optionalString("type", in: payload)
         inAppOwnershipType = try Self.optionalString("inAppOwnershipType", in: payload)
         appAccountToken = try Self.optionalString("appAccountToken", in: payload).flatMap { (text) throws(SignedDataFailure) in
