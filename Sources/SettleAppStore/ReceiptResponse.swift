@@ -1,4 +1,5 @@
 import SettleBase
+import SettleModel
 
 /// One in-app transaction of a verifyReceipt answer (an entry of `receipt.in_app` or
 /// `latest_receipt_info`, or an iOS 6-style receipt itself), read leniently: Apple sends

@@ -1,7 +1,6 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleAppStore
 
 /// What storing one notification did. `outcome` is a stable code (status, metrics).
 package struct IngestResult: Sendable, Equatable {

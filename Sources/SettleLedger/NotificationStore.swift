@@ -1,5 +1,4 @@
 import SettleModel
-import SettleAppStore
 
 /// The ledger as App Store Server Notifications use it: storing each notification once with its
 /// effect on orders, the revokes and refund-request answers they leave, the history cursor, and

@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 @testable import SettleApp
 @testable import SettleBase
+@testable import SettleModel
 @testable import SettleAppStore
 
 /// The genuine Apple-signed renewal info, checked against Apple Root CA - G3.
