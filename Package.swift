@@ -22,18 +22,20 @@ let package = Package(
         // time, digests. Depends on no other settle target.
         .target(name: "SettleBase", dependencies: ["CCurl", "COpenSSL", "CMicroHTTPD"]),
         // The domain model: orders, their states and reasons, purchases, verification outcomes,
-        // resolutions; what the ledger stores and the stores produce. No C library, no I/O.
+        // resolutions, the eligibility rules; Apple's environment, signed transactions and
+        // notifications as values. What the ledger stores and the stores produce. No C library, no I/O.
         .target(name: "SettleModel", dependencies: ["SettleBase"]),
         // The configuration file and its secrets. No C library: a PostgreSQL URL is kept as a
         // secret here and shown only through SettleLedger, where libpq reads it.
         .target(name: "SettleConfig", dependencies: ["SettleBase", "SettleModel"]),
-        // Store clients: the App Store (receipts, signed transactions, the Server API) and Google Play.
+        // Store clients: the App Store (receipts, decoding and verifying signed transactions and
+        // notifications, the Server API) and Google Play.
         .target(name: "SettleAppStore", dependencies: ["SettleBase", "SettleModel", "SettleConfig"]),
         .target(name: "SettleGooglePlay", dependencies: ["SettleBase", "SettleModel", "SettleConfig"]),
-        // The ledger on SQLite and PostgreSQL: every state transition of an order, in one place. The
-        // one target that links SQLite and libpq (which also shows a PostgreSQL URL without its password).
-        .target(name: "SettleLedger", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
-                                                     "CSQLite", "CPostgres"]),
+        // The ledger on SQLite and PostgreSQL: every state transition of an order, in one place. It
+        // knows the stores only through the model's values, never their clients; the one target
+        // that links SQLite and libpq (which also shows a PostgreSQL URL without its password).
+        .target(name: "SettleLedger", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "CSQLite", "CPostgres"]),
         // The operator's delivery and revoke hooks: commands and webhooks.
         .target(name: "SettleDelivery", dependencies: ["SettleBase", "SettleModel", "SettleConfig"]),
         // The engine: the reconciler (claim, verify, deliver, finish) and the notification inboxes

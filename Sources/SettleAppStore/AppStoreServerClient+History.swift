@@ -9,7 +9,7 @@ package struct TransactionHistory: Sendable, Equatable {
     /// `signedTransactions` of every page in order. Sorted ASCENDING by modification, so a
     /// transaction updated while paging (an upgrade, a refund) appears again, newer, later.
     package var signedTransactions: [String]
-    package var environment: String
+    package var environment: AppleEnvironment
     package var bundleId: String?
     package var appAppleId: String?
     /// The last page's revision: where a later ASCENDING query could resume.
@@ -61,7 +61,7 @@ extension AppStoreServerClient {
 
     /// Every page in one environment. Reaching the cap is a failure (so no hop to sandbox follows)
     /// flagged by `capReached`.
-    private func allPages(_ id: String, environment: String, maxPages: Int) -> (Answer<TransactionHistory>, capReached: Bool) {
+    private func allPages(_ id: String, environment: AppleEnvironment, maxPages: Int) -> (Answer<TransactionHistory>, capReached: Bool) {
         var history = TransactionHistory(signedTransactions: [], environment: environment, pages: 0)
         var restarted = false
         while true {
@@ -76,7 +76,7 @@ extension AppStoreServerClient {
                 history.revision = page.revision
                 guard page.hasMore else { return (.found(history), false) }
                 guard page.revision != nil else {
-                    return (.failed(.appleUnavailable("the \(environment.lowercased()) App Store Server API said hasMore without a revision",
+                    return (.failed(.appleUnavailable("the \(environment.rawValue.lowercased()) App Store Server API said hasMore without a revision",
                                                       retryAfter: nil), answered: false), false)
                 }
             case .paginationExpired where !restarted:
@@ -85,7 +85,7 @@ extension AppStoreServerClient {
                 history.revision = nil
             case .notFound where history.revision != nil:
                 // The first page found the customer; losing them mid-way is Apple's trouble, not an answer.
-                return (.failed(.retry("the \(environment.lowercased()) App Store Server API lost transaction \(id) while paging"),
+                return (.failed(.retry("the \(environment.rawValue.lowercased()) App Store Server API lost transaction \(id) while paging"),
                                 answered: true), false)
             case .notFound: return (.notFound, false)
             case .unauthorized: return (.unauthorized, false)

@@ -32,7 +32,7 @@ extension AppStoreServerClient {
     /// (notifications never hop: each environment has its own), from `startMs` (inclusive) to
     /// `endMs` (exclusive), continuing at `paginationToken`.
     /// https://developer.apple.com/documentation/appstoreserverapi/get-notification-history
-    package func notificationHistory(environment: String, startMs: Int64, endMs: Int64,
+    package func notificationHistory(environment: AppleEnvironment, startMs: Int64, endMs: Int64,
                                     paginationToken: String?) -> CallResult<NotificationHistoryPage> {
         var path = "/inApps/v1/notifications/history"
         if let paginationToken {
@@ -47,7 +47,7 @@ extension AppStoreServerClient {
     /// Send Consumption Information v2: `PUT /inApps/v2/transactions/consumption/{transactionId}`;
     /// Apple answers 202 Accepted with no body.
     /// https://developer.apple.com/documentation/appstoreserverapi/send-consumption-information
-    package func sendConsumptionInformation(transactionId: String, environment: String, body: JSONValue) -> CallResult<Bool> {
+    package func sendConsumptionInformation(transactionId: String, environment: AppleEnvironment, body: JSONValue) -> CallResult<Bool> {
         guard !transactionId.isEmpty, transactionId.count <= 64, transactionId.allSatisfy({ $0.isASCII && ($0.isNumber || $0.isLetter) }) else {
             return .failed(.rejected(reason: .transactionNotFound, detail: "'\(transactionId.prefix(64))' is not an Apple transaction id"),
                            appleAnswered: true)

@@ -5,7 +5,7 @@ extension AppStoreServerClient {
     /// What Apple said about an order id from a customer's App Store receipt email.
     package enum OrderLookup: Sendable, Equatable {
         /// The order's signed transactions (each still to be verified) and the environment.
-        case found(signedTransactions: [String], environment: String)
+        case found(signedTransactions: [String], environment: AppleEnvironment)
         /// Apple does not know the order id (status 1 in both environments, or 404).
         case notFound(String)
         /// Anything else, classified as for any Server API call.

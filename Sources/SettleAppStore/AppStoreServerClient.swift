@@ -12,7 +12,7 @@ package struct AppStoreServerClient: Sendable {
     package var tokens: BearerTokenSource
     package var client: HTTPClient
     /// Told about every HTTP request: environment, a short outcome label, seconds (for metrics).
-    package var observe: (@Sendable (_ environment: String, _ outcome: String, _ seconds: Double) -> Void)?
+    package var observe: (@Sendable (_ environment: AppleEnvironment, _ outcome: String, _ seconds: Double) -> Void)?
 
     package init(productionURL: String, sandboxURL: String, tokens: BearerTokenSource, client: HTTPClient) {
         self.productionURL = productionURL
@@ -24,7 +24,7 @@ package struct AppStoreServerClient: Sendable {
     /// What Apple said about one transaction id.
     package enum Lookup: Sendable, Equatable {
         /// The signed transaction (still to be verified) and the environment that had it.
-        case found(signedTransactionInfo: String, environment: String)
+        case found(signedTransactionInfo: String, environment: AppleEnvironment)
         /// Neither environment knows the id.
         case notFound(String)
         /// Apple refused the id itself (e.g. 4000006 invalid transaction id).
@@ -63,7 +63,7 @@ package struct AppStoreServerClient: Sendable {
 
     /// Where an id was found, after Apple's environment rule.
     package enum Routed<Body> {
-        case found(Body, environment: String)
+        case found(Body, environment: AppleEnvironment)
         case notFound(String)
         case invalidId(String)
         case failed(VerificationOutcome)
@@ -71,15 +71,15 @@ package struct AppStoreServerClient: Sendable {
 
     /// Apple's environment rule (apple-protocol.md 2.6): production first; sandbox on 4040010, or
     /// on 401 from production (an app not yet released); 401 from both is our configuration.
-    package func route<Body>(_ transactionId: String, _ request: (String) -> Answer<Body>) -> (Routed<Body>, appleAnswered: Bool) {
+    package func route<Body>(_ transactionId: String, _ request: (AppleEnvironment) -> Answer<Body>) -> (Routed<Body>, appleAnswered: Bool) {
         // Transaction ids are digits; anything else would change the URL's meaning.
         guard !transactionId.isEmpty, transactionId.count <= 64,
               transactionId.allSatisfy({ $0.isASCII && ($0.isNumber || $0.isLetter) }) else {
             return (.invalidId("'\(transactionId.prefix(64))' is not an Apple transaction id"), true)
         }
-        let production = request("Production")
+        let production = request(.production)
         switch production {
-        case let .found(body): return (.found(body, environment: "Production"), true)
+        case let .found(body): return (.found(body, environment: .production), true)
         case let .invalidId(message): return (.invalidId(message), true)
         case let .failed(outcome, answered): return (.failed(outcome), answered)
         case .paginationExpired: return (.failed(.retry("the App Store Server API refused a pagination token twice")), true)
@@ -87,8 +87,8 @@ package struct AppStoreServerClient: Sendable {
             var productionRefused = false
             if case .unauthorized = production { productionRefused = true }
             let neither = "transaction \(transactionId) is not known to Apple in production or sandbox"
-            switch request("Sandbox") {
-            case let .found(body): return (.found(body, environment: "Sandbox"), true)
+            switch request(.sandbox) {
+            case let .found(body): return (.found(body, environment: .sandbox), true)
             case let .invalidId(message): return (.invalidId(message), true)
             case let .failed(outcome, answered): return (.failed(outcome), answered)
             case .paginationExpired: return (.failed(.retry("the App Store Server API refused a pagination token twice")), true)
@@ -111,29 +111,29 @@ package struct AppStoreServerClient: Sendable {
 
     /// One GET, timed for metrics. `path` must hold an id `route` has checked; `decode` reads a
     /// 200's JSON body, nil meaning it is not the expected answer.
-    package func get<Body>(_ path: String, environment: String, decode: (JSONValue) -> Body?) -> Answer<Body> {
+    package func get<Body>(_ path: String, environment: AppleEnvironment, decode: (JSONValue) -> Body?) -> Answer<Body> {
         send("GET", path, body: Data(), environment: environment, decode: decode)
     }
 
     /// One request of any method, timed for metrics. A 2xx with an empty body (202 Accepted)
     /// is decoded from JSON null.
-    package func send<Body>(_ method: String, _ path: String, body: Data, environment: String, decode: (JSONValue) -> Body?) -> Answer<Body> {
+    package func send<Body>(_ method: String, _ path: String, body: Data, environment: AppleEnvironment, decode: (JSONValue) -> Body?) -> Answer<Body> {
         let started = DispatchTime.now()
         let (answer, label) = exchange(method, path, body: body, environment: environment, decode: decode)
         observe?(environment, label, Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9)
         return answer
     }
 
-    private func exchange<Body>(_ method: String, _ path: String, body: Data, environment: String,
+    private func exchange<Body>(_ method: String, _ path: String, body: Data, environment: AppleEnvironment,
                                 decode: (JSONValue) -> Body?) -> (Answer<Body>, String) {
-        let name = "\(environment.lowercased()) App Store Server API"
+        let name = "\(environment.rawValue.lowercased()) App Store Server API"
         let token: String
         do {
             token = try tokens.token()
         } catch {
             return (.failed(.configurationFault("cannot sign the App Store Server API token: \(error)"), answered: false), "token_error")
         }
-        let base = environment == "Production" ? productionURL : sandboxURL
+        let base = environment == .production ? productionURL : sandboxURL
         let url = base.hasSuffix("/") ? String(base.dropLast()) : base
         var headers = [HTTPHeader("Authorization", "Bearer \(token)"), HTTPHeader("Accept", "application/json")]
         if !body.isEmpty { headers.append(HTTPHeader("Content-Type", "application/json")) }

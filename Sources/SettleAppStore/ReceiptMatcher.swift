@@ -16,13 +16,14 @@ package struct ReceiptMatcher: Sendable {
         self.eligibility = eligibility
     }
 
-    /// `environment` is the answer's `environment`, or the endpoint's when Apple left it out.
+    /// `environment` is the answer's `environment`, or the endpoint's when Apple left it out,
+    /// as text: verifyReceipt's answer is recorded as Apple worded it (see `ReceiptResponse`).
     package func match(_ response: ReceiptResponse, environment: String, order: Order) -> VerificationOutcome {
         guard response.bundleId == bundleId else {
             return .rejected(reason: .bundleMismatch,
                              detail: "receipt is for bundle \(response.bundleId ?? "(none)"), expected \(bundleId)")
         }
-        if environment == "Sandbox" && !acceptSandbox {
+        if AppleEnvironment(rawValue: environment) == .sandbox && !acceptSandbox {
             return .rejected(reason: .sandboxNotAccepted, detail: "sandbox purchase and accept_sandbox is false")
         }
         var transactions = response.transactions

@@ -1,4 +1,5 @@
 import SettleBase
+import SettleModel
 
 /// One in-app transaction of a verifyReceipt answer (an entry of `receipt.in_app` or
 /// `latest_receipt_info`, or an iOS 6-style receipt itself), read leniently: Apple sends
@@ -49,6 +50,9 @@ package struct ReceiptTransaction: Sendable, Equatable {
 /// https://developer.apple.com/documentation/appstorereceipts/responsebody
 package struct ReceiptResponse: Sendable, Equatable {
     package var status: Int
+    /// `Production` or `Sandbox` (`AppleEnvironment`'s raw values), kept as the text Apple
+    /// sent: a receipt Apple validated is judged by its status, and its environment is
+    /// recorded as worded; only `Sandbox` is refused when sandbox is not accepted.
     package var environment: String?
     package var bundleId: String?
     package var hasReceipt: Bool

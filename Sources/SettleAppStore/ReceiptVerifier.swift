@@ -15,7 +15,7 @@ package struct ReceiptVerifier: OrderVerifier {
     /// Loads an order's stored receipt (base64 text).
     package var receiptText: @Sendable (Order) throws -> String?
     /// Told about every HTTP request: environment, a short outcome label, seconds (for metrics).
-    package var observe: (@Sendable (_ environment: String, _ outcome: String, _ seconds: Double) -> Void)?
+    package var observe: (@Sendable (_ environment: AppleEnvironment, _ outcome: String, _ seconds: Double) -> Void)?
 
     package init(productionURL: String, sandboxURL: String, sharedSecret: Secret, matcher: ReceiptMatcher,
                 client: HTTPClient, receiptText: @escaping @Sendable (Order) throws -> String?) {
@@ -27,11 +27,6 @@ package struct ReceiptVerifier: OrderVerifier {
         self.receiptText = receiptText
     }
 
-    package enum Endpoint: String {
-        case production = "Production"
-        case sandbox = "Sandbox"
-    }
-
     package func verify(_ order: Order) throws -> Verification {
         let started = DispatchTime.now()
         func elapsed() -> Int { Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000) }
@@ -41,7 +36,7 @@ package struct ReceiptVerifier: OrderVerifier {
         }
         // An order seen in sandbox before starts there; everything else starts in production,
         // as Apple asks (apple-protocol.md 1.9).
-        let first: Endpoint = order.environment == "Sandbox" ? .sandbox : .production
+        let first: AppleEnvironment = order.appleEnvironment == .sandbox ? .sandbox : .production
         var answer = post(receipt, to: first)
         if case let .answered(response, _) = answer {
             let status = ReceiptStatus(status: response.status, isRetryable: response.isRetryable)
@@ -49,7 +44,7 @@ package struct ReceiptVerifier: OrderVerifier {
                 guard matcher.acceptSandbox else {
                     return Verification(outcome: .rejected(reason: .sandboxNotAccepted,
                                                            detail: "sandbox receipt (21007) and accept_sandbox is false"),
-                                        appleStatus: response.status, environment: "Sandbox", durationMs: elapsed(),
+                                        appleStatus: response.status, environment: AppleEnvironment.sandbox.rawValue, durationMs: elapsed(),
                                         appleAnswered: true)
                 }
                 answer = post(receipt, to: .sandbox)
@@ -63,19 +58,19 @@ package struct ReceiptVerifier: OrderVerifier {
     }
 
     package enum Answer {
-        case answered(ReceiptResponse, Endpoint)
-        case failed(VerificationOutcome, Endpoint, answered: Bool)
+        case answered(ReceiptResponse, AppleEnvironment)
+        case failed(VerificationOutcome, AppleEnvironment, answered: Bool)
     }
 
-    private func post(_ receipt: String, to endpoint: Endpoint) -> Answer {
+    private func post(_ receipt: String, to endpoint: AppleEnvironment) -> Answer {
         let started = DispatchTime.now()
         let (answer, label) = exchange(receipt, with: endpoint)
-        observe?(endpoint.rawValue, label, Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9)
+        observe?(endpoint, label, Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9)
         return answer
     }
 
     /// One request and its answer, with a bounded label for metrics.
-    private func exchange(_ receipt: String, with endpoint: Endpoint) -> (Answer, String) {
+    private func exchange(_ receipt: String, with endpoint: AppleEnvironment) -> (Answer, String) {
         let body = JSONValue.object([
             ("receipt-data", .string(receipt)),
             ("password", .string(sharedSecret.value)),

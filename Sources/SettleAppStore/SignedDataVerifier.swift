@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// Verifies StoreKit 2 signed data (compact JWS with an `x5c` chain) the way Apple's App
 /// Store Server libraries do offline (apple-protocol.md 3.4).
@@ -186,12 +187,14 @@ package struct SignedDataVerifier: Sendable {
 
     /// Production always; Sandbox only when configured; anything else (Xcode,
     /// LocalTesting, missing) never, because it is not App Store-signed data.
-    package func checkEnvironment(_ payload: JSONValue) throws(SignedDataFailure) {
+    @discardableResult
+    package func checkEnvironment(_ payload: JSONValue) throws(SignedDataFailure) -> AppleEnvironment {
         switch payload["environment"] {
-        case .string("Production"):
-            return
-        case .string("Sandbox"):
+        case .string(AppleEnvironment.production.rawValue):
+            return .production
+        case .string(AppleEnvironment.sandbox.rawValue):
             guard acceptSandbox else { throw .environmentMismatch("Sandbox data is not accepted by this configuration") }
+            return .sandbox
         case let .string(other):
             throw .environmentMismatch("environment \(other) is not accepted")
         case nil, .null?:

@@ -55,7 +55,7 @@ package struct StoreKitVerifier: OrderVerifier {
                                                        detail: "the signed transaction is \(device.transactionId), the order names \(claimed)"))
             }
             guard api != nil else {
-                return Verification(outcome: decide([device], order: order, named: true, proofSigned: true), environment: device.environment)
+                return Verification(outcome: decide([device], order: order, named: true, proofSigned: true), environment: device.environment.rawValue)
             }
             return confirm(device.transactionId, order: order, proofSigned: true)
         }
@@ -77,7 +77,7 @@ package struct StoreKitVerifier: OrderVerifier {
         switch fetch(transactionId, order: order) {
         case let .transaction(transaction):
             return Verification(outcome: decide([transaction], order: order, named: true, proofSigned: proofSigned),
-                                environment: transaction.environment, appleAnswered: true)
+                                environment: transaction.environment.rawValue, appleAnswered: true)
         case let .answer(verification): return verification
         }
     }
@@ -110,7 +110,7 @@ package struct StoreKitVerifier: OrderVerifier {
     }
 
     /// Checks a JWS from Apple's own answer.
-    private func verifyApple(_ jws: String, environment: String) -> Result<SignedTransaction, VerificationFailure> {
+    private func verifyApple(_ jws: String, environment: AppleEnvironment) -> Result<SignedTransaction, VerificationFailure> {
         switch signedData.verifyTransaction(jws, now: time.now) {
         case let .success(transaction):
             return .success(transaction)
@@ -118,11 +118,11 @@ package struct StoreKitVerifier: OrderVerifier {
             switch failure {
             case .bundleMismatch, .environmentMismatch:
                 return .failure(VerificationFailure(Verification(outcome: .rejected(reason: reason(failure), detail: "Apple's answer: \(failure)"),
-                                                                 environment: environment, appleAnswered: true)))
+                                                                 environment: environment.rawValue, appleAnswered: true)))
             default:
                 // Apple's own answer must verify; if it doesn't, something is between us (or the roots are wrong).
                 return .failure(VerificationFailure(Verification(outcome: .retry("Apple's signed transaction failed verification: \(failure)"),
-                                                                 environment: environment, appleAnswered: true)))
+                                                                 environment: environment.rawValue, appleAnswered: true)))
             }
         }
     }
@@ -157,14 +157,14 @@ package struct StoreKitVerifier: OrderVerifier {
         case let .success(found): customer = found
         case let .failure(failure): return failure.verification
         }
-        let environment = customer.first?.environment
+        let environment = customer.first?.environment.rawValue
         if let wanted = order.requestedTransactionId {
             guard let mine = customer.first(where: { $0.transactionId == wanted }) else {
                 // Not among the receipt's customer's purchases: the id alone is all the proof there is.
                 return confirm(wanted, order: order, proofSigned: false)
             }
             return Verification(outcome: decide([mine], order: order, named: true, proofSigned: receipt.signatureVerified),
-                                environment: mine.environment, appleAnswered: true)
+                                environment: mine.environment.rawValue, appleAnswered: true)
         }
         return Verification(outcome: decide(customer, order: order, named: false, proofSigned: receipt.signatureVerified),
                             environment: environment, appleAnswered: true)
@@ -212,7 +212,7 @@ package struct StoreKitVerifier: OrderVerifier {
     private func decide(_ transactions: [SignedTransaction], order: Order, named: Bool, proofSigned: Bool) -> VerificationOutcome {
         let confirmed = transactions.map { t in
             ConfirmedPurchase(transactionId: t.transactionId, originalTransactionId: t.originalTransactionId, productId: t.productId,
-                              environment: t.environment, quantity: t.quantity, purchaseDateMs: t.purchaseDateMs,
+                              environment: t.environment.rawValue, quantity: t.quantity, purchaseDateMs: t.purchaseDateMs,
                               expiresDateMs: t.expiresDateMs,
                               refunded: t.revocationDateMs.map { "was revoked at \(Timestamp.rfc3339(milliseconds: $0))" },
                               isUpgraded: t.isUpgraded, appAccountToken: t.appAccountToken)

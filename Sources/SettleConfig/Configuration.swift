@@ -38,12 +38,7 @@ package struct Configuration: Sendable {
 
     /// What a product is and what granting it means to the operator's hook.
     package struct Product: Sendable, Equatable {
-        package enum Kind: String, Sendable, CaseIterable {
-            case consumable
-            case nonConsumable = "non_consumable"
-            case autoRenewable = "auto_renewable"
-            case nonRenewing = "non_renewing"
-        }
+        package typealias Kind = ProductKind
         package var kind: Kind
         /// Free-form, passed to the hook unchanged.
         package var grant: JSONValue?

@@ -20,12 +20,17 @@ package struct RevocationJob: Sendable, Equatable {
 package struct ConsumptionJob: Sendable, Equatable {
     package var notificationUUID: String
     package var transactionId: String
-    package var environment: String
+    /// The notification's environment as the ledger holds it (Apple's spelling), kept as text
+    /// so that other text in a row stays visible in history rather than read as some environment.
+    package var storedEnvironment: String
     package var orderId: String?
     package var attempts: Int
     package var deadlineAt: Int64
     /// The claim this answer was handed out under, as for `RevocationJob.claim`.
     package var claim: Int64 = 0
+
+    /// Where the answer goes; nil for text settle does not know, which is never answered.
+    package var environment: AppleEnvironment? { AppleEnvironment(rawValue: storedEnvironment) }
 }
 
 /// What the ledger shows about a purchase's delivery, for an answer to a refund request.
@@ -183,7 +188,7 @@ extension TransactionalLedger {
                     RETURNING *
                     """, [.integer(now + leaseSeconds), .integer(now), .text(uuid)]).first.map { row in
                     let job = ConsumptionJob(notificationUUID: uuid, transactionId: row.string("transaction_id") ?? "",
-                                             environment: row.string("environment") ?? "", orderId: row.string("order_id"),
+                                             storedEnvironment: row.string("environment") ?? "", orderId: row.string("order_id"),
                                              attempts: Int(row.int("attempts") ?? 0), deadlineAt: row.int("deadline_at") ?? 0,
                                              claim: row.int("claim") ?? 0)
                     let order = try job.orderId.flatMap { id in
@@ -266,9 +271,9 @@ extension TransactionalLedger {
 
     // MARK: - The history cursor, shared by every host
 
-    package func notificationCursor(environment: String) throws(LedgerError) -> NotificationCursor {
+    package func notificationCursor(environment: AppleEnvironment) throws(LedgerError) -> NotificationCursor {
         try reading { db in
-            try db.query("SELECT * FROM notification_cursor WHERE environment = ?", [.text(environment)]).first
+            try db.query("SELECT * FROM notification_cursor WHERE environment = ?", [.text(environment.rawValue)]).first
                 .map(NotificationCursor.init(row:)) ?? NotificationCursor()
         }
     }
@@ -276,16 +281,16 @@ extension TransactionalLedger {
     /// Takes this environment's history catch-up for `owner` until `leaseSeconds` from now, and
     /// returns where it resumes; nil while another host's catch-up holds it (its lease not yet
     /// expired: a host that died mid-page hands over when its lease runs out, at the page it saved).
-    package func claimNotificationHistory(environment: String, owner: String, leaseSeconds: Int64) throws(LedgerError) -> NotificationCursor? {
+    package func claimNotificationHistory(environment: AppleEnvironment, owner: String, leaseSeconds: Int64) throws(LedgerError) -> NotificationCursor? {
         let now = time.unixSeconds
         return try writing { db in
             try db.query("INSERT INTO notification_cursor(environment, updated_at) VALUES (?, ?) ON CONFLICT (environment) DO NOTHING",
-                         [.text(environment), .integer(now)])
+                         [.text(environment.rawValue), .integer(now)])
             guard let row = try db.query("SELECT * FROM notification_cursor WHERE environment = ?\(db.dialect.lockRows)",
-                                         [.text(environment)]).first else { return nil }
+                                         [.text(environment.rawValue)]).first else { return nil }
             if let holder = row.string("lease_owner"), holder != owner, (row.int("lease_expires_at") ?? 0) > now { return nil }
             try db.query("UPDATE notification_cursor SET lease_owner = ?, lease_expires_at = ? WHERE environment = ?",
-                         [.text(owner), .integer(now + leaseSeconds), .text(environment)])
+                         [.text(owner), .integer(now + leaseSeconds), .text(environment.rawValue)])
             return NotificationCursor(row: row)
         }
     }
@@ -293,7 +298,7 @@ extension TransactionalLedger {
     /// Saves where the catch-up is and renews `owner`'s lease on it. Returns false, saving
     /// nothing, when `owner` no longer holds it (its lease ran out and another host took over).
     @discardableResult
-    package func saveNotificationCursor(_ cursor: NotificationCursor, environment: String, owner: String,
+    package func saveNotificationCursor(_ cursor: NotificationCursor, environment: AppleEnvironment, owner: String,
                                        leaseSeconds: Int64) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
         return try writing { db in
@@ -303,20 +308,20 @@ extension TransactionalLedger {
                 WHERE environment = ? AND lease_owner = ?
                 RETURNING environment
                 """, [.from(cursor.syncedUntilMs), .from(cursor.windowStartMs), .from(cursor.windowEndMs), .from(cursor.paginationToken),
-                      .from(cursor.startedAtMs), .integer(now + leaseSeconds), .integer(now), .text(environment), .text(owner)]).isEmpty
+                      .from(cursor.startedAtMs), .integer(now + leaseSeconds), .integer(now), .text(environment.rawValue), .text(owner)]).isEmpty
         }
     }
 
     /// Ends `owner`'s catch-up of this environment: the next host may take it at once.
-    package func releaseNotificationHistory(environment: String, owner: String) throws(LedgerError) {
+    package func releaseNotificationHistory(environment: AppleEnvironment, owner: String) throws(LedgerError) {
         try writing { db in
             try db.query("UPDATE notification_cursor SET lease_owner = NULL, lease_expires_at = NULL WHERE environment = ? AND lease_owner = ?",
-                         [.text(environment), .text(owner)])
+                         [.text(environment.rawValue), .text(owner)])
         }
     }
 
     /// Sets the cursor outright, whoever holds it (tests, and an operator's restart of the catch-up).
-    package func saveNotificationCursor(_ cursor: NotificationCursor, environment: String) throws(LedgerError) {
+    package func saveNotificationCursor(_ cursor: NotificationCursor, environment: AppleEnvironment) throws(LedgerError) {
         let now = time.unixSeconds
         try writing { db in
             try db.query("""
@@ -326,7 +331,7 @@ extension TransactionalLedger {
                 ON CONFLICT (environment) DO UPDATE SET synced_until_ms = excluded.synced_until_ms,
                     window_start_ms = excluded.window_start_ms, window_end_ms = excluded.window_end_ms,
                     pagination_token = excluded.pagination_token, started_at_ms = excluded.started_at_ms, updated_at = excluded.updated_at
-                """, [.text(environment), .from(cursor.syncedUntilMs), .from(cursor.windowStartMs), .from(cursor.windowEndMs),
+                """, [.text(environment.rawValue), .from(cursor.syncedUntilMs), .from(cursor.windowStartMs), .from(cursor.windowEndMs),
                       .from(cursor.paginationToken), .from(cursor.startedAtMs), .integer(now)])
         }
     }

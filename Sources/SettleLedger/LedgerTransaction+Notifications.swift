@@ -1,7 +1,6 @@
 import Foundation
 import SettleBase
 import SettleModel
-import SettleAppStore
 
 /// What storing one notification did. `outcome` is a stable code (status, metrics).
 package struct IngestResult: Sendable, Equatable {
@@ -39,6 +38,7 @@ package struct NotificationRecord: Sendable, Equatable {
     package var uuid: String
     package var type: String
     package var subtype: String?
+    /// As stored (Apple's spelling), shown as it is.
     package var environment: String
     package var signedDateMs: Int64?
     package var transactionId: String?
@@ -80,7 +80,7 @@ extension LedgerTransaction {
                                       source, received_at, outcome, payload)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'recorded', ?)
             ON CONFLICT (uuid) DO NOTHING RETURNING uuid
-            """, [.text(notification.uuid), .text(notification.type), .from(notification.subtype), .text(notification.environment),
+            """, [.text(notification.uuid), .text(notification.type), .from(notification.subtype), .text(notification.environment.rawValue),
                   .from(notification.signedDateMs), .from(notification.transaction?.transactionId),
                   .from(notification.transaction?.originalTransactionId), .text(source), .integer(now),
                   .text(notification.signedPayload)])
@@ -138,7 +138,7 @@ extension LedgerTransaction {
 
     private func note(_ orderId: String, _ n: AppleNotification, _ outcome: String, _ detail: String?, now: Int64) throws {
         let what = "\(n.type)\(n.subtype.map { "/\($0)" } ?? "") \(n.uuid)"
-        try appendHistory(orderId, HistoryEntry(at: now, kind: .notification, outcome: outcome, environment: n.environment,
+        try appendHistory(orderId, HistoryEntry(at: now, kind: .notification, outcome: outcome, environment: n.environment.rawValue,
                                                 detail: detail.map { "\(what): \($0)" } ?? what))
     }
 
@@ -151,7 +151,7 @@ extension LedgerTransaction {
     private func applyPurchase(_ n: AppleNotification, _ t: SignedTransaction, source: String, rules: NotificationRules,
                                now: Int64) throws -> IngestResult {
         let confirmed = ConfirmedPurchase(transactionId: t.transactionId, originalTransactionId: t.originalTransactionId,
-                                          productId: t.productId, environment: t.environment, quantity: t.quantity,
+                                          productId: t.productId, environment: t.environment.rawValue, quantity: t.quantity,
                                           purchaseDateMs: t.purchaseDateMs, expiresDateMs: t.expiresDateMs, refunded: nil,
                                           isUpgraded: t.isUpgraded, appAccountToken: t.appAccountToken)
         let key = rules.eligibility.grantKey(confirmed)
@@ -163,7 +163,7 @@ extension LedgerTransaction {
             return IngestResult(outcome: "attached", orderId: holder.orderId, detail: nil, duplicate: false, needsPass: false)
         }
         let probe = VerifiedPurchase(transactionId: t.transactionId, originalTransactionId: t.originalTransactionId, productId: t.productId,
-                                     environment: t.environment, quantity: t.quantity, purchaseDateMs: nil, expiresDateMs: nil, grantKey: key)
+                                     environment: t.environment.rawValue, quantity: t.quantity, purchaseDateMs: nil, expiresDateMs: nil, grantKey: key)
         if let holder = try holderOf(probe) {
             return IngestResult(outcome: "already_granted", orderId: nil, detail: "grant key \(key) is held by \(holder.description)",
                                 duplicate: false, needsPass: false)
@@ -206,7 +206,7 @@ extension LedgerTransaction {
         var error: String? = nil
         var outcome = "order_created"
         let started = source == "history"
-            ? try query("SELECT started_at_ms FROM notification_cursor WHERE environment = ?", [.text(n.environment)])
+            ? try query("SELECT started_at_ms FROM notification_cursor WHERE environment = ?", [.text(n.environment.rawValue)])
                 .first?.int("started_at_ms")
             : nil
         let backfilled = started.map { (t.purchaseDateMs ?? n.signedDateMs ?? 0) < $0 } ?? false
@@ -404,7 +404,7 @@ extension LedgerTransaction {
         try query("""
             INSERT INTO consumption_answers(notification_uuid, transaction_id, environment, order_id, next_attempt_at, deadline_at, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, ?)
-            """, [.text(n.uuid), .text(t.transactionId), .text(n.environment), .from(order?.orderId), .integer(now),
+            """, [.text(n.uuid), .text(t.transactionId), .text(n.environment.rawValue), .from(order?.orderId), .integer(now),
                   .integer(now + NotificationTransitions.consumptionDeadlineSeconds), .integer(now)])
         if let order { try note(order.orderId, n, "refund_requested", "the customer asked for a refund\(reason); answering Apple", now: now) }
         return IngestResult(outcome: "answer_queued", orderId: order?.orderId, detail: nil, duplicate: false, needsPass: true)

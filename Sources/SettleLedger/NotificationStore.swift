@@ -1,5 +1,4 @@
 import SettleModel
-import SettleAppStore
 
 /// The ledger as App Store Server Notifications use it: storing each notification once with its
 /// effect on orders, the revokes and refund-request answers they leave, the history cursor, and
@@ -25,12 +24,12 @@ package protocol NotificationStore: LedgerStore {
     func recordConsumptionAnswer(_ job: ConsumptionJob, state: String, body: String, appleStatus: Int?, error: String?,
                                  nextAttemptAt: Int64, history: HistoryEntry) throws(LedgerError) -> Bool
 
-    func notificationCursor(environment: String) throws(LedgerError) -> NotificationCursor
-    func claimNotificationHistory(environment: String, owner: String, leaseSeconds: Int64) throws(LedgerError) -> NotificationCursor?
+    func notificationCursor(environment: AppleEnvironment) throws(LedgerError) -> NotificationCursor
+    func claimNotificationHistory(environment: AppleEnvironment, owner: String, leaseSeconds: Int64) throws(LedgerError) -> NotificationCursor?
     @discardableResult
-    func saveNotificationCursor(_ cursor: NotificationCursor, environment: String, owner: String, leaseSeconds: Int64) throws(LedgerError) -> Bool
-    func releaseNotificationHistory(environment: String, owner: String) throws(LedgerError)
-    func saveNotificationCursor(_ cursor: NotificationCursor, environment: String) throws(LedgerError)
+    func saveNotificationCursor(_ cursor: NotificationCursor, environment: AppleEnvironment, owner: String, leaseSeconds: Int64) throws(LedgerError) -> Bool
+    func releaseNotificationHistory(environment: AppleEnvironment, owner: String) throws(LedgerError)
+    func saveNotificationCursor(_ cursor: NotificationCursor, environment: AppleEnvironment) throws(LedgerError)
 
     func notification(uuid: String) throws(LedgerError) -> NotificationRecord?
     func notifications(orderId: String) throws(LedgerError) -> [NotificationRecord]
@@ -67,7 +66,7 @@ extension TransactionalLedger {
                                           original_transaction_id, source, received_at, outcome, detail, payload)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'not_applied', ?, ?)
                 ON CONFLICT (uuid) DO NOTHING
-                """, [.text(notification.uuid), .text(notification.type), .from(notification.subtype), .text(notification.environment),
+                """, [.text(notification.uuid), .text(notification.type), .from(notification.subtype), .text(notification.environment.rawValue),
                       .from(notification.signedDateMs), .from(notification.transaction?.transactionId),
                       .from(notification.transaction?.originalTransactionId), .text(source), .integer(now),
                       .text("its effect could not be written to the ledger: \(error); a person must apply it"),

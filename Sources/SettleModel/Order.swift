@@ -24,6 +24,8 @@ package struct VerifiedPurchase: Sendable, Equatable {
     package var transactionId: String
     package var originalTransactionId: String
     package var productId: String
+    /// The store's environment as the hook and the ledger show it: an `AppleEnvironment` raw
+    /// value for the App Store, `PlayEnvironment`'s for Google Play, empty when a person assigned it.
     package var environment: String
     package var quantity: Int
     /// Milliseconds since the epoch, as Apple reports them.
@@ -61,7 +63,8 @@ package struct Order: Sendable, Equatable {
     package var nextAttemptAt: Int64
     package var reason: String?
     package var lastError: String?
-    /// The environment Apple last answered from for this order (a routing hint too).
+    /// The environment the store last answered from for this order, as stored (a routing hint
+    /// too: `appleEnvironment` reads it for the App Store).
     package var environment: String?
     package var verified: VerifiedPurchase?
     package var createdAt: Int64

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import SettleBase
+import SettleModel
 import SettleAppStore
 
 /// A local stand-in for Apple on loopback, for tests and `settle demo`.
@@ -13,7 +14,7 @@ import SettleAppStore
 package final class AppleSimulator: Sendable {
     /// One request as the simulator saw it (never the shared secret itself).
     package struct Request: Sendable, Equatable {
-        package var environment: String
+        package var environment: AppleEnvironment
         package var receiptData: String?
         package var passwordMatched: Bool
         package var excludeOldTransactions: Bool?
@@ -21,7 +22,7 @@ package final class AppleSimulator: Sendable {
 
     /// One Server API request as the simulator saw it.
     package struct ServerRequest: Sendable, Equatable {
-        package var environment: String
+        package var environment: AppleEnvironment
         package var transactionId: String
         /// Why the bearer token was refused, nil when it was good.
         package var tokenProblem: String?
@@ -29,7 +30,7 @@ package final class AppleSimulator: Sendable {
 
     /// One Get Transaction History request as the simulator saw it.
     package struct HistoryRequest: Sendable, Equatable {
-        package var environment: String
+        package var environment: AppleEnvironment
         package var transactionId: String
         /// The `revision` query parameter, nil on a first page.
         package var revision: String?
@@ -143,23 +144,23 @@ package final class AppleSimulatorCore: Sendable {
         }
         defer { state.withLock { $0.inFlight -= 1 } }
         if let response = notificationRoute(request) { return response }
-        for (prefix, name) in [("/production/inApps/v2/history/", "Production"), ("/sandbox/inApps/v2/history/", "Sandbox")]
+        for (prefix, name) in [("/production/inApps/v2/history/", AppleEnvironment.production), ("/sandbox/inApps/v2/history/", .sandbox)]
             where request.method == "GET" && request.path.hasPrefix(prefix) {
             return history(String(request.path.dropFirst(prefix.count)), environment: name, authorization: request.header("Authorization"))
         }
-        for (prefix, name) in [("/production/inApps/v1/lookup/", "Production"), ("/sandbox/inApps/v1/lookup/", "Sandbox")]
+        for (prefix, name) in [("/production/inApps/v1/lookup/", AppleEnvironment.production), ("/sandbox/inApps/v1/lookup/", .sandbox)]
             where request.method == "GET" && request.path.hasPrefix(prefix) {
             return lookUpOrder(String(request.path.dropFirst(prefix.count)), environment: name, authorization: request.header("Authorization"))
         }
-        for (prefix, name) in [("/production/inApps/v1/transactions/", "Production"), ("/sandbox/inApps/v1/transactions/", "Sandbox")]
+        for (prefix, name) in [("/production/inApps/v1/transactions/", AppleEnvironment.production), ("/sandbox/inApps/v1/transactions/", .sandbox)]
             where request.method == "GET" && request.path.hasPrefix(prefix) {
             return transactionInfo(String(request.path.dropFirst(prefix.count)), environment: name,
                                    authorization: request.header("Authorization"))
         }
-        let environment: String
+        let environment: AppleEnvironment
         switch (request.method, request.path) {
-        case ("POST", "/production/verifyReceipt"): environment = "Production"
-        case ("POST", "/sandbox/verifyReceipt"): environment = "Sandbox"
+        case ("POST", "/production/verifyReceipt"): environment = .production
+        case ("POST", "/sandbox/verifyReceipt"): environment = .sandbox
         default: return HTTPServerResponse(status: 404, body: Data("not found".utf8))
         }
         guard let json = try? JSONValue.parse(request.body), json.objectMembers != nil else {
@@ -180,11 +181,11 @@ package final class AppleSimulatorCore: Sendable {
         return respond(answer, script: script, receiptData: receiptData, environment: environment, passwordMatched: passwordMatched)
     }
 
-    private func respond(_ answer: SimulatedAnswer, script: ReceiptScript?, receiptData: String?, environment: String,
+    private func respond(_ answer: SimulatedAnswer, script: ReceiptScript?, receiptData: String?, environment: AppleEnvironment,
                          passwordMatched: Bool) -> HTTPServerResponse {
         switch answer {
         case let .status(code, retryable, underscore):
-            var members: [(String, JSONValue)] = [("status", .number(code)), ("environment", .string(environment))]
+            var members: [(String, JSONValue)] = [("status", .number(code)), ("environment", .string(environment.rawValue))]
             if let retryable { members.append((underscore ? "is_retryable" : "is-retryable", .bool(retryable))) }
             return .json(200, JSONValue.object(members).data)
         case let .http(code, retryAfter):
@@ -214,14 +215,14 @@ package final class AppleSimulatorCore: Sendable {
             guard let data = receiptData, Data(base64Encoded: data) != nil else { return .json(200, Self.status(21002)) }
             guard passwordMatched else { return .json(200, Self.status(21004)) }
             guard let receipt = script?.receipt else { return .json(200, Self.status(21003)) }
-            if receipt.environment == "Sandbox" && environment == "Production" { return .json(200, Self.status(21007)) }
-            if receipt.environment == "Production" && environment == "Sandbox" { return .json(200, Self.status(21008)) }
+            if receipt.environment == "Sandbox" && environment == .production { return .json(200, Self.status(21007)) }
+            if receipt.environment == "Production" && environment == .sandbox { return .json(200, Self.status(21008)) }
             return .json(200, Self.validAnswer(receipt, receiptData: data))
         }
     }
 
     /// Get Transaction Info: checks the bearer token, then answers as scripted.
-    private func transactionInfo(_ id: String, environment: String, authorization: String?) -> HTTPServerResponse {
+    private func transactionInfo(_ id: String, environment: AppleEnvironment, authorization: String?) -> HTTPServerResponse {
         let now = time.unixSeconds
         let problem = credentials.map { $0.problem(with: authorization, now: now) } ?? "the simulator has no Server API credentials"
         let (answer, script) = state.withLock { s -> (SimulatedServerAnswer, TransactionScript?) in
@@ -245,8 +246,8 @@ package final class AppleSimulatorCore: Sendable {
         case let .error(status, code):
             return apiError(status, code, "Simulated error.")
         case .transaction:
-            guard let transaction = script?.transaction, transaction.environment == environment
-                    || (environment == "Sandbox" && transaction.environment != "Production") else {
+            guard let transaction = script?.transaction, transaction.environment == environment.rawValue
+                    || (environment == .sandbox && transaction.environment != "Production") else {
                 return apiError(404, 4040010, "Transaction id not found.")
             }
             guard let signed = try? transaction.signed(at: now * 1000) else { return HTTPServerResponse(status: 500) }
@@ -255,11 +256,11 @@ package final class AppleSimulatorCore: Sendable {
     }
 
     /// Look Up Order ID: status 0 with the order's signed transactions in their environment, else status 1.
-    private func lookUpOrder(_ orderId: String, environment: String, authorization: String?) -> HTTPServerResponse {
+    private func lookUpOrder(_ orderId: String, environment: AppleEnvironment, authorization: String?) -> HTTPServerResponse {
         let now = time.unixSeconds
         let problem = credentials.map { $0.problem(with: authorization, now: now) } ?? "the simulator has no Server API credentials"
         guard problem == nil else { return HTTPServerResponse(status: 401) }
-        let transactions = state.withLock { $0.appleOrders[orderId] ?? [] }.filter { $0.environment == environment }
+        let transactions = state.withLock { $0.appleOrders[orderId] ?? [] }.filter { $0.environment == environment.rawValue }
         guard !transactions.isEmpty else { return .json(200, JSONValue.object([("status", .number(1))]).data) }
         let signed = transactions.compactMap { try? $0.signed(at: now * 1000) }.map { JSONValue.string($0) }
         return .json(200, JSONValue.object([("status", .number(0)), ("signedTransactions", .array(signed))]).data)
@@ -270,7 +271,7 @@ package final class AppleSimulatorCore: Sendable {
     }
 
     /// Get Transaction History v2: checks the bearer token, then pages the customer's transactions.
-    private func history(_ target: String, environment: String, authorization: String?) -> HTTPServerResponse {
+    private func history(_ target: String, environment: AppleEnvironment, authorization: String?) -> HTTPServerResponse {
         let now = time.unixSeconds
         let problem = credentials.map { $0.problem(with: authorization, now: now) } ?? "the simulator has no Server API credentials"
         let parts = target.split(separator: "?", maxSplits: 1).map(String.init)
@@ -302,7 +303,7 @@ package final class AppleSimulatorCore: Sendable {
             return Self.apiError(status, code, "Simulated error.")
         case .transaction:
             guard let (index, transactions) = customer, let first = transactions.first,
-                  first.environment == environment || (environment == "Sandbox" && first.environment != "Production") else {
+                  first.environment == environment.rawValue || (environment == .sandbox && first.environment != "Production") else {
                 return Self.apiError(404, 4040010, "Transaction id not found.")
             }
             // The revision is opaque to clients: which customer and how far, in base64.

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// An App Store Server Notification V2 as the simulator signs it (`ResponseBodyV2DecodedPayload`).
 package struct SimulatedNotification: Sendable, Equatable {
@@ -47,7 +48,7 @@ package struct SimulatedNotification: Sendable, Equatable {
 extension AppleSimulator {
     /// One Get Notification History request as the simulator saw it.
     package struct NotificationHistoryRequest: Sendable, Equatable {
-        package var environment: String
+        package var environment: AppleEnvironment
         package var startDate: Int64?
         package var endDate: Int64?
         package var paginationToken: String?
@@ -56,7 +57,7 @@ extension AppleSimulator {
 
     /// One Send Consumption Information request as the simulator saw it.
     package struct ConsumptionRequest: Sendable, Equatable {
-        package var environment: String
+        package var environment: AppleEnvironment
         package var transactionId: String
         package var body: JSONValue?
         package var tokenProblem: String?
@@ -105,7 +106,7 @@ extension AppleSimulator {
 extension AppleSimulatorCore {
     /// Get Notification History and Send Consumption Information; nil for other paths.
     package func notificationRoute(_ request: HTTPServerRequest) -> HTTPServerResponse? {
-        for (prefix, environment) in [("/production", "Production"), ("/sandbox", "Sandbox")] {
+        for (prefix, environment) in [("/production", AppleEnvironment.production), ("/sandbox", .sandbox)] {
             if request.method == "POST", request.path.hasPrefix(prefix + "/inApps/v1/notifications/history") {
                 return notificationHistory(request, environment: environment)
             }
@@ -121,7 +122,7 @@ extension AppleSimulatorCore {
         credentials.map { $0.problem(with: request.header("Authorization"), now: time.unixSeconds) } ?? "the simulator has no Server API credentials"
     }
 
-    private func notificationHistory(_ request: HTTPServerRequest, environment: String) -> HTTPServerResponse {
+    private func notificationHistory(_ request: HTTPServerRequest, environment: AppleEnvironment) -> HTTPServerResponse {
         let problem = problem(request)
         let body = try? JSONValue.parse(request.body)
         let token = request.path.split(separator: "?", maxSplits: 1).dropFirst().first.flatMap { query in
@@ -134,7 +135,7 @@ extension AppleSimulatorCore {
                                                        paginationToken: token, tokenProblem: problem))
             guard problem == nil else { return (.unauthorized, []) }
             let next = s.notificationHistoryAnswers.isEmpty ? SimulatedServerAnswer.transaction : s.notificationHistoryAnswers.removeFirst()
-            return (next, s.sentNotifications[environment] ?? [])
+            return (next, s.sentNotifications[environment.rawValue] ?? [])
         }
         switch answer {
         case .unauthorized: return HTTPServerResponse(status: 401)
@@ -163,7 +164,7 @@ extension AppleSimulatorCore {
         return .json(200, JSONValue.object(members).data)
     }
 
-    private func consumptionInformation(_ id: String, request: HTTPServerRequest, environment: String) -> HTTPServerResponse {
+    private func consumptionInformation(_ id: String, request: HTTPServerRequest, environment: AppleEnvironment) -> HTTPServerResponse {
         let problem = problem(request)
         let answer = state.withLock { s -> SimulatedServerAnswer in
             s.consumptionRequests.append(.init(environment: environment, transactionId: id, body: try? JSONValue.parse(request.body),

@@ -93,7 +93,7 @@ class NotificationOrderTests: NotificationTestCase {
         XCTAssertEqual(try statusJSON(["--notification", missed.uuid])["source"]?.looseString, "history")
         XCTAssertEqual(world.deliveries, ["403 apple-403"])
         let requests = world.simulator.notificationHistoryRequests
-        XCTAssertEqual(Set(requests.map(\.environment)), ["Production", "Sandbox"], "both environments when sandbox is accepted")
+        XCTAssertEqual(Set(requests.map(\.environment)), [.production, .sandbox], "both environments when sandbox is accepted")
         XCTAssertTrue(requests.allSatisfy { $0.tokenProblem == nil })
         XCTAssertEqual(try rowCount("notification_cursor"), 2, "the point reached is persisted per environment")
     }
@@ -186,7 +186,7 @@ class NotificationOrderTests: NotificationTestCase {
         XCTAssertTrue(eventually(within: 10) { !world.simulator.consumptionRequests.isEmpty }, log(daemon))
         guard let sent = world.simulator.consumptionRequests.first else { return XCTFail("nothing sent to Apple") }
         XCTAssertEqual(sent.transactionId, "406")
-        XCTAssertEqual(sent.environment, "Production")
+        XCTAssertEqual(sent.environment, .production)
         XCTAssertNil(sent.tokenProblem)
         XCTAssertEqual(sent.body, .object([("customerConsented", .bool(true)), ("deliveryStatus", .string("DELIVERED")),
                                            ("sampleContentProvided", .bool(false)), ("refundPreference", .string("DECLINE"))]))

@@ -3,6 +3,7 @@ import SettleApp
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleModel
 #if canImport(Glibc)
 import Glibc
 import SettleLedger
@@ -97,7 +98,7 @@ class NotificationTestCase: EndToEndTestCase {
     func historyStarted(secondsAgo: Int64 = 60) throws {
         let ledger = try ledger()
         let start = nowMs - secondsAgo * 1000
-        for environment in ["Production", "Sandbox"] {
+        for environment: AppleEnvironment in [.production, .sandbox] {
             try ledger.saveNotificationCursor(NotificationCursor(syncedUntilMs: start, startedAtMs: start), environment: environment)
         }
     }

@@ -157,11 +157,11 @@ final class PostgresLedgerTests: EndToEndTestCase {
         let revoke = try XCTUnwrap(try ledger.revocation(orderId: "o-1"))
         XCTAssertEqual(revoke.state, "pending", "the revoke still owed is owed on PostgreSQL")
         XCTAssertEqual(revoke.job.round, 2)
-        let cursor = try ledger.notificationCursor(environment: "Production")
+        let cursor = try ledger.notificationCursor(environment: .production)
         XCTAssertEqual(cursor.syncedUntilMs, 1_699_999_000_000)
         XCTAssertEqual(cursor.paginationToken, "page-7")
         XCTAssertEqual(cursor.startedAtMs, 1_690_000_000_000)
-        XCTAssertNotNil(try ledger.claimNotificationHistory(environment: "Production", owner: "new-host", leaseSeconds: 60),
+        XCTAssertNotNil(try ledger.claimNotificationHistory(environment: .production, owner: "new-host", leaseSeconds: 60),
                         "the old host's lease does not come along")
         let answers = try ledger.claimDueConsumptionAnswers(limit: 10, leaseSeconds: 60)
         XCTAssertEqual(answers.map(\.0.notificationUUID), ["n-2"], "the answer still owed is owed on PostgreSQL")

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 import SettleConfig
 import SettleAppStore
 
@@ -17,7 +18,7 @@ package struct AppleOrderLookup: Sendable {
     }
 
     package enum Result: Sendable, Equatable {
-        case found(orderId: String, environment: String, purchases: [Purchase])
+        case found(orderId: String, environment: AppleEnvironment, purchases: [Purchase])
         case notFound(String)
         /// Apple could not be asked or its answer not used; status goes on without it.
         case unavailable(String)

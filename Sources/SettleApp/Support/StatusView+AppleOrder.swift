@@ -23,7 +23,7 @@ extension StatusView {
         switch result {
         case let .found(orderId, environment, purchases):
             return .object([
-                ("order_id", .string(orderId)), ("found", .bool(true)), ("environment", .string(environment)),
+                ("order_id", .string(orderId)), ("found", .bool(true)), ("environment", .string(environment.rawValue)),
                 ("purchases", .array(purchases.map { p in
                     .object([("transaction_id", .string(p.transactionId)), ("original_transaction_id", .string(p.originalTransactionId)),
                              ("product_id", .string(p.productId)),

@@ -32,9 +32,9 @@ package final class Metrics: Sendable {
     package init() {}
 
     /// One HTTP request to Apple: where it went, how it ended (a short, bounded label), how long it took.
-    package func observeAppleRequest(environment: String, outcome: String, seconds: Double) {
+    package func observeAppleRequest(environment: AppleEnvironment, outcome: String, seconds: Double) {
         state.withLock { s in
-            s.appleRequests["\(environment)|\(outcome)", default: 0] += 1
+            s.appleRequests["\(environment.rawValue)|\(outcome)", default: 0] += 1
             for (i, bound) in Metrics.buckets.enumerated() where seconds <= bound { s.durationBuckets[i] += 1 }
             s.durationCount += 1
             s.durationSum += seconds

@@ -19,7 +19,7 @@ package struct HistorySyncReport: Sendable, Equatable {
 /// down (or lost on the way) is found within one interval.
 extension NotificationInbox {
     /// Apple keeps 180 days of production notifications and 30 of sandbox ones.
-    package static func retentionMs(_ environment: String) -> Int64 { (environment == "Production" ? 180 : 30) * 86_400_000 }
+    package static func retentionMs(_ environment: AppleEnvironment) -> Int64 { (environment == .production ? 180 : 30) * 86_400_000 }
     /// Each window starts this far before the last one ended: a notification Apple records a
     /// little late is still seen; the UUID makes the overlap harmless.
     package static let overlapMs: Int64 = 10 * 60_000
@@ -47,7 +47,7 @@ extension NotificationInbox {
             report.stoppedBecause = "the Apple breaker is open until \(Timestamp.rfc3339(unixSeconds: until))"
             return report
         }
-        environments: for environment in ["Production"] + (acceptSandbox ? ["Sandbox"] : []) {
+        environments: for environment: AppleEnvironment in [.production] + (acceptSandbox ? [.sandbox] : []) {
             // One host at a time reads an environment's history; the others find it held and
             // leave it (the UUIDs would make a second reader harmless, but not cheap).
             let owner = Self.historyOwner

@@ -91,7 +91,7 @@ extension NotificationInbox {
         var done = 0
         for (job, _) in try ledger.claimDueConsumptionAnswers(limit: Self.batch, leaseSeconds: Self.claimSeconds) {
             let now = ledger.time.unixSeconds
-            var entry = HistoryEntry(at: now, kind: .consumption, outcome: "", environment: job.environment,
+            var entry = HistoryEntry(at: now, kind: .consumption, outcome: "", environment: job.storedEnvironment,
                                      detail: "answer to refund request \(job.notificationUUID)")
             guard now < job.deadlineAt else {
                 entry.outcome = "not_answered"
@@ -99,6 +99,17 @@ extension NotificationInbox {
                 try ledger.recordConsumptionAnswer(job, state: "failed", body: "", appleStatus: nil, error: "past Apple's 12-hour deadline",
                                                    nextAttemptAt: now, history: entry)
                 log.warning("consumption.not_answered", ["transaction": job.transactionId, "why": "past Apple's 12-hour deadline"])
+                continue
+            }
+            // Only a verified notification writes the row, in Apple's spelling; other text was
+            // put there by something else, and Apple hears nothing sent to a guessed environment.
+            guard let environment = job.environment else {
+                let why = "the ledger holds environment '\(job.storedEnvironment)', which is not Apple's"
+                entry.outcome = "not_answered"
+                entry.detail = (entry.detail ?? "") + ": no answer sent: \(why)"
+                try ledger.recordConsumptionAnswer(job, state: "failed", body: "", appleStatus: nil, error: "no answer sent: \(why)",
+                                                   nextAttemptAt: now, history: entry)
+                log.warning("consumption.not_answered", ["transaction": job.transactionId, "order": job.orderId, "why": why])
                 continue
             }
             let evidence = try ledger.deliveryEvidence(transactionId: job.transactionId)
@@ -127,7 +138,7 @@ extension NotificationInbox {
                 continue
             }
             entry.detail = (entry.detail ?? "") + ": \(text)"
-            switch api.sendConsumptionInformation(transactionId: job.transactionId, environment: job.environment, body: body) {
+            switch api.sendConsumptionInformation(transactionId: job.transactionId, environment: environment, body: body) {
             case .ok:
                 entry.outcome = "answered"
                 entry.appleStatus = 202

@@ -130,7 +130,7 @@ extension Reconciler {
                             maxCooldownSeconds: configuration.schedule.backoffMaxSeconds)
     }
 
-    private static func appleObserver(_ metrics: Metrics?) -> (@Sendable (String, String, Double) -> Void)? {
+    private static func appleObserver(_ metrics: Metrics?) -> (@Sendable (AppleEnvironment, String, Double) -> Void)? {
         guard let metrics else { return nil }
         return { environment, outcome, seconds in
             metrics.observeAppleRequest(environment: environment, outcome: outcome, seconds: seconds)

@@ -29,7 +29,7 @@ final class NotificationVerificationTests: XCTestCase {
         let verified = try verifier().verifyNotification(try notification().signed(), now: now).get()
         XCTAssertEqual(verified.uuid, "0b0e4c5e-7a41-4d63-9a2f-3a1c6a1f0d11")
         XCTAssertEqual(verified.type, "ONE_TIME_CHARGE")
-        XCTAssertEqual(verified.environment, "Production")
+        XCTAssertEqual(verified.environment, .production)
         XCTAssertEqual(verified.transaction?.transactionId, "700")
         XCTAssertEqual(verified.transaction?.appAccountToken, "6f1e4c2a-5b3d-4e8f-9a0b-1c2d3e4f5a6b")
         XCTAssertEqual(verified.effect, .purchase)
@@ -37,9 +37,18 @@ final class NotificationVerificationTests: XCTestCase {
 
     func testEnvironment_comesFromData_andSandboxIsRefusedWhenNotAccepted() throws {
         let sandbox = try notification(environment: "Sandbox").signed()
-        XCTAssertEqual(try verifier().verifyNotification(sandbox, now: now).get().environment, "Sandbox")
+        XCTAssertEqual(try verifier().verifyNotification(sandbox, now: now).get().environment, .sandbox)
         guard case .failure(.environmentMismatch) = try verifier(acceptSandbox: false).verifyNotification(sandbox, now: now) else {
             return XCTFail("sandbox accepted against the configuration")
+        }
+    }
+
+    func testNotification_whoseEnvironmentIsNotApplesSpelling_isRefused_neverReadAsProduction() throws {
+        for text in ["production", "PRODUCTION", "LocalTesting"] {
+            let signed = try notification(environment: text).signed()
+            guard case .failure(.environmentMismatch) = try verifier().verifyNotification(signed, now: now) else {
+                return XCTFail("a notification from environment \(text) was accepted")
+            }
         }
     }
 

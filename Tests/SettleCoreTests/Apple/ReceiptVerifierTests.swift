@@ -44,7 +44,7 @@ final class ReceiptVerifierTests: XCTestCase {
         guard case .verified = v.outcome else { return XCTFail("\(v.outcome)") }
         XCTAssertEqual(v.appleStatus, 0)
         let requests = world.simulator.requests(for: receipt)
-        XCTAssertEqual(requests.map(\.environment), ["Production"])
+        XCTAssertEqual(requests.map(\.environment), [.production])
         XCTAssertEqual(requests.first?.passwordMatched, true)
         XCTAssertEqual(requests.first?.excludeOldTransactions, true)
     }
@@ -54,7 +54,7 @@ final class ReceiptVerifierTests: XCTestCase {
         let v = try verify(receipt)
         guard case let .verified(m) = v.outcome, let p = m.candidates.first else { return XCTFail("\(v.outcome)") }
         XCTAssertEqual(p.environment, "Sandbox")
-        XCTAssertEqual(world.simulator.requests(for: receipt).map(\.environment), ["Production", "Sandbox"])
+        XCTAssertEqual(world.simulator.requests(for: receipt).map(\.environment), [.production, .sandbox])
     }
 
     func testProductionReceipt_startingInSandbox_hopsOnceBackToProduction() throws {
@@ -62,7 +62,7 @@ final class ReceiptVerifierTests: XCTestCase {
         let v = try verify(receipt, environment: "Sandbox")
         guard case let .verified(m) = v.outcome, let p = m.candidates.first else { return XCTFail("\(v.outcome)") }
         XCTAssertEqual(p.environment, "Production")
-        XCTAssertEqual(world.simulator.requests(for: receipt).map(\.environment), ["Sandbox", "Production"])
+        XCTAssertEqual(world.simulator.requests(for: receipt).map(\.environment), [.sandbox, .production])
     }
 
     func testBouncingBetweenEnvironments_neverPingPongs() throws {

@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 @testable import SettleApp
 @testable import SettleBase
+@testable import SettleModel
 @testable import SettleAppStore
 
 /// The genuine Apple-signed renewal info, checked against Apple Root CA - G3.
@@ -147,7 +148,7 @@ final class SignedDataVerifierTests: XCTestCase {
         XCTAssertNil(transaction.revocationDateMs)
         XCTAssertEqual(transaction.signedDateMs, 1_735_689_601_234)
         XCTAssertEqual(transaction.quantity, 3)
-        XCTAssertEqual(transaction.environment, "Production")
+        XCTAssertEqual(transaction.environment, .production)
         XCTAssertEqual(transaction.type, "Consumable")
         XCTAssertEqual(transaction.inAppOwnershipType, "PURCHASED")
         XCTAssertEqual(transaction.payload, payload)
@@ -269,10 +270,19 @@ final class SignedDataVerifierTests: XCTestCase {
         }
     }
 
+    func testDecodingATransaction_whoseEnvironmentIsNotApplesSpelling_isRefused_neverReadAsProduction() throws {
+        for text in ["production", "PRODUCTION", "Prod"] {
+            XCTAssertThrowsError(try SignedTransaction(decoding: TestPKI.transaction([("environment", .string(text))])), text) { error in
+                XCTAssertEqual((error as? SignedDataFailure)?.code, "environment_mismatch", text)
+            }
+        }
+        XCTAssertEqual(try SignedTransaction(decoding: TestPKI.transaction([("environment", .string("Production"))])).environment, .production)
+    }
+
     func testSandbox_isAcceptedOnlyWhenConfigured() throws {
         let token = try pki.token(TestPKI.transaction([("environment", .string("Sandbox"))]))
         assertRefused(pki.verifier(acceptSandbox: false).verifyTransaction(token, now: Date()), "environment_mismatch")
-        XCTAssertEqual(try pki.verifier(acceptSandbox: true).verifyTransaction(token, now: Date()).get().environment, "Sandbox")
+        XCTAssertEqual(try pki.verifier(acceptSandbox: true).verifyTransaction(token, now: Date()).get().environment, .sandbox)
     }
 
     func testValidlySignedPayload_missingARequiredField_isPayloadInvalid() throws {

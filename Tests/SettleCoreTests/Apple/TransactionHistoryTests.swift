@@ -53,7 +53,7 @@ final class TransactionHistoryTests: XCTestCase {
         let (lookup, answered) = client.transactionHistory(ids[150])
         let history = try history(lookup)
         XCTAssertTrue(answered)
-        XCTAssertEqual(history.environment, "Production")
+        XCTAssertEqual(history.environment, .production)
         XCTAssertEqual(history.bundleId, world.bundleId)
         XCTAssertEqual(history.appAppleId, "1234567890")
         XCTAssertEqual(history.pages, 10)
@@ -61,7 +61,7 @@ final class TransactionHistoryTests: XCTestCase {
         XCTAssertEqual(try transactionIds(history), ids)
         let requests = world.simulator.historyRequests
         XCTAssertEqual(requests.count, 10)
-        XCTAssertEqual(Set(requests.map(\.environment)), ["Production"])
+        XCTAssertEqual(Set(requests.map(\.environment)), [.production])
         XCTAssertEqual(Set(requests.map(\.transactionId)), [ids[150]])
         XCTAssertEqual(Set(requests.map(\.sort)), ["ASCENDING"])
         XCTAssertEqual(requests.map(\.tokenProblem), Array(repeating: nil, count: 10))
@@ -72,15 +72,15 @@ final class TransactionHistoryTests: XCTestCase {
     func testSandboxCustomer_isFoundAfterOneHopFromProduction() throws {
         let ids = customer(25, environment: "Sandbox")
         let history = try history(client.transactionHistory(ids[0]).lookup)
-        XCTAssertEqual(history.environment, "Sandbox")
+        XCTAssertEqual(history.environment, .sandbox)
         XCTAssertEqual(try transactionIds(history), ids)
-        XCTAssertEqual(world.simulator.historyRequests.map(\.environment), ["Production", "Sandbox", "Sandbox"])
+        XCTAssertEqual(world.simulator.historyRequests.map(\.environment), [.production, .sandbox, .sandbox])
     }
 
     func testProductionAnswering401_hopsToSandbox() throws {
         let ids = customer(3, environment: "Sandbox", answers: [.unauthorized])
         let history = try history(client.transactionHistory(ids[1]).lookup)
-        XCTAssertEqual(history.environment, "Sandbox")
+        XCTAssertEqual(history.environment, .sandbox)
         XCTAssertEqual(history.signedTransactions.count, 3)
     }
 
@@ -114,7 +114,7 @@ final class TransactionHistoryTests: XCTestCase {
     func testUnknownId_isNotFoundAfterBothEnvironments() throws {
         customer(3)
         guard case .notFound = client.transactionHistory("2000000000999999").lookup else { return XCTFail() }
-        XCTAssertEqual(world.simulator.historyRequests.map(\.environment), ["Production", "Sandbox"])
+        XCTAssertEqual(world.simulator.historyRequests.map(\.environment), [.production, .sandbox])
     }
 
     func testHistoryPastThePageCap_failsClearly_afterExactlyTheCap() throws {

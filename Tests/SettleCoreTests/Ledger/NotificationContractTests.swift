@@ -18,7 +18,7 @@ extension LedgerContractTests {
             ("productId", .string(world.coins)), ("purchaseDate", .number(1_000)), ("environment", .string("Production")),
             ("appAccountToken", .string(user)),
         ]))
-        return AppleNotification(uuid: uuid, type: type, subtype: nil, environment: "Production", signedDateMs: 2_000,
+        return AppleNotification(uuid: uuid, type: type, subtype: nil, environment: .production, signedDateMs: 2_000,
                                  transaction: transaction, signedTransactionInfo: nil, consumptionRequestReason: nil,
                                  revocationReason: nil, signedPayload: "signed-\(uuid)")
     }
@@ -117,26 +117,26 @@ extension LedgerContractTests {
     func testHistoryCatchUp_isHeldByOneHostAtATime_andAHostThatDiesMidPageHandsOverAtItsSavedPage_onEveryBackEnd() throws {
         try onEachBackEnd { b in
             let other = try b.another()
-            var cursor = try XCTUnwrap(try b.store.claimNotificationHistory(environment: "Production", owner: "host-a", leaseSeconds: 180),
+            var cursor = try XCTUnwrap(try b.store.claimNotificationHistory(environment: .production, owner: "host-a", leaseSeconds: 180),
                                        b.name)
             XCTAssertEqual(cursor, NotificationCursor(), "\(b.name): the first start")
-            XCTAssertNil(try other.claimNotificationHistory(environment: "Production", owner: "host-b", leaseSeconds: 180),
+            XCTAssertNil(try other.claimNotificationHistory(environment: .production, owner: "host-b", leaseSeconds: 180),
                          "\(b.name): one catch-up at a time")
-            XCTAssertNotNil(try other.claimNotificationHistory(environment: "Sandbox", owner: "host-b", leaseSeconds: 180),
+            XCTAssertNotNil(try other.claimNotificationHistory(environment: .sandbox, owner: "host-b", leaseSeconds: 180),
                             "\(b.name): environments are held apart")
             cursor = NotificationCursor(syncedUntilMs: 1_000, windowStartMs: 1_000, windowEndMs: 9_000, paginationToken: "page-2", startedAtMs: 500)
-            XCTAssertTrue(try b.store.saveNotificationCursor(cursor, environment: "Production", owner: "host-a", leaseSeconds: 180), b.name)
+            XCTAssertTrue(try b.store.saveNotificationCursor(cursor, environment: .production, owner: "host-a", leaseSeconds: 180), b.name)
             // host-a dies here: it never releases. Its lease runs out, and host-b resumes at its page.
             world.time.advance(by: 120)
-            XCTAssertNil(try other.claimNotificationHistory(environment: "Production", owner: "host-b", leaseSeconds: 180),
+            XCTAssertNil(try other.claimNotificationHistory(environment: .production, owner: "host-b", leaseSeconds: 180),
                          "\(b.name): saving a page renewed the lease")
             world.time.advance(by: 61)
-            XCTAssertEqual(try other.claimNotificationHistory(environment: "Production", owner: "host-b", leaseSeconds: 180), cursor, b.name)
-            XCTAssertFalse(try b.store.saveNotificationCursor(NotificationCursor(syncedUntilMs: 9_000, startedAtMs: 500), environment: "Production",
+            XCTAssertEqual(try other.claimNotificationHistory(environment: .production, owner: "host-b", leaseSeconds: 180), cursor, b.name)
+            XCTAssertFalse(try b.store.saveNotificationCursor(NotificationCursor(syncedUntilMs: 9_000, startedAtMs: 500), environment: .production,
                                                               owner: "host-a", leaseSeconds: 180), "\(b.name): the old holder saves nothing")
-            XCTAssertEqual(try b.store.notificationCursor(environment: "Production"), cursor, b.name)
-            try other.releaseNotificationHistory(environment: "Production", owner: "host-b")
-            XCTAssertNotNil(try b.store.claimNotificationHistory(environment: "Production", owner: "host-a", leaseSeconds: 180),
+            XCTAssertEqual(try b.store.notificationCursor(environment: .production), cursor, b.name)
+            try other.releaseNotificationHistory(environment: .production, owner: "host-b")
+            XCTAssertNotNil(try b.store.claimNotificationHistory(environment: .production, owner: "host-a", leaseSeconds: 180),
                             "\(b.name): released, the next host takes it at once")
         }
     }

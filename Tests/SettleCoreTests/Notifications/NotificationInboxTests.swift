@@ -109,7 +109,7 @@ class NotificationInboxTests: XCTestCase {
     /// The catch-up has run before (settle started `ago` seconds back): later windows overlap from there.
     func startedHistory(_ ledger: any SettleLedger, secondsAgo ago: Int64) throws {
         let start = nowMs - ago * 1000
-        for environment in ["Production", "Sandbox"] {
+        for environment: AppleEnvironment in [.production, .sandbox] {
             try ledger.saveNotificationCursor(NotificationCursor(syncedUntilMs: start, startedAtMs: start), environment: environment)
         }
     }
@@ -226,6 +226,26 @@ class NotificationInboxTests: XCTestCase {
         XCTAssertNil(world.simulator.consumptionRequests.first?.body?["consumptionPercentage"])
     }
 
+    func testConsumptionAnswer_whoseStoredEnvironmentIsNotApplesSpelling_isSentNowhere_andTheTextStaysVisible() throws {
+        try configure(extra: [("consumption", .object([("respond", .bool(true)), ("customer_consented", .bool(true))]))])
+        let ledger = try makeLedger()
+        let (reconciler, inbox) = try settle(ledger)
+        _ = try ledger.enqueue(NewOrder(orderId: "o-914", userId: buyer, productId: world.coins, transactionId: "914"))
+        _ = try ledger.recordOutsideGrant(transactionId: "914", grantKey: "914", note: "granted by the app's own flow")
+        XCTAssertEqual(try tell(inbox, "CONSUMPTION_REQUEST", purchase("914", token: buyer)).outcome, "answer_queued")
+        // Only a verified notification writes the row; text that is not Apple's came from elsewhere.
+        try execute("UPDATE consumption_answers SET environment = 'production' WHERE transaction_id = '914'")
+        _ = try reconciler.runPass()
+        XCTAssertEqual(world.simulator.consumptionRequests.map(\.environment), [], "neither production nor sandbox is guessed")
+        let answer = try XCTUnwrap(try rows("SELECT state, last_error, environment FROM consumption_answers WHERE transaction_id = '914'").first)
+        XCTAssertEqual(answer.string("state"), "failed")
+        XCTAssertEqual(answer.string("environment"), "production", "the row keeps its text")
+        XCTAssertTrue(answer.string("last_error")?.contains("'production'") == true, answer.string("last_error") ?? "")
+        let entry = try XCTUnwrap(try history(ledger, "o-914").last { $0.kind == .consumption })
+        XCTAssertEqual(entry.outcome, "not_answered")
+        XCTAssertEqual(entry.environment, "production")
+    }
+
     func testConsumptionRequest_whileItsOrderIsStillBeingSettled_waits_andIsAnsweredDeliveredOnceItIs() throws {
         try configure(extra: [("consumption", .object([("respond", .bool(true)), ("customer_consented", .bool(true))]))])
         let ledger = try makeLedger()
@@ -309,7 +329,7 @@ class NotificationInboxTests: XCTestCase {
         let first = try inbox.syncHistory()
         XCTAssertEqual(first.pages, 0, "the first start reads nothing from before it")
         XCTAssertEqual(world.simulator.notificationHistoryRequests.count, 0)
-        let cursor = try ledger.notificationCursor(environment: "Production")
+        let cursor = try ledger.notificationCursor(environment: .production)
         XCTAssertEqual(cursor.syncedUntilMs, started)
         XCTAssertEqual(cursor.startedAtMs, started)
         // Later windows overlap a little: what they find from before the start is a person's call.
@@ -354,14 +374,14 @@ class NotificationInboxTests: XCTestCase {
         try configure(serverAPI: .object(api))
         let ledger = try makeLedger()
         try startedHistory(ledger, secondsAgo: 60)
-        let before = try ledger.notificationCursor(environment: "Production")
+        let before = try ledger.notificationCursor(environment: .production)
         let missed = purchase("940", token: buyer)
         world.simulator.record(signedPayload: try notification("ONE_TIME_CHARGE", missed).signed(), environment: "Production",
                                signedDateMs: nowMs - 1000)
         let broken = try XCTUnwrap(try world.reconciler(ledger: ledger).inbox)
         let report = try broken.syncHistory()
         XCTAssertTrue(report.stoppedBecause?.contains("refused a notification from Apple's history") == true, report.stoppedBecause ?? "")
-        XCTAssertEqual(try ledger.notificationCursor(environment: "Production").syncedUntilMs, before.syncedUntilMs, "its place is kept")
+        XCTAssertEqual(try ledger.notificationCursor(environment: .production).syncedUntilMs, before.syncedUntilMs, "its place is kept")
         XCTAssertNil(try order(ledger, "apple-940"))
         try configure()
         let (reconciler, fixed) = try settle(ledger)
@@ -387,7 +407,7 @@ class NotificationInboxTests: XCTestCase {
         XCTAssertEqual(report.stored, 2)
         XCTAssertEqual(try ledger.notification(uuid: bad.uuid)?.outcome, "not_applied")
         XCTAssertTrue(try ledger.notification(uuid: bad.uuid)?.detail?.contains("this row cannot be written") == true)
-        XCTAssertGreaterThan(try ledger.notificationCursor(environment: "Production").syncedUntilMs ?? 0, nowMs - 60_000,
+        XCTAssertGreaterThan(try ledger.notificationCursor(environment: .production).syncedUntilMs ?? 0, nowMs - 60_000,
                              "the cursor moved past it")
         _ = try reconciler.runPass()
         XCTAssertEqual(world.deliveries, ["942 apple-942"])

@@ -63,7 +63,7 @@ final class StoreKitReconcileTests: XCTestCase {
         XCTAssertEqual(o.environment, "Production")
         XCTAssertEqual(world.deliveries, ["2000000900000001 o-1"])
         let requests = world.simulator.serverRequests
-        XCTAssertEqual(requests.map(\.environment), ["Production"])
+        XCTAssertEqual(requests.map(\.environment), [.production])
         XCTAssertEqual(requests.first?.tokenProblem, nil, "the bearer JWT passed the simulator's checks")
     }
 
@@ -208,7 +208,7 @@ final class StoreKitReconcileTests: XCTestCase {
         world.scriptTransaction("2000000900000012", environment: "Sandbox", appAccountToken: token)
         try enqueueTransactionId("o-1", "2000000900000012")
         XCTAssertEqual(try pass().finished, 1)
-        XCTAssertEqual(world.simulator.serverRequests.map(\.environment), ["Production", "Sandbox"])
+        XCTAssertEqual(world.simulator.serverRequests.map(\.environment), [.production, .sandbox])
         XCTAssertEqual(try order("o-1").environment, "Sandbox")
     }
 
@@ -216,7 +216,7 @@ final class StoreKitReconcileTests: XCTestCase {
         world.scriptTransaction("2000000900000013", environment: "Sandbox", appAccountToken: token, answers: [.unauthorized])
         try enqueueTransactionId("o-1", "2000000900000013")
         XCTAssertEqual(try pass().finished, 1)
-        XCTAssertEqual(world.simulator.serverRequests.map(\.environment), ["Production", "Sandbox"])
+        XCTAssertEqual(world.simulator.serverRequests.map(\.environment), [.production, .sandbox])
     }
 
     func test401FromBothEnvironments_isAConfigurationFault_thatUsesNoAttempt() throws {

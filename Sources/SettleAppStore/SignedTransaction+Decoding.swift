@@ -1,67 +1,46 @@
 import Foundation
 import SettleBase
+import SettleModel
 
-/// The fields settle uses from a verified StoreKit 2 transaction
-/// (`JWSTransactionDecodedPayload`,
-/// https://developer.apple.com/documentation/appstoreserverapi/jwstransactiondecodedpayload).
-///
+/// Reading a `SignedTransaction` from a JWS payload
+/// (https://developer.apple.com/documentation/appstoreserverapi/jwstransactiondecodedpayload).
 /// Fields are read leniently because Apple's producers disagree on types: ids can arrive
 /// as JSON numbers, dates are milliseconds and may be fractional in Xcode-signed data.
-/// The whole payload is kept so that fields settle does not model survive for hooks.
-package struct SignedTransaction: Sendable, Equatable {
-    package var transactionId: String
-    package var originalTransactionId: String
-    package var bundleId: String
-    package var productId: String
-    package var purchaseDateMs: Int64?
-    package var expiresDateMs: Int64?
-    package var revocationDateMs: Int64?
-    package var signedDateMs: Int64?
-    package var quantity: Int
-    package var environment: String
-    /// `Auto-Renewable Subscription`, `Non-Consumable`, `Consumable` or
-    /// `Non-Renewing Subscription`, kept as sent so that a new value survives.
-    package var type: String?
-    /// `PURCHASED` or `FAMILY_SHARED`, kept as sent.
-    package var inAppOwnershipType: String?
-    /// The UUID the app passed at purchase (`Product.PurchaseOption.appAccountToken`), in
-    /// lowercase with hyphens, Apple's own spelling, so it compares equal to what an operator
-    /// stored whatever case their language prints UUIDs in; nil when none was supplied.
-    /// https://developer.apple.com/documentation/appstoreserverapi/appaccounttoken
-    package var appAccountToken: String?
-    /// True when the customer upgraded to another subscription: this transaction no longer
-    /// gives access. https://developer.apple.com/documentation/appstoreserverapi/isupgraded
-    package var isUpgraded: Bool
-    package var payload: JSONValue
-
+extension SignedTransaction {
     /// Reads the fields from a decoded payload. This does not verify anything: use
     /// `SignedDataVerifier.verifyTransaction` for data from outside, which calls this only once
     /// the signature is good, so every failure here is `payloadInvalid`.
     package init(decoding payload: JSONValue) throws(SignedDataFailure) {
         guard payload.objectMembers != nil else { throw .payloadInvalid("transaction payload is not a JSON object") }
-        transactionId = try Self.requiredText("transactionId", in: payload)
-        originalTransactionId = try Self.requiredText("originalTransactionId", in: payload)
-        bundleId = try Self.requiredText("bundleId", in: payload)
-        productId = try Self.requiredText("productId", in: payload)
-        purchaseDateMs = try Self.optionalInteger("purchaseDate", in: payload)
-        expiresDateMs = try Self.optionalInteger("expiresDate", in: payload)
-        revocationDateMs = try Self.optionalInteger("revocationDate", in: payload)
-        signedDateMs = try Self.optionalInteger("signedDate", in: payload)
+        let transactionId = try Self.requiredText("transactionId", in: payload)
+        let originalTransactionId = try Self.requiredText("originalTransactionId", in: payload)
+        let bundleId = try Self.requiredText("bundleId", in: payload)
+        let productId = try Self.requiredText("productId", in: payload)
+        let purchaseDateMs = try Self.optionalInteger("purchaseDate", in: payload)
+        let expiresDateMs = try Self.optionalInteger("expiresDate", in: payload)
+        let revocationDateMs = try Self.optionalInteger("revocationDate", in: payload)
+        let signedDateMs = try Self.optionalInteger("signedDate", in: payload)
         // A transaction without a quantity is for one item: StoreKit omits nothing here in
         // practice, but older simulators and hand-made test data do.
         let quantity = try Self.optionalInteger("quantity", in: payload) ?? 1
         guard let count = Int(exactly: quantity), count >= 1 else {
             throw .payloadInvalid("transaction payload has quantity \(quantity)")
         }
-        self.quantity = count
-        environment = try Self.requiredText("environment", in: payload)
-        type = try Self.optionalString("type", in: payload)
-        inAppOwnershipType = try Self.optionalString("inAppOwnershipType", in: payload)
-        appAccountToken = try Self.optionalString("appAccountToken", in: payload).flatMap { (text) throws(SignedDataFailure) in
+        let environment = try Self.requiredText("environment", in: payload)
+        // Text Apple never sends is refused as `checkEnvironment` refuses it, never read as production.
+        guard let known = AppleEnvironment(rawValue: environment) else {
+            throw .environmentMismatch("environment \(environment) is not accepted")
+        }
+        let type = try Self.optionalString("type", in: payload)
+        let inAppOwnershipType = try Self.optionalString("inAppOwnershipType", in: payload)
+        let appAccountToken = try Self.optionalString("appAccountToken", in: payload).flatMap { (text) throws(SignedDataFailure) in
             try Self.normalizedUUID(text)
         }
-        isUpgraded = try Self.optionalBool("isUpgraded", in: payload) ?? false
-        self.payload = payload
+        let isUpgraded = try Self.optionalBool("isUpgraded", in: payload) ?? false
+        self.init(transactionId: transactionId, originalTransactionId: originalTransactionId, bundleId: bundleId, productId: productId,
+                  purchaseDateMs: purchaseDateMs, expiresDateMs: expiresDateMs, revocationDateMs: revocationDateMs,
+                  signedDateMs: signedDateMs, quantity: count, environment: known, type: type,
+                  inAppOwnershipType: inAppOwnershipType, appAccountToken: appAccountToken, isUpgraded: isUpgraded, payload: payload)
     }
 
     /// An empty token is read as none; anything else must be a UUID, which is all Apple

@@ -1,6 +1,4 @@
 import Foundation
-import SettleModel
-import SettleConfig
 
 /// A purchase Apple confirmed (in a verifyReceipt answer or a verified signed transaction),
 /// before the rules decide whether this order may be granted it.
@@ -37,10 +35,10 @@ package struct ConfirmedPurchase: Sendable, Equatable {
 /// not refunded, not upgraded, and bound to the order's user. Pure: which candidate the order
 /// finally gets is decided in the ledger write that reserves it.
 package struct PurchaseEligibility: Sendable {
-    package var products: [String: Configuration.Product.Kind]
+    package var products: [String: ProductKind]
     package var binding: UserBinding
 
-    package init(products: [String: Configuration.Product.Kind], binding: UserBinding = UserBinding()) {
+    package init(products: [String: ProductKind], binding: UserBinding = UserBinding()) {
         self.products = products
         self.binding = binding
     }
