@@ -4,13 +4,35 @@ import SettleModel
 extension LedgerTransaction {
     /// Ends a claim: the order's new state, why, and no lease.
     package func finalize(_ orderId: String, state: OrderState, reason: String?, error: String?, environment: String?, now: Int64) throws {
-        try query("""
+        _ = try finalize(orderId, held: nil, state: state, reason: reason, error: error, environment: environment, now: now)
+    }
+
+    /// Ends a claim if it still holds the order in `held.state` (this owner and, where the
+    /// dialect fences claims, this fencing token): the check and the write in one statement,
+    /// which PostgreSQL re-evaluates on the row's latest version. False (nothing written) when
+    /// the claim is gone.
+    package func finalize(_ orderId: String, held: (state: OrderState, owner: LeaseOwner, fence: Int64?)?, state: OrderState,
+                          reason: String?, error: String?, environment: String?, now: Int64) throws -> Bool {
+        var claim: (sql: String, values: [LedgerValue]) = ("", [])
+        if let held {
+            let holder = claimedBy(held.owner, fence: held.fence)
+            claim = (" AND state = ? AND " + holder.sql, [.text(held.state.rawValue)] + holder.values)
+        }
+        return try !query("""
             UPDATE orders SET state = ?, reason = ?, last_error = ?, environment = coalesce(?, environment),
                    finished_at = ?, updated_at = ?,
                    lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
-            WHERE order_id = ?
+            WHERE order_id = ?\(claim.sql)
+            RETURNING 1 AS ended
             """, [.text(state.rawValue), .from(reason), .from(error), .from(environment),
-                  state == .finished ? .integer(now) : .null, .integer(now), .text(orderId)])
+                  state == .finished ? .integer(now) : .null, .integer(now), .text(orderId)] + claim.values).isEmpty
+    }
+
+    /// Whether this claim still holds the order in `state`, as `holding`, without reading the row.
+    package func holds(_ orderId: String, state: OrderState, owner: LeaseOwner, fence: Int64?) throws -> Bool {
+        let claim = claimedBy(owner, fence: fence)
+        return try !query("SELECT 1 AS held FROM orders WHERE order_id = ? AND state = ? AND \(claim.sql)\(dialect.lockRows)",
+                          [.text(orderId), .text(state.rawValue)] + claim.values).isEmpty
     }
 
     package func appendHistory(_ orderId: String, _ entry: HistoryEntry) throws {

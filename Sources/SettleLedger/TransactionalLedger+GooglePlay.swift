@@ -20,7 +20,7 @@ extension TransactionalLedger {
                                 history: HistoryEntry) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
         return try transition { db in
-            guard try db.holding(orderId, state: .delivering, owner: owner, fence: fence) != nil else { return false }
+            guard try db.holds(orderId, state: .delivering, owner: owner, fence: fence) else { return false }
             try db.query("""
                 UPDATE orders SET delivered_at = coalesce(delivered_at, ?), last_error = ?, updated_at = ? WHERE order_id = ?
                 """, [.integer(now), .from(error), .integer(now), .text(orderId)])

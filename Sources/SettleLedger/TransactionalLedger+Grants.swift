@@ -67,7 +67,7 @@ extension TransactionalLedger {
                                history: HistoryEntry) throws(LedgerError) -> VerifiedResult {
         let now = time.unixSeconds
         return try transition { db in
-            guard try db.holding(orderId, state: .verifying, owner: owner, fence: fence) != nil else { return .leaseLost }
+            guard try db.holds(orderId, state: .verifying, owner: owner, fence: fence) else { return .leaseLost }
             let environment = match.candidates.first?.environment
             func end(_ state: OrderState, _ reason: String, _ message: String) throws {
                 try db.finalize(orderId, state: state, reason: reason, error: message, environment: environment, now: now)

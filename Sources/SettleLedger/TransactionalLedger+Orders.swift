@@ -90,8 +90,8 @@ extension TransactionalLedger {
                      reason: String?, error: String?, environment: String?, history: HistoryEntry) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
         return try transition { db in
-            guard try db.holding(orderId, state: current, owner: owner, fence: fence) != nil else { return false }
-            try db.finalize(orderId, state: state, reason: reason, error: error, environment: environment, now: now)
+            guard try db.finalize(orderId, held: (current, owner, fence), state: state, reason: reason, error: error,
+                                  environment: environment, now: now) else { return false }
             try db.appendHistory(orderId, history)
             return true
         }
