@@ -18,14 +18,13 @@ extension LedgerTransaction {
             let holder = claimedBy(held.owner, fence: held.fence)
             claim = (" AND state = ? AND " + holder.sql, [.text(held.state.rawValue)] + holder.values)
         }
-        return try !query("""
+        return try changedRows("""
             UPDATE orders SET state = ?, reason = ?, last_error = ?, environment = coalesce(?, environment),
                    finished_at = ?, updated_at = ?,
                    lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
             WHERE order_id = ?\(claim.sql)
-            RETURNING 1 AS ended
             """, [.text(state.rawValue), .from(reason), .from(error), .from(environment),
-                  state == .finished ? .integer(now) : .null, .integer(now), .text(orderId)] + claim.values).isEmpty
+                  state == .finished ? .integer(now) : .null, .integer(now), .text(orderId)] + claim.values) == 1
     }
 
     /// Whether this claim still holds the order in `state`, as `holding`, without reading the row.

@@ -102,7 +102,7 @@ package struct SQLiteTransaction: LedgerTransaction {
 
     package func changedRows(_ sql: String, _ values: [LedgerValue]) throws -> Int {
         try database.query(sql, values)
-        return Int(try database.query("SELECT changes() AS n").first?.int("n") ?? 0)
+        return database.changes
     }
 }
 

@@ -145,6 +145,9 @@ package final class SQLiteDatabase {
         return try statement.rows()
     }
 
+    /// Rows the last INSERT, UPDATE or DELETE changed (not counting its triggers').
+    package var changes: Int { Int(sqlite3_changes(handle)) }
+
     private func prepared(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
         if let cached = statements[sql] { return cached }
         let statement = try SQLiteStatement(database: self, handle: handle, sql: sql)

@@ -108,11 +108,11 @@ extension TransactionalLedger {
                     // Another host may reserve the same purchase between our look and our insert:
                     // ON CONFLICT waits for its transaction and then inserts nothing, and the
                     // holder it committed is read again. (One writer at a time on SQLite: never.)
-                    let inserted = try db.query("""
+                    let inserted = try db.changedRows("""
                         INSERT INTO grants(grant_key, transaction_id, order_id, source, granted_at) VALUES (?, ?, ?, 'settle', ?)
-                        ON CONFLICT DO NOTHING RETURNING grant_key
+                        ON CONFLICT DO NOTHING
                         """, [.text(candidate.grantKey), .text(candidate.transactionId), .text(orderId), .integer(now)])
-                    if inserted.isEmpty {
+                    if inserted == 0 {
                         held.append((candidate, try db.holderOf(candidate) ?? .order("another order")))
                         continue
                     }

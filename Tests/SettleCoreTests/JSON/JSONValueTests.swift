@@ -19,6 +19,18 @@ final class JSONValueTests: XCTestCase {
         XCTAssertNil(json["x"]?.looseBool)
     }
 
+    func testSerialized_aStringWithOneCharacterToEscape_escapesIt_andAPlainOneIsWrittenAsItIs() {
+        let escaped: [(String, String)] = [("\u{1}", #"\u0001"#), ("\u{1F}", #"\u001f"#), ("\u{7F}", #"\u007f"#),
+                                           ("\u{80}", #"\u0080"#), ("\u{9F}", #"\u009f"#), ("\"", #"\""#), ("\\", #"\\"#),
+                                           ("\n", #"\n"#), ("\t", #"\t"#), ("\r", #"\r"#)]
+        for (raw, written) in escaped {
+            XCTAssertEqual(JSONValue.string("receipt-\(raw)-end").serialized(), "\"receipt-\(written)-end\"", "\(raw.unicodeScalars.map(\.value))")
+        }
+        for plain in ["MIIT0gYJKoZIhvcNAQcCoIITwzCCE78CAQEx/+=", "café ©®\u{A0} 日本 🎮", ""] {
+            XCTAssertEqual(JSONValue.string(plain).serialized(), "\"\(plain)\"")
+        }
+    }
+
     func testSerialized_escapesC0DelAndC1_asRFC8259Escapes_andReadsBackTheSame() {
         XCTAssertEqual(JSONValue.string("a\u{0}b\u{7F}c\u{85}d\u{9F}e\u{A0}é\"\\").serialized(),
                        #""a\u0000b\u007fc\u0085d\u009fe\#u{A0}é\"\\""#)
