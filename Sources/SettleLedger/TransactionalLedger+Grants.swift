@@ -67,7 +67,12 @@ extension TransactionalLedger {
                                history: HistoryEntry) throws(LedgerError) -> VerifiedResult {
         let now = time.unixSeconds
         return try transition { db in
-            guard try db.holds(orderId, state: .verifying, owner: owner, fence: fence) else { return .leaseLost }
+            // The claim, a refund heard of meanwhile and the grant this order already holds, in one read.
+            let claim = db.claimedBy(owner, fence: fence)
+            guard let claimed = try db.query("""
+                SELECT refunded_at, refund_kind, (SELECT grant_key FROM grants WHERE grants.order_id = orders.order_id) AS own_grant
+                FROM orders WHERE order_id = ? AND state = 'verifying' AND \(claim.sql)\(db.dialect.lockRows)
+                """, [.text(orderId)] + claim.values).first else { return .leaseLost }
             let environment = match.candidates.first?.environment
             func end(_ state: OrderState, _ reason: String, _ message: String) throws {
                 try db.finalize(orderId, state: state, reason: reason, error: message, environment: environment, now: now)
@@ -78,13 +83,12 @@ extension TransactionalLedger {
             }
             // Apple refunded it while we verified: never delivered (a REFUND notification, stored
             // on any host; the claim's row lock above orders the two).
-            if let refunded = try db.query("SELECT refund_kind FROM orders WHERE order_id = ? AND refunded_at IS NOT NULL",
-                                           [.text(orderId)]).first {
-                let message = "Apple reported a \(refunded.string("refund_kind") ?? "REFUND") of this purchase before delivery"
+            if claimed.int("refunded_at") != nil {
+                let message = "Apple reported a \(claimed.string("refund_kind") ?? "REFUND") of this purchase before delivery"
                 try end(.rejected, RejectionReason.refunded.rawValue, message)
                 return .rejected(.refunded, message)
             }
-            let own = try db.query("SELECT grant_key FROM grants WHERE order_id = ?", [.text(orderId)]).first?.string("grant_key")
+            let own = claimed.string("own_grant")
             var chosen: VerifiedPurchase?
             if let own {
                 switch GrantChoice.own(own, in: match) {
