@@ -230,13 +230,13 @@ package final class CurlTransferState {
         if let first = line.first, first == " " || first == "\t" {
             // Obsolete line folding: the line continues the previous header's value.
             if !headers.isEmpty {
-                headers[headers.count - 1].value += " " + line.trimmingCharacters(in: .whitespaces)
+                headers[headers.count - 1].value += " " + HTTPHeader.trimmingOptionalWhitespace(line)
             }
             return
         }
         guard let colon = line.firstIndex(of: ":") else { return }
         let name = String(line[..<colon])
-        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        let value = HTTPHeader.trimmingOptionalWhitespace(line[line.index(after: colon)...])
         headers.append(HTTPHeader(name, value))
     }
 
@@ -267,6 +267,17 @@ package final class CurlTransferState {
 
 // C-callable trampolines. They are global functions (no captured context) so Swift can
 // convert them to C function pointers; the per-transfer state arrives via `userdata`.
+
+extension HTTPHeader {
+    /// A field value without the optional whitespace around it (RFC 9110 section 5.6.3: spaces and
+    /// horizontal tabs), without Foundation's character sets (which took 45 % of the instructions of
+    /// a request to Apple, counted by callgrind).
+    package static func trimmingOptionalWhitespace(_ text: Substring) -> String {
+        let isOWS: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = text.firstIndex(where: { !isOWS($0) }), let last = text.lastIndex(where: { !isOWS($0) }) else { return "" }
+        return String(text[first...last])
+    }
+}
 
 private func curlHeaderCallback(
     _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ userdata: UnsafeMutableRawPointer?

@@ -179,6 +179,17 @@ final class HTTPClientTests: XCTestCase {
         }
     }
 
+    func testResponseHeaderLines_keepTheirValueWithoutSpacesOrTabsAround_andFoldedLinesJoin_andAnInterimResponseIsDropped() {
+        let state = CurlTransferState(maxResponseBytes: 1024)
+        for line in ["HTTP/1.1 100 Continue\r\n", "X-Interim: gone\r\n", "\r\n", "HTTP/1.1 200 OK\r\n",
+                     "Retry-After: \t 120 \t\r\n", "X-Empty:   \r\n", "X-Inner:  a  b \r\n", "X-Folded: one\r\n",
+                     " \t two  \r\n", "X-Unicode: \u{A0}nbsp\u{A0}\r\n", "\r\n"] {
+            Array(line.utf8).withUnsafeBytes { state.receiveHeaderLine($0) }
+        }
+        XCTAssertEqual(state.headers.map { "\($0.name)=[\($0.value)]" },
+                       ["Retry-After=[120]", "X-Empty=[]", "X-Inner=[a  b]", "X-Folded=[one two]", "X-Unicode=[\u{A0}nbsp\u{A0}]"])
+    }
+
     func testHeaderValueWithLineBreakIsRefused() throws {
         let error = try XCTUnwrap(sendExpectingError(client, HTTPRequest(
             method: "GET", url: "http://127.0.0.1:1/", headers: [HTTPHeader("X-Evil", "a\r\nX-Injected: 1")])))
