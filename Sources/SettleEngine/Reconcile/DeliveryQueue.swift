@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import SettleModel
 
@@ -17,15 +18,24 @@ import SettleModel
 /// waiters it can help: with one condition and broadcasts, every queued order woke every idle
 /// delivery worker (about 35 context switches an order at concurrency 32).
 package final class DeliveryQueue: @unchecked Sendable {
-    /// A `delivering` order and when (the ledger's clock, seconds) its delivery lease was taken,
-    /// at the latest: the lease runs until at least then plus its length.
+    /// A `delivering` order and when its delivery lease was taken, at the latest (the lease runs
+    /// until at least then plus its length): on the ledger's clock, and on this host's monotonic
+    /// clock, which a step of the wall clock cannot move back.
     package struct Leased: Sendable {
         package var order: Order
         package var leasedAt: Int64
+        package var leasedAtUptimeNanoseconds: UInt64
 
-        package init(_ order: Order, leasedAt: Int64) {
+        package init(_ order: Order, leasedAt: Int64, uptimeNanoseconds: UInt64 = DispatchTime.now().uptimeNanoseconds) {
             self.order = order
             self.leasedAt = leasedAt
+            leasedAtUptimeNanoseconds = uptimeNanoseconds
+        }
+
+        /// Seconds since the lease was taken: the longer of the two clocks' answers.
+        package func age(now: Int64, uptimeNanoseconds: UInt64 = DispatchTime.now().uptimeNanoseconds) -> Int64 {
+            let monotonic = Int64((uptimeNanoseconds &- leasedAtUptimeNanoseconds) / 1_000_000_000)
+            return max(now - leasedAt, uptimeNanoseconds >= leasedAtUptimeNanoseconds ? monotonic : 0)
         }
     }
 

@@ -530,12 +530,13 @@ package final class Reconciler: Sendable {
     /// Whether `leased`'s claim is still this process's as its hook starts. A lease taken less
     /// than a renewal interval ago (a third of its length) cannot have lapsed, so no other
     /// process can hold the order, and the lease keeper renews it one interval after the hook
-    /// starts, well before it could: no write. An order that waited longer (a slow round of
-    /// hooks, a stopped clock) is taken again in one fenced write, false when its claim is gone.
+    /// starts, well before it could: no write. An order that waited longer by the ledger's clock
+    /// or by the monotonic clock (a slow round of hooks; a wall clock stepped back cannot hide
+    /// the wait) is taken again in one fenced write, false when its claim is gone.
     /// Saves a durable transition per order in the common case.
     private func stillHeld(_ leased: DeliveryQueue.Leased) throws(LedgerError) -> Bool {
         let interval = Int64(Double(deliveryLeaseSeconds) * min(leaseRenewalFraction, 1.0 / 3))
-        if ledger.time.unixSeconds - leased.leasedAt < interval { return true }
+        if leased.age(now: ledger.time.unixSeconds) < interval { return true }
         let order = leased.order
         return try ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken, state: .delivering,
                                      leaseSeconds: deliveryLeaseSeconds)

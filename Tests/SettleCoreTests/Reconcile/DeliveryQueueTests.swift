@@ -36,6 +36,14 @@ final class DeliveryQueueTests: XCTestCase {
         return false
     }
 
+    func testALeasesAge_isTheLongerOfTheLedgersClockAndTheMonotonicClock_soAWallClockSteppedBackCannotHideAWait() throws {
+        let order = try XCTUnwrap(try orders(1).first).order
+        let leased = DeliveryQueue.Leased(order, leasedAt: 1_000, uptimeNanoseconds: 5_000_000_000)
+        XCTAssertEqual(leased.age(now: 1_010, uptimeNanoseconds: 6_000_000_000), 10, "the ledger's clock moved further")
+        XCTAssertEqual(leased.age(now: 400, uptimeNanoseconds: 95_000_000_000), 90, "the wall clock stepped back an hour; 90 s passed")
+        XCTAssertEqual(leased.age(now: 1_000, uptimeNanoseconds: 5_000_000_000), 0)
+    }
+
     func testPut_whenTheQueueHoldsItsCapacity_waitsUntilADeliveryWorkerTakesOne() throws {
         let queue = DeliveryQueue(capacity: 2)
         let all = try orders(3)
