@@ -50,6 +50,11 @@ package enum LedgerError: Error, Sendable, CustomStringConvertible {
 package final class SQLiteLedger: @unchecked Sendable {
     package let database: SQLiteDatabase
     package let lock = NSLock()
+    /// A second connection for read transactions (`reading`), opened at the first one: in WAL
+    /// mode a reader sees the last commit and never waits for the writer, so a verification
+    /// reading its receipt does not queue behind a group commit's fsync.
+    private var readConnection: SQLiteDatabase?
+    private let readLock = NSLock()
     package let groupCommit = GroupCommit()
     package let time: any TimeSource
     package let path: String
@@ -164,9 +169,32 @@ package final class SQLiteLedger: @unchecked Sendable {
     }
 
     package func close() throws(LedgerError) {
+        readLock.withLock {
+            try? readConnection?.close()
+            readConnection = nil
+        }
         lock.lock()
         defer { lock.unlock() }
         do { try database.close() } catch { throw .io(error) }
+    }
+
+    /// Runs `body` in a read transaction on the read connection (one snapshot), opening it the
+    /// first time.
+    package func readSnapshot<T>(_ body: (SQLiteDatabase) throws -> T) throws(LedgerError) -> T {
+        readLock.lock()
+        defer { readLock.unlock() }
+        do {
+            if readConnection == nil {
+                // Read-only: it never creates a file where the ledger was, nor writes.
+                let connection = try SQLiteDatabase(path: path, mode: .readOnly)
+                try connection.execute("PRAGMA temp_store = MEMORY")
+                readConnection = connection
+            }
+            let connection = readConnection!
+            return try connection.readTransaction { try body(connection) }
+        } catch {
+            throw SQLiteLedger.ledgerError(error)
+        }
     }
 
     /// The ledger's schema version (`PRAGMA user_version`).

@@ -1,4 +1,6 @@
+import Foundation
 import SettleTesting
+import Synchronization
 import XCTest
 @testable import SettleApp
 @testable import SettleBase
@@ -29,6 +31,38 @@ final class LedgerTests: XCTestCase {
     func purchase(_ txn: String) -> VerifiedPurchase {
         VerifiedPurchase(transactionId: txn, originalTransactionId: txn, productId: world.coins, environment: "Production",
                          quantity: 1, purchaseDateMs: 1, expiresDateMs: nil)
+    }
+
+    func testReadingAReceipt_whileATransitionHoldsTheWriter_doesNotWaitForIt_andSeesTheLastCommit() throws {
+        try enqueue("o-1")
+        let hash = try XCTUnwrap(try ledger.orderRecord("o-1")?.order.receiptSHA256)
+        let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        let ledger = self.ledger!
+        Thread {
+            // A transition in progress: the writer's lock held, a row changed but not committed.
+            try? ledger.writing { db in
+                _ = try db.query("UPDATE orders SET user_id = 'u-uncommitted' WHERE order_id = 'o-1'")
+                holding.signal()
+                release.wait()
+            }
+            done.signal()
+        }.start()
+        holding.wait()
+        let read = DispatchSemaphore(value: 0)
+        let answer = Mutex<(receipt: String?, user: String?)>((nil, nil))
+        Thread {
+            let receipt = try? ledger.receipt(sha256: hash)
+            let user = try? ledger.orderRecord("o-1")?.order.userId
+            answer.withLock { $0 = (receipt, user) }
+            read.signal()
+        }.start()
+        let readWhileWriting = read.wait(timeout: .now() + 20) == .success
+        release.signal()
+        done.wait()
+        if !readWhileWriting { read.wait() }
+        XCTAssertTrue(readWhileWriting, "reads go to their own connection, not behind the writer")
+        XCTAssertEqual(answer.withLock { $0.receipt }, world.receipt("o-1"))
+        XCTAssertEqual(answer.withLock { $0.user }, "u-1", "a read sees the last commit, not a transition in progress")
     }
 
     func testNewLedger_isMigratedWithWALAndRecordsItsVersion() throws {
