@@ -45,7 +45,8 @@ package enum LedgerError: Error, Sendable, CustomStringConvertible {
 
 /// The SQLite ledger: the one place where orders change state.
 ///
-/// One connection per process, used behind a lock, so every write is one short
+/// One writing connection per process, used behind a lock (reads have a connection of their
+/// own, `readSnapshot`), so every write is one short
 /// `BEGIN IMMEDIATE` transaction and no transaction ever spans network I/O or a hook run.
 package final class SQLiteLedger: @unchecked Sendable {
     package let database: SQLiteDatabase
