@@ -20,9 +20,12 @@ package enum SignedDataFailure: Error, Sendable, Equatable, CustomStringConverti
     case signatureInvalid
     /// The transaction is for another app.
     case bundleMismatch(String)
-    /// The data comes from an environment that is not accepted (Xcode and LocalTesting
-    /// always; Sandbox unless configured).
+    /// The data comes from an environment that is not accepted (Xcode, LocalTesting and text
+    /// Apple never sends), or its parts disagree on their environment.
     case environmentMismatch(String)
+    /// Sandbox data, and this configuration does not accept sandbox purchases
+    /// (`accept_sandbox`). Its code stays `environment_mismatch`; orders say `sandbox_not_accepted`.
+    case sandboxNotAccepted
     /// The signature verified, but the payload lacks a field Apple always sends or has it
     /// with the wrong type: Apple's data, so not a forgery, but nothing settle can act on.
     case payloadInvalid(String)
@@ -34,7 +37,7 @@ package enum SignedDataFailure: Error, Sendable, Equatable, CustomStringConverti
         case .invalidChainLength, .invalidChain: return "chain_invalid"
         case .signatureInvalid: return "signature_invalid"
         case .bundleMismatch: return "bundle_mismatch"
-        case .environmentMismatch: return "environment_mismatch"
+        case .environmentMismatch, .sandboxNotAccepted: return "environment_mismatch"
         case .payloadInvalid: return "payload_invalid"
         }
     }
@@ -48,6 +51,8 @@ package enum SignedDataFailure: Error, Sendable, Equatable, CustomStringConverti
             return "\(code): x5c holds \(count) certificates, expected 3"
         case .signatureInvalid:
             return "\(code): the ES256 signature does not verify with the leaf certificate's key"
+        case .sandboxNotAccepted:
+            return "\(code): Sandbox data is not accepted by this configuration"
         }
     }
 }

@@ -193,7 +193,7 @@ package struct SignedDataVerifier: Sendable {
         case .string(AppleEnvironment.production.rawValue):
             return .production
         case .string(AppleEnvironment.sandbox.rawValue):
-            guard acceptSandbox else { throw .environmentMismatch("Sandbox data is not accepted by this configuration") }
+            guard acceptSandbox else { throw .sandboxNotAccepted }
             return .sandbox
         case let .string(other):
             throw .environmentMismatch("environment \(other) is not accepted")

@@ -116,7 +116,7 @@ package struct StoreKitVerifier: OrderVerifier {
             return .success(transaction)
         case let .failure(failure):
             switch failure {
-            case .bundleMismatch, .environmentMismatch:
+            case .bundleMismatch, .environmentMismatch, .sandboxNotAccepted:
                 return .failure(VerificationFailure(Verification(outcome: .rejected(reason: reason(failure), detail: "Apple's answer: \(failure)"),
                                                                  environment: environment.rawValue, appleAnswered: true)))
             default:
@@ -224,7 +224,8 @@ package struct StoreKitVerifier: OrderVerifier {
         switch failure {
         case .bundleMismatch: return .bundleMismatch
         case .payloadInvalid: return .payloadInvalid
-        case let .environmentMismatch(detail): return detail.contains("Sandbox") ? .sandboxNotAccepted : .environmentMismatch
+        case .environmentMismatch: return .environmentMismatch
+        case .sandboxNotAccepted: return .sandboxNotAccepted
         default: return .signatureInvalid
         }
     }

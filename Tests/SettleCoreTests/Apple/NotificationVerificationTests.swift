@@ -38,7 +38,7 @@ final class NotificationVerificationTests: XCTestCase {
     func testEnvironment_comesFromData_andSandboxIsRefusedWhenNotAccepted() throws {
         let sandbox = try notification(environment: "Sandbox").signed()
         XCTAssertEqual(try verifier().verifyNotification(sandbox, now: now).get().environment, .sandbox)
-        guard case .failure(.environmentMismatch) = try verifier(acceptSandbox: false).verifyNotification(sandbox, now: now) else {
+        guard case .failure(.sandboxNotAccepted) = try verifier(acceptSandbox: false).verifyNotification(sandbox, now: now) else {
             return XCTFail("sandbox accepted against the configuration")
         }
     }

@@ -388,7 +388,8 @@ final class SignedDataVerifierTests: XCTestCase {
             (.malformed("x"), "jws_malformed"), (.unsupportedAlgorithm("x"), "algorithm_unsupported"),
             (.invalidChainLength(2), "chain_invalid"), (.invalidChain("x"), "chain_invalid"),
             (.signatureInvalid, "signature_invalid"), (.bundleMismatch("x"), "bundle_mismatch"),
-            (.environmentMismatch("x"), "environment_mismatch"), (.payloadInvalid("x"), "payload_invalid"),
+            (.environmentMismatch("x"), "environment_mismatch"), (.sandboxNotAccepted, "environment_mismatch"),
+            (.payloadInvalid("x"), "payload_invalid"),
         ]
         for (failure, code) in failures {
             XCTAssertEqual(failure.code, code)

@@ -121,6 +121,16 @@ final class StoreKitReconcileTests: XCTestCase {
         XCTAssertEqual(try order("o-1").reason, "environment_mismatch")
     }
 
+    func testSignedTransactionFromAnEnvironmentApplesNeverSends_thatMerelyMentionsSandbox_isAnEnvironmentMismatch_notSandboxNotAccepted() throws {
+        try world.writeConfig(acceptSandbox: false, receiptAPI: false, serverAPI: true)
+        var transaction = world.scriptTransaction("2000000900000016")
+        transaction.environment = "SandboxLegacy"
+        try enqueueSigned("o-1", try signedDevice(transaction))
+        _ = try pass()
+        XCTAssertEqual(try order("o-1").state, .rejected)
+        XCTAssertEqual(try order("o-1").reason, "environment_mismatch")
+    }
+
     func testSandboxSignedTransaction_whenSandboxIsNotAccepted_isRejected() throws {
         try world.writeConfig(acceptSandbox: false, receiptAPI: false, serverAPI: true)
         try enqueueSigned("o-1", try signedDevice(world.scriptTransaction("2000000900000006", environment: "Sandbox")))
