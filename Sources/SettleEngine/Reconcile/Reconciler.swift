@@ -486,7 +486,10 @@ package final class Reconciler: Sendable {
                                                              "why": "delivered, and no \(order.store.rawValue) section is configured to tell the store"])
                     continue
                 }
-                guard try stillHeld(leased) else {
+                // Taken again whatever its age: telling the store runs outside the lease keeper,
+                // so it starts with a whole lease.
+                guard try ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken, state: .delivering,
+                                            leaseSeconds: deliveryLeaseSeconds) else {
                     leaseLost(order, "store_finish")
                     continue
                 }
