@@ -125,7 +125,7 @@ extension SQLiteLedger: TransactionalLedger {
     }
 
     package func reading<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T {
-        try readSnapshot { connection in try body(SQLiteTransaction(database: connection)) }
+        try read { connection in try body(SQLiteTransaction(database: connection)) }
     }
 
     package func transition<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T {

@@ -20,35 +20,35 @@ extension PostgresLedger {
         let now = time.unixSeconds
         let lease = leaseArguments(owner, seconds: leaseSeconds) + [.integer(now)]
         return try write { db in
-            // A Google Play order less than a day from Google's refund deadline goes first.
-            let urgent = try db.run("""
-                WITH picked AS MATERIALIZED (
-                    SELECT order_id FROM orders
-                    WHERE state = 'pending' AND store = 'google_play'
-                      AND coalesce(purchase_date_ms / 1000, created_at) <= ? AND next_attempt_at <= ?
-                    ORDER BY coalesce(purchase_date_ms / 1000, created_at), order_id LIMIT ? FOR UPDATE SKIP LOCKED)
-                UPDATE orders SET state = 'verifying', \(PostgresLedger.leaseAssignments), updated_at = ?
-                FROM picked WHERE orders.order_id = picked.order_id AND orders.state = 'pending'
-                RETURNING orders.*
-                """, [.integer(now - PlayDeadline.urgentAfterSeconds), .integer(now), .integer(Int64(limit))] + lease)
-                .map(Order.init(row:)).sorted(by: Order.beforeInPlayDeadlineOrder)
-            guard urgent.count < limit else { return urgent }
+            // The orders `picking` names (a SELECT of order ids, in claim order, with its
+            // arguments), locked and claimed in one statement and returned in `order`.
             // SKIP LOCKED: concurrent claimers each take different rows instead of queueing on
             // the first; `state = 'pending'` again in the outer WHERE, which PostgreSQL re-checks
             // on the row's latest version (https://www.postgresql.org/docs/current/sql-select.html#SQL-FOR-UPDATE-SHARE).
             // The batch is picked once, in a materialized CTE: `IN (SELECT … LIMIT n FOR UPDATE)`
             // may be planned as a semi-join that runs the locking subquery again for each
             // candidate row, and then claims fewer rows than are due (none, at times).
-            let due = try db.run("""
-                WITH picked AS MATERIALIZED (
-                    SELECT order_id FROM orders WHERE state = 'pending' AND next_attempt_at <= ?
-                    ORDER BY next_attempt_at, order_id LIMIT ? FOR UPDATE SKIP LOCKED)
-                UPDATE orders SET state = 'verifying', \(PostgresLedger.leaseAssignments), updated_at = ?
-                FROM picked WHERE orders.order_id = picked.order_id AND orders.state = 'pending'
-                RETURNING orders.*
-                """, [.integer(now), .integer(Int64(limit - urgent.count))] + lease)
-                .map(Order.init(row:)).sorted(by: Order.beforeInDueOrder)
-            return urgent + due
+            func claim(_ picking: String, _ values: [PostgresValue], order: (Order, Order) -> Bool) throws -> [Order] {
+                try db.run("""
+                    WITH picked AS MATERIALIZED (\(picking) FOR UPDATE SKIP LOCKED)
+                    UPDATE orders SET state = 'verifying', \(PostgresLedger.leaseAssignments), updated_at = ?
+                    FROM picked WHERE orders.order_id = picked.order_id AND orders.state = 'pending'
+                    RETURNING orders.*
+                    """, values + lease).map(Order.init(row:)).sorted(by: order)
+            }
+            // A Google Play order less than a day from Google's refund deadline goes first.
+            let urgent = try claim("""
+                SELECT order_id FROM orders
+                WHERE state = 'pending' AND store = 'google_play'
+                  AND coalesce(purchase_date_ms / 1000, created_at) <= ? AND next_attempt_at <= ?
+                ORDER BY coalesce(purchase_date_ms / 1000, created_at), order_id LIMIT ?
+                """, [.integer(now - PlayDeadline.urgentAfterSeconds), .integer(now), .integer(Int64(limit))],
+                order: Order.beforeInPlayDeadlineOrder)
+            guard urgent.count < limit else { return urgent }
+            return urgent + (try claim("""
+                SELECT order_id FROM orders WHERE state = 'pending' AND next_attempt_at <= ?
+                ORDER BY next_attempt_at, order_id LIMIT ?
+                """, [.integer(now), .integer(Int64(limit - urgent.count))], order: Order.beforeInDueOrder))
         }
     }
 }

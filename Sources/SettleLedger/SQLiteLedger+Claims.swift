@@ -9,34 +9,35 @@ extension SQLiteLedger {
     package func claimDue(owner: LeaseOwner, leaseSeconds: Int64, limit: Int) throws(LedgerError) -> [Order] {
         let now = time.unixSeconds
         let lease = leaseArguments(owner, expiresAt: now + leaseSeconds) + [.integer(now)]
+        // The orders `picking` names (a SELECT of order ids, in claim order, with its arguments),
+        // claimed in one statement and returned in `order`.
+        func claim(_ picking: String, _ values: [SQLiteValue], order: (Order, Order) -> Bool) throws -> [Order] {
+            try database.query("""
+                UPDATE orders SET state = 'verifying', lease_host = ?, lease_pid = ?, lease_start = ?,
+                       lease_expires_at = ?, updated_at = ?
+                WHERE order_id IN (\(picking))
+                RETURNING *
+                """, lease + values).map(Order.init(row:)).sorted(by: order)
+        }
         return try transition {
             // Google Play refunds a purchase not acknowledged within three days: a Play order
             // less than a day from that deadline goes before everything else (orders_play_pending).
-            let urgent = try database.query("""
-                UPDATE orders SET state = 'verifying', lease_host = ?, lease_pid = ?, lease_start = ?,
-                       lease_expires_at = ?, updated_at = ?
-                WHERE order_id IN (SELECT order_id FROM orders
-                                   WHERE state = 'pending' AND store = 'google_play'
-                                     AND coalesce(purchase_date_ms / 1000, created_at) <= ?
-                                     AND next_attempt_at <= ? AND \(SQLiteLedger.wellFormed)
-                                   ORDER BY coalesce(purchase_date_ms / 1000, created_at), order_id LIMIT ?)
-                RETURNING *
-                """, lease + [.integer(now - PlayDeadline.urgentAfterSeconds), .integer(now), .integer(Int64(limit))])
-                .map(Order.init(row:)).sorted(by: Order.beforeInPlayDeadlineOrder)
+            let urgent = try claim("""
+                SELECT order_id FROM orders
+                WHERE state = 'pending' AND store = 'google_play' AND coalesce(purchase_date_ms / 1000, created_at) <= ?
+                  AND next_attempt_at <= ? AND \(SQLiteLedger.wellFormed)
+                ORDER BY coalesce(purchase_date_ms / 1000, created_at), order_id LIMIT ?
+                """, [.integer(now - PlayDeadline.urgentAfterSeconds), .integer(now), .integer(Int64(limit))],
+                order: Order.beforeInPlayDeadlineOrder)
             guard urgent.count < limit else { return urgent }
             // Pinned to the partial index that is already in claim order: without it the planner
             // may sort the whole backlog on every claim (quadratic passes), and ANALYZE can
             // flip plans (https://www.sqlite.org/lang_indexedby.html).
-            let due = try database.query("""
-                UPDATE orders SET state = 'verifying', lease_host = ?, lease_pid = ?, lease_start = ?,
-                       lease_expires_at = ?, updated_at = ?
-                WHERE order_id IN (SELECT order_id FROM orders INDEXED BY orders_claim
-                                   WHERE state = 'pending' AND next_attempt_at <= ? AND \(SQLiteLedger.wellFormed)
-                                   ORDER BY next_attempt_at, order_id LIMIT ?)
-                RETURNING *
-                """, lease + [.integer(now), .integer(Int64(limit - urgent.count))])
-                .map(Order.init(row:)).sorted(by: Order.beforeInDueOrder)
-            return urgent + due
+            return urgent + (try claim("""
+                SELECT order_id FROM orders INDEXED BY orders_claim
+                WHERE state = 'pending' AND next_attempt_at <= ? AND \(SQLiteLedger.wellFormed)
+                ORDER BY next_attempt_at, order_id LIMIT ?
+                """, [.integer(now), .integer(Int64(limit - urgent.count))], order: Order.beforeInDueOrder))
         }
     }
 }

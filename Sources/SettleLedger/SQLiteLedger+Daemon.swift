@@ -62,8 +62,8 @@ extension SQLiteLedger {
 
     package func daemonRecord() throws(LedgerError) -> DaemonRecord? {
         guard try schemaVersion() >= 2 else { return nil }
-        return try read {
-            try database.query("SELECT * FROM daemon WHERE id = 1").first.map { row in
+        return try read { db in
+            try db.query("SELECT * FROM daemon WHERE id = 1").first.map { row in
                 DaemonRecord(owner: LeaseOwner(host: row.string("host") ?? "", pid: Int32(truncatingIfNeeded: row.int("pid") ?? 0),
                                                leaseStart: row.string("process_start") ?? ""),
                              startedAt: row.int("started_at") ?? 0, lastPassAt: row.int("last_pass_at"),

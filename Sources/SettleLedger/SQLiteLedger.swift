@@ -46,12 +46,12 @@ package enum LedgerError: Error, Sendable, CustomStringConvertible {
 /// The SQLite ledger: the one place where orders change state.
 ///
 /// One writing connection per process, used behind a lock (reads have a connection of their
-/// own, `readSnapshot`), so every write is one short
+/// own, `read`), so every write is one short
 /// `BEGIN IMMEDIATE` transaction and no transaction ever spans network I/O or a hook run.
 package final class SQLiteLedger: @unchecked Sendable {
     package let database: SQLiteDatabase
     package let lock = NSLock()
-    /// A second connection for read transactions (`reading`), opened at the first one: in WAL
+    /// A second connection for read transactions (`read`), opened at the first one: in WAL
     /// mode a reader sees the last commit and never waits for the writer, so a verification
     /// reading its receipt does not queue behind a group commit's fsync.
     private var readConnection: SQLiteDatabase?
@@ -179,9 +179,9 @@ package final class SQLiteLedger: @unchecked Sendable {
         do { try database.close() } catch { throw .io(error) }
     }
 
-    /// Runs `body` in a read transaction on the read connection (one snapshot), opening it the
-    /// first time.
-    package func readSnapshot<T>(_ body: (SQLiteDatabase) throws -> T) throws(LedgerError) -> T {
+    /// One read transaction on the read connection, opened the first time, so that a status
+    /// view is a consistent snapshot of the last commit.
+    package func read<T>(_ body: (SQLiteDatabase) throws -> T) throws(LedgerError) -> T {
         readLock.lock()
         defer { readLock.unlock() }
         do {
@@ -245,17 +245,6 @@ package final class SQLiteLedger: @unchecked Sendable {
             return try database.writeTransaction(body)
         } catch {
             throw SQLiteLedger.ledgerError(error)
-        }
-    }
-
-    /// One read transaction, so that a status view is a consistent snapshot.
-    package func read<T>(_ body: () throws -> T) throws(LedgerError) -> T {
-        try locked { () throws(LedgerError) in
-            do {
-                return try database.readTransaction(body)
-            } catch {
-                throw SQLiteLedger.ledgerError(error)
-            }
         }
     }
 
