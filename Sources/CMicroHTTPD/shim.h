@@ -44,6 +44,13 @@ static inline uint16_t settle_mhd_bound_port(struct MHD_Daemon *daemon) {
     return info == NULL ? 0 : info->port;
 }
 
+// MHD_get_daemon_info is variadic: the listening socket, so that the address the kernel really
+// bound can be read back with getsockname(2) (-1 when there is none).
+static inline int settle_mhd_listen_fd(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_LISTEN_FD);
+    return info == NULL ? -1 : (int)info->listen_fd;
+}
+
 // MHD_get_connection_info is variadic: the connection's socket, so that a stop that does not wait
 // can shut open connections down at once.
 static inline int settle_mhd_connection_fd(struct MHD_Connection *connection) {

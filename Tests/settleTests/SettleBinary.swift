@@ -12,8 +12,13 @@ enum SettleBinary {
         var stderr: String
     }
 
-    /// The executable sits next to the test bundle in SwiftPM's build folder.
+    /// The executable sits next to the test bundle in SwiftPM's build folder, unless
+    /// `SETTLE_TEST_BINARY` names another build of it (`.ci/run` runs some tests against the
+    /// release binary, whose faults the debug build can hide).
     static var url: URL {
+        if let other = ProcessInfo.processInfo.environment["SETTLE_TEST_BINARY"], !other.isEmpty {
+            return URL(fileURLWithPath: other)
+        }
         var folder = Bundle(for: Marker.self).bundleURL
         while !FileManager.default.isExecutableFile(atPath: folder.appendingPathComponent("settle").path) && folder.path != "/" {
             folder.deleteLastPathComponent()

@@ -191,9 +191,12 @@ package final class Daemon: @unchecked Sendable {
                 return response
             }
         } catch {
-            throw CommandFailure(.unavailable, error.description)
+            // Serving on another address than the configured one (every interface, another port)
+            // would refuse the proxy's traffic or expose the endpoint: never start so.
+            throw CommandFailure(error.isAddressMismatch ? .config : .unavailable, error.description)
         }
-        log.info("notifications.listening", ["address": passed == nil ? notifications.listen : "systemd socket",
+        log.info("notifications.listening", ["address": endpoint?.boundAddress?.description ?? "unknown",
+                                             "configured": passed == nil ? notifications.listen : "systemd socket",
                                              "port": endpoint?.port, "path": notifications.path, "google_play_path": playPath])
     }
 

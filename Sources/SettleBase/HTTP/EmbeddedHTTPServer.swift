@@ -28,24 +28,49 @@ package final class EmbeddedHTTPServer: @unchecked Sendable {
         package var maxConnections: Int
         /// Connections one client address may hold; nil for no limit of its own.
         package var maxConnectionsPerClient: Int?
+
+        package init(threading: Threading, maxBodyBytes: Int, timeoutSeconds: Int, maxConnections: Int, maxConnectionsPerClient: Int?) {
+            self.threading = threading
+            self.maxBodyBytes = maxBodyBytes
+            self.timeoutSeconds = timeoutSeconds
+            self.maxConnections = maxConnections
+            self.maxConnectionsPerClient = maxConnectionsPerClient
+        }
     }
 
     /// What the server asks of its owner: an early answer once the headers are in (a request
     /// refused there never has its body read), the answer to a body over the limit, and the
     /// handler for everything else.
     package struct Routing: Sendable {
-        package var screen: @Sendable (_ head: HTTPServerRequest, _ declaredLength: Int?) -> HTTPServerResponse? = { _, _ in nil }
+        package var screen: @Sendable (_ head: HTTPServerRequest, _ declaredLength: Int?) -> HTTPServerResponse?
         package var bodyTooLarge: @Sendable (_ head: HTTPServerRequest) -> HTTPServerResponse
-        package var requestTooSlow: @Sendable (_ head: HTTPServerRequest) -> Void = { _ in }
+        package var requestTooSlow: @Sendable (_ head: HTTPServerRequest) -> Void
         package var handle: @Sendable (HTTPServerRequest) -> HTTPServerResponse
+
+        package init(screen: @escaping @Sendable (_ head: HTTPServerRequest, _ declaredLength: Int?) -> HTTPServerResponse? = { _, _ in nil },
+                     bodyTooLarge: @escaping @Sendable (_ head: HTTPServerRequest) -> HTTPServerResponse,
+                     requestTooSlow: @escaping @Sendable (_ head: HTTPServerRequest) -> Void = { _ in },
+                     handle: @escaping @Sendable (HTTPServerRequest) -> HTTPServerResponse) {
+            self.screen = screen
+            self.bodyTooLarge = bodyTooLarge
+            self.requestTooSlow = requestTooSlow
+            self.handle = handle
+        }
     }
 
     /// Why the server could not start.
     package struct StartError: Error, CustomStringConvertible, Sendable {
         package var description: String
+        /// The kernel bound another address than the one asked for (a wildcard, another port):
+        /// a fault to refuse, never to serve on.
+        package var isAddressMismatch = false
     }
 
     package let port: Int
+    /// What the kernel bound the listening socket to (`getsockname(2)`), read back after start:
+    /// the address the server really answers on, whatever it was asked for. Nil only when the
+    /// socket is not IPv4 or IPv6.
+    package let boundAddress: ListenAddress?
     private let core: ServerCore
     /// Behind `lock` so `stop()` from a signal path and `deinit` never stop it twice.
     private var daemon: OpaquePointer?
@@ -76,7 +101,9 @@ package final class EmbeddedHTTPServer: @unchecked Sendable {
             started = settle_mhd_start_server(flags, nil, listenDescriptor, serverAccess, context, serverCompleted,
                                               serverURILogger, serverConnectionNotice, connections, perClient, timeout, memory, threads)
         } else if let address {
-            started = address.withPointer { pointer in
+            // Without MHD_USE_IPv6 libmicrohttpd opens an IPv4 socket whatever the address says.
+            if address.family == .ipv6 { flags |= MHD_USE_IPv6.rawValue }
+            started = address.withSocketAddress { pointer, _ in
                 settle_mhd_start_server(flags, pointer, -1, serverAccess, context, serverCompleted,
                                         serverURILogger, serverConnectionNotice, connections, perClient, timeout, memory, threads)
             }
@@ -84,8 +111,18 @@ package final class EmbeddedHTTPServer: @unchecked Sendable {
             throw StartError(description: "no address and no listening descriptor to serve")
         }
         guard let started else { throw StartError(description: String(cString: strerror(errno))) }
+        let bound = ListenAddress(boundTo: settle_mhd_listen_fd(started))
+        if let address {
+            // Port 0 asks the kernel for a port; nothing else may differ from what was asked.
+            guard let bound, address.isSatisfied(by: bound) else {
+                MHD_stop_daemon(started)
+                throw StartError(description: "asked to listen on \(address), but the kernel bound \(bound.map(String.init(describing:)) ?? "an address that is not IPv4 or IPv6")",
+                                 isAddressMismatch: true)
+            }
+        }
         daemon = started
-        port = Int(settle_mhd_bound_port(started))
+        port = Int(bound?.port ?? settle_mhd_bound_port(started))
+        boundAddress = bound
     }
 
     deinit { stop() }

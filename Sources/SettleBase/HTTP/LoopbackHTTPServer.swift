@@ -31,6 +31,9 @@ package final class LoopbackHTTPServer: Sendable {
         port = server.port
     }
 
+    /// What the kernel bound the listening socket to (127.0.0.1 and the port).
+    package var boundAddress: ListenAddress? { server.boundAddress }
+
     /// "http://127.0.0.1:<port>"
     package var baseURL: String { "http://127.0.0.1:\(port)" }
 

@@ -23,9 +23,13 @@ package final class NotificationEndpoint: Sendable {
     /// Why the endpoint could not start.
     package struct StartError: Error, CustomStringConvertible, Sendable {
         package var description: String
+        /// The kernel bound another address than the configured one: a configuration fault.
+        package var isAddressMismatch = false
     }
 
     package let port: Int
+    /// What the kernel bound the listening socket to: the address to log and to check.
+    package var boundAddress: ListenAddress? { server.boundAddress }
     private let server: EmbeddedHTTPServer
 
     /// Binds `address` ("127.0.0.1:8787", "[::1]:8787"; port 0 picks one), or serves the
@@ -67,7 +71,8 @@ package final class NotificationEndpoint: Sendable {
         do {
             server = try EmbeddedHTTPServer(address: listenAddress, listenDescriptor: listenDescriptor, settings: settings, routing: routing)
         } catch {
-            throw StartError(description: "cannot listen on \(address) for notifications: \(error.description)")
+            throw StartError(description: "cannot listen on \(address) for notifications: \(error.description)",
+                             isAddressMismatch: error.isAddressMismatch)
         }
         port = server.port
     }
