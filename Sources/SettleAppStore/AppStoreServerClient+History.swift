@@ -41,7 +41,7 @@ extension AppStoreServerClient {
     /// production first with the same environment rule and error classes as `transactionInfo`.
     /// An expired or refused revision (4000014, 4000017) restarts paging once.
     /// https://developer.apple.com/documentation/appstoreserverapi/get-transaction-history
-    package func transactionHistory(_ anyTransactionId: String, maxPages: Int = 500) -> (lookup: HistoryLookup, appleAnswered: Bool) {
+    package func transactionHistory(_ anyTransactionId: String, maxPages: Int = 500) -> (lookup: HistoryLookup, storeAnswered: Bool) {
         var capExceeded: String?
         let (routed, answered) = route(anyTransactionId) { environment -> Answer<TransactionHistory> in
             let (answer, capReached) = allPages(anyTransactionId, environment: environment, maxPages: maxPages)
@@ -76,7 +76,7 @@ extension AppStoreServerClient {
                 history.revision = page.revision
                 guard page.hasMore else { return (.found(history), false) }
                 guard page.revision != nil else {
-                    return (.failed(.appleUnavailable("the \(environment.rawValue.lowercased()) App Store Server API said hasMore without a revision",
+                    return (.failed(.storeUnavailable("the \(environment.rawValue.lowercased()) App Store Server API said hasMore without a revision",
                                                       retryAfter: nil), answered: false), false)
                 }
             case .paginationExpired where !restarted:

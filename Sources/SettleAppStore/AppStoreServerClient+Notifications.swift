@@ -24,8 +24,8 @@ extension AppStoreServerClient {
         case ok(Body)
         /// Apple refused the pagination token (4000014 / 4000017): start the window again.
         case paginationExpired
-        /// Classified as for verifications: `appleUnavailable` is for the breaker.
-        case failed(VerificationOutcome, appleAnswered: Bool)
+        /// Classified as for verifications: `storeUnavailable` is for the breaker.
+        case failed(VerificationOutcome, storeAnswered: Bool)
     }
 
     /// Get Notification History: `POST /inApps/v1/notifications/history` for one environment
@@ -50,7 +50,7 @@ extension AppStoreServerClient {
     package func sendConsumptionInformation(transactionId: String, environment: AppleEnvironment, body: JSONValue) -> CallResult<Bool> {
         guard !transactionId.isEmpty, transactionId.count <= 64, transactionId.allSatisfy({ $0.isASCII && ($0.isNumber || $0.isLetter) }) else {
             return .failed(.rejected(reason: .transactionNotFound, detail: "'\(transactionId.prefix(64))' is not an Apple transaction id"),
-                           appleAnswered: true)
+                           storeAnswered: true)
         }
         return classify(send("PUT", "/inApps/v2/transactions/consumption/\(transactionId)", body: body.data, environment: environment,
                              decode: { _ in true }), "consumption information")
@@ -60,12 +60,12 @@ extension AppStoreServerClient {
         switch answer {
         case let .found(body): return .ok(body)
         case .paginationExpired: return .paginationExpired
-        case let .failed(outcome, answered): return .failed(outcome, appleAnswered: answered)
+        case let .failed(outcome, answered): return .failed(outcome, storeAnswered: answered)
         case .unauthorized:
             return .failed(.configurationFault("the App Store Server API answered 401 to \(what): check server_api.issuer_id, key_id, private_key_file and bundle_id"),
-                           appleAnswered: true)
-        case .notFound: return .failed(.rejected(reason: .transactionNotFound, detail: "Apple answered 404 to \(what)"), appleAnswered: true)
-        case let .invalidId(message): return .failed(.rejected(reason: .transactionNotFound, detail: message), appleAnswered: true)
+                           storeAnswered: true)
+        case .notFound: return .failed(.rejected(reason: .transactionNotFound, detail: "Apple answered 404 to \(what)"), storeAnswered: true)
+        case let .invalidId(message): return .failed(.rejected(reason: .transactionNotFound, detail: message), storeAnswered: true)
         }
     }
 }

@@ -44,9 +44,9 @@ package struct AppStoreServerClient: Sendable {
         case paginationExpired
     }
 
-    /// Looks the transaction up, production first. `appleAnswered` is false when no answer
+    /// Looks the transaction up, production first. `storeAnswered` is false when no answer
     /// came back at all (an outage).
-    package func transactionInfo(_ transactionId: String) -> (lookup: Lookup, appleAnswered: Bool) {
+    package func transactionInfo(_ transactionId: String) -> (lookup: Lookup, storeAnswered: Bool) {
         let (routed, answered) = route(transactionId) { environment in
             get("/inApps/v1/transactions/\(transactionId)", environment: environment) { json -> String? in
                 guard case let .string(jws)? = json["signedTransactionInfo"] else { return nil }
@@ -71,7 +71,7 @@ package struct AppStoreServerClient: Sendable {
 
     /// Apple's environment rule (apple-protocol.md 2.6): production first; sandbox on 4040010, or
     /// on 401 from production (an app not yet released); 401 from both is our configuration.
-    package func route<Body>(_ transactionId: String, _ request: (AppleEnvironment) -> Answer<Body>) -> (Routed<Body>, appleAnswered: Bool) {
+    package func route<Body>(_ transactionId: String, _ request: (AppleEnvironment) -> Answer<Body>) -> (Routed<Body>, storeAnswered: Bool) {
         // Transaction ids are digits; anything else would change the URL's meaning.
         guard !transactionId.isEmpty, transactionId.count <= 64,
               transactionId.allSatisfy({ $0.isASCII && ($0.isNumber || $0.isLetter) }) else {
@@ -145,14 +145,14 @@ package struct AppStoreServerClient: Sendable {
             if error.kind == .responseTooLarge {
                 return (.failed(.retry("\(name): \(error)"), answered: true), error.kind.rawValue)
             }
-            return (.failed(.appleUnavailable("\(name): \(error)", retryAfter: nil), answered: false), error.kind.rawValue)
+            return (.failed(.storeUnavailable("\(name): \(error)", retryAfter: nil), answered: false), error.kind.rawValue)
         }
         let errorCode = (try? JSONValue.parse(response.body))?["errorCode"]?.looseInt64.map { Int($0) }
         switch response.status {
         case 200...299:
             let json = response.body.isEmpty && response.status != 200 ? JSONValue.null : try? JSONValue.parse(response.body)
             guard let json, let body = decode(json) else {
-                return (.failed(.appleUnavailable("\(name) sent a 200 that is not the expected answer (\(response.body.count) bytes)",
+                return (.failed(.storeUnavailable("\(name) sent a 200 that is not the expected answer (\(response.body.count) bytes)",
                                                   retryAfter: nil), answered: false), "garbage")
             }
             return (.found(body), "found")
@@ -161,13 +161,13 @@ package struct AppStoreServerClient: Sendable {
         case 404 where errorCode == nil || errorCode == 4040010:
             return (.notFound, "not_found")
         case 404 where [4040002, 4040004, 4040006].contains(errorCode):
-            return (.failed(.appleUnavailable("\(name): temporary error \(errorCode!)", retryAfter: nil), answered: false), "retryable_\(errorCode!)")
+            return (.failed(.storeUnavailable("\(name): temporary error \(errorCode!)", retryAfter: nil), answered: false), "retryable_\(errorCode!)")
         case 429:
             let retryAfter = RetryAfter.seconds(response.header("Retry-After"), now: Date(timeIntervalSince1970: Double(tokens.time.unixSeconds)))
-            return (.failed(.appleUnavailable("\(name) answered HTTP 429 (rate limited)", retryAfter: retryAfter), answered: false), "http_429")
+            return (.failed(.storeUnavailable("\(name) answered HTTP 429 (rate limited)", retryAfter: retryAfter), answered: false), "http_429")
         case 500...599:
             let code = errorCode.map { " (error \($0))" } ?? ""
-            return (.failed(.appleUnavailable("\(name) answered HTTP \(response.status)\(code)", retryAfter: nil), answered: false), "http_5xx")
+            return (.failed(.storeUnavailable("\(name) answered HTTP \(response.status)\(code)", retryAfter: nil), answered: false), "http_5xx")
         case 400 where errorCode == 4000006:
             return (.invalidId("\(name): invalid transaction id (4000006)"), "invalid_id")
         case 400 where errorCode == 4000014 || errorCode == 4000017:

@@ -14,7 +14,7 @@ package enum ReceiptStatus: Equatable, Sendable {
     /// Temporary for this order (21002: malformed, or a temporary issue); uses an attempt.
     case retryOrder
     /// Apple-wide trouble (21005, 21009, retryable 21100-21199); uses no attempt.
-    case appleUnavailable
+    case storeUnavailable
     /// The receipt is not genuine or no longer valid (21003, 21010, non-retryable 211xx).
     case invalid
     /// Our request or configuration is wrong (21000 not a POST / unreadable, 21004 shared secret).
@@ -29,10 +29,10 @@ package enum ReceiptStatus: Equatable, Sendable {
         case 21007: self = .sandboxReceipt
         case 21008: self = .productionReceipt
         case 21002: self = .retryOrder
-        case 21005, 21009: self = .appleUnavailable
+        case 21005, 21009: self = .storeUnavailable
         case 21003, 21010: self = .invalid
         case 21000, 21004: self = .configurationFault
-        case 21100...21199: self = isRetryable == true ? .appleUnavailable : .invalid
+        case 21100...21199: self = isRetryable == true ? .storeUnavailable : .invalid
         default: self = .unexpected
         }
     }

@@ -45,7 +45,7 @@ package struct ReceiptVerifier: OrderVerifier {
                     return Verification(outcome: .rejected(reason: .sandboxNotAccepted,
                                                            detail: "sandbox receipt (21007) and accept_sandbox is false"),
                                         appleStatus: response.status, environment: AppleEnvironment.sandbox.rawValue, durationMs: elapsed(),
-                                        appleAnswered: true)
+                                        storeAnswered: true)
                 }
                 answer = post(receipt, to: .sandbox)
             } else if first == .sandbox && status == .productionReceipt {
@@ -87,23 +87,23 @@ package struct ReceiptVerifier: OrderVerifier {
             if error.kind == .responseTooLarge {
                 return (.failed(.retry("\(name): \(error)"), endpoint, answered: true), error.kind.rawValue)
             }
-            return (.failed(.appleUnavailable("\(name): \(error)", retryAfter: nil), endpoint, answered: false), error.kind.rawValue)
+            return (.failed(.storeUnavailable("\(name): \(error)", retryAfter: nil), endpoint, answered: false), error.kind.rawValue)
         }
         switch response.status {
         case 200...299: break
         case 429:
-            return (.failed(.appleUnavailable("\(name) answered HTTP 429 (rate limited)",
+            return (.failed(.storeUnavailable("\(name) answered HTTP 429 (rate limited)",
                                               retryAfter: RetryAfter.seconds(response.header("Retry-After"), now: Date())),
                             endpoint, answered: false), "http_429")
         case 500...599:
-            return (.failed(.appleUnavailable("\(name) answered HTTP \(response.status)", retryAfter: nil), endpoint, answered: false),
+            return (.failed(.storeUnavailable("\(name) answered HTTP \(response.status)", retryAfter: nil), endpoint, answered: false),
                     "http_5xx")
         default:
             return (.failed(.configurationFault("\(name) answered HTTP \(response.status); check receipt_api URLs"),
                             endpoint, answered: true), "http_4xx")
         }
         guard let json = try? JSONValue.parse(response.body), let parsed = ReceiptResponse(json) else {
-            return (.failed(.appleUnavailable("\(name) sent an answer that is not a verifyReceipt response (\(response.body.count) bytes)",
+            return (.failed(.storeUnavailable("\(name) sent an answer that is not a verifyReceipt response (\(response.body.count) bytes)",
                                               retryAfter: nil), endpoint, answered: false), "garbage")
         }
         return (.answered(parsed, endpoint), "status_\(parsed.status)")
@@ -112,7 +112,7 @@ package struct ReceiptVerifier: OrderVerifier {
     private func classify(_ answer: Answer, order: Order) -> Verification {
         switch answer {
         case let .failed(outcome, endpoint, answered):
-            return Verification(outcome: outcome, environment: endpoint.rawValue, appleAnswered: answered)
+            return Verification(outcome: outcome, environment: endpoint.rawValue, storeAnswered: answered)
         case let .answered(response, endpoint):
             let environment = response.environment ?? endpoint.rawValue
             let name = "\(endpoint.rawValue.lowercased()) verifyReceipt"
@@ -128,8 +128,8 @@ package struct ReceiptVerifier: OrderVerifier {
                 outcome = .retry("\(name) answered \(ReceiptStatus.explain(response.status)) after one hop; not hopping again")
             case .retryOrder:
                 outcome = .retry("\(name): \(ReceiptStatus.explain(response.status))")
-            case .appleUnavailable:
-                outcome = .appleUnavailable("\(name): \(ReceiptStatus.explain(response.status))", retryAfter: nil)
+            case .storeUnavailable:
+                outcome = .storeUnavailable("\(name): \(ReceiptStatus.explain(response.status))", retryAfter: nil)
             case .invalid:
                 outcome = .rejected(reason: .receiptInvalid, detail: "\(name): \(ReceiptStatus.explain(response.status))")
             case .configurationFault:
@@ -137,7 +137,7 @@ package struct ReceiptVerifier: OrderVerifier {
             case .unexpected:
                 outcome = .retry("\(name): \(ReceiptStatus.explain(response.status))")
             }
-            return Verification(outcome: outcome, appleStatus: response.status, environment: environment, appleAnswered: true)
+            return Verification(outcome: outcome, appleStatus: response.status, environment: environment, storeAnswered: true)
         }
     }
 }

@@ -77,7 +77,7 @@ package struct StoreKitVerifier: OrderVerifier {
         switch fetch(transactionId, order: order) {
         case let .transaction(transaction):
             return Verification(outcome: decide([transaction], order: order, named: true, proofSigned: proofSigned),
-                                environment: transaction.environment.rawValue, appleAnswered: true)
+                                environment: transaction.environment.rawValue, storeAnswered: true)
         case let .answer(verification): return verification
         }
     }
@@ -103,9 +103,9 @@ package struct StoreKitVerifier: OrderVerifier {
         case let .notFound(message):
             return .answer(notFound(message, order: order))
         case let .invalidId(message):
-            return .answer(Verification(outcome: .rejected(reason: .transactionNotFound, detail: message), appleAnswered: true))
+            return .answer(Verification(outcome: .rejected(reason: .transactionNotFound, detail: message), storeAnswered: true))
         case let .failed(outcome):
-            return .answer(Verification(outcome: outcome, appleAnswered: answered))
+            return .answer(Verification(outcome: outcome, storeAnswered: answered))
         }
     }
 
@@ -118,20 +118,20 @@ package struct StoreKitVerifier: OrderVerifier {
             switch failure {
             case .bundleMismatch, .environmentMismatch, .sandboxNotAccepted:
                 return .failure(VerificationFailure(Verification(outcome: .rejected(reason: reason(failure), detail: "Apple's answer: \(failure)"),
-                                                                 environment: environment.rawValue, appleAnswered: true)))
+                                                                 environment: environment.rawValue, storeAnswered: true)))
             default:
                 // Apple's own answer must verify; if it doesn't, something is between us (or the roots are wrong).
                 return .failure(VerificationFailure(Verification(outcome: .retry("Apple's signed transaction failed verification: \(failure)"),
-                                                                 environment: environment.rawValue, appleAnswered: true)))
+                                                                 environment: environment.rawValue, storeAnswered: true)))
             }
         }
     }
 
     private func notFound(_ message: String, order: Order) -> Verification {
         guard order.attempts >= StoreKitVerifier.notFoundRetries else {
-            return Verification(outcome: .retry("\(message); a new transaction can take a moment to appear"), appleAnswered: true)
+            return Verification(outcome: .retry("\(message); a new transaction can take a moment to appear"), storeAnswered: true)
         }
-        return Verification(outcome: .rejected(reason: .transactionNotFound, detail: message), appleAnswered: true)
+        return Verification(outcome: .rejected(reason: .transactionNotFound, detail: message), storeAnswered: true)
     }
 
     /// A legacy receipt leads to the customer: Apple's history of any of its ids lists every
@@ -164,10 +164,10 @@ package struct StoreKitVerifier: OrderVerifier {
                 return confirm(wanted, order: order, proofSigned: false)
             }
             return Verification(outcome: decide([mine], order: order, named: true, proofSigned: receipt.signatureVerified),
-                                environment: mine.environment.rawValue, appleAnswered: true)
+                                environment: mine.environment.rawValue, storeAnswered: true)
         }
         return Verification(outcome: decide(customer, order: order, named: false, proofSigned: receipt.signatureVerified),
-                            environment: environment, appleAnswered: true)
+                            environment: environment, storeAnswered: true)
     }
 
     /// Every purchase of the customer a receipt belongs to, verified: Get Transaction History
@@ -201,9 +201,9 @@ package struct StoreKitVerifier: OrderVerifier {
                 guard case .rejected = last.outcome else { return .failure(VerificationFailure(last)) }
             case let .pageCapExceeded(message):
                 return .failure(VerificationFailure(Verification(outcome: .needsAttention(reason: .historyIncomplete, detail: message),
-                                                                 appleAnswered: true)))
+                                                                 storeAnswered: true)))
             case let .failed(outcome):
-                return .failure(VerificationFailure(Verification(outcome: outcome, appleAnswered: answered)))
+                return .failure(VerificationFailure(Verification(outcome: outcome, storeAnswered: answered)))
             }
         }
         return .failure(VerificationFailure(last))

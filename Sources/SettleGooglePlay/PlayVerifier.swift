@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import SettleBase
 import SettleModel
 import SettleConfig
@@ -11,34 +10,22 @@ import SettleConfig
 /// purchase, keyed by Google's `orderId`.
 ///
 /// Google as a whole being unavailable (429, 5xx, no answer) is store-wide: the order keeps its
-/// attempt, and for a cool-down (doubling from the base delay, or Google's Retry-After) no
-/// other Play order asks Google either; the first one after it is the probe. The cool-down lives
-/// in this verifier (one per process and configuration), not in the ledger: a Google outage
-/// never holds back App Store orders, and the Apple breaker stays Apple's.
+/// attempt, and it counts toward Google Play's own breaker (kept in the ledger, shared by every
+/// pass and host, honouring Google's Retry-After); a Google outage never holds back App Store
+/// orders, nor an Apple outage Play orders.
 package final class PlayVerifier: OrderVerifier {
     package let client: PlayDeveloperClient
     package let products: [String: Configuration.Product]
     package let eligibility: PlayPurchaseEligibility
     package let binding: UserBinding
     package let time: any TimeSource
-    package let baseCooldown: Int64
-    package let maxCooldown: Int64
-    private let breaker = Mutex(Cooldown())
-
-    package struct Cooldown {
-        package var until: Int64?
-        package var seconds: Int64 = 0
-    }
-
     package init(client: PlayDeveloperClient, products: [String: Configuration.Product], acceptSandbox: Bool, binding: UserBinding,
-                time: any TimeSource, baseCooldownSeconds: Double, maxCooldownSeconds: Double) {
+                time: any TimeSource) {
         self.client = client
         self.products = products
         eligibility = PlayPurchaseEligibility(acceptSandbox: acceptSandbox)
         self.binding = binding
         self.time = time
-        baseCooldown = Int64(max(1, baseCooldownSeconds))
-        maxCooldown = Int64(max(baseCooldownSeconds, maxCooldownSeconds))
     }
 
     package func verify(_ order: Order) throws -> Verification {
@@ -57,13 +44,6 @@ package final class PlayVerifier: OrderVerifier {
             return Verification(outcome: .needsAttention(reason: .unknownProduct,
                 detail: "product \(order.productId) is not a google_play product in the configuration's products (\"store\": \"google_play\" or \"both\"); add it, then settle retry \(order.orderId)"))
         }
-        let now = time.unixSeconds
-        if let until = breaker.withLock({ $0.until }), now < until {
-            var waiting = Verification(outcome: .retry("Google Play is unavailable; not asked again before \(Timestamp.rfc3339(unixSeconds: until))"))
-            waiting.keepsAttempt = true
-            waiting.retryAfterSeconds = Double(until - now)
-            return waiting
-        }
         let facts: PlayPurchaseFacts
         var expiresMs: Int64? = nil
         var startMs: Int64? = nil
@@ -80,32 +60,23 @@ package final class PlayVerifier: OrderVerifier {
                                           productId: order.productId)
             }
         } catch {
-            return failure(error, now: now)
+            return failure(error)
         }
-        breaker.withLock { $0 = Cooldown() }
-        return decide(order, facts: facts, token: token, expiresMs: expiresMs, startMs: startMs)
+        var verification = decide(order, facts: facts, token: token, expiresMs: expiresMs, startMs: startMs)
+        verification.storeAnswered = true
+        return verification
     }
 
-    private func failure(_ error: PlayAPIError, now: Int64) -> Verification {
+    private func failure(_ error: PlayAPIError) -> Verification {
         switch error.kind {
         case .purchaseNotFound:
-            return Verification(outcome: .rejected(reason: .purchaseNotFound, detail: error.message), environment: nil)
+            return Verification(outcome: .rejected(reason: .purchaseNotFound, detail: error.message), environment: nil, storeAnswered: true)
         case .configuration:
             return Verification(outcome: .configurationFault("Google Play: \(error.message)"))
         case .refused:
-            return Verification(outcome: .retry(error.description))
+            return Verification(outcome: .retry(error.description), storeAnswered: true)
         case .unavailable:
-            let wait = breaker.withLock { cooldown -> Int64 in
-                cooldown.seconds = min(maxCooldown, cooldown.seconds == 0 ? baseCooldown : cooldown.seconds * 2)
-                let asked = error.retryAfter.flatMap { $0.isFinite ? Int64(min($0, Double(maxCooldown))) : nil } ?? 0
-                let wait = max(cooldown.seconds, asked)
-                cooldown.until = now + wait
-                return wait
-            }
-            var verification = Verification(outcome: .retry(error.description))
-            verification.keepsAttempt = true
-            verification.retryAfterSeconds = Double(wait)
-            return verification
+            return Verification(outcome: .storeUnavailable(error.description, retryAfter: error.retryAfter))
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import SettleModel
 
 /// Moves a ledger from SQLite to PostgreSQL (`settle ledger copy`): orders with their refund
 /// marks, receipts, history, grants, the Apple breaker, and App Store Server Notifications
@@ -59,7 +60,7 @@ package enum LedgerCopy {
                         throw LedgerError.invalid("the destination ledger already holds \(existing) orders; copy into an empty one")
                     }
                     // The destination's own starting rows give way to the source's.
-                    try db.run("DELETE FROM apple_breaker")
+                    try db.run("DELETE FROM store_breakers")
                     // Orders keep their states: the trigger that makes a backend's new rows
                     // `pending` is off for this transaction only (DDL is transactional).
                     try db.run("ALTER TABLE orders DISABLE TRIGGER orders_new_pending")
@@ -79,14 +80,18 @@ package enum LedgerCopy {
                         }
                         report.counts.append((table.name, copied))
                     }
-                    for row in try source.database.query("SELECT * FROM apple_breaker") {
+                    // A source older than the store breakers has Apple's only: the App Store's.
+                    let breakers = version >= LedgerSchema.storeBreakersVersion
+                        ? "SELECT * FROM store_breakers" : "SELECT 'app_store' AS store, * FROM apple_breaker"
+                    for row in try source.database.query(breakers) {
                         try db.run("""
-                            INSERT INTO apple_breaker(id, state, consecutive_failures, cooldown_seconds, retry_at, last_error, updated_at)
-                            VALUES (1, ?, ?, ?, ?, ?, ?)
-                            """, ["state", "consecutive_failures", "cooldown_seconds", "retry_at", "last_error", "updated_at"].map { value(row, $0) })
+                            INSERT INTO store_breakers(store, state, consecutive_failures, cooldown_seconds, retry_at, last_error, updated_at)
+                            VALUES (?, ?, ?, ?, ?, ?, ?)
+                            """, ["store", "state", "consecutive_failures", "cooldown_seconds", "retry_at", "last_error", "updated_at"]
+                                .map { value(row, $0) })
                     }
-                    if try db.run("SELECT count(*) AS n FROM apple_breaker").first?.int("n") == 0 {
-                        try db.run("INSERT INTO apple_breaker(id) VALUES (1)")
+                    for store in Store.allCases {
+                        try db.run("INSERT INTO store_breakers(store) VALUES (?) ON CONFLICT DO NOTHING", [.text(store.rawValue)])
                     }
                     try db.run("ALTER TABLE orders ENABLE TRIGGER orders_new_pending")
                     // History ids were copied as they were: the sequence continues after the last.

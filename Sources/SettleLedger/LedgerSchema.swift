@@ -4,6 +4,8 @@
 package enum LedgerSchema {
     /// The migration that adds Google Play's columns and tables.
     package static let googlePlayVersion = 8
+    /// The migration that gives each store a breaker of its own.
+    package static let storeBreakersVersion = 9
 
     package static let migrations: [String] = [
         // 1: orders, deduplicated receipts, history, grants.
@@ -348,6 +350,54 @@ package enum LedgerSchema {
             page_token      TEXT,
             polled_at       INTEGER
         );
+        """,
+        // 9: a breaker per store (`store_breakers`, a row each): an Apple outage never holds
+        // back a Google Play order, nor the reverse. The Apple breaker's row becomes the App
+        // Store's. Claims of one store's orders alone (while the other's breaker is open) read
+        // an index in that store's claim order. And the counts kept by triggers are by store
+        // and state, so status shows each store's from one read.
+        """
+        CREATE TABLE store_breakers (
+            store                 TEXT PRIMARY KEY NOT NULL CHECK (store IN ('app_store','google_play')),
+            state                 TEXT NOT NULL DEFAULT 'closed' CHECK (state IN ('closed','open')),
+            consecutive_failures  INTEGER NOT NULL DEFAULT 0,
+            cooldown_seconds      INTEGER NOT NULL DEFAULT 0,
+            retry_at              INTEGER,
+            last_error            TEXT,
+            updated_at            INTEGER NOT NULL DEFAULT (unixepoch()),
+            CHECK ((state = 'open') = (retry_at IS NOT NULL))
+        );
+        INSERT INTO store_breakers(store, state, consecutive_failures, cooldown_seconds, retry_at, last_error, updated_at)
+            SELECT 'app_store', state, consecutive_failures, cooldown_seconds, retry_at, last_error, updated_at FROM apple_breaker;
+        INSERT OR IGNORE INTO store_breakers(store) VALUES ('app_store');
+        INSERT INTO store_breakers(store) VALUES ('google_play');
+        DROP TABLE apple_breaker;
+        CREATE INDEX orders_claim_store ON orders(store, next_attempt_at, order_id) WHERE state = 'pending';
+        DROP TRIGGER orders_counted_insert;
+        DROP TRIGGER orders_counted_delete;
+        DROP TRIGGER orders_counted_update;
+        DROP TABLE order_counts;
+        CREATE TABLE order_counts (
+            store  TEXT NOT NULL,
+            state  TEXT NOT NULL,
+            n      INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (store, state)
+        );
+        INSERT INTO order_counts(store, state, n)
+            SELECT st.column1, s.column1, (SELECT count(*) FROM orders WHERE store = st.column1 AND state = s.column1)
+            FROM (VALUES ('app_store'), ('google_play')) AS st,
+                 (VALUES ('pending'), ('verifying'), ('delivering'), ('finished'), ('rejected'), ('needs_attention')) AS s;
+        CREATE TRIGGER orders_counted_insert AFTER INSERT ON orders BEGIN
+            UPDATE order_counts SET n = n + 1 WHERE store = NEW.store AND state = NEW.state;
+        END;
+        CREATE TRIGGER orders_counted_delete AFTER DELETE ON orders BEGIN
+            UPDATE order_counts SET n = n - 1 WHERE store = OLD.store AND state = OLD.state;
+        END;
+        CREATE TRIGGER orders_counted_update AFTER UPDATE OF state, store ON orders
+        WHEN OLD.state IS NOT NEW.state OR OLD.store IS NOT NEW.store BEGIN
+            UPDATE order_counts SET n = n - 1 WHERE store = OLD.store AND state = OLD.state;
+            UPDATE order_counts SET n = n + 1 WHERE store = NEW.store AND state = NEW.state;
+        END;
         """,
     ]
 }

@@ -28,9 +28,10 @@ package protocol OrderLedger: LedgerBase {
     func receipt(sha256: String) throws(LedgerError) -> String?
 
     // Claims
-    /// Claims up to `limit` due orders in one transaction, in claim order: Google Play orders
-    /// near Google's refund deadline first, then by due time. Empty when none is due.
-    func claimDue(owner: LeaseOwner, leaseSeconds: Int64, limit: Int) throws(LedgerError) -> [Order]
+    /// Claims up to `limit` due orders of `stores` (nil: every store) in one transaction, in
+    /// claim order: Google Play orders near Google's refund deadline first, then by due time.
+    /// Empty when none is due. A pass names the stores whose breakers let it claim.
+    func claimDue(owner: LeaseOwner, leaseSeconds: Int64, limit: Int, stores: Set<Store>?) throws(LedgerError) -> [Order]
     func claim(orderId: String, owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> (order: Order, claimed: Bool)?
     func rescue(owner: LeaseOwner) throws(LedgerError) -> RescueResult
     func claimRedelivery(orderId: String, owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order?
@@ -89,13 +90,14 @@ package protocol SupportLedger: LedgerBase {
     func pruneHistory(olderThanDays days: Int) throws(LedgerError) -> Int
 }
 
-/// Work done once for all daemons (the Apple breaker), and the daemons themselves.
+/// Work done once for all daemons (each store's breaker), and the daemons themselves.
 package protocol DaemonRegistry: LedgerBase {
-    func appleBreaker() throws(LedgerError) -> AppleBreaker
-    /// The breaker as a pass starts: on a shared ledger, when it is due for a probe, only one
-    /// daemon gets it due (and probes); the others see it wait one more cooldown.
-    func appleBreakerForPass() throws(LedgerError) -> AppleBreaker
-    func saveAppleBreaker(_ breaker: AppleBreaker) throws(LedgerError)
+    /// Every store's breaker, closed where none was saved.
+    func breakers() throws(LedgerError) -> [Store: StoreBreaker]
+    /// The breakers as a pass starts: on a shared ledger, when a store's breaker is due for a
+    /// probe, only one daemon gets it due (and probes); the others see it wait one more cooldown.
+    func breakersForPass() throws(LedgerError) -> [Store: StoreBreaker]
+    func saveBreaker(_ breaker: StoreBreaker, of store: Store) throws(LedgerError)
     func recordDaemonStarted(_ owner: LeaseOwner) throws(LedgerError)
     func recordDaemonPass(_ owner: LeaseOwner, summary: String) throws(LedgerError)
     func recordDaemonStopped(_ owner: LeaseOwner) throws(LedgerError)
@@ -143,6 +145,11 @@ extension OrderLedger {
     /// Claims the next due order, or nil when none is due.
     package func claimNextDue(owner: LeaseOwner, leaseSeconds: Int64) throws(LedgerError) -> Order? {
         try claimDue(owner: owner, leaseSeconds: leaseSeconds, limit: 1).first
+    }
+
+    /// Claims up to `limit` due orders of every store.
+    package func claimDue(owner: LeaseOwner, leaseSeconds: Int64, limit: Int) throws(LedgerError) -> [Order] {
+        try claimDue(owner: owner, leaseSeconds: leaseSeconds, limit: limit, stores: nil)
     }
 }
 

@@ -86,8 +86,8 @@ package protocol TransactionalLedger: LedgerStore {
     func reading<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T
     /// Whether the schema has the notification tables (a read-only status of an older ledger may not).
     func hasNotificationTables() throws(LedgerError) -> Bool
-    /// Whether the schema keeps the counts by state in `order_counts` (SQLite's schema 4, kept by
-    /// triggers, so status does not count a million rows); PostgreSQL counts them.
+    /// Whether the schema keeps the counts by store and state in `order_counts` (SQLite's schema
+    /// 9, kept by triggers, so status does not count a million rows); PostgreSQL counts them.
     func keepsOrderCounts() throws(LedgerError) -> Bool
     /// Whether the schema has the Google Play columns (a read-only status of an older ledger may not).
     func knowsGooglePlay() throws(LedgerError) -> Bool
@@ -134,7 +134,7 @@ extension SQLiteLedger: TransactionalLedger {
 
     package func hasNotificationTables() throws(LedgerError) -> Bool { try schemaVersion() >= 5 }
 
-    package func keepsOrderCounts() throws(LedgerError) -> Bool { try schemaVersion() >= 4 }
+    package func keepsOrderCounts() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.storeBreakersVersion }
 
     package func knowsGooglePlay() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.googlePlayVersion }
 }

@@ -16,7 +16,8 @@ extension PostgresLedger {
     }
 
     /// Claims up to `limit` due orders in one transaction, in claim order; empty when none is due.
-    package func claimDue(owner: LeaseOwner, leaseSeconds: Int64, limit: Int) throws(LedgerError) -> [Order] {
+    package func claimDue(owner: LeaseOwner, leaseSeconds: Int64, limit: Int, stores: Set<Store>?) throws(LedgerError) -> [Order] {
+        let only = Store.only(stores)
         let now = time.unixSeconds
         let lease = leaseArguments(owner, seconds: leaseSeconds) + [.integer(now)]
         return try write { db in
@@ -37,18 +38,30 @@ extension PostgresLedger {
                     """, values + lease).map(Order.init(row:)).sorted(by: order)
             }
             // A Google Play order less than a day from Google's refund deadline goes first.
-            let urgent = try claim("""
+            let urgent = only.map { $0.contains(.googlePlay) } == false ? [] : try claim("""
                 SELECT order_id FROM orders
                 WHERE state = 'pending' AND store = 'google_play'
                   AND coalesce(purchase_date_ms / 1000, created_at) <= ? AND next_attempt_at <= ?
                 ORDER BY coalesce(purchase_date_ms / 1000, created_at), order_id LIMIT ?
                 """, [.integer(now - PlayDeadline.urgentAfterSeconds), .integer(now), .integer(Int64(limit))],
                 order: Order.beforeInPlayDeadlineOrder)
-            guard urgent.count < limit else { return urgent }
-            return urgent + (try claim("""
-                SELECT order_id FROM orders WHERE state = 'pending' AND next_attempt_at <= ?
-                ORDER BY next_attempt_at, order_id LIMIT ?
-                """, [.integer(now), .integer(Int64(limit - urgent.count))], order: Order.beforeInDueOrder))
+            var claimed = urgent
+            guard let only else {
+                guard claimed.count < limit else { return claimed }
+                return claimed + (try claim("""
+                    SELECT order_id FROM orders WHERE state = 'pending' AND next_attempt_at <= ?
+                    ORDER BY next_attempt_at, order_id LIMIT ?
+                    """, [.integer(now), .integer(Int64(limit - claimed.count))], order: Order.beforeInDueOrder))
+            }
+            // Some stores only (another's breaker is open): each store's due orders on its own
+            // (orders_claim_store), so a held-back backlog of the other is never read.
+            for store in Store.allCases where only.contains(store) && claimed.count < limit {
+                claimed += try claim("""
+                    SELECT order_id FROM orders WHERE state = 'pending' AND store = ? AND next_attempt_at <= ?
+                    ORDER BY next_attempt_at, order_id LIMIT ?
+                    """, [.text(store.rawValue), .integer(now), .integer(Int64(limit - claimed.count))], order: Order.beforeInDueOrder)
+            }
+            return claimed
         }
     }
 }

@@ -6,25 +6,25 @@ import SettleModel
 extension PostgresLedger {
     // MARK: - Once for all daemons
 
-    package func appleBreaker() throws(LedgerError) -> AppleBreaker {
-        try reading { db in try db.appleBreaker() }
+    package func breakers() throws(LedgerError) -> [Store: StoreBreaker] {
+        try reading { db in try db.breakers() }
     }
 
-    /// The Apple breaker, shared by every daemon. When it is due for a probe, the first daemon
-    /// to start a pass takes the probe by pushing `retry_at` one cooldown further in the same
-    /// statement; the others read the pushed time and wait, so one host probes, not all.
-    package func appleBreakerForPass() throws(LedgerError) -> AppleBreaker {
+    /// Every store's breaker, shared by every daemon. When one is due for a probe, the first
+    /// daemon to start a pass takes that probe by pushing its `retry_at` one cooldown further in
+    /// the same statement; the others read the pushed time and wait, so one host probes, not all.
+    package func breakersForPass() throws(LedgerError) -> [Store: StoreBreaker] {
         let now = time.unixSeconds
         return try writing { db in
-            let probe = try db.query("""
-                UPDATE apple_breaker SET retry_at = ? + greatest(cooldown_seconds, 1)
-                WHERE id = 1 AND state = 'open' AND retry_at <= ?
-                RETURNING 1 AS taken
-                """, [.integer(now), .integer(now)]).isEmpty == false
-            var breaker = try db.appleBreaker()
+            let probed = try db.query("""
+                UPDATE store_breakers SET retry_at = ? + greatest(cooldown_seconds, 1)
+                WHERE state = 'open' AND retry_at <= ?
+                RETURNING store
+                """, [.integer(now), .integer(now)]).compactMap { $0.string("store").flatMap(Store.init(rawValue:)) }
+            var breakers = try db.breakers()
             // Ours to probe: the caller sees it due now, as on a ledger of its own.
-            if probe { breaker.retryAt = now }
-            return breaker
+            for store in probed { breakers[store]?.retryAt = now }
+            return breakers
         }
     }
 

@@ -290,10 +290,31 @@ package enum PostgresLedgerSchema {
             polled_at       BIGINT
         );
         """,
+        // 5: a breaker per store, as the SQLite ledger's migration 9.
+        """
+        CREATE TABLE store_breakers (
+            store                 TEXT PRIMARY KEY CHECK (store IN ('app_store','google_play')),
+            state                 TEXT NOT NULL DEFAULT 'closed' CHECK (state IN ('closed','open')),
+            consecutive_failures  INTEGER NOT NULL DEFAULT 0,
+            cooldown_seconds      BIGINT NOT NULL DEFAULT 0,
+            retry_at              BIGINT,
+            last_error            TEXT,
+            updated_at            BIGINT NOT NULL DEFAULT extract(epoch FROM now())::bigint,
+            CHECK ((state = 'open') = (retry_at IS NOT NULL))
+        );
+        INSERT INTO store_breakers(store, state, consecutive_failures, cooldown_seconds, retry_at, last_error, updated_at)
+            SELECT 'app_store', state, consecutive_failures, cooldown_seconds, retry_at, last_error, updated_at FROM apple_breaker;
+        INSERT INTO store_breakers(store) VALUES ('app_store') ON CONFLICT DO NOTHING;
+        INSERT INTO store_breakers(store) VALUES ('google_play');
+        DROP TABLE apple_breaker;
+        CREATE INDEX orders_claim_store ON orders(store, next_attempt_at, order_id) WHERE state = 'pending';
+        """,
     ]
 
     /// The first schema with App Store Server Notifications' tables.
     package static let notificationsVersion = 3
     /// The migration that adds Google Play's columns and tables.
     package static let googlePlayVersion = 4
+    /// The migration that gives each store a breaker of its own.
+    package static let storeBreakersVersion = 5
 }

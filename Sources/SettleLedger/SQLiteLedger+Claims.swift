@@ -6,7 +6,8 @@ import SettleModel
 extension SQLiteLedger {
     /// Claims up to `limit` due orders in one transaction (one commit for the batch), in claim
     /// order; empty when none is due.
-    package func claimDue(owner: LeaseOwner, leaseSeconds: Int64, limit: Int) throws(LedgerError) -> [Order] {
+    package func claimDue(owner: LeaseOwner, leaseSeconds: Int64, limit: Int, stores: Set<Store>?) throws(LedgerError) -> [Order] {
+        let only = Store.only(stores)
         let now = time.unixSeconds
         let lease = leaseArguments(owner, expiresAt: now + leaseSeconds) + [.integer(now)]
         // The orders `picking` names (a SELECT of order ids, in claim order, with its arguments),
@@ -22,22 +23,35 @@ extension SQLiteLedger {
         return try transition {
             // Google Play refunds a purchase not acknowledged within three days: a Play order
             // less than a day from that deadline goes before everything else (orders_play_pending).
-            let urgent = try claim("""
+            let urgent = only.map { $0.contains(.googlePlay) } == false ? [] : try claim("""
                 SELECT order_id FROM orders
                 WHERE state = 'pending' AND store = 'google_play' AND coalesce(purchase_date_ms / 1000, created_at) <= ?
                   AND next_attempt_at <= ? AND \(SQLiteLedger.wellFormed)
                 ORDER BY coalesce(purchase_date_ms / 1000, created_at), order_id LIMIT ?
                 """, [.integer(now - PlayDeadline.urgentAfterSeconds), .integer(now), .integer(Int64(limit))],
                 order: Order.beforeInPlayDeadlineOrder)
-            guard urgent.count < limit else { return urgent }
-            // Pinned to the partial index that is already in claim order: without it the planner
-            // may sort the whole backlog on every claim (quadratic passes), and ANALYZE can
-            // flip plans (https://www.sqlite.org/lang_indexedby.html).
-            return urgent + (try claim("""
-                SELECT order_id FROM orders INDEXED BY orders_claim
-                WHERE state = 'pending' AND next_attempt_at <= ? AND \(SQLiteLedger.wellFormed)
-                ORDER BY next_attempt_at, order_id LIMIT ?
-                """, [.integer(now), .integer(Int64(limit - urgent.count))], order: Order.beforeInDueOrder))
+            var claimed = urgent
+            guard let only else {
+                // Pinned to the partial index that is already in claim order: without it the planner
+                // may sort the whole backlog on every claim (quadratic passes), and ANALYZE can
+                // flip plans (https://www.sqlite.org/lang_indexedby.html).
+                guard claimed.count < limit else { return claimed }
+                return claimed + (try claim("""
+                    SELECT order_id FROM orders INDEXED BY orders_claim
+                    WHERE state = 'pending' AND next_attempt_at <= ? AND \(SQLiteLedger.wellFormed)
+                    ORDER BY next_attempt_at, order_id LIMIT ?
+                    """, [.integer(now), .integer(Int64(limit - claimed.count))], order: Order.beforeInDueOrder))
+            }
+            // Some stores only (another's breaker is open): each store's due orders in its own
+            // index range, in claim order, so a held-back backlog of the other is never read.
+            for store in Store.allCases where only.contains(store) && claimed.count < limit {
+                claimed += try claim("""
+                    SELECT order_id FROM orders INDEXED BY orders_claim_store
+                    WHERE state = 'pending' AND store = ? AND next_attempt_at <= ? AND \(SQLiteLedger.wellFormed)
+                    ORDER BY next_attempt_at, order_id LIMIT ?
+                    """, [.text(store.rawValue), .integer(now), .integer(Int64(limit - claimed.count))], order: Order.beforeInDueOrder)
+            }
+            return claimed
         }
     }
 }

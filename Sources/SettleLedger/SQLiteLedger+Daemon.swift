@@ -17,10 +17,12 @@ package struct DaemonRecord: Sendable, Equatable {
 }
 
 extension SQLiteLedger {
-    /// The persisted Apple breaker (closed in a ledger too old to have one).
-    package func appleBreaker() throws(LedgerError) -> AppleBreaker {
-        guard try schemaVersion() >= 2 else { return AppleBreaker() }
-        return try reading { db in try db.appleBreaker() }
+    /// Every store's persisted breaker (closed in a ledger too old to have them).
+    package func breakers() throws(LedgerError) -> [Store: StoreBreaker] {
+        guard try schemaVersion() >= LedgerSchema.storeBreakersVersion else {
+            return Dictionary(uniqueKeysWithValues: Store.allCases.map { ($0, StoreBreaker()) })
+        }
+        return try reading { db in try db.breakers() }
     }
 
     /// Records that a daemon started (replacing the record of any previous one).
@@ -53,7 +55,7 @@ extension SQLiteLedger {
     }
 
     /// One host: a due breaker is this daemon's to probe.
-    package func appleBreakerForPass() throws(LedgerError) -> AppleBreaker { try appleBreaker() }
+    package func breakersForPass() throws(LedgerError) -> [Store: StoreBreaker] { try breakers() }
 
     /// SQLite keeps the last daemon started: live while it runs.
     package func liveDaemons() throws(LedgerError) -> [DaemonRecord] {

@@ -37,8 +37,8 @@ package struct LedgerSummary: Sendable, Equatable {
     package var matching: Int = 0
     /// Whether counts and age are of a subset (a user, a transaction) rather than the ledger.
     package var filtered = false
-    /// Counts by state of the Google Play orders among those counted (App Store: the rest).
-    package var googlePlayCounts: [OrderState: Int] = [:]
+    /// Counts by store and state of the orders counted (`counts` is their sum over the stores).
+    package var storeCounts: [Store: [OrderState: Int]] = [:]
     /// Google Play orders not yet finished, closest to Google's refund deadline first.
     package var playDeadlines: [PlayDeadline] = []
 }
@@ -178,12 +178,20 @@ extension TransactionalLedger {
         let playColumns = try knowsGooglePlay()
         return try reading { db in
             var counts = Dictionary(uniqueKeysWithValues: OrderState.allCases.map { ($0, 0) })
-            // Kept by triggers where the schema has them (SQLite's schema 4): a GROUP BY over a
-            // million rows is what made status slow.
-            let counted = countsKept ? try db.query("SELECT state, n FROM order_counts")
-                : try db.query("SELECT state, count(*) AS n FROM orders WHERE \(subject) GROUP BY state", arguments)
+            var storeCounts = Dictionary(uniqueKeysWithValues: Store.allCases.map { store in
+                (store, Dictionary(uniqueKeysWithValues: OrderState.allCases.map { ($0, 0) }))
+            })
+            // One read for every store and state. Kept by triggers where the schema has them
+            // (SQLite's schema 9): a GROUP BY over a million rows is what made status slow.
+            let store = playColumns ? "store" : "'app_store' AS store"
+            let counted = countsKept ? try db.query("SELECT store, state, n FROM order_counts")
+                : try db.query("SELECT \(store), state, count(*) AS n FROM orders WHERE \(subject) GROUP BY 1, 2", arguments)
             for row in counted {
-                if let state = OrderState(rawValue: row.string("state") ?? "") { counts[state] = Int(row.int("n") ?? 0) }
+                guard let state = OrderState(rawValue: row.string("state") ?? ""),
+                      let store = Store(rawValue: row.string("store") ?? "") else { continue }
+                let n = Int(row.int("n") ?? 0)
+                counts[state, default: 0] += n
+                storeCounts[store, default: [:]][state, default: 0] += n
             }
             // One index probe per state (orders_state_created) rather than a scan of the backlog.
             let oldest = try db.query("""
@@ -205,11 +213,8 @@ extension TransactionalLedger {
                                     listArguments + [.integer(Int64(max(0, filter.limit)))])
             var summary = LedgerSummary(counts: counts, oldestUndeliveredSeconds: oldest.map { max(0, now - $0) },
                                         orders: rows.map { Order(row: $0) }, matching: matching, filtered: !conditions.isEmpty)
+            summary.storeCounts = storeCounts
             if playColumns {
-                for row in try db.query("SELECT state, count(*) AS n FROM orders WHERE store = 'google_play' AND \(subject) GROUP BY state",
-                                        arguments) {
-                    if let state = OrderState(rawValue: row.string("state") ?? "") { summary.googlePlayCounts[state] = Int(row.int("n") ?? 0) }
-                }
                 summary.playDeadlines = try db.query(PlayDeadline.query, [.integer(20)]).compactMap { PlayDeadline(row: $0) }
             }
             return summary

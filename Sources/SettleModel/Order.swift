@@ -16,6 +16,48 @@ package enum OrderState: String, CaseIterable, Sendable {
 package enum Store: String, Sendable, CaseIterable {
     case appStore = "app_store"
     case googlePlay = "google_play"
+
+    /// What people call it: "App Store", "Google Play".
+    package var displayName: String {
+        switch self {
+        case .appStore: "App Store"
+        case .googlePlay: "Google Play"
+        }
+    }
+
+    /// Who runs it, in messages such as "Google did not confirm the purchase".
+    package var owner: String {
+        switch self {
+        case .appStore: "Apple"
+        case .googlePlay: "Google"
+        }
+    }
+
+    /// The first part of this store's log events (`apple.breaker_open`, `google_play.breaker_open`).
+    package var logName: String {
+        switch self {
+        case .appStore: "apple"
+        case .googlePlay: "google_play"
+        }
+    }
+
+    /// Whether the store must hear that an order was delivered before settle may call it
+    /// finished: Google refunds a purchase not acknowledged (or consumed) within three days, so
+    /// a Play order stays `delivering` until Google was told, whatever the configuration. Apple
+    /// needs nothing (its Finish Transaction, where used, follows the order's `finished`).
+    package var mustBeToldOfDelivery: Bool {
+        switch self {
+        case .appStore: false
+        case .googlePlay: true
+        }
+    }
+
+    /// `stores` when it leaves some store out; nil when it names every store (or is nil): what
+    /// a claim filters by.
+    package static func only(_ stores: Set<Store>?) -> Set<Store>? {
+        guard let stores, !Set(allCases).isSubset(of: stores) else { return nil }
+        return stores
+    }
 }
 
 /// The facts Apple confirmed for an order's transaction; persisted before the hook runs so

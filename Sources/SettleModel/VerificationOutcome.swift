@@ -1,6 +1,6 @@
 
-/// What re-verifying one order with Apple concluded, classified so the reconciler knows
-/// what to do with the order and whether Apple as a whole is in trouble.
+/// What re-verifying one order with its store concluded, classified so the reconciler knows
+/// what to do with the order and whether the store as a whole is in trouble.
 package enum VerificationOutcome: Sendable, Equatable {
     /// Apple confirmed purchases that fit the order; which one it gets is decided in the
     /// ledger write that reserves it, so two orders can never pick the same one.
@@ -12,9 +12,11 @@ package enum VerificationOutcome: Sendable, Equatable {
     case needsAttention(reason: AttentionReason, detail: String)
     /// A failure of this order's verification that may pass later; uses an attempt.
     case retry(String)
-    /// Apple as a whole is unavailable; uses no attempt. `retryAfter` in seconds if Apple said.
-    case appleUnavailable(String, retryAfter: Double?)
-    /// Our configuration or request is wrong (e.g. 21004 wrong shared secret): stop the pass.
+    /// The order's store as a whole is unavailable; uses no attempt, counts toward that store's
+    /// breaker. `retryAfter` in seconds if the store said.
+    case storeUnavailable(String, retryAfter: Double?)
+    /// Our configuration or credentials for the order's store are wrong (21004 wrong shared
+    /// secret, Google's invalid_grant): that store stops until its breaker lets a probe through.
     case configurationFault(String)
 }
 
@@ -57,9 +59,9 @@ package struct Verification: Sendable, Equatable {
     /// The environment that gave the last answer.
     package var environment: String?
     package var durationMs: Int
-    /// Whether Apple answered at all (some answer was parsed), for "Apple unavailable for
-    /// the whole pass".
-    package var appleAnswered: Bool
+    /// Whether the store answered at all (some answer was parsed): it closes that store's
+    /// breaker, and tells "the store was unavailable for the whole pass" from a pass it answered.
+    package var storeAnswered: Bool
     /// For `.retry`: the order keeps its attempt, because nothing is wrong with it (a Google Play
     /// purchase still pending payment, Google Play unavailable as a whole). It is tried again
     /// after `retryAfterSeconds`, or the base delay.
@@ -67,12 +69,12 @@ package struct Verification: Sendable, Equatable {
     package var retryAfterSeconds: Double? = nil
 
     package init(outcome: VerificationOutcome, appleStatus: Int? = nil, environment: String? = nil, durationMs: Int = 0,
-                appleAnswered: Bool = false) {
+                storeAnswered: Bool = false) {
         self.outcome = outcome
         self.appleStatus = appleStatus
         self.environment = environment
         self.durationMs = durationMs
-        self.appleAnswered = appleAnswered
+        self.storeAnswered = storeAnswered
     }
 }
 

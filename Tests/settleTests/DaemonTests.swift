@@ -284,7 +284,7 @@ final class DaemonTests: EndToEndTestCase {
         daemon.send(SIGUSR1)
         XCTAssertTrue(eventually(within: 10) { passes(daemon) >= 2 }, log(daemon))
         XCTAssertEqual(world.simulator.requests.count, 5)
-        XCTAssertTrue(notify.messages.contains { $0.contains("Apple breaker open until") }, "\(notify.messages)")
+        XCTAssertTrue(notify.messages.contains { $0.contains("App Store breaker open until") }, "\(notify.messages)")
     }
 
     func testWrongSharedSecret_keepsTheDaemonRunning_andStatusSaysSo() throws {
@@ -292,7 +292,7 @@ final class DaemonTests: EndToEndTestCase {
         try enqueueValid("o-1", transaction: "100")
         let daemon = try startDaemon()
         waitForReady(daemon)
-        XCTAssertTrue(eventually(within: 10) { log(daemon).contains("error daemon.configuration_fault") }, log(daemon))
+        XCTAssertTrue(eventually(within: 10) { log(daemon).contains("error apple.configuration_fault") }, log(daemon))
         XCTAssertTrue(daemon.isRunning, "a daemon keeps retrying slowly rather than exiting")
         let apple = try XCTUnwrap(try statusJSON()["apple"])
         XCTAssertTrue(apple["last_error"]?.looseString?.contains("configuration fault") == true, "\(apple)")

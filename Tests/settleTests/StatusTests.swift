@@ -24,7 +24,7 @@ final class StatusTests: EndToEndTestCase {
     func testStatusJSON_topLevelHasCountsOldestUndeliveredAppleDaemonAndOrders() throws {
         try makeLedgerWithEveryFinalState()
         let status = try statusJSON()
-        XCTAssertEqual(status.objectMembers?.map(\.0), ["counts", "oldest_undelivered_seconds", "apple", "daemon", "matching", "orders",
+        XCTAssertEqual(status.objectMembers?.map(\.0), ["counts", "oldest_undelivered_seconds", "apple", "health", "daemon", "matching", "orders",
                                                          "stores", "google_play"])
         XCTAssertEqual(status["stores"]?["app_store"]?["finished"], status["counts"]?["finished"])
         XCTAssertEqual(status["stores"]?["google_play"]?["finished"], .number(0))

@@ -62,14 +62,17 @@ enum ReconcileCommand {
         if let fault = report.configurationFault {
             throw CommandFailure(.config, "stopped: \(fault)")
         }
-        if let until = report.breakerWaitUntil, report.appleAnswers == 0 {
-            let breaker = try? reconciler.ledger.appleBreaker()
-            throw CommandFailure(.unavailable, "the Apple breaker is open until \(Timestamp.rfc3339(unixSeconds: until))"
-                + (breaker?.lastError.map { " (last error: \($0))" } ?? "")
-                + "; nothing was claimed. `settle reconcile --order ID` tries named orders anyway")
-        }
-        if report.appleUnavailableForWholePass {
-            throw CommandFailure(.unavailable, "Apple was unavailable for the whole pass; no order used an attempt")
+        if !report.storesUnavailableForWholePass.isEmpty {
+            let breakers = (try? reconciler.ledger.breakers()) ?? [:]
+            let why = report.storesUnavailableForWholePass.map { store in
+                if let until = report.breakerWaits[store] {
+                    return "the \(store.displayName) breaker is open until \(Timestamp.rfc3339(unixSeconds: until))"
+                        + (breakers[store]?.lastError.map { " (last error: \($0))" } ?? "") + "; none of its orders was claimed"
+                }
+                return "\(store.owner) was unavailable for the whole pass; no \(store.displayName) order used an attempt"
+            }
+            throw CommandFailure(.unavailable, why.joined(separator: "; ")
+                + (report.breakerWaits.isEmpty ? "" : ". `settle reconcile --order ID` tries named orders anyway"))
         }
         if report.skipped.contains(where: { !$0.exists }) {
             throw CommandFailure(.dataError, "some named orders are not in the ledger")
@@ -98,7 +101,7 @@ enum ReconcileCommand {
         }
         for line in preview.lines { context.print(line) }
         context.print(preview.summaryLine)
-        if preview.appleUnavailableForWholePass {
+        if preview.storeUnavailableForWholePass {
             throw CommandFailure(.unavailable, "Apple was unavailable for the whole dry run")
         }
         if preview.missing > 0 {

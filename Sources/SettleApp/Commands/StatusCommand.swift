@@ -91,12 +91,12 @@ enum StatusCommand {
                 }
             }
             let summary = try ledger.summary(filter)
-            let breaker = try ledger.appleBreaker()
+            let breakers = try ledger.breakers()
             let daemon = try ledger.daemonRecord()
             // A shared ledger has as many daemons as hosts run: each is listed with its heartbeat.
             let workers = ledger.isShared ? try ledger.liveDaemons() : nil
             if parsed.has("--json") {
-                var json = StatusView.json(summary, breaker: breaker, daemon: daemon)
+                var json = StatusView.json(summary, breakers: breakers, daemon: daemon)
                 if let appleOrder, case var .object(members) = json {
                     members.insert(("apple_order", StatusView.json(appleOrder)), at: 0)
                     json = .object(members)
@@ -108,7 +108,7 @@ enum StatusCommand {
                 context.print(json.serialized(pretty: true))
             } else {
                 if let appleOrder { context.print(StatusView.text(appleOrder)) }
-                context.print(StatusView.text(summary, breaker: breaker, daemon: daemon, now: context.time.unixSeconds))
+                context.print(StatusView.text(summary, breakers: breakers, daemon: daemon, now: context.time.unixSeconds))
                 if let workers { context.print(StatusView.text(workers: workers, now: context.time.unixSeconds)) }
             }
         } catch let error as LedgerError {

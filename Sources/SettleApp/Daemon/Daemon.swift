@@ -292,11 +292,11 @@ package final class Daemon: @unchecked Sendable {
         } catch {
             log.error("ledger.error", ["error": "\(error)"])
         }
-        let breaker = (try? ledger.appleBreaker()) ?? AppleBreaker()
+        let breakers = (try? ledger.breakers()) ?? [:]
         // An idle pass is news to nobody: debug, so the journal shows what happened, not the clock.
         log.log(report.reconciled == 0 ? .debug : .info, "pass.finished", ["summary": report.summaryLine, "duration_ms": Int(seconds * 1000),
-                                   "breaker": breaker.state.rawValue])
-        notifier.send("STATUS=" + statusLine(report, summary: summary, breaker: breaker))
+                                   "breakers_open": Store.allCases.filter { breakers[$0]?.state == .open }.map(\.rawValue).joined(separator: ",")])
+        notifier.send("STATUS=" + statusLine(report, summary: summary, breakers: breakers))
         if let path = configuration.metricsFile, let summary {
             do {
                 try metrics.write(to: path, summary: summary, bundleId: configuration.bundleId)
@@ -321,8 +321,10 @@ package final class Daemon: @unchecked Sendable {
         finish(clean: true)
     }
 
+    /// A fault of the delivery hook's setup holds every pass back, doubling; a store's
+    /// configuration fault holds back that store only, through its breaker.
     private func handleConfigurationFault(_ report: PassReport, schedule: Configuration.Schedule) {
-        guard let fault = report.configurationFault else {
+        guard let fault = report.deliveryConfigurationFault else {
             configurationFaultDelay = 0
             notBefore = 0
             return
@@ -333,15 +335,15 @@ package final class Daemon: @unchecked Sendable {
         log.error("daemon.configuration_fault", ["error": fault, "next_try_seconds": Int(configurationFaultDelay)])
     }
 
-    private func statusLine(_ report: PassReport, summary: LedgerSummary?, breaker: AppleBreaker) -> String {
+    private func statusLine(_ report: PassReport, summary: LedgerSummary?, breakers: [Store: StoreBreaker]) -> String {
         var parts = ["\(report.finished) finished", "\(report.retrying) retrying"]
         if let summary { parts.append("\(summary.counts[.pending] ?? 0) pending") }
         if summary?.counts[.needsAttention] ?? 0 > 0 { parts.append("\(summary?.counts[.needsAttention] ?? 0) need attention") }
-        if breaker.state == .open, let retryAt = breaker.retryAt {
-            parts.append("Apple breaker open until \(Timestamp.rfc3339(unixSeconds: retryAt))")
-        } else {
-            parts.append("breaker closed")
+        let open = Store.allCases.compactMap { store in
+            breakers[store].flatMap { $0.state == .open ? $0.retryAt : nil }
+                .map { "\(store.displayName) breaker open until \(Timestamp.rfc3339(unixSeconds: $0))" }
         }
+        parts += open.isEmpty ? ["breakers closed"] : open
         if let fault = report.configurationFault { parts.append("configuration fault: \(fault)") }
         return "last pass: " + parts.joined(separator: ", ")
     }
@@ -398,6 +400,11 @@ package final class Daemon: @unchecked Sendable {
             _ = state.withLock { $0.reload { $0.configuration = fresh; $0.reconciler = reconciler } }
             configurationFaultDelay = 0
             notBefore = 0
+            // A store held back for its configuration is probed at the next pass: the reload may be the fix.
+            for (store, var breaker) in (try? running.ledger.breakers()) ?? [:] where breaker.isOpenForConfigurationFault {
+                breaker.retryAt = time.unixSeconds
+                try? running.ledger.saveBreaker(breaker, of: store)
+            }
             log.info("daemon.reloaded", ["interval_seconds": fresh.schedule.intervalSeconds,
                                          "concurrency": fresh.schedule.concurrency])
         }

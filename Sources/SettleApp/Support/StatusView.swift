@@ -7,16 +7,14 @@ import SettleDelivery
 /// Renders the ledger for support (SPEC section 6): one JSON object, or aligned text.
 /// Never prints receipts, signed transactions or anything secret.
 package enum StatusView {
-    package static func json(_ summary: LedgerSummary, breaker: AppleBreaker = AppleBreaker(), daemon: DaemonRecord? = nil) -> JSONValue {
+    /// `breakers`: each store's (a store without one is closed). `apple` repeats the App
+    /// Store's health under the name it had before there were two stores.
+    package static func json(_ summary: LedgerSummary, breakers: [Store: StoreBreaker] = [:], daemon: DaemonRecord? = nil) -> JSONValue {
         .object([
             ("counts", .object(OrderState.allCases.map { ($0.rawValue, .number(summary.counts[$0] ?? 0)) })),
             ("oldest_undelivered_seconds", summary.oldestUndeliveredSeconds.map { .number($0) } ?? .null),
-            ("apple", .object([
-                ("breaker", .string(breaker.state.rawValue)),
-                ("retry_at", breaker.state == .open ? time(breaker.retryAt) : .null),
-                ("last_error", .string(breaker.lastError)),
-                ("last_error_at", time(breaker.lastErrorAt)),
-            ])),
+            ("apple", health(breakers[.appStore] ?? StoreBreaker())),
+            ("health", .object(Store.allCases.map { ($0.rawValue, health(breakers[$0] ?? StoreBreaker())) })),
             ("daemon", daemon.flatMap { $0.isRunning ? $0 : nil }.map { d in
                 .object([
                     ("pid", .number(Int(d.owner.pid))),
@@ -40,10 +38,19 @@ package enum StatusView {
         ])
     }
 
-    /// Orders of `store` in `state` (the App Store's: those not Google Play's).
+    /// One store's breaker as status shows it.
+    static func health(_ breaker: StoreBreaker) -> JSONValue {
+        .object([
+            ("breaker", .string(breaker.state.rawValue)),
+            ("retry_at", breaker.state == .open ? time(breaker.retryAt) : .null),
+            ("last_error", .string(breaker.lastError)),
+            ("last_error_at", time(breaker.lastErrorAt)),
+        ])
+    }
+
+    /// Orders of `store` in `state`, as the ledger counted them.
     static func storeCount(_ summary: LedgerSummary, _ store: Store, _ state: OrderState) -> Int {
-        let play = summary.googlePlayCounts[state] ?? 0
-        return store == .googlePlay ? play : max(0, (summary.counts[state] ?? 0) - play)
+        summary.storeCounts[store]?[state] ?? 0
     }
 
     /// When Google refunds a Play order's purchase unless it is acknowledged: three days after it
@@ -100,20 +107,29 @@ package enum StatusView {
         return .object(members)
     }
 
-    package static func text(_ summary: LedgerSummary, breaker: AppleBreaker = AppleBreaker(), daemon: DaemonRecord? = nil,
+    package static func text(_ summary: LedgerSummary, breakers: [Store: StoreBreaker] = [:], daemon: DaemonRecord? = nil,
                             now: Int64) -> String {
         var out = summary.filtered ? "matching orders by state: " : ""
         out += OrderState.allCases.map { "\($0.rawValue) \(summary.counts[$0] ?? 0)" }.joined(separator: "  ") + "\n"
         out += "oldest undelivered: " + (summary.oldestUndeliveredSeconds.map(Timestamp.age) ?? "none") + "\n"
-        if breaker.state == .open, let retryAt = breaker.retryAt {
-            out += "apple: breaker OPEN until \(Timestamp.relative(retryAt, now: now))" + lastError(breaker, now: now) + "\n"
-        } else if breaker.lastError != nil {
-            out += "apple: breaker closed" + lastError(breaker, now: now) + "\n"
-        } else {
-            out += "apple: answering\n"
-        }
-        if summary.googlePlayCounts.values.contains(where: { $0 > 0 }) {
-            out += "google_play: " + OrderState.allCases.map { "\($0.rawValue) \(summary.googlePlayCounts[$0] ?? 0)" }.joined(separator: "  ") + "\n"
+        // Each store's health; a store with no orders and nothing to say is left out.
+        for store in Store.allCases {
+            let breaker = breakers[store] ?? StoreBreaker()
+            let counts = summary.storeCounts[store] ?? [:]
+            let hasOrders = counts.values.contains { $0 > 0 }
+            guard store == .appStore || hasOrders || breaker.state == .open || breaker.lastError != nil else { continue }
+            var line = "\(store.logName): "
+            if breaker.state == .open, let retryAt = breaker.retryAt {
+                line += "breaker OPEN until \(Timestamp.relative(retryAt, now: now))" + lastError(breaker, now: now)
+            } else if breaker.lastError != nil {
+                line += "breaker closed" + lastError(breaker, now: now)
+            } else {
+                line += "answering"
+            }
+            if store != .appStore || Store.allCases.contains(where: { $0 != store && summary.storeCounts[$0]?.values.contains { $0 > 0 } == true }) {
+                line += "; " + OrderState.allCases.map { "\($0.rawValue) \(counts[$0] ?? 0)" }.joined(separator: "  ")
+            }
+            out += line + "\n"
         }
         for d in summary.playDeadlines {
             let left = d.refundAt - now
@@ -141,7 +157,7 @@ package enum StatusView {
         return out
     }
 
-    static func lastError(_ breaker: AppleBreaker, now: Int64) -> String {
+    static func lastError(_ breaker: StoreBreaker, now: Int64) -> String {
         guard let error = breaker.lastError else { return "" }
         return "; last error" + (breaker.lastErrorAt.map { " \(Timestamp.relative($0, now: now))" } ?? "")
             + ": \(PrintableText.escape(error))"

@@ -19,7 +19,7 @@ package final class Metrics: Sendable {
         var durationCount = 0
         var durationSum = 0.0
         var deliveries: [String: Int] = ["delivered": 0, "retry": 0, "refused": 0]
-        var breakerOpen = false
+        var openBreakers: Set<Store> = []
         var lastPassAt: Int64?
         var notifications: [String: Int] = [:]     // "type|outcome" -> count
         var newestNotificationAt: Int64?
@@ -83,9 +83,10 @@ package final class Metrics: Sendable {
         state.withLock { $0.storeFinishes["\(store)|\(label)", default: 0] += 1 }
     }
 
-    package func observePass(breakerOpen: Bool, at time: Int64) {
+    /// A pass ended, leaving the breakers of `openBreakers` open.
+    package func observePass(openBreakers: Set<Store>, at time: Int64) {
         state.withLock { s in
-            s.breakerOpen = breakerOpen
+            s.openBreakers = openBreakers
             s.lastPassAt = time
         }
     }
@@ -116,8 +117,10 @@ package final class Metrics: Sendable {
         out += "settle_apple_request_duration_seconds_count{\(app)} \(s.durationCount)\n"
         family("settle_deliveries_total", "counter", "Delivery hook calls by result.")
         for key in s.deliveries.keys.sorted() { out += "settle_deliveries_total{\(app),result=\"\(key)\"} \(s.deliveries[key] ?? 0)\n" }
-        family("settle_breaker_open", "gauge", "1 while the Apple breaker is open.")
-        out += "settle_breaker_open{\(app)} \(s.breakerOpen ? 1 : 0)\n"
+        family("settle_breaker_open", "gauge", "1 while the store's breaker is open (its orders are not claimed; the other store's go on).")
+        for store in Store.allCases {
+            out += "settle_breaker_open{\(app),store=\"\(store.rawValue)\"} \(s.openBreakers.contains(store) ? 1 : 0)\n"
+        }
         family("settle_last_pass_timestamp_seconds", "gauge", "When the last reconcile pass ended (Unix time).")
         out += "settle_last_pass_timestamp_seconds{\(app)} \(s.lastPassAt ?? 0)\n"
         family("settle_notifications_total", "counter", "App Store Server Notifications received, by type and outcome.")
@@ -129,9 +132,9 @@ package final class Metrics: Sendable {
         out += "settle_newest_notification_age_seconds{\(app)} \(s.newestNotificationAt.map { max(0, now - $0) } ?? -1)\n"
         family("settle_store_orders", "gauge", "Orders in the ledger by store and state.")
         for state in OrderState.allCases {
-            let play = summary.googlePlayCounts[state] ?? 0
-            out += "settle_store_orders{\(app),store=\"app_store\",state=\"\(state.rawValue)\"} \(max(0, (summary.counts[state] ?? 0) - play))\n"
-            out += "settle_store_orders{\(app),store=\"google_play\",state=\"\(state.rawValue)\"} \(play)\n"
+            for store in Store.allCases {
+                out += "settle_store_orders{\(app),store=\"\(store.rawValue)\",state=\"\(state.rawValue)\"} \(summary.storeCounts[store]?[state] ?? 0)\n"
+            }
         }
         family("settle_play_ack_deadline_soon", "gauge",
                "Google Play orders not yet acknowledged with less than 24 h before Google refunds them.")

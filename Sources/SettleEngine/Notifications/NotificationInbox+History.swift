@@ -40,9 +40,9 @@ extension NotificationInbox {
     package func syncHistory(progress: () -> Void = {}) throws(LedgerError) -> HistorySyncReport {
         var report = HistorySyncReport()
         guard let api else { return report }
-        let before = try ledger.appleBreaker()
+        let before = try ledger.breakers()[.appStore] ?? StoreBreaker()
         var breaker = before
-        defer { if breaker != before { try? ledger.saveAppleBreaker(breaker) } }
+        defer { if breaker != before { try? ledger.saveBreaker(breaker, of: .appStore) } }
         if case let .wait(until) = breaker.permission(now: ledger.time.unixSeconds) {
             report.stoppedBecause = "the Apple breaker is open until \(Timestamp.rfc3339(unixSeconds: until))"
             return report
@@ -133,7 +133,7 @@ extension NotificationInbox {
                     report.stoppedBecause = "Apple refused the pagination token twice"
                     continue environments
                 case let .failed(outcome, _):
-                    if case let .appleUnavailable(message, retryAfter) = outcome {
+                    if case let .storeUnavailable(message, retryAfter) = outcome {
                         let opened = breaker.recordFailure(message, retryAfter: retryAfter, now: ledger.time.unixSeconds,
                                                            baseSeconds: policy.baseSeconds, maxSeconds: policy.maxSeconds)
                         log.warning("notifications.history_unavailable", ["environment": environment, "error": message,

@@ -166,7 +166,7 @@ extension NotificationInbox {
         case let .rejected(_, detail): return (true, detail)
         case let .needsAttention(_, detail): return (true, detail)
         case let .retry(message): return (false, message)
-        case let .appleUnavailable(message, _): return (false, message)
+        case let .storeUnavailable(message, _): return (false, message)
         case let .configurationFault(message): return (false, message)
         case .verified: return (false, "unexpected answer")
         }

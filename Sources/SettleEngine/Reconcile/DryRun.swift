@@ -10,7 +10,7 @@ package struct DryRunReport: Sendable, Equatable {
     package var appleAnswers = 0
     package var appleWideFailures = 0
 
-    package var appleUnavailableForWholePass: Bool { appleAnswers == 0 && appleWideFailures > 0 }
+    package var storeUnavailableForWholePass: Bool { appleAnswers == 0 && appleWideFailures > 0 }
 
     package var summaryLine: String {
         "dry run over \(wouldGrant + wouldReject + wouldRetry) orders: \(wouldGrant) would be granted, \(wouldReject) rejected, \(wouldRetry) retried; nothing was changed"
@@ -41,9 +41,9 @@ extension Reconciler {
         }
         for order in orders {
             let verification = try Reconciler.verification(of: order, by: verifier)
-            if case .appleUnavailable = verification.outcome {
+            if case .storeUnavailable = verification.outcome {
                 report.appleWideFailures += 1
-            } else if verification.appleAnswered {
+            } else if verification.storeAnswered {
                 report.appleAnswers += 1
             }
             switch verification.outcome {
@@ -70,7 +70,7 @@ extension Reconciler {
             case let .retry(message):
                 report.wouldRetry += 1
                 report.lines.append("\(order.orderId): would retry later: \(message)")
-            case let .appleUnavailable(message, _):
+            case let .storeUnavailable(message, _):
                 report.wouldRetry += 1
                 report.lines.append("\(order.orderId): Apple unavailable: \(message)")
             case let .configurationFault(message):

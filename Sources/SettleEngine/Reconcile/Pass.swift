@@ -4,21 +4,40 @@ import SettleBase
 import SettleModel
 import SettleLedger
 
-/// The shared state of one pass, behind one lock: the work queue, the Apple breaker and the report.
+/// The shared state of one pass, behind one lock: the work queue, each store's breaker and the
+/// report. A store whose breaker is open (or opens, or whose credentials fail) stops being
+/// claimed; the other store's orders go on.
 package final class Pass: Sendable {
-    package enum Next { case stop, redeliver(String), named(String), claimed(Order), due }
+    package enum Next {
+        case stop, redeliver(String), named(String), claimed(Order)
+        /// Claim due orders of these stores (their breakers are closed).
+        case due(Set<Store>)
+        /// Claim one due order of this store: its breaker's probe.
+        case probe(Store)
+    }
+
+    /// One store's part of the pass.
+    private struct StoreWork {
+        var breaker: StoreBreaker
+        /// No more of this store's orders are claimed this pass (its breaker is open, or opened;
+        /// its configuration is wrong).
+        var stopped = false
+        var noMoreDue = false
+        /// Probes left (the breaker's cool-down is over): one. Nil: claims as many as are due.
+        var probesLeft: Int?
+        /// The probe closed the breaker: the store's due orders may be claimed after all.
+        var reopened = false
+    }
 
     private struct State {
         var redeliver: [String]
         var named: [String]?
+        /// The whole pass stops (a fault of the hook's or the ledger's).
         var stopped = false
-        var noMoreDue = false
         /// Orders a batch claim took beyond the one its worker works on, in claim order: the
         /// next workers take them before claiming again.
         var claimed: [Order] = []
-        /// Claims still allowed (nil: unlimited); the breaker's probe allows one.
-        var claimsLeft: Int?
-        var breaker: AppleBreaker
+        var stores: [Store: StoreWork]
         var report = PassReport()
         var error: (any Error)?
     }
@@ -31,20 +50,47 @@ package final class Pass: Sendable {
     private let shouldStop: @Sendable () -> Bool
     package let progress: @Sendable () -> Void
 
-    package init(redeliver: [String], named: [String]?, breaker: AppleBreaker, policy: RetryPolicy, time: any TimeSource,
-         deliveryCapacity: Int, shouldStop: @escaping @Sendable () -> Bool, progress: @escaping @Sendable () -> Void) {
+    /// `stores`: the stores this pass may claim (those configured), each with its breaker as the
+    /// pass starts and what it permits now.
+    package init(redeliver: [String], named: [String]?, breakers: [Store: StoreBreaker], policy: RetryPolicy, time: any TimeSource,
+                 deliveryCapacity: Int, shouldStop: @escaping @Sendable () -> Bool, progress: @escaping @Sendable () -> Void) {
         deliveries = DeliveryQueue(capacity: deliveryCapacity)
-        state = Mutex(State(redeliver: redeliver, named: named.map { Array($0.reversed()) }, breaker: breaker))
+        let now = time.unixSeconds
+        var stores: [Store: StoreWork] = [:]
+        var report = PassReport()
+        for (store, breaker) in breakers {
+            var work = StoreWork(breaker: breaker)
+            // Orders an operator named are not held back by any breaker.
+            if named == nil {
+                switch breaker.permission(now: now) {
+                case .claim: break
+                case .probe: work.probesLeft = 1
+                case let .wait(until):
+                    work.stopped = true
+                    report.breakerWaits[store] = until
+                }
+            }
+            stores[store] = work
+        }
+        var initial = State(redeliver: redeliver, named: named.map { Array($0.reversed()) }, stores: stores)
+        initial.report = report
+        state = Mutex(initial)
         self.policy = policy
         self.time = time
         self.shouldStop = shouldStop
         self.progress = progress
     }
 
+    /// The whole pass stopped (shutdown, a fault), whatever the stores' breakers say.
     package var isStopped: Bool { shouldStop() || state.withLock { $0.stopped } }
-    /// The process is shutting down (not the breaker or a fault, which still let verified orders go out).
+    /// No more of `store`'s orders may be worked on this pass: the pass stopped, or that store did.
+    package func isStopped(_ store: Store) -> Bool {
+        shouldStop() || state.withLock { $0.stopped || $0.stores[store]?.stopped ?? true }
+    }
+    /// The process is shutting down (not a breaker or a fault, which still let verified orders go out).
     package var isShuttingDown: Bool { shouldStop() }
-    package var breaker: AppleBreaker { state.withLock { $0.breaker } }
+    /// Each store's breaker as the pass leaves it.
+    package var breakers: [Store: StoreBreaker] { state.withLock { $0.stores.mapValues(\.breaker) } }
 
     package func take() -> Next {
         let stopRequested = shouldStop()
@@ -52,24 +98,40 @@ package final class Pass: Sendable {
             if s.stopped || stopRequested { return .stop }
             if let id = s.redeliver.popLast() { return .redeliver(id) }
             if !s.claimed.isEmpty { return .claimed(s.claimed.removeFirst()) }
-            if let left = s.claimsLeft {
-                guard left > 0 else { return .stop }
-                s.claimsLeft = left - 1
-            }
             if s.named != nil {
                 guard let id = s.named!.popLast() else { return .stop }
                 return .named(id)
             }
-            return s.noMoreDue ? .stop : .due
+            for store in Store.allCases {
+                guard var work = s.stores[store], !work.stopped, !work.noMoreDue, let left = work.probesLeft, left > 0 else { continue }
+                work.probesLeft = left - 1
+                s.stores[store] = work
+                return .probe(store)
+            }
+            let open = Set(s.stores.filter { !$0.value.stopped && !$0.value.noMoreDue && $0.value.probesLeft == nil }.keys)
+            return open.isEmpty ? .stop : .due(open)
         }
     }
 
-    package func noMoreDue() { state.withLock { $0.noMoreDue = true } }
+    /// No order of `stores` was due: none is claimed again this pass.
+    package func noMoreDue(_ stores: Set<Store>) {
+        state.withLock { s in
+            for store in stores { s.stores[store]?.noMoreDue = true }
+        }
+    }
 
-    /// How many due orders the next claim may take: `batch`, or one while claims are counted
-    /// (the breaker's probe).
-    package func claimLimit(_ batch: Int) -> Int {
-        state.withLock { $0.claimsLeft == nil ? max(1, batch) : 1 }
+    /// Stores whose probe closed their breaker after the workers ran out of other work: one more
+    /// round of workers claims their due orders. Each store reopens at most once a pass.
+    package func takeReopened() -> Set<Store> {
+        state.withLock { s in
+            guard !s.stopped else { return [] }
+            var reopened: Set<Store> = []
+            for (store, work) in s.stores where work.reopened {
+                s.stores[store]?.reopened = false
+                if !work.stopped && !work.noMoreDue { reopened.insert(store) }
+            }
+            return reopened
+        }
     }
 
     /// Orders of a batch claim for the next workers.
@@ -78,7 +140,7 @@ package final class Pass: Sendable {
         state.withLock { $0.claimed += orders }
     }
 
-    /// Claimed orders no worker took (the pass stopped): the caller puts them back.
+    /// Claimed orders no worker took (the pass or their store stopped): the caller puts them back.
     package func unworkedClaims() -> [Order] {
         state.withLock { s in
             defer { s.claimed = [] }
@@ -86,39 +148,45 @@ package final class Pass: Sendable {
         }
     }
 
-    package func limitClaims(to count: Int?) { state.withLock { $0.claimsLeft = count } }
-
-    /// The breaker is open: claim nothing (rescued deliveries still go out).
-    package func holdForBreaker(until: Int64) {
-        state.withLock { s in
-            s.claimsLeft = 0
-            s.report.breakerWaitUntil = until
-        }
-    }
-
     package func skip(_ id: String, why: String, exists: Bool) {
         state.withLock { $0.report.skipped.append(.init(orderId: id, why: why, exists: exists)) }
     }
 
-    package func recordApple(_ verification: Verification) {
+    /// What one verification says about its store as a whole: an answer closes the store's
+    /// breaker (and lets a successful probe's store be claimed again), a store-wide failure
+    /// counts toward opening it, a configuration fault stops that store at once.
+    package func recordStore(_ store: Store, _ verification: Verification) {
         let now = time.unixSeconds
         state.withLock { s in
-            if case let .appleUnavailable(message, retryAfter) = verification.outcome {
-                s.report.appleWideFailures += 1
-                let opened = s.breaker.recordFailure(message, retryAfter: retryAfter, now: now,
-                                                     baseSeconds: policy.baseSeconds, maxSeconds: policy.maxSeconds)
-                if opened && !s.stopped {
-                    s.stopped = true
-                    s.report.breakerOpened = true
+            guard var work = s.stores[store] else { return }
+            if case let .storeUnavailable(message, retryAfter) = verification.outcome {
+                s.report.storeWideFailures[store, default: 0] += 1
+                let opened = work.breaker.recordFailure(message, retryAfter: retryAfter, now: now,
+                                                        baseSeconds: policy.baseSeconds, maxSeconds: policy.maxSeconds)
+                if opened && !work.stopped {
+                    work.stopped = true
+                    s.report.breakersOpened.insert(store)
                 }
             } else if case let .configurationFault(message) = verification.outcome {
-                // Say so in status and retry slowly: the breaker carries the fault across passes.
-                s.breaker.recordConfigurationFault(message, now: now)
-            } else if verification.appleAnswered {
-                s.report.appleAnswers += 1
-                s.breaker.recordAnswer()
+                work.breaker.recordConfigurationFault(message, now: now, baseSeconds: policy.baseSeconds, maxSeconds: policy.maxSeconds)
+                work.stopped = true
+                s.report.storeConfigurationFaults[store] = s.report.storeConfigurationFaults[store] ?? message
+            } else if verification.storeAnswered {
+                s.report.storeAnswers[store, default: 0] += 1
+                work.breaker.recordAnswer()
+                if work.probesLeft != nil {
+                    work.probesLeft = nil
+                    work.reopened = true
+                }
             }
+            s.stores[store] = work
         }
+    }
+
+    /// The store could not be told of a delivery because settle's credentials for it are wrong
+    /// (Google's 401/403 on acknowledge): that store stops, like a verification's configuration fault.
+    package func stop(_ store: Store, configurationFault message: String) {
+        recordStore(store, Verification(outcome: .configurationFault(message)))
     }
 
     package func count(_ outcome: OrderState?) {
@@ -134,14 +202,14 @@ package final class Pass: Sendable {
         }
     }
 
-    /// Our side is misconfigured (shared secret, delivery hook): the breaker row keeps the
-    /// fault for `settle status` across passes.
-    package func stop(configurationFault: String) {
+    /// settle's own setup is wrong (the delivery hook cannot start): the whole pass stops, and
+    /// every store's breaker row keeps the fault for `settle status` across passes.
+    package func stop(deliveryConfigurationFault message: String) {
         let now = time.unixSeconds
         state.withLock { s in
-            s.breaker.recordConfigurationFault(configurationFault, now: now)
+            for store in s.stores.keys { s.stores[store]?.breaker.noteConfigurationFault(message, now: now) }
             s.stopped = true
-            s.report.configurationFault = s.report.configurationFault ?? configurationFault
+            s.report.deliveryConfigurationFault = s.report.deliveryConfigurationFault ?? message
         }
     }
 

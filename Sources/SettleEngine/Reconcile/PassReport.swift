@@ -1,21 +1,27 @@
+import SettleModel
 
-/// What one reconcile pass did, for the summary line, the exit code and the logs.
+/// What one pass did, for `settle reconcile`'s output and exit code and the daemon's status line.
 package struct PassReport: Sendable, Equatable {
     package var reconciled = 0
     package var finished = 0
     package var rejected = 0
     package var retrying = 0
     package var needsAttention = 0
-    /// Verifications that got an answer from Apple (any answer, even a rejection).
-    package var appleAnswers = 0
-    /// Verifications that failed because Apple as a whole was unavailable.
-    package var appleWideFailures = 0
-    /// Whether the Apple breaker opened during this pass and stopped claiming.
-    package var breakerOpened = false
-    /// Set when the breaker was already open: nothing was claimed, Apple is retried then.
-    package var breakerWaitUntil: Int64?
-    /// Set when the pass stopped on a configuration fault (e.g. 21004).
-    package var configurationFault: String?
+    /// Verifications that got an answer from their store (any answer, even a rejection), by store.
+    package var storeAnswers: [Store: Int] = [:]
+    /// Verifications that failed because their store as a whole was unavailable, by store.
+    package var storeWideFailures: [Store: Int] = [:]
+    /// The stores whose breaker opened during this pass (their claims stopped; the others' went on).
+    package var breakersOpened: Set<Store> = []
+    /// The stores whose breaker was already open: none of their orders was claimed; each is
+    /// asked again at the time given.
+    package var breakerWaits: [Store: Int64] = [:]
+    /// A store whose configuration or credentials are wrong (21004, Google's invalid_grant):
+    /// that store stopped, the others went on.
+    package var storeConfigurationFaults: [Store: String] = [:]
+    /// Set when the whole pass stopped on a fault of settle's own setup (the delivery hook
+    /// cannot start).
+    package var deliveryConfigurationFault: String?
     /// Revokes the hook confirmed and refund requests answered (notifications' work).
     package var revoked = 0
     package var refundRequestsAnswered = 0
@@ -30,8 +36,22 @@ package struct PassReport: Sendable, Equatable {
 
     package init() {}
 
-    /// Apple never answered during a pass that needed it.
-    package var appleUnavailableForWholePass: Bool { appleAnswers == 0 && (appleWideFailures > 0 || breakerWaitUntil != nil) }
+    /// The fault that makes a one-shot pass exit 78: the hook's, else the first store's.
+    package var configurationFault: String? {
+        deliveryConfigurationFault ?? Store.allCases.lazy.compactMap { storeConfigurationFaults[$0] }.first
+    }
+
+    /// The stores that never answered during a pass that needed them.
+    package var storesUnavailableForWholePass: [Store] {
+        Store.allCases.filter { store in
+            (storeAnswers[store] ?? 0) == 0 && ((storeWideFailures[store] ?? 0) > 0 || breakerWaits[store] != nil)
+        }
+    }
+
+    /// No store answered, and at least one was needed and unavailable (held back or failing).
+    package var storeUnavailableForWholePass: Bool {
+        !storesUnavailableForWholePass.isEmpty && storeAnswers.values.reduce(0, +) == 0
+    }
 
     package var summaryLine: String {
         var line = "reconciled \(reconciled): \(finished) finished, \(rejected) rejected, \(retrying) retrying, \(needsAttention) needs attention"

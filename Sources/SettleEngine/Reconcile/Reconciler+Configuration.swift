@@ -126,8 +126,7 @@ extension Reconciler {
         }
         let products = configuration.products.filter { $0.value.stores.contains(.googlePlay) }
         return PlayVerifier(client: api, products: products, acceptSandbox: configuration.acceptSandbox, binding: configuration.userBinding,
-                            time: time, baseCooldownSeconds: configuration.schedule.backoffBaseSeconds,
-                            maxCooldownSeconds: configuration.schedule.backoffMaxSeconds)
+                            time: time)
     }
 
     private static func appleObserver(_ metrics: Metrics?) -> (@Sendable (AppleEnvironment, String, Double) -> Void)? {

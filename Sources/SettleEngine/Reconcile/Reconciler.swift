@@ -88,38 +88,43 @@ package final class Reconciler: Sendable {
         for id in try ledger.quarantineReservedOrderIds() {
             log.error("order.needs_attention", ["order": id, "reason": AttentionReason.rowInvalid.rawValue, "why": "reserved order id"])
         }
+        let breakers = try ledger.breakersForPass()
+        let now = ledger.time.unixSeconds
+        /// Whether a store's side work (its stored pushes, its polls) may call it this pass: not
+        /// while its breaker holds its orders back, nor for its probe, which is one order's.
+        func sideWorkAllowed(_ store: Store) -> Bool {
+            orderIds.isEmpty && !shouldStop() && (breakers[store] ?? StoreBreaker()).permission(now: now) == .claim
+        }
         // Purchases Google told of become orders before the claims, so this pass delivers them.
-        if let playInbox, orderIds.isEmpty, !shouldStop() {
+        if let playInbox, sideWorkAllowed(.googlePlay) {
             try playInbox.processPending()
         }
         let rescued = try ledger.rescue(owner: owner)
         for id in rescued.requeued { log.warning("order.rescued", ["order": id, "to": "pending"]) }
         for id in rescued.redeliver { log.warning("order.rescued", ["order": id, "to": "redeliver"]) }
-        let breaker = try ledger.appleBreakerForPass()
-        let pass = Pass(redeliver: rescued.redeliver, named: orderIds.isEmpty ? nil : orderIds, breaker: breaker,
+        let pass = Pass(redeliver: rescued.redeliver, named: orderIds.isEmpty ? nil : orderIds, breakers: breakers,
                         policy: policy, time: ledger.time, deliveryCapacity: deliveryCapacity,
                         shouldStop: shouldStop, progress: progress)
-        var permission = breaker.permission(now: ledger.time.unixSeconds)
-        if !orderIds.isEmpty { permission = .claim }
-        let delivering = startDeliveryWorkers(pass)
-        switch permission {
-        case let .wait(until):
-            pass.holdForBreaker(until: until)
-            log.info("apple.breaker_open", ["retry_at": Timestamp.rfc3339(unixSeconds: until), "last_error": breaker.lastError])
-            // Deliveries of rescued orders need no Apple, so they still happen.
-            work(pass)
-        case .probe:
-            log.info("apple.breaker_probe", ["last_error": breaker.lastError])
-            pass.limitClaims(to: 1)
-            work(pass)
-            pass.limitClaims(to: nil)
-            if pass.breaker.state == .closed {
-                log.info("apple.breaker_closed")
-                runWorkers(count: configuration.schedule.concurrency) { self.work(pass) }
+        for (store, breaker) in breakers.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where orderIds.isEmpty {
+            switch breaker.permission(now: now) {
+            case .claim: break
+            case let .wait(until):
+                // Its rescued deliveries need no store, so they still happen; the other store's orders go on.
+                log.info("\(store.logName).breaker_open", ["store": store.rawValue, "retry_at": Timestamp.rfc3339(unixSeconds: until),
+                                                          "last_error": breaker.lastError])
+            case .probe:
+                log.info("\(store.logName).breaker_probe", ["store": store.rawValue, "last_error": breaker.lastError])
             }
-        case .claim:
-            runWorkers(count: configuration.schedule.concurrency) { self.work(pass) }
         }
+        let delivering = startDeliveryWorkers(pass)
+        runWorkers(count: configuration.schedule.concurrency) { self.work(pass) }
+        // A store whose probe closed its breaker once the other workers had run out of work:
+        // its due orders are claimed now, not a pass later.
+        let reopened = pass.takeReopened()
+        for store in reopened.sorted(by: { $0.rawValue < $1.rawValue }) {
+            log.info("\(store.logName).breaker_closed", ["store": store.rawValue])
+        }
+        if !reopened.isEmpty { runWorkers(count: configuration.schedule.concurrency) { self.work(pass) } }
         // A stop (the breaker, a fault, shutdown) may leave claims of a batch unworked: put back
         // as they were. One that cannot be is rescued, as a leftover of this process, next pass.
         for order in pass.unworkedClaims() {
@@ -133,7 +138,7 @@ package final class Reconciler: Sendable {
         delivering.wait()
         var report = try pass.finish()
         // A pass over named orders is about those orders only.
-        if let voided, orderIds.isEmpty, !shouldStop() {
+        if let voided, sideWorkAllowed(.googlePlay), !pass.isStopped(.googlePlay) {
             try voided.pollIfDue()
         }
         if let inbox, orderIds.isEmpty, !shouldStop() {
@@ -141,15 +146,17 @@ package final class Reconciler: Sendable {
             report.revoked = settled.revoked
             report.refundRequestsAnswered = settled.answered
         }
-        if pass.breaker != breaker {
-            try ledger.saveAppleBreaker(pass.breaker)
-            if pass.breaker.state == .open && breaker.state == .closed {
-                log.error("apple.breaker_opened", ["retry_at": pass.breaker.retryAt.map { Timestamp.rfc3339(unixSeconds: $0) },
-                                                   "last_error": pass.breaker.lastError])
+        for (store, breaker) in pass.breakers where breaker != breakers[store] {
+            try ledger.saveBreaker(breaker, of: store)
+            if breaker.state == .open && breakers[store]?.state == .closed {
+                log.error("\(store.logName).breaker_opened", ["store": store.rawValue,
+                                                             "retry_at": breaker.retryAt.map { Timestamp.rfc3339(unixSeconds: $0) },
+                                                             "last_error": breaker.lastError])
             }
         }
-        metrics?.observePass(breakerOpen: pass.breaker.state == .open, at: ledger.time.unixSeconds)
-        if finishers[.googlePlay] != nil { try warnOfPlayDeadlines() }
+        metrics?.observePass(openBreakers: Set(pass.breakers.filter { $0.value.state == .open }.keys), at: ledger.time.unixSeconds)
+        // Deadlines of the stores that must hear of a delivery (Google refunds after three days).
+        if finishers.keys.contains(where: \.mustBeToldOfDelivery) { try warnOfPlayDeadlines() }
         return report
     }
 
@@ -287,25 +294,34 @@ package final class Reconciler: Sendable {
                     pass.skip(id, why: "it is \(order.state.rawValue)", exists: true)
                     continue
                 }
-                return try keepUnlessStopped(order, pass)
+                if let kept = try keepUnlessStopped(order, pass) { return kept }
             case let .claimed(order):
-                return try keepUnlessStopped(order, pass)
-            case .due:
+                if let kept = try keepUnlessStopped(order, pass) { return kept }
+            case let .due(stores):
                 // One transaction claims a batch; the next workers take the rest (`Pass.take`).
-                let batch = try ledger.claimDue(owner: owner, leaseSeconds: verifyLeaseSeconds, limit: pass.claimLimit(claimBatchSize))
+                let batch = try ledger.claimDue(owner: owner, leaseSeconds: verifyLeaseSeconds, limit: claimBatchSize,
+                                                stores: stores)
                 guard let order = batch.first else {
-                    pass.noMoreDue()
-                    return nil
+                    pass.noMoreDue(stores)
+                    continue
                 }
                 pass.keepClaimed(Array(batch.dropFirst()))
-                return try keepUnlessStopped(order, pass)
+                if let kept = try keepUnlessStopped(order, pass) { return kept }
+            case let .probe(store):
+                guard let order = try ledger.claimDue(owner: owner, leaseSeconds: verifyLeaseSeconds, limit: 1, stores: [store]).first else {
+                    pass.noMoreDue([store])
+                    continue
+                }
+                if let kept = try keepUnlessStopped(order, pass) { return kept }
             }
         }
     }
 
-    /// The breaker may have opened while we were claiming: put the claim back untouched.
+    /// The order's store (its breaker opened, its credentials failed) or the whole pass may
+    /// have stopped while we were claiming: put the claim back untouched (nil); the caller goes
+    /// on with the next order, as another store's may still be worked on.
     private func keepUnlessStopped(_ order: Order, _ pass: Pass) throws(LedgerError) -> Order? {
-        guard pass.isStopped else { return order }
+        guard pass.isStopped(order.store) else { return order }
         try ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
         return nil
     }
@@ -337,7 +353,7 @@ package final class Reconciler: Sendable {
         let now = ledger.time.unixSeconds
         var entry = HistoryEntry(at: now, kind: .verification, outcome: "", appleStatus: verification.appleStatus,
                                  environment: verification.environment, durationMs: verification.durationMs)
-        pass.recordApple(verification)
+        pass.recordStore(order.store, verification)
         defer { pass.progress() }
         switch verification.outcome {
         case let .verified(match):
@@ -410,7 +426,7 @@ package final class Reconciler: Sendable {
                                                 "apple_status": verification.appleStatus])
             if state == nil { leaseLost(order, "retry") }
             pass.count(state)
-        case let .appleUnavailable(message, retryAfter):
+        case let .storeUnavailable(message, retryAfter):
             entry.outcome = "apple_unavailable"
             entry.detail = message
             let next = now + Int64(policy.appleDelay(retryAfter: retryAfter))
@@ -421,10 +437,9 @@ package final class Reconciler: Sendable {
             if state == nil { leaseLost(order, "retry") }
             pass.count(state)
         case let .configurationFault(message):
+            // That store stops (its breaker opened in `recordStore`); the other's orders go on.
             try ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
-            log.error(order.store == .googlePlay ? "google_play.configuration_fault" : "apple.configuration_fault",
-                      ["order": order.orderId, "error": message])
-            pass.stop(configurationFault: message)
+            log.error("\(order.store.logName).configuration_fault", ["order": order.orderId, "store": order.store.rawValue, "error": message])
         }
     }
 
@@ -555,7 +570,7 @@ package final class Reconciler: Sendable {
                                  detail: report.output.isEmpty ? nil : report.output)
         let key = HookPayload.idempotencyKey(purchase)
         switch report.outcome {
-        case .delivered where finishers[order.store] != nil:
+        case .delivered where order.store.mustBeToldOfDelivery:
             entry.outcome = "delivered"
             entry.detail = ["store finish pending", entry.detail].compactMap { $0 }.joined(separator: "\n")
             // Durable before Google hears of it: a crash from here on acknowledges, never re-delivers.
@@ -581,6 +596,22 @@ package final class Reconciler: Sendable {
                 log.warning("order.lease_lost", ["order": order.orderId, "refused": "finished", "idempotency_key": key,
                                                  "why": "delivered, but the claim expired and another process took the order over"])
             }
+        case let .alreadyGranted(message) where order.store.mustBeToldOfDelivery:
+            // The backend holds this very purchase's grant (its key is the store's own id for
+            // it): evidence it was granted, so the store is told, as after a delivery. Google
+            // would refund a purchase left unacknowledged while the customer keeps the goods.
+            entry.outcome = "already_granted"
+            entry.detail = ["the hook answered already granted: \(message)", report.output.isEmpty ? nil : report.output,
+                            "store finish pending"].compactMap { $0 }.joined(separator: "\n")
+            guard try ledger.recordDelivered(orderId: order.orderId, owner: owner, fence: order.fencingToken, error: nil, history: entry) else {
+                leaseLost(order, "already_granted")
+                return
+            }
+            log.info("order.delivered", ["order": order.orderId, "store": order.store.rawValue, "idempotency_key": key,
+                                         "outcome": "already_granted", "hook_exit": report.exitCode])
+            var delivered = order
+            delivered.deliveredAt = now
+            try finishWithStore(delivered, purchase: purchase, pass: pass)
         case let .alreadyGranted(message):
             entry.outcome = "already_granted"
             entry.detail = message + (report.output.isEmpty ? "" : "\n" + report.output)
@@ -627,7 +658,7 @@ package final class Reconciler: Sendable {
                                      permanent: false, nextAttemptAt: now, maxAttempts: policy.maxAttempts, environment: nil,
                                      history: entry)
             log.error("delivery.configuration_fault", ["order": order.orderId, "error": message])
-            pass.stop(configurationFault: message)
+            pass.stop(deliveryConfigurationFault: message)
         }
     }
 
@@ -637,7 +668,11 @@ package final class Reconciler: Sendable {
     /// delivered again; a configuration fault also stops the pass.
     private func finishWithStore(_ order: Order, purchase: VerifiedPurchase, pass: Pass) throws {
         guard let finisher = finishers[order.store] else {
-            throw LedgerError.invalid("order \(order.orderId) is delivered, store finish pending, and settle has no \(order.store.rawValue) configuration to finish it")
+            // Left delivered under its claim: rescued at the next pass, finished once the store is configured again.
+            log.error("order.store_finish_waiting", ["order": order.orderId, "store": order.store.rawValue,
+                                                     "why": "delivered, and no \(order.store.rawValue) section is configured to tell \(order.store.owner)"])
+            pass.count(.delivering)
+            return
         }
         let key = HookPayload.idempotencyKey(purchase)
         let now = ledger.time.unixSeconds
@@ -659,8 +694,8 @@ package final class Reconciler: Sendable {
                                            error: "delivered; telling \(order.store.rawValue) failed: \(message)", history: entry)
             metrics?.observeStoreFinish(store: order.store.rawValue, outcome: configuration ? "configuration" : "failed")
             if configuration {
-                log.error("google_play.configuration_fault", ["order": order.orderId, "error": message])
-                pass.stop(configurationFault: message)
+                log.error("\(order.store.logName).configuration_fault", ["order": order.orderId, "store": order.store.rawValue, "error": message])
+                pass.stop(order.store, configurationFault: message)
             } else {
                 log.warning("order.store_finish_failed", ["order": order.orderId, "store": order.store.rawValue, "idempotency_key": key,
                                                           "error": message, "why": "delivered; acknowledged at the next pass, never delivered again"])

@@ -136,7 +136,7 @@ final class ReceiptMatcherTests: XCTestCase {
     func testRetryableFlag_readInBothSpellings() throws {
         XCTAssertEqual(ReceiptResponse(try JSONValue.parse(#"{"status": 21104, "is-retryable": true}"#))?.isRetryable, true)
         XCTAssertEqual(ReceiptResponse(try JSONValue.parse(#"{"status": 21104, "is_retryable": 0}"#))?.isRetryable, false)
-        XCTAssertEqual(ReceiptStatus(status: 21104, isRetryable: true), .appleUnavailable)
+        XCTAssertEqual(ReceiptStatus(status: 21104, isRetryable: true), .storeUnavailable)
         XCTAssertEqual(ReceiptStatus(status: 21104, isRetryable: false), .invalid)
         XCTAssertEqual(ReceiptStatus(status: 21104, isRetryable: nil), .invalid)
     }
@@ -144,8 +144,8 @@ final class ReceiptMatcherTests: XCTestCase {
     func testStatusClasses() {
         XCTAssertEqual(ReceiptStatus(status: 0, isRetryable: nil), .valid)
         XCTAssertEqual(ReceiptStatus(status: 21002, isRetryable: nil), .retryOrder)
-        XCTAssertEqual(ReceiptStatus(status: 21005, isRetryable: nil), .appleUnavailable)
-        XCTAssertEqual(ReceiptStatus(status: 21009, isRetryable: nil), .appleUnavailable)
+        XCTAssertEqual(ReceiptStatus(status: 21005, isRetryable: nil), .storeUnavailable)
+        XCTAssertEqual(ReceiptStatus(status: 21009, isRetryable: nil), .storeUnavailable)
         XCTAssertEqual(ReceiptStatus(status: 21003, isRetryable: nil), .invalid)
         XCTAssertEqual(ReceiptStatus(status: 21010, isRetryable: nil), .invalid)
         XCTAssertEqual(ReceiptStatus(status: 21004, isRetryable: nil), .configurationFault)

@@ -92,7 +92,7 @@ final class ReceiptVerifierTests: XCTestCase {
         for (i, answer) in [SimulatedAnswer.status(21005), .status(21009), .status(21104, retryable: true, underscoreSpelling: true),
                             .status(21199, retryable: true), .http(503), .garbage].enumerated() {
             let v = try verify(coinsReceipt("temp\(i)", answers: [answer]))
-            guard case .appleUnavailable = v.outcome else { return XCTFail("\(answer): \(v.outcome)") }
+            guard case .storeUnavailable = v.outcome else { return XCTFail("\(answer): \(v.outcome)") }
         }
     }
 
@@ -115,12 +115,12 @@ final class ReceiptVerifierTests: XCTestCase {
 
     func testRateLimit_isAppleWideWithRetryAfter() throws {
         let v = try verify(coinsReceipt("429", answers: [.http(429, retryAfter: "120")]))
-        XCTAssertEqual(v.outcome, .appleUnavailable("production verifyReceipt answered HTTP 429 (rate limited)", retryAfter: 120))
+        XCTAssertEqual(v.outcome, .storeUnavailable("production verifyReceipt answered HTTP 429 (rate limited)", retryAfter: 120))
     }
 
     func testSlowApple_timesOutAsAppleWide() throws {
         let v = try verify(coinsReceipt("slow", answers: [.slow(seconds: 2)]), verifier: verifier(timeout: 0.3))
-        guard case let .appleUnavailable(message, _) = v.outcome else { return XCTFail("\(v.outcome)") }
+        guard case let .storeUnavailable(message, _) = v.outcome else { return XCTFail("\(v.outcome)") }
         XCTAssertTrue(message.contains("timeout"), message)
     }
 
@@ -134,8 +134,8 @@ final class ReceiptVerifierTests: XCTestCase {
         var v = verifier()
         v.productionURL = "http://127.0.0.1:1/verifyReceipt"
         let result = try verify(coinsReceipt("down"), verifier: v)
-        guard case .appleUnavailable = result.outcome else { return XCTFail("\(result.outcome)") }
-        XCTAssertFalse(result.appleAnswered)
+        guard case .storeUnavailable = result.outcome else { return XCTFail("\(result.outcome)") }
+        XCTAssertFalse(result.storeAnswered)
     }
     // MARK: - iOS 6-style answers
 
@@ -148,7 +148,7 @@ final class ReceiptVerifierTests: XCTestCase {
         XCTAssertEqual(p.transactionId, "100")
         XCTAssertEqual(p.expiresDateMs, 1_353_970_684_000)
         XCTAssertEqual(v.appleStatus, 21006)
-        XCTAssertTrue(v.appleAnswered)
+        XCTAssertTrue(v.storeAnswered)
         XCTAssertEqual(world.simulator.requests(for: receipt).count, 1)
     }
 

@@ -94,7 +94,7 @@ final class TransactionHistoryTests: XCTestCase {
     func testRateLimit_isAppleWide_withRetryAfter() throws {
         let ids = customer(30, answers: [.transaction, .rateLimited(retryAfter: "30")])
         let (lookup, answered) = client.transactionHistory(ids[0])
-        XCTAssertEqual(lookup, .failed(.appleUnavailable("production App Store Server API answered HTTP 429 (rate limited)", retryAfter: 30)))
+        XCTAssertEqual(lookup, .failed(.storeUnavailable("production App Store Server API answered HTTP 429 (rate limited)", retryAfter: 30)))
         XCTAssertFalse(answered)
         XCTAssertEqual(world.simulator.historyRequests.count, 2, "no hop to sandbox on a 429")
     }
@@ -103,7 +103,7 @@ final class TransactionHistoryTests: XCTestCase {
         for (i, answer) in [SimulatedServerAnswer.error(status: 500, code: 5000001), .error(status: 404, code: 4040002)].enumerated() {
             world = try TestWorld()
             let ids = customer(2 + i, answers: [answer])
-            guard case .failed(.appleUnavailable) = client.transactionHistory(ids[0]).lookup else { return XCTFail("\(answer)") }
+            guard case .failed(.storeUnavailable) = client.transactionHistory(ids[0]).lookup else { return XCTFail("\(answer)") }
         }
         world = try TestWorld()
         let ids = customer(2, answers: [.error(status: 400, code: 4000006)])

@@ -534,17 +534,52 @@ final class LedgerContractTests: XCTestCase {
         }
     }
 
-    func testAppleBreakerDueForAProbe_isProbedByOneDaemonOnly_onASharedLedger() throws {
+    func testStoreBreakerDueForAProbe_isProbedByOneDaemonOnly_onASharedLedger() throws {
         try onEachBackEnd { b in
             guard b.store.isShared else { return }
             let now = world.time.unixSeconds
-            try b.store.saveAppleBreaker(AppleBreaker(state: .open, consecutiveFailures: 3, cooldownSeconds: 60, retryAt: now,
-                                                      lastError: "503", lastErrorAt: now))
-            XCTAssertEqual(try b.store.appleBreaker().permission(now: now), .probe, "a plain read takes nothing")
-            let first = try b.store.appleBreakerForPass()
-            let second = try b.store.appleBreakerForPass()
-            XCTAssertEqual(first.permission(now: now), .probe)
-            XCTAssertEqual(second.permission(now: now), .wait(until: now + 60))
+            try b.store.saveBreaker(StoreBreaker(state: .open, consecutiveFailures: 3, cooldownSeconds: 60, retryAt: now,
+                                                 lastError: "503", lastErrorAt: now), of: .appStore)
+            XCTAssertEqual(try b.store.breakers()[.appStore]!.permission(now: now), .probe, "a plain read takes nothing")
+            let first = try b.store.breakersForPass()
+            let second = try b.store.breakersForPass()
+            XCTAssertEqual(first[.appStore]?.permission(now: now), .probe)
+            XCTAssertEqual(second[.appStore]?.permission(now: now), .wait(until: now + 60))
+            XCTAssertEqual(second[.googlePlay]?.permission(now: now), .claim, "the other store's breaker is its own")
+        }
+    }
+
+    func testEachStoresBreaker_isKeptApart_onBothEngines() throws {
+        try onEachBackEnd { b in
+            let now = world.time.unixSeconds
+            XCTAssertEqual(try b.store.breakers(), [.appStore: StoreBreaker(), .googlePlay: StoreBreaker()], b.name)
+            let open = StoreBreaker(state: .open, consecutiveFailures: 5, cooldownSeconds: 30, retryAt: now + 30,
+                                    lastError: "Google Play answered 503", lastErrorAt: now)
+            try b.store.saveBreaker(open, of: .googlePlay)
+            XCTAssertEqual(try b.store.breakers()[.googlePlay], open, b.name)
+            XCTAssertEqual(try b.store.breakers()[.appStore], StoreBreaker(), "\(b.name): Google's outage is not Apple's")
+            try b.store.saveBreaker(StoreBreaker(), of: .googlePlay)
+            XCTAssertEqual(try b.store.breakers()[.googlePlay], StoreBreaker(), b.name)
+        }
+    }
+
+    func testClaimDue_ofOneStore_takesOnlyThatStoresOrders_inDueOrder() throws {
+        try onEachBackEnd { b in
+            let me = LeaseOwner.current
+            for i in 0..<4 {
+                try b.store.enqueue(NewOrder(orderId: "apple-\(i)", userId: "u", productId: world.coins, transactionId: "\(4000 + i)"))
+                try b.store.enqueue(NewOrder(orderId: "play-\(i)", userId: "u", productId: world.coins, store: .googlePlay,
+                                             purchaseToken: PlayPurchaseToken("token-\(i)")!))
+                world.time.advance(by: 1)
+            }
+            XCTAssertEqual(try b.store.claimDue(owner: me, leaseSeconds: 60, limit: 3, stores: [.googlePlay]).map(\.orderId),
+                           ["play-0", "play-1", "play-2"], b.name)
+            XCTAssertEqual(try b.store.claimDue(owner: me, leaseSeconds: 60, limit: 3, stores: [.appStore]).map(\.orderId),
+                           ["apple-0", "apple-1", "apple-2"], b.name)
+            XCTAssertEqual(try b.store.claimDue(owner: me, leaseSeconds: 60, limit: 3, stores: Set(Store.allCases)).map(\.orderId).sorted(),
+                           ["apple-3", "play-3"], b.name)
+            XCTAssertEqual(try b.store.summary(OrderFilter(limit: 0)).storeCounts[.googlePlay]?[.verifying], 4, b.name)
+            XCTAssertEqual(try b.store.summary(OrderFilter(limit: 0)).storeCounts[.appStore]?[.verifying], 4, b.name)
         }
     }
 }

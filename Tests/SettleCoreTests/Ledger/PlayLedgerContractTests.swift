@@ -35,7 +35,7 @@ extension LedgerContractTests {
             filter.purchaseToken = Self.playToken
             let found = try b.store.summary(filter)
             XCTAssertEqual(found.orders.map(\.orderId), ["p-1"], b.name)
-            XCTAssertEqual(try b.store.summary(OrderFilter()).googlePlayCounts[.pending], 1, b.name)
+            XCTAssertEqual(try b.store.summary(OrderFilter()).storeCounts[.googlePlay]?[.pending], 1, b.name)
             XCTAssertEqual(try b.store.summary(OrderFilter()).counts[.pending], 2, b.name)
         }
     }

@@ -217,9 +217,9 @@ final class ReconcilerTests: XCTestCase {
         try world.writeConfig(schedule: [("concurrency", .number(1))])
         for i in 1...8 { try enqueueValid("o-\(i)", txn: "\(i)", answers: [.http(503)]) }
         let report = try pass()
-        XCTAssertTrue(report.breakerOpened)
-        XCTAssertEqual(report.appleWideFailures, 5, "claiming stopped after five consecutive Apple-wide failures")
-        XCTAssertTrue(report.appleUnavailableForWholePass)
+        XCTAssertTrue(report.breakersOpened.contains(.appStore))
+        XCTAssertEqual(report.storeWideFailures[.appStore, default: 0], 5, "claiming stopped after five consecutive Apple-wide failures")
+        XCTAssertTrue(report.storeUnavailableForWholePass)
         let orders = try (1...8).map { try order("o-\($0)") }
         XCTAssertTrue(orders.allSatisfy { $0.state == .pending && $0.attempts == 0 }, "\(orders.map { ($0.state, $0.attempts) })")
         XCTAssertEqual(orders.filter { $0.lastError?.contains("HTTP 503") == true }.count, 5)
@@ -237,7 +237,7 @@ final class ReconcilerTests: XCTestCase {
         XCTAssertEqual(reconciler.claimBatchSize, 2)
         for i in 1...40 { try enqueueValid("o-\(i)", txn: "\(i)", answers: [.http(503)]) }
         let report = try reconciler.runPass()
-        XCTAssertTrue(report.breakerOpened)
+        XCTAssertTrue(report.breakersOpened.contains(.appStore))
         let orders = try (1...40).map { try order("o-\($0)") }
         XCTAssertTrue(orders.allSatisfy { $0.state == .pending && $0.attempts == 0 && $0.lease == nil },
                       "no claim is left behind: \(orders.map { ($0.orderId, $0.state, $0.attempts) })")
@@ -249,19 +249,19 @@ final class ReconcilerTests: XCTestCase {
     func testOpenBreaker_claimsNothingUntilRetryAt_thenProbesWithOneOrder() throws {
         try world.writeConfig(schedule: [("concurrency", .number(1))])
         for i in 1...8 { try enqueueValid("o-\(i)", txn: "\(i)", answers: Array(repeating: .http(503), count: 2)) }
-        XCTAssertTrue(try pass().breakerOpened)
+        XCTAssertTrue(try pass().breakersOpened.contains(.appStore))
         XCTAssertEqual(world.simulator.requests.count, 5)
         // Still inside the cool-down: nothing is claimed, and Apple is not asked.
         let waiting = try pass()
-        XCTAssertNotNil(waiting.breakerWaitUntil)
-        XCTAssertTrue(waiting.appleUnavailableForWholePass)
+        XCTAssertNotNil(waiting.breakerWaits[.appStore])
+        XCTAssertTrue(waiting.storeUnavailableForWholePass)
         XCTAssertEqual(world.simulator.requests.count, 5)
         // After it: exactly one probe; it fails again, so the breaker re-opens with twice the cool-down.
         world.time.advance(by: 31)
         let probe = try pass()
         XCTAssertEqual(world.simulator.requests.count, 6)
-        XCTAssertEqual(probe.appleWideFailures, 1)
-        let breaker = try ledger.appleBreaker()
+        XCTAssertEqual(probe.storeWideFailures[.appStore, default: 0], 1)
+        let breaker = try ledger.breakers()[.appStore]!
         XCTAssertEqual(breaker.state, .open)
         XCTAssertEqual(breaker.cooldownSeconds, 60)
         XCTAssertTrue((1...8).allSatisfy { (try? order("o-\($0)").attempts) == 0 })

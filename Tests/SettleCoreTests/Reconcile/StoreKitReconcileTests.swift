@@ -254,8 +254,8 @@ final class StoreKitReconcileTests: XCTestCase {
         world.scriptTransaction("2000000900000016", answers: [.rateLimited(retryAfter: String(retryAt))])
         try enqueueTransactionId("o-1", "2000000900000016")
         let report = try pass()
-        XCTAssertTrue(report.breakerOpened)
-        let breaker = try ledger.appleBreaker()
+        XCTAssertTrue(report.breakersOpened.contains(.appStore))
+        let breaker = try ledger.breakers()[.appStore]!
         XCTAssertEqual(breaker.state, .open)
         XCTAssertGreaterThanOrEqual(try XCTUnwrap(breaker.retryAt), world.time.unixSeconds + 600)
         XCTAssertEqual(try order("o-1").attempts, 0)
@@ -270,7 +270,7 @@ final class StoreKitReconcileTests: XCTestCase {
         }
         try world.writeConfig(receiptAPI: false, serverAPI: true, schedule: [("concurrency", .number(1))])
         let report = try pass()
-        XCTAssertEqual(report.appleWideFailures, 5)
+        XCTAssertEqual(report.storeWideFailures[.appStore, default: 0], 5)
         for i in 0..<5 { XCTAssertEqual(try order("o-\(i)").attempts, 0) }
     }
 

@@ -1,12 +1,14 @@
 
-/// The circuit breaker for Apple as a whole: a value-type state machine, persisted in the
-/// ledger so that it spans passes, restarts and `settle status`.
+/// The circuit breaker for one store as a whole (the App Store, Google Play): a value-type state
+/// machine, persisted in the ledger per store so that it spans passes, restarts, hosts and
+/// `settle status`.
 ///
-/// It opens after `threshold` consecutive Apple-wide failures or at once when Apple asks us
-/// to back off (429 / Retry-After). While open nothing is claimed and no attempt is used.
-/// When the cool-down has passed, one probe is let through: an answer from Apple closes it,
-/// another failure re-opens it with the cool-down doubled, up to `backoff_max_seconds`.
-package struct AppleBreaker: Sendable, Equatable {
+/// It opens after `threshold` consecutive store-wide failures or at once when the store asks us
+/// to back off (429 / Retry-After). While open nothing of that store is claimed and no attempt
+/// is used; the other store's orders go on. When the cool-down has passed, one probe is let
+/// through: an answer from the store closes it, another failure re-opens it with the cool-down
+/// doubled, up to `backoff_max_seconds`.
+package struct StoreBreaker: Sendable, Equatable {
     package enum State: String, Sendable { case closed, open }
 
     package var state: State = .closed
@@ -35,7 +37,7 @@ package struct AppleBreaker: Sendable, Equatable {
     /// What a pass may do now.
     package enum Permission: Sendable, Equatable {
         case claim
-        /// The cool-down is over: one order may be tried to see whether Apple is back.
+        /// The cool-down is over: one order may be tried to see whether the store is back.
         case probe
         case wait(until: Int64)
     }
@@ -45,7 +47,7 @@ package struct AppleBreaker: Sendable, Equatable {
         return now >= retryAt ? .probe : .wait(until: retryAt)
     }
 
-    /// Apple answered (whatever it said): the breaker closes and the last error is history.
+    /// The store answered (whatever it said): the breaker closes and the last error is history.
     package mutating func recordAnswer() {
         lastError = nil
         lastErrorAt = nil
@@ -55,14 +57,37 @@ package struct AppleBreaker: Sendable, Equatable {
         retryAt = nil
     }
 
-    /// Our side is wrong (e.g. Apple rejected the shared secret). Not Apple's outage, so the
-    /// breaker stays as it is, but the fault is kept for `settle status` until Apple answers.
-    package mutating func recordConfigurationFault(_ message: String, now: Int64) {
-        lastError = "configuration fault: \(message)"
+    /// Our side is wrong for this store (Apple rejected the shared secret, Google the service
+    /// account): not the store's outage, but asking again at once cannot help. The breaker
+    /// opens (the cool-down doubling as for an outage), so that store alone waits while the
+    /// other's orders go on, and its probe tells when the fix is in; the fault is kept for
+    /// `settle status` until the store answers.
+    package mutating func recordConfigurationFault(_ message: String, now: Int64, baseSeconds: Double, maxSeconds: Double) {
+        let previous = Double(cooldownSeconds)
+        let cooldown = state == .open && previous > 0 ? min(maxSeconds, previous * 2) : min(maxSeconds, baseSeconds)
+        cooldownSeconds = Int64(saturating: cooldown.rounded())
+        state = .open
+        retryAt = now.saturatingAdding(cooldownSeconds)
+        lastError = StoreBreaker.configurationFaultPrefix + message
         lastErrorAt = now
     }
 
-    /// Apple as a whole failed. Returns true when this failure opened (or re-opened) the breaker.
+    /// A fault of settle's own (the delivery hook cannot start) kept for `settle status`; the
+    /// breaker stays as it is.
+    package mutating func noteConfigurationFault(_ message: String, now: Int64) {
+        lastError = StoreBreaker.configurationFaultPrefix + message
+        lastErrorAt = now
+    }
+
+    /// Open because settle's configuration for the store was wrong, not because the store was
+    /// down: a reload (which may carry the fix) lets its probe through at once.
+    package var isOpenForConfigurationFault: Bool {
+        state == .open && lastError?.hasPrefix(StoreBreaker.configurationFaultPrefix) == true
+    }
+
+    package static let configurationFaultPrefix = "configuration fault: "
+
+    /// The store as a whole failed. Returns true when this failure opened (or re-opened) the breaker.
     @discardableResult
     package mutating func recordFailure(_ message: String, retryAfter: Double?, now: Int64,
                                        baseSeconds: Double, maxSeconds: Double) -> Bool {
@@ -70,7 +95,7 @@ package struct AppleBreaker: Sendable, Equatable {
         lastError = message
         lastErrorAt = now
         let probeFailed = state == .open
-        guard probeFailed || consecutiveFailures >= AppleBreaker.threshold || retryAfter != nil else { return false }
+        guard probeFailed || consecutiveFailures >= StoreBreaker.threshold || retryAfter != nil else { return false }
         let previous = Double(cooldownSeconds)
         let cooldown = probeFailed && previous > 0 ? min(maxSeconds, previous * 2) : min(maxSeconds, baseSeconds)
         cooldownSeconds = Int64(saturating: cooldown.rounded())
@@ -81,7 +106,7 @@ package struct AppleBreaker: Sendable, Equatable {
     }
 }
 
-extension AppleBreaker {
+extension StoreBreaker {
     /// The schema has one `last_error` column; its time rides in front as "@<unix seconds> "
     /// until a migration gives it a column of its own. Rows written before carry no time.
     package var storedLastError: String? {
