@@ -44,8 +44,10 @@ package struct PlayFinisher: StoreFinisher {
             // Delivered, and Google no longer knows the token (refunded and gone, expired):
             // nothing is left to acknowledge.
             case .purchaseNotFound: return .finished("not_acknowledged: \(error.message)")
-            case .unavailable, .refused:
+            case .unavailable:
                 return .failed(error.description, configuration: false)
+            case .refused:
+                return .refused(error.description)
             }
         }
     }

@@ -60,6 +60,9 @@ package protocol OrderLedger: LedgerBase {
     /// A Google Play order's hook said delivered and Google is not told yet (see `Ledger.recordDelivered`).
     @discardableResult
     func recordDelivered(orderId: String, owner: LeaseOwner, fence: Int64?, error: String?, history: HistoryEntry) throws(LedgerError) -> Bool
+    /// The store refused to hear a delivered order is done: backed off, then `needs_attention`.
+    func recordStoreFinishRefused(orderId: String, owner: LeaseOwner, fence: Int64?, error: String, nextAttemptAt: Int64,
+                                  maxAttempts: Int, history: HistoryEntry) throws(LedgerError) -> OrderState?
 
     // Rows settle cannot work on
     func quarantineMalformedRows() throws(LedgerError) -> [String]

@@ -31,12 +31,15 @@ package struct PlayDeadline: Sendable, Equatable {
 
     package func isUrgent(now: Int64) -> Bool { refundAt - now < PlayDeadline.urgentSeconds }
 
-    /// The unsettled Play orders of a query (columns of `orders`), closest deadline first.
+    /// The Play orders Google has not heard were delivered, closest deadline first: those still
+    /// being worked on, and those waiting for a person while Google's deadline is still ahead
+    /// (arguments: now, the limit).
     package static let query = """
         SELECT order_id, state, coalesce(purchase_date_ms / 1000, created_at) + \(windowSeconds) AS refund_at,
                CASE WHEN purchase_date_ms IS NULL THEN 0 ELSE 1 END AS exact,
                CASE WHEN delivered_at IS NULL THEN 0 ELSE 1 END AS delivered
-        FROM orders WHERE store = 'google_play' AND state IN ('pending','verifying','delivering')
+        FROM orders WHERE store = 'google_play' AND (state IN ('pending','verifying','delivering')
+            OR (state = 'needs_attention' AND coalesce(purchase_date_ms / 1000, created_at) + \(windowSeconds) > ?))
         ORDER BY refund_at, order_id LIMIT ?
         """
 

@@ -56,6 +56,8 @@ extension TransactionalLedger {
             for row in leased {
                 let order = Order(row: row)
                 guard let why = Self.rescuable(order, expired: row.int("expired") == 1, by: owner) else { continue }
+                // Delivered, and the store refused to hear it: left alone until its backoff ends.
+                if order.state == .delivering, order.deliveredAt != nil, order.nextAttemptAt > now { continue }
                 if order.state == .verifying {
                     try db.query("""
                         UPDATE orders SET state = 'pending', next_attempt_at = ?, updated_at = ?,

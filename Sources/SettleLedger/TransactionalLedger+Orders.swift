@@ -97,6 +97,33 @@ extension TransactionalLedger {
         }
     }
 
+    /// The store refused to hear that a delivered order is done (Google's 4xx on acknowledge or
+    /// consume): the goods were granted, so the order is never delivered again, but the store is
+    /// asked again only at `nextAttemptAt` (a backoff, counting attempts), and once the attempts
+    /// run out a person decides (`needs_attention`, `store_finish_refused`): its grant stays, so
+    /// a revoke queued for it runs, and status keeps showing Google's refund clock. Returns the
+    /// state the order is left in; nil when the claim is gone.
+    package func recordStoreFinishRefused(orderId: String, owner: LeaseOwner, fence: Int64?, error: String, nextAttemptAt: Int64,
+                                          maxAttempts: Int, history: HistoryEntry) throws(LedgerError) -> OrderState? {
+        let now = time.unixSeconds
+        return try transition { db in
+            let claim = db.claimedBy(owner, fence: fence)
+            guard let row = try db.query("""
+                UPDATE orders SET attempts = attempts + 1, next_attempt_at = ?, last_error = ?, updated_at = ?
+                WHERE order_id = ? AND state = 'delivering' AND \(claim.sql)
+                RETURNING attempts
+                """, [.integer(nextAttemptAt), .text(error), .integer(now), .text(orderId)] + claim.values).first else { return nil }
+            try db.appendHistory(orderId, history)
+            guard Int(row.int("attempts") ?? 0) >= maxAttempts else { return .delivering }
+            try db.query("""
+                UPDATE orders SET state = 'needs_attention', reason = ?, delivered_at = NULL, finished_at = NULL,
+                       lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
+                WHERE order_id = ?
+                """, [.text(AttentionReason.storeFinishRefused.rawValue), .text(orderId)])
+            return .needsAttention
+        }
+    }
+
     /// A verification or delivery that did not succeed and may be tried again.
     ///
     /// `countsAttempt` is false for failures of Apple as a whole, which must not use up the

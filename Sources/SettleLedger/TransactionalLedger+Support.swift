@@ -215,7 +215,7 @@ extension TransactionalLedger {
                                         orders: rows.map { Order(row: $0) }, matching: matching, filtered: !conditions.isEmpty)
             summary.storeCounts = storeCounts
             if playColumns {
-                summary.playDeadlines = try db.query(PlayDeadline.query, [.integer(20)]).compactMap { PlayDeadline(row: $0) }
+                summary.playDeadlines = try db.query(PlayDeadline.query, [.integer(now), .integer(20)]).compactMap { PlayDeadline(row: $0) }
             }
             return summary
         }

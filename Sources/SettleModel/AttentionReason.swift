@@ -41,4 +41,8 @@ package enum AttentionReason: String, Sendable, Equatable, CaseIterable {
     /// Google Play answered with a purchase state settle has no rule for (an expired, paused or
     /// on-hold subscription, a state Google added): a person decides.
     case purchaseStateUnclear = "purchase_state_unclear"
+    /// The goods were granted, and the store keeps refusing to hear it (Google's 4xx on
+    /// acknowledge or consume, attempt after attempt): Google refunds a purchase left
+    /// unacknowledged for three days, so a person looks before that (status shows the clock).
+    case storeFinishRefused = "store_finish_refused"
 }

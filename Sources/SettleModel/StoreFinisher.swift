@@ -11,4 +11,7 @@ package enum StoreFinishOutcome: Sendable, Equatable {
     /// Not told yet: tried again at the next pass (the order stays delivered, store finish
     /// pending, never delivered again). `configuration`: settle's setup is wrong; stop the pass.
     case failed(String, configuration: Bool)
+    /// The store answered, and refused (a 4xx about this purchase): asked again after a
+    /// backoff, counting attempts, then a person decides.
+    case refused(String)
 }

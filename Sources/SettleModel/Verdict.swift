@@ -97,6 +97,7 @@ package struct Verdict: Sendable, Equatable {
         case "canceled": return "Google Play says the purchase was canceled before it was paid"
         case "purchase_not_found": return "Google Play does not know this purchase token (or no longer honours it)"
         case "purchase_state_unclear": return "Google Play answered with a purchase state settle has no rule for"
+        case "store_finish_refused": return "delivered, and the store refused every attempt to acknowledge or consume it"
         case Resolution.grantedByHand.rawValue: return "a person granted it by hand"
         case Resolution.wontGrant.rawValue: return "a person decided not to grant it"
         default: return reason
@@ -144,6 +145,9 @@ package struct Verdict: Sendable, Equatable {
                 + "(a plain retry ends the same way)"
         case "backfilled_purchase":
             return "check whether the app already granted it: if it did, settle resolve ID --as granted_by_hand; if not, settle retry ID delivers it"
+        case "store_finish_refused":
+            return "the goods were granted; read the store's answer in the history, fix its cause (the product's type, the service "
+                + "account's permissions), then settle retry ID: the idempotent hook answers already granted and settle tells the store again"
         default: return nil
         }
     }

@@ -35,6 +35,8 @@ class GooglePlayTestCase: EndToEndTestCase {
         let killAtFinish = Mutex(false)
         /// How many acknowledge or consume requests still get a 503 before the fake sees them.
         let failFinishes = Mutex(0)
+        /// How many acknowledge or consume requests still get a 400 (Google refusing) before the fake sees them.
+        let refuseFinishes = Mutex(0)
     }
     let tap = Tap()
 
@@ -67,6 +69,9 @@ class GooglePlayTestCase: EndToEndTestCase {
                 }
                 if tap.failFinishes.withLock({ left in defer { left = max(0, left - 1) }; return left > 0 }) {
                     return HTTPServerResponse(status: 503)
+                }
+                if tap.refuseFinishes.withLock({ left in defer { left = max(0, left - 1) }; return left > 0 }) {
+                    return .json(400, Data(#"{"error": {"code": 400, "message": "The product is not owned by the user."}}"#.utf8))
                 }
             }
             return fake.handle(request)

@@ -45,4 +45,35 @@ final class PlayStoreFinishTests: GooglePlayTestCase {
         XCTAssertEqual(world.deliveries, ["GPA.K-1 o-k"], "granted once")
         XCTAssertEqual(finishes.count, 1, "acknowledged once, after the grant")
     }
+
+    func testGoogleRefusingTheAcknowledge_backsOff_countsAttempts_thenNeedsAPerson_withTheRefundClockShown() throws {
+        let token = scriptProduct("r", product: unlock, orderId: "GPA.R-1")
+        try enqueuePlay("o-r", token: token, product: unlock)
+        tap.refuseFinishes.withLock { $0 = 100 }
+        try settle(["reconcile"])
+        var order = try order("o-r")
+        XCTAssertEqual(order["state"], .string("delivering"))
+        XCTAssertEqual(order["attempts"], .number(1))
+        XCTAssertEqual(finishes.count, 1)
+        // Inside the backoff a pass leaves Google alone (it used to ask every pass, with no limit).
+        try settle(["reconcile"])
+        try settle(["reconcile"])
+        XCTAssertEqual(finishes.count, 1, "not asked again before the backoff ends")
+        // The backoff ended (moved back in the ledger, as if the time had passed): asked again, until the attempts run out.
+        for _ in 0..<2 {
+            try world.ledger().writing { db in try db.query("UPDATE orders SET next_attempt_at = 0 WHERE order_id = 'o-r'") }
+            try settle(["reconcile"])
+        }
+        order = try self.order("o-r")
+        XCTAssertEqual(order["state"], .string("needs_attention"))
+        XCTAssertEqual(order["reason"], .string("store_finish_refused"))
+        XCTAssertEqual(finishes.count, 3)
+        XCTAssertEqual(world.deliveries, ["GPA.R-1 o-r"], "delivered once, never again")
+        XCTAssertNotEqual(order["google_refunds_at"], .null, "the refund clock is shown while a person decides")
+        let status = try statusJSON()
+        XCTAssertEqual(status["google_play"]?["unacknowledged"]?.arrayValue?.compactMap { $0["order_id"]?.looseString }, ["o-r"])
+        let text = try settle(expecting: 0, ["status", "o-r"]).stdout
+        XCTAssertTrue(text.contains("store_finish_refused") || text.contains("refused every attempt"), text)
+        XCTAssertEqual(fake.product(token)?.acknowledgementState, .yetToBeAcknowledged)
+    }
 }

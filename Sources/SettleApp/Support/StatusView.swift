@@ -56,7 +56,7 @@ package enum StatusView {
     /// When Google refunds a Play order's purchase unless it is acknowledged: three days after it
     /// was bought (before Google confirmed it, after it was enqueued); nil once settled.
     package static func playRefundAt(_ order: Order) -> Int64? {
-        guard order.store == .googlePlay, [.pending, .verifying, .delivering].contains(order.state) else { return nil }
+        guard order.store.mustBeToldOfDelivery, [.pending, .verifying, .delivering, .needsAttention].contains(order.state) else { return nil }
         return (order.verified?.purchaseDateMs.map { $0 / 1000 } ?? order.createdAt) + PlayDeadline.windowSeconds
     }
 

@@ -501,6 +501,12 @@ package final class Reconciler: Sendable {
                                                              "why": "delivered, and no \(order.store.rawValue) section is configured to tell the store"])
                     continue
                 }
+                // Refused before (a backoff): the store is asked again only once it is due.
+                if order.nextAttemptAt > ledger.time.unixSeconds {
+                    log.debug("order.store_finish_waiting", ["order": order.orderId, "store": order.store.rawValue,
+                                                             "retry_at": Timestamp.rfc3339(unixSeconds: order.nextAttemptAt)])
+                    continue
+                }
                 // Taken again whatever its age: telling the store runs outside the lease keeper,
                 // so it starts with a whole lease.
                 guard try ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken, state: .delivering,
@@ -691,8 +697,12 @@ package final class Reconciler: Sendable {
             let entry = HistoryEntry(at: now, kind: .delivery, outcome: "store_finish_failed", environment: purchase.environment,
                                      detail: message)
             _ = try ledger.recordDelivered(orderId: order.orderId, owner: owner, fence: order.fencingToken,
-                                           error: "delivered; telling \(order.store.rawValue) failed: \(message)", history: entry)
+                                           error: "delivered; telling \(order.store.owner) failed: \(message)", history: entry)
             metrics?.observeStoreFinish(store: order.store.rawValue, outcome: configuration ? "configuration" : "failed")
+            if !configuration {
+                // The store as a whole did not answer: its breaker hears of it, as of a verification.
+                pass.recordStore(order.store, Verification(outcome: .storeUnavailable(message, retryAfter: nil)))
+            }
             if configuration {
                 log.error("\(order.store.logName).configuration_fault", ["order": order.orderId, "store": order.store.rawValue, "error": message])
                 pass.stop(order.store, configurationFault: message)
@@ -701,6 +711,27 @@ package final class Reconciler: Sendable {
                                                           "error": message, "why": "delivered; acknowledged at the next pass, never delivered again"])
             }
             pass.count(.delivering)
+        case let .refused(message):
+            let next = now + Int64(policy.delay(afterAttempt: order.attempts + 1))
+            let entry = HistoryEntry(at: now, kind: .delivery, outcome: "store_finish_refused", environment: purchase.environment,
+                                     detail: "\(order.store.owner) refused to hear the purchase is delivered: \(message)")
+            let state = try ledger.recordStoreFinishRefused(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                                            error: "delivered; \(order.store.owner) refused: \(message)", nextAttemptAt: next,
+                                                            maxAttempts: policy.maxAttempts, history: entry)
+            metrics?.observeStoreFinish(store: order.store.rawValue, outcome: "refused")
+            pass.recordStore(order.store, Verification(outcome: .retry(message), storeAnswered: true))
+            switch state {
+            case nil:
+                leaseLost(order, "store_finish_refused")
+            case .needsAttention:
+                log.error("order.needs_attention", ["order": order.orderId, "store": order.store.rawValue,
+                                                    "reason": AttentionReason.storeFinishRefused.rawValue, "idempotency_key": key, "error": message])
+            default:
+                log.warning("order.store_finish_refused", ["order": order.orderId, "store": order.store.rawValue, "idempotency_key": key,
+                                                           "attempt": order.attempts + 1, "error": message,
+                                                           "retry_at": Timestamp.rfc3339(unixSeconds: next)])
+            }
+            pass.count(state)
         }
     }
 

@@ -90,6 +90,38 @@ extension LedgerContractTests {
         }
     }
 
+    func testStoreFinishRefused_backsOffCountingAttempts_thenNeedsAPerson_keepingItsGrantAndItsRefundClock() throws {
+        try onEachBackEnd { b in
+            try enqueuePlay(b.store, "p-1")
+            var claim = try XCTUnwrap(try b.store.claimNextDue(owner: me, leaseSeconds: 60), b.name)
+            _ = try b.store.recordVerified(orderId: "p-1", owner: me, fence: claim.fencingToken, match: .only(playPurchase("GPA.1")),
+                                           deliveryLeaseSeconds: 60, history: entry)
+            claim = try XCTUnwrap(try b.store.orderRecord("p-1")?.order, b.name)
+            XCTAssertTrue(try b.store.recordDelivered(orderId: "p-1", owner: me, fence: claim.fencingToken, error: nil,
+                                                      history: HistoryEntry(at: 0, kind: .delivery, outcome: "delivered")), b.name)
+            let now = world.time.unixSeconds
+            let refused = HistoryEntry(at: now, kind: .delivery, outcome: "store_finish_refused")
+            XCTAssertEqual(try b.store.recordStoreFinishRefused(orderId: "p-1", owner: me, fence: claim.fencingToken, error: "400",
+                                                                 nextAttemptAt: now + 30, maxAttempts: 2, history: refused), .delivering, b.name)
+            // Backed off: the next pass's rescue leaves it alone, so Google is not asked again yet.
+            XCTAssertEqual(try b.store.rescue(owner: me).redeliver, [], "\(b.name): not asked again before its backoff ends")
+            world.time.advance(by: 31)
+            XCTAssertEqual(try b.store.rescue(owner: me).redeliver, ["p-1"], b.name)
+            claim = try XCTUnwrap(try b.store.claimRedelivery(orderId: "p-1", owner: me, leaseSeconds: 60), b.name)
+            XCTAssertNotNil(claim.deliveredAt, "\(b.name): still delivered, never delivered again")
+            XCTAssertEqual(try b.store.recordStoreFinishRefused(orderId: "p-1", owner: me, fence: claim.fencingToken, error: "400 again",
+                                                                 nextAttemptAt: now + 90, maxAttempts: 2, history: refused),
+                           .needsAttention, b.name)
+            let order = try XCTUnwrap(try b.store.orderRecord("p-1")?.order, b.name)
+            XCTAssertEqual(order.state, .needsAttention, b.name)
+            XCTAssertEqual(order.reason, AttentionReason.storeFinishRefused.rawValue, b.name)
+            XCTAssertEqual(order.attempts, 2, b.name)
+            XCTAssertEqual(try b.store.grantHolder(transactionId: "GPA.1"), "p-1", "\(b.name): the grant stays, so a revoke can run")
+            XCTAssertEqual(try b.store.summary(OrderFilter(limit: 0)).playDeadlines.map(\.orderId), ["p-1"],
+                           "\(b.name): the refund clock is still shown while a person decides")
+        }
+    }
+
     func testClaimOrder_aPlayOrderUnderADayFromGooglesRefund_goesFirst_andStatusListsItsDeadline() throws {
         try onEachBackEnd { b in
             try enqueue(b.store, "a-1")
