@@ -41,6 +41,14 @@ package enum Store: String, Sendable, CaseIterable {
         }
     }
 
+    /// What is missing from the configuration while this store's orders cannot be verified.
+    package var unconfiguredHint: String {
+        switch self {
+        case .appStore: "neither receipt_api nor server_api is configured"
+        case .googlePlay: "no google_play section is configured"
+        }
+    }
+
     /// Whether the store must hear that an order was delivered before settle may call it
     /// finished: Google refunds a purchase not acknowledged (or consumed) within three days, so
     /// a Play order stays `delivering` until Google was told, whatever the configuration. Apple

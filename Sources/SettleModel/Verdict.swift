@@ -11,18 +11,17 @@ package struct Verdict: Sendable, Equatable {
 
     package init(_ order: Order, now: Int64) {
         let id = Verdict.shellWord(order.orderId)
-        if let verified = order.verified, order.store == .googlePlay {
-            charged = "yes: Google Play confirmed order \(verified.transactionId) (\(verified.environment))"
-                + (verified.purchaseDateMs.map { ", bought \(Timestamp.relative($0 / 1000, now: now))" } ?? "")
-        } else if let verified = order.verified {
-            charged = "yes: Apple confirmed transaction \(verified.transactionId) (\(verified.environment))"
+        let store = order.store
+        if let verified = order.verified {
+            let what = store.mustBeToldOfDelivery ? "order" : "transaction"
+            charged = "yes: \(store.owner) confirmed \(what) \(verified.transactionId) (\(verified.environment))"
                 + (verified.purchaseDateMs.map { ", bought \(Timestamp.relative($0 / 1000, now: now))" } ?? "")
         } else if order.reason.flatMap(RejectionReason.init(rawValue:)) == .refunded {
-            charged = "refunded: Apple says the purchase was refunded or revoked"
+            charged = "refunded: \(store.owner) says the purchase was refunded or revoked"
         } else if order.state == .rejected {
-            charged = "not confirmed: Apple did not confirm a purchase for this order"
+            charged = "not confirmed: \(store.owner) did not confirm a purchase for this order"
         } else {
-            charged = "not yet confirmed: settle has not had Apple's answer yet"
+            charged = "not yet confirmed: settle has not had \(store.owner)'s answer yet"
         }
         switch (order.state, order.reason) {
         case (.finished, Resolution.grantedByHand.rawValue?):
@@ -33,7 +32,7 @@ package struct Verdict: Sendable, Equatable {
         case (.rejected, Resolution.grantedByHand.rawValue?):
             delivered = "by hand (resolved \(Timestamp.relative(order.updatedAt, now: now)))"
         case (.delivering, _) where order.deliveredAt != nil:
-            delivered = "yes, \(Timestamp.relative(order.deliveredAt!, now: now)); Google not yet told (acknowledge pending, settle retries it)"
+            delivered = "yes, \(Timestamp.relative(order.deliveredAt!, now: now)); \(order.store.owner) not yet told (settle retries it)"
         case (.pending, _), (.verifying, _), (.delivering, _):
             delivered = "not yet"
         default:
@@ -54,9 +53,9 @@ package struct Verdict: Sendable, Equatable {
         case .pending:
             guard let error = order.lastError else { return order.attempts == 0 ? "waiting for its first pass" : nil }
             return "the last attempt failed (\(error)); settle retries by itself"
-        case .verifying: return "settle is asking Apple right now"
+        case .verifying: return "settle is asking \(order.store.owner) right now"
         case .delivering where order.deliveredAt != nil:
-            return "the hook delivered it; Google is not told yet (acknowledge or consume), which settle retries at every pass"
+            return "the hook delivered it; \(order.store.owner) is not told yet (acknowledge or consume), which settle retries"
                 + (order.lastError.map { " (\($0))" } ?? "")
         case .delivering: return "settle is running the delivery hook right now"
         case .rejected, .needsAttention:

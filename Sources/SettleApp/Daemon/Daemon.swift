@@ -50,10 +50,9 @@ package final class Daemon: @unchecked Sendable {
     private var exitCode = ExitCode.success
     private var endpoint: NotificationEndpoint?
     private var historyTimer: DispatchSourceTimer?
-    /// The inbox the endpoint's threads hand notifications to; replaced on reload.
-    private let inbox = Mutex<NotificationInbox?>(nil)
-    /// Google Play's pushes, on the same listener; replaced on reload.
-    private let playInbox = Mutex<PlayNotificationInbox?>(nil)
+    /// Each store's listener routes, which the endpoint's threads hand requests to; replaced on
+    /// reload (the paths stay those the endpoint started with).
+    private let routes = Mutex<[String: ListenerRoute]>([:])
 
     package init(configPath: String, environment: [String: String], log: Log, time: any TimeSource = SystemTimeSource(),
                 owner: LeaseOwner = .current) {
@@ -131,11 +130,10 @@ package final class Daemon: @unchecked Sendable {
         let running = Running(configuration: configuration, ledger: ledger, reconciler: reconciler, lock: lock)
         // starting -> running.
         _ = state.withLock { $0.started(running) }
-        inbox.withLock { $0 = reconciler.inbox }
-        playInbox.withLock { $0 = reconciler.playInbox }
+        routes.withLock { $0 = reconciler.listenerRoutes }
         metrics.observeNewestNotification(at: try? ledger.newestNotificationAt())
         if let notifications = configuration.notifications {
-            try startEndpoint(notifications, playPath: configuration.googlePlay?.notificationsPath)
+            try startEndpoint(notifications, paths: reconciler.listenerRoutes.keys.sorted())
         }
         installSignalHandlers()
         if !ChildReaper.becomeSubreaper() {
@@ -166,29 +164,28 @@ package final class Daemon: @unchecked Sendable {
         }
     }
 
-    /// Listens for App Store Server Notifications: on the socket systemd passed (settle.socket),
-    /// else on `notifications.listen`.
-    private func startEndpoint(_ notifications: Configuration.NotificationsConfiguration, playPath: String?) throws {
+    /// Listens for the stores' notifications (App Store Server Notifications, Google's Pub/Sub
+    /// pushes), each store at its own paths: on the socket systemd passed (settle.socket), else
+    /// on `notifications.listen`.
+    private func startEndpoint(_ notifications: Configuration.NotificationsConfiguration, paths: [String]) throws {
         var passed: Int32? = nil
         if environment["LISTEN_PID"].flatMap({ Int32($0) }) == owner.pid, environment["LISTEN_FDS"] == "1" {
             passed = 3 // SD_LISTEN_FDS_START (sd_listen_fds(3))
         }
         do {
-            var routes: [String: @Sendable (HTTPServerRequest) -> HTTPServerResponse] = [:]
-            if let playPath {
-                routes[playPath] = { [workQueue, unowned self] request in
-                    guard let current = self.playInbox.withLock({ $0 }) else { return NotificationInbox.reply(503, "starting") }
-                    let (response, needsPass) = current.answer(request)
+            var served: [String: @Sendable (HTTPServerRequest) -> HTTPServerResponse] = [:]
+            for path in paths {
+                served[path] = { [workQueue, unowned self] request in
+                    guard let route = self.routes.withLock({ $0[path] }) else { return NotificationInbox.reply(503, "starting") }
+                    let (response, needsPass) = route(request)
                     if needsPass { workQueue.async { self.requestPass(force: true) } }
                     return response
                 }
             }
             endpoint = try NotificationEndpoint(address: notifications.listen, listenDescriptor: passed, path: notifications.path,
-                                                limits: notifications.limits, log: log, routes: routes) { [workQueue, unowned self] body in
-                guard let current = self.inbox.withLock({ $0 }) else { return NotificationInbox.reply(503, "starting") }
-                let (response, needsPass) = current.answer(body)
-                if needsPass { workQueue.async { self.requestPass(force: true) } }
-                return response
+                                                limits: notifications.limits, log: log, routes: served) { _ in
+                // notifications.path with no store behind it (no App Store section is configured).
+                NotificationInbox.reply(404, "no store is configured to take notifications at this path")
             }
         } catch {
             // Serving on another address than the configured one (every interface, another port)
@@ -197,7 +194,7 @@ package final class Daemon: @unchecked Sendable {
         }
         log.info("notifications.listening", ["address": endpoint?.boundAddress?.description ?? "unknown",
                                              "configured": passed == nil ? notifications.listen : "systemd socket",
-                                             "port": endpoint?.port, "path": notifications.path, "google_play_path": playPath])
+                                             "port": endpoint?.port, "paths": paths.joined(separator: ",")])
     }
 
     /// Get Notification History at start and every `notifications.history_interval_seconds`.
@@ -387,8 +384,7 @@ package final class Daemon: @unchecked Sendable {
             if fresh.schedule.intervalSeconds != configuration.schedule.intervalSeconds {
                 scheduleTimer(interval: fresh.schedule.intervalSeconds)
             }
-            inbox.withLock { $0 = reconciler.inbox }
-            playInbox.withLock { $0 = reconciler.playInbox }
+            routes.withLock { $0 = reconciler.listenerRoutes }
             if fresh.notifications?.listen != configuration.notifications?.listen || fresh.notifications?.path != configuration.notifications?.path {
                 log.warning("daemon.reload_partial", ["kept": "the notifications endpoint as it was; restart settle to move it"])
             }

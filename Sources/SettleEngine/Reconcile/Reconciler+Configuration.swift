@@ -90,26 +90,29 @@ extension Reconciler {
             api: api, revokeHook: revokeHook, consumption: configuration.consumption,
             acceptSandbox: configuration.acceptSandbox, policy: policy, log: log, metrics: metrics,
             backfillSinceMs: configuration.notifications?.backfillSinceMs)
-        let play = try googlePlay(configuration, client: client, time: ledger.time, metrics: metrics)
-        var playInbox: PlayNotificationInbox? = nil
-        if let settings = configuration.googlePlay, let push = settings.push, settings.notificationsPath != nil,
-           let play, let keys = try settings.loadPushKeys() {
-            playInbox = PlayNotificationInbox(
-                ledger: ledger, authenticator: PushAuthenticator(keys: keys, audience: push.audience,
-                                                                 serviceAccountEmail: push.serviceAccountEmail, time: ledger.time),
-                packageName: settings.packageName, client: play.client, products: configuration.products,
-                binding: configuration.userBinding, log: log, metrics: metrics)
+        // The stores, each from its own section: where a third store's adapter would be made.
+        var stores: [Store: any StoreAdapter] = [:]
+        if configuration.receiptAPI != nil || configuration.serverAPI != nil {
+            stores[.appStore] = AppStoreAdapter(receipts: receipts, storeKit: storeKit, products: products, inbox: inbox,
+                                                notificationsPath: configuration.notifications?.path)
         }
-        var finishers: [Store: any StoreFinisher] = [:]
-        if let play { finishers[.googlePlay] = PlayFinisher(client: play.client, products: configuration.products) }
-        return Reconciler(configuration: configuration, ledger: ledger,
-                          verifier: ProofRouter(receipts: receipts, storeKit: storeKit, products: products, play: play,
-                                                appStore: configuration.receiptAPI != nil || configuration.serverAPI != nil),
-                          deliverer: deliverer, policy: policy, log: log, metrics: metrics, inbox: inbox, finishers: finishers,
-                          voided: play.map { play in
-                              PlayVoidedPoll(ledger: ledger, client: play.client,
-                                             intervalSeconds: configuration.googlePlay?.voidedPollIntervalSeconds ?? 3600, log: log)
-                          }, playInbox: playInbox)
+        if let play = try googlePlay(configuration, client: client, time: ledger.time, metrics: metrics),
+           let settings = configuration.googlePlay {
+            var playInbox: PlayNotificationInbox? = nil
+            if let push = settings.push, settings.notificationsPath != nil, let keys = try settings.loadPushKeys() {
+                playInbox = PlayNotificationInbox(
+                    ledger: ledger, authenticator: PushAuthenticator(keys: keys, audience: push.audience,
+                                                                     serviceAccountEmail: push.serviceAccountEmail, time: ledger.time),
+                    packageName: settings.packageName, client: play.client, products: configuration.products,
+                    binding: configuration.userBinding, log: log, metrics: metrics)
+            }
+            stores[.googlePlay] = GooglePlayAdapter(
+                verifier: play, finisher: PlayFinisher(client: play.client, products: configuration.products), inbox: playInbox,
+                notificationsPath: settings.notificationsPath,
+                voided: PlayVoidedPoll(ledger: ledger, client: play.client, intervalSeconds: settings.voidedPollIntervalSeconds, log: log))
+        }
+        return Reconciler(configuration: configuration, ledger: ledger, deliverer: deliverer, policy: policy, log: log, metrics: metrics,
+                          inbox: inbox, stores: stores)
     }
 
     /// The Google Play verifier a `google_play` section describes: the service account key is

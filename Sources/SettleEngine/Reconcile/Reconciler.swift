@@ -22,24 +22,20 @@ package final class Reconciler: Sendable {
     package let inbox: NotificationInbox?
     /// Renews the leases of the orders being verified or delivered.
     private let leases: LeaseKeeper
-    /// What each store must be told once an order's goods were granted (Google Play: acknowledge
-    /// or consume); a store without one needs nothing.
-    package let finishers: [Store: any StoreFinisher]
-    /// Google Play's voided purchases, polled by passes when due.
-    package let voided: PlayVoidedPoll?
-    /// Google Play's real-time developer notifications: the listener stores them, passes work on them.
-    package let playInbox: PlayNotificationInbox?
+    /// Every configured store, by store: what verifies its orders, what tells it of a delivery,
+    /// its work before claims and after a pass, its listener routes. The engine never asks
+    /// which store an adapter is.
+    package let stores: [Store: any StoreAdapter]
 
-    package init(configuration: Configuration, ledger: any SettleLedger, verifier: any OrderVerifier, deliverer: any Deliverer,
+    /// `verifier` defaults to the stores' own (`StoreRouter`); a test may put another in.
+    package init(configuration: Configuration, ledger: any SettleLedger, verifier: (any OrderVerifier)? = nil, deliverer: any Deliverer,
                 policy: RetryPolicy, owner: LeaseOwner = .current, log: Log, metrics: Metrics? = nil, inbox: NotificationInbox? = nil,
-                finishers: [Store: any StoreFinisher] = [:], voided: PlayVoidedPoll? = nil, playInbox: PlayNotificationInbox? = nil) {
-        self.playInbox = playInbox
+                stores: [Store: any StoreAdapter] = [:]) {
         self.inbox = inbox
-        self.finishers = finishers
-        self.voided = voided
+        self.stores = stores
+        self.verifier = verifier ?? StoreRouter(adapters: stores)
         self.configuration = configuration
         self.ledger = ledger
-        self.verifier = verifier
         self.deliverer = deliverer
         self.policy = policy
         self.owner = owner
@@ -59,6 +55,14 @@ package final class Reconciler: Sendable {
             })
     }
 
+    /// The configured stores' adapters in a fixed order (by store), for work done store by store.
+    private var adapters: [any StoreAdapter] { Store.allCases.compactMap { stores[$0] } }
+
+    /// Every configured store's paths on the notifications listener.
+    package var listenerRoutes: [String: ListenerRoute] {
+        adapters.reduce(into: [:]) { routes, adapter in routes.merge(adapter.listenerRoutes) { first, _ in first } }
+    }
+
     package var verifyLeaseSeconds: Int64 {
         // Two hops (production then sandbox), each bounded by the HTTP timeouts, plus margin.
         Int64(2 * (configuration.http.timeoutSeconds + configuration.http.connectTimeoutSeconds) + 60)
@@ -73,7 +77,7 @@ package final class Reconciler: Sendable {
     package func renewLeases(everyFractionOf fraction: Double) { leaseRenewal.withLock { $0 = fraction } }
 
     /// Runs one pass over every due order, or over exactly `orderIds` (due or not: an operator
-    /// naming orders is not held back by the Apple breaker). `shouldStop` is polled before
+    /// naming orders is not held back by any store's breaker). `shouldStop` is polled before
     /// each claim: once it says true, nothing more is claimed and in-flight work finishes.
     /// `progress` is called after each order, from the thread that worked on it.
     package func runPass(orderIds: [String] = [], shouldStop: @escaping @Sendable () -> Bool = { false },
@@ -95,9 +99,9 @@ package final class Reconciler: Sendable {
         func sideWorkAllowed(_ store: Store) -> Bool {
             orderIds.isEmpty && !shouldStop() && (breakers[store] ?? StoreBreaker()).permission(now: now) == .claim
         }
-        // Purchases Google told of become orders before the claims, so this pass delivers them.
-        if let playInbox, sideWorkAllowed(.googlePlay) {
-            try playInbox.processPending()
+        // What a store sent on its own becomes orders before the claims, so this pass delivers them.
+        for adapter in adapters where sideWorkAllowed(adapter.store) {
+            try adapter.beforeClaims()
         }
         let rescued = try ledger.rescue(owner: owner)
         for id in rescued.requeued { log.warning("order.rescued", ["order": id, "to": "pending"]) }
@@ -138,8 +142,8 @@ package final class Reconciler: Sendable {
         delivering.wait()
         var report = try pass.finish()
         // A pass over named orders is about those orders only.
-        if let voided, sideWorkAllowed(.googlePlay), !pass.isStopped(.googlePlay) {
-            try voided.pollIfDue()
+        for adapter in adapters where sideWorkAllowed(adapter.store) && !pass.isStopped(adapter.store) {
+            try adapter.afterPass()
         }
         if let inbox, orderIds.isEmpty, !shouldStop() {
             let settled = try inbox.settleObligations()
@@ -156,7 +160,7 @@ package final class Reconciler: Sendable {
         }
         metrics?.observePass(openBreakers: Set(pass.breakers.filter { $0.value.state == .open }.keys), at: ledger.time.unixSeconds)
         // Deadlines of the stores that must hear of a delivery (Google refunds after three days).
-        if finishers.keys.contains(where: \.mustBeToldOfDelivery) { try warnOfPlayDeadlines() }
+        if stores.keys.contains(where: \.mustBeToldOfDelivery) { try warnOfPlayDeadlines() }
         return report
     }
 
@@ -335,7 +339,7 @@ package final class Reconciler: Sendable {
                                          "why": "the claim expired and another process took the order over"])
     }
 
-    /// Verifies `order` with Apple while its lease is renewed, and records the answer; an order
+    /// Verifies `order` with its store while its lease is renewed, and records the answer; an order
     /// that is now `delivering` is handed off (to the delivery queue, or to the delivery worker
     /// that re-matched it).
     private func verify(_ order: Order, pass: Pass, handOff: (DeliveryQueue.Leased) throws -> Void) throws {
@@ -364,7 +368,7 @@ package final class Reconciler: Sendable {
                 log.info("order.verified", ["order": order.orderId, "transaction": verified.verified?.transactionId,
                                             "environment": verified.verified?.environment, "apple_status": verification.appleStatus,
                                             "duration_ms": verification.durationMs])
-                // Its start is durable: the hook runs on a delivery worker, this one goes back to Apple.
+                // Its start is durable: the hook runs on a delivery worker, this one goes back to the store.
                 try handOff(DeliveryQueue.Leased(verified, leasedAt: now))
             case let .alreadyGranted(detail):
                 log.warning("order.rejected", ["order": order.orderId, "reason": "already_granted", "detail": detail])
@@ -427,13 +431,14 @@ package final class Reconciler: Sendable {
             if state == nil { leaseLost(order, "retry") }
             pass.count(state)
         case let .storeUnavailable(message, retryAfter):
-            entry.outcome = "apple_unavailable"
+            entry.outcome = "\(order.store.logName)_unavailable"
             entry.detail = message
             let next = now + Int64(policy.appleDelay(retryAfter: retryAfter))
             let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .verifying, error: message,
                                                  countsAttempt: false, permanent: false, nextAttemptAt: next, maxAttempts: policy.maxAttempts,
                                                  environment: verification.environment, history: entry)
-            log.warning("apple.unavailable", ["order": order.orderId, "error": message, "apple_status": verification.appleStatus])
+            log.warning("\(order.store.logName).unavailable", ["order": order.orderId, "store": order.store.rawValue, "error": message,
+                                                              "apple_status": verification.appleStatus])
             if state == nil { leaseLost(order, "retry") }
             pass.count(state)
         case let .configurationFault(message):
@@ -457,10 +462,10 @@ package final class Reconciler: Sendable {
         return verification
     }
 
-    /// Only Apple's final word rejects a paid order. A product missing from `products` is a gap
+    /// Only the store's final word rejects a paid order. A product missing from `products` is a gap
     /// on settle's side: `needs_attention`. And an order that holds its grant loses it only on
-    /// positive evidence, Apple refunding or revoking the purchase: any other rejection of such
-    /// an order (a transient "not found", a proof that no longer lists it) is not Apple's final
+    /// positive evidence, the store refunding or revoking the purchase: any other rejection of such
+    /// an order (a transient "not found", a proof that no longer lists it) is not the store's final
     /// word on a purchase it confirmed: "not found" is retried (attempts end in
     /// `needs_attention`), the rest goes to a person.
     package static func classify(_ outcome: VerificationOutcome, of order: Order) -> VerificationOutcome {
@@ -470,11 +475,12 @@ package final class Reconciler: Sendable {
         }
         guard let held = order.verified, reason != .refunded else { return outcome }
         if reason == .transactionNotFound {
-            return .retry("\(detail); the order holds transaction \(held.transactionId), which Apple confirmed before: retrying")
+            return .retry("\(detail); the order holds purchase \(held.transactionId), which \(order.store.owner) confirmed before: retrying")
         }
         return .needsAttention(reason: .grantConflict,
-                               detail: "the order holds transaction \(held.transactionId), which Apple confirmed before, and Apple's answer "
-                                   + "now says \(reason.rawValue): \(detail); only a refund or revocation takes a held purchase away")
+                               detail: "the order holds purchase \(held.transactionId), which \(order.store.owner) confirmed before, and "
+                                   + "\(order.store.owner)'s answer now says \(reason.rawValue): \(detail); only a refund or revocation "
+                                   + "takes a held purchase away")
     }
 
     /// Runs the hook for `orders` (one call, or one per order without batches) while their
@@ -495,7 +501,7 @@ package final class Reconciler: Sendable {
             if order.deliveredAt != nil {
                 // The hook said delivered before (a crash, a failed acknowledgement): never again;
                 // only the store is still to be told.
-                guard finishers[order.store] != nil else {
+                guard stores[order.store]?.finisher != nil else {
                     // Left under its claim, rescued at the next pass, finished once the store is configured again.
                     log.error("order.store_finish_waiting", ["order": order.orderId, "store": order.store.rawValue,
                                                              "why": "delivered, and no \(order.store.rawValue) section is configured to tell the store"])
@@ -673,7 +679,7 @@ package final class Reconciler: Sendable {
     /// (rescued at the next pass, by this or another process) and is only ever finished, never
     /// delivered again; a configuration fault also stops the pass.
     private func finishWithStore(_ order: Order, purchase: VerifiedPurchase, pass: Pass) throws {
-        guard let finisher = finishers[order.store] else {
+        guard let finisher = stores[order.store]?.finisher else {
             // Left delivered under its claim: rescued at the next pass, finished once the store is configured again.
             log.error("order.store_finish_waiting", ["order": order.orderId, "store": order.store.rawValue,
                                                      "why": "delivered, and no \(order.store.rawValue) section is configured to tell \(order.store.owner)"])

@@ -377,10 +377,10 @@ final class StoreKitReconcileTests: XCTestCase {
         _ = try ledger.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins,
                                         receipt: try legacyReceipt([AppReceipt.Purchase(productId: world.coins, transactionId: "2000000920000000")])))
         let configured = try world.reconciler(ledger: ledger)
-        var router = try XCTUnwrap(configured.verifier as? ProofRouter)
-        router.storeKit.historyPageCap = 1
-        let reconciler = Reconciler(configuration: configured.configuration, ledger: ledger, verifier: router,
-                                    deliverer: configured.deliverer, policy: configured.policy, log: configured.log)
+        var appStore = try XCTUnwrap(configured.stores[.appStore] as? AppStoreAdapter)
+        appStore.storeKit.historyPageCap = 1
+        let reconciler = Reconciler(configuration: configured.configuration, ledger: ledger, deliverer: configured.deliverer,
+                                    policy: configured.policy, log: configured.log, stores: [.appStore: appStore])
         XCTAssertEqual(try reconciler.runPass().needsAttention, 1)
         let o = try order("o-1")
         XCTAssertEqual(o.state, .needsAttention)

@@ -1,42 +1,38 @@
+import SettleBase
 import SettleModel
+import SettleLedger
 import SettleAppStore
-import SettleGooglePlay
 
-/// Sends each order to the verifier its store and proof of purchase need, and sends to a person what no
-/// Apple answer could make grantable (a product the configuration does not know) without asking.
-package struct ProofRouter: OrderVerifier {
+/// The App Store: verifyReceipt (`receipt_api`), StoreKit 2's signed data and the App Store
+/// Server API (`server_api`), and App Store Server Notifications on the listener. Apple needs
+/// no word after a delivery; its notifications' work (revokes, refund-request answers, the
+/// history catch-up) is the notification inbox's.
+package struct AppStoreAdapter: StoreAdapter {
+    package var store: Store { .appStore }
     /// verifyReceipt, when `receipt_api` is configured.
     package var receipts: ReceiptVerifier?
     /// StoreKit 2 signed data and the App Store Server API.
     package var storeKit: StoreKitVerifier
+    /// The products sold on the App Store.
     package var products: Set<String>
-    /// Google Play purchases, when `google_play` is configured: chosen by the order's store.
-    package var play: PlayVerifier?
-    /// Whether `receipt_api` or `server_api` is configured (a Google Play-only installation has neither).
-    package var appStore: Bool
+    /// App Store Server Notifications, at `notifications.path` when the listener is configured.
+    package var inbox: NotificationInbox?
+    package var notificationsPath: String?
 
-    package init(receipts: ReceiptVerifier?, storeKit: StoreKitVerifier, products: Set<String>, play: PlayVerifier? = nil,
-                appStore: Bool = true) {
+    package init(receipts: ReceiptVerifier?, storeKit: StoreKitVerifier, products: Set<String>, inbox: NotificationInbox? = nil,
+                 notificationsPath: String? = nil) {
         self.receipts = receipts
         self.storeKit = storeKit
         self.products = products
-        self.play = play
-        self.appStore = appStore
+        self.inbox = inbox
+        self.notificationsPath = notificationsPath
     }
 
+    package var finisher: (any StoreFinisher)? { nil }
+
+    /// A product missing from `products` is a gap on settle's side, sent to a person without
+    /// asking Apple (no answer of Apple's could make it grantable).
     package func verify(_ order: Order) throws -> Verification {
-        if order.store == .googlePlay {
-            if let play { return try play.verify(order) }
-            // Not the order's fault: it waits, using no attempt, until google_play is configured.
-            var waiting = Verification(outcome: .retry("a Google Play order, and no google_play section is configured"))
-            waiting.keepsAttempt = true
-            return waiting
-        }
-        guard appStore else {
-            var waiting = Verification(outcome: .retry("an App Store order, and neither receipt_api nor server_api is configured"))
-            waiting.keepsAttempt = true
-            return waiting
-        }
         guard products.contains(order.productId) else {
             return Verification(outcome: .needsAttention(reason: .unknownProduct,
                                                          detail: "product \(order.productId) is not in the configuration's products; "
@@ -53,6 +49,15 @@ package struct ProofRouter: OrderVerifier {
         } catch let error as LegacyReceiptError {
             return Verification(outcome: .rejected(reason: .receiptInvalid, detail: error.message))
         }
+    }
+
+    package func beforeClaims() throws(LedgerError) {}
+
+    package func afterPass() throws(LedgerError) {}
+
+    package var listenerRoutes: [String: ListenerRoute] {
+        guard let inbox, let notificationsPath else { return [:] }
+        return [notificationsPath: { request in inbox.answer(request.body) }]
     }
 }
 

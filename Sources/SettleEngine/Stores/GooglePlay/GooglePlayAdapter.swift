@@ -1,0 +1,41 @@
+import SettleBase
+import SettleModel
+import SettleLedger
+import SettleGooglePlay
+
+/// Google Play: the Play Developer API (`google_play`), acknowledge or consume after every
+/// delivery, real-time developer notifications on the listener (Pub/Sub push) worked before the
+/// claims, and the voided purchases poll after the pass.
+package struct GooglePlayAdapter: StoreAdapter {
+    package var store: Store { .googlePlay }
+    package var verifier: PlayVerifier
+    package var finisher: (any StoreFinisher)?
+    /// Real-time developer notifications, at `google_play.notifications_path` when configured.
+    package var inbox: PlayNotificationInbox?
+    package var notificationsPath: String?
+    package var voided: PlayVoidedPoll?
+
+    package init(verifier: PlayVerifier, finisher: PlayFinisher, inbox: PlayNotificationInbox? = nil, notificationsPath: String? = nil,
+                 voided: PlayVoidedPoll? = nil) {
+        self.verifier = verifier
+        self.finisher = finisher
+        self.inbox = inbox
+        self.notificationsPath = notificationsPath
+        self.voided = voided
+    }
+
+    package func verify(_ order: Order) throws -> Verification { try verifier.verify(order) }
+
+    package func beforeClaims() throws(LedgerError) {
+        _ = try inbox?.processPending()
+    }
+
+    package func afterPass() throws(LedgerError) {
+        _ = try voided?.pollIfDue()
+    }
+
+    package var listenerRoutes: [String: ListenerRoute] {
+        guard let inbox, let notificationsPath else { return [:] }
+        return [notificationsPath: { request in inbox.answer(request) }]
+    }
+}
