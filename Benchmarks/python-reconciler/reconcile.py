@@ -97,7 +97,17 @@ class Reconciler:
             response = self.session().post(self.args.webhook_url, data=body, timeout=30, headers={
                 "Content-Type": "application/json", "Idempotency-Key": payload["idempotency_key"],
                 "Settle-Signature": f"t={stamp},v1={mac}"})
-            return 200 <= response.status_code < 300
+            # As settle: a 2xx counts only when the receiver names the key it granted.
+            key = payload["idempotency_key"]
+            if not 200 <= response.status_code < 300:
+                return False
+            if response.headers.get("Settle-Granted", "").strip() == key:
+                return True
+            try:
+                answer = response.json()
+            except ValueError:
+                return False
+            return isinstance(answer, dict) and answer.get("idempotency_key") == key
         result = subprocess.run(self.args.hook, input=body, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
         return result.returncode == 0
 

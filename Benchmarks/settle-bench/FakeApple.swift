@@ -39,8 +39,11 @@ enum FakeAppleServer {
             simulator.script(transaction: BenchOrders.transactionId(index), TransactionScript(transaction: SimulatedSignedTransaction(
                 transactionId: BenchOrders.transactionId(index), productId: BenchOrders.productId, bundleId: BenchOrders.bundleId)))
         }
-        // A receiver that grants everything at once, so the bound N·L/C stays Apple's alone.
-        let webhook = try LoopbackHTTPServer { _ in .json(200, Data(#"{"granted":true}"#.utf8)) }
+        // A receiver that grants everything at once, so the bound N·L/C stays Apple's alone; it
+        // confirms each grant by naming its key, as settle requires of a webhook.
+        let webhook = try LoopbackHTTPServer { request in
+            .json(200, JSONValue.object([("idempotency_key", .string(request.header("Idempotency-Key") ?? ""))]).data)
+        }
         let line = JSONValue.object([("apple", .string(simulator.productionURL)), ("sandbox", .string(simulator.sandboxURL)),
                                      ("webhook", .string(webhook.baseURL + "/grant")),
                                      ("server", .string(simulator.serverProductionURL)),

@@ -158,6 +158,11 @@ package struct AppStoreServerClient: Sendable {
             return (.found(body), "found")
         case 401:
             return (.unauthorized, "http_401")
+        case 403:
+            // Not one of Apple's documented answers: something refuses our credentials (a key
+            // revoked for this app, a proxy). Every call would get it; the order is not at fault.
+            return (.failed(.configurationFault("\(name) answered HTTP 403: check server_api.issuer_id, key_id, private_key_file and bundle_id"),
+                            answered: true), "http_403")
         case 404 where errorCode == nil || errorCode == 4040010:
             return (.notFound, "not_found")
         case 404 where [4040002, 4040004, 4040006].contains(errorCode):

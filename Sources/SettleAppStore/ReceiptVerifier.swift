@@ -98,9 +98,19 @@ package struct ReceiptVerifier: OrderVerifier {
         case 500...599:
             return (.failed(.storeUnavailable("\(name) answered HTTP \(response.status)", retryAfter: nil), endpoint, answered: false),
                     "http_5xx")
-        default:
-            return (.failed(.configurationFault("\(name) answered HTTP \(response.status); check receipt_api URLs"),
+        case 401, 403:
+            // Our credentials (or a proxy in front of Apple refusing us): every order would get it.
+            return (.failed(.configurationFault("Apple's \(name) answered HTTP \(response.status); check receipt_api and the shared secret"),
+                            endpoint, answered: true), "http_\(response.status)")
+        case 404, 405, 410:
+            // The URL itself is wrong or gone: about the endpoint, not this order.
+            return (.failed(.configurationFault("Apple's \(name) answered HTTP \(response.status); check receipt_api URLs"),
                             endpoint, answered: true), "http_4xx")
+        default:
+            // A 4xx about this request (400, 413 for a huge receipt, 422, ...): this order fails,
+            // with an attempt, and the pass goes on with the others.
+            return (.failed(.retry("Apple's \(name) answered HTTP \(response.status) for this order's receipt"), endpoint, answered: true),
+                    "http_4xx")
         }
         guard let json = try? JSONValue.parse(response.body), let parsed = ReceiptResponse(json) else {
             return (.failed(.storeUnavailable("\(name) sent an answer that is not a verifyReceipt response (\(response.body.count) bytes)",

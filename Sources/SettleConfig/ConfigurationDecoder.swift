@@ -259,8 +259,9 @@ package struct ConfigurationDecoder {
             // Revokes go to a URL of their own: a receiver written for grants never sees one.
             if let revoke = try h.string("revoke_url") {
                 try checkURL(revoke, name: "delivery.webhook.revoke_url")
-                guard revoke != url else {
-                    throw ConfigError("delivery.webhook.revoke_url: must differ from delivery.webhook.url (a grant receiver must never get a revoke)")
+                guard !ConfigurationDecoder.sameEndpoint(revoke, url) else {
+                    throw ConfigError("delivery.webhook.revoke_url: must differ from delivery.webhook.url by more than a trailing slash "
+                                      + "or a query string (a grant receiver must never get a revoke)")
                 }
                 revokeURL = revoke
             }
@@ -345,6 +346,27 @@ package struct ConfigurationDecoder {
         if scheme == "https" { return }
         if scheme == "http" && ConfigurationDecoder.isLoopback(host) { return }
         throw ConfigError("\(name): must be an https:// URL (http:// is allowed only to a loopback address)")
+    }
+
+    /// Whether two URLs reach the same handler as a web server routes them: same scheme, host
+    /// (any case) and port (the scheme's default spelled or not), and the same path once dot
+    /// segments, repeated and trailing slashes are gone; user info, query and fragment are not
+    /// routing. A revoke URL that differs from the grant URL only there reaches the grant receiver.
+    package static func sameEndpoint(_ a: String, _ b: String) -> Bool {
+        func key(_ text: String) -> String? {
+            guard let c = URLComponents(string: text), let scheme = c.scheme?.lowercased(), let host = c.host?.lowercased() else { return nil }
+            let port = c.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : -1)
+            var segments: [String] = []
+            for segment in c.percentEncodedPath.split(separator: "/") {
+                let decoded = segment.removingPercentEncoding ?? String(segment)
+                if decoded == "." { continue }
+                if decoded == ".." { _ = segments.popLast(); continue }
+                segments.append(decoded)
+            }
+            return "\(scheme)://\(host):\(port)/" + segments.joined(separator: "/")
+        }
+        guard let left = key(a), let right = key(b) else { return a == b }
+        return left == right
     }
 
     package static func isLoopback(_ host: String) -> Bool {

@@ -13,8 +13,9 @@ import SettleModel
 /// `result` is `delivered`, `already_granted`, `retry` or `refused`, each meaning what exit 0,
 /// 80, 75 and 65 mean for one order. The exactly-once contract is per order, as always: an order
 /// is finished only on its own `delivered` line. An order without an answer line is decided by
-/// the exit code as for one order, except that exit 0 without its line is retried (the key is
-/// the same, so the receiver's idempotency makes that safe). Other output lines are kept in the
+/// the exit code as for one order, except that exit 0 without its line is retried as unconfirmed
+/// (the key is the same, so the receiver's idempotency makes that safe; when the attempts run
+/// out, `needs_attention` `hook_unconfirmed`). Other output lines are kept in the
 /// history. One process per batch instead of one per order is the point: a process start costs
 /// more than most grants.
 extension CommandHook {
@@ -77,7 +78,7 @@ extension CommandHook {
     private func unanswered(_ result: SubprocessResult, output: String, durationMs: Int) -> DeliveryReport {
         let outcome: DeliveryOutcome
         switch result.termination {
-        case .exited(0): outcome = .retry("hook exited 0 without an answer line for this order")
+        case .exited(0): outcome = .unconfirmed("hook exited 0 without an answer line for this order")
         case .exited(75): outcome = .retry("hook asked to try again later (exit 75)")
         case .exited(65): outcome = .refused("hook refused the batch permanently (exit 65)")
         case .exited(CommandHook.alreadyGrantedExit):

@@ -47,6 +47,11 @@ package enum DeliveryOutcome: Sendable, Equatable {
     case retry(String)
     /// The receiver refused for good: a person must look.
     case refused(String)
+    /// An answer that looks like success but does not say the goods were granted (a webhook's
+    /// 2xx without the key echoed, a batch's exit 0 without the order's line): anything may have
+    /// answered, a maintenance page or a proxy. Retried as a failure (counts an attempt); when the
+    /// attempts run out, `needs_attention` (`hook_unconfirmed`) rather than `attempts_exhausted`.
+    case unconfirmed(String)
     /// The receiver says this purchase was granted before, outside settle (exit 80 / HTTP 409):
     /// recorded as such, and the order moves on to its next candidate or finishes.
     case alreadyGranted(String)

@@ -7,7 +7,8 @@ import SettleConfig
 /// `delivery.revoke_command`, or a POST with `event: "revoke"` to `delivery.webhook.revoke_url`
 /// (never to the grant URL). The idempotency key is `revoke:<transactionId>` (with `:<round>`
 /// for a refund after a reversed one), so a retried or repeated revoke is recognisable. Answers
-/// read as for deliveries: 0 / 2xx done, 75 / 408, 429, 5xx retry, 65 / other 4xx refused.
+/// read as for deliveries: 0 / a confirmed 2xx done (the receiver names the revoke's key, as for
+/// a grant), 75 / 408, 429, 5xx and an unconfirmed 2xx retry, 65 / other 4xx refused.
 package enum RevokeHook: Sendable {
     case command(CommandHook)
     case webhook(WebhookHook)
@@ -52,7 +53,7 @@ package enum RevokeHook: Sendable {
                             orderId: order.orderId, idempotencyKey: key)
         case let .webhook(hook):
             return hook.post(Self.payload(order: order, transactionId: transactionId, round: round,
-                                          product: hook.products[order.productId]).data, idempotencyKey: key)
+                                          product: hook.products[order.productId]).data, idempotencyKey: key, event: Self.event)
         }
     }
 }

@@ -6,6 +6,12 @@ import SettleConfig
 /// Delivers by POSTing the hook payload to the operator's URL (SPEC section 5), signed so the
 /// receiver can tell it comes from settle: `Settle-Signature: t=<unix>,v1=<hex HMAC-SHA256 of
 /// "<t>.<body>">`, with the idempotency key in `Idempotency-Key`.
+///
+/// A 2xx is not enough to count as delivered: a maintenance page, a load balancer's default
+/// answer or a proxy answer 200 too, and for Google Play a delivered order is acknowledged (Google
+/// keeps the money). The receiver confirms explicitly by naming the request's key, in a JSON body
+/// (`{"idempotency_key": "<key>"}`) or in a `Settle-Granted: <key>` header; any other 2xx is
+/// `unconfirmed`, retried as a failure.
 package struct WebhookHook: Deliverer {
     package var url: String
     package var secret: Secret
@@ -30,13 +36,26 @@ package struct WebhookHook: Deliverer {
         return "t=\(timestamp),v1=\(HMACSHA256.hex(key: Data(secret.value.utf8), message: signed))"
     }
 
+    /// The header a receiver may confirm with instead of a JSON body.
+    package static let confirmationHeader = "Settle-Granted"
+
+    /// Whether a 2xx answer says the receiver acted on the request with `key`: a
+    /// `Settle-Granted` header, or a JSON object body whose `idempotency_key` is the key, exactly.
+    package static func confirms(_ response: HTTPResponse, key: String) -> Bool {
+        if let granted = response.header(confirmationHeader), granted.trimmingCharacters(in: .whitespaces) == key { return true }
+        guard response.body.contains(UInt8(ascii: "{")), let json = try? JSONValue.parse(response.body),
+              case let .string(echoed)? = json["idempotency_key"] else { return false }
+        return echoed == key
+    }
+
     package func deliver(order: Order, purchase: VerifiedPurchase) -> DeliveryReport {
         post(HookPayload.make(order: order, purchase: purchase, product: products[purchase.productId]).data,
              idempotencyKey: HookPayload.idempotencyKey(purchase))
     }
 
-    /// POSTs one signed document and reads the answer (also for revokes).
-    package func post(_ body: Data, idempotencyKey key: String) -> DeliveryReport {
+    /// POSTs one signed document and reads the answer (also for revokes: `event` names what a
+    /// confirmation confirms).
+    package func post(_ body: Data, idempotencyKey key: String, event: String = HookPayload.grantEvent) -> DeliveryReport {
         let request = HTTPRequest(method: "POST", url: url, headers: [
             HTTPHeader("Content-Type", "application/json"),
             HTTPHeader("Idempotency-Key", key),
@@ -53,7 +72,10 @@ package struct WebhookHook: Deliverer {
         let text = String(decoding: response.body.prefix(CommandHook.outputLimit - 32), as: UTF8.self)
         let outcome: DeliveryOutcome
         switch response.status {
-        case 200...299: outcome = .delivered
+        case 200...299 where WebhookHook.confirms(response, key: key): outcome = .delivered
+        case 200...299:
+            outcome = .unconfirmed("webhook answered HTTP \(response.status) without confirming the \(event) "
+                                   + "(no \"idempotency_key\": \"\(key)\" in a JSON body, no \(WebhookHook.confirmationHeader): \(key) header)")
         case 409: outcome = .alreadyGranted("webhook answered HTTP 409: this purchase was granted before")
         case 408, 429, 500...599: outcome = .retry("webhook answered HTTP \(response.status)")
         default: outcome = .refused("webhook refused the delivery with HTTP \(response.status)")

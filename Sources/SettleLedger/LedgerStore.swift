@@ -54,7 +54,7 @@ package protocol OrderLedger: LedgerBase {
     @discardableResult
     func recordFailure(orderId: String, owner: LeaseOwner, fence: Int64?, from state: OrderState, error: String,
                        countsAttempt: Bool, permanent: Bool, nextAttemptAt: Int64, maxAttempts: Int,
-                       environment: String?, history: HistoryEntry) throws(LedgerError) -> OrderState?
+                       exhaustedReason: AttentionReason, environment: String?, history: HistoryEntry) throws(LedgerError) -> OrderState?
     @discardableResult
     func markFinished(orderId: String, owner: LeaseOwner, fence: Int64?, history: HistoryEntry) throws(LedgerError) -> Bool
     /// A Google Play order's hook said delivered and Google is not told yet (see `Ledger.recordDelivered`).
@@ -115,6 +115,18 @@ package protocol DaemonRegistry: LedgerBase {
 /// `PostgresLedger` in PostgreSQL, shared by any number of `settle run` processes on any
 /// number of hosts. A caller that needs one role takes that protocol.
 package protocol LedgerStore: OrderLedger, GrantLedger, SupportLedger, DaemonRegistry {}
+
+extension OrderLedger {
+    /// A failure whose exhausted attempts end `attempts_exhausted` (the usual case).
+    @discardableResult
+    package func recordFailure(orderId: String, owner: LeaseOwner, fence: Int64?, from state: OrderState, error: String,
+                               countsAttempt: Bool, permanent: Bool, nextAttemptAt: Int64, maxAttempts: Int,
+                               environment: String?, history: HistoryEntry) throws(LedgerError) -> OrderState? {
+        try recordFailure(orderId: orderId, owner: owner, fence: fence, from: state, error: error, countsAttempt: countsAttempt,
+                          permanent: permanent, nextAttemptAt: nextAttemptAt, maxAttempts: maxAttempts,
+                          exhaustedReason: .attemptsExhausted, environment: environment, history: history)
+    }
+}
 
 extension SupportLedger {
     @discardableResult

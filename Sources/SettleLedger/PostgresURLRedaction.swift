@@ -2,7 +2,7 @@ import CPostgres
 import Foundation
 import SettleConfig
 
-/// Showing a PostgreSQL URL without its password. It lives with the ledger, the one target
+/// Showing a PostgreSQL URL without its passwords. It lives with the ledger, the one target
 /// that links libpq, because libpq's own parser decides what the URL holds.
 extension PostgresLedger {
     /// A PostgreSQL URL as settle prints it (check-config, migrate, ledger copy, logs, status):
@@ -21,16 +21,22 @@ extension PostgresLedger {
         }
         defer { PQconninfoFree(options) }
         var given: [(String, String)] = []
+        var secret: Set<String> = ["password", "sslpassword"]
         var option = options
         while let keyword = option.pointee.keyword {
-            if let value = option.pointee.val { given.append((String(cString: keyword), String(cString: value))) }
+            let name = String(cString: keyword)
+            // libpq marks the options whose value it hides itself ("*": "Password field - hide
+            // value", https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-PQCONNDEFAULTS):
+            // password and sslpassword today, and whatever a newer libpq adds.
+            if let display = option.pointee.dispchar, String(cString: display) == "*" { secret.insert(name) }
+            if let value = option.pointee.val { given.append((name, String(cString: value))) }
             option += 1
         }
-        return display(given)
+        return display(given, secret: secret)
     }
 
-    /// A URI from libpq's keywords and values, the password left out (and said to be).
-    private static func display(_ given: [(String, String)]) -> String {
+    /// A URI from libpq's keywords and values, the passwords left out (and said to be).
+    private static func display(_ given: [(String, String)], secret: Set<String>) -> String {
         let values = Dictionary(given, uniquingKeysWith: { first, _ in first })
         let component = CharacterSet.urlUserAllowed.subtracting(CharacterSet(charactersIn: ":@/?#[]"))
         func encode(_ text: String, _ allowed: CharacterSet) -> String { text.addingPercentEncoding(withAllowedCharacters: allowed) ?? "" }
@@ -53,10 +59,10 @@ extension PostgresLedger {
             }.joined(separator: ",")
         }
         if let database = values["dbname"] { text += "/" + encode(database, component) }
-        for (keyword, value) in given where !["user", "password", "host", "port", "dbname"].contains(keyword) {
+        for (keyword, value) in given where !["user", "host", "port", "dbname"].contains(keyword) && !secret.contains(keyword) {
             query.append((keyword, value))
         }
-        if values["password"] != nil { query.append(("password", "redacted")) }
+        for (keyword, _) in given where secret.contains(keyword) { query.append((keyword, "redacted")) }
         guard !query.isEmpty else { return text }
         let queryValue = CharacterSet.urlQueryAllowed.subtracting(CharacterSet(charactersIn: "&=+#"))
         return text + "?" + query.map { "\($0.0)=\(encode($0.1, queryValue))" }.joined(separator: "&")

@@ -128,11 +128,13 @@ extension TransactionalLedger {
     ///
     /// `countsAttempt` is false for failures of Apple as a whole, which must not use up the
     /// order's attempts. When the attempts reach `maxAttempts` the order needs a person.
-    /// `permanent` sends it to a person at once (the hook refused).
+    /// `permanent` sends it to a person at once (the hook refused). `exhaustedReason` is what an
+    /// order out of attempts needs a person for, after its last attempt (`hook_unconfirmed` when
+    /// that one was answered success without a confirmation).
     @discardableResult
     package func recordFailure(orderId: String, owner: LeaseOwner, fence: Int64?, from state: OrderState, error: String,
                               countsAttempt: Bool, permanent: Bool, nextAttemptAt: Int64, maxAttempts: Int,
-                              environment: String?, history: HistoryEntry) throws(LedgerError) -> OrderState? {
+                              exhaustedReason: AttentionReason, environment: String?, history: HistoryEntry) throws(LedgerError) -> OrderState? {
         let now = time.unixSeconds
         return try transition { db in
             guard let order = try db.holding(orderId, state: state, owner: owner, fence: fence) else { return nil }
@@ -144,7 +146,7 @@ extension TransactionalLedger {
                 reason = AttentionReason.hookRefused.rawValue
             } else if countsAttempt && attempts >= maxAttempts {
                 newState = .needsAttention
-                reason = AttentionReason.attemptsExhausted.rawValue
+                reason = exhaustedReason.rawValue
             }
             try db.query("""
                 UPDATE orders SET state = ?, attempts = ?, next_attempt_at = ?, reason = ?, last_error = ?,

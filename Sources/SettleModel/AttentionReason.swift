@@ -4,6 +4,11 @@
 package enum AttentionReason: String, Sendable, Equatable, CaseIterable {
     case attemptsExhausted = "attempts_exhausted"
     case hookRefused = "hook_refused"
+    /// The attempts ran out, the last one answered 2xx by the webhook without confirming the grant
+    /// (its body's `idempotency_key`, or a `Settle-Granted` header, naming the request's key), or
+    /// exit 0 by a batch command without the order's answer line. Something that is not the
+    /// receiver (a maintenance page, a proxy) may have answered: nobody said the goods were granted.
+    case hookUnconfirmed = "hook_unconfirmed"
     case grantConflict = "grant_conflict"
     /// The order's receipt is not in the ledger, or its stored text does not hash to `receipt_sha256`.
     case proofMissing = "proof_missing"

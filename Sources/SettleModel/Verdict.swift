@@ -84,6 +84,8 @@ package struct Verdict: Sendable, Equatable {
         case "payload_invalid": return "Apple's signed data lacks a field settle needs"
         case "attempts_exhausted": return "every attempt failed; settle stopped trying"
         case "hook_refused": return "your delivery hook refused the grant (exit 65 or HTTP 4xx)"
+        case "hook_unconfirmed":
+            return "your delivery hook answered success without confirming the grant (no idempotency_key or Settle-Granted naming this order's key)"
         case "grant_conflict": return "the order holds a purchase Apple no longer lists"
         case "proof_missing": return "the order's receipt is missing from the ledger"
         case "row_invalid": return "a backend wrote this row with wrong types"
@@ -142,6 +144,9 @@ package struct Verdict: Sendable, Equatable {
         case "already_granted_unclear":
             return "check in the backend whether this order's user got the purchase: if so settle resolve ID --as granted_by_hand "
                 + "(a plain retry ends the same way)"
+        case "hook_unconfirmed":
+            return "check the receiver answers with the key (see the webhook contract) and whether this order's user got the goods: "
+                + "if so settle resolve ID --as granted_by_hand, if not settle retry ID"
         case "backfilled_purchase":
             return "check whether the app already granted it: if it did, settle resolve ID --as granted_by_hand; if not, settle retry ID delivers it"
         case "store_finish_refused":

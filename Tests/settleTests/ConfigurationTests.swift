@@ -77,6 +77,30 @@ final class ConfigurationTests: EndToEndTestCase {
         try assertConfigError(naming: "receipt_api.production_url")
     }
 
+    func testRevokeURL_thatDiffersFromTheGrantURLOnlyByASlashAQueryOrSpelling_exits78NamingBothKeys() throws {
+        try world.write("webhook-secret", "whsec-0123456789", mode: 0o600)
+        func configure(revoke: String) throws {
+            try world.writeConfig(overrides: [("delivery", .object([("webhook", .object([
+                ("url", .string("https://grants.example.com/settle/grant")), ("secret_file", .string("webhook-secret")),
+                ("revoke_url", .string(revoke)),
+            ]))]))])
+        }
+        for revoke in ["https://grants.example.com/settle/grant/", "https://grants.example.com/settle/grant?event=revoke",
+                       "https://grants.example.com/settle/grant/?event=revoke#x", "https://GRANTS.example.com:443/settle//grant",
+                       "https://grants.example.com/settle/./grant", "https://revoker:pw@grants.example.com/settle/grant"] {
+            try configure(revoke: revoke)
+            let result = try settle(["check-config"])
+            XCTAssertEqual(result.status, 78, "\(revoke): \(result.stdout) \(result.stderr)")
+            XCTAssertTrue(result.stderr.contains("delivery.webhook.revoke_url") && result.stderr.contains("delivery.webhook.url"),
+                          "\(revoke): \(result.stderr)")
+            XCTAssertFalse(result.stderr.contains("pw@"), result.stderr)
+        }
+        for revoke in ["https://grants.example.com/settle/revoke", "https://grants.example.com:8443/settle/grant"] {
+            try configure(revoke: revoke)
+            try settle(expecting: 0, ["check-config"])
+        }
+    }
+
     func testCheckConfig_onAGoodConfiguration_exits0AndRedactsTheSecretButNamesItsFile() throws {
         let result = try settle(expecting: 0, ["check-config"])
         let output = result.stdout + result.stderr

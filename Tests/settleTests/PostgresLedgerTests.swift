@@ -61,6 +61,20 @@ final class PostgresLedgerTests: EndToEndTestCase {
         XCTAssertFalse(transcript.joined().contains("pw-in-the-url"), transcript.joined())
     }
 
+    func testALedgerURLWithAnSSLKeyPassword_isShownByCheckConfigAndMigrate_withoutIt() throws {
+        // libpq reads sslpassword only to decrypt a client key, which the test cluster does not ask for.
+        try world.writeConfig(overrides: [("ledger", .string(url + "&sslpassword=sslpw-in-the-url&password=pw-in-the-url"))])
+        let check = try settle(expecting: 0, ["check-config"])
+        XCTAssertTrue(check.stdout.contains("ledger: postgresql://"), check.stdout)
+        XCTAssertTrue(check.stdout.contains("password=redacted") && check.stdout.contains("sslpassword=redacted"), check.stdout)
+        let plan = try settle(expecting: 0, ["migrate", "--dry-run"])
+        XCTAssertTrue(plan.stdout.contains("sslpassword=redacted"), plan.stdout)
+        try settle(expecting: 0, ["migrate"])
+        try settle(expecting: 0, ["status"])
+        XCTAssertFalse(transcript.joined().contains("sslpw"), transcript.joined())
+        XCTAssertFalse(transcript.joined().contains("pw-in-the-url"), transcript.joined())
+    }
+
     func testLedgerObject_withAPasswordFileReadableByOthers_isRefusedLikeAnySecret() throws {
         _ = try world.write("pg-password", "not-used\n", mode: 0o644)
         try world.writeConfig(overrides: [("ledger", .object([("url", .string(url)), ("password_file", .string("pg-password"))]))])

@@ -47,6 +47,7 @@ package final class Metrics: Sendable {
         case .delivered: label = "delivered"
         case .retry: label = "retry"
         case .refused: label = "refused"
+        case .unconfirmed: label = "unconfirmed"
         case .alreadyGranted: label = "already_granted"
         case .cannotStart: label = "cannot_start"
         }

@@ -53,7 +53,7 @@ extension NotificationInbox {
                 try ledger.recordRevocation(job, state: "revoked", error: nil, nextAttemptAt: now, history: entry)
                 log.info("order.revoked", ["order": order.orderId, "transaction": job.transactionId, "idempotency_key": key])
                 done += 1
-            case let .retry(message), let .cannotStart(message):
+            case let .retry(message), let .cannotStart(message), let .unconfirmed(message):
                 entry.outcome = "retry"
                 let exhausted = job.attempts + 1 >= policy.maxAttempts
                 try ledger.recordRevocation(job, state: exhausted ? "needs_attention" : "pending", error: message,

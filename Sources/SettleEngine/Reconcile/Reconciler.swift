@@ -644,21 +644,23 @@ package final class Reconciler: Sendable {
             case .leaseLost:
                 leaseLost(order, "already_granted")
             }
-        case let .retry(message), let .refused(message):
+        case let .retry(message), let .refused(message), let .unconfirmed(message):
             let permanent = report.outcome == .refused(message)
-            entry.outcome = permanent ? "refused" : "failed"
+            let unconfirmed = report.outcome == .unconfirmed(message)
+            let exhausted: AttentionReason = unconfirmed ? .hookUnconfirmed : .attemptsExhausted
+            entry.outcome = permanent ? "refused" : unconfirmed ? "unconfirmed" : "failed"
             entry.detail = message + (report.output.isEmpty ? "" : "\n" + report.output)
             let next = now + Int64(policy.delay(afterAttempt: order.attempts + 1))
             let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .delivering, error: message,
                                                  countsAttempt: true, permanent: permanent, nextAttemptAt: next,
-                                                 maxAttempts: policy.maxAttempts, environment: nil, history: entry)
+                                                 maxAttempts: policy.maxAttempts, exhaustedReason: exhausted, environment: nil, history: entry)
             let output = report.output.isEmpty ? nil : DeliveryReport.tail(report.output)
             log.warning("order.delivery_failed", ["order": order.orderId, "attempt": order.attempts + 1,
                                                   "idempotency_key": key, "hook_exit": report.exitCode, "error": message,
                                                   "hook_output": output])
             if state == .needsAttention {
                 log.error("order.needs_attention", ["order": order.orderId,
-                                                    "reason": permanent ? AttentionReason.hookRefused.rawValue : AttentionReason.attemptsExhausted.rawValue,
+                                                    "reason": permanent ? AttentionReason.hookRefused.rawValue : exhausted.rawValue,
                                                     "hook_exit": report.exitCode, "hook_output": output])
             }
             if state == nil { leaseLost(order, "delivery_failed") }

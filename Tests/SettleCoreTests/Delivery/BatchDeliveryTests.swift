@@ -44,7 +44,7 @@ final class BatchDeliveryTests: XCTestCase {
         return (order, purchase)
     }
 
-    func testOneRunForTheBatch_eachOrderGetsItsOwnAnswer_andNoLineMeansRetry() throws {
+    func testOneRunForTheBatch_eachOrderGetsItsOwnAnswer_andNoLineMeansUnconfirmed() throws {
         var hook = CommandHook(arguments: [try batchHook()], timeoutSeconds: 10, products: [:], baseEnvironment: [:])
         hook.batchSize = 8
         let reports = hook.deliver(batch: ["T-ok", "T-already", "T-retry", "T-refused", "T-silent"].map(item))
@@ -53,7 +53,7 @@ final class BatchDeliveryTests: XCTestCase {
             .alreadyGranted("hook answered that this purchase was granted before: from the batch hook"),
             .retry("hook asked to try again later: from the batch hook"),
             .refused("hook refused the delivery permanently: from the batch hook"),
-            .retry("hook exited 0 without an answer line for this order"),
+            .unconfirmed("hook exited 0 without an answer line for this order"),
         ])
         XCTAssertEqual(try String(contentsOfFile: world.folder + "/runs.log", encoding: .utf8), "run\n", "one process for five orders")
         XCTAssertTrue(reports[0].output.contains("starting a batch of 5"), reports[0].output)

@@ -12,7 +12,20 @@ import XCTest
 /// Webhook delivery through whole passes, against a receiver on loopback.
 final class WebhookHookTests: XCTestCase {
     final class Receiver: @unchecked Sendable {
+        /// How a 2xx answer says the receiver acted on the request.
+        enum Confirmation: Sendable {
+            /// `{"idempotency_key": "<the request's key>"}`, as the README's receivers answer.
+            case body
+            /// `Settle-Granted: <the request's key>` over a body that says something else.
+            case header
+            /// A JSON body naming a key, whatever the request's was.
+            case key(String)
+            /// What a maintenance page or a proxy answers: HTML, no key.
+            case none
+        }
+
         let statuses = Mutex<[Int]>([])
+        let confirmation = Mutex(Confirmation.body)
         let requests = Mutex<[HTTPServerRequest]>([])
         var server: LoopbackHTTPServer!
 
@@ -20,7 +33,17 @@ final class WebhookHookTests: XCTestCase {
             server = try LoopbackHTTPServer { [unowned self] request in
                 requests.withLock { $0.append(request) }
                 let status = statuses.withLock { $0.isEmpty ? 200 : $0.removeFirst() }
-                return HTTPServerResponse(status: status, body: Data("receiver says \(status)".utf8))
+                let key = request.header("Idempotency-Key") ?? ""
+                guard (200...299).contains(status) else { return HTTPServerResponse(status: status, body: Data("receiver says \(status)".utf8)) }
+                switch confirmation.withLock({ $0 }) {
+                case .body: return .json(status, JSONValue.object([("idempotency_key", .string(key))]).data)
+                case .header:
+                    return HTTPServerResponse(status: status, headers: [HTTPHeader("Settle-Granted", key)], body: Data("granted".utf8))
+                case let .key(other): return .json(status, JSONValue.object([("idempotency_key", .string(other))]).data)
+                case .none:
+                    return HTTPServerResponse(status: status, headers: [HTTPHeader("Content-Type", "text/html")],
+                                              body: Data("<html><body>Down for maintenance</body></html>".utf8))
+                }
             }
         }
     }
@@ -74,6 +97,40 @@ final class WebhookHookTests: XCTestCase {
         XCTAssertFalse(String(decoding: request.body, as: UTF8.self).contains(webhookSecret))
     }
 
+    func testA2xxThatConfirmsWithTheSettleGrantedHeader_isDelivered() throws {
+        receiver.confirmation.withLock { $0 = .header }
+        let order = try runOrder(statuses: [200])
+        XCTAssertEqual(order.state, .finished)
+    }
+
+    func testA2xxThatDoesNotConfirm_isNoDelivery_retriedWithAnAttempt_andEndsHookUnconfirmed() throws {
+        // A maintenance page, a 204 with nothing, and a receiver echoing another request's key.
+        for (status, confirmation) in [(200, Receiver.Confirmation.none), (204, .none), (200, .key("699"))] {
+            tearDown()
+            try setUpWithError()
+            receiver.confirmation.withLock { $0 = confirmation }
+            let order = try runOrder(statuses: [status])
+            XCTAssertEqual(order.state, .pending, "\(status) \(confirmation): not delivered")
+            XCTAssertEqual(order.attempts, 1, "counts an attempt")
+            XCTAssertEqual(order.lastError, "webhook answered HTTP \(status) without confirming the grant "
+                           + "(no \"idempotency_key\": \"700\" in a JSON body, no Settle-Granted: 700 header)")
+            let ledger = try world.ledger()
+            XCTAssertEqual(try ledger.orderRecord("o-1")?.history.last?.outcome, "unconfirmed")
+            let reconciler = try world.reconciler(ledger: ledger)
+            let maxAttempts = 3   // TestWorld's schedule.max_attempts
+            for _ in 1..<maxAttempts {
+                world.time.advance(by: 86_400)
+                _ = try reconciler.runPass()
+            }
+            let exhausted = try XCTUnwrap(try ledger.orderRecord("o-1")?.order)
+            XCTAssertEqual(exhausted.state, .needsAttention)
+            XCTAssertEqual(exhausted.reason, "hook_unconfirmed")
+            XCTAssertEqual(receiver.requests.withLock { $0.count }, maxAttempts, "one POST an attempt")
+            XCTAssertTrue(Verdict.why(exhausted)?.hasPrefix("your delivery hook answered success without confirming the grant") == true,
+                          Verdict.why(exhausted) ?? "")
+        }
+    }
+
     func testConflict409_meansAlreadyGranted_andAnOrderNamingItsTransactionFinishesAsAlreadyDelivered() throws {
         let order = try runOrder(statuses: [409])
         XCTAssertEqual(order.state, .finished)
@@ -124,6 +181,38 @@ final class WebhookHookTests: XCTestCase {
         XCTAssertEqual(signature, WebhookHook.signature(body: requests[1].body, timestamp: timestamp, secret: Secret(webhookSecret)))
         _ = try world.reconciler(ledger: ledger).runPass()
         XCTAssertEqual(receiver.requests.withLock { $0.count }, 2, "a revoke that succeeded is not sent again")
+    }
+
+    func testRevokeAnswered2xxWithoutConfirmation_isRetried_andDoneOnceTheReceiverConfirms() throws {
+        try writeRefundConfig(revokeURL: receiver.server.baseURL + "/revoke")
+        // The grant is confirmed; the revoke's first answer is a maintenance page.
+        receiver.statuses.withLock { $0 = [200] }
+        let ledger = try world.ledger()
+        let reconciler = try world.reconciler(ledger: ledger)
+        let inbox = try XCTUnwrap(reconciler.inbox)
+        let buyer = "6f1e4c2a-5b3d-4e8f-9a0b-1c2d3e4f5a6b"
+        let now = world.time.unixSeconds * 1000
+        var purchase = SimulatedSignedTransaction(transactionId: "2000000000000713", productId: world.coins, bundleId: world.bundleId,
+                                                  purchaseDateMs: now - 60_000, appAccountToken: buyer)
+        world.simulator.script(transaction: purchase.transactionId, TransactionScript(transaction: purchase))
+        let bought = SimulatedNotification(type: "ONE_TIME_CHARGE", transaction: purchase, bundleId: world.bundleId, signedDateMs: now)
+        guard case .stored = inbox.receive(signedPayload: try bought.signed(), source: "endpoint") else { return XCTFail() }
+        _ = try reconciler.runPass()
+        receiver.confirmation.withLock { $0 = .none }
+        purchase.revocationDateMs = now
+        let refund = SimulatedNotification(type: "REFUND", transaction: purchase, bundleId: world.bundleId, signedDateMs: now)
+        guard case .stored = inbox.receive(signedPayload: try refund.signed(), source: "endpoint") else { return XCTFail() }
+        _ = try reconciler.runPass()
+        let (state, job) = try XCTUnwrap(try ledger.revocation(orderId: "apple-2000000000000713"))
+        XCTAssertEqual(state, "pending", "a 200 that names no key is no revoke")
+        XCTAssertEqual(job.attempts, 1)
+        XCTAssertTrue(job.lastError?.contains("without confirming the revoke") == true, job.lastError ?? "")
+        XCTAssertTrue(job.lastError?.contains("revoke:2000000000000713") == true, job.lastError ?? "")
+        receiver.confirmation.withLock { $0 = .header }
+        world.time.advance(by: 86_400)
+        _ = try reconciler.runPass()
+        XCTAssertEqual(try ledger.revocation(orderId: "apple-2000000000000713")?.state, "revoked")
+        XCTAssertEqual(receiver.requests.withLock { $0.map(\.path) }, ["/grant", "/revoke", "/revoke"])
     }
 
     func testRefundAfterDelivery_withoutARevokeURL_postsNothing_andTheRevokeWaitsUntilOneIsConfigured() throws {

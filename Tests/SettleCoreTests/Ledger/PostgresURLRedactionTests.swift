@@ -18,6 +18,10 @@ final class PostgresURLRedactionTests: XCTestCase {
              "postgresql://settle@h1:5432,h2:5433/settle?target_session_attrs=read-write&password=redacted"),
             ("postgres://u:pw%40encoded@[::1]:5433/db", "postgresql://u@[::1]:5433/db?password=redacted"),
             ("postgresql:///settle?host=/var/run/postgresql&password=pw-socket", "postgresql:///settle?host=/var/run/postgresql&password=redacted"),
+            ("postgresql://settle@db.internal/settle?sslmode=verify-full&sslkey=/etc/settle/client.key&sslpassword=pw-sslkey",
+             "postgresql://settle@db.internal/settle?sslmode=verify-full&sslkey=/etc/settle/client.key&sslpassword=redacted"),
+            ("postgresql://settle:pw-both@db.internal/settle?sslpassword=pw-sslkey",
+             "postgresql://settle@db.internal/settle?password=redacted&sslpassword=redacted"),
             ("postgresql://u:pw-broken@host:notaport:/db?%zz", "postgresql://(a URL libpq cannot read; not shown)"),
         ]
         for (url, shown) in cases {
