@@ -290,6 +290,17 @@ package enum PostgresLedgerSchema {
             polled_at       BIGINT
         );
         """,
+        // 5: as the SQLite ledger's migration 9: a voiding by Google's order id and quantity.
+        """
+        ALTER TABLE orders ADD COLUMN replaces TEXT;
+        ALTER TABLE revocations ADD COLUMN quantity INTEGER CHECK (quantity IS NULL OR quantity > 0);
+        CREATE TABLE play_voided (
+            google_order_id TEXT PRIMARY KEY,
+            quantity        INTEGER CHECK (quantity IS NULL OR quantity > 0),
+            voided_at       BIGINT NOT NULL,
+            source          TEXT NOT NULL
+        );
+        """,
     ]
 
     /// The first schema with App Store Server Notifications' tables.

@@ -41,4 +41,9 @@ package enum AttentionReason: String, Sendable, Equatable, CaseIterable {
     /// Google Play answered with a purchase state settle has no rule for (an expired, paused or
     /// on-hold subscription, a state Google added): a person decides.
     case purchaseStateUnclear = "purchase_state_unclear"
+    /// Google Play says the purchase was consumed or acknowledged, and settle never delivered
+    /// it: someone else finished it (the app, another backend), most likely after granting it.
+    /// A person decides (`settle resolve --as granted_by_hand` if the customer has it, `settle
+    /// retry` to deliver it; settle then leaves Google as it is).
+    case finishedElsewhere = "finished_elsewhere"
 }

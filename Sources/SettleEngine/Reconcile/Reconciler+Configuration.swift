@@ -90,7 +90,8 @@ extension Reconciler {
             api: api, revokeHook: revokeHook, consumption: configuration.consumption,
             acceptSandbox: configuration.acceptSandbox, policy: policy, log: log, metrics: metrics,
             backfillSinceMs: configuration.notifications?.backfillSinceMs)
-        let play = try googlePlay(configuration, client: client, time: ledger.time, metrics: metrics)
+        let play = try googlePlay(configuration, client: client, time: ledger.time, metrics: metrics,
+                                  records: PlayLedgerRecords(ledger: ledger))
         var playInbox: PlayNotificationInbox? = nil
         if let settings = configuration.googlePlay, let push = settings.push, settings.notificationsPath != nil,
            let play, let keys = try settings.loadPushKeys() {
@@ -116,7 +117,7 @@ extension Reconciler {
     /// read (and refused when others may read it) and loaded now, so a bad key is a configuration
     /// fault at start, not at the first Play order.
     package static func googlePlay(_ configuration: Configuration, client: HTTPClient, time: any TimeSource,
-                           metrics: Metrics?) throws(ConfigError) -> PlayVerifier? {
+                           metrics: Metrics?, records: (any PlayGrantRecords)? = nil) throws(ConfigError) -> PlayVerifier? {
         guard let settings = configuration.googlePlay else { return nil }
         let key = try settings.loadServiceAccountKey()
         let tokens = GoogleAccessTokenSource(key: key, tokenURL: settings.tokenURL, client: client, time: time)
@@ -127,7 +128,7 @@ extension Reconciler {
         let products = configuration.products.filter { $0.value.stores.contains(.googlePlay) }
         return PlayVerifier(client: api, products: products, acceptSandbox: configuration.acceptSandbox, binding: configuration.userBinding,
                             time: time, baseCooldownSeconds: configuration.schedule.backoffBaseSeconds,
-                            maxCooldownSeconds: configuration.schedule.backoffMaxSeconds)
+                            maxCooldownSeconds: configuration.schedule.backoffMaxSeconds, records: records)
     }
 
     private static func appleObserver(_ metrics: Metrics?) -> (@Sendable (AppleEnvironment, String, Double) -> Void)? {
