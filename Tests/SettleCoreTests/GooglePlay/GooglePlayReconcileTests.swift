@@ -176,6 +176,7 @@ class GooglePlayReconcileTests: XCTestCase {
         try enqueue(ledger, "o-bob", user: "bob", token: alices, product: pro, account: "acct-bob")
         try pass(ledger)
         XCTAssertEqual(try order(ledger, "o-bob")?.reason, RejectionReason.userMismatch.rawValue)
+        world.time.advance(by: 60)
         try enqueue(ledger, "o-alice", user: "alice", token: alices, product: pro, account: "acct-alice")
         try pass(ledger)
         XCTAssertEqual(try order(ledger, "o-alice")?.state, .finished)
