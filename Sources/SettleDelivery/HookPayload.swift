@@ -29,6 +29,8 @@ package enum HookPayload {
             ("expires_date", .string(purchase.expiresDateMs.map { Timestamp.rfc3339(milliseconds: $0) })),
             ("idempotency_key", .string(idempotencyKey(purchase))),
         ]
+        // A subscription bought in place of another the user holds: the backend ends the old one.
+        if let replaced = purchase.replaces { members.append(("replaces", .string(replaced))) }
         if let token = order.fencingToken { members.append(("fencing_token", .number(String(token)))) }
         return .object(members)
     }

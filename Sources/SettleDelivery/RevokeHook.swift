@@ -22,8 +22,11 @@ package enum RevokeHook: Sendable {
         round <= 1 ? "revoke:\(transactionId)" : "revoke:\(transactionId):\(round)"
     }
 
-    /// The document the hook receives: the delivery's fields plus what Apple said.
-    package static func payload(order: Order, transactionId: String, round: Int = 1, product: Configuration.Product?) -> JSONValue {
+    /// The document the hook receives: the delivery's fields plus what the store said, and how
+    /// many to take back (`revoke_quantity`: `quantity` for a quantity-based partial refund,
+    /// else all that was delivered).
+    package static func payload(order: Order, transactionId: String, round: Int = 1, quantity: Int? = nil,
+                                product: Configuration.Product?) -> JSONValue {
         let purchase = order.verified
         return .object([
             ("event", .string(event)),
@@ -33,6 +36,7 @@ package enum RevokeHook: Sendable {
             ("product_id", .string(purchase?.productId ?? order.productId)),
             ("product_type", .string(product?.kind.rawValue)),
             ("quantity", .number(purchase?.quantity ?? 1)),
+            ("revoke_quantity", .number(quantity ?? purchase?.quantity ?? 1)),
             ("grant", product?.grant ?? .null),
             ("transaction_id", .string(transactionId)),
             ("original_transaction_id", .string(purchase?.originalTransactionId)),
@@ -45,14 +49,15 @@ package enum RevokeHook: Sendable {
         ])
     }
 
-    package func revoke(order: Order, transactionId: String, round: Int = 1) -> DeliveryReport {
+    package func revoke(order: Order, transactionId: String, round: Int = 1, quantity: Int? = nil) -> DeliveryReport {
         let key = Self.idempotencyKey(transactionId: transactionId, round: round)
         switch self {
         case let .command(hook):
-            return hook.run(Self.payload(order: order, transactionId: transactionId, round: round, product: hook.products[order.productId]),
+            return hook.run(Self.payload(order: order, transactionId: transactionId, round: round, quantity: quantity,
+                                         product: hook.products[order.productId]),
                             orderId: order.orderId, idempotencyKey: key)
         case let .webhook(hook):
-            return hook.post(Self.payload(order: order, transactionId: transactionId, round: round,
+            return hook.post(Self.payload(order: order, transactionId: transactionId, round: round, quantity: quantity,
                                           product: hook.products[order.productId]).data, idempotencyKey: key, event: Self.event)
         }
     }

@@ -77,9 +77,11 @@ package struct DeveloperNotification: Sendable, Equatable {
                 ("version", .string("1.0")), ("notificationType", .number(n.rawNotificationType)),
                 ("purchaseToken", .string(n.purchaseToken.value)), ("sku", .string(n.sku))])))
         case let .subscription(n):
-            members.append(("subscriptionNotification", .object([
-                ("version", .string("1.0")), ("notificationType", .number(n.rawNotificationType)),
-                ("purchaseToken", .string(n.purchaseToken.value)), ("subscriptionId", .string(n.subscriptionId))])))
+            // Google's current example leaves the deprecated subscriptionId out.
+            var fields: [(String, JSONValue)] = [("version", .string("1.0")), ("notificationType", .number(n.rawNotificationType)),
+                                                 ("purchaseToken", .string(n.purchaseToken.value))]
+            if let id = n.subscriptionId { fields.append(("subscriptionId", .string(id))) }
+            members.append(("subscriptionNotification", .object(fields)))
         case let .voidedPurchase(n):
             members.append(("voidedPurchaseNotification", .object([
                 ("purchaseToken", .string(n.purchaseToken.value)), ("orderId", .string(n.orderId)),
@@ -121,6 +123,8 @@ package struct SubscriptionNotification: Sendable, Equatable {
 
     package var rawNotificationType: Int?
     package var purchaseToken: PlayPurchaseToken
+    /// Deprecated by Google and absent from its current example: the product is read from
+    /// `subscriptionsv2` (`lineItems[].productId`), never from here.
     package var subscriptionId: String?
     package var notificationType: NotificationType? { rawNotificationType.flatMap(NotificationType.init(rawValue:)) }
 

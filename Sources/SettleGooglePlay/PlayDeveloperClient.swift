@@ -82,10 +82,12 @@ package struct PlayDeveloperClient: Sendable {
                           verb: ":acknowledge", permission: .manageOrders, token: token))
     }
 
-    /// One page of voided purchases, one-time products and subscriptions both (`type=1`).
+    /// One page of voided purchases, one-time products and subscriptions both (`type=1`), each
+    /// named by its order id (one period of a subscription), quantity-based partial refunds
+    /// included (`voidedQuantity`; Google lists them only when asked).
     /// `startTime` (epoch ms, at most 30 days back) is ignored by Google once `pageToken` is set.
     package func voidedPurchases(startTime: Int64?, pageToken: String?, maxResults: Int? = nil) throws(PlayAPIError) -> VoidedPurchasePage {
-        var query: [(String, String)] = [("type", "1")]
+        var query: [(String, String)] = [("type", "1"), ("includeQuantityBasedPartialRefund", "true")]
         if let startTime { query.append(("startTime", String(startTime))) }
         if let maxResults { query.append(("maxResults", String(maxResults))) }
         if let pageToken { query.append(("token", pageToken)) }

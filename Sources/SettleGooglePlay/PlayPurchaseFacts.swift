@@ -58,16 +58,24 @@ package struct PlayPurchaseFacts: Sendable, Equatable {
                   consumed: p.consumptionState == .consumed)
     }
 
-    /// A subscription. A canceled one was paid for and runs to its expiry, so it counts as purchased.
-    package init(subscription s: SubscriptionPurchaseV2) {
-        let state: State
+    /// A subscription, read for `productId` (its line item; nil: the first). A canceled one was
+    /// paid for and runs to its expiry, so it counts as purchased. The order is the line item's
+    /// `latestSuccessfulOrderId`, never the deprecated `latestOrderId`, which may name a pending
+    /// or declined renewal: a subscription Google calls active without a successful order is
+    /// left to a person rather than granted under a guessed key.
+    package init(subscription s: SubscriptionPurchaseV2, productId: String?) {
+        let orderId = s.lineItem(productId)?.latestSuccessfulOrderId
+        var state: State
         switch s.subscriptionState {
         case .active?, .inGracePeriod?, .canceled?: state = .purchased
         case .pending?: state = .pending
         case .pendingPurchaseCanceled?: state = .canceled
         case .expired?, .onHold?, .paused?, nil: state = .unclear("subscriptionState \(s.rawSubscriptionState ?? "absent")")
         }
-        self.init(state: state, orderId: s.latestOrderId, productIds: s.lineItems.map(\.productId), isTest: s.isTestPurchase,
+        if state == .purchased && orderId == nil {
+            state = .unclear("\(s.rawSubscriptionState ?? "a subscription state") without lineItems[].latestSuccessfulOrderId")
+        }
+        self.init(state: state, orderId: orderId, productIds: s.lineItems.map(\.productId), isTest: s.isTestPurchase,
                   accountId: s.obfuscatedExternalAccountId, acknowledged: s.acknowledgementState == .acknowledged)
     }
 }

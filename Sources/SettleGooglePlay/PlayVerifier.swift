@@ -19,8 +19,13 @@ package final class PlayVerifier: OrderVerifier {
     package let eligibility: PlayPurchaseEligibility
     package let binding: UserBinding
     package let time: any TimeSource
+    /// What the ledger knows of Play purchases (grants, voidings, a person's retry); without it
+    /// (tests of the rules alone) Google's answer is all there is.
+    package let records: (any PlayGrantRecords)?
+
     package init(client: PlayDeveloperClient, products: [String: Configuration.Product], acceptSandbox: Bool, binding: UserBinding,
-                time: any TimeSource) {
+                time: any TimeSource, records: (any PlayGrantRecords)? = nil) {
+        self.records = records
         self.client = client
         self.products = products
         eligibility = PlayPurchaseEligibility(acceptSandbox: acceptSandbox)
@@ -30,12 +35,12 @@ package final class PlayVerifier: OrderVerifier {
 
     package func verify(_ order: Order) throws -> Verification {
         let started = DispatchTime.now()
-        var verification = check(order)
+        var verification = try check(order)
         verification.durationMs = Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000)
         return verification
     }
 
-    private func check(_ order: Order) -> Verification {
+    private func check(_ order: Order) throws -> Verification {
         guard let token = order.purchaseToken else {
             return Verification(outcome: .needsAttention(reason: .rowInvalid,
                 detail: "the google_play order has no usable purchase_token (missing, or not printable ASCII): store the token the app got from Play Billing, then settle retry \(order.orderId)"))
@@ -47,14 +52,25 @@ package final class PlayVerifier: OrderVerifier {
         let facts: PlayPurchaseFacts
         var expiresMs: Int64? = nil
         var startMs: Int64? = nil
+        var linked: PlayPurchaseToken? = nil
+        var kept = false
         do {
             if product.kind == .autoRenewable {
                 let subscription = try client.subscriptionPurchase(token: token)
-                facts = PlayPurchaseFacts(subscription: subscription)
+                var read = PlayPurchaseFacts(subscription: subscription, productId: order.productId)
+                linked = subscription.linkedPurchaseToken
                 expiresMs = subscription.lineItems.first { $0.productId == order.productId }?.expiry
                     .map { Int64(($0.timeIntervalSince1970 * 1000).rounded(.down)) }
                 startMs = SubscriptionPurchaseV2.LineItem(productId: order.productId, expiryTime: subscription.startTime).expiry
                     .map { Int64(($0.timeIntervalSince1970 * 1000).rounded(.down)) }
+                // Retried across a renewal: the order keeps the period it holds while the purchase
+                // is active (the renewal is an order of its own), rather than conflicting with it.
+                if let held = order.verified, read.state == .purchased, read.orderId != held.grantKey {
+                    read.orderId = held.grantKey
+                    (startMs, expiresMs) = (held.purchaseDateMs, held.expiresDateMs)
+                    kept = true
+                }
+                facts = read
             } else {
                 facts = PlayPurchaseFacts(product: try client.productPurchase(productId: order.productId, token: token),
                                           productId: order.productId)
@@ -62,7 +78,16 @@ package final class PlayVerifier: OrderVerifier {
         } catch {
             return failure(error)
         }
-        var verification = decide(order, facts: facts, token: token, expiresMs: expiresMs, startMs: startMs)
+        // Google gives a subscription's start, not a period's: a later period starts where the
+        // one before it ended, the newest earlier grant of the same token.
+        if product.kind == .autoRenewable, !kept, let records, let key = facts.orderId,
+           let previous = try records.grants(token: token).first(where: { held in
+               held.grantKey != key && (held.expiresDateMs ?? .max) < (expiresMs ?? .max) }),
+           let end = previous.expiresDateMs {
+            startMs = end
+        }
+        var verification = try decide(order, facts: facts, token: token, expiresMs: expiresMs, startMs: startMs, linked: linked,
+                                      subscription: product.kind == .autoRenewable)
         verification.storeAnswered = true
         return verification
     }
@@ -81,7 +106,7 @@ package final class PlayVerifier: OrderVerifier {
     }
 
     private func decide(_ order: Order, facts original: PlayPurchaseFacts, token: PlayPurchaseToken, expiresMs: Int64?,
-                        startMs: Int64?) -> Verification {
+                        startMs: Int64?, linked: PlayPurchaseToken?, subscription: Bool) throws -> Verification {
         var facts = original
         facts.accountId = facts.accountId.map(PlayVerifier.normalized)
         let expected = PlayVerifier.expectedAccountId(binding, order)
@@ -91,19 +116,27 @@ package final class PlayVerifier: OrderVerifier {
                 detail: "the purchase carries obfuscatedExternalAccountId \(actual), and no account id is known for user \(order.userId) to check it against (user_binding.app_account_token: \(binding.tokenSource.rawValue))"),
                 environment: environment)
         }
-        func verified(_ grant: PlayGrant) -> Verification {
-            let purchase = VerifiedPurchase(transactionId: grant.grantKey, originalTransactionId: grant.grantKey, productId: grant.productId,
+        func verified(_ grant: PlayGrant) throws -> Verification {
+            // What Google voided of it is taken out where the grant is reserved (`recordVerified`).
+            if let elsewhere = try finishedElsewhere(order, grant, token: token, subscription: subscription) {
+                return Verification(outcome: .needsAttention(reason: .finishedElsewhere, detail: elsewhere), environment: environment)
+            }
+            var purchase = VerifiedPurchase(transactionId: grant.grantKey, originalTransactionId: grant.grantKey, productId: grant.productId,
                                             environment: grant.environment.rawValue, quantity: grant.quantity,
                                             purchaseDateMs: grant.purchaseTimeMillis ?? startMs, expiresDateMs: expiresMs,
                                             grantKey: grant.grantKey)
+            // An upgrade, downgrade or resubscription of a subscription this user holds: the hook ends the old one.
+            if let linked, let records {
+                purchase.replaces = try records.grants(token: linked).first { $0.userId == order.userId }?.grantKey
+            }
             return Verification(outcome: .verified(.only(purchase)), environment: environment)
         }
         switch eligibility.decide(facts, token: token, productId: order.productId, expectedAccountId: expected) {
         case let .grant(grant):
-            return verified(grant)
+            return try verified(grant)
         case let .unbound(grant):
             switch binding.tokenlessSignedProofs {
-            case .trust: return verified(grant)
+            case .trust: return try verified(grant)
             case .refuse:
                 return Verification(outcome: .rejected(reason: .proofUnbound, detail: "purchase \(grant.grantKey) carries no obfuscatedExternalAccountId and user_binding.tokenless_signed_proofs is refuse"), environment: environment)
             case .needsAttention:
@@ -127,6 +160,29 @@ package final class PlayVerifier: OrderVerifier {
         case let .needsAttention(message):
             return Verification(outcome: .needsAttention(reason: .purchaseStateUnclear, detail: message), environment: environment)
         }
+    }
+
+    /// Why a purchase Google says was consumed or acknowledged must not be delivered by settle
+    /// without a person: settle consumes and acknowledges only what it delivered, so someone else
+    /// finished it (the app, another backend), most likely after granting it. Nil when the
+    /// ledger explains the state instead: another order or an outside grant holds the key (the
+    /// ledger rejects or finishes the order for that), a subscription's acknowledgement is
+    /// settle's own of an earlier period, or a person retried the order after it was set aside.
+    private func finishedElsewhere(_ order: Order, _ grant: PlayGrant, token: PlayPurchaseToken,
+                                   subscription: Bool) throws -> String? {
+        guard grant.alreadyConsumed || grant.alreadyAcknowledged, let records else { return nil }
+        switch try records.holder(grantKey: grant.grantKey) {
+        case .outside?: return nil
+        case let .order(holder)? where holder != order.orderId: return nil
+        default: break
+        }
+        if subscription, try records.grants(token: token).contains(where: { $0.grantKey != grant.grantKey }) { return nil }
+        if try records.wasSetAside(orderId: order.orderId, reason: .finishedElsewhere) { return nil }
+        let id = Verdict.shellWord(order.orderId)
+        return "Google Play says purchase \(grant.grantKey) was already \(grant.alreadyConsumed ? "consumed" : "acknowledged"), "
+            + "which settle does only after its own delivery, and settle never delivered it: the app or another backend finished it, "
+            + "most likely after granting it. If the customer has it: settle resolve \(id) --as granted_by_hand; "
+            + "if not: settle retry \(id) (settle then delivers it)"
     }
 
     /// How long a purchase pending payment waits before Google is asked again (at most `backoff_max_seconds`).

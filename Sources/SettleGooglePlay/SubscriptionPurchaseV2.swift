@@ -31,10 +31,15 @@ package struct SubscriptionPurchaseV2: Sendable, Equatable {
         package var productId: String
         /// RFC 3339, as Google sends it.
         package var expiryTime: String?
+        /// The order of this item's latest successful charge: the period a grant is for (`GPA.…`
+        /// for the first, `GPA.…..0` for the first renewal). Absent while the item is not owned
+        /// yet (a pending purchase, an item a deferred replacement brings).
+        package var latestSuccessfulOrderId: String?
 
-        package init(productId: String, expiryTime: String?) {
+        package init(productId: String, expiryTime: String?, latestSuccessfulOrderId: String? = nil) {
             self.productId = productId
             self.expiryTime = expiryTime
+            self.latestSuccessfulOrderId = latestSuccessfulOrderId
         }
 
         /// `expiryTime` read, with or without fractional seconds; nil when absent or unreadable.
@@ -51,7 +56,9 @@ package struct SubscriptionPurchaseV2: Sendable, Equatable {
     package var rawSubscriptionState: String?
     package var rawAcknowledgementState: String?
     package var lineItems: [LineItem]
-    /// The order of the latest charge (`GPA.…..0` for the first period, `..1` for the first renewal).
+    /// Deprecated by Google (shut down 2027-08-31): the latest order of any outcome, a pending or
+    /// declined renewal's too. Read for nothing; a period's order is its line item's
+    /// `latestSuccessfulOrderId`. Kept so the fake Google can serve it as Google still does.
     package var latestOrderId: String?
     /// The token this purchase replaced (an upgrade, downgrade or resubscription): a bearer secret too.
     package var linkedPurchaseToken: PlayPurchaseToken?
@@ -88,7 +95,8 @@ package struct SubscriptionPurchaseV2: Sendable, Equatable {
         }
         let items = (json["lineItems"]?.arrayValue ?? []).compactMap { item -> LineItem? in
             guard let productId = string(item["productId"]) else { return nil }
-            return LineItem(productId: productId, expiryTime: string(item["expiryTime"]))
+            return LineItem(productId: productId, expiryTime: string(item["expiryTime"]),
+                            latestSuccessfulOrderId: string(item["latestSuccessfulOrderId"]))
         }
         self.init(rawSubscriptionState: string(json["subscriptionState"]),
                   rawAcknowledgementState: string(json["acknowledgementState"]), lineItems: items,
@@ -115,8 +123,14 @@ package struct SubscriptionPurchaseV2: Sendable, Equatable {
         members.append(("lineItems", .array(lineItems.map { item in
             var fields: [(String, JSONValue)] = [("productId", .string(item.productId))]
             if let expiryTime = item.expiryTime { fields.append(("expiryTime", .string(expiryTime))) }
+            if let id = item.latestSuccessfulOrderId { fields.append(("latestSuccessfulOrderId", .string(id))) }
             return .object(fields)
         })))
         return .object(members)
+    }
+
+    /// The line item of `productId`, else the first one (a purchase names its products itself).
+    package func lineItem(_ productId: String?) -> LineItem? {
+        lineItems.first { $0.productId == productId } ?? lineItems.first
     }
 }

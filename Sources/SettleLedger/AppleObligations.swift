@@ -14,6 +14,8 @@ package struct RevocationJob: Sendable, Equatable {
     /// The claim this job was handed out under (the row counts its claims): its outcome is
     /// recorded under it, and changes nothing once another host claimed the job since.
     package var claim: Int64 = 0
+    /// How much of the purchase to take back (a quantity-based partial refund); nil: all of it.
+    package var quantity: Int? = nil
 }
 
 /// An answer owed to Apple for a refund request (CONSUMPTION_REQUEST).
@@ -97,13 +99,14 @@ extension TransactionalLedger {
                 try db.query("""
                     UPDATE revocations SET claim = claim + 1, next_attempt_at = ?, updated_at = ? WHERE transaction_id = ?
                     RETURNING claim AS job_claim, kind AS job_kind, attempts AS job_attempts, round AS job_round,
-                              last_error AS job_error, order_id AS job_order
+                              last_error AS job_error, order_id AS job_order, quantity AS job_quantity
                     """, [.integer(now + leaseSeconds), .integer(now), .text(transactionId)]).first.flatMap { job in
                     try db.query("SELECT * FROM orders WHERE order_id = ?", [.from(job.string("job_order"))]).first.map { row in
                         let order = Order(row: row)
                         return (RevocationJob(transactionId: transactionId, orderId: order.orderId, kind: job.string("job_kind") ?? "REFUND",
                                               attempts: Int(job.int("job_attempts") ?? 0), round: Int(job.int("job_round") ?? 1),
-                                              lastError: job.string("job_error"), claim: job.int("job_claim") ?? 0), order)
+                                              lastError: job.string("job_error"), claim: job.int("job_claim") ?? 0,
+                                              quantity: job.int("job_quantity").map { Int($0) }), order)
                     }
                 }
             }

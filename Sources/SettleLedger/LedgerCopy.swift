@@ -21,13 +21,13 @@ package enum LedgerCopy {
                     "original_transaction_id", "verified_product_id", "quantity", "purchase_date_ms", "expires_date_ms",
                     "lease_host", "lease_pid", "lease_start", "lease_expires_at", "created_at", "updated_at", "finished_at",
                     "grant_key", "app_account_token", "origin", "refunded_at", "refund_kind", "refund_reason", "store",
-                    "purchase_token", "delivered_at"]),
+                    "purchase_token", "delivered_at", "replaces"]),
         ("history", ["id", "order_id", "at", "kind", "outcome", "apple_status", "hook_exit", "environment", "duration_ms", "detail"]),
         ("grants", ["grant_key", "transaction_id", "order_id", "source", "granted_at", "note"]),
         ("notifications", ["uuid", "type", "subtype", "environment", "signed_date_ms", "transaction_id", "original_transaction_id",
                            "order_id", "source", "received_at", "outcome", "detail", "payload"]),
         ("revocations", ["transaction_id", "order_id", "kind", "state", "attempts", "next_attempt_at", "last_error", "created_at",
-                         "updated_at", "round", "claim"]),
+                         "updated_at", "round", "claim", "quantity"]),
         ("consumption_answers", ["notification_uuid", "transaction_id", "environment", "order_id", "state", "attempts",
                                  "next_attempt_at", "deadline_at", "body", "apple_status", "last_error", "updated_at", "claim"]),
         // Without the lease: whichever host reads history first after the copy takes it.
@@ -36,6 +36,7 @@ package enum LedgerCopy {
         ("play_notifications", ["message_id", "kind", "token_sha256", "order_id", "received_at", "outcome", "detail", "state",
                                 "payload"]),
         ("play_cursor", ["id", "voided_since_ms", "page_token", "polled_at"]),
+        ("play_voided", ["google_order_id", "quantity", "voided_at", "source"]),
     ]
 
     /// Copies the SQLite ledger at `path` into `destination`. The source is read in one read

@@ -399,5 +399,20 @@ package enum LedgerSchema {
             UPDATE order_counts SET n = n + 1 WHERE store = NEW.store AND state = NEW.state;
         END;
         """,
+        // 10: Google Play, each voiding by the order Google names (one period of a subscription)
+        // and its quantity. `replaces` names the grant a subscription purchase replaced (an
+        // upgrade, a downgrade, a resubscription: Google's linkedPurchaseToken), for the hook; a
+        // revoke carries how much to take back (`quantity`, NULL: all of it); `play_voided`
+        // remembers what Google voided, so an order verified later is never granted it.
+        """
+        ALTER TABLE orders ADD COLUMN replaces TEXT;
+        ALTER TABLE revocations ADD COLUMN quantity INTEGER CHECK (quantity IS NULL OR quantity > 0);
+        CREATE TABLE play_voided (
+            google_order_id TEXT PRIMARY KEY NOT NULL,
+            quantity        INTEGER CHECK (quantity IS NULL OR quantity > 0),
+            voided_at       INTEGER NOT NULL,
+            source          TEXT NOT NULL
+        );
+        """,
     ]
 }

@@ -309,6 +309,17 @@ package enum PostgresLedgerSchema {
         DROP TABLE apple_breaker;
         CREATE INDEX orders_claim_store ON orders(store, next_attempt_at, order_id) WHERE state = 'pending';
         """,
+        // 6: as the SQLite ledger's migration 10: a voiding by Google's order id and quantity.
+        """
+        ALTER TABLE orders ADD COLUMN replaces TEXT;
+        ALTER TABLE revocations ADD COLUMN quantity INTEGER CHECK (quantity IS NULL OR quantity > 0);
+        CREATE TABLE play_voided (
+            google_order_id TEXT PRIMARY KEY,
+            quantity        INTEGER CHECK (quantity IS NULL OR quantity > 0),
+            voided_at       BIGINT NOT NULL,
+            source          TEXT NOT NULL
+        );
+        """,
     ]
 
     /// The first schema with App Store Server Notifications' tables.

@@ -96,11 +96,13 @@ extension SQLiteLedger {
 extension Order {
     package init(row: some LedgerRow) {
         let verified: VerifiedPurchase? = row.string("verified_transaction_id").map { txn in
-            VerifiedPurchase(transactionId: txn, originalTransactionId: row.string("original_transaction_id") ?? txn,
-                             productId: row.string("verified_product_id") ?? row.string("product_id") ?? "",
-                             environment: row.string("environment") ?? "", quantity: Int(row.int("quantity") ?? 1),
-                             purchaseDateMs: row.int("purchase_date_ms"), expiresDateMs: row.int("expires_date_ms"),
-                             grantKey: row.string("grant_key"))
+            var purchase = VerifiedPurchase(transactionId: txn, originalTransactionId: row.string("original_transaction_id") ?? txn,
+                                            productId: row.string("verified_product_id") ?? row.string("product_id") ?? "",
+                                            environment: row.string("environment") ?? "", quantity: Int(row.int("quantity") ?? 1),
+                                            purchaseDateMs: row.int("purchase_date_ms"), expiresDateMs: row.int("expires_date_ms"),
+                                            grantKey: row.string("grant_key"))
+            purchase.replaces = row.string("replaces")
+            return purchase
         }
         var lease: Lease? = nil
         if let host = row.string("lease_host"), let pid = row.int("lease_pid") {

@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 import SettleModel
 
 /// Order ids settle makes for Google Play purchases nobody enqueued (found through RTDN):
@@ -65,69 +66,128 @@ extension TransactionalLedger {
         }
     }
 
-    /// Google voided the purchase behind `token`: every order holding it is marked refunded. One
-    /// never delivered is `rejected` (`refunded`) and never will be; one delivered (or whose hook
-    /// may have run) owes a revoke, run by the revoke hook exactly as for Apple's REFUND, once per
-    /// purchase (the revocations row is keyed by the grant key). Seeing the same voided purchase
-    /// again changes nothing. Returns each order's outcome.
+    /// Google voided its order `googleOrderId` of the purchase behind `token`: a one-time
+    /// purchase, or one period of a subscription (every period shares the token), all of it or
+    /// `quantity` of it (a quantity-based partial refund). The voiding is kept (`play_voided`),
+    /// so an order verified later is never granted what was voided; only the order holding that
+    /// order id's grant, or the order made for it (`play-<order id>`), changes now. One never
+    /// delivered is `rejected` (`refunded`) and never will be; one delivered (or whose hook may
+    /// have run) owes a revoke of the voided quantity, run by the revoke hook exactly as for
+    /// Apple's REFUND, once per purchase (the revocations row is keyed by the grant key). Other
+    /// periods of the subscription and other orders of the token are left alone. Seeing the same
+    /// voiding again changes nothing. Returns each changed order's outcome.
     @discardableResult
-    package func applyPlayVoided(token: PlayPurchaseToken, googleOrderId: String?, reason: String?,
+    package func applyPlayVoided(token: PlayPurchaseToken, googleOrderId: String?, quantity: Int? = nil, reason: String?,
                                 source: String) throws(LedgerError) -> [String: String] {
         let now = time.unixSeconds
+        let key = googleOrderId ?? PlayVoided.tokenKey(token)
+        let partial = quantity.flatMap { $0 > 0 ? $0 : nil }
         return try writing { db in
-                let orders = try db.query("SELECT * FROM orders WHERE store = 'google_play' AND purchase_token = ?\(db.dialect.lockRows)",
-                                                [.text(token.value)]).map { Order(row: $0) }
-                var outcomes: [String: String] = [:]
-                for order in orders {
-                    if order.refund?.kind == PlayVoided.kind { outcomes[order.orderId] = "already_recorded"; continue }
+            let first = try !db.query("""
+                INSERT INTO play_voided(google_order_id, quantity, voided_at, source) VALUES (?, ?, ?, ?)
+                ON CONFLICT (google_order_id) DO NOTHING RETURNING google_order_id
+                """, [.text(key), .from(partial.map(Int64.init)), .integer(now), .text(source)]).isEmpty
+            let orders = try db.query("""
+                SELECT o.*, (SELECT g.grant_key FROM grants g WHERE g.order_id = o.order_id) AS held_key
+                FROM orders o WHERE o.store = 'google_play' AND o.purchase_token = ?\(db.dialect.lockRows)
+                """, [.text(token.value)]).map { (Order(row: $0), $0.string("held_key")) }
+            var outcomes: [String: String] = [:]
+            for (order, held) in orders {
+                // The order holding this voided purchase, or the one made for it before it was verified.
+                guard held == key || (held == nil && order.orderId == PlayOrderId.prefix + key) else { continue }
+                guard first else { outcomes[order.orderId] = "already_recorded"; continue }
+                let what = partial.map { "\($0) of " } ?? ""
+                let why = "Google Play voided \(what)purchase \(key)" + (reason.map { " (voidedReason \($0))" } ?? "")
+                let delivered = order.state == .delivering || order.state == .finished
+                if partial == nil || delivered {
                     try db.query("""
                         UPDATE orders SET refunded_at = ?, refund_kind = ?, refund_reason = ?, updated_at = ? WHERE order_id = ?
                         """, [.integer(now), .text(PlayVoided.kind), .from(reason), .integer(now), .text(order.orderId)])
-                    let why = "Google Play voided purchase \(googleOrderId ?? token.fingerprint)" + (reason.map { " (voidedReason \($0))" } ?? "")
-                    let held = try !db.query("SELECT 1 AS held FROM grants WHERE order_id = ?", [.text(order.orderId)]).isEmpty
-                    var outcome: String
-                    switch order.state {
-                    case .verifying:
-                        // The verification in flight sees it when it records its result (recordVerified).
-                        outcome = "refund_recorded"
-                    case .delivering, .finished:
-                        outcome = try db.queuePlayRevocation(order, now: now)
-                    case .pending, .needsAttention, .rejected:
-                        if held {
-                            if order.state != .rejected {
-                                try db.finalize(order.orderId, state: .rejected, reason: RejectionReason.refunded.rawValue,
-                                             error: "\(why); the delivery's outcome was not known, so a revoke is sent; it will never be delivered",
-                                             environment: nil, now: now)
-                            }
-                            outcome = try db.queuePlayRevocation(order, now: now)
-                        } else if order.state == .rejected {
-                            outcome = "refund_recorded"
-                        } else {
-                            try db.finalize(order.orderId, state: .rejected, reason: RejectionReason.refunded.rawValue,
-                                         error: "\(why) before it was delivered; it will never be delivered", environment: nil, now: now)
-                            outcome = "never_delivered"
-                        }
-                    }
-                    outcomes[order.orderId] = outcome
-                    try db.appendHistory(order.orderId, HistoryEntry(at: now, kind: .notification, outcome: outcome,
-                                                                  detail: "\(source): \(why)"))
                 }
-                return outcomes
+                var outcome: String
+                switch order.state {
+                case .verifying:
+                    // The verification in flight sees it when it records its result (recordVerified).
+                    outcome = "refund_recorded"
+                case .delivering, .finished:
+                    outcome = try db.queuePlayRevocation(order, quantity: partial, now: now)
+                case .pending, .needsAttention, .rejected:
+                    if held != nil {
+                        // A partial voiding leaves the rest to deliver: the order's next verification grants only that.
+                        if order.state != .rejected && partial == nil {
+                            try db.finalize(order.orderId, state: .rejected, reason: RejectionReason.refunded.rawValue,
+                                            error: "\(why); the delivery's outcome was not known, so a revoke is sent; it will never be delivered",
+                                            environment: nil, now: now)
+                        }
+                        outcome = try db.queuePlayRevocation(order, quantity: partial, now: now)
+                    } else if order.state == .rejected || partial != nil {
+                        outcome = "refund_recorded"
+                    } else {
+                        try db.finalize(order.orderId, state: .rejected, reason: RejectionReason.refunded.rawValue,
+                                        error: "\(why) before it was delivered; it will never be delivered", environment: nil, now: now)
+                        outcome = "never_delivered"
+                    }
+                }
+                outcomes[order.orderId] = outcome
+                try db.appendHistory(order.orderId, HistoryEntry(at: now, kind: .notification, outcome: outcome,
+                                                                 detail: "\(source): \(why)"))
+            }
+            return outcomes
         }
     }
 
+    /// The Google Play orders of `token` that hold a grant, newest grant first.
+    package func playGrants(token: PlayPurchaseToken) throws(LedgerError) -> [Order] {
+        try reading { db in
+            try db.query("""
+                SELECT o.* FROM orders o JOIN grants g ON g.order_id = o.order_id
+                WHERE o.store = 'google_play' AND o.purchase_token = ? ORDER BY g.granted_at DESC, o.updated_at DESC, o.order_id
+                """, [.text(token.value)]).map { Order(row: $0) }
+        }
+    }
+
+    /// Whether settle set the order aside as `needs_attention` for `reason` at a verification before.
+    package func wasSetAside(orderId: String, reason: AttentionReason) throws(LedgerError) -> Bool {
+        let prefix = reason.rawValue + ":"
+        return try reading { db in
+            try !db.query("""
+                SELECT 1 AS seen FROM history WHERE order_id = ? AND kind = 'verification' AND outcome = 'needs_attention'
+                AND substr(detail, 1, ?) = ? LIMIT 1
+                """, [.text(orderId), .integer(Int64(prefix.count)), .text(prefix)]).isEmpty
+        }
+    }
 }
 
 extension LedgerTransaction {
-    /// Owes a revoke of the order's purchase, keyed by its grant key (Google's order id).
-    fileprivate func queuePlayRevocation(_ order: Order, now: Int64) throws -> String {
+    /// Owes a revoke of the order's purchase, keyed by its grant key (Google's order id), of
+    /// `quantity` (nil: all that was delivered).
+    fileprivate func queuePlayRevocation(_ order: Order, quantity: Int?, now: Int64) throws -> String {
         let key = order.verified?.grantKey ?? order.orderId
         // Once per purchase, whichever host (or pass) sees the voided purchase first.
         let queued = try query("""
-            INSERT INTO revocations(transaction_id, order_id, kind, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+            INSERT INTO revocations(transaction_id, order_id, kind, next_attempt_at, created_at, updated_at, quantity)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (transaction_id) DO NOTHING RETURNING transaction_id
-            """, [.text(key), .text(order.orderId), .text(PlayVoided.kind), .integer(now), .integer(now), .integer(now)])
+            """, [.text(key), .text(order.orderId), .text(PlayVoided.kind), .integer(now), .integer(now), .integer(now),
+                  .from(quantity.map(Int64.init))])
         return queued.isEmpty ? "revoke_already_queued" : "revoke_queued"
+    }
+
+    /// `match` without what Google voided meanwhile (a voiding read on any host while the order
+    /// was verified; the claim's row lock orders the two): a candidate voided whole is dropped,
+    /// one voided in part keeps the rest. Empty candidates: everything was voided.
+    package func removingPlayVoided(_ match: Match) throws -> Match {
+        var kept = match
+        kept.candidates = try match.candidates.compactMap { candidate in
+            guard let row = try query("SELECT quantity FROM play_voided WHERE google_order_id = ?", [.text(candidate.grantKey)]).first else {
+                return candidate
+            }
+            guard let voided = row.int("quantity"), candidate.quantity > Int(voided) else { return nil }
+            var rest = candidate
+            rest.quantity -= Int(voided)
+            return rest
+        }
+        return kept
     }
 }
 
@@ -135,4 +195,8 @@ extension LedgerTransaction {
 package enum PlayVoided {
     /// `refund_kind` of an order whose Play purchase Google voided (refund, chargeback, revocation).
     package static let kind = "VOIDED"
+
+    /// The grant key of a purchase Google gives no order id (some test purchases), as the
+    /// eligibility rules make it: the SHA-256 of its token, as unique and not a secret.
+    package static func tokenKey(_ token: PlayPurchaseToken) -> String { "token-sha256:" + SHA256.hex(Data(token.value.utf8)) }
 }

@@ -70,7 +70,7 @@ extension TransactionalLedger {
             // The claim, a refund heard of meanwhile and the grant this order already holds, in one read.
             let claim = db.claimedBy(owner, fence: fence)
             guard let claimed = try db.query("""
-                SELECT refunded_at, refund_kind, (SELECT grant_key FROM grants WHERE grants.order_id = orders.order_id) AS own_grant
+                SELECT refunded_at, refund_kind, store, (SELECT grant_key FROM grants WHERE grants.order_id = orders.order_id) AS own_grant
                 FROM orders WHERE order_id = ? AND state = 'verifying' AND \(claim.sql)\(db.dialect.lockRows)
                 """, [.text(orderId)] + claim.values).first else { return .leaseLost }
             let environment = match.candidates.first?.environment
@@ -88,10 +88,17 @@ extension TransactionalLedger {
                 try end(.rejected, RejectionReason.refunded.rawValue, message)
                 return .rejected(.refunded, message)
             }
+            // Google voided the purchase while we verified (the voided purchases poll or a confirmed push, on any host).
+            let offered = claimed.string("store") == Store.googlePlay.rawValue ? try db.removingPlayVoided(match) : match
+            if offered.candidates.isEmpty && !match.candidates.isEmpty {
+                let message = "Google Play voided this purchase (refunded, charged back or revoked) before delivery"
+                try end(.rejected, RejectionReason.refunded.rawValue, message)
+                return .rejected(.refunded, message)
+            }
             let own = claimed.string("own_grant")
             var chosen: VerifiedPurchase?
             if let own {
-                switch GrantChoice.own(own, in: match) {
+                switch GrantChoice.own(own, in: offered) {
                 case let .keep(mine):
                     chosen = mine
                 case let .reject(why):
@@ -104,7 +111,7 @@ extension TransactionalLedger {
             }
             var held: [(VerifiedPurchase, GrantHolder)] = []
             if chosen == nil {
-                for candidate in match.candidates {
+                for candidate in offered.candidates {
                     if let holder = try db.holderOf(candidate) {
                         held.append((candidate, holder))
                         continue
@@ -125,7 +132,7 @@ extension TransactionalLedger {
                 }
             }
             guard let purchase = chosen else {
-                switch GrantChoice.allHeld(held, named: match.named) {
+                switch GrantChoice.allHeld(held, named: offered.named) {
                 case let .alreadyDelivered(outside, message):
                     try db.setVerified(orderId, outside)
                     try end(.finished, "already_delivered", message)
@@ -139,12 +146,13 @@ extension TransactionalLedger {
             let row = try db.query("""
                 UPDATE orders SET state = 'delivering', environment = ?, verified_transaction_id = ?,
                        original_transaction_id = ?, verified_product_id = ?, quantity = ?, purchase_date_ms = ?,
-                       expires_date_ms = ?, grant_key = ?, reason = NULL, last_error = NULL,
+                       expires_date_ms = ?, grant_key = ?, replaces = ?, reason = NULL, last_error = NULL,
                        lease_expires_at = \(expiry.sql), updated_at = ?
                 WHERE order_id = ? RETURNING *
                 """, [.text(purchase.environment), .text(purchase.transactionId), .text(purchase.originalTransactionId),
                       .text(purchase.productId), .integer(Int64(purchase.quantity)), .from(purchase.purchaseDateMs),
-                      .from(purchase.expiresDateMs), .text(purchase.grantKey)] + expiry.values + [.integer(now), .text(orderId)])
+                      .from(purchase.expiresDateMs), .text(purchase.grantKey), .from(purchase.replaces)]
+                    + expiry.values + [.integer(now), .text(orderId)])
             var entry = history
             entry.detail = GrantChoice.reserved(purchase)
             try db.appendHistory(orderId, entry)
@@ -233,10 +241,10 @@ extension LedgerTransaction {
     package func setVerified(_ orderId: String, _ purchase: VerifiedPurchase) throws {
         try query("""
             UPDATE orders SET verified_transaction_id = ?, original_transaction_id = ?, verified_product_id = ?, quantity = ?,
-                   purchase_date_ms = ?, expires_date_ms = ?, grant_key = ?
+                   purchase_date_ms = ?, expires_date_ms = ?, grant_key = ?, replaces = ?
             WHERE order_id = ?
             """, [.text(purchase.transactionId), .text(purchase.originalTransactionId), .text(purchase.productId),
                   .integer(Int64(purchase.quantity)), .from(purchase.purchaseDateMs), .from(purchase.expiresDateMs),
-                  .text(purchase.grantKey), .text(orderId)])
+                  .text(purchase.grantKey), .from(purchase.replaces), .text(orderId)])
     }
 }

@@ -52,11 +52,11 @@ extension TransactionalLedger {
         }
     }
 
-    /// The orders that hold this purchase token.
-    package func playOrderIds(token: PlayPurchaseToken) throws(LedgerError) -> [String] {
+    /// The orders that hold this purchase token, oldest first.
+    package func playOrders(token: PlayPurchaseToken) throws(LedgerError) -> [Order] {
         try reading { db in
-            try db.query("SELECT order_id FROM orders WHERE store = 'google_play' AND purchase_token = ? ORDER BY created_at",
-                               [.text(token.value)]).compactMap { $0.string("order_id") }
+            try db.query("SELECT * FROM orders WHERE store = 'google_play' AND purchase_token = ? ORDER BY created_at, order_id",
+                         [.text(token.value)]).map { Order(row: $0) }
         }
     }
 

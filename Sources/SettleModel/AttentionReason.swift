@@ -50,4 +50,9 @@ package enum AttentionReason: String, Sendable, Equatable, CaseIterable {
     /// acknowledge or consume, attempt after attempt): Google refunds a purchase left
     /// unacknowledged for three days, so a person looks before that (status shows the clock).
     case storeFinishRefused = "store_finish_refused"
+    /// Google Play says the purchase was consumed or acknowledged, and settle never delivered
+    /// it: someone else finished it (the app, another backend), most likely after granting it.
+    /// A person decides (`settle resolve --as granted_by_hand` if the customer has it, `settle
+    /// retry` to deliver it; settle then leaves Google as it is).
+    case finishedElsewhere = "finished_elsewhere"
 }

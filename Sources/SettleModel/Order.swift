@@ -85,6 +85,10 @@ package struct VerifiedPurchase: Sendable, Equatable {
     /// transaction id, except for a non-consumable, whose original transaction id it is (a
     /// restore brings a new transaction id for goods the customer already has).
     package var grantKey: String
+    /// The grant this purchase replaces, by its grant key: a Google Play subscription bought as
+    /// an upgrade, a downgrade or a resubscription of one the same user holds (Google's
+    /// `linkedPurchaseToken`), so the hook can end the old one. Nil for anything else.
+    package var replaces: String? = nil
 
     package init(transactionId: String, originalTransactionId: String, productId: String, environment: String,
                 quantity: Int, purchaseDateMs: Int64?, expiresDateMs: Int64?, grantKey: String? = nil) {

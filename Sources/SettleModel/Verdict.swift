@@ -94,11 +94,15 @@ package struct Verdict: Sendable, Equatable {
         case "history_incomplete": return "Apple's answer for this customer could not be read in full"
         case "unclaimed_purchase": return "the order names no user: settle does not know who bought it"
         case "already_granted_unclear": return "the hook said the purchase was granted before, maybe by settle's own earlier call for this order"
+        case "finished_elsewhere":
+            return "check whether the customer got it: if so settle resolve ID --as granted_by_hand; if not, settle retry ID delivers it"
         case "backfilled_purchase": return "a purchase made before settle first read Apple's history; the app may have granted it"
         case "canceled": return "Google Play says the purchase was canceled before it was paid"
         case "purchase_not_found": return "Google Play does not know this purchase token (or no longer honours it)"
         case "purchase_state_unclear": return "Google Play answered with a purchase state settle has no rule for"
         case "store_finish_refused": return "delivered, and the store refused every attempt to acknowledge or consume it"
+        case "finished_elsewhere":
+            return "Google Play says the purchase was already consumed or acknowledged, which settle never did: the app or another backend finished it"
         case Resolution.grantedByHand.rawValue: return "a person granted it by hand"
         case Resolution.wontGrant.rawValue: return "a person decided not to grant it"
         default: return reason
@@ -147,6 +151,8 @@ package struct Verdict: Sendable, Equatable {
         case "hook_unconfirmed":
             return "check the receiver answers with the key (see the webhook contract) and whether this order's user got the goods: "
                 + "if so settle resolve ID --as granted_by_hand, if not settle retry ID"
+        case "finished_elsewhere":
+            return "check whether the customer got it: if so settle resolve ID --as granted_by_hand; if not, settle retry ID delivers it"
         case "backfilled_purchase":
             return "check whether the app already granted it: if it did, settle resolve ID --as granted_by_hand; if not, settle retry ID delivers it"
         case "store_finish_refused":

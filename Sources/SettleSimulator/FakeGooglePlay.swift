@@ -159,7 +159,9 @@ package final class FakeGooglePlay: Sendable {
         return state.withLock { s in
             let start = fields["token"].flatMap { $0.hasPrefix("page-") ? Int($0.dropFirst(5)) : nil } ?? 0
             let since = fields["token"] == nil ? fields["startTime"].flatMap { Int64($0) } ?? 0 : 0
-            let matching = s.voided.filter { ($0.voidedTimeMillis ?? 0) >= since }
+            // As Google: quantity-based partial refunds are listed only to a caller that asks for them.
+            let partial = fields["includeQuantityBasedPartialRefund"] == "true"
+            let matching = s.voided.filter { ($0.voidedTimeMillis ?? 0) >= since && (partial || $0.voidedQuantity == nil) }
             let page = Array(matching.dropFirst(start).prefix(s.voidedPageSize))
             var members: [(String, JSONValue)] = [("voidedPurchases", .array(page.map(\.json)))]
             if start + page.count < matching.count {

@@ -13,8 +13,8 @@ import SettleGooglePlay
 ///                 "productId": "gems_100", "purchaseTimeMillis": "1764410645000", "acknowledgementState": 0,
 ///                 "obfuscatedExternalAccountId": "u-42"}}],
 ///   "subscriptions": [{"purchase_token": "tok-2", "purchase": {"subscriptionState": "SUBSCRIPTION_STATE_ACTIVE",
-///                      "latestOrderId": "GPA.2..0", "lineItems": [{"productId": "pro_monthly"}]}}],
-///   "voided": [{"purchaseToken": "tok-1", "orderId": "GPA.1", "voidedTimeMillis": "1764410700000"}]
+///                      "lineItems": [{"productId": "pro_monthly", "latestSuccessfulOrderId": "GPA.2..0"}]}}],
+///   "voided": [{"purchaseToken": "tok-1", "orderId": "GPA.1", "voidedTimeMillis": "1764410700000", "voidedQuantity": 1}]
 /// }}
 /// ```
 package struct GooglePlayScript: Sendable {

@@ -117,8 +117,8 @@ final class GooglePlayNotificationTests: GooglePlayTestCase {
         let subscription = token("renew")
         func script(latest: String, expiry: String) {
             fake.script(subscription: subscription, SubscriptionPurchaseV2(
-                rawSubscriptionState: "SUBSCRIPTION_STATE_ACTIVE", lineItems: [.init(productId: pro, expiryTime: expiry)],
-                latestOrderId: latest, obfuscatedExternalAccountId: "u-9", startTime: "2026-12-01T10:00:00Z"))
+                rawSubscriptionState: "SUBSCRIPTION_STATE_ACTIVE",
+                lineItems: [.init(productId: pro, expiryTime: expiry, latestSuccessfulOrderId: latest)], latestOrderId: latest, obfuscatedExternalAccountId: "u-9", startTime: "2026-12-01T10:00:00Z"))
         }
         script(latest: "GPA.R..0", expiry: "2099-01-01T00:00:00Z")
         try enqueuePlay("o-sub", token: subscription, user: "u-9", product: pro)
@@ -179,6 +179,9 @@ final class GooglePlayNotificationTests: GooglePlayTestCase {
         let (daemon, port) = try startDaemon()
         XCTAssertTrue(eventually(within: 20) { (try? SQLiteLedger(readOnlyPath: world.ledgerPath).orderRecord("o-rv"))??.order.state == .finished },
                       log(daemon))
+        // Google's voided purchases list confirms what the push says.
+        fake.script(voided: [VoidedPurchase(purchaseToken: PlayPurchaseToken(token)!, orderId: "GPA.RV",
+                                            voidedTimeMillis: world.time.unixSeconds * 1000, rawVoidedSource: 0, rawVoidedReason: 1)])
         let voided = DeveloperNotification(packageName: Self.packageName, eventTimeMillis: world.time.unixSeconds * 1000,
                                            kind: .voidedPurchase(VoidedPurchaseNotification(purchaseToken: PlayPurchaseToken(token)!, orderId: "GPA.RV",
                                                                                             rawProductType: 2, rawRefundType: 1)))

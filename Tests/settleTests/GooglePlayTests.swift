@@ -37,7 +37,8 @@ final class GooglePlayTests: GooglePlayTestCase {
         let unlockToken = scriptProduct("u", product: unlock, orderId: "GPA.U")
         let subscription = token("s")
         fake.script(subscription: subscription, SubscriptionPurchaseV2(
-            rawSubscriptionState: "SUBSCRIPTION_STATE_ACTIVE", lineItems: [.init(productId: pro, expiryTime: "2099-01-01T00:00:00Z")],
+            rawSubscriptionState: "SUBSCRIPTION_STATE_ACTIVE", lineItems: [.init(productId: pro, expiryTime: "2099-01-01T00:00:00Z",
+                                                                  latestSuccessfulOrderId: "GPA.S..0")],
             latestOrderId: "GPA.S..0", obfuscatedExternalAccountId: "u-1", startTime: "2026-12-01T10:00:00Z"))
         try enqueuePlay("o-unlock", token: unlockToken, product: unlock)
         try enqueuePlay("o-pro", token: subscription, product: pro)
@@ -112,9 +113,15 @@ final class GooglePlayTests: GooglePlayTestCase {
         XCTAssertTrue(finishes.isEmpty)
     }
 
-    func testAlreadyAcknowledgedPurchase_isDelivered_withoutAcknowledgingAgain() throws {
+    func testAlreadyAcknowledgedPurchase_isSetAsideFinishedElsewhere_andOnceRetried_isDeliveredWithoutAcknowledgingAgain() throws {
         let token = scriptProduct("k", product: unlock, orderId: "GPA.K", acknowledged: true)
         try enqueuePlay("o-k", token: token, product: unlock)
+        try settle(expecting: 0, ["reconcile"])
+        // settle acknowledges only what it delivered: someone else finished this one.
+        XCTAssertEqual(try state("o-k"), "needs_attention")
+        XCTAssertEqual(try order("o-k")["reason"], .string("finished_elsewhere"))
+        XCTAssertTrue(world.deliveries.isEmpty)
+        try settle(expecting: 0, ["retry", "o-k", "--note", "not granted"])
         try settle(expecting: 0, ["reconcile"])
         XCTAssertEqual(try state("o-k"), "finished")
         XCTAssertEqual(world.deliveries, ["GPA.K o-k"])

@@ -5,6 +5,11 @@ import SettleConfig
 import SettleGooglePlay
 import SettleLedger
 
+extension Order {
+    /// Not settled yet: an order that may still take a purchase.
+    fileprivate var isLive: Bool { state == .pending || state == .verifying || state == .delivering || state == .needsAttention }
+}
+
 /// Google Play's real-time developer notifications (Cloud Pub/Sub push) on the notifications
 /// listener at `google_play.notifications_path`.
 ///
@@ -12,10 +17,10 @@ import SettleLedger
 /// forget it): the `Authorization: Bearer` OIDC token must verify against the configured JWKS
 /// for the configured audience and push service account, else 401/403 and nothing is stored.
 /// The work waits for the next pass (`processPending`), which reads the purchase from Google (a
-/// notification only says that something changed): a one-time or subscription purchase nobody
-/// enqueued becomes an order `play-<Google order id>` for the user its obfuscated account id maps
-/// to (or, with nobody known, `needs_attention` as `unclaimed_purchase` for `settle assign`); a
-/// voided purchase is applied as the voided purchases poll applies it.
+/// notification only says that something changed): a purchase no live order of its buyer holds
+/// becomes an order `play-<Google order id>` for its buyer (see `purchase`); a voided purchase,
+/// once Google's voided purchases list confirms it, is applied as the voided purchases poll
+/// applies it.
 package struct PlayNotificationInbox: Sendable {
     package let ledger: any SettleLedger
     package let authenticator: PushAuthenticator
@@ -96,20 +101,17 @@ package struct PlayNotificationInbox: Sendable {
                                                   detail: "for \(other), not \(packageName)", orderId: nil)
                 continue
             }
-            let result: (outcome: String, detail: String?, orderId: String?)?
+            let result: Outcome?
             switch notification.kind {
             case let .oneTimeProduct(n):
-                result = try purchase(token: n.purchaseToken, productId: n.sku, subscription: false,
-                                      purchased: n.notificationType == .purchased)
+                result = try purchase(token: n.purchaseToken, sku: n.sku, purchased: n.notificationType == .purchased, renewal: false)
             case let .subscription(n):
+                // The product is read from subscriptionsv2, never from the deprecated subscriptionId.
                 let renewed = [.renewed, .recovered, .restarted].contains(n.notificationType)
-                result = try purchase(token: n.purchaseToken, productId: n.subscriptionId, subscription: true,
-                                      purchased: renewed || n.notificationType == .purchased, renewal: renewed)
+                result = try purchase(token: n.purchaseToken, sku: nil, purchased: renewed || n.notificationType == .purchased,
+                                      renewal: renewed)
             case let .voidedPurchase(n):
-                let outcomes = try ledger.applyPlayVoided(token: n.purchaseToken, googleOrderId: n.orderId,
-                                                          reason: n.rawRefundType.map { "refundType \($0)" }, source: "real-time notification")
-                result = (outcomes.isEmpty ? "no_order" : "voided", outcomes.map { "\($0.key): \($0.value)" }.sorted().joined(separator: ", "),
-                          outcomes.keys.sorted().first)
+                result = try voided(n, record: record, eventMs: notification.eventTimeMillis)
             case .test:
                 result = ("test", "a test notification from Play Console", nil)
             case let .unknown(fields):
@@ -125,82 +127,122 @@ package struct PlayNotificationInbox: Sendable {
         return done
     }
 
-    /// A purchase Google told of: nothing when an order holds its token (the pass verifies that
-    /// order), else a new order when Google confirms it was bought. Nil: ask again next pass.
-    private func purchase(token: PlayPurchaseToken, productId: String?, subscription: Bool, purchased: Bool,
-                          renewal: Bool = false) throws(LedgerError) -> (outcome: String, detail: String?, orderId: String?)? {
-        if let existing = try ledger.playOrderIds(token: token).first {
-            // Its order may be waiting for a pending payment: Google says something changed, so ask now.
-            if purchased { try ledger.makeDue(orderId: existing) }
-            // A renewal is a new order of Google's under the same token: granted as its own order.
-            if renewal, let productId { return try renewalOrder(token: token, productId: productId, existing: existing) }
-            return ("order_exists", nil, existing)
-        }
-        guard purchased else { return ("noted", "nothing to deliver for this notification type", nil) }
-        guard let productId, let product = products[productId], product.stores.contains(.googlePlay) else {
-            return ("unknown_product", "product \(productId ?? "?") is not a google_play product in the configuration", nil)
-        }
-        let facts: PlayPurchaseFacts
-        do {
-            facts = subscription ? PlayPurchaseFacts(subscription: try client.subscriptionPurchase(token: token))
-                                 : PlayPurchaseFacts(product: try client.productPurchase(productId: productId, token: token), productId: productId)
+    /// What working on one notification ended with; nil: ask Google again at the next pass.
+    typealias Outcome = (outcome: String, detail: String?, orderId: String?)
+
+    /// A purchase Google told of, read from Google first: what Google says decides whose it is.
+    /// Nothing when its grant is held already, or when a live order of its buyer holds its token
+    /// (made due now: that order takes it). Otherwise it becomes an order of its own,
+    /// `play-<Google order id>`, whatever other orders hold the token (a rejected order, another
+    /// user's: neither swallows the buyer's purchase), for
+    ///  - the subscriber, for another period of a subscription: the user of the newest grant of
+    ///    its token whose order the purchase binds to (only that, for a renewal);
+    ///  - else the user of the grant it replaces (Google's linkedPurchaseToken: an upgrade, a
+    ///    downgrade, a resubscription), bound the same way;
+    ///  - else the user its obfuscated account id maps to;
+    ///  - else nobody: `needs_attention` (`unclaimed_purchase`) for `settle assign`.
+    /// A product missing from the configuration still becomes an order, which the pass sets aside
+    /// as `unknown_product` (a paid purchase is never dropped for settle's gap).
+    private func purchase(token: PlayPurchaseToken, sku: String?, purchased: Bool, renewal: Bool) throws(LedgerError) -> Outcome? {
+        let orders = try ledger.playOrders(token: token)
+        guard purchased else { return ("noted", "nothing to deliver for this notification type", orders.first?.orderId) }
+        let read: Read
+        do throws(PlayAPIError) {
+            guard let found = try self.read(token: token, sku: sku) else {
+                return ("unreadable", "a one-time product notification without its sku", nil)
+            }
+            read = found
         } catch {
             if error.kind == .purchaseNotFound { return ("purchase_not_found", error.message, nil) }
             log.warning("google_play.notification_deferred", ["error": error.description])
             return nil
         }
-        guard facts.state == .purchased || facts.state == .pending, let googleOrderId = facts.orderId else {
-            return ("not_purchased", "Google says the purchase is not (or no longer) bought", nil)
+        let facts = read.facts
+        let accountId = facts.accountId.map(PlayVerifier.normalized)
+        // Positively another user's: the purchase names its buyer, and the order's user is someone else.
+        func strangers(_ order: Order) -> Bool {
+            guard let accountId, let expected = PlayVerifier.expectedAccountId(binding, order) else { return false }
+            return expected != accountId
         }
-        let user = try facts.accountId.flatMap { (id) throws(LedgerError) in try userFor(accountId: id) } ?? ""
+        // Delivered under a verified binding: the purchase's buyer is the order's user.
+        func bound(_ order: Order) -> Bool {
+            guard !order.userId.isEmpty else { return false }
+            guard let accountId else { return binding.tokenlessSignedProofs == .trust }
+            return PlayVerifier.expectedAccountId(binding, order) == accountId
+        }
+        guard facts.state == .purchased || facts.state == .pending, let googleOrderId = facts.orderId else {
+            let live = orders.first { $0.isLive && !strangers($0) && $0.verified == nil }
+            if let live, facts.state == .pending { try ledger.makeDue(orderId: live.orderId) }
+            return ("not_purchased", "Google says the purchase is not (or no longer) bought, or has no successful order yet", live?.orderId)
+        }
+        let probe = VerifiedPurchase(transactionId: googleOrderId, originalTransactionId: googleOrderId, productId: read.productId,
+                                     environment: "", quantity: 1, purchaseDateMs: nil, expiresDateMs: nil, grantKey: googleOrderId)
+        if let holder = try ledger.grantHolder(of: probe) {
+            let id: String? = if case let .order(id) = holder { id } else { nil }
+            return ("order_exists", "purchase \(googleOrderId) is held by \(holder.description)", id)
+        }
         let orderId = PlayOrderId.prefix + googleOrderId
-        let detail = "Google Play reported purchase \(googleOrderId) (\(token.fingerprint)) that no backend enqueued"
-            + (user.isEmpty ? "; nothing maps it to a user" : "; its obfuscatedExternalAccountId maps to user \(user)")
-        guard try ledger.createPlayOrder(orderId: orderId, userId: user, productId: productId, token: token, accountId: facts.accountId,
+        if orders.contains(where: { $0.orderId == orderId }) { return ("order_exists", "purchase \(googleOrderId) has its order", orderId) }
+        // The buyer's own order waiting for this purchase (not one holding another period): it takes it now.
+        if let live = orders.first(where: { $0.isLive && !strangers($0) && ($0.verified == nil || $0.verified?.grantKey == googleOrderId) }) {
+            try ledger.makeDue(orderId: live.orderId)
+            return ("order_exists", nil, live.orderId)
+        }
+        var user = ""
+        var accountToken = facts.accountId
+        var detail: String
+        if let holder = try ledger.playGrants(token: token).first(where: bound) {
+            user = holder.userId
+            accountToken = holder.appAccountToken
+            detail = "Google Play charged another period of the subscription of order \(holder.orderId) (\(token.fingerprint)): purchase \(googleOrderId)"
+        } else if renewal {
+            detail = "Google Play renewed a subscription (\(token.fingerprint)), purchase \(googleOrderId), and no order holds a grant of it "
+                + "under a verified binding; nothing says whose it is"
+        } else if let linked = read.linked, let holder = try ledger.playGrants(token: linked).first(where: bound) {
+            user = holder.userId
+            accountToken = holder.appAccountToken
+            detail = "Google Play reported purchase \(googleOrderId) (\(token.fingerprint)), which replaces order \(holder.orderId)'s "
+                + "subscription (linkedPurchaseToken): for its user \(user)"
+        } else {
+            user = try accountId.flatMap { (id) throws(LedgerError) in try userFor(accountId: id) } ?? ""
+            detail = "Google Play reported purchase \(googleOrderId) (\(token.fingerprint)) that no backend enqueued for its buyer"
+                + (user.isEmpty ? "; nothing maps it to a user" : "; its obfuscatedExternalAccountId maps to user \(user)")
+        }
+        if user.isEmpty {
+            detail += "; find the buyer and run: settle assign \(Verdict.shellWord(orderId)) --user USER_ID"
+        }
+        guard try ledger.createPlayOrder(orderId: orderId, userId: user, productId: read.productId, token: token, accountId: accountToken,
                                          detail: detail) else {
             // A row under that id exists without this token (a backend wrote it): it is not this purchase's order.
             return ("order_id_taken", "order \(orderId) exists and does not hold this purchase token; a person looks", orderId)
         }
-        log.warning("order.created_from_notification", ["order": orderId, "store": Store.googlePlay.rawValue, "user": user.isEmpty ? nil : user])
+        log.warning("order.created_from_notification", ["order": orderId, "store": Store.googlePlay.rawValue,
+                                                        "user": user.isEmpty ? nil : user])
         return ("order_created", detail, orderId)
     }
 
-    /// A subscription Google renewed (or recovered, or restarted) under a token an order already
-    /// holds: Google's latest order id is a purchase of its own, delivered once (its grant key)
-    /// to the user of the order that holds the token, as an App Store renewal is. Nothing when an
-    /// order already holds that purchase. Nil: ask Google again next pass.
-    private func renewalOrder(token: PlayPurchaseToken, productId: String,
-                              existing: String) throws(LedgerError) -> (outcome: String, detail: String?, orderId: String?)? {
-        guard let product = products[productId], product.stores.contains(.googlePlay) else {
-            return ("unknown_product", "product \(productId) is not a google_play product in the configuration", nil)
+    /// A purchase as Google answers it, with the product it is for.
+    private struct Read {
+        var facts: PlayPurchaseFacts
+        var productId: String
+        var linked: PlayPurchaseToken?
+    }
+
+    /// Reads the purchase behind `token`: a one-time product by its notification's `sku`, a
+    /// subscription (`sku` nil) from subscriptionsv2, whose line items name its product (the
+    /// first a configured Play product, else the first). Nil: nothing names the product.
+    private func read(token: PlayPurchaseToken, sku: String?) throws(PlayAPIError) -> Read? {
+        if let sku {
+            return Read(facts: PlayPurchaseFacts(product: try client.productPurchase(productId: sku, token: token), productId: sku),
+                        productId: sku)
         }
-        let facts: PlayPurchaseFacts
-        do {
-            facts = PlayPurchaseFacts(subscription: try client.subscriptionPurchase(token: token))
-        } catch {
-            if error.kind == .purchaseNotFound { return ("purchase_not_found", error.message, nil) }
-            log.warning("google_play.notification_deferred", ["error": error.description])
+        let subscription = try client.subscriptionPurchase(token: token)
+        let items = subscription.lineItems.map(\.productId)
+        guard let productId = items.first(where: { products[$0]?.stores.contains(.googlePlay) == true }) ?? items.first else {
             return nil
         }
-        guard facts.state == .purchased, let latest = facts.orderId else {
-            return ("not_purchased", "Google says the subscription is not active", existing)
-        }
-        let orderId = PlayOrderId.prefix + latest
-        let held = try ledger.grantHolder(transactionId: latest) != nil
-        let ordered = try ledger.orderRecord(orderId) != nil
-        if held || ordered {
-            return ("order_exists", "renewal \(latest) is already an order's", existing)
-        }
-        guard let holder = try ledger.orderRecord(existing)?.order, !holder.userId.isEmpty else {
-            return ("noted", "the order holding this subscription has no user yet; renewals follow once it is assigned", existing)
-        }
-        let detail = "Google Play renewed the subscription of order \(existing) (\(token.fingerprint)): purchase \(latest)"
-        guard try ledger.createPlayOrder(orderId: orderId, userId: holder.userId, productId: productId, token: token,
-                                         accountId: facts.accountId, detail: detail) else {
-            return ("order_id_taken", "order \(orderId) exists and does not hold this purchase token; a person looks", orderId)
-        }
-        log.info("order.created_from_notification", ["order": orderId, "store": Store.googlePlay.rawValue, "renewal_of": existing])
-        return ("renewal_order_created", detail, orderId)
+        return Read(facts: PlayPurchaseFacts(subscription: subscription, productId: productId), productId: productId,
+                    linked: subscription.linkedPurchaseToken)
     }
 
     /// The user an obfuscated account id stands for: the id itself when user ids are the account

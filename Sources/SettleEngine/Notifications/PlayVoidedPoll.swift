@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 import SettleGooglePlay
 import SettleLedger
 
@@ -51,7 +52,8 @@ package struct PlayVoidedPoll: Sendable {
             for voided in page.purchases {
                 newest = max(newest, voided.voidedTimeMillis ?? newest)
                 let outcomes = try ledger.applyPlayVoided(token: voided.purchaseToken, googleOrderId: voided.orderId,
-                                                          reason: voided.rawVoidedReason.map(String.init), source: "voided purchases")
+                                                          quantity: voided.voidedQuantity, reason: voided.rawVoidedReason.map(String.init),
+                                                          source: "voided purchases")
                 for (order, outcome) in outcomes where outcome != "already_recorded" {
                     changed += 1
                     log.warning("order.voided", ["order": order, "google_order": voided.orderId, "outcome": outcome])
@@ -68,5 +70,21 @@ package struct PlayVoidedPoll: Sendable {
         }
         log.info("google_play.voided_polled", ["pages": pages, "changed": changed])
         return changed
+    }
+
+    /// Google's own entry for one voiding, read from the list since `since` (Unix ms): the entry
+    /// naming `orderId` (with a matching token), or, for a purchase without an order id, the one
+    /// of `token`. Nil when Google does not list it within `maxPages`.
+    package static func find(orderId: String?, token: PlayPurchaseToken, since: Int64,
+                             client: PlayDeveloperClient) throws(PlayAPIError) -> VoidedPurchase? {
+        var pageToken: String? = nil
+        var pages = 0
+        repeat {
+            let page = try client.voidedPurchases(startTime: since, pageToken: pageToken)
+            pages += 1
+            if let entry = page.purchases.first(where: { $0.purchaseToken == token && $0.orderId == orderId }) { return entry }
+            pageToken = page.nextPageToken
+        } while pageToken != nil && pages < maxPages
+        return nil
     }
 }

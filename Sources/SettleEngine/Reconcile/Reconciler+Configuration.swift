@@ -96,7 +96,8 @@ extension Reconciler {
             stores[.appStore] = AppStoreAdapter(receipts: receipts, storeKit: storeKit, products: products, inbox: inbox,
                                                 notificationsPath: configuration.notifications?.path)
         }
-        if let play = try googlePlay(configuration, client: client, time: ledger.time, metrics: metrics),
+        if let play = try googlePlay(configuration, client: client, time: ledger.time, metrics: metrics,
+                                     records: PlayLedgerRecords(ledger: ledger)),
            let settings = configuration.googlePlay {
             var playInbox: PlayNotificationInbox? = nil
             if let push = settings.push, settings.notificationsPath != nil, let keys = try settings.loadPushKeys() {
@@ -119,7 +120,7 @@ extension Reconciler {
     /// read (and refused when others may read it) and loaded now, so a bad key is a configuration
     /// fault at start, not at the first Play order.
     package static func googlePlay(_ configuration: Configuration, client: HTTPClient, time: any TimeSource,
-                           metrics: Metrics?) throws(ConfigError) -> PlayVerifier? {
+                           metrics: Metrics?, records: (any PlayGrantRecords)? = nil) throws(ConfigError) -> PlayVerifier? {
         guard let settings = configuration.googlePlay else { return nil }
         let key = try settings.loadServiceAccountKey()
         let tokens = GoogleAccessTokenSource(key: key, tokenURL: settings.tokenURL, client: client, time: time)
@@ -129,7 +130,7 @@ extension Reconciler {
         }
         let products = configuration.products.filter { $0.value.stores.contains(.googlePlay) }
         return PlayVerifier(client: api, products: products, acceptSandbox: configuration.acceptSandbox, binding: configuration.userBinding,
-                            time: time)
+                            time: time, records: records)
     }
 
     private static func appleObserver(_ metrics: Metrics?) -> (@Sendable (AppleEnvironment, String, Double) -> Void)? {

@@ -73,7 +73,8 @@ final class PlayDeveloperClientTests: XCTestCase {
         let linked = PlayTestWorld.token("older-token")
         world.fake.script(subscription: PlayTestWorld.tokenText, SubscriptionPurchaseV2(
             rawSubscriptionState: "SUBSCRIPTION_STATE_IN_GRACE_PERIOD", rawAcknowledgementState: "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED",
-            lineItems: [.init(productId: "pro_monthly", expiryTime: "2026-12-31T10:00:00.250Z")], latestOrderId: "GPA.5..1",
+            lineItems: [.init(productId: "pro_monthly", expiryTime: "2026-12-31T10:00:00.250Z", latestSuccessfulOrderId: "GPA.5..0")],
+            latestOrderId: "GPA.5..1",
             linkedPurchaseToken: linked, isTestPurchase: true, obfuscatedExternalAccountId: "user-42", regionCode: "DE"))
         let s = try world.client.subscriptionPurchase(token: token)
         XCTAssertEqual(s.subscriptionState, .inGracePeriod)
@@ -81,6 +82,7 @@ final class PlayDeveloperClientTests: XCTestCase {
         XCTAssertEqual(s.lineItems.map(\.productId), ["pro_monthly"])
         XCTAssertEqual(s.lineItems.first?.expiry?.timeIntervalSince1970, 1_798_711_200.25)
         XCTAssertEqual(s.latestOrderId, "GPA.5..1")
+        XCTAssertEqual(s.lineItems.first?.latestSuccessfulOrderId, "GPA.5..0")
         XCTAssertEqual(s.linkedPurchaseToken, linked)
         XCTAssertTrue(s.isTestPurchase)
         XCTAssertEqual(s.obfuscatedExternalAccountId, "user-42")
@@ -151,11 +153,13 @@ final class PlayDeveloperClientTests: XCTestCase {
         XCTAssertEqual(failure { try world.client.productPurchase(productId: "gems_100", token: token) }?.kind, .configuration)
     }
 
-    func testVoidedPurchases_pageByNextPageToken_overThreePages() throws {
+    func testVoidedPurchases_pageByNextPageToken_overThreePages_andAskForQuantityBasedPartialRefunds() throws {
         let world = try PlayTestWorld()
+        // The fifth is a quantity-based partial refund: Google lists it only when asked to.
         let voided = (1...5).map { i in
             VoidedPurchase(purchaseToken: PlayTestWorld.token("voided-\(i)"), orderId: "GPA.\(i)", purchaseTimeMillis: 1_795_000_000_000,
-                           voidedTimeMillis: 1_795_500_000_000 + Int64(i), rawVoidedSource: 0, rawVoidedReason: 1)
+                           voidedTimeMillis: 1_795_500_000_000 + Int64(i), rawVoidedSource: 0, rawVoidedReason: 1,
+                           voidedQuantity: i == 5 ? 2 : nil)
         }
         world.fake.script(voided: voided, pageSize: 2)
         var seen: [VoidedPurchase] = []
@@ -170,10 +174,10 @@ final class PlayDeveloperClientTests: XCTestCase {
         XCTAssertEqual(pages, 3)
         XCTAssertEqual(seen, voided)
         XCTAssertEqual(seen.first?.voidedReason, .remorse)
+        XCTAssertEqual(seen.last?.voidedQuantity, 2)
+        let query = "voidedpurchases?type=1&includeQuantityBasedPartialRefund=true&startTime=1795400000000"
         XCTAssertEqual(world.fake.calls.map(\.path), [
-            apiPrefix + "voidedpurchases?type=1&startTime=1795400000000",
-            apiPrefix + "voidedpurchases?type=1&startTime=1795400000000&token=page-2",
-            apiPrefix + "voidedpurchases?type=1&startTime=1795400000000&token=page-4",
+            apiPrefix + query, apiPrefix + query + "&token=page-2", apiPrefix + query + "&token=page-4",
         ])
     }
 

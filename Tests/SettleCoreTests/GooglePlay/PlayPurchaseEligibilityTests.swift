@@ -79,12 +79,18 @@ final class PlayPurchaseEligibilityTests: XCTestCase {
         }
     }
 
-    func testFacts_ofSubscriptions_mapGooglesStates_andUnknownOnesNeedAPerson() {
-        func decision(_ state: String) -> PlayPurchaseDecision {
-            let s = SubscriptionPurchaseV2(rawSubscriptionState: state, lineItems: [.init(productId: "pro", expiryTime: nil)],
-                                           latestOrderId: "GPA.S..0", obfuscatedExternalAccountId: "u")
-            return strict.decide(PlayPurchaseFacts(subscription: s), token: token, productId: "pro", expectedAccountId: "u")
+    func testFacts_ofSubscriptions_mapGooglesStates_keyAPeriodByItsLatestSuccessfulOrder_andUnknownOnesNeedAPerson() {
+        // The deprecated latestOrderId names a renewal whose charge was declined: never the grant key.
+        func decision(_ state: String, successful: String? = "GPA.S..0") -> PlayPurchaseDecision {
+            let s = SubscriptionPurchaseV2(rawSubscriptionState: state,
+                                           lineItems: [.init(productId: "pro", expiryTime: nil, latestSuccessfulOrderId: successful)],
+                                           latestOrderId: "GPA.S..1", obfuscatedExternalAccountId: "u")
+            return strict.decide(PlayPurchaseFacts(subscription: s, productId: "pro"), token: token, productId: "pro", expectedAccountId: "u")
         }
+        guard case let .needsAttention(detail) = decision("SUBSCRIPTION_STATE_ACTIVE", successful: nil) else {
+            return XCTFail("an active subscription without a successful order is granted under a guessed key")
+        }
+        XCTAssertTrue(detail.contains("latestSuccessfulOrderId"), detail)
         for granted in ["SUBSCRIPTION_STATE_ACTIVE", "SUBSCRIPTION_STATE_IN_GRACE_PERIOD", "SUBSCRIPTION_STATE_CANCELED"] {
             guard case let .grant(grant) = decision(granted) else { return XCTFail(granted) }
             XCTAssertEqual(grant.grantKey, "GPA.S..0")

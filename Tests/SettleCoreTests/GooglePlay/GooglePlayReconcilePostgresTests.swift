@@ -1,0 +1,36 @@
+import Foundation
+import SettleTesting
+import XCTest
+@testable import SettleLedger
+
+/// `GooglePlayReconcileTests` on a PostgreSQL ledger (a schema of its own per test).
+final class GooglePlayReconcilePostgresTests: GooglePlayReconcileTests {
+    override func makeLedger() throws -> any SettleLedger {
+        if schema == nil { schema = try TestPostgres.freshSchema() }
+        return try PostgresLedger(url: schema!.url, time: world.time)
+    }
+
+    // Linux test discovery lists only the methods a class declares: each inherited test is named
+    // here, and `testEveryGooglePlayReconcileTest_alsoRunsOnPostgreSQL` fails when one is missing.
+    override func testRenewal_goesToTheSubscriberWhoseGrantItIs_neverToTheOldestOrderHoldingTheToken() throws { try super.testRenewal_goesToTheSubscriberWhoseGrantItIs_neverToTheOldestOrderHoldingTheToken() }
+    override func testRenewal_thatNoOrderHoldsAGrantOfUnderAVerifiedBinding_isUnclaimed_neverDelivered() throws { try super.testRenewal_thatNoOrderHoldsAGrantOfUnderAVerifiedBinding_isUnclaimed_neverDelivered() }
+    override func testUpgrade_goesToTheUserOfTheLinkedGrant_andItsPayloadNamesTheGrantItReplaces() throws { try super.testUpgrade_goesToTheUserOfTheLinkedGrant_andItsPayloadNamesTheGrantItReplaces() }
+    override func testSubscriptionRetriedAcrossARenewal_keepsThePeriodItHolds_andTheRenewalIsItsOwnOrder() throws { try super.testSubscriptionRetriedAcrossARenewal_keepsThePeriodItHolds_andTheRenewalIsItsOwnOrder() }
+    override func testSubscriptionBoughtOutsideTheApp_isFoundWithoutSubscriptionId_andGrantedItsLatestSuccessfulOrder() throws { try super.testSubscriptionBoughtOutsideTheApp_isFoundWithoutSubscriptionId_andGrantedItsLatestSuccessfulOrder() }
+    override func testRefundOfOnePeriod_revokesThatPeriodOnly_andARenewalNotYetDelivered_isStillDelivered() throws { try super.testRefundOfOnePeriod_revokesThatPeriodOnly_andARenewalNotYetDelivered_isStillDelivered() }
+    override func testQuantityBasedPartialRefund_revokesOnlyTheVoidedQuantity() throws { try super.testQuantityBasedPartialRefund_revokesOnlyTheVoidedQuantity() }
+    override func testVoidedPush_revokesNothingUntilGooglesVoidedPurchasesListConfirmsIt() throws { try super.testVoidedPush_revokesNothingUntilGooglesVoidedPurchasesListConfirmsIt() }
+    override func testPurchasePush_forATokenAnotherUsersRejectedOrderHolds_createsTheBuyersOwnOrder() throws { try super.testPurchasePush_forATokenAnotherUsersRejectedOrderHolds_createsTheBuyersOwnOrder() }
+    override func testPurchasePush_forAProductNotInTheConfiguration_isKeptAsAnOrder_unknownProduct() throws { try super.testPurchasePush_forAProductNotInTheConfiguration_isKeptAsAnOrder_unknownProduct() }
+    override func testPurchaseGoogleSaysConsumedOrAcknowledged_isSetAside_finishedElsewhere_andARetryDeliversIt() throws { try super.testPurchaseGoogleSaysConsumedOrAcknowledged_isSetAside_finishedElsewhere_andARetryDeliversIt() }
+
+    func testEveryGooglePlayReconcileTest_alsoRunsOnPostgreSQL() throws {
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        let base = try String(contentsOf: folder.appendingPathComponent("GooglePlayReconcileTests.swift"), encoding: .utf8)
+        let here = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
+        for line in base.split(separator: "\n") where line.hasPrefix("    func test") && line.hasSuffix("() throws {") {
+            let name = line.dropFirst("    func ".count).prefix { $0 != "(" }
+            XCTAssertTrue(here.contains("override func \(name)() throws { try super.\(name)() }"), "\(name) does not run on PostgreSQL")
+        }
+    }
+}
