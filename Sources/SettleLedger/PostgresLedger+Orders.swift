@@ -18,7 +18,7 @@ extension PostgresLedger {
                                          THEN 'the grant row settle reserves before any delivery' ELSE 'a claim of settle''s' END ||
                                     ': settle moves orders out of pending itself, after Apple confirmed the purchase. ' ||
                                     'Check who wrote it; a backend writes new orders as pending',
-                       updated_at = ?, lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
+                       updated_at = ?, delivered_at = NULL, lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
                 WHERE \(SQLiteLedger.inFlightWithoutClaim)
                 RETURNING order_id
                 """, [.integer(now)]).compactMap { $0.string("order_id") }

@@ -29,12 +29,14 @@ extension SQLiteLedger {
 
     /// Rows in flight that settle did not put there: `verifying` or `delivering` without a whole
     /// claim, or `delivering` without holding the grant row of its purchase (settle reserves it
-    /// in the same write that starts a delivery). Rescue would otherwise deliver such a row
+    /// in the same write that starts a delivery), unless it is delivered and its purchase was
+    /// granted outside settle (the store is still to be told). Rescue would otherwise deliver such a row
     /// without Apple ever confirming it.
     package static let inFlightWithoutClaim = """
         state IN ('verifying','delivering') AND (lease_host IS NULL OR lease_start IS NULL OR lease_expires_at IS NULL
             OR (state = 'delivering' AND NOT EXISTS (SELECT 1 FROM grants
-                WHERE grants.order_id = orders.order_id AND grants.grant_key = orders.grant_key)))
+                WHERE grants.grant_key = orders.grant_key
+                  AND (grants.order_id = orders.order_id OR (orders.delivered_at IS NOT NULL AND grants.order_id IS NULL)))))
         """
 
     /// Moves every unsettled row settle cannot work on to `needs_attention` (`row_invalid`), by
@@ -51,7 +53,7 @@ extension SQLiteLedger {
                            last_error = 'a backend wrote this row with values settle cannot read back as written: ' ||
                                         \(columns.map(SQLiteLedger.describe).joined(separator: " || ', ' || "))
                                         || '; rewrite it with plain text values and run settle retry',
-                           updated_at = ?, lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
+                           updated_at = ?, delivered_at = NULL, lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
                     WHERE state IN ('pending','verifying','delivering') AND NOT (\(SQLiteLedger.wellFormed))
                     RETURNING CASE WHEN typeof(order_id) = 'text' AND settle_clean_text(order_id) THEN order_id ELSE 'rowid ' || rowid END AS id,
                               typeof(order_id) = 'text' AND settle_clean_text(order_id) AS named
@@ -64,7 +66,7 @@ extension SQLiteLedger {
                                              THEN 'the grant row settle reserves before any delivery' ELSE 'a claim of settle''s' END ||
                                         ': settle moves orders out of pending itself, after Apple confirmed the purchase. ' ||
                                         'Check who wrote it; a backend writes new orders as pending',
-                           updated_at = ?, lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
+                           updated_at = ?, delivered_at = NULL, lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
                     WHERE \(SQLiteLedger.inFlightWithoutClaim)
                     RETURNING order_id AS id, 1 AS named
                     """, [.integer(now)])

@@ -10,6 +10,9 @@ package enum VerifiedResult: Sendable, Equatable {
     /// The order's purchase was granted outside settle: `finished` without a hook call
     /// (reason `already_delivered`).
     case alreadyDelivered(String)
+    /// The order's purchase was granted outside settle, and its store must still be told
+    /// (`Store.mustBeToldOfDelivery`): `delivering`, delivered, store finish pending; no hook call.
+    case deliveredOutside(Order, String)
     /// Apple's answer rules out the purchase this order already holds: `rejected` with that reason.
     case rejected(RejectionReason, String)
     /// The order already holds a purchase that Apple no longer lists; it now needs a person.
@@ -135,8 +138,24 @@ extension TransactionalLedger {
                 switch GrantChoice.allHeld(held, named: offered.named) {
                 case let .alreadyDelivered(outside, message):
                     try db.setVerified(orderId, outside)
-                    try end(.finished, "already_delivered", message)
-                    return .alreadyDelivered(message)
+                    let store = claimed.string("store").flatMap(Store.init(rawValue:)) ?? .appStore
+                    guard store.mustBeToldOfDelivery else {
+                        try end(.finished, "already_delivered", message)
+                        return .alreadyDelivered(message)
+                    }
+                    // Granted outside settle, and the store must still hear it (Google refunds an
+                    // unacknowledged purchase): delivered, store finish pending, never delivered again.
+                    let expiry = db.dialect.leaseExpiry(now, deliveryLeaseSeconds)
+                    let row = try db.query("""
+                        UPDATE orders SET state = 'delivering', environment = coalesce(?, environment), delivered_at = ?,
+                               reason = 'already_delivered', last_error = ?, lease_expires_at = \(expiry.sql), updated_at = ?
+                        WHERE order_id = ? RETURNING *
+                        """, [.from(environment), .integer(now), .text(message)] + expiry.values + [.integer(now), .text(orderId)])
+                    var entry = history
+                    entry.outcome = "already_delivered"
+                    entry.detail = "\(message); store finish pending"
+                    try db.appendHistory(orderId, entry)
+                    return .deliveredOutside(Order(row: row[0]), message)
                 case let .alreadyGranted(message):
                     try end(.rejected, RejectionReason.alreadyGranted.rawValue, message)
                     return .alreadyGranted(message)

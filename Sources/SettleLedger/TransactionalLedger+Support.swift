@@ -134,12 +134,27 @@ extension TransactionalLedger {
                         recorded = "; transaction \(purchase.transactionId) recorded as granted outside settle"
                     }
                 }
-                try db.finalize(id, state: state, reason: resolution.rawValue, error: note, environment: nil, now: now)
                 // The history's kinds are fixed by the schema: a person's decision is recorded
                 // as `retry`, the kind of every support action, with its own outcome.
-                try db.appendHistory(id, HistoryEntry(at: now, kind: .retry, outcome: "resolved_\(resolution.rawValue)",
-                                                      detail: "from \(order.state.rawValue)"
-                                                          + (order.reason.map { " (\($0))" } ?? "") + ": \(note)" + recorded))
+                let decided = "from \(order.state.rawValue)" + (order.reason.map { " (\($0))" } ?? "") + ": \(note)" + recorded
+                if resolution == .grantedByHand && order.store.mustBeToldOfDelivery {
+                    // Granted, and the store must still hear it (Google refunds a purchase left
+                    // unacknowledged): delivered, store finish pending, under a lease that has
+                    // already run out, so the next pass tells the store and finishes it.
+                    if order.verified == nil { try db.setVerified(id, try Resolution.handGrant(order, transaction: transaction)) }
+                    let lease = db.newLease(LeaseOwner.current, now: now, seconds: 0)
+                    try db.query("""
+                        UPDATE orders SET state = 'delivering', reason = ?, last_error = ?, delivered_at = ?, finished_at = NULL,
+                               next_attempt_at = ?, \(lease.sql), updated_at = ?
+                        WHERE order_id = ?
+                        """, [.text(resolution.rawValue), .text(note), .integer(now), .integer(now)] + lease.values + [.integer(now), .text(id)])
+                    try db.appendHistory(id, HistoryEntry(at: now, kind: .retry, outcome: "resolved_\(resolution.rawValue)",
+                                                          detail: decided + "; \(order.store.owner) is told at the next pass"))
+                    resolved.append((id, .delivering))
+                    continue
+                }
+                try db.finalize(id, state: state, reason: resolution.rawValue, error: note, environment: nil, now: now)
+                try db.appendHistory(id, HistoryEntry(at: now, kind: .retry, outcome: "resolved_\(resolution.rawValue)", detail: decided))
                 resolved.append((id, state))
             }
             return resolved

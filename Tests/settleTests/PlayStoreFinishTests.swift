@@ -3,15 +3,26 @@ import SettleApp
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleLedger
 
 /// Every Google Play purchase settle has evidence was granted is acknowledged or consumed:
 /// Google refunds one left unacknowledged for three days while the customer keeps the goods.
-final class PlayStoreFinishTests: GooglePlayTestCase {
+class PlayStoreFinishTests: GooglePlayTestCase {
+    /// The configuration's ledger: SQLite here, PostgreSQL in the subclass.
+    var ledgerConfig: [(String, JSONValue)] = []
+    var postgresURL: String?
+
+    /// Writes to the ledger the daemon uses, whichever engine (to move a backoff's end).
+    func executeInLedger(_ sql: String) throws {
+        let ledger: any SettleLedger = try postgresURL.map { try PostgresLedger(url: $0, time: world.time) } ?? world.ledger()
+        try ledger.writing { db in try db.query(sql) }
+    }
+
     func testHookAnsweringAlreadyGranted_forAPlayPurchase_isToldToGoogle_consumedAndFinished() throws {
         let token = scriptProduct("dup", orderId: "GPA.DUP-1")
         try enqueuePlay("o-dup", token: token)
         let hook = try world.hook("granted-before.sh", exit: 80)
-        try writePlayConfig(hook: hook)
+        try writePlayConfig(hook: hook, extra: ledgerConfig)
         try settle(expecting: 0, ["reconcile"])
         XCTAssertEqual(try state("o-dup"), "finished")
         XCTAssertEqual(fake.product(token)?.consumptionState, .consumed, "the backend holds the grant: Google must hear so")
@@ -33,7 +44,7 @@ final class PlayStoreFinishTests: GooglePlayTestCase {
             if [ ! -e "\(world.folder)/killed" ]; then touch "\(world.folder)/killed"; kill -9 $PPID; fi
             exit 0
             """, mode: 0o755)
-        try writePlayConfig(hook: hook)
+        try writePlayConfig(hook: hook, extra: ledgerConfig)
         let token = scriptProduct("k", product: unlock, orderId: "GPA.K-1")
         try enqueuePlay("o-k", token: token, product: unlock)
         XCTAssertNotEqual(try settle(["reconcile"]).status, 0, "settle was killed mid-hook")
@@ -61,7 +72,7 @@ final class PlayStoreFinishTests: GooglePlayTestCase {
         XCTAssertEqual(finishes.count, 1, "not asked again before the backoff ends")
         // The backoff ended (moved back in the ledger, as if the time had passed): asked again, until the attempts run out.
         for _ in 0..<2 {
-            try world.ledger().writing { db in try db.query("UPDATE orders SET next_attempt_at = 0 WHERE order_id = 'o-r'") }
+            try executeInLedger("UPDATE orders SET next_attempt_at = 0 WHERE order_id = 'o-r'")
             try settle(["reconcile"])
         }
         order = try self.order("o-r")
@@ -76,4 +87,72 @@ final class PlayStoreFinishTests: GooglePlayTestCase {
         XCTAssertTrue(text.contains("store_finish_refused") || text.contains("refused every attempt"), text)
         XCTAssertEqual(fake.product(token)?.acknowledgementState, .yetToBeAcknowledged)
     }
+
+    func testResolvedGrantedByHand_aPlayOrderThatHoldsItsPurchase_isAcknowledgedAtTheNextPass_neverDelivered() throws {
+        let token = scriptProduct("h", product: unlock, orderId: "GPA.H-1")
+        try enqueuePlay("o-h", token: token, product: unlock)
+        try writePlayConfig(hook: try world.hook("refuse.sh", exit: 65), extra: ledgerConfig)
+        try settle(["reconcile"])
+        XCTAssertEqual(try state("o-h"), "needs_attention")
+        let resolved = try settle(expecting: 0, ["resolve", "o-h", "--as", "granted_by_hand", "--note", "TICKET-1"])
+        XCTAssertTrue(resolved.stdout.contains("resolved o-h: delivering"), resolved.stdout)
+        XCTAssertEqual(fake.product(token)?.acknowledgementState, .yetToBeAcknowledged)
+        try writePlayConfig(extra: ledgerConfig)
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(try state("o-h"), "finished")
+        XCTAssertEqual(fake.product(token)?.acknowledgementState, .acknowledged, "granted by hand: Google must hear it before it refunds")
+        XCTAssertEqual(world.deliveries, ["GPA.H-1 o-h"], "the refusing hook's call only; nothing delivered after the resolution")
+    }
+
+    func testResolveTransaction_takesAGoogleOrderId_forAPlayOrderThatWasNeverVerified() throws {
+        let token = scriptProduct("n", orderId: "GPA.N-1", account: "someone-else")
+        try enqueuePlay("o-n", token: token)
+        try settle(["reconcile"])
+        XCTAssertEqual(try state("o-n"), "rejected", "another account's purchase")
+        try settle(expecting: 0, ["resolve", "o-n", "--as", "granted_by_hand", "--transaction", "GPA.N-1", "--note", "TICKET-2"])
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(try state("o-n"), "finished")
+        XCTAssertEqual(fake.product(token)?.consumptionState, .consumed)
+        XCTAssertTrue(world.deliveries.isEmpty)
+        let bad = try settle(["resolve", "o-n", "--as", "granted_by_hand", "--transaction", "GPA;rm -rf", "--note", "x"])
+        XCTAssertEqual(bad.status, 65)
+    }
+
+    func testGrantRecordedByTheBackend_forAPlayPurchase_isConsumedWithGoogle_withoutDelivering() throws {
+        let token = scriptProduct("g", orderId: "GPA.G-1")
+        try settle(expecting: 0, ["grant-recorded", "--transaction", "GPA.G-1", "--note", "granted by the app's own flow"])
+        try enqueuePlay("o-g", token: token)
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(try state("o-g"), "finished")
+        XCTAssertTrue(world.deliveries.isEmpty, "granted outside settle: never delivered")
+        XCTAssertEqual(fake.product(token)?.consumptionState, .consumed, "but Google hears it, or it refunds the purchase")
+    }
+}
+
+/// The same on a PostgreSQL ledger.
+final class PlayStoreFinishPostgresTests: PlayStoreFinishTests {
+    var schema = ""
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        let fresh = try TestPostgres.freshSchema()
+        schema = fresh.schema
+        postgresURL = fresh.url
+        ledgerConfig = [("ledger", .string(fresh.url))]
+        try writePlayConfig(extra: ledgerConfig)
+        try settle(expecting: 0, ["migrate"])
+    }
+
+    override func tearDownWithError() throws {
+        TestPostgres.drop(schema: schema)
+        try super.tearDownWithError()
+    }
+
+    // Linux test discovery lists only the methods a class declares: each inherited test is named here.
+    override func testHookAnsweringAlreadyGranted_forAPlayPurchase_isToldToGoogle_consumedAndFinished() throws { try super.testHookAnsweringAlreadyGranted_forAPlayPurchase_isToldToGoogle_consumedAndFinished() }
+    override func testKill9MidHook_thenTheIdempotentHookAnswersAlreadyGranted_stillAcknowledges() throws { try super.testKill9MidHook_thenTheIdempotentHookAnswersAlreadyGranted_stillAcknowledges() }
+    override func testGoogleRefusingTheAcknowledge_backsOff_countsAttempts_thenNeedsAPerson_withTheRefundClockShown() throws { try super.testGoogleRefusingTheAcknowledge_backsOff_countsAttempts_thenNeedsAPerson_withTheRefundClockShown() }
+    override func testResolvedGrantedByHand_aPlayOrderThatHoldsItsPurchase_isAcknowledgedAtTheNextPass_neverDelivered() throws { try super.testResolvedGrantedByHand_aPlayOrderThatHoldsItsPurchase_isAcknowledgedAtTheNextPass_neverDelivered() }
+    override func testResolveTransaction_takesAGoogleOrderId_forAPlayOrderThatWasNeverVerified() throws { try super.testResolveTransaction_takesAGoogleOrderId_forAPlayOrderThatWasNeverVerified() }
+    override func testGrantRecordedByTheBackend_forAPlayPurchase_isConsumedWithGoogle_withoutDelivering() throws { try super.testGrantRecordedByTheBackend_forAPlayPurchase_isConsumedWithGoogle_withoutDelivering() }
 }

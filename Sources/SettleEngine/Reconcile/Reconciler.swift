@@ -376,6 +376,11 @@ package final class Reconciler: Sendable {
             case let .alreadyDelivered(detail):
                 log.info("order.finished", ["order": order.orderId, "outcome": "already_delivered", "detail": detail])
                 pass.count(.finished)
+            case let .deliveredOutside(delivered, detail):
+                log.info("order.delivered", ["order": order.orderId, "store": order.store.rawValue, "outcome": "already_delivered",
+                                             "detail": detail])
+                // No hook: only the store is still to be told.
+                if let purchase = delivered.verified { try finishWithStore(delivered, purchase: purchase, pass: pass) }
             case let .rejected(reason, detail):
                 log.warning("order.rejected", ["order": order.orderId, "reason": reason.rawValue, "detail": detail])
                 pass.count(.rejected)
