@@ -4,9 +4,9 @@
 # /var/cache/settle-ci, or $SETTLE_PACKAGE_TEST_CACHE, for a week), and inside it, through
 # chroot, with no Swift toolchain and no -dev package: installs the package with apt-get so its
 # dependencies come from Debian, runs the README's package install lines as written, then
-# settle -V, man settle, check-config (78 until the secrets exist, 0 after), settle demo, settle
-# status for a member of settle-support and the permission message for anyone else, and the
-# lifecycle: upgrade, remove, purge.
+# settle -V, man settle, the alert rules and dashboard in place, check-config (78 until the
+# secrets exist, 0 after), settle demo, settle status for a member of settle-support and the
+# permission message for anyone else, and the lifecycle: upgrade, remove, purge.
 # On this machine it installs at most dpkg-dev and mmdebstrap (reading the package lists first
 # when there are none); the package itself only goes into the root, which is deleted on exit.
 # Prints PASS/FAIL lines; exits 1 when anything failed.
@@ -145,6 +145,10 @@ for line in "${lines[@]}"; do
         expect 0 "settle -V runs without the toolchain" "settle -V" "settle $version"
         expect 0 "settle's libraries all resolve" "! ldd /usr/bin/settle | grep 'not found'"
         expect 0 "man settle resolves" "man -w settle && MANPAGER=cat man settle | head -n 20" "/usr/share/man/man1/settle.1.gz" "settle"
+        expect 0 "the alert rules and the Grafana dashboard are in /usr/share/settle, as shipped in config/" \
+            "dpkg -L settle | grep '^/usr/share/settle/' && sha256sum /usr/share/settle/settle.rules.yml /usr/share/settle/settle.grafana.json" \
+            "/usr/share/settle/settle.rules.yml" "/usr/share/settle/settle.grafana.json" \
+            "$(sha256sum config/settle.rules.yml | cut -d' ' -f1)" "$(sha256sum config/settle.grafana.json | cut -d' ' -f1)"
         expect 0 "the user settle and the group settle-support exist" \
             "getent passwd settle && getent group settle-support && [ \"\$(id -gn settle)\" = settle-support ]"
         expect 0 "/var/lib/settle is settle:settle-support 0750 and /etc/settle/credentials root-only" \
