@@ -3,8 +3,8 @@
 # a minimal Debian root of this machine's release (mmdebstrap, cached as a tarball under
 # /var/cache/settle-ci, or $SETTLE_PACKAGE_TEST_CACHE, for a week), and inside it, through
 # chroot, with no Swift toolchain and no -dev package: installs the package with apt-get so its
-# dependencies come from Debian, runs the README's package install lines as written, then
-# settle -V, man settle, the alert rules and dashboard in place, check-config (78 until the
+# dependencies come from Debian, runs the operations guide's package install lines as written,
+# then settle -V, man settle, the alert rules and dashboard in place, check-config (78 until the
 # secrets exist, 0 after), settle demo, settle status for a member of settle-support and the
 # permission message for anyone else, and the lifecycle: upgrade, remove, purge.
 # On this machine it installs at most dpkg-dev and mmdebstrap (reading the package lists first
@@ -78,7 +78,7 @@ fi
 mkdir "$root"
 tar -C "$root" -xpf "$cache"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
-# The operator's "yes" to apt's questions (the README's apt-get lines are typed at a terminal),
+# The operator's "yes" to apt's questions (the guide's apt-get lines are typed at a terminal),
 # so they run as written with nobody there to answer.
 printf 'APT::Get::Assume-Yes "true";\n' > "$root/etc/apt/apt.conf.d/90settle-ci"
 mount -t proc proc "$root/proc"
@@ -115,7 +115,7 @@ expect 0 "the root has no Swift toolchain and no -dev package" \
     "dev=\$(dpkg-query -W -f '\${db:Status-Status} \${Package}\n' | awk '\$1 == \"installed\" && \$2 ~ /-dev\$/'); echo \"-dev packages: \${dev:-none}\"; [ -z \"\$dev\" ] && ! command -v swift swiftc clang && [ ! -e /usr/include/sqlite3.h ]" \
     "-dev packages: none"
 
-# What the README's package lines need around them: a test key file, a test hook at the example's
+# What the guide's package lines need around them: a test key file, a test hook at the example's
 # path, and an `editor` that makes the administrator's edit (a changed interval) without a person.
 cp config/AppleRootCA-G3.pem "$root/root/install/AuthKey_2X9R4HXF34.p8"
 install -d "$root/usr/local/bin"
@@ -129,9 +129,9 @@ sed -i 's/"interval_seconds": 60/"interval_seconds": 61/' "$1"
 EDITOR
 chmod 755 "$root/usr/local/bin/grant-goods" "$root/usr/local/bin/editor"
 
-# The README's lines, as written.
-guide=README.md
-mapfile -t lines < <(scripts/readme-commands "Install and run the daemon")
+# The operations guide's lines, as written.
+guide=docs/operations.md
+mapfile -t lines < <(scripts/readme-commands --file "$guide" "Install and run the daemon")
 [ "${#lines[@]}" -ge 5 ] || fail "$guide: the install section's package commands were not found"
 for line in "${lines[@]}"; do
     case "$line" in
@@ -149,6 +149,8 @@ for line in "${lines[@]}"; do
             "dpkg -L settle | grep '^/usr/share/settle/' && sha256sum /usr/share/settle/settle.rules.yml /usr/share/settle/settle.grafana.json" \
             "/usr/share/settle/settle.rules.yml" "/usr/share/settle/settle.grafana.json" \
             "$(sha256sum config/settle.rules.yml | cut -d' ' -f1)" "$(sha256sum config/settle.grafana.json | cut -d' ' -f1)"
+        expect 0 "the guides are in /usr/share/doc/settle/docs" "ls /usr/share/doc/settle/README.md /usr/share/doc/settle/docs/operations.md" \
+            "/usr/share/doc/settle/docs/operations.md"
         expect 0 "the user settle and the group settle-support exist" \
             "getent passwd settle && getent group settle-support && [ \"\$(id -gn settle)\" = settle-support ]"
         expect 0 "/var/lib/settle is settle:settle-support 0750 and /etc/settle/credentials root-only" \
