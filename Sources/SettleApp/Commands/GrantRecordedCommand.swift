@@ -15,7 +15,8 @@ enum GrantRecordedCommand {
     Records that your backend granted this Apple transaction itself (its own purchase flow), so
     settle never delivers it again and an order without a transaction id moves on to the next
     purchase of its receipt. For a non-consumable, give --product and --original-transaction:
-    what is granted once is the original purchase (a restore has a new transaction id).
+    what is granted once is the original purchase (a restore has a new transaction id). For a
+    Google Play purchase, TXN is Google's order id (GPA....), without --product.
     Exit 0 when recorded or already recorded; 65 when settle itself granted the transaction to
     an order (the customer may then have received it twice: check that order).
     """
