@@ -53,10 +53,9 @@ package enum SettleCommand {
 
     static var help: String {
         var text = """
-        settle \(SettleVersion.number): finds App Store and Google Play purchases that were paid but never
-        delivered, re-verifies them with Apple or Google, grants them through your delivery hook exactly
-        once, and marks them finished (a Google Play purchase acknowledged or consumed, before Google
-        refunds it).
+        settle \(SettleVersion.number): finds App Store and Google Play purchases that were paid but never delivered,
+        re-verifies them with Apple or Google, grants them through your delivery hook exactly once, and
+        marks them finished (a Google Play purchase acknowledged or consumed, before Google refunds it).
 
         Usage: settle [--config PATH] <command> [options]
 
