@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs settle on this machine as the README's "Install" section describes, in one step:
-# the static user settle and the group settle-support, the binary (built here unless --binary),
-# the man page, shell completions, the systemd units, the configuration folder with Apple's
-# roots and the example configuration (never overwriting an existing one), and a credentials
-# drop-in listing exactly the secret files present in /etc/settle/credentials.
+# Installs settle on this machine as docs/operations.md ("From a checkout") describes, in one
+# step: the static user settle and the group settle-support, the binary (built here unless
+# --binary), the man page, shell completions, the guides (docs/), the Prometheus alert rules and
+# the Grafana dashboard (PREFIX/share/settle), the systemd units, the configuration folder with
+# Apple's roots and the example configuration (never overwriting an existing one), and a
+# credentials drop-in listing exactly the secret files present in /etc/settle/credentials.
 #
 #   sudo scripts/install.sh [--binary PATH] [--prefix /usr/local] [--root DIR] [--no-systemd]
 #
@@ -19,7 +20,7 @@ while [ $# -gt 0 ]; do
         --prefix) prefix=$2; shift 2 ;;
         --root) root=$2; shift 2 ;;
         --no-systemd) systemd=no; shift ;;
-        -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 64 ;;
     esac
 done
@@ -48,11 +49,14 @@ fi
 install -D -m 755 "$binary" "$root$prefix/bin/settle"
 settle="$root$prefix/bin/settle"
 install -d -m 755 "$root$prefix/share/man/man1" "$root$prefix/share/bash-completion/completions" \
-    "$root$prefix/share/zsh/site-functions" "$root/usr/share/doc/settle"
+    "$root$prefix/share/zsh/site-functions" "$root/usr/share/doc/settle/docs" "$root$prefix/share/settle"
 "$settle" --generate-manual > "$root$prefix/share/man/man1/settle.1"
 "$settle" --generate-completion-script bash > "$root$prefix/share/bash-completion/completions/settle"
 "$settle" --generate-completion-script zsh > "$root$prefix/share/zsh/site-functions/_settle"
 install -m 644 README.md CHANGELOG.md SECURITY.md LICENSE config/settle.example.json "$root/usr/share/doc/settle/"
+install -m 644 docs/*.md "$root/usr/share/doc/settle/docs/"
+# Not configuration (Prometheus and Grafana read them from here, or an operator copies them).
+install -m 644 config/settle.rules.yml config/settle.grafana.json "$root$prefix/share/settle/"
 
 install -d -m 755 "$root/etc/settle"
 install -d -m 700 "$root/etc/settle/credentials"

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Proves the .deb on a machine where nothing else is: builds the package (release build), makes
 # a minimal Debian root of this machine's release (mmdebstrap, cached as a tarball under
-# /var/cache/settle-ci for a week), and inside it, through chroot, with no Swift toolchain and no
-# -dev package: installs the package with apt-get so its dependencies come from Debian, runs the
-# README's package install lines as written, then settle -V, man settle, check-config (78 until
-# the secrets exist, 0 after), settle demo, settle status for a member of settle-support and the
+# /var/cache/settle-ci, or $SETTLE_PACKAGE_TEST_CACHE, for a week), and inside it, through
+# chroot, with no Swift toolchain and no -dev package: installs the package with apt-get so its
+# dependencies come from Debian, runs the operations guide's package install lines as written,
+# then settle -V, man settle, the alert rules and dashboard in place, check-config (78 until the
+# secrets exist, 0 after), settle demo, settle status for a member of settle-support and the
 # permission message for anyone else, and the lifecycle: upgrade, remove, purge.
-# Nothing is installed on this machine itself (the package creates users); the root is deleted
-# on exit. Prints PASS/FAIL lines; exits 1 when anything failed.
+# On this machine it installs at most dpkg-dev and mmdebstrap (reading the package lists first
+# when there are none); the package itself only goes into the root, which is deleted on exit.
+# Prints PASS/FAIL lines; exits 1 when anything failed.
 #
 #   scripts/package-test.sh [--deb FILE]    (as root; --deb tests a package already built)
 set -euo pipefail
@@ -25,6 +27,13 @@ done
 failures=0 passes=0
 pass() { echo "PASS package: $*"; passes=$((passes + 1)); }
 fail() { echo "FAIL package: $*"; failures=$((failures + 1)); }
+# need PACKAGE COMMAND: installs PACKAGE unless COMMAND exists, reading the package lists first
+# on a machine that has none yet (a fresh one), without asking anything.
+need() {
+    command -v "$2" >/dev/null && return
+    compgen -G "/var/lib/apt/lists/*_Packages*" >/dev/null || apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$1"
+}
 show() { sed 's/^/    | /' <<<"$1" | tail -n 25; }
 
 work=$(mktemp -d /tmp/settle-package-test-XXXXXX)
@@ -41,7 +50,7 @@ trap cleanup EXIT
 
 # The package.
 if [ -z "$deb" ]; then
-    command -v dpkg-shlibdeps >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends dpkg-dev
+    need dpkg-dev dpkg-shlibdeps
     scripts/package-deb "$work" >"$work/build.log" 2>&1 || { cat "$work/build.log"; fail "scripts/package-deb builds the package"; exit 1; }
     deb=$(echo "$work"/settle_*.deb)
 fi
@@ -51,20 +60,26 @@ built=$SECONDS
 # The root: this machine's Debian release, minimal (Essential, apt) plus man-db.
 . /etc/os-release
 arch=$(dpkg --print-architecture)
-cache=/var/cache/settle-ci/debian-$VERSION_CODENAME-$arch.tar
+cache_folder=${SETTLE_PACKAGE_TEST_CACHE:-/var/cache/settle-ci}
+cache=$cache_folder/debian-$VERSION_CODENAME-$arch.tar
 if [ ! -s "$cache" ] || [ -n "$(find "$cache" -mtime +7)" ]; then
-    command -v mmdebstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends mmdebstrap
-    install -d /var/cache/settle-ci
-    mmdebstrap --quiet --variant=minbase --include=man-db --skip=cleanup/apt/lists "$VERSION_CODENAME" "$cache.new.$$" \
+    need mmdebstrap mmdebstrap
+    install -d "$cache_folder"
+    # --format=tar: mmdebstrap otherwise picks the format from the name's extension, and the
+    # temporary name's (.new.PID) is none, so it made a folder where the tarball belongs.
+    mmdebstrap --quiet --format=tar --variant=minbase --include=man-db --skip=cleanup/apt/lists \
+        "$VERSION_CODENAME" "$cache.new.$$" \
         "deb http://deb.debian.org/debian $VERSION_CODENAME main" \
         "deb http://deb.debian.org/debian $VERSION_CODENAME-updates main" \
         "deb http://deb.debian.org/debian-security $VERSION_CODENAME-security main"
     mv "$cache.new.$$" "$cache"
+    pass "made the Debian root $cache ($(du -h "$cache" | cut -f1))"
 fi
 mkdir "$root"
 tar -C "$root" -xpf "$cache"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
-# The CI's "yes" to apt's questions, so the README's lines run as written.
+# The operator's "yes" to apt's questions (the guide's apt-get lines are typed at a terminal),
+# so they run as written with nobody there to answer.
 printf 'APT::Get::Assume-Yes "true";\n' > "$root/etc/apt/apt.conf.d/90settle-ci"
 mount -t proc proc "$root/proc"
 
@@ -100,7 +115,7 @@ expect 0 "the root has no Swift toolchain and no -dev package" \
     "dev=\$(dpkg-query -W -f '\${db:Status-Status} \${Package}\n' | awk '\$1 == \"installed\" && \$2 ~ /-dev\$/'); echo \"-dev packages: \${dev:-none}\"; [ -z \"\$dev\" ] && ! command -v swift swiftc clang && [ ! -e /usr/include/sqlite3.h ]" \
     "-dev packages: none"
 
-# What the README's package lines need around them: a test key file, a test hook at the example's
+# What the guide's package lines need around them: a test key file, a test hook at the example's
 # path, and an `editor` that makes the administrator's edit (a changed interval) without a person.
 cp config/AppleRootCA-G3.pem "$root/root/install/AuthKey_2X9R4HXF34.p8"
 install -d "$root/usr/local/bin"
@@ -114,21 +129,28 @@ sed -i 's/"interval_seconds": 60/"interval_seconds": 61/' "$1"
 EDITOR
 chmod 755 "$root/usr/local/bin/grant-goods" "$root/usr/local/bin/editor"
 
-# The README's lines, as written.
-mapfile -t lines < <(scripts/readme-commands "Install and run the daemon")
-[ "${#lines[@]}" -ge 5 ] || fail "README: the install section's package commands were not found"
+# The operations guide's lines, as written.
+guide=docs/operations.md
+mapfile -t lines < <(scripts/readme-commands --file "$guide" "Install and run the daemon")
+[ "${#lines[@]}" -ge 5 ] || fail "$guide: the install section's package commands were not found"
 for line in "${lines[@]}"; do
     case "$line" in
         systemctl*)
-            echo "NOT RUN package: README line '$line' (a chroot has no systemd; .ci/run checks the units with systemd-analyze)"
+            echo "NOT RUN package: $guide line '$line' (a chroot has no systemd; .ci/run checks the units with systemd-analyze)"
             continue ;;
     esac
-    expect 0 "README: $line" "$line"
+    expect 0 "$guide: $line" "$line"
     if [[ "$line" == "apt-get install ./settle_"* ]]; then
         # The freshly installed package, before anything is configured.
         expect 0 "settle -V runs without the toolchain" "settle -V" "settle $version"
         expect 0 "settle's libraries all resolve" "! ldd /usr/bin/settle | grep 'not found'"
         expect 0 "man settle resolves" "man -w settle && MANPAGER=cat man settle | head -n 20" "/usr/share/man/man1/settle.1.gz" "settle"
+        expect 0 "the alert rules and the Grafana dashboard are in /usr/share/settle, as shipped in config/" \
+            "dpkg -L settle | grep '^/usr/share/settle/' && sha256sum /usr/share/settle/settle.rules.yml /usr/share/settle/settle.grafana.json" \
+            "/usr/share/settle/settle.rules.yml" "/usr/share/settle/settle.grafana.json" \
+            "$(sha256sum config/settle.rules.yml | cut -d' ' -f1)" "$(sha256sum config/settle.grafana.json | cut -d' ' -f1)"
+        expect 0 "the guides are in /usr/share/doc/settle/docs" "ls /usr/share/doc/settle/README.md /usr/share/doc/settle/docs/operations.md" \
+            "/usr/share/doc/settle/docs/operations.md"
         expect 0 "the user settle and the group settle-support exist" \
             "getent passwd settle && getent group settle-support && [ \"\$(id -gn settle)\" = settle-support ]"
         expect 0 "/var/lib/settle is settle:settle-support 0750 and /etc/settle/credentials root-only" \

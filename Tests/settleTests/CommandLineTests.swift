@@ -57,6 +57,21 @@ final class CommandLineTests: EndToEndTestCase {
         }
     }
 
+    func testHelpManualAndCompletions_describeBothStores() throws {
+        let help = try settleWithoutConfig(["--help"]).stdout
+        let first = help.components(separatedBy: "\n\n").first ?? ""
+        XCTAssertTrue(first.contains("App Store and Google Play purchases") && first.contains("Apple or Google"), first)
+        let simulator = try settleWithoutConfig(["help", "simulator"]).stdout
+        XCTAssertTrue(simulator.contains("Apple: verifyReceipt") && simulator.contains("Google Play: a fake Google"), simulator)
+        for command in ["reconcile", "status", "assign", "demo"] {
+            XCTAssertTrue(try settleWithoutConfig(["help", command]).stdout.contains("Google Play"), "settle help \(command)")
+        }
+        let manual = try settleWithoutConfig(["--generate-manual"]).stdout
+        XCTAssertTrue(manual.contains("settle \\- re-verify App Store and Google Play purchases"), manual)
+        let zsh = try settleWithoutConfig(["--generate-completion-script", "zsh"]).stdout
+        XCTAssertTrue(zsh.contains("'simulator:local, scripted stand-ins for Apple and Google Play"), zsh)
+    }
+
     func testCompletionScripts_bashParsesAndBothNameEveryCommand() throws {
         for shell in ["bash", "zsh"] {
             let result = try settleWithoutConfig(["--generate-completion-script", shell])

@@ -212,7 +212,7 @@ final class PostgresLedgerTests: EndToEndTestCase {
             try? admin.execute("RESET ROLE; DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)")
             admin.close()
         }
-        // The README's grants ("Roles and grants"), for this test's schema.
+        // The documented grants (docs/postgresql.md, "Roles and grants"), for this test's schema.
         try admin.execute("""
             CREATE ROLE \(role);
             GRANT USAGE ON SCHEMA \(schema) TO \(role);

@@ -3,14 +3,14 @@ import SettleApp
 import SettleTesting
 import XCTest
 
-/// The README's "Testing your integration" section, run as written against the built binary: its
-/// command lines (the first ```sh block) and its plans.json (the first ```json block). The
-/// install section is run as written by scripts/package-test.sh in a fresh Debian root, the
-/// quick start by .ci/run.
+/// The guide "Testing your integration" (docs/testing.md), run as written against the built
+/// binary: its command lines (the first ```sh block) and its plans.json (the first ```json
+/// block). The operations guide's install section is run as written by scripts/package-test.sh
+/// in a fresh Debian root, the README's quick start by .ci/run.
 final class ReadmeCommandTests: EndToEndTestCase {
     static var readme: String {
         get throws {
-            let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../README.md").standardized.path
+            let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../docs/testing.md").standardized.path
             return try String(contentsOfFile: path, encoding: .utf8)
         }
     }
@@ -31,7 +31,7 @@ final class ReadmeCommandTests: EndToEndTestCase {
                 inBlock = seen == nth
             }
         }
-        XCTFail("README: no ```\(language) block \(nth) under '\(heading)'")
+        XCTFail("docs/testing.md: no ```\(language) block \(nth) under '\(heading)'")
         return []
     }
 
@@ -42,7 +42,7 @@ final class ReadmeCommandTests: EndToEndTestCase {
         }
     }
 
-    /// Starts one README line (`settle ...`) in the world's folder and waits for what it prints
+    /// Starts one documented line (`settle ...`) in the world's folder and waits for what it prints
     /// before it serves: the URL and the secrets it accepts.
     func startReadmeLine(_ line: String) throws -> (running: SettleBinary.Running, base: String, banner: String) {
         let words = line.split(separator: " ").map(String.init)
@@ -56,7 +56,7 @@ final class ReadmeCommandTests: EndToEndTestCase {
         if !started {
             if running.isRunning { running.send(SIGKILL) }
             let ended = running.wait()
-            XCTFail("README line '\(line)' did not start: exit \(ended.status)\nstdout: \(ended.stdout)\nstderr: \(ended.stderr)")
+            XCTFail("docs/testing.md line '\(line)' did not start: exit \(ended.status)\nstdout: \(ended.stdout)\nstderr: \(ended.stderr)")
             throw NotStarted(line: line)
         }
         let first = banner.split(separator: "\n").first.map(String.init) ?? ""
@@ -77,7 +77,7 @@ final class ReadmeCommandTests: EndToEndTestCase {
     func testTestingYourIntegration_commandsRunAsWritten_theBareSimulatorStartsWithItsDocumentedDefaultsAndAcceptsItsSecret() throws {
         let lines = try Self.commands(in: "Testing your integration")
         XCTAssertEqual(lines.first, "settle simulator", "the newcomer's first try, the bare command, comes first")
-        // The files the lines name: the README's plans.json, and a test configuration with a Server API key.
+        // The files the lines name: the guide's plans.json, and a test configuration with a Server API key.
         _ = try world.write("plans.json", try Self.block("json", in: "Testing your integration").joined(separator: "\n"))
         try world.writeConfig(serverAPI: true)
         _ = try world.write("test-settle.json", try String(contentsOfFile: world.configPath, encoding: .utf8))

@@ -9,11 +9,11 @@ enum AssignCommand {
     static let help = """
     Usage: settle assign ORDER_ID --user USER_ID [--note TEXT]
 
-    For an order in needs_attention with reason unclaimed_purchase (Apple reported a purchase
-    that no backend enqueued and whose appAccountToken maps to no user, or a backend wrote the
-    order with an empty user_id): records USER_ID as its buyer and puts it back to pending, due
-    now. It is then verified like any order, user binding included, and delivered through the
-    hook. Exit 65 for any other order.
+    For an order in needs_attention with reason unclaimed_purchase (a store reported a purchase
+    that no backend enqueued and that maps to no user: Apple's appAccountToken, or Google Play's
+    obfuscatedExternalAccountId; or a backend wrote the order with an empty user_id): records
+    USER_ID as its buyer and puts it back to pending, due now. It is then verified like any
+    order, user binding included, and delivered through the hook. Exit 65 for any other order.
     """
 
     static func run(_ context: CommandContext) throws {

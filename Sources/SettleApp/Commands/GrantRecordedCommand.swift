@@ -12,11 +12,13 @@ enum GrantRecordedCommand {
     Usage: settle grant-recorded --transaction TXN [--original-transaction TXN] [--product PRODUCT]
                                  [--note TEXT]
 
-    Records that your backend granted this Apple transaction, or this Google Play order
-    (GPA.…), itself (its own purchase flow), so settle never delivers it again and an order
-    without a transaction id moves on to the next purchase of its receipt. A Google Play order
-    for it is still acknowledged or consumed with Google at its next pass, never delivered. For a non-consumable, give --product and --original-transaction:
-    what is granted once is the original purchase (a restore has a new transaction id).
+    Records that your backend granted this Apple transaction, or this Google Play order,
+    itself (its own purchase flow), so settle never delivers it again and an order without a
+    transaction id moves on to the next purchase of its receipt. For a non-consumable, give
+    --product and --original-transaction: what is granted once is the original purchase (a
+    restore has a new transaction id). For a Google Play purchase, TXN is Google's order id
+    (GPA....), without --product; its order is still acknowledged or consumed with Google at
+    its next pass, never delivered.
     Exit 0 when recorded or already recorded; 65 when settle itself granted the transaction to
     an order (the customer may then have received it twice: check that order).
     """

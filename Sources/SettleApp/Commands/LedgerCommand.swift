@@ -15,9 +15,10 @@ enum LedgerCommand {
     static let help = """
     Usage: settle ledger copy --from sqlite:PATH --to postgresql://USER@HOST/DB [--password-file FILE]
 
-    Copies an SQLite ledger (orders with their refund marks, receipts, history, grants, the
-    Apple breaker, and App Store Server Notifications: the notifications, revokes and
-    refund-request answers owed or done, where the history catch-up resumes) into a PostgreSQL
+    Copies an SQLite ledger (orders of both stores with their refund marks, receipts, history,
+    grants, the Apple breaker, App Store Server Notifications: the notifications, revokes and
+    refund-request answers owed or done, where the history catch-up resumes; Google Play's
+    stored pushes and where the voided-purchases poll resumes) into a PostgreSQL
     ledger that holds no orders yet, migrating it first, all in one transaction, then checks that
     each table holds as many rows as the source. Stop settle run first. Then point "ledger" in
     the configuration at the PostgreSQL URL. Needs no configuration.

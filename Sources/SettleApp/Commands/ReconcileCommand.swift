@@ -13,14 +13,16 @@ enum ReconcileCommand {
     Usage: settle reconcile [--order ID]... [--dry-run] [--config PATH]
 
     Runs one pass over every due order (or only the named orders, due or not): re-verifies each
-    with Apple, grants it through the delivery hook and marks it finished, then prints
+    with its store (Apple, or Google Play), grants it through the delivery hook and marks it
+    finished (a Google Play purchase is acknowledged or consumed first), then prints
     "reconciled N: F finished, R rejected, T retrying, A needs attention".
 
       --order ID   reconcile only this order (repeatable)
-      --dry-run    verify with Apple and report what would be granted; call no hook, change nothing
+      --dry-run    verify with the stores and report what would be granted; call no hook, change nothing
 
     Exit: 0 the pass ran; 65 a named order does not exist; 69 Apple was unavailable for the
-    whole pass; 74 ledger I/O error; 78 configuration error (including Apple rejecting the shared secret).
+    whole pass (Google Play being unavailable holds back only its own orders); 74 ledger I/O error;
+    78 configuration error (including Apple rejecting the shared secret, or Google the service account).
     """
 
     static func run(_ context: CommandContext) throws {

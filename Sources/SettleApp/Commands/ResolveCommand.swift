@@ -14,13 +14,14 @@ enum ResolveCommand {
 
     Closes needs_attention or rejected orders by hand; settle never delivers them afterwards.
 
-      --as granted_by_hand  support granted the goods another way. An order that holds Apple's
-                            grant becomes finished; any other becomes rejected, and its
+      --as granted_by_hand  support granted the goods another way. An order that holds its
+                            store's grant becomes finished; any other becomes rejected, and its
                             transaction is recorded as granted outside settle. Either way the
                             purchase is never delivered again, even if it is uploaded again.
                             The reason is granted_by_hand.
       --transaction TXN     with granted_by_hand, for one order that names no transaction: the
-                            Apple transaction that was granted by hand (required then)
+                            store transaction that was granted by hand (Apple's transaction
+                            id, or Google Play's order id; required then)
       --as wont_grant       nothing will be granted: rejected, reason wont_grant. A purchase the
                             order holds stays reserved by it.
       --note TEXT           required: why, and who asked (a ticket number); kept in the history

@@ -26,7 +26,7 @@ package enum SettleCommand {
               help: EnqueueCommand.help, options: EnqueueCommand.spec.options, run: EnqueueCommand.run),
         .init(name: "retry", summary: "put needs_attention or rejected orders back to pending, with a fresh proof if given",
               help: RetryCommand.help, options: RetryCommand.spec.options, run: RetryCommand.run),
-        .init(name: "assign", summary: "give an unclaimed purchase Apple told us about to a user",
+        .init(name: "assign", summary: "give an unclaimed purchase a store reported to its buyer",
               help: AssignCommand.help, options: AssignCommand.spec.options, run: AssignCommand.run),
         .init(name: "grant-recorded", summary: "record that your backend granted a transaction itself",
               help: GrantRecordedCommand.help, options: GrantRecordedCommand.spec.options, run: GrantRecordedCommand.run),
@@ -42,9 +42,9 @@ package enum SettleCommand {
               help: VerifyBackupCommand.help, options: VerifyBackupCommand.spec.options, run: VerifyBackupCommand.run),
         .init(name: "ledger", summary: "copy an SQLite ledger into PostgreSQL (settle ledger copy --from sqlite:PATH --to URL)",
               help: LedgerCommand.help, options: LedgerCommand.spec.options, run: LedgerCommand.run),
-        .init(name: "simulator", summary: "a local stand-in for Apple, scripted, to test your hook and backend against",
+        .init(name: "simulator", summary: "local, scripted stand-ins for Apple and Google Play, to test your hook against",
               help: SimulatorCommand.help, options: SimulatorCommand.spec.options, run: SimulatorCommand.run),
-        .init(name: "demo", summary: "run settle against a local Apple simulator in a throwaway ledger",
+        .init(name: "demo", summary: "run settle against a local Apple and a fake Google Play in a throwaway ledger",
               help: DemoCommand.help, options: DemoCommand.spec.options, run: DemoCommand.run),
         .init(name: "help", summary: "show help for settle or one command (settle help COMMAND)",
               help: "Usage: settle help [COMMAND]\n\nShows the help of settle, or of COMMAND (the same as settle COMMAND --help).",
@@ -53,8 +53,9 @@ package enum SettleCommand {
 
     static var help: String {
         var text = """
-        settle \(SettleVersion.number): finds App Store purchases that were paid but never delivered, re-verifies
-        them with Apple, grants them through your delivery hook exactly once, and marks them finished.
+        settle \(SettleVersion.number): finds App Store and Google Play purchases that were paid but never delivered,
+        re-verifies them with Apple or Google, grants them through your delivery hook exactly once, and
+        marks them finished (a Google Play purchase acknowledged or consumed, before Google refunds it).
 
         Usage: settle [--config PATH] <command> [options]
 

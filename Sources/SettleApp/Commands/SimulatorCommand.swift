@@ -4,8 +4,9 @@ import SettleModel
 import SettleConfig
 import SettleSimulator
 
-/// `settle simulator`: the local Apple of the tests and the demo, standalone, so integrators can
-/// run their hook and backend against scripted Apple answers without an Apple account.
+/// `settle simulator`: the local Apple and the fake Google Play of the tests and the demo,
+/// standalone, so integrators can run their hook and backend against scripted store answers
+/// without an Apple or Google account.
 enum SimulatorCommand {
     static let spec = ArgumentSpec(command: "simulator", options: [
         .init(name: "--listen", takesValue: true), .init(name: "--script", takesValue: true),
@@ -16,14 +17,16 @@ enum SimulatorCommand {
     Usage: settle simulator [--listen 127.0.0.1:PORT] [--script PLANS.json] [--write-root FILE]
                             [--google-key FILE] [--config PATH]
 
-    Runs a local stand-in for Apple on loopback until SIGINT or SIGTERM: verifyReceipt
-    (/production/verifyReceipt, /sandbox/verifyReceipt) and the App Store Server API (Get
-    Transaction Info, Get Transaction History, Look Up Order ID) under /production and
-    /sandbox, answering as the plans file scripts (see the README, "Testing your integration").
-    It takes the shared secret and the Server API key from the configuration, as settle will
-    send them, and signs with a test chain whose root --write-root saves: point a test
-    configuration's URLs and roots at it, never a production one. Listens on 127.0.0.1 only;
-    port 0 (the default) picks a free one (the URL is printed first).
+    Runs local stand-ins for the stores on loopback until SIGINT or SIGTERM, answering as the
+    plans file scripts (docs/testing.md; /usr/share/doc/settle/docs/testing.md when installed).
+
+    Apple: verifyReceipt (/production/verifyReceipt, /sandbox/verifyReceipt) and the App Store
+    Server API (Get Transaction Info, Get Transaction History, Look Up Order ID) under
+    /production and /sandbox. It takes the shared secret and the Server API key from the
+    configuration, as settle will send them, and signs with a test chain whose root
+    --write-root saves: point a test configuration's URLs and roots at it, never a production
+    one. Listens on 127.0.0.1 only; port 0 (the default) picks a free one (the URL is printed
+    first).
 
     Without --config or $SETTLE_CONFIG it never reads /etc/settle/settle.json (a production
     configuration's secrets are not for a simulator) and starts with defaults: bundle id
@@ -31,14 +34,15 @@ enum SimulatorCommand {
     Server API requests are refused (401) until --config names a server_api section. It prints
     which secrets it accepts.
 
-    Google Play is simulated too, on a port of its own (token endpoint, purchases, acknowledge,
-    consume, voided purchases, and signed push tokens for real-time notifications), when the
-    configuration has a google_play section (its service account key is accepted), or when
-    --google-key FILE is given (a throwaway service account key is written there, mode 600).
-    The plans file's "google_play" section scripts its purchases.
+    Google Play: a fake Google on a port of its own (the OAuth token endpoint, purchases and
+    subscriptions, acknowledge, consume, voided purchases, and signed push tokens and the key
+    set for real-time notifications), when the configuration has a google_play section (its
+    service account key is accepted), or when --google-key FILE is given (a throwaway service
+    account key is written there, mode 600). It prints the google_play.api_url and token_url
+    to configure. The plans file's "google_play" section scripts its purchases (docs/google-play.md).
     """
 
-    /// What the bare `settle simulator` starts with: the README's example configuration's bundle id,
+    /// What the bare `settle simulator` starts with: the documented example configuration's bundle id,
     /// and a shared secret that is a test value, printed and documented.
     static let defaultBundleId = "com.example.game"
     static let defaultSharedSecret = "simulator-shared-secret"

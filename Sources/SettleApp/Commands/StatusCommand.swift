@@ -24,16 +24,17 @@ enum StatusCommand {
 
       --state STATE      pending, verifying, delivering, finished, rejected or needs_attention
       --user USER        orders of this user id
-      --transaction TXN  orders with this Apple transaction id (or original transaction id); an
-                         Apple order id from the customer's receipt email (e.g. MQ5Q8W3X2Z) is
-                         looked up with Apple first (Look Up Order ID; needs server_api)
+      --transaction TXN  orders with this Apple transaction id (or original transaction id), or
+                         this Google Play order id (GPA....); an Apple order id from the
+                         customer's receipt email (e.g. MQ5Q8W3X2Z) is looked up with Apple
+                         first (Look Up Order ID; needs server_api)
       --app-account-token UUID
                          orders whose backend stored this StoreKit appAccountToken
       --purchase-token-file FILE|-
                          Google Play orders with the purchase token in FILE (or standard
                          input); the token is never printed, only its fingerprint
       --limit N          list at most N orders (default 50)
-      --refunded         only orders Apple refunded or revoked
+      --refunded         only orders refunded or revoked (Apple) or voided (Google Play)
       --notification UUID  one App Store Server Notification: type, transaction, order, outcome
       --json             print JSON (SPEC section 6) instead of text
     """

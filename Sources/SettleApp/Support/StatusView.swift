@@ -84,7 +84,7 @@ package enum StatusView {
             ("store", .string(order.store.rawValue)),
             // A bearer secret: only its fingerprint, which support can match (status --purchase-token-file).
             ("purchase_token", .string(order.purchaseToken?.fingerprint)),
-            ("store_finish", .string(order.store == .googlePlay && order.deliveredAt != nil
+            ("store_finish", .string(order.store.mustBeToldOfDelivery && order.deliveredAt != nil
                                      ? (order.state == .finished ? "done" : "pending") : nil)),
             ("google_refunds_at", time(playRefundAt(order))),
         ])

@@ -5,17 +5,17 @@ import XCTest
 @testable import SettleLedger
 @testable import SettleDelivery
 
-/// The example delivery hook printed in the README, run for real against PostgreSQL: it grants
+/// The example delivery hook printed in docs/backend.md ("The delivery hook"), run for real against PostgreSQL: it grants
 /// once per key, answers "already granted" (80) the second time, treats a quote in a user id as
 /// data, and asks to try again later (75) only when the database is down.
 final class ReadmeHookTests: XCTestCase {
     struct MissingExample: Error, CustomStringConvertible {
-        var description: String { "the README no longer holds the example hook (#!/bin/sh, # /usr/local/bin/grant-goods ...)" }
+        var description: String { "docs/backend.md no longer holds the example hook (#!/bin/sh, # /usr/local/bin/grant-goods ...)" }
     }
 
     func readmeHook(in world: TestWorld) throws -> String {
         let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../../../README.md").standardized.path
+            .appendingPathComponent("../../../docs/backend.md").standardized.path
         let text = try String(contentsOfFile: readme, encoding: .utf8)
         guard let start = text.range(of: "#!/bin/sh\n# /usr/local/bin/grant-goods"),
               let end = text.range(of: "\n```", range: start.upperBound..<text.endIndex) else {
