@@ -15,7 +15,7 @@ package struct PlayDeadline: Sendable, Equatable {
     package var delivered: Bool
 
     /// Google's window for acknowledging a purchase.
-    package static let windowSeconds: Int64 = 3 * 86_400
+    package static let windowSeconds: Int64 = Store.googlePlay.refundWindowSeconds ?? 3 * 86_400
     /// Less than a day left: claimed first, warned about, counted in the metric.
     package static let urgentSeconds: Int64 = 86_400
     /// An order bought this long ago has less than `urgentSeconds` left.

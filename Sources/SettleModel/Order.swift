@@ -60,6 +60,15 @@ package enum Store: String, Sendable, CaseIterable {
         }
     }
 
+    /// How long after a purchase the store refunds it unless it was told of the delivery
+    /// (Google: three days); nil for a store that never does.
+    package var refundWindowSeconds: Int64? {
+        switch self {
+        case .appStore: nil
+        case .googlePlay: 3 * 86_400
+        }
+    }
+
     /// `stores` when it leaves some store out; nil when it names every store (or is nil): what
     /// a claim filters by.
     package static func only(_ stores: Set<Store>?) -> Set<Store>? {
@@ -145,6 +154,14 @@ package struct Order: Sendable, Equatable {
     /// Whether the order names the one purchase it claims (a transaction id or a signed
     /// transaction), rather than "a purchase of this product" in a receipt.
     package var namesTransaction: Bool { requestedTransactionId != nil || signedTransaction != nil }
+
+    /// When the store refunds this purchase unless it hears of the delivery: its purchase time
+    /// (or, before the store confirmed it, the enqueue) plus the store's window; nil when the
+    /// store never does, or the order is settled.
+    package var refundDeadline: Int64? {
+        guard let window = store.refundWindowSeconds, [.pending, .verifying, .delivering, .needsAttention].contains(state) else { return nil }
+        return (verified?.purchaseDateMs.map { $0 / 1000 } ?? createdAt) + window
+    }
 
     /// What support and the hook see as the order's transaction: Apple's, once verified.
     package var transactionId: String? { verified?.transactionId ?? requestedTransactionId }

@@ -55,10 +55,7 @@ package enum StatusView {
 
     /// When Google refunds a Play order's purchase unless it is acknowledged: three days after it
     /// was bought (before Google confirmed it, after it was enqueued); nil once settled.
-    package static func playRefundAt(_ order: Order) -> Int64? {
-        guard order.store.mustBeToldOfDelivery, [.pending, .verifying, .delivering, .needsAttention].contains(order.state) else { return nil }
-        return (order.verified?.purchaseDateMs.map { $0 / 1000 } ?? order.createdAt) + PlayDeadline.windowSeconds
-    }
+    package static func playRefundAt(_ order: Order) -> Int64? { order.refundDeadline }
 
     package static func json(_ order: Order) -> JSONValue {
         .object([

@@ -55,6 +55,18 @@ package final class Reconciler: Sendable {
             })
     }
 
+    /// When an order is tried again after `delay` seconds: never later than an hour before its
+    /// store refunds it unacknowledged (Google's three days), whatever the backoff, a store's
+    /// Retry-After or a pending payment's re-check would say.
+    package static func nextAttempt(_ order: Order, now: Int64, after delay: Double) -> Int64 {
+        let next = now.saturatingAdding(Int64(saturating: delay.rounded()))
+        guard let deadline = order.refundDeadline else { return next }
+        return min(next, max(now, deadline - Self.refundDeadlineMargin))
+    }
+
+    /// How long before a store's refund deadline the last retry is scheduled at the latest.
+    package static let refundDeadlineMargin: Int64 = 3600
+
     /// The configured stores' adapters in a fixed order (by store), for work done store by store.
     private var adapters: [any StoreAdapter] { Store.allCases.compactMap { stores[$0] } }
 
@@ -150,7 +162,14 @@ package final class Reconciler: Sendable {
             report.revoked = settled.revoked
             report.refundRequestsAnswered = settled.answered
         }
-        for (store, breaker) in pass.breakers where breaker != breakers[store] {
+        for (store, opened) in pass.breakers where opened != breakers[store] {
+            var breaker = opened
+            // A store that refunds unacknowledged purchases is probed again before the first of
+            // its orders would be refunded, however long its cool-down (or Retry-After) says.
+            if breaker.state == .open, store.refundWindowSeconds != nil, let retryAt = breaker.retryAt,
+               let first = try ledger.summary(OrderFilter(limit: 0)).playDeadlines.first?.refundAt {
+                breaker.retryAt = min(retryAt, max(ledger.time.unixSeconds, first - Self.refundDeadlineMargin))
+            }
             try ledger.saveBreaker(breaker, of: store)
             if breaker.state == .open && breakers[store]?.state == .closed {
                 log.error("\(store.logName).breaker_opened", ["store": store.rawValue,
@@ -416,7 +435,7 @@ package final class Reconciler: Sendable {
             // Nothing wrong with the order (a Play purchase pending payment, Google unavailable): no attempt used.
             entry.outcome = "wait"
             entry.detail = message
-            let next = now + Int64(policy.appleDelay(retryAfter: verification.retryAfterSeconds))
+            let next = Reconciler.nextAttempt(order, now: now, after: policy.appleDelay(retryAfter: verification.retryAfterSeconds))
             let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .verifying, error: message,
                                                  countsAttempt: false, permanent: false, nextAttemptAt: next, maxAttempts: policy.maxAttempts,
                                                  environment: verification.environment, history: entry)
@@ -427,7 +446,7 @@ package final class Reconciler: Sendable {
         case let .retry(message):
             entry.outcome = "retry"
             entry.detail = message
-            let next = now + Int64(policy.delay(afterAttempt: order.attempts + 1))
+            let next = Reconciler.nextAttempt(order, now: now, after: policy.delay(afterAttempt: order.attempts + 1))
             let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .verifying, error: message,
                                                  countsAttempt: true, permanent: false, nextAttemptAt: next, maxAttempts: policy.maxAttempts,
                                                  environment: verification.environment, history: entry)
@@ -438,7 +457,7 @@ package final class Reconciler: Sendable {
         case let .storeUnavailable(message, retryAfter):
             entry.outcome = "\(order.store.logName)_unavailable"
             entry.detail = message
-            let next = now + Int64(policy.appleDelay(retryAfter: retryAfter))
+            let next = Reconciler.nextAttempt(order, now: now, after: policy.appleDelay(retryAfter: retryAfter))
             let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .verifying, error: message,
                                                  countsAttempt: false, permanent: false, nextAttemptAt: next, maxAttempts: policy.maxAttempts,
                                                  environment: verification.environment, history: entry)
@@ -655,7 +674,7 @@ package final class Reconciler: Sendable {
             let exhausted: AttentionReason = unconfirmed ? .hookUnconfirmed : .attemptsExhausted
             entry.outcome = permanent ? "refused" : unconfirmed ? "unconfirmed" : "failed"
             entry.detail = message + (report.output.isEmpty ? "" : "\n" + report.output)
-            let next = now + Int64(policy.delay(afterAttempt: order.attempts + 1))
+            let next = Reconciler.nextAttempt(order, now: now, after: policy.delay(afterAttempt: order.attempts + 1))
             let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .delivering, error: message,
                                                  countsAttempt: true, permanent: permanent, nextAttemptAt: next,
                                                  maxAttempts: policy.maxAttempts, exhaustedReason: exhausted, environment: nil, history: entry)
@@ -725,7 +744,7 @@ package final class Reconciler: Sendable {
             }
             pass.count(.delivering)
         case let .refused(message):
-            let next = now + Int64(policy.delay(afterAttempt: order.attempts + 1))
+            let next = Reconciler.nextAttempt(order, now: now, after: policy.delay(afterAttempt: order.attempts + 1))
             let entry = HistoryEntry(at: now, kind: .delivery, outcome: "store_finish_refused", environment: purchase.environment,
                                      detail: "\(order.store.owner) refused to hear the purchase is delivered: \(message)")
             let state = try ledger.recordStoreFinishRefused(orderId: order.orderId, owner: owner, fence: order.fencingToken,

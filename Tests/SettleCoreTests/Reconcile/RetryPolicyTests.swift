@@ -57,4 +57,22 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertFalse(Timestamp.rfc3339(milliseconds: .max).isEmpty)
         XCTAssertEqual(Timestamp.rfc3339(milliseconds: -1), "1969-12-31T23:59:59Z")
     }
+
+    func testNoRetryOfAPlayOrder_isScheduledPastAnHourBeforeGooglesRefund_whateverTheBackoff() {
+        let now: Int64 = 1_000_000
+        let window = Store.googlePlay.refundWindowSeconds!
+        func order(_ store: Store, boughtAgo: Int64) -> Order {
+            Order(orderId: "o", userId: "u", productId: "p", state: .pending, attempts: 2, nextAttemptAt: now,
+                  createdAt: now - boughtAgo, updatedAt: now, store: store)
+        }
+        let fresh = order(.googlePlay, boughtAgo: 60)
+        XCTAssertEqual(Reconciler.nextAttempt(fresh, now: now, after: 600), now + 600, "far from the deadline: the backoff as it is")
+        let late = order(.googlePlay, boughtAgo: window - 5400)
+        XCTAssertEqual(Reconciler.nextAttempt(late, now: now, after: 6 * 3600), now + 1800, "an hour before Google refunds it at the latest")
+        let later = order(.googlePlay, boughtAgo: window - 600)
+        XCTAssertEqual(Reconciler.nextAttempt(later, now: now, after: 6 * 3600), now, "past that hour: at once, every pass")
+        let apple = order(.appStore, boughtAgo: window - 600)
+        XCTAssertEqual(Reconciler.nextAttempt(apple, now: now, after: 6 * 3600), now + 6 * 3600, "Apple refunds nothing unacknowledged")
+        XCTAssertEqual(Reconciler.nextAttempt(fresh, now: now, after: .infinity), now + window - 60 - 3600, "a huge Retry-After is capped too")
+    }
 }
