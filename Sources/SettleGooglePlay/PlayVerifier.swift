@@ -41,7 +41,7 @@ package final class PlayVerifier: OrderVerifier {
     }
 
     private func check(_ order: Order) throws -> Verification {
-        guard let token = order.purchaseToken else {
+        guard case let .googlePlay(token)? = order.proof else {
             return Verification(outcome: .needsAttention(reason: .rowInvalid,
                 detail: "the google_play order has no usable purchase_token (missing, or not printable ASCII): store the token the app got from Play Billing, then settle retry \(order.orderId)"))
         }

@@ -239,12 +239,7 @@ package enum StatusView {
     /// Three dot-separated base64url parts, the first a JSON object's (`eyJ` is base64 of `{"`).
     private static let signedDataPattern = try? NSRegularExpression(pattern: #"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"#)
 
-    static func proof(_ order: Order) -> String {
-        if order.store == .googlePlay { return "purchase_token" }
-        if order.receiptSHA256 != nil { return "receipt" }
-        if order.signedTransaction != nil { return "signed_transaction" }
-        return "transaction_id"
-    }
+    static func proof(_ order: Order) -> String { order.proof?.kind ?? "none" }
 
     static func time(_ seconds: Int64?) -> JSONValue { .string(seconds.map { Timestamp.rfc3339(unixSeconds: $0) }) }
 
