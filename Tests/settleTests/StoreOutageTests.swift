@@ -68,4 +68,26 @@ final class StoreOutageTests: GooglePlayTestCase {
         XCTAssertEqual(try state("gp-1"), "finished")
         XCTAssertEqual(try statusJSON()["health"]?["google_play"]?["breaker"], .string("closed"))
     }
+
+    func testGooglesRefusedCredentials_stopGooglePlayOnly_theAppStoreOrdersSettle_andTheTokenIsNotAskedForAgainAndAgain() throws {
+        for name in ["p", "q", "r"] { try enqueuePlay("gp-\(name)", token: scriptProduct(name, orderId: "GPA.\(name)")) }
+        try enqueueValid("zz-as-1", transaction: "2000000000000001")
+        try enqueueValid("zz-as-2", transaction: "2000000000000002")
+        // The service account's key was revoked: Google's token endpoint answers invalid_grant.
+        fake.failNextTokenRequests(.status(400, reason: "invalid_grant"), .status(400, reason: "invalid_grant"),
+                                   .status(400, reason: "invalid_grant"))
+        // Play's orders sort first (the claim takes due orders by id): the fault comes before any App Store order.
+        let run = try settle(["reconcile"])
+        XCTAssertEqual(run.status, 78, "a configuration fault is still the one-shot's exit 78\n\(run.stderr)")
+        XCTAssertEqual(try state("zz-as-1"), "finished", "Google's fault never stops the App Store")
+        XCTAssertEqual(try state("zz-as-2"), "finished")
+        for name in ["p", "q", "r"] {
+            XCTAssertEqual(try state("gp-\(name)"), "pending")
+            XCTAssertEqual(try attempts("gp-\(name)"), 0)
+        }
+        XCTAssertLessThanOrEqual(fake.tokenRequests, 1, "Google Play stopped at its first refusal: not asked for a token per order")
+        let google = try XCTUnwrap(try statusJSON()["health"]?["google_play"])
+        XCTAssertEqual(google["breaker"], .string("open"))
+        XCTAssertTrue(google["last_error"]?.looseString?.contains("configuration fault") == true, "\(google)")
+    }
 }
