@@ -11,7 +11,7 @@ extension FakeGooglePlay {
             s.tokenRequests += 1
             return s.tokenFailures.isEmpty ? nil : s.tokenFailures.removeFirst()
         }
-        if let failure { return Self.respond(failure) }
+        if let failure = late(failure) { return Self.respond(failure) }
         guard request.method == "POST" else { return oauthError(405, "invalid_request", "POST only") }
         let form = Self.form(String(decoding: request.body, as: UTF8.self))
         guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
