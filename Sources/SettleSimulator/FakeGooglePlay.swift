@@ -54,6 +54,11 @@ package final class FakeGooglePlay: Sendable {
         package var tokenRequests = 0
         package var refusedAssertions: [String] = []
         package var acceptedAssertions: [RS256JWT.Verified] = []
+        /// Keys published at `/oauth2/v3/certs` besides the push key, as after a rotation.
+        package var rotatedPushKeys: [(id: String, key: RSAPublicKey)] = []
+        package var certsCacheControl = "public, max-age=19923, must-revalidate, no-transform"
+        package var certsFailures: [Failure] = []
+        package var certsRequests = 0
     }
 
     /// `serviceAccount` is the key settle holds: the fake keeps only its public half and names.
@@ -95,6 +100,7 @@ package final class FakeGooglePlay: Sendable {
 
     package func handle(_ request: HTTPServerRequest) -> HTTPServerResponse {
         if request.path == "/token" { return tokenEndpoint(request) }
+        if request.path == Self.certsPath { return certs() }
         let prefix = "/androidpublisher/v3/applications/\(packageName)/purchases/"
         guard request.path.hasPrefix(prefix) else { return Self.error(404, reason: "applicationNotFound", "No application was found.") }
         let (failure, known): (Failure?, Bool) = state.withLock { s in

@@ -51,7 +51,10 @@ package struct PlayNotificationInbox: Sendable {
         if case let .failure(refusal) = authenticator.authenticate(authorization: request.header("Authorization")) {
             log.warning("google_play.push_refused", ["why": refusal.rawValue])
             metrics?.observeNotification(type: "google_play_push", outcome: "refused_\(refusal.rawValue)", at: nil)
-            return (NotificationInbox.reply(refusal == .missingToken ? 401 : 403, "refused: \(refusal.rawValue)"), false)
+            if refusal == .unknownKey { metrics?.observePushUnknownKey() }
+            // Keys that cannot be read now are settle's trouble: Pub/Sub delivers the push again.
+            let status = refusal == .missingToken ? 401 : refusal == .keysUnavailable ? 503 : 403
+            return (NotificationInbox.reply(status, "refused: \(refusal.rawValue)"), false)
         }
         let push: PubSubPush
         do {

@@ -47,6 +47,8 @@ final class GooglePlayReconcilePostgresTests: GooglePlayReconcileTests {
     override func testPushWhoseEffectCannotBeWritten_isKeptNotApplied_andTheOtherPushesAndPassesGoOn() throws { try super.testPushWhoseEffectCannotBeWritten_isKeptNotApplied_andTheOtherPushesAndPassesGoOn() }
     override func testPushMadeOrder_keepsItsOrigin() throws { try super.testPushMadeOrder_keepsItsOrigin() }
 
+    override func testPushSignedUnderAKeyGoogleRotatedIn_isAcceptedThroughTheConfiguredURL_andUnknownKeysAreCounted() throws { try super.testPushSignedUnderAKeyGoogleRotatedIn_isAcceptedThroughTheConfiguredURL_andUnknownKeysAreCounted() }
+
     func testEveryGooglePlayReconcileTest_alsoRunsOnPostgreSQL() throws {
         let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         let base = try String(contentsOf: folder.appendingPathComponent("GooglePlayReconcileTests.swift"), encoding: .utf8)

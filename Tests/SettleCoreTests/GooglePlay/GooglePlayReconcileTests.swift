@@ -87,6 +87,7 @@ class GooglePlayReconcileTests: XCTestCase {
                 ("token_url", .string(google.baseURL + "/token")),
                 ("notifications_path", .string("/google-play/rtdn")),
                 ("push", .object([("audience", .string(PlayTestWorld.audience)), ("service_account_email", .string(PlayTestWorld.pushEmail)),
+                                  ("jwks_url", .string(google.baseURL + FakeGooglePlay.certsPath)),
                                   ("jwks_file", .string("google-jwks.json"))])),
             ])),
         ])
@@ -510,5 +511,32 @@ class GooglePlayReconcileTests: XCTestCase {
         try purchasePush(ledger, "m-origin", product("origin", orderId: "GPA.O", account: "alice"))
         try pass(ledger)
         XCTAssertEqual(try order(ledger, "play-GPA.O")?.origin, "google_play_notification")
+    }
+
+    // MARK: - Google's push keys (2.13)
+
+    func testPushSignedUnderAKeyGoogleRotatedIn_isAcceptedThroughTheConfiguredURL_andUnknownKeysAreCounted() throws {
+        let ledger = try makeLedger()
+        let metrics = Metrics()
+        let reconciler = try Reconciler.configured(try world.configuration(), ledger: ledger, environment: [:], log: .silent,
+                                                   metrics: metrics)
+        let inbox = try XCTUnwrap((reconciler.stores[.googlePlay] as? GooglePlayAdapter)?.inbox)
+        // A key the operator's file does not hold: only Google's published set has it.
+        fake.rotateIn(pushKey: PlayTestKeys.stranger.publicKey, id: "rotated-in")
+        func post(_ messageId: String, keyId: String) throws -> Int {
+            let token = try fake.pushToken(audience: PlayTestWorld.audience, email: PlayTestWorld.pushEmail, signer: PlayTestKeys.stranger,
+                                           keyId: keyId)
+            let notification = DeveloperNotification(packageName: PlayTestWorld.packageName, eventTimeMillis: nowMs,
+                                                     kind: .test)
+            let request = HTTPServerRequest(method: "POST", path: "/google-play/rtdn", headers: [HTTPHeader("Authorization", "Bearer \(token)")],
+                                            body: PubSubPush.body(messageId: messageId, notification: notification))
+            return inbox.answer(request).response.status
+        }
+        XCTAssertEqual(try post("m-rotated", keyId: "rotated-in"), 200)
+        XCTAssertEqual(fake.certsRequests, 1)
+        XCTAssertEqual(try post("m-unknown", keyId: "nobodys"), 403)
+        XCTAssertNil(try ledger.playNotification(messageId: "m-unknown"))
+        let file = metrics.render(summary: try ledger.summary(OrderFilter(limit: 0)), bundleId: world.bundleId)
+        XCTAssertTrue(file.contains("settle_google_play_push_unknown_key_total{bundle_id=\"\(world.bundleId)\"} 1"), file)
     }
 }
