@@ -117,7 +117,7 @@ package struct PlayNotificationInbox: Sendable {
                     break claiming
                 }
                 defer { work.progress() }
-                switch try step(record) {
+                switch try step(record, work: work) {
                 case let .finished(result, answered):
                     if answered { outcome = outcome.then(.answered) }
                     guard try ledger.finishPlayNotification(record, outcome: result.outcome, detail: result.detail, orderId: result.orderId) else {
@@ -158,7 +158,7 @@ package struct PlayNotificationInbox: Sendable {
 
     /// Works on one claimed notification. A ledger write its effect breaks (a constraint: a row
     /// a backend wrote badly, a trigger refusing it) ends it `not_applied`, never the pass.
-    private func step(_ record: PlayNotificationRecord) throws(LedgerError) -> Step {
+    private func step(_ record: PlayNotificationRecord, work: SideWork) throws(LedgerError) -> Step {
         guard let json = try? JSONValue.parse(Data(record.payload.utf8)),
               let notification = try? DeveloperNotification(json: json) else {
             return .finished(("unreadable", nil, nil), answered: false)
@@ -176,7 +176,7 @@ package struct PlayNotificationInbox: Sendable {
                 return try purchase(token: n.purchaseToken, sku: nil, purchased: renewed || n.notificationType == .purchased,
                                     renewal: renewed)
             case let .voidedPurchase(n):
-                return try voided(n, record: record, eventMs: notification.eventTimeMillis)
+                return try voided(n, record: record, eventMs: notification.eventTimeMillis, work: work)
             case .test:
                 return .finished(("test", "a test notification from Play Console", nil), answered: false)
             case let .unknown(fields):

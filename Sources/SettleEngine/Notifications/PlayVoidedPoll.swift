@@ -80,19 +80,32 @@ package struct PlayVoidedPoll: Sendable {
         return .answered
     }
 
+    /// What a search of the list found.
+    package enum Search: Sendable {
+        case found(VoidedPurchase)
+        /// Google does not list it within `maxPages`.
+        case notListed
+        /// `work` was spent before the search ended: searched again at the next pass.
+        case unfinished
+    }
+
     /// Google's own entry for one voiding, read from the list since `since` (Unix ms): the entry
     /// naming `orderId` (with a matching token), or, for a purchase without an order id, the one
-    /// of `token`. Nil when Google does not list it within `maxPages`.
-    package static func find(orderId: String?, token: PlayPurchaseToken, since: Int64,
-                             client: PlayDeveloperClient) throws(PlayAPIError) -> VoidedPurchase? {
+    /// of `token`. A page at a time while `work` lasts, kicking its progress after each.
+    package static func find(orderId: String?, token: PlayPurchaseToken, since: Int64, client: PlayDeveloperClient,
+                             work: SideWork) throws(PlayAPIError) -> Search {
         var pageToken: String? = nil
         var pages = 0
         repeat {
+            if pages > 0 {
+                work.progress()
+                if work.isSpent { return .unfinished }
+            }
             let page = try client.voidedPurchases(startTime: since, pageToken: pageToken)
             pages += 1
-            if let entry = page.purchases.first(where: { $0.purchaseToken == token && $0.orderId == orderId }) { return entry }
+            if let entry = page.purchases.first(where: { $0.purchaseToken == token && $0.orderId == orderId }) { return .found(entry) }
             pageToken = page.nextPageToken
         } while pageToken != nil && pages < maxPages
-        return nil
+        return .notListed
     }
 }
