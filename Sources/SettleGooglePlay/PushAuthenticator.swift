@@ -6,9 +6,10 @@ import SettleBase
 /// https://cloud.google.com/pubsub/docs/authenticate-push-subscriptions
 ///
 /// Required: a JWT signed RS256 by one of Google's keys (found by `kid` in `keys`: Google's
-/// published set, read again when a token names a key it lacks), issued by `https://accounts.google.com` (or `accounts.google.com`), for the configured
-/// audience, naming the push subscription's service account as a verified `email`, not expired
-/// and not issued in the future beyond `allowedSkew`. Everything else is refused with a reason.
+/// published set, read again when a token names a key it lacks), issued by
+/// `https://accounts.google.com` (or `accounts.google.com`), for the configured audience,
+/// naming the push subscription's service account as a verified `email`, not expired and not
+/// issued in the future beyond `allowedSkew`. Everything else is refused with a reason.
 package struct PushAuthenticator: Sendable {
     package var keys: any PushKeys
     package var audience: String

@@ -21,8 +21,8 @@ extension PlayNotificationInbox {
             search = try PlayVoidedPoll.find(orderId: n.orderId, token: n.purchaseToken, since: since, client: client, work: work)
         } catch {
             guard now - record.receivedAt < Self.voidedConfirmationSeconds * 24 else {
-                return .finished(("not_confirmed", "Google could not be asked to confirm voided purchase \(name) for a day; nothing was revoked",
-                                  nil), answered: false)
+                return .finished(("not_confirmed", "Google could not be asked to confirm voided purchase \(name) for a day; "
+                                    + "nothing was revoked", nil), answered: false)
             }
             if error.isStoreWide { return .storeFailed(error) }
             log.warning("google_play.notification_deferred", ["error": error.description])

@@ -112,7 +112,8 @@ package struct PlayNotificationInbox: Sendable {
             if claimed.isEmpty { break }
             for (index, record) in claimed.enumerated() {
                 guard !work.isSpent else {
-                    log.info("google_play.notifications_paused", ["left": claimed.count - index, "why": "this pass's time for Google is spent"])
+                    log.info("google_play.notifications_paused", ["left": claimed.count - index,
+                                                                  "why": "this pass's time for Google is spent"])
                     waiting += claimed[index...]
                     break claiming
                 }
@@ -120,7 +121,8 @@ package struct PlayNotificationInbox: Sendable {
                 switch try step(record, work: work) {
                 case let .finished(result, answered):
                     if answered { outcome = outcome.then(.answered) }
-                    guard try ledger.finishPlayNotification(record, outcome: result.outcome, detail: result.detail, orderId: result.orderId) else {
+                    guard try ledger.finishPlayNotification(record, outcome: result.outcome, detail: result.detail,
+                                                            orderId: result.orderId) else {
                         log.warning("google_play.notification_claim_lost", ["message": record.messageId,
                                                                            "why": "its claim lapsed and another host took it"])
                         continue

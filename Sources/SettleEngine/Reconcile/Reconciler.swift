@@ -104,9 +104,10 @@ package final class Reconciler: Sendable {
         }
         // What a store sent on its own becomes orders before the claims, so this pass delivers
         // them; each store's share of the pass is bounded, so a slow one holds up no other.
+        func lent() -> SideWork { SideWork(seconds: sideWorkSeconds, time: ledger.time, progress: progress) }
         var sideWork: [Store: SideWorkOutcome] = [:]
         for adapter in adapters where sideWorkAllowed(adapter.store) {
-            sideWork[adapter.store] = try adapter.beforeClaims(SideWork(seconds: sideWorkSeconds, time: ledger.time, progress: progress))
+            sideWork[adapter.store] = try adapter.beforeClaims(lent())
         }
         let rescued = try ledger.rescue(owner: owner)
         for id in rescued.requeued { log.warning("order.rescued", ["order": id, "to": "pending"]) }
@@ -149,7 +150,7 @@ package final class Reconciler: Sendable {
         var report = try pass.finish()
         // A pass over named orders is about those orders only.
         for adapter in adapters where sideWorkAllowed(adapter.store) && !pass.isStopped(adapter.store) {
-            pass.recordSideWork(adapter.store, try adapter.afterPass(SideWork(seconds: sideWorkSeconds, time: ledger.time, progress: progress)))
+            pass.recordSideWork(adapter.store, try adapter.afterPass(lent()))
         }
         if let inbox, orderIds.isEmpty, !shouldStop() {
             let settled = try inbox.settleObligations()

@@ -56,7 +56,8 @@ extension Pass {
         switch outcome {
         case .idle: return
         case .answered: recordStore(store, Verification(outcome: .retry("side work"), storeAnswered: true))
-        case let .storeUnavailable(message, retryAfter): recordStore(store, Verification(outcome: .storeUnavailable(message, retryAfter: retryAfter)))
+        case let .storeUnavailable(message, retryAfter):
+            recordStore(store, Verification(outcome: .storeUnavailable(message, retryAfter: retryAfter)))
         case let .configurationFault(message): recordStore(store, Verification(outcome: .configurationFault(message)))
         }
     }
