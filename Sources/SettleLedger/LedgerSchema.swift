@@ -414,5 +414,12 @@ package enum LedgerSchema {
             source          TEXT NOT NULL
         );
         """,
+        // 11: a stored Google Play push is claimed before it is worked on (`claim` counts the
+        // claims and fences the outcome, `claimed_until` ends the claim of a host that died), as
+        // revokes are: with several hosts each push is worked by one.
+        """
+        ALTER TABLE play_notifications ADD COLUMN claim INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE play_notifications ADD COLUMN claimed_until INTEGER;
+        """,
     ]
 }

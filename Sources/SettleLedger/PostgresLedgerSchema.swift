@@ -320,6 +320,12 @@ package enum PostgresLedgerSchema {
             source          TEXT NOT NULL
         );
         """,
+        // 7: as the SQLite ledger's migration 11: a stored push is claimed by one host before it
+        // is worked on.
+        """
+        ALTER TABLE play_notifications ADD COLUMN claim BIGINT NOT NULL DEFAULT 0;
+        ALTER TABLE play_notifications ADD COLUMN claimed_until BIGINT;
+        """,
     ]
 
     /// The first schema with App Store Server Notifications' tables.

@@ -51,9 +51,9 @@ package struct AppStoreAdapter: StoreAdapter {
         }
     }
 
-    package func beforeClaims() throws(LedgerError) {}
+    package func beforeClaims(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome { .idle }
 
-    package func afterPass() throws(LedgerError) {}
+    package func afterPass(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome { .idle }
 
     package var listenerRoutes: [String: ListenerRoute] {
         guard let inbox, let notificationsPath else { return [:] }
