@@ -41,6 +41,10 @@ package final class FakeGooglePlay: Sendable {
         package var products: [String: ProductPurchase] = [:]
         package var subscriptions: [String: SubscriptionPurchaseV2] = [:]
         package var voided: [VoidedPurchase] = []
+        /// Orders API: by Google order id (`FakeGooglePlay+Orders.swift`).
+        package var orders: [String: PlayOrder] = [:]
+        /// Review Refund answers as received, by order id, in order (the first is the one Google keeps).
+        package var refundReviews: [String: [JSONValue]] = [:]
         package var voidedPageSize = 2
         package var apiFailures: [Failure] = []
         package var tokenFailures: [Failure] = []
@@ -93,7 +97,10 @@ package final class FakeGooglePlay: Sendable {
     package func handle(_ request: HTTPServerRequest) -> HTTPServerResponse {
         if request.path == "/token" { return tokenEndpoint(request) }
         let prefix = "/androidpublisher/v3/applications/\(packageName)/purchases/"
-        guard request.path.hasPrefix(prefix) else { return Self.error(404, reason: "applicationNotFound", "No application was found.") }
+        let ordersPrefix = "/androidpublisher/v3/applications/\(packageName)/orders/"
+        guard request.path.hasPrefix(prefix) || request.path.hasPrefix(ordersPrefix) else {
+            return Self.error(404, reason: "applicationNotFound", "No application was found.")
+        }
         let (failure, known): (Failure?, Bool) = state.withLock { s in
             s.calls.append(Call(method: request.method, path: request.path, authorization: request.header("Authorization")))
             let bearer = request.header("Authorization").flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
@@ -101,6 +108,7 @@ package final class FakeGooglePlay: Sendable {
         }
         if let failure { return Self.respond(failure) }
         guard known else { return Self.error(401, reason: "authError", "Invalid Credentials") }
+        if request.path.hasPrefix(ordersPrefix) { return orders(request, rest: String(request.path.dropFirst(ordersPrefix.count))) }
         let rest = String(request.path.dropFirst(prefix.count))
         let (route, query) = rest.firstIndex(of: "?").map { (String(rest[..<$0]), String(rest[rest.index(after: $0)...])) } ?? (rest, "")
         return purchases(request.method, segments: route.split(separator: "/", omittingEmptySubsequences: false), query: query)
