@@ -30,6 +30,8 @@ package struct PlayNotificationInbox: Sendable {
     package let binding: UserBinding
     package let log: Log
     package let metrics: Metrics?
+    /// How pending refund reviews are answered (`google_play.refund_review`).
+    package var refundReview = Configuration.GooglePlayConfiguration.RefundReview()
 
     /// Notifications worked on in one pass at most; the rest wait for the next.
     package static let batch = 200
@@ -80,6 +82,7 @@ package struct PlayNotificationInbox: Sendable {
         case let .oneTimeProduct(n): return ("one_time_product", n.purchaseToken)
         case let .subscription(n): return ("subscription", n.purchaseToken)
         case let .voidedPurchase(n): return ("voided_purchase", n.purchaseToken)
+        case .pendingRefundReview: return ("pending_refund_review", nil)
         case .test: return ("test", nil)
         case .unknown: return ("unknown", nil)
         }
@@ -112,6 +115,10 @@ package struct PlayNotificationInbox: Sendable {
                                       renewal: renewed)
             case let .voidedPurchase(n):
                 result = try voided(n, record: record, eventMs: notification.eventTimeMillis)
+            case let .pendingRefundReview(n):
+                // Recorded by itself, with the order's history, in one write (or left pending to wait).
+                try refundReview(n, record: record, eventMs: notification.eventTimeMillis)
+                continue
             case .test:
                 result = ("test", "a test notification from Play Console", nil)
             case let .unknown(fields):
