@@ -114,6 +114,9 @@ extension ConfigurationDecoder {
             }
             play.refundReview.sampleContentProvided = try review.bool("sample_content_provided", default: false)
             try review.rejectUnknownKeys()
+            if play.refundReview.respond && play.notificationsPath == nil {
+                throw ConfigError("\(review.name("respond")): Google asks for refund reviews by notification: set google_play.notifications_path")
+            }
         }
         try o.rejectUnknownKeys()
         return play

@@ -160,6 +160,26 @@ class GooglePlayRefundReviewTests: GooglePlayTestCase {
         XCTAssertTrue(fake.refundReviews("GPA.7777-0000-0000-00003").isEmpty)
         XCTAssertTrue(try consumptionHistory("o-late").last?["detail"]?.looseString?.contains("refund_review.respond is off") == true)
     }
+
+    func testRefundReviewConfiguration_refusesAPreferenceGoogleHasNot_andAnswersWithoutNotifications() throws {
+        func play(_ review: JSONValue, notifications: Bool) -> [(String, JSONValue)] {
+            var members: [(String, JSONValue)] = [("package_name", .string(Self.packageName)),
+                                                  ("service_account_file", .string("play-service-account.json")),
+                                                  ("refund_review", review)]
+            if notifications {
+                members += [("notifications_path", .string(path)),
+                            ("push", .object([("audience", .string(Self.audience)), ("service_account_email", .string(Self.pushEmail)),
+                                              ("jwks_file", .string("google-jwks.json"))]))]
+            }
+            return [("notifications", .object([("listen", .string("127.0.0.1:0"))])), ("google_play", .object(members))]
+        }
+        try writePlayConfig(extra: play(.object([("respond", .bool(true)), ("refund_preference", .string("GRANT_FULL"))]), notifications: true))
+        XCTAssertTrue(try settle(expecting: 78, ["check-config"]).stderr.contains("refund_preference"))
+        try writePlayConfig(extra: play(.object([("respond", .bool(true))]), notifications: false))
+        XCTAssertTrue(try settle(expecting: 78, ["check-config"]).stderr.contains("notifications_path"))
+        try writePlayConfig(extra: play(.object([("respond", .bool(true)), ("refund_preference", .string("APPROVE"))]), notifications: true))
+        try settle(expecting: 0, ["check-config"])
+    }
 }
 
 /// The same reviews on a PostgreSQL ledger.
