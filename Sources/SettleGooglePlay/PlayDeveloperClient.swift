@@ -60,6 +60,16 @@ package struct PlayDeveloperClient: Sendable {
         return purchase
     }
 
+    /// A one-time purchase with the purchase option and offer it was bought under (rentals and
+    /// pre-orders included): `purchases.productsv2.getproductpurchasev2`, which needs no product id.
+    package func productPurchaseV2(token: PlayPurchaseToken) throws(PlayAPIError) -> ProductPurchaseV2 {
+        let call = Call(name: "productsv2.get", method: "GET", segments: ["purchases", "productsv2", "tokens", token.value],
+                        permission: .viewFinancialData, token: token)
+        let json = try send(call)
+        guard let purchase = ProductPurchaseV2(json: json) else { throw garbage(call) }
+        return purchase
+    }
+
     package func subscriptionPurchase(token: PlayPurchaseToken) throws(PlayAPIError) -> SubscriptionPurchaseV2 {
         let call = Call(name: "subscriptionsv2.get", method: "GET", segments: ["purchases", "subscriptionsv2", "tokens", token.value],
                         permission: .viewFinancialData, token: token)

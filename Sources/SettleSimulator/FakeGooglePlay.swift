@@ -41,6 +41,8 @@ package final class FakeGooglePlay: Sendable {
         package var products: [String: ProductPurchase] = [:]
         package var subscriptions: [String: SubscriptionPurchaseV2] = [:]
         package var voided: [VoidedPurchase] = []
+        /// What productsv2 adds to a scripted one-time purchase, by token: its purchase option, and whether it is a rental.
+        package var purchaseOptions: [String: (option: String, rental: Bool)] = [:]
         /// Orders API: by Google order id (`FakeGooglePlay+Orders.swift`).
         package var orders: [String: PlayOrder] = [:]
         /// Review Refund answers as received, by order id, in order (the first is the one Google keeps).
@@ -71,6 +73,10 @@ package final class FakeGooglePlay: Sendable {
     // MARK: Scripting
 
     package func script(product token: String, _ purchase: ProductPurchase) { state.withLock { $0.products[token] = purchase } }
+    /// The purchase option a scripted one-time purchase was bought under, as productsv2 shows it.
+    package func script(purchaseOption option: String, rental: Bool = false, for token: String) {
+        state.withLock { $0.purchaseOptions[token] = (option, rental) }
+    }
     package func script(subscription token: String, _ purchase: SubscriptionPurchaseV2) { state.withLock { $0.subscriptions[token] = purchase } }
     package func script(voided: [VoidedPurchase], pageSize: Int = 2) {
         state.withLock { $0.voided = voided; $0.voidedPageSize = max(1, pageSize) }
@@ -128,7 +134,7 @@ package final class FakeGooglePlay: Sendable {
         case ("GET", 1, "voidedpurchases"):
             return voidedPage(query)
         case (_, 4, "products") where parts[2] == "tokens", (_, 4, "subscriptions") where parts[2] == "tokens",
-             (_, 3, "subscriptionsv2") where parts[1] == "tokens":
+             (_, 3, "subscriptionsv2") where parts[1] == "tokens", ("GET", 3, "productsv2") where parts[1] == "tokens":
             break
         default:
             return Self.error(404, reason: "notFound", "Not Found")
@@ -149,6 +155,11 @@ package final class FakeGooglePlay: Sendable {
                 s.products[token]!.rawConsumptionState = 1
                 s.products[token]!.rawAcknowledgementState = 1
                 return HTTPServerResponse(status: 200)
+            case ("GET", "productsv2", ""):
+                guard let p = s.products[token] else { return Self.tokenInvalid }
+                let option = s.purchaseOptions[token]
+                return .json(200, ProductPurchaseV2(p, productId: p.productId ?? "", purchaseOptionId: option?.option,
+                                                    rental: option?.rental ?? false).json.data)
             case ("GET", "subscriptionsv2", ""):
                 guard let p = s.subscriptions[token] else { return Self.tokenInvalid }
                 return .json(200, p.json.data)
