@@ -47,6 +47,6 @@ package struct GooglePlayOrderLookup: Sendable {
         if item.isSubscription {
             return try? client.subscriptionPurchase(token: order.purchaseToken).obfuscatedExternalAccountId
         }
-        return try? client.productPurchase(productId: item.productId, token: order.purchaseToken).obfuscatedExternalAccountId
+        return try? client.productPurchaseV2(token: order.purchaseToken).obfuscatedExternalAccountId
     }
 }
