@@ -220,7 +220,8 @@ package struct ConfigurationDecoder {
                     throw ConfigError("\(product.name("rental_period")): a rental is a purchase option: name it in purchase_option")
                 }
                 guard let seconds = Self.durationSeconds(period), seconds > 0 else {
-                    throw ConfigError("\(product.name("rental_period")): \"\(PrintableText.escape(period))\" is not an ISO 8601 duration of days, hours, minutes or seconds (like P2D or PT48H), as Play Console shows the rental period")
+                    throw ConfigError("\(product.name("rental_period")): \"\(PrintableText.escape(period))\" is not an ISO 8601 duration "
+                                      + "of weeks, days, hours, minutes or seconds (like P2D or PT48H), as Play Console shows the rental period")
                 }
                 result.rentalPeriodSeconds = seconds
             }

@@ -21,7 +21,8 @@ package struct GooglePlayOrderLookup: Sendable {
 
     /// Whether `text` is a Google order id (`GPA.1234-5678-9012-34567`, `..0` for a renewal).
     package static func isOrderId(_ text: String) -> Bool {
-        text.hasPrefix("GPA.") && (6...128).contains(text.count) && text.allSatisfy { $0.isASCII && ($0.isNumber || $0 == "-" || $0 == "." || $0.isLetter) }
+        text.hasPrefix("GPA.") && (6...128).contains(text.count)
+            && text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }
     }
 
     /// Built from the configuration's `google_play`, or nil without one.
