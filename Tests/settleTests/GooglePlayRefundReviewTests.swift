@@ -161,6 +161,27 @@ class GooglePlayRefundReviewTests: GooglePlayTestCase {
         XCTAssertTrue(try consumptionHistory("o-late").last?["detail"]?.looseString?.contains("refund_review.respond is off") == true)
     }
 
+    func testRefundReviewOfAPurchaseStillBeingSettled_waitsForItsDelivery_thenIsAnswered() throws {
+        let token = scriptProduct("wait", orderId: "GPA.7777-0000-0000-00004", state: 2, account: "u-1")
+        fake.script(order: PlayOrder(orderId: "GPA.7777-0000-0000-00004", purchaseToken: PlayPurchaseToken(token)!, state: "PENDING",
+                                     lineItems: [.init(productId: gems, quantity: 1)]))
+        try enqueuePlay("o-wait", token: token)
+        let (daemon, port) = try startDaemon()
+        XCTAssertEqual(try history("o-wait").last?["outcome"], .string("wait"))
+        XCTAssertEqual(try pushReview(port, orderId: "GPA.7777-0000-0000-00004", messageId: "m-wait"), 200)
+        XCTAssertTrue(eventually(within: 20) { self.log(daemon).components(separatedBy: "pass.finished").count > 2 }, log(daemon))
+        XCTAssertTrue(fake.refundReviews("GPA.7777-0000-0000-00004").isEmpty)
+        XCTAssertTrue(try consumptionHistory("o-wait").isEmpty, "the review was closed while its order was still being settled")
+        // The payment completes; the order is delivered; the pass after that answers the review.
+        scriptProduct("wait", orderId: "GPA.7777-0000-0000-00004", state: 0, account: "u-1")
+        try settle(expecting: 0, ["reconcile", "--order", "o-wait"])
+        XCTAssertEqual(try state("o-wait"), "finished")
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 20) { self.fake.refundReviews("GPA.7777-0000-0000-00004").count == 1 }, log(daemon))
+        XCTAssertTrue(eventually(within: 20) { ((try? self.consumptionHistory("o-wait")) ?? []).first?["outcome"] == .string("answered") },
+                      log(daemon))
+    }
+
     func testRefundReviewConfiguration_refusesAPreferenceGoogleHasNot_andAnswersWithoutNotifications() throws {
         func play(_ review: JSONValue, notifications: Bool) -> [(String, JSONValue)] {
             var members: [(String, JSONValue)] = [("package_name", .string(Self.packageName)),
@@ -210,5 +231,9 @@ final class GooglePlayRefundReviewPostgresTests: GooglePlayRefundReviewTests {
 
     override func testRefundReviewPastGooglesDeadline_orWithAnswersOff_sendsNothing_andIsRecorded() throws {
         try super.testRefundReviewPastGooglesDeadline_orWithAnswersOff_sendsNothing_andIsRecorded()
+    }
+
+    override func testRefundReviewOfAPurchaseStillBeingSettled_waitsForItsDelivery_thenIsAnswered() throws {
+        try super.testRefundReviewOfAPurchaseStillBeingSettled_waitsForItsDelivery_thenIsAnswered()
     }
 }

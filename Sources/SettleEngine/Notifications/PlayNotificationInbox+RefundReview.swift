@@ -37,6 +37,7 @@ extension PlayNotificationInbox {
         case .inFlight:
             return
         case let .unknown(why):
+            if orderId == nil, awaitsVerification(googleOrderId: n.orderId) { return }
             return try notAnswered(why)
         case let .delivered(why):
             delivered = why
@@ -61,6 +62,22 @@ extension PlayNotificationInbox {
         try ledger.finishPlayRefundReview(messageId: record.messageId, outcome: "answered", detail: detail, orderId: orderId,
                                           history: HistoryEntry(at: now, kind: .consumption, outcome: "answered", detail: detail))
         log.info("google_play.refund_review_answered", ["google_order": n.orderId, "order": orderId, "body": evidence.serialized()])
+    }
+
+    /// Whether an order of the ledger holds the purchase behind `googleOrderId` (its token, from
+    /// `orders.get`) and is still being settled, unverified: the review waits for it. Google not
+    /// answering counts as yes (the deadline still ends the wait); Google knowing no such order, as no.
+    private func awaitsVerification(googleOrderId: String) -> Bool {
+        do {
+            let token = try client.order(googleOrderId).purchaseToken
+            return try ledger.playOrders(token: token).contains { order in
+                order.verified == nil && [.pending, .verifying, .delivering].contains(order.state)
+            }
+        } catch let error as PlayAPIError {
+            return error.kind != .purchaseNotFound
+        } catch {
+            return false
+        }
     }
 
     /// The answer's body but for the pending refund token: what the history records.
