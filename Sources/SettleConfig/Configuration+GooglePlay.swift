@@ -18,6 +18,24 @@ extension Configuration {
         package var push: Push?
         /// How often `settle run` reads `purchases.voidedpurchases.list`.
         package var voidedPollIntervalSeconds: Double = 3600
+        package var refundReview = RefundReview()
+
+        /// Answers to Google's pending refund reviews (`refund_review`, `orders.reviewrefund`), opt-in
+        /// like the App Store's `consumption`: sent only for purchases settle shows delivered.
+        package struct RefundReview: Sendable, Equatable {
+            /// Google's refund preference values (`RefundPreference`).
+            package enum Preference: String, Sendable, CaseIterable {
+                case decline = "DECLINE"
+                case approve = "APPROVE"
+                case neutral = "NEUTRAL"
+            }
+            package var respond = false
+            /// Google requires one; `NEUTRAL` says the operator has none.
+            package var refundPreference = Preference.neutral
+            package var sampleContentProvided = false
+
+            package init() {}
+        }
 
         /// How a push is authenticated: the OIDC token Pub/Sub signs for the push subscription.
         package struct Push: Sendable, Equatable {
@@ -92,6 +110,22 @@ extension ConfigurationDecoder {
             throw ConfigError("\(o.name("push")): required with notifications_path (settle refuses unauthenticated pushes)")
         }
         play.voidedPollIntervalSeconds = try o.number("voided_poll_interval_seconds", default: 3600, range: 60...86_400)
+        if var review = try o.object("refund_review") {
+            play.refundReview.respond = try review.bool("respond", default: false)
+            if let text = try review.string("refund_preference") {
+                typealias Preference = Configuration.GooglePlayConfiguration.RefundReview.Preference
+                guard let preference = Preference(rawValue: text) else {
+                    let allowed = Preference.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+                    throw ConfigError("\(review.name("refund_preference")): \"\(PrintableText.escape(text))\" is not one of \(allowed)")
+                }
+                play.refundReview.refundPreference = preference
+            }
+            play.refundReview.sampleContentProvided = try review.bool("sample_content_provided", default: false)
+            try review.rejectUnknownKeys()
+            if play.refundReview.respond && play.notificationsPath == nil {
+                throw ConfigError("\(review.name("respond")): Google asks for refund reviews by notification: set google_play.notifications_path")
+            }
+        }
         try o.rejectUnknownKeys()
         return play
     }

@@ -44,6 +44,13 @@ package struct Configuration: Sendable {
         package var grant: JSONValue?
         /// The stores that sell it under this product id (`"store"`; the App Store by default).
         package var stores: Set<Store> = [.appStore]
+        /// A Google Play one-time product's purchase option this product is (`"purchase_option"`):
+        /// a purchase of the product under another option is not this product. Nil: any option
+        /// that is not a rental.
+        package var purchaseOption: String? = nil
+        /// How long a rental option lasts (`"rental_period"`, ISO 8601): the hook's `expires_date`
+        /// is the purchase's completion plus this. A rental is never granted without one.
+        package var rentalPeriodSeconds: Int64? = nil
     }
 
     /// The legacy verifyReceipt endpoints.

@@ -208,9 +208,54 @@ package struct ConfigurationDecoder {
                 default: throw ConfigError("\(product.name("store")): \"\(store)\" is not one of \"app_store\", \"google_play\", \"both\"")
                 }
             }
+            var result = Configuration.Product(kind: kind, grant: grant, stores: stores)
+            if let option = try product.string("purchase_option") {
+                guard stores.contains(.googlePlay), kind != .autoRenewable, !option.isEmpty else {
+                    throw ConfigError("\(product.name("purchase_option")): only a Google Play one-time product has purchase options")
+                }
+                result.purchaseOption = option
+            }
+            if let period = try product.string("rental_period") {
+                guard result.purchaseOption != nil else {
+                    throw ConfigError("\(product.name("rental_period")): a rental is a purchase option: name it in purchase_option")
+                }
+                guard let seconds = Self.durationSeconds(period), seconds > 0 else {
+                    throw ConfigError("\(product.name("rental_period")): \"\(PrintableText.escape(period))\" is not an ISO 8601 duration "
+                                      + "of weeks, days, hours, minutes or seconds (like P2D or PT48H), as Play Console shows the rental period")
+                }
+                result.rentalPeriodSeconds = seconds
+            }
             try product.rejectUnknownKeys()
-            return .init(kind: kind, grant: grant, stores: stores)
+            return result
         }
+    }
+
+    /// An ISO 8601 duration of weeks, days, hours, minutes and seconds (`P2D`, `PT48H`,
+    /// `P1DT12H`) in seconds; nil for anything else (months and years have no fixed length).
+    package static func durationSeconds(_ text: String) -> Int64? {
+        guard text.hasPrefix("P"), text.count > 1 else { return nil }
+        var total: Int64 = 0
+        var number = ""
+        var inTime = false
+        var seen = false
+        for c in text.dropFirst() {
+            if c.isASCII && c.isNumber { number.append(c); continue }
+            if c == "T" && !inTime && number.isEmpty { inTime = true; continue }
+            guard let n = Int64(number), n <= 100_000 else { return nil }
+            let unit: Int64
+            switch (c, inTime) {
+            case ("W", false): unit = 604_800
+            case ("D", false): unit = 86_400
+            case ("H", true): unit = 3600
+            case ("M", true): unit = 60
+            case ("S", true): unit = 1
+            default: return nil
+            }
+            total += n * unit
+            number = ""
+            seen = true
+        }
+        return seen && number.isEmpty ? total : nil
     }
 
     private func decodeDelivery(_ object: ConfigObject) throws(ConfigError) -> Configuration.DeliveryConfiguration {

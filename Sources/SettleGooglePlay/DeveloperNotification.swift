@@ -17,6 +17,8 @@ package struct DeveloperNotification: Sendable, Equatable {
         case oneTimeProduct(OneTimeProductNotification)
         case subscription(SubscriptionNotification)
         case voidedPurchase(VoidedPurchaseNotification)
+        /// A refund or chargeback Google asks the developer to review within 24 hours.
+        case pendingRefundReview(PendingRefundReviewNotification)
         /// Sent from Play Console's "Send test notification": proves the wiring, changes nothing.
         case test
         /// None of the kinds settle knows; the names of the object's other fields.
@@ -28,6 +30,8 @@ package struct DeveloperNotification: Sendable, Equatable {
         case notAnObject = "not_an_object"
         /// A known kind without the purchase token it must carry.
         case missingPurchaseToken = "missing_purchase_token"
+        /// A pending refund review without the token its answer must carry, or without its order id.
+        case incompleteRefundReview = "incomplete_refund_review"
     }
 
     package init(version: String? = "1.0", packageName: String?, eventTimeMillis: Int64?, kind: Kind) {
@@ -55,6 +59,13 @@ package struct DeveloperNotification: Sendable, Equatable {
         } else if let n = json["voidedPurchaseNotification"] {
             kind = .voidedPurchase(VoidedPurchaseNotification(purchaseToken: try token(n), orderId: string(n, "orderId"),
                                                               rawProductType: int(n, "productType"), rawRefundType: int(n, "refundType")))
+        } else if let n = json["pendingRefundReviewNotification"] {
+            guard let token = string(n, "pendingRefundToken"), !token.isEmpty, let orderId = string(n, "orderId"), !orderId.isEmpty else {
+                throw .incompleteRefundReview
+            }
+            kind = .pendingRefundReview(PendingRefundReviewNotification(
+                pendingRefundToken: token, orderId: orderId, rawRefundReason: int(n, "refundReason"),
+                obfuscatedAccountId: string(n, "obfuscatedAccountId"), obfuscatedProfileId: string(n, "obfuscatedProfileId")))
         } else if json["testNotification"] != nil {
             kind = .test
         } else {
@@ -86,6 +97,13 @@ package struct DeveloperNotification: Sendable, Equatable {
             members.append(("voidedPurchaseNotification", .object([
                 ("purchaseToken", .string(n.purchaseToken.value)), ("orderId", .string(n.orderId)),
                 ("productType", .number(n.rawProductType)), ("refundType", .number(n.rawRefundType))])))
+        case let .pendingRefundReview(n):
+            var fields: [(String, JSONValue)] = [("version", .string("1.0")), ("pendingRefundToken", .string(n.pendingRefundToken)),
+                                                 ("orderId", .string(n.orderId))]
+            if let reason = n.rawRefundReason { fields.append(("refundReason", .number(reason))) }
+            if let id = n.obfuscatedAccountId { fields.append(("obfuscatedAccountId", .string(id))) }
+            if let id = n.obfuscatedProfileId { fields.append(("obfuscatedProfileId", .string(id))) }
+            members.append(("pendingRefundReviewNotification", .object(fields)))
         case .test:
             members.append(("testNotification", .object([("version", .string("1.0"))])))
         case let .unknown(fields):
@@ -158,5 +176,28 @@ package struct VoidedPurchaseNotification: Sendable, Equatable {
         self.orderId = orderId
         self.rawProductType = rawProductType
         self.rawRefundType = rawRefundType
+    }
+}
+
+/// Google asks for a review of a refund or chargeback of one order, to be answered within 24
+/// hours with `orders.reviewrefund` (the Play twin of the App Store's CONSUMPTION_REQUEST). It
+/// carries no purchase token: the order is named by its id. The pending refund token is what the
+/// answer must quote; it goes to Google and nowhere else (never a log, history or status).
+/// https://developer.android.com/google/play/billing/rtdn-reference#pending-refund-review
+package struct PendingRefundReviewNotification: Sendable, Equatable {
+    package var pendingRefundToken: String
+    /// `GPA.…`, the order under review (one period, for a subscription).
+    package var orderId: String
+    package var rawRefundReason: Int?
+    package var obfuscatedAccountId: String?
+    package var obfuscatedProfileId: String?
+
+    package init(pendingRefundToken: String, orderId: String, rawRefundReason: Int? = nil, obfuscatedAccountId: String? = nil,
+                obfuscatedProfileId: String? = nil) {
+        self.pendingRefundToken = pendingRefundToken
+        self.orderId = orderId
+        self.rawRefundReason = rawRefundReason
+        self.obfuscatedAccountId = obfuscatedAccountId
+        self.obfuscatedProfileId = obfuscatedProfileId
     }
 }

@@ -46,6 +46,10 @@ package struct PlayDeveloperClient: Sendable {
         package var query: [(String, String)] = []
         package var permission: Permission
         package var token: PlayPurchaseToken?
+        /// The Google order id a call is about (the Orders API): a 404 then means Google knows no such order.
+        package var orderId: String? = nil
+        /// A JSON body (Review Refund); nil sends none.
+        package var body: JSONValue? = nil
     }
 
     package func productPurchase(productId: String, token: PlayPurchaseToken) throws(PlayAPIError) -> ProductPurchase {
@@ -53,6 +57,16 @@ package struct PlayDeveloperClient: Sendable {
                         permission: .viewFinancialData, token: token)
         let json = try send(call)
         guard let purchase = ProductPurchase(json: json) else { throw garbage(call) }
+        return purchase
+    }
+
+    /// A one-time purchase with the purchase option and offer it was bought under (rentals and
+    /// pre-orders included): `purchases.productsv2.getproductpurchasev2`, which needs no product id.
+    package func productPurchaseV2(token: PlayPurchaseToken) throws(PlayAPIError) -> ProductPurchaseV2 {
+        let call = Call(name: "productsv2.get", method: "GET", segments: ["purchases", "productsv2", "tokens", token.value],
+                        permission: .viewFinancialData, token: token)
+        let json = try send(call)
+        guard let purchase = ProductPurchaseV2(json: json) else { throw garbage(call) }
         return purchase
     }
 
@@ -99,6 +113,23 @@ package struct PlayDeveloperClient: Sendable {
         let purchases = entries.compactMap(VoidedPurchase.init(json:))
         let next = json["tokenPagination"]?["nextPageToken"]?.looseString.flatMap { $0.isEmpty ? nil : $0 }
         return VoidedPurchasePage(purchases: purchases, nextPageToken: next, unreadable: entries.count - purchases.count)
+    }
+
+    /// `orders.get`: the order a customer's receipt e-mail names (`GPA.…`), with its purchase token.
+    /// https://developers.google.com/android-publisher/api-ref/rest/v3/orders/get
+    package func order(_ orderId: String) throws(PlayAPIError) -> PlayOrder {
+        let call = Call(name: "orders.get", method: "GET", segments: ["orders", orderId], permission: .viewFinancialData, orderId: orderId)
+        let json = try send(call)
+        guard let order = PlayOrder(json: json) else { throw garbage(call) }
+        return order
+    }
+
+    /// `orders.reviewrefund`: the answer to a pending refund review (the body of `PlayRefundReview`).
+    /// Google keeps the first answer to a review and answers OK to any later one.
+    /// https://developers.google.com/android-publisher/api-ref/rest/v3/orders/reviewrefund
+    package func reviewRefund(orderId: String, body: JSONValue) throws(PlayAPIError) {
+        _ = try send(Call(name: "orders.reviewrefund", method: "POST", segments: ["orders", orderId], verb: ":reviewrefund",
+                          permission: .manageOrders, orderId: orderId, body: body))
     }
 
     // MARK: - Exchange
@@ -148,9 +179,10 @@ package struct PlayDeveloperClient: Sendable {
     }
 
     private func exchange(_ call: Call, accessToken: String) -> Result<JSONValue, Failure> {
-        let request = HTTPRequest(method: call.method, url: url(call),
-                                  headers: [HTTPHeader("Authorization", "Bearer \(accessToken)"), HTTPHeader("Accept", "application/json")])
-        let what = call.token.map { "\(call.name) for \($0.fingerprint)" } ?? call.name
+        var headers = [HTTPHeader("Authorization", "Bearer \(accessToken)"), HTTPHeader("Accept", "application/json")]
+        if call.body != nil { headers.append(HTTPHeader("Content-Type", "application/json")) }
+        let request = HTTPRequest(method: call.method, url: url(call), headers: headers, body: call.body?.data ?? Data())
+        let what = call.token.map { "\(call.name) for \($0.fingerprint)" } ?? call.orderId.map { "\(call.name) for order \($0)" } ?? call.name
         let response: HTTPResponse
         do {
             response = try client.send(request)
@@ -175,6 +207,8 @@ package struct PlayDeveloperClient: Sendable {
             return fail(.configuration, "Google Play Developer API \(what) answered HTTP 403\(said): in Play Console, Users and permissions, give \(tokens.key.clientEmail) \"\(call.permission.rawValue)\" for \(packageName)")
         case 404 where google.reason == "applicationNotFound":
             return fail(.configuration, "Google Play knows no app \(packageName) (HTTP 404\(said)): check google_play.package_name")
+        case 404 where call.orderId != nil:
+            return fail(.purchaseNotFound, "Google Play knows no order \(call.orderId ?? "") (HTTP 404\(said))")
         case 404 where call.token == nil:
             return fail(.configuration, "Google Play Developer API \(what) answered HTTP 404\(said): check google_play.package_name and api_url")
         case 404, 410:

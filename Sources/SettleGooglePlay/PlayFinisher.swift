@@ -29,13 +29,14 @@ package struct PlayFinisher: StoreFinisher {
                 try client.acknowledgeSubscription(subscriptionId: order.productId, token: token)
                 return .finished("acknowledged")
             }
-            let purchase = try client.productPurchase(productId: order.productId, token: token)
+            let purchase = try client.productPurchaseV2(token: token)
             if kind == .consumable {
-                if purchase.consumptionState == .consumed { return .finished("already_consumed") }
+                let item = purchase.lineItems.first { $0.productId == order.productId } ?? purchase.lineItems.first
+                if item?.consumed == true { return .finished("already_consumed") }
                 try client.consumeProduct(productId: order.productId, token: token)
                 return .finished("consumed")
             }
-            if purchase.acknowledgementState == .acknowledged { return .finished("already_acknowledged") }
+            if purchase.acknowledged { return .finished("already_acknowledged") }
             try client.acknowledgeProduct(productId: order.productId, token: token)
             return .finished("acknowledged")
         } catch {

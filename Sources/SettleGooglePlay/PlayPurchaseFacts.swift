@@ -78,4 +78,19 @@ package struct PlayPurchaseFacts: Sendable, Equatable {
         self.init(state: state, orderId: orderId, productIds: s.lineItems.map(\.productId), isTest: s.isTestPurchase,
                   accountId: s.obfuscatedExternalAccountId, acknowledged: s.acknowledgementState == .acknowledged)
     }
+
+    /// A one-time purchase as productsv2 answers it, read for `productId` (its line item; nil: the first).
+    package init(productV2 p: ProductPurchaseV2, productId: String?) {
+        let item = p.lineItems.first { $0.productId == productId } ?? p.lineItems.first
+        let state: State
+        switch p.rawPurchaseState {
+        case "PURCHASED"?: state = .purchased
+        case "PENDING"?: state = .pending
+        case "CANCELLED"?: state = .canceled
+        default: state = .unclear("purchaseState \(p.rawPurchaseState ?? "absent")")
+        }
+        self.init(state: state, orderId: p.orderId, productIds: p.lineItems.map(\.productId), isTest: p.isTest,
+                  accountId: p.obfuscatedExternalAccountId, quantity: max(1, item?.quantity ?? 1), purchaseTimeMillis: p.completionMillis,
+                  acknowledged: p.acknowledged, consumed: item?.consumed ?? false)
+    }
 }

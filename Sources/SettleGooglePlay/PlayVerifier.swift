@@ -3,7 +3,8 @@ import SettleBase
 import SettleModel
 import SettleConfig
 
-/// Re-verifies a Google Play order: reads its purchase (`purchases.products.get`, or
+/// Re-verifies a Google Play order: reads its purchase (`purchases.productsv2`, which names the
+/// purchase option bought, or
 /// `purchases.subscriptionsv2.get` for an auto-renewable product) and lets
 /// `PlayPurchaseEligibility` decide, with the same `user_binding` as App Store orders. The Play
 /// counterpart of `StoreKitVerifier`; the ledger's grant reservation decides who holds the
@@ -72,8 +73,21 @@ package final class PlayVerifier: OrderVerifier {
                 }
                 facts = read
             } else {
-                facts = PlayPurchaseFacts(product: try client.productPurchase(productId: order.productId, token: token),
-                                          productId: order.productId)
+                let purchase = try client.productPurchaseV2(token: token)
+                facts = PlayPurchaseFacts(productV2: purchase, productId: order.productId)
+                if let item = purchase.lineItems.first(where: { $0.productId == order.productId }) {
+                    switch Self.option(item, of: product, productId: order.productId) {
+                    case let .refused(why):
+                        return Verification(outcome: .needsAttention(reason: .unknownProduct, detail: why + "; then settle retry \(order.orderId)"),
+                                            environment: facts.isTest ? PlayEnvironment.sandbox.rawValue : PlayEnvironment.production.rawValue,
+                                            storeAnswered: true)
+                    case let .rental(seconds):
+                        // A rental ends its period after the purchase completed: the hook takes it back then.
+                        expiresMs = facts.purchaseTimeMillis.map { $0 + seconds * 1000 }
+                    case .permanent:
+                        break
+                    }
+                }
             }
         } catch {
             return failure(error)
@@ -183,6 +197,32 @@ package final class PlayVerifier: OrderVerifier {
             + "which settle does only after its own delivery, and settle never delivered it: the app or another backend finished it, "
             + "most likely after granting it. If the customer has it: settle resolve \(id) --as granted_by_hand; "
             + "if not: settle retry \(id) (settle then delivers it)"
+    }
+
+    /// What a one-time purchase's purchase option makes of the configured product.
+    enum Option: Equatable {
+        case permanent
+        /// A rental of this many seconds.
+        case rental(Int64)
+        case refused(String)
+    }
+
+    /// A configured product that names a purchase option is that option only; a rental is
+    /// granted only as a product with a rental period, never like a permanent one.
+    static func option(_ item: ProductPurchaseV2.LineItem, of product: Configuration.Product, productId: String) -> Option {
+        let bought = item.purchaseOptionId.map { "purchase option \($0)" } ?? "a purchase option Google does not name"
+        if let wanted = product.purchaseOption, wanted != item.purchaseOptionId {
+            return .refused("the purchase of \(productId) is \(bought)\(item.isRental ? " (a rental)" : ""), and products.\(productId) "
+                            + "is purchase option \(wanted) (purchase_option): grant it by hand, or configure the option")
+        }
+        if item.isRental {
+            guard let seconds = product.rentalPeriodSeconds else {
+                return .refused("the purchase of \(productId) is a rental (\(bought)), and products.\(productId) names no rental_period: "
+                                + "a rental is never granted as a permanent product; set purchase_option and rental_period")
+            }
+            return .rental(seconds)
+        }
+        return product.rentalPeriodSeconds.map { .rental($0) } ?? .permanent
     }
 
     /// How long a purchase pending payment waits before Google is asked again (at most `backoff_max_seconds`).

@@ -15,6 +15,9 @@ package struct OrderFilter: Sendable, Equatable {
     package var appAccountToken: String?
     /// Google Play orders with this purchase token (`status --purchase-token-file`).
     package var purchaseToken: PlayPurchaseToken?
+    /// A Google order id looked up with Google (`orders.get`), used instead of `transactionId`:
+    /// the orders holding that purchase (verified as it), or holding its token and not yet verified.
+    package var googleOrder: GoogleOrderMatch?
     package var limit: Int
 
     package init(state: OrderState? = nil, userId: String? = nil, transactionId: String? = nil, appAccountToken: String? = nil,
@@ -24,6 +27,17 @@ package struct OrderFilter: Sendable, Equatable {
         self.userId = userId
         self.transactionId = transactionId
         self.limit = limit
+    }
+}
+
+/// A Google order id with the purchase token Google says is behind it.
+package struct GoogleOrderMatch: Sendable, Equatable {
+    package var orderId: String
+    package var token: PlayPurchaseToken
+
+    package init(orderId: String, token: PlayPurchaseToken) {
+        self.orderId = orderId
+        self.token = token
     }
 }
 
@@ -175,7 +189,12 @@ extension TransactionalLedger {
         // An Apple order id (from the customer's receipt email) is looked up with Apple first and
         // arrives here as the transactions behind it.
         let transactions = filter.transactionIds.isEmpty ? filter.transactionId.map { [$0] } ?? [] : filter.transactionIds
-        if !transactions.isEmpty {
+        if let google = filter.googleOrder {
+            // A token names every period of a subscription: an order verified as another period is not this one's.
+            conditions.append("(transaction_id = ? OR verified_transaction_id = ? OR original_transaction_id = ?"
+                              + " OR (purchase_token = ? AND verified_transaction_id IS NULL))")
+            arguments += [.text(google.orderId), .text(google.orderId), .text(google.orderId), .text(google.token.value)]
+        } else if !transactions.isEmpty {
             let marks = Array(repeating: "?", count: transactions.count).joined(separator: ",")
             conditions.append("(transaction_id IN (\(marks)) OR verified_transaction_id IN (\(marks)) OR original_transaction_id IN (\(marks)))")
             for _ in 0..<3 { arguments += transactions.map(LedgerValue.text) }

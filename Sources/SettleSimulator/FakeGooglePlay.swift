@@ -44,6 +44,12 @@ package final class FakeGooglePlay: Sendable {
         package var products: [String: ProductPurchase] = [:]
         package var subscriptions: [String: SubscriptionPurchaseV2] = [:]
         package var voided: [VoidedPurchase] = []
+        /// What productsv2 adds to a scripted one-time purchase, by token: its purchase option, and whether it is a rental.
+        package var purchaseOptions: [String: (option: String, rental: Bool)] = [:]
+        /// Orders API: by Google order id (`FakeGooglePlay+Orders.swift`).
+        package var orders: [String: PlayOrder] = [:]
+        /// Review Refund answers as received, by order id, in order (the first is the one Google keeps).
+        package var refundReviews: [String: [JSONValue]] = [:]
         package var voidedPageSize = 2
         package var apiFailures: [Failure] = []
         package var tokenFailures: [Failure] = []
@@ -75,6 +81,10 @@ package final class FakeGooglePlay: Sendable {
     // MARK: Scripting
 
     package func script(product token: String, _ purchase: ProductPurchase) { state.withLock { $0.products[token] = purchase } }
+    /// The purchase option a scripted one-time purchase was bought under, as productsv2 shows it.
+    package func script(purchaseOption option: String, rental: Bool = false, for token: String) {
+        state.withLock { $0.purchaseOptions[token] = (option, rental) }
+    }
     package func script(subscription token: String, _ purchase: SubscriptionPurchaseV2) { state.withLock { $0.subscriptions[token] = purchase } }
     package func script(voided: [VoidedPurchase], pageSize: Int = 2) {
         state.withLock { $0.voided = voided; $0.voidedPageSize = max(1, pageSize) }
@@ -102,7 +112,10 @@ package final class FakeGooglePlay: Sendable {
         if request.path == "/token" { return tokenEndpoint(request) }
         if request.path == Self.certsPath { return certs() }
         let prefix = "/androidpublisher/v3/applications/\(packageName)/purchases/"
-        guard request.path.hasPrefix(prefix) else { return Self.error(404, reason: "applicationNotFound", "No application was found.") }
+        let ordersPrefix = "/androidpublisher/v3/applications/\(packageName)/orders/"
+        guard request.path.hasPrefix(prefix) || request.path.hasPrefix(ordersPrefix) else {
+            return Self.error(404, reason: "applicationNotFound", "No application was found.")
+        }
         let (failure, known): (Failure?, Bool) = state.withLock { s in
             s.calls.append(Call(method: request.method, path: request.path, authorization: request.header("Authorization")))
             let bearer = request.header("Authorization").flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
@@ -110,6 +123,7 @@ package final class FakeGooglePlay: Sendable {
         }
         if let failure = late(failure) { return Self.respond(failure) }
         guard known else { return Self.error(401, reason: "authError", "Invalid Credentials") }
+        if request.path.hasPrefix(ordersPrefix) { return orders(request, rest: String(request.path.dropFirst(ordersPrefix.count))) }
         let rest = String(request.path.dropFirst(prefix.count))
         let (route, query) = rest.firstIndex(of: "?").map { (String(rest[..<$0]), String(rest[rest.index(after: $0)...])) } ?? (rest, "")
         return purchases(request.method, segments: route.split(separator: "/", omittingEmptySubsequences: false), query: query)
@@ -129,7 +143,7 @@ package final class FakeGooglePlay: Sendable {
         case ("GET", 1, "voidedpurchases"):
             return voidedPage(query)
         case (_, 4, "products") where parts[2] == "tokens", (_, 4, "subscriptions") where parts[2] == "tokens",
-             (_, 3, "subscriptionsv2") where parts[1] == "tokens":
+             (_, 3, "subscriptionsv2") where parts[1] == "tokens", ("GET", 3, "productsv2") where parts[1] == "tokens":
             break
         default:
             return Self.error(404, reason: "notFound", "Not Found")
@@ -150,6 +164,11 @@ package final class FakeGooglePlay: Sendable {
                 s.products[token]!.rawConsumptionState = 1
                 s.products[token]!.rawAcknowledgementState = 1
                 return HTTPServerResponse(status: 200)
+            case ("GET", "productsv2", ""):
+                guard let p = s.products[token] else { return Self.tokenInvalid }
+                let option = s.purchaseOptions[token]
+                return .json(200, ProductPurchaseV2(p, productId: p.productId ?? "", purchaseOptionId: option?.option,
+                                                    rental: option?.rental ?? false).json.data)
             case ("GET", "subscriptionsv2", ""):
                 guard let p = s.subscriptions[token] else { return Self.tokenInvalid }
                 return .json(200, p.json.data)

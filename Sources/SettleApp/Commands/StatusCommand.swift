@@ -27,7 +27,9 @@ enum StatusCommand {
       --transaction TXN  orders with this Apple transaction id (or original transaction id), or
                          this Google Play order id (GPA....); an Apple order id from the
                          customer's receipt email (e.g. MQ5Q8W3X2Z) is looked up with Apple
-                         first (Look Up Order ID; needs server_api)
+                         first (Look Up Order ID; needs server_api), a Google order id with
+                         Google (orders.get; needs google_play): whose purchase it is, and the
+                         orders holding its purchase token
       --app-account-token UUID
                          orders whose backend stored this StoreKit appAccountToken
       --purchase-token-file FILE|-
@@ -91,6 +93,14 @@ enum StatusCommand {
                     filter.transactionIds = purchases.flatMap { [$0.transactionId, $0.originalTransactionId] }
                 }
             }
+            var googleOrder: GooglePlayOrderLookup.Result?
+            if let id = filter.transactionId, GooglePlayOrderLookup.isOrderId(id),
+               let lookup = try GooglePlayOrderLookup.configured(configuration, time: context.time) {
+                googleOrder = lookup.lookUp(id)
+                if case let .found(order, _) = googleOrder {
+                    filter.googleOrder = GoogleOrderMatch(orderId: order.orderId, token: order.purchaseToken)
+                }
+            }
             let summary = try ledger.summary(filter)
             let breakers = try ledger.breakers()
             let daemon = try ledger.daemonRecord()
@@ -102,6 +112,10 @@ enum StatusCommand {
                     members.insert(("apple_order", StatusView.json(appleOrder)), at: 0)
                     json = .object(members)
                 }
+                if let googleOrder, case var .object(members) = json {
+                    members.insert(("google_play_order", StatusView.json(googleOrder, held: summary.matching)), at: 0)
+                    json = .object(members)
+                }
                 if let workers, case var .object(members) = json {
                     members.append(("workers", StatusView.json(workers: workers)))
                     json = .object(members)
@@ -109,6 +123,7 @@ enum StatusCommand {
                 context.print(json.serialized(pretty: true))
             } else {
                 if let appleOrder { context.print(StatusView.text(appleOrder)) }
+                if let googleOrder { context.print(StatusView.text(googleOrder, held: summary.matching)) }
                 context.print(StatusView.text(summary, breakers: breakers, daemon: daemon, now: context.time.unixSeconds))
                 if let workers { context.print(StatusView.text(workers: workers, now: context.time.unixSeconds)) }
             }

@@ -30,6 +30,8 @@ package struct PlayNotificationInbox: Sendable {
     package let binding: UserBinding
     package let log: Log
     package let metrics: Metrics?
+    /// How pending refund reviews are answered (`google_play.refund_review`).
+    package var refundReview = Configuration.GooglePlayConfiguration.RefundReview()
 
     /// Notifications worked on in one pass at most; the rest wait for the next.
     package static let batch = 200
@@ -83,6 +85,7 @@ package struct PlayNotificationInbox: Sendable {
         case let .oneTimeProduct(n): return ("one_time_product", n.purchaseToken)
         case let .subscription(n): return ("subscription", n.purchaseToken)
         case let .voidedPurchase(n): return ("voided_purchase", n.purchaseToken)
+        case .pendingRefundReview: return ("pending_refund_review", nil)
         case .test: return ("test", nil)
         case .unknown: return ("unknown", nil)
         }
@@ -134,6 +137,8 @@ package struct PlayNotificationInbox: Sendable {
                 case let .waiting(answered):
                     if answered { outcome = outcome.then(.answered) }
                     waiting.append(record)
+                case .recorded:
+                    done += 1
                 case let .storeFailed(error):
                     log.warning("google_play.notifications_deferred", ["error": error.description, "kind": error.kind.rawValue,
                                                                        "left": claimed.count - index + waiting.count,
@@ -156,6 +161,8 @@ package struct PlayNotificationInbox: Sendable {
         case waiting(answered: Bool)
         /// Google as a whole failed: nothing more is asked of it this pass.
         case storeFailed(PlayAPIError)
+        /// Done with, and its outcome already written with its effect (a refund review's answer).
+        case recorded
     }
 
     /// Works on one claimed notification. A ledger write its effect breaks (a constraint: a row
@@ -179,6 +186,9 @@ package struct PlayNotificationInbox: Sendable {
                                     renewal: renewed)
             case let .voidedPurchase(n):
                 return try voided(n, record: record, eventMs: notification.eventTimeMillis, work: work)
+            case let .pendingRefundReview(n):
+                // Recorded by itself, with the order's history, in one write; or left to wait.
+                return try refundReview(n, record: record, eventMs: notification.eventTimeMillis) ? .recorded : .waiting(answered: false)
             case .test:
                 return .finished(("test", "a test notification from Play Console", nil), answered: false)
             case let .unknown(fields):

@@ -108,6 +108,7 @@ extension Reconciler {
                                                                      serviceAccountEmail: push.serviceAccountEmail, time: ledger.time),
                     packageName: settings.packageName, client: play.client, products: configuration.products,
                     binding: configuration.userBinding, log: log, metrics: metrics)
+                playInbox?.refundReview = settings.refundReview
             }
             stores[.googlePlay] = GooglePlayAdapter(
                 verifier: play, finisher: PlayFinisher(client: play.client, products: configuration.products), inbox: playInbox,
