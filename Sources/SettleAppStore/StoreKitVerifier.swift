@@ -13,6 +13,10 @@ package struct StoreKitVerifier: OrderVerifier {
     package var time: any TimeSource
     /// What a stored legacy receipt says (nil when receipts are not handled here).
     package var legacyReceipt: (@Sendable (Order) throws -> LegacyReceiptIds?)?
+    /// The users the ledger learned these `appTransactionId`s are (nil: none is looked up).
+    package var linkedUsers: (@Sendable ([String]) throws -> LinkedAppTransactions)?
+    /// Records that the order's verified AppTransaction links its id to the order's user.
+    package var learn: (@Sendable (AppTransaction, Order) throws -> Void)?
 
     /// A transaction Apple does not know yet may be brand new: this many spaced retries
     /// (the order's backoff) before it is rejected as not found.
@@ -35,9 +39,25 @@ package struct StoreKitVerifier: OrderVerifier {
 
     package func verify(_ order: Order) throws -> Verification {
         let started = DispatchTime.now()
+        if let refused = try learnAppTransaction(order) { return refused }
         var verification = try route(order)
         verification.durationMs = Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000)
         return verification
+    }
+
+    /// An order may carry the signed AppTransaction its user's app read (`app_transaction`): once
+    /// it verifies, its `appTransactionId` is learned as the user's before the purchase is
+    /// decided, so a tokenless purchase of that Apple Account binds to them. One that does not
+    /// verify ends the order as a forged proof does: it must not claim someone else's account.
+    private func learnAppTransaction(_ order: Order) throws -> Verification? {
+        guard let token = order.appTransaction else { return nil }
+        switch signedData.verifyAppTransaction(token, now: time.now) {
+        case let .failure(failure):
+            return Verification(outcome: .rejected(reason: reason(failure), detail: "the order's app transaction: \(failure)"))
+        case let .success(app):
+            try learn?(app, order)
+            return nil
+        }
     }
 
     private func route(_ order: Order) throws -> Verification {
@@ -215,9 +235,18 @@ package struct StoreKitVerifier: OrderVerifier {
                               environment: t.environment.rawValue, quantity: t.quantity, purchaseDateMs: t.purchaseDateMs,
                               expiresDateMs: t.expiresDateMs,
                               refunded: t.revocationDateMs.map { "was revoked at \(Timestamp.rfc3339(milliseconds: $0))" },
-                              isUpgraded: t.isUpgraded, appAccountToken: t.appAccountToken)
+                              isUpgraded: t.isUpgraded, appAccountToken: t.appAccountToken,
+                              appTransactionId: t.appTransactionId, familyShared: t.isFamilyShared)
         }
-        return eligibility.decide(confirmed, order: order, named: named, proofSigned: proofSigned)
+        let ids = Array(Set(transactions.compactMap(\.appTransactionId))).sorted()
+        var linked: LinkedAppTransactions = [:]
+        do {
+            if !ids.isEmpty, let linkedUsers { linked = try linkedUsers(ids) }
+        } catch {
+            // Deciding without them could refuse a purchase its user is linked to: later, not wrong.
+            return .retry("reading which users the purchase's appTransactionId is linked to: \(error)")
+        }
+        return eligibility.decide(confirmed, order: order, named: named, proofSigned: proofSigned, linked: linked)
     }
 
     private func reason(_ failure: SignedDataFailure) -> RejectionReason {

@@ -414,5 +414,21 @@ package enum LedgerSchema {
             source          TEXT NOT NULL
         );
         """,
+        // 11: who an Apple Account is. `app_transactions` holds each `appTransactionId` a signed
+        // AppTransaction linked to a user (`settle link`, or an order's `app_transaction`, the
+        // column backends write), so purchases without the user's token (offer codes, App Store
+        // purchases, a family member's shared ones) bind to that user.
+        """
+        ALTER TABLE orders ADD COLUMN app_transaction TEXT;
+        CREATE TABLE app_transactions (
+            app_transaction_id  TEXT NOT NULL,
+            user_id             TEXT NOT NULL,
+            environment         TEXT NOT NULL,
+            source              TEXT NOT NULL,
+            order_id            TEXT,
+            learned_at          INTEGER NOT NULL,
+            PRIMARY KEY (app_transaction_id, user_id)
+        );
+        """,
     ]
 }

@@ -320,6 +320,19 @@ package enum PostgresLedgerSchema {
             source          TEXT NOT NULL
         );
         """,
+        // 7: as the SQLite ledger's migration 11: who an Apple Account is (`app_transactions`).
+        """
+        ALTER TABLE orders ADD COLUMN app_transaction TEXT;
+        CREATE TABLE app_transactions (
+            app_transaction_id  TEXT NOT NULL,
+            user_id             TEXT NOT NULL,
+            environment         TEXT NOT NULL,
+            source              TEXT NOT NULL,
+            order_id            TEXT,
+            learned_at          BIGINT NOT NULL,
+            PRIMARY KEY (app_transaction_id, user_id)
+        );
+        """,
     ]
 
     /// The first schema with App Store Server Notifications' tables.
