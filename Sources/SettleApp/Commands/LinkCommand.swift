@@ -41,7 +41,7 @@ enum LinkCommand {
         let configuration = try context.loadConfiguration(parsed)
         let app = try verify(token, configuration: configuration, now: context.time.now)
         do {
-            let ledger = try configuration.openLedger(.current, time: context.time)
+            let ledger = try configuration.openLedger(.existing, time: context.time)
             let link = try ledger.linkAppTransaction(app, userId: user, source: "link", orderId: nil)
             context.print(link.created ? "linked appTransactionId \(app.appTransactionId) (\(app.environment)) to user \(user)"
                                        : "appTransactionId \(app.appTransactionId) is already linked to user \(user); nothing changed")
