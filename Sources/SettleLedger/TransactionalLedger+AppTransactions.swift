@@ -8,6 +8,9 @@ package struct AppTransactionLink: Sendable, Equatable {
     /// Other users the same id is linked to: one Apple Account signed in to several of the app's
     /// accounts. Its purchases then bind to none of them by this id (a person decides).
     package var otherUsers: [String]
+    /// Unclaimed orders of the account's purchases that the link gave to the user: pending,
+    /// due now, verified like any order (the binding checks the link again).
+    package var assigned: [String] = []
 }
 
 /// Who an Apple Account is, written once for both engines: each `appTransactionId` a verified
@@ -35,7 +38,35 @@ extension LedgerTransaction {
             """, [.text(app.appTransactionId), .text(userId), .text(app.environment.rawValue), .text(source), .from(orderId),
                   .integer(now)])
         let others = try linkedUsers([app.appTransactionId])[app.appTransactionId, default: []].subtracting([userId])
-        return AppTransactionLink(created: !inserted.isEmpty, otherUsers: others.sorted())
+        var link = AppTransactionLink(created: !inserted.isEmpty, otherUsers: others.sorted())
+        if others.isEmpty { link.assigned = try assignUnclaimed(of: app.appTransactionId, to: userId, now: now) }
+        return link
+    }
+
+    /// Apple reported purchases of this account before anyone knew whose it is: each waits as
+    /// `unclaimed_purchase`. The link names the buyer, as `settle assign` would. Settle's own
+    /// rows only (`apple_notification`), found by their signed transaction's `appTransactionId`,
+    /// a lookup key: the pass verifies the transaction again, and its binding checks the link.
+    private func assignUnclaimed(of appTransactionId: String, to userId: String, now: Int64) throws -> [String] {
+        let unclaimed = try query("""
+            SELECT order_id, signed_transaction FROM orders
+            WHERE state = 'needs_attention' AND reason = ? AND store = 'app_store' AND origin = 'apple_notification'
+              AND signed_transaction IS NOT NULL ORDER BY created_at\(dialect.lockRows)
+            """, [.text(AttentionReason.unclaimedPurchase.rawValue)])
+        var assigned: [String] = []
+        for row in unclaimed {
+            guard let orderId = row.string("order_id"),
+                  row.string("signed_transaction").flatMap(Order.appTransactionId(namedIn:)) == appTransactionId else { continue }
+            try query("""
+                UPDATE orders SET user_id = ?, state = 'pending', attempts = 0, next_attempt_at = ?, reason = NULL, last_error = NULL,
+                       updated_at = ? WHERE order_id = ?
+                """, [.text(userId), .integer(now), .integer(now), .text(orderId)])
+            try appendHistory(orderId, HistoryEntry(at: now, kind: .assign, outcome: "assigned",
+                                                    detail: "to user \(userId): a signed AppTransaction linked the purchase's "
+                                                        + "appTransactionId \(appTransactionId) to them"))
+            assigned.append(orderId)
+        }
+        return assigned
     }
 
     /// The users each id is linked to; an id linked to nobody is absent.

@@ -23,8 +23,9 @@ enum LinkCommand {
     member has their own: a purchase without the user's appAccountToken (an offer code, a
     purchase in the App Store, a family member's shared purchase) whose appTransactionId is
     linked is bound to the user as a token binds it; a family member's is bound to the member,
-    never to the buyer. A bare id is never linked: anyone can send one. The same link twice is a
-    no-op. An id linked to several users binds to none of them (a person decides); settle says
+    never to the buyer. Purchases of the account that Apple already reported and that wait as
+    unclaimed_purchase are assigned to the user (pending, due now). A bare id is never linked:
+    anyone can send one. The same link twice is a no-op. An id linked to several users binds to none of them (a person decides); settle says
     so. Exit 65 when the AppTransaction does not verify.
     """
 
@@ -45,6 +46,9 @@ enum LinkCommand {
             let link = try ledger.linkAppTransaction(app, userId: user, source: "link", orderId: nil)
             context.print(link.created ? "linked appTransactionId \(app.appTransactionId) (\(app.environment)) to user \(user)"
                                        : "appTransactionId \(app.appTransactionId) is already linked to user \(user); nothing changed")
+            for orderId in link.assigned {
+                context.print("assigned \(orderId) to user \(user): Apple reported it unclaimed; pending, due now")
+            }
             if !link.otherUsers.isEmpty {
                 context.printError("settle link: warning: appTransactionId \(app.appTransactionId) is also linked to "
                                    + "\(link.otherUsers.joined(separator: ", ")): its purchases bind to none of them by it; a person decides")

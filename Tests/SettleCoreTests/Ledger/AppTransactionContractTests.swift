@@ -19,8 +19,10 @@ extension LedgerContractTests {
         if let account { members.append(("appTransactionId", .string(account))) }
         if let token { members.append(("appAccountToken", .string(token))) }
         let uuid = UUID().uuidString.lowercased()
+        // The ledger reads a stored signed transaction's ids as lookup keys only: any compact JWS shape does.
+        let jws = "eyJhbGciOiJFUzI1NiJ9." + Base64URL.encode(Data(JSONValue.object(members).serialized().utf8)) + ".c2ln"
         return AppleNotification(uuid: uuid, type: type, subtype: nil, environment: .production, signedDateMs: 2_000,
-                                 transaction: try SignedTransaction(decoding: .object(members)), signedTransactionInfo: nil,
+                                 transaction: try SignedTransaction(decoding: .object(members)), signedTransactionInfo: jws,
                                  consumptionRequestReason: nil, revocationReason: nil, signedPayload: "signed-\(uuid)")
     }
 
@@ -89,6 +91,26 @@ extension LedgerContractTests {
                                             source: "endpoint", rules: rules)
             XCTAssertEqual(result.outcome, "unclaimed", b.name)
             XCTAssertTrue(result.detail?.contains("is linked to more than one user (u-1, u-2)") == true, "\(b.name): \(result.detail ?? "")")
+        }
+    }
+
+    func testLinkAppTransaction_assignsTheAccountsPurchasesThatAppleReportedUnclaimed_toTheUser_onEveryBackEnd() throws {
+        try onEachBackEnd { b in
+            for id in ["831", "832"] {
+                XCTAssertEqual(try b.store.ingest(try accountNotification("ONE_TIME_CHARGE", transaction: id, account: "a-late"),
+                                                  source: "endpoint", rules: rules).outcome, "unclaimed", b.name)
+            }
+            _ = try b.store.ingest(try accountNotification("ONE_TIME_CHARGE", transaction: "833", account: "a-someone-else"),
+                                   source: "endpoint", rules: rules)
+            let link = try b.store.linkAppTransaction(account("a-late"), userId: "u-late", source: "link", orderId: nil)
+            XCTAssertEqual(link.assigned, ["apple-831", "apple-832"], b.name)
+            let record = try XCTUnwrap(try b.store.orderRecord("apple-831"), b.name)
+            XCTAssertEqual(record.order.state, .pending, b.name)
+            XCTAssertEqual(record.order.userId, "u-late", b.name)
+            XCTAssertEqual(record.history.last?.outcome, "assigned", b.name)
+            XCTAssertEqual(try state(b.store, "apple-833"), .needsAttention, b.name)
+            XCTAssertEqual(try b.store.linkAppTransaction(account("a-late"), userId: "u-late", source: "link", orderId: nil).assigned, [],
+                           b.name)
         }
     }
 }
