@@ -38,6 +38,8 @@ package enum LedgerCopy {
         ("play_cursor", ["id", "voided_since_ms", "page_token", "polled_at"]),
         ("play_voided", ["google_order_id", "quantity", "voided_at", "source"]),
         ("app_transactions", ["app_transaction_id", "user_id", "environment", "source", "order_id", "learned_at"]),
+        ("account_token_updates", ["order_id", "app_account_token", "state", "attempts", "next_attempt_at", "apple_status",
+                                   "last_error", "claim", "created_at", "updated_at"]),
     ]
 
     /// Copies the SQLite ledger at `path` into `destination`. The source is read in one read

@@ -18,6 +18,8 @@ package struct AppStoreAdapter: StoreAdapter {
     /// App Store Server Notifications, at `notifications.path` when the listener is configured.
     package var inbox: NotificationInbox?
     package var notificationsPath: String?
+    /// Set App Account Token after `settle assign`, when `server_api` is configured.
+    package var accountTokens: AppAccountTokens?
 
     package init(receipts: ReceiptVerifier?, storeKit: StoreKitVerifier, products: Set<String>, inbox: NotificationInbox? = nil,
                  notificationsPath: String? = nil) {
@@ -53,7 +55,9 @@ package struct AppStoreAdapter: StoreAdapter {
 
     package func beforeClaims() throws(LedgerError) {}
 
-    package func afterPass() throws(LedgerError) {}
+    package func afterPass() throws(LedgerError) {
+        try accountTokens?.run()
+    }
 
     package var listenerRoutes: [String: ListenerRoute] {
         guard let inbox, let notificationsPath else { return [:] }
