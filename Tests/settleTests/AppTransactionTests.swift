@@ -48,6 +48,9 @@ final class AppTransactionTests: EndToEndTestCase {
                                   "--signed-transaction-file", try purchase("2000000970000002", account: "7001"),
                                   "--app-transaction-file", "-"],
                    stdin: Data(try String(contentsOfFile: try appTransaction("7001"), encoding: .utf8).utf8))
+        let preview = try settle(expecting: 0, ["reconcile", "--dry-run"]).stdout
+        XCTAssertTrue(preview.contains("o-linked: would grant transaction 2000000970000002"), preview)
+        XCTAssertEqual(try ledgerRows(["app_transactions"])["app_transactions"] ?? [], [], "a dry run links nothing")
         try settle(expecting: 0, ["reconcile"])
         XCTAssertEqual(try state("o-linked"), "finished")
         XCTAssertEqual(world.deliveries, ["2000000970000002 o-linked"])

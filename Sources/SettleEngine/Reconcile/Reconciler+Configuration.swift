@@ -52,9 +52,6 @@ extension Reconciler {
                                            acceptSandbox: configuration.acceptSandbox),
             api: api, eligibility: eligibility, time: ledger.time)
         storeKit.linkedUsers = { ids in try ledger.linkedUsers(appTransactionIds: ids) }
-        storeKit.learn = { app, order in
-            try ledger.linkAppTransaction(app, userId: order.userId, source: "order", orderId: order.orderId)
-        }
         if receipts == nil, let serverAPI = configuration.serverAPI {
             // Receipts are read here, not by Apple: their signatures must chain to these roots.
             let signature = AppReceiptSignature(rootCertificates: try serverAPI.loadReceiptRoots())

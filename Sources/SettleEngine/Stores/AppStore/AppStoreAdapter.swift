@@ -41,7 +41,16 @@ package struct AppStoreAdapter: StoreAdapter {
                                                              + "add it, then settle retry \(Verdict.shellWord(order.orderId))"))
         }
         if order.signedTransaction == nil, order.receiptSHA256 != nil {
-            if let receipts { return try receipts.verify(order) }
+            if let receipts {
+                // verifyReceipt's purchases carry no appTransactionId; the order's AppTransaction is still learned.
+                switch storeKit.appTransaction(of: order) {
+                case let .failure(refused): return refused.verification
+                case let .success(app):
+                    var verification = try receipts.verify(order)
+                    verification.learned = app
+                    return verification
+                }
+            }
             guard storeKit.legacyReceipt != nil else {
                 return Verification(outcome: .configurationFault("the order has an app receipt but neither receipt_api nor server_api is configured"))
             }
