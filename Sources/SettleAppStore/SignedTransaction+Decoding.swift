@@ -41,6 +41,7 @@ extension SignedTransaction {
                   purchaseDateMs: purchaseDateMs, expiresDateMs: expiresDateMs, revocationDateMs: revocationDateMs,
                   signedDateMs: signedDateMs, quantity: count, environment: known, type: type,
                   inAppOwnershipType: inAppOwnershipType, appAccountToken: appAccountToken, isUpgraded: isUpgraded, payload: payload)
+        self.appTransactionId = try Self.optionalString("appTransactionId", in: payload).flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// An empty token is read as none; anything else must be a UUID, which is all Apple

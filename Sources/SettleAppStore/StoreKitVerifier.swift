@@ -13,6 +13,11 @@ package struct StoreKitVerifier: OrderVerifier {
     package var time: any TimeSource
     /// What a stored legacy receipt says (nil when receipts are not handled here).
     package var legacyReceipt: (@Sendable (Order) throws -> LegacyReceiptIds?)?
+    /// The users the ledger learned these `appTransactionId`s are (nil: none is looked up).
+    package var linkedUsers: (@Sendable ([String]) throws -> LinkedAppTransactions)?
+    /// The order's own verified AppTransaction and its user, counted as linked while this
+    /// order is decided (the pass records the link itself, `Verification.learned`).
+    private var orderLink: (appTransactionId: String, userId: String)?
 
     /// A transaction Apple does not know yet may be brand new: this many spaced retries
     /// (the order's backoff) before it is rejected as not found.
@@ -35,9 +40,32 @@ package struct StoreKitVerifier: OrderVerifier {
 
     package func verify(_ order: Order) throws -> Verification {
         let started = DispatchTime.now()
-        var verification = try route(order)
+        let learned: AppTransaction?
+        switch appTransaction(of: order) {
+        case let .failure(refused): return refused.verification
+        case let .success(app): learned = app
+        }
+        var this = self
+        this.orderLink = learned.map { ($0.appTransactionId, order.userId) }
+        var verification = try this.route(order)
+        verification.learned = learned
         verification.durationMs = Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000)
         return verification
+    }
+
+    /// An order may carry the signed AppTransaction its user's app read (`app_transaction`): once
+    /// it verifies, its `appTransactionId` counts as the user's while the purchase is decided,
+    /// so a tokenless purchase of that Apple Account binds to them. One that does not verify
+    /// ends the order as a forged proof does: it must not claim someone else's account.
+    package func appTransaction(of order: Order) -> Result<AppTransaction?, VerificationFailure> {
+        guard let token = order.appTransaction else { return .success(nil) }
+        switch signedData.verifyAppTransaction(token, now: time.now) {
+        case let .failure(failure):
+            return .failure(VerificationFailure(Verification(
+                outcome: .rejected(reason: reason(failure), detail: "the order's app transaction: \(failure)"))))
+        case let .success(app):
+            return .success(app)
+        }
     }
 
     private func route(_ order: Order) throws -> Verification {
@@ -215,9 +243,19 @@ package struct StoreKitVerifier: OrderVerifier {
                               environment: t.environment.rawValue, quantity: t.quantity, purchaseDateMs: t.purchaseDateMs,
                               expiresDateMs: t.expiresDateMs,
                               refunded: t.revocationDateMs.map { "was revoked at \(Timestamp.rfc3339(milliseconds: $0))" },
-                              isUpgraded: t.isUpgraded, appAccountToken: t.appAccountToken)
+                              isUpgraded: t.isUpgraded, appAccountToken: t.appAccountToken,
+                              appTransactionId: t.appTransactionId, familyShared: t.isFamilyShared)
         }
-        return eligibility.decide(confirmed, order: order, named: named, proofSigned: proofSigned)
+        let ids = Array(Set(transactions.compactMap(\.appTransactionId))).sorted()
+        var linked: LinkedAppTransactions = [:]
+        do {
+            if !ids.isEmpty, let linkedUsers { linked = try linkedUsers(ids) }
+            if let orderLink { linked[orderLink.appTransactionId, default: []].insert(orderLink.userId) }
+        } catch {
+            // Deciding without them could refuse a purchase its user is linked to: later, not wrong.
+            return .retry("reading which users the purchase's appTransactionId is linked to: \(error)")
+        }
+        return eligibility.decide(confirmed, order: order, named: named, proofSigned: proofSigned, linked: linked)
     }
 
     private func reason(_ failure: SignedDataFailure) -> RejectionReason {

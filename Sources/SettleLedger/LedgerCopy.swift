@@ -21,7 +21,7 @@ package enum LedgerCopy {
                     "original_transaction_id", "verified_product_id", "quantity", "purchase_date_ms", "expires_date_ms",
                     "lease_host", "lease_pid", "lease_start", "lease_expires_at", "created_at", "updated_at", "finished_at",
                     "grant_key", "app_account_token", "origin", "refunded_at", "refund_kind", "refund_reason", "store",
-                    "purchase_token", "delivered_at", "replaces"]),
+                    "purchase_token", "delivered_at", "replaces", "app_transaction"]),
         ("history", ["id", "order_id", "at", "kind", "outcome", "apple_status", "hook_exit", "environment", "duration_ms", "detail"]),
         ("grants", ["grant_key", "transaction_id", "order_id", "source", "granted_at", "note"]),
         ("notifications", ["uuid", "type", "subtype", "environment", "signed_date_ms", "transaction_id", "original_transaction_id",
@@ -38,6 +38,9 @@ package enum LedgerCopy {
                                 "payload", "claim"]),
         ("play_cursor", ["id", "voided_since_ms", "page_token", "polled_at"]),
         ("play_voided", ["google_order_id", "quantity", "voided_at", "source"]),
+        ("app_transactions", ["app_transaction_id", "user_id", "environment", "source", "order_id", "learned_at"]),
+        ("account_token_updates", ["order_id", "app_account_token", "state", "attempts", "next_attempt_at", "apple_status",
+                                   "last_error", "claim", "created_at", "updated_at"]),
     ]
 
     /// Copies the SQLite ledger at `path` into `destination`. The source is read in one read

@@ -421,5 +421,35 @@ package enum LedgerSchema {
         ALTER TABLE play_notifications ADD COLUMN claim INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE play_notifications ADD COLUMN claimed_until INTEGER;
         """,
+        // 12: who an Apple Account is. `app_transactions` holds each `appTransactionId` a signed
+        // AppTransaction linked to a user (`settle link`, or an order's `app_transaction`, the
+        // column backends write), so purchases without the user's token (offer codes, App Store
+        // purchases, a family member's shared ones) bind to that user. `account_token_updates`:
+        // after `settle assign`, Set App Account Token for the purchase, so renewals bind by themselves.
+        """
+        ALTER TABLE orders ADD COLUMN app_transaction TEXT;
+        CREATE TABLE app_transactions (
+            app_transaction_id  TEXT NOT NULL,
+            user_id             TEXT NOT NULL,
+            environment         TEXT NOT NULL,
+            source              TEXT NOT NULL,
+            order_id            TEXT,
+            learned_at          INTEGER NOT NULL,
+            PRIMARY KEY (app_transaction_id, user_id)
+        );
+        CREATE TABLE account_token_updates (
+            order_id           TEXT PRIMARY KEY NOT NULL,
+            app_account_token  TEXT NOT NULL,
+            state              TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending','set','refused','failed','cancelled')),
+            attempts           INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at    INTEGER NOT NULL,
+            apple_status       INTEGER,
+            last_error         TEXT,
+            claim              INTEGER NOT NULL DEFAULT 0,
+            created_at         INTEGER NOT NULL,
+            updated_at         INTEGER NOT NULL
+        );
+        CREATE INDEX account_token_updates_due ON account_token_updates(next_attempt_at) WHERE state = 'pending';
+        """,
     ]
 }

@@ -25,6 +25,11 @@ package protocol LedgerBase: AnyObject, Sendable {
 /// (`LedgerDialect.fence`).
 package protocol OrderLedger: LedgerBase {
     func enqueue(_ new: NewOrder) throws(LedgerError) -> EnqueueResult
+    /// Links a verified AppTransaction's `appTransactionId` to a user (`settle link`, an order's
+    /// `app_transaction`): that Apple Account's tokenless purchases then bind to the user.
+    @discardableResult
+    func linkAppTransaction(_ app: AppTransaction, userId: String, source: String, orderId: String?) throws(LedgerError) -> AppTransactionLink
+    func linkedUsers(appTransactionIds: [String]) throws(LedgerError) -> LinkedAppTransactions
     func receipt(sha256: String) throws(LedgerError) -> String?
 
     // Claims
@@ -84,7 +89,7 @@ package protocol SupportLedger: LedgerBase {
     @discardableResult
     func resolve(orderIds: [String], as resolution: Resolution, note: String, transaction: String?) throws(LedgerError) -> [(String, OrderState)]
     /// `settle assign`: an order without a user (`unclaimed_purchase`) gets its buyer and is due now.
-    func assign(orderId: String, userId: String, note: String?) throws(LedgerError)
+    func assign(orderId: String, userId: String, note: String?, accountToken: String?) throws(LedgerError)
 
     func summary(_ filter: OrderFilter) throws(LedgerError) -> LedgerSummary
     func orderRecord(_ orderId: String) throws(LedgerError) -> (order: Order, history: [HistoryEntry])?
@@ -178,5 +183,12 @@ extension Order {
     /// Claim order among due orders: due first, then by order id (`claimDue`).
     package static func beforeInDueOrder(_ a: Order, _ b: Order) -> Bool {
         a.nextAttemptAt != b.nextAttemptAt ? a.nextAttemptAt < b.nextAttemptAt : a.orderId < b.orderId
+    }
+}
+
+extension SupportLedger {
+    /// `settle assign` without an account token owed to Apple.
+    package func assign(orderId: String, userId: String, note: String?) throws(LedgerError) {
+        try assign(orderId: orderId, userId: userId, note: note, accountToken: nil)
     }
 }

@@ -168,10 +168,17 @@ extension LedgerTransaction {
             return IngestResult(outcome: "already_granted", orderId: nil, detail: "grant key \(key) is held by \(holder.description)",
                                 duplicate: false, needsPass: false)
         }
-        // The purchase's own user: its token binds to the order's user, or stands for that user.
-        let user = try userFor(token: t.appAccountToken, binding: rules.eligibility.binding)
+        // The purchase's own user: its token binds to the order's user, or stands for that user;
+        // else the user a signed AppTransaction linked its appTransactionId to. A family member's
+        // shared purchase carries no token of the member's (at most the buyer's): only the
+        // member's own appTransactionId binds it, never to the buyer.
+        let token = t.isFamilyShared ? nil : t.appAccountToken
+        let linked = try linkedUsers(t.appTransactionId.map { [$0] } ?? [])
+        let linkedUser = t.appTransactionId.flatMap { linked[$0] }.flatMap { $0.count == 1 ? $0.first : nil }
+        let user = try userFor(token: token, binding: rules.eligibility.binding) ?? linkedUser
         let buyers = { (order: Order) in
-            rules.eligibility.binding.verdict(purchaseToken: t.appAccountToken, order: order, proofSigned: true) == .bound
+            rules.eligibility.binding.verdict(purchaseToken: token, order: order, proofSigned: true,
+                                              appTransactionId: t.appTransactionId, linked: linked) == .bound
                 || (user != nil && !order.userId.isEmpty && order.userId == user)
         }
         if let live = orders.first(where: { $0.state != .finished && $0.state != .rejected && buyers($0) }) {
@@ -214,7 +221,13 @@ extension LedgerTransaction {
             state = .needsAttention
             reason = AttentionReason.unclaimedPurchase.rawValue
             outcome = "unclaimed"
-            let token = t.appAccountToken.map { "appAccountToken \($0) maps to no user (user_binding)" } ?? "the purchase carries no appAccountToken"
+            var token = t.isFamilyShared ? "it is a family member's shared purchase, which carries no token of the member's"
+                : t.appAccountToken.map { "appAccountToken \($0) maps to no user (user_binding)" } ?? "the purchase carries no appAccountToken"
+            if let id = t.appTransactionId {
+                let users = linked[id].map { " is linked to more than one user (\($0.sorted().joined(separator: ", ")))" }
+                    ?? " is linked to no user (settle link)"
+                token += ", and its appTransactionId \(id)\(users)"
+            }
             // Orders that name the transaction but cannot be tied to its buyer: support's first lead.
             let naming = orders.prefix(3).map { "\($0.orderId) (user \($0.userId), \($0.state.rawValue))" }
             error = "Apple reported \(t.productId) transaction \(t.transactionId) (\(t.environment), purchased \(purchased)) that no backend "
@@ -248,7 +261,7 @@ extension LedgerTransaction {
                                last_error, origin, next_attempt_at, created_at, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'apple_notification', ?, ?, ?)
             """, [.text(orderId), .text(user ?? ""), .text(t.productId), .text(t.transactionId), .from(n.signedTransactionInfo),
-                  .from(t.appAccountToken), .text(state.rawValue), .from(reason), .from(error), .integer(now), .integer(now), .integer(now)])
+                  .from(token), .text(state.rawValue), .from(reason), .from(error), .integer(now), .integer(now), .integer(now)])
         // PostgreSQL makes every inserted row a backend's pending order (the trigger that keeps a
         // backend role from inserting rows in flight); settle's own row gets its state here, in
         // the same transaction, so no other host ever sees it otherwise. On SQLite this changes nothing.
@@ -415,9 +428,18 @@ extension Order {
     /// The `transactionId` a signed transaction's payload claims, unverified: a lookup key only
     /// (verification checks the signature, and that it agrees with the order).
     package static func transactionId(namedIn jws: String) -> String? {
+        identifier("transactionId", namedIn: jws)
+    }
+
+    /// The `appTransactionId` a signed transaction's payload claims, unverified: a lookup key only.
+    package static func appTransactionId(namedIn jws: String) -> String? {
+        identifier("appTransactionId", namedIn: jws)
+    }
+
+    private static func identifier(_ key: String, namedIn jws: String) -> String? {
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let payload = Base64URL.decode(parts[1]), let json = try? JSONValue.parse(payload),
-              case let .string(id)? = json["transactionId"], !id.isEmpty, id.count <= 64 else { return nil }
+              case let .string(id)? = json[key], !id.isEmpty, id.count <= 64 else { return nil }
         return id
     }
 }

@@ -16,6 +16,11 @@ package protocol NotificationStore: LedgerStore {
     @discardableResult
     func recordRevocation(_ job: RevocationJob, state: String, error: String?, nextAttemptAt: Int64,
                           history: HistoryEntry) throws(LedgerError) -> Bool
+    func claimDueAccountTokens(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(AccountTokenJob, Order)]
+    @discardableResult
+    func recordAccountToken(_ job: AccountTokenJob, state: String, appleStatus: Int?, error: String?, nextAttemptAt: Int64,
+                            history: HistoryEntry) throws(LedgerError) -> Bool
+    func accountTokenUpdate(orderId: String) throws(LedgerError) -> AccountTokenJob?
     func claimDueConsumptionAnswers(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(ConsumptionJob, Order?)]
     func holds(_ job: ConsumptionJob) throws(LedgerError) -> Bool
     func deliveryEvidence(transactionId: String) throws(LedgerError) -> DeliveryEvidence
@@ -98,7 +103,9 @@ extension TransactionalLedger {
     }
 
     /// `settle assign`: an order without a user (`unclaimed_purchase`) gets its buyer and is due now.
-    package func assign(orderId: String, userId: String, note: String?) throws(LedgerError) {
+    /// `accountToken`: the buyer's appAccountToken, owed to Apple (Set App Account Token) once the
+    /// pass verified the purchase as theirs, so its renewals bind by themselves.
+    package func assign(orderId: String, userId: String, note: String?, accountToken: String?) throws(LedgerError) {
         let now = time.unixSeconds
         try writing { db in
             guard let row = try db.query("SELECT state, reason FROM orders WHERE order_id = ?\(db.dialect.lockRows)", [.text(orderId)]).first else {
@@ -115,6 +122,7 @@ extension TransactionalLedger {
                 """, [.text(userId), .integer(now), .integer(now), .text(orderId)])
             try db.appendHistory(orderId, HistoryEntry(at: now, kind: .assign, outcome: "assigned",
                                                        detail: "to user \(userId)" + (note.map { ": \($0)" } ?? "")))
+            if let accountToken { try db.queueAccountToken(orderId, token: accountToken, now: now) }
         }
     }
 

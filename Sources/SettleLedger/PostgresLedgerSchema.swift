@@ -326,6 +326,33 @@ package enum PostgresLedgerSchema {
         ALTER TABLE play_notifications ADD COLUMN claim BIGINT NOT NULL DEFAULT 0;
         ALTER TABLE play_notifications ADD COLUMN claimed_until BIGINT;
         """,
+        // 8: as the SQLite ledger's migration 12: who an Apple Account is (`app_transactions`), and
+        // the account tokens owed to Apple after an assignment (`account_token_updates`).
+        """
+        ALTER TABLE orders ADD COLUMN app_transaction TEXT;
+        CREATE TABLE app_transactions (
+            app_transaction_id  TEXT NOT NULL,
+            user_id             TEXT NOT NULL,
+            environment         TEXT NOT NULL,
+            source              TEXT NOT NULL,
+            order_id            TEXT,
+            learned_at          BIGINT NOT NULL,
+            PRIMARY KEY (app_transaction_id, user_id)
+        );
+        CREATE TABLE account_token_updates (
+            order_id           TEXT PRIMARY KEY NOT NULL,
+            app_account_token  TEXT NOT NULL,
+            state              TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending','set','refused','failed','cancelled')),
+            attempts           INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at    BIGINT NOT NULL,
+            apple_status       INTEGER,
+            last_error         TEXT,
+            claim              BIGINT NOT NULL DEFAULT 0,
+            created_at         BIGINT NOT NULL,
+            updated_at         BIGINT NOT NULL
+        );
+        CREATE INDEX account_token_updates_due ON account_token_updates(next_attempt_at) WHERE state = 'pending';
+        """,
     ]
 
     /// The first schema with App Store Server Notifications' tables.

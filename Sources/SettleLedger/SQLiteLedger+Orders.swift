@@ -126,5 +126,6 @@ extension Order {
         store = row.string("store").flatMap(Store.init(rawValue:)) ?? .appStore
         purchaseToken = row.string("purchase_token").flatMap(PlayPurchaseToken.init)
         deliveredAt = row.int("delivered_at")
+        appTransaction = row.string("app_transaction")
     }
 }

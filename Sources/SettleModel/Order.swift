@@ -150,6 +150,9 @@ package struct Order: Sendable, Equatable {
     /// A Google Play order whose hook said delivered, while Google is not yet told (acknowledge
     /// or consume): it is never handed to the hook again, only finished with Google.
     package var deliveredAt: Int64? = nil
+    /// The signed AppTransaction (JWS) the backend gave with the order (`app_transaction`):
+    /// verified, it links its `appTransactionId` to the order's user.
+    package var appTransaction: String? = nil
 
     /// Whether the order names the one purchase it claims (a transaction id or a signed
     /// transaction), rather than "a purchase of this product" in a receipt.
@@ -262,10 +265,13 @@ package struct NewOrder: Sendable, Equatable {
     package var store: Store
     /// A Google Play order's purchase token (its proof; required for `.googlePlay`).
     package var purchaseToken: PlayPurchaseToken?
+    /// The signed AppTransaction the user's app read (`AppTransaction.shared`), if the backend has it.
+    package var appTransaction: String?
 
     package init(orderId: String, userId: String, productId: String, transactionId: String? = nil,
                 receipt: String? = nil, signedTransaction: String? = nil, appAccountToken: String? = nil,
-                store: Store = .appStore, purchaseToken: PlayPurchaseToken? = nil) {
+                store: Store = .appStore, purchaseToken: PlayPurchaseToken? = nil, appTransaction: String? = nil) {
+        self.appTransaction = appTransaction
         self.store = store
         self.purchaseToken = purchaseToken
         self.appAccountToken = appAccountToken

@@ -14,9 +14,16 @@ package struct ConfirmedPurchase: Sendable, Equatable {
     package var refunded: String?
     package var isUpgraded: Bool
     package var appAccountToken: String?
+    /// The Apple Account's id for the app (`SignedTransaction.appTransactionId`).
+    package var appTransactionId: String? = nil
+    /// `inAppOwnershipType` `FAMILY_SHARED`: any token it carries is the buyer's, not the member's.
+    package var familyShared = false
 
     package init(transactionId: String, originalTransactionId: String, productId: String, environment: String, quantity: Int,
-                purchaseDateMs: Int64?, expiresDateMs: Int64?, refunded: String?, isUpgraded: Bool, appAccountToken: String?) {
+                purchaseDateMs: Int64?, expiresDateMs: Int64?, refunded: String?, isUpgraded: Bool, appAccountToken: String?,
+                appTransactionId: String? = nil, familyShared: Bool = false) {
+        self.appTransactionId = appTransactionId
+        self.familyShared = familyShared
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
         self.productId = productId
@@ -52,7 +59,9 @@ package struct PurchaseEligibility: Sendable {
     /// of the order's product is a candidate, oldest first. `proofSigned`: the proof is
     /// Apple-signed data from the customer's device (a receipt or a signed transaction), not a
     /// bare id.
-    package func decide(_ confirmed: [ConfirmedPurchase], order: Order, named: Bool, proofSigned: Bool) -> VerificationOutcome {
+    /// `linked`: the users signed AppTransactions linked the purchases' `appTransactionId`s to.
+    package func decide(_ confirmed: [ConfirmedPurchase], order: Order, named: Bool, proofSigned: Bool,
+                        linked: LinkedAppTransactions = [:]) -> VerificationOutcome {
         var ofProduct = confirmed
         if named {
             if let other = confirmed.first(where: { $0.productId != order.productId }) {
@@ -82,7 +91,8 @@ package struct PurchaseEligibility: Sendable {
             } else if p.isUpgraded {
                 exclusion = Exclusion(.upgraded, "transaction \(p.transactionId) was upgraded to another subscription")
             } else {
-                switch binding.verdict(purchaseToken: p.appAccountToken, order: order, proofSigned: proofSigned) {
+                switch binding.verdict(purchaseToken: p.familyShared ? nil : p.appAccountToken, order: order, proofSigned: proofSigned,
+                                       appTransactionId: p.appTransactionId, linked: linked) {
                 case .bound, .unbound(.trust):
                     break
                 case let .mismatch(detail):

@@ -31,7 +31,16 @@ package struct SignedTransaction: Sendable, Equatable {
     /// True when the customer upgraded to another subscription: this transaction no longer
     /// gives access. https://developer.apple.com/documentation/appstoreserverapi/isupgraded
     package var isUpgraded: Bool
+    /// The Apple Account's id for this app (API 1.15): one per account, one per family member,
+    /// the same on every transaction of that account. Binds a tokenless purchase to the user a
+    /// signed AppTransaction linked it to (`AppTransaction`); nil in data older than 2025.
+    /// https://developer.apple.com/documentation/appstoreserverapi/apptransactionid
+    package var appTransactionId: String? = nil
     package var payload: JSONValue
+
+    /// A family member's copy of someone else's purchase: it never carries the member's token
+    /// (at most the buyer's), so only the member's `appTransactionId` binds it.
+    package var isFamilyShared: Bool { inAppOwnershipType == "FAMILY_SHARED" }
 
     package init(transactionId: String, originalTransactionId: String, bundleId: String, productId: String,
                  purchaseDateMs: Int64?, expiresDateMs: Int64?, revocationDateMs: Int64?, signedDateMs: Int64?, quantity: Int,

@@ -69,9 +69,28 @@ package struct UserBinding: Sendable, Equatable {
     }
 
     /// A purchase that carries a token is bound to whoever the token stands for: it is granted
-    /// only when the token is checked to be the order's user's. Only a purchase without one
-    /// is unbound, left to the policies.
-    package func verdict(purchaseToken: String?, order: Order, proofSigned: Bool) -> Verdict {
+    /// only when the token is checked to be the order's user's. A purchase whose token does not
+    /// settle it is bound as strongly by its `appTransactionId` when a signed AppTransaction
+    /// linked that id to users (`linked`). Only a purchase with neither is unbound, left to the
+    /// policies. A family member's shared purchase is passed without its token (the buyer's).
+    package func verdict(purchaseToken: String?, order: Order, proofSigned: Bool, appTransactionId: String? = nil,
+                         linked: LinkedAppTransactions = [:]) -> Verdict {
+        let byToken = tokenVerdict(purchaseToken, order: order, proofSigned: proofSigned)
+        switch byToken {
+        case .bound, .mismatch: return byToken
+        case .unbound, .unverifiable: break
+        }
+        guard let appTransactionId, let users = linked[appTransactionId], !users.isEmpty else { return byToken }
+        let names = users.sorted().joined(separator: ", ")
+        if users == [order.userId] { return .bound }
+        if !users.contains(order.userId) {
+            return .mismatch("the purchase's appTransactionId \(appTransactionId) is linked to user \(names), not \(order.userId)")
+        }
+        return .unverifiable("the purchase's appTransactionId \(appTransactionId) is linked to more than one user (\(names)): "
+                             + "one Apple Account signed in to several of the app's accounts")
+    }
+
+    private func tokenVerdict(_ purchaseToken: String?, order: Order, proofSigned: Bool) -> Verdict {
         guard let purchaseToken, !purchaseToken.isEmpty else {
             return .unbound(proofSigned ? tokenlessSignedProofs : unsignedProofs)
         }

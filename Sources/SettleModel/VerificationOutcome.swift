@@ -67,6 +67,9 @@ package struct Verification: Sendable, Equatable {
     /// after `retryAfterSeconds`, or the base delay.
     package var keepsAttempt = false
     package var retryAfterSeconds: Double? = nil
+    /// The order's signed AppTransaction, verified: the pass records that its Apple Account is
+    /// the order's user's (a dry run records nothing).
+    package var learned: AppTransaction? = nil
 
     package init(outcome: VerificationOutcome, appleStatus: Int? = nil, environment: String? = nil, durationMs: Int = 0,
                 storeAnswered: Bool = false) {

@@ -124,6 +124,8 @@ package final class AppleSimulatorCore: Sendable {
         package var notificationHistoryRequests: [AppleSimulator.NotificationHistoryRequest] = []
         package var consumptionAnswers: [SimulatedServerAnswer] = []
         package var consumptionRequests: [AppleSimulator.ConsumptionRequest] = []
+        package var appAccountTokenAnswers: [SimulatedServerAnswer] = []
+        package var appAccountTokenRequests: [AppleSimulator.AppAccountTokenRequest] = []
     }
 
     package let state = Mutex(State())
@@ -144,6 +146,7 @@ package final class AppleSimulatorCore: Sendable {
         }
         defer { state.withLock { $0.inFlight -= 1 } }
         if let response = notificationRoute(request) { return response }
+        if let response = appAccountTokenRoute(request) { return response }
         for (prefix, name) in [("/production/inApps/v2/history/", AppleEnvironment.production), ("/sandbox/inApps/v2/history/", .sandbox)]
             where request.method == "GET" && request.path.hasPrefix(prefix) {
             return history(String(request.path.dropFirst(prefix.count)), environment: name, authorization: request.header("Authorization"))

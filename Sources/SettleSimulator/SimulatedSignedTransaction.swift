@@ -18,6 +18,10 @@ package struct SimulatedSignedTransaction: Sendable, Equatable {
     package var appAccountToken: String?
     /// Sent as `isUpgraded: true` (omitted when false, as Apple does).
     package var isUpgraded: Bool
+    /// Sent as `appTransactionId` (the Apple Account's id for the app), when set.
+    package var appTransactionId: String? = nil
+    /// Sent as `inAppOwnershipType`: `PURCHASED`, or `FAMILY_SHARED` for a family member's copy.
+    package var inAppOwnershipType = "PURCHASED"
 
     package init(transactionId: String, originalTransactionId: String? = nil, productId: String, bundleId: String,
                 environment: String = "Production", purchaseDateMs: Int64 = 1_764_410_645_000, quantity: Int = 1,
@@ -48,7 +52,7 @@ package struct SimulatedSignedTransaction: Sendable, Equatable {
             ("originalPurchaseDate", .number(purchaseDateMs)),
             ("quantity", .number(quantity)),
             ("type", .string(type)),
-            ("inAppOwnershipType", .string("PURCHASED")),
+            ("inAppOwnershipType", .string(inAppOwnershipType)),
             ("signedDate", .number(signedDateMs)),
             ("environment", .string(environment)),
             ("transactionReason", .string("PURCHASE")),
@@ -57,6 +61,7 @@ package struct SimulatedSignedTransaction: Sendable, Equatable {
         if let expires = expiresDateMs { members.append(("expiresDate", .number(expires))) }
         if let token = appAccountToken { members.append(("appAccountToken", .string(token))) }
         if isUpgraded { members.append(("isUpgraded", .bool(true))) }
+        if let appTransactionId { members.append(("appTransactionId", .string(appTransactionId))) }
         if let revoked = revocationDateMs {
             members.append(("revocationDate", .number(revoked)))
             members.append(("revocationReason", .number(0)))

@@ -6,9 +6,12 @@ import Glibc
 /// binds a fixed port checks here that the socket is on exactly the address asked for, never
 /// the wildcard (which would answer on 127.0.0.1 too and hide the fault).
 package enum KernelListeners {
-    /// Every listening TCP address on `port`, as "127.0.0.1:8787", "0.0.0.0:8787", "[::1]:8787".
-    package static func addresses(onPort port: Int) -> [String] {
-        (parse("/proc/net/tcp", ipv6: false) + parse("/proc/net/tcp6", ipv6: true)).filter { $0.port == port }.map(\.text)
+    /// Every listening TCP address on `port` of one family, as "127.0.0.1:8787", "0.0.0.0:8787"
+    /// (IPv4) or "[::1]:8787", "[::]:8787" (IPv6). One family at a time: the kernel may give the
+    /// same port number to another process's socket of the other family, and tests run beside
+    /// other processes.
+    package static func addresses(onPort port: Int, ipv6: Bool = false) -> [String] {
+        parse(ipv6 ? "/proc/net/tcp6" : "/proc/net/tcp", ipv6: ipv6).filter { $0.port == port }.map(\.text)
     }
 
     /// A port that was free a moment ago on 127.0.0.1 and on [::1]: the kernel picks it for a
@@ -29,7 +32,7 @@ package enum KernelListeners {
                     return Int(UInt16(bigEndian: pointer.pointee.sin_port))
                 }
             }
-            if port > 0 && addresses(onPort: port).isEmpty { return port }
+            if port > 0 && addresses(onPort: port).isEmpty && addresses(onPort: port, ipv6: true).isEmpty { return port }
         }
         throw POSIXError(.EADDRINUSE)
     }

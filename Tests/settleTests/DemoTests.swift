@@ -22,6 +22,8 @@ final class DemoTests: EndToEndTestCase {
         XCTAssertTrue(result.stdout.contains("2000000300000001 apple-2000000300000001") || result.stdout.contains("idempotency_key\":\"2000000300000001"), result.stdout)
         XCTAssertTrue(table.contains("revoke:2000000100000001 o-1001"), result.stdout)
         XCTAssertTrue(result.stdout.contains("1 refund requests answered"), result.stdout)
+        // A family member's shared purchase, bound to the member by their linked appTransactionId.
+        XCTAssertTrue(result.stdout.contains("apple-2000000400000001: finished for user u-77 (the member, never the buyer)"), result.stdout)
 
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: tmp), [],
                        "settle demo left files behind in $TMPDIR")

@@ -65,7 +65,7 @@ final class ListenerBindingTests: NotificationTestCase {
         }, log(daemon), file: file, line: line)
         XCTAssertTrue(listening.contains(" address=\(host):\(port) "), listening, file: file, line: line)
         XCTAssertTrue(listening.contains(" port=\(port) "), listening, file: file, line: line)
-        XCTAssertEqual(KernelListeners.addresses(onPort: port), ["\(host):\(port)"], "the kernel's table", file: file, line: line)
+        XCTAssertEqual(KernelListeners.addresses(onPort: port, ipv6: host.hasPrefix("[")), ["\(host):\(port)"], "the kernel's table", file: file, line: line)
         daemon.send(SIGTERM)
         XCTAssertEqual(daemon.wait().status, 0, file: file, line: line)
     }

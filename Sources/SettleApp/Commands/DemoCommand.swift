@@ -83,6 +83,7 @@ enum DemoCommand {
         let granted = (try? String(contentsOfFile: folder + "/granted.log", encoding: .utf8)) ?? ""
         context.print("the demo hook was called \(granted.split(separator: "\n").count) times (idempotency key, order):\n" + granted)
         try showNotifications(context, simulator: simulator, ledger: ledger, reconciler: reconciler, time: time, folder: folder)
+        try showAppleAccounts(context, simulator: simulator, ledger: ledger, reconciler: reconciler, time: time)
     }
 
     static func makeFolder() throws(CommandFailure) -> String {

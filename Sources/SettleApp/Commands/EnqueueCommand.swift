@@ -9,13 +9,13 @@ enum EnqueueCommand {
         .init(name: "--product", takesValue: true), .init(name: "--transaction", takesValue: true),
         .init(name: "--receipt-file", takesValue: true), .init(name: "--signed-transaction-file", takesValue: true),
         .init(name: "--app-account-token", takesValue: true), .init(name: "--store", takesValue: true),
-        .init(name: "--purchase-token-file", takesValue: true),
+        .init(name: "--purchase-token-file", takesValue: true), .init(name: "--app-transaction-file", takesValue: true),
     ])
 
     static let help = """
     Usage: settle enqueue --order ID --user USER --product PRODUCT [--transaction TXN]
                           [--receipt-file FILE|-] [--signed-transaction-file FILE|-]
-                          [--app-account-token UUID]
+                          [--app-account-token UUID] [--app-transaction-file FILE|-]
            settle enqueue --store google_play --order ID --user USER --product PRODUCT
                           --purchase-token-file FILE|- [--app-account-token ACCOUNT_ID]
 
@@ -24,6 +24,10 @@ enum EnqueueCommand {
     order twice with the same content is a no-op (exit 0); with different content it is
     refused (exit 65). --app-account-token is the UUID the app passed to StoreKit for this
     user; with user_binding.app_account_token "order" it binds the purchase to the user.
+    --app-transaction-file is the signed AppTransaction the user's app read (StoreKit's
+    AppTransaction.shared): once it verifies, its appTransactionId is linked to the user, as
+    settle link does, so purchases of that Apple Account without the user's token bind to
+    them; one that does not verify rejects the order.
 
     A Google Play order (--store google_play) is proven by its purchase token, read from a
     file or standard input, never from the command line (a token is a bearer secret and argv
@@ -63,11 +67,13 @@ enum EnqueueCommand {
             throw UsageError(command: "enqueue", message: "--purchase-token-file is the proof of a Google Play order: add --store google_play")
         }
         var transactionId = parsed.value("--transaction")
-        if parsed.value("--receipt-file") == "-" && parsed.value("--signed-transaction-file") == "-" {
+        let stdinReaders = ["--receipt-file", "--signed-transaction-file", "--app-transaction-file"].filter { parsed.value($0) == "-" }
+        if stdinReaders.count > 1 {
             throw UsageError(command: "enqueue", message: "only one of the proofs can be read from standard input")
         }
         let receipt = try parsed.value("--receipt-file").map { (path) throws(CommandFailure) in try readReceipt(path) }
         let signed = try parsed.value("--signed-transaction-file").map { (path) throws(CommandFailure) in try readSignedTransaction(path) }
+        let appTransaction = try parsed.value("--app-transaction-file").map { (path) throws(CommandFailure) in try readAppTransaction(path) }
         guard receipt != nil || signed != nil || transactionId != nil else {
             throw UsageError(command: "enqueue", message: "a proof of purchase is required: --receipt-file, --signed-transaction-file or --transaction")
         }
@@ -96,7 +102,7 @@ enum EnqueueCommand {
             let ledger = try configuration.openLedger(.existing, time: context.time)
             let result = try ledger.enqueue(NewOrder(orderId: orderId, userId: userId, productId: productId,
                                                      transactionId: transactionId, receipt: receipt, signedTransaction: signed,
-                                                     appAccountToken: token))
+                                                     appAccountToken: token, appTransaction: appTransaction))
             context.print(result == .created ? "enqueued \(orderId)" : "\(orderId) is already enqueued with the same content; nothing changed")
         } catch {
             throw CommandFailure.from(error)
@@ -106,7 +112,7 @@ enum EnqueueCommand {
     /// `--store google_play`: the purchase token is the one proof; Apple's proofs do not apply.
     private static func enqueuePlay(_ context: CommandContext, _ parsed: ParsedArguments, orderId: String, userId: String,
                                     productId: String) throws {
-        for appleProof in ["--receipt-file", "--signed-transaction-file", "--transaction"] where parsed.value(appleProof) != nil {
+        for appleProof in ["--receipt-file", "--signed-transaction-file", "--transaction", "--app-transaction-file"] where parsed.value(appleProof) != nil {
             throw UsageError(command: "enqueue", message: "\(appleProof) is an App Store proof; a Google Play order is proven by --purchase-token-file")
         }
         guard let path = parsed.value("--purchase-token-file") else {
@@ -178,11 +184,20 @@ enum EnqueueCommand {
 
     /// A signed transaction must look like a compact JWS: three base64url parts.
     static func readSignedTransaction(_ path: String) throws(CommandFailure) -> String {
-        let text = try read(path, what: "signed transaction")
+        try readJWS(path, what: "signed transaction")
+    }
+
+    /// A signed AppTransaction: a compact JWS too, verified where it is used.
+    static func readAppTransaction(_ path: String) throws(CommandFailure) -> String {
+        try readJWS(path, what: "app transaction")
+    }
+
+    private static func readJWS(_ path: String, what: String) throws(CommandFailure) -> String {
+        let text = try read(path, what: what)
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         let base64url = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
         guard parts.count == 3, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(base64url.contains) }) else {
-            throw CommandFailure(.dataError, "signed transaction in \(path == "-" ? "standard input" : path) is not a compact JWS (three base64url parts)")
+            throw CommandFailure(.dataError, "\(what) in \(path == "-" ? "standard input" : path) is not a compact JWS (three base64url parts)")
         }
         return text
     }

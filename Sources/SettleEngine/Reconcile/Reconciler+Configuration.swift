@@ -51,6 +51,7 @@ extension Reconciler {
             signedData: SignedDataVerifier(rootCertificates: roots, bundleId: configuration.bundleId,
                                            acceptSandbox: configuration.acceptSandbox),
             api: api, eligibility: eligibility, time: ledger.time)
+        storeKit.linkedUsers = { ids in try ledger.linkedUsers(appTransactionIds: ids) }
         if receipts == nil, let serverAPI = configuration.serverAPI {
             // Receipts are read here, not by Apple: their signatures must chain to these roots.
             let signature = AppReceiptSignature(rootCertificates: try serverAPI.loadReceiptRoots())
@@ -93,8 +94,10 @@ extension Reconciler {
         // The stores, each from its own section: where a third store's adapter would be made.
         var stores: [Store: any StoreAdapter] = [:]
         if configuration.receiptAPI != nil || configuration.serverAPI != nil {
-            stores[.appStore] = AppStoreAdapter(receipts: receipts, storeKit: storeKit, products: products, inbox: inbox,
-                                                notificationsPath: configuration.notifications?.path)
+            var appStore = AppStoreAdapter(receipts: receipts, storeKit: storeKit, products: products, inbox: inbox,
+                                           notificationsPath: configuration.notifications?.path)
+            appStore.accountTokens = api.map { AppAccountTokens(ledger: ledger, api: $0, policy: policy, log: log) }
+            stores[.appStore] = appStore
         }
         if let play = try googlePlay(configuration, client: client, time: ledger.time, metrics: metrics,
                                      records: PlayLedgerRecords(ledger: ledger)),

@@ -385,6 +385,10 @@ package final class Reconciler: Sendable {
                                  environment: verification.environment, durationMs: verification.durationMs)
         pass.recordStore(order.store, verification)
         defer { pass.progress() }
+        // The order's signed AppTransaction verified: its Apple Account is the order's user's.
+        if let app = verification.learned {
+            try ledger.linkAppTransaction(app, userId: order.userId, source: "order", orderId: order.orderId)
+        }
         switch verification.outcome {
         case let .verified(match):
             entry.outcome = "verified"

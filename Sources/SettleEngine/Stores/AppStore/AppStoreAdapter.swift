@@ -18,6 +18,8 @@ package struct AppStoreAdapter: StoreAdapter {
     /// App Store Server Notifications, at `notifications.path` when the listener is configured.
     package var inbox: NotificationInbox?
     package var notificationsPath: String?
+    /// Set App Account Token after `settle assign`, when `server_api` is configured.
+    package var accountTokens: AppAccountTokens?
 
     package init(receipts: ReceiptVerifier?, storeKit: StoreKitVerifier, products: Set<String>, inbox: NotificationInbox? = nil,
                  notificationsPath: String? = nil) {
@@ -39,7 +41,16 @@ package struct AppStoreAdapter: StoreAdapter {
                                                              + "add it, then settle retry \(Verdict.shellWord(order.orderId))"))
         }
         if order.signedTransaction == nil, order.receiptSHA256 != nil {
-            if let receipts { return try receipts.verify(order) }
+            if let receipts {
+                // verifyReceipt's purchases carry no appTransactionId; the order's AppTransaction is still learned.
+                switch storeKit.appTransaction(of: order) {
+                case let .failure(refused): return refused.verification
+                case let .success(app):
+                    var verification = try receipts.verify(order)
+                    verification.learned = app
+                    return verification
+                }
+            }
             guard storeKit.legacyReceipt != nil else {
                 return Verification(outcome: .configurationFault("the order has an app receipt but neither receipt_api nor server_api is configured"))
             }
@@ -53,7 +64,10 @@ package struct AppStoreAdapter: StoreAdapter {
 
     package func beforeClaims(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome { .idle }
 
-    package func afterPass(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome { .idle }
+    package func afterPass(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome {
+        try accountTokens?.run()
+        return .idle
+    }
 
     package var listenerRoutes: [String: ListenerRoute] {
         guard let inbox, let notificationsPath else { return [:] }

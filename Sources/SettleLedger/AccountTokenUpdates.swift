@@ -1,0 +1,102 @@
+import SettleBase
+import SettleModel
+
+/// Set App Account Token owed to Apple for an order a person assigned (`settle assign`): the
+/// buyer's appAccountToken on the purchase, so its renewals and notifications bind by themselves.
+package struct AccountTokenJob: Sendable, Equatable {
+    package var orderId: String
+    package var token: String
+    /// `pending`, `set`, `refused` (a final 4xx), `failed` (attempts ran out) or `cancelled`
+    /// (the purchase was never verified as the user's).
+    package var state: String
+    package var attempts: Int
+    package var appleStatus: Int?
+    package var lastError: String?
+    /// The claim it was handed out under, as for `RevocationJob.claim`.
+    package var claim: Int64 = 0
+}
+
+/// Account tokens owed to Apple, written once for both engines. A job waits until its order's
+/// purchase is verified as the user's (the order delivering or finished: Apple confirmed it and
+/// the binding granted it), so a token is never set on a purchase settle did not give the user.
+/// A failure never undoes the assignment: it is recorded in the order's history.
+extension TransactionalLedger {
+    package func claimDueAccountTokens(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(AccountTokenJob, Order)] {
+        let now = time.unixSeconds
+        return try writing { db in
+            // An assigned purchase that ended rejected is not the user's: nothing to tell Apple.
+            let abandoned = try db.query("""
+                UPDATE account_token_updates SET state = 'cancelled', updated_at = ?,
+                       last_error = 'the order was rejected: its purchase is not verified as the user''s'
+                WHERE state = 'pending' AND order_id IN (SELECT order_id FROM orders WHERE state = 'rejected')
+                RETURNING order_id
+                """, [.integer(now)])
+            for row in abandoned {
+                if let id = row.string("order_id") {
+                    try db.appendHistory(id, HistoryEntry(at: now, kind: .assign, outcome: "account_token_cancelled",
+                                                          detail: "Set App Account Token not sent: the order was rejected"))
+                }
+            }
+            let due = try db.query("""
+                SELECT a.order_id FROM account_token_updates a JOIN orders o ON o.order_id = a.order_id
+                WHERE a.state = 'pending' AND a.next_attempt_at <= ? AND o.state IN ('delivering','finished')
+                  AND o.original_transaction_id IS NOT NULL
+                ORDER BY a.next_attempt_at LIMIT ?\(db.dialect.claimRows("a"))
+                """, [.integer(now), .integer(Int64(limit))]).compactMap { $0.string("order_id") }
+            return try due.compactMap { orderId in
+                guard let job = try db.query("""
+                    UPDATE account_token_updates SET claim = claim + 1, next_attempt_at = ?, updated_at = ? WHERE order_id = ?
+                    RETURNING *
+                    """, [.integer(now + leaseSeconds), .integer(now), .text(orderId)]).first.map(AccountTokenJob.init(row:)),
+                    let order = try db.query("SELECT * FROM orders WHERE order_id = ?", [.text(orderId)]).first.map({ Order(row: $0) })
+                else { return nil }
+                return (job, order)
+            }
+        }
+    }
+
+    /// What an attempt concluded: `set`, `refused`, `failed`, or `pending` (again at
+    /// `nextAttemptAt`). Nothing changes when the job was claimed again since (false).
+    @discardableResult
+    package func recordAccountToken(_ job: AccountTokenJob, state: String, appleStatus: Int?, error: String?, nextAttemptAt: Int64,
+                                    history: HistoryEntry) throws(LedgerError) -> Bool {
+        let now = time.unixSeconds
+        return try writing { db in
+            let changed = try db.query("""
+                UPDATE account_token_updates SET state = ?, attempts = attempts + 1, next_attempt_at = ?, apple_status = ?,
+                       last_error = ?, updated_at = ?
+                WHERE order_id = ? AND state = 'pending' AND claim = ?
+                RETURNING order_id
+                """, [.text(state), .integer(nextAttemptAt), .from(appleStatus), .from(error), .integer(now), .text(job.orderId),
+                      .integer(job.claim)])
+            guard !changed.isEmpty else { return false }
+            try db.appendHistory(job.orderId, history)
+            return true
+        }
+    }
+
+    package func accountTokenUpdate(orderId: String) throws(LedgerError) -> AccountTokenJob? {
+        try reading { db in
+            try db.query("SELECT * FROM account_token_updates WHERE order_id = ?", [.text(orderId)]).first.map(AccountTokenJob.init(row:))
+        }
+    }
+}
+
+extension LedgerTransaction {
+    /// Owes Apple the token for this order's purchase, due now (it waits for the order's verification).
+    func queueAccountToken(_ orderId: String, token: String, now: Int64) throws {
+        try query("""
+            INSERT INTO account_token_updates(order_id, app_account_token, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (order_id) DO UPDATE SET app_account_token = excluded.app_account_token, state = 'pending', attempts = 0,
+                next_attempt_at = excluded.next_attempt_at, apple_status = NULL, last_error = NULL, updated_at = excluded.updated_at
+            """, [.text(orderId), .text(token), .integer(now), .integer(now), .integer(now)])
+    }
+}
+
+extension AccountTokenJob {
+    init(row: any LedgerRow) {
+        self.init(orderId: row.string("order_id") ?? "", token: row.string("app_account_token") ?? "", state: row.string("state") ?? "",
+                  attempts: Int(row.int("attempts") ?? 0), appleStatus: row.int("apple_status").map { Int($0) },
+                  lastError: row.string("last_error"), claim: row.int("claim") ?? 0)
+    }
+}

@@ -1,0 +1,82 @@
+import SettleBase
+import SettleModel
+
+/// What linking an `appTransactionId` to a user did.
+package struct AppTransactionLink: Sendable, Equatable {
+    /// False when the id was already linked to this user.
+    package var created: Bool
+    /// Other users the same id is linked to: one Apple Account signed in to several of the app's
+    /// accounts. Its purchases then bind to none of them by this id (a person decides).
+    package var otherUsers: [String]
+    /// Unclaimed orders of the account's purchases that the link gave to the user: pending,
+    /// due now, verified like any order (the binding checks the link again).
+    package var assigned: [String] = []
+}
+
+/// Who an Apple Account is, written once for both engines: each `appTransactionId` a verified
+/// AppTransaction linked to a user. Only verified AppTransactions are ever linked (the callers
+/// check Apple's signature, bundle and environment first), never a bare id.
+extension TransactionalLedger {
+    @discardableResult
+    package func linkAppTransaction(_ app: AppTransaction, userId: String, source: String,
+                                    orderId: String?) throws(LedgerError) -> AppTransactionLink {
+        let now = time.unixSeconds
+        return try writing { db in try db.linkAppTransaction(app, userId: userId, source: source, orderId: orderId, now: now) }
+    }
+
+    package func linkedUsers(appTransactionIds ids: [String]) throws(LedgerError) -> LinkedAppTransactions {
+        try reading { db in try db.linkedUsers(ids) }
+    }
+}
+
+extension LedgerTransaction {
+    func linkAppTransaction(_ app: AppTransaction, userId: String, source: String, orderId: String?,
+                            now: Int64) throws -> AppTransactionLink {
+        let inserted = try query("""
+            INSERT INTO app_transactions(app_transaction_id, user_id, environment, source, order_id, learned_at)
+            VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (app_transaction_id, user_id) DO NOTHING RETURNING user_id
+            """, [.text(app.appTransactionId), .text(userId), .text(app.environment.rawValue), .text(source), .from(orderId),
+                  .integer(now)])
+        let others = try linkedUsers([app.appTransactionId])[app.appTransactionId, default: []].subtracting([userId])
+        var link = AppTransactionLink(created: !inserted.isEmpty, otherUsers: others.sorted())
+        if others.isEmpty { link.assigned = try assignUnclaimed(of: app.appTransactionId, to: userId, now: now) }
+        return link
+    }
+
+    /// Apple reported purchases of this account before anyone knew whose it is: each waits as
+    /// `unclaimed_purchase`. The link names the buyer, as `settle assign` would. Settle's own
+    /// rows only (`apple_notification`), found by their signed transaction's `appTransactionId`,
+    /// a lookup key: the pass verifies the transaction again, and its binding checks the link.
+    private func assignUnclaimed(of appTransactionId: String, to userId: String, now: Int64) throws -> [String] {
+        let unclaimed = try query("""
+            SELECT order_id, signed_transaction FROM orders
+            WHERE state = 'needs_attention' AND reason = ? AND store = 'app_store' AND origin = 'apple_notification'
+              AND signed_transaction IS NOT NULL ORDER BY created_at\(dialect.lockRows)
+            """, [.text(AttentionReason.unclaimedPurchase.rawValue)])
+        var assigned: [String] = []
+        for row in unclaimed {
+            guard let orderId = row.string("order_id"),
+                  row.string("signed_transaction").flatMap(Order.appTransactionId(namedIn:)) == appTransactionId else { continue }
+            try query("""
+                UPDATE orders SET user_id = ?, state = 'pending', attempts = 0, next_attempt_at = ?, reason = NULL, last_error = NULL,
+                       updated_at = ? WHERE order_id = ?
+                """, [.text(userId), .integer(now), .integer(now), .text(orderId)])
+            try appendHistory(orderId, HistoryEntry(at: now, kind: .assign, outcome: "assigned",
+                                                    detail: "to user \(userId): a signed AppTransaction linked the purchase's "
+                                                        + "appTransactionId \(appTransactionId) to them"))
+            assigned.append(orderId)
+        }
+        return assigned
+    }
+
+    /// The users each id is linked to; an id linked to nobody is absent.
+    func linkedUsers(_ ids: [String]) throws -> LinkedAppTransactions {
+        var linked: LinkedAppTransactions = [:]
+        for id in Set(ids) {
+            let users = try query("SELECT user_id FROM app_transactions WHERE app_transaction_id = ?", [.text(id)])
+                .compactMap { $0.string("user_id") }
+            if !users.isEmpty { linked[id] = Set(users) }
+        }
+        return linked
+    }
+}
