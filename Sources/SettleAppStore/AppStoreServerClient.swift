@@ -117,6 +117,10 @@ package struct AppStoreServerClient: Sendable {
 
     /// One request of any method, timed for metrics. A 2xx with an empty body (202 Accepted)
     /// is decoded from JSON null.
+    /// Apple's errors that say a call about this transaction can never succeed, so it is not sent
+    /// again. https://developer.apple.com/documentation/appstoreserverapi/familytransactionnotsupportederror
+    package static let finalErrors: [Int: String] = [4000185: "FamilyTransactionNotSupportedError"]
+
     package func send<Body>(_ method: String, _ path: String, body: Data, environment: AppleEnvironment, decode: (JSONValue) -> Body?) -> Answer<Body> {
         let started = DispatchTime.now()
         let (answer, label) = exchange(method, path, body: body, environment: environment, decode: decode)
@@ -173,6 +177,12 @@ package struct AppStoreServerClient: Sendable {
         case 500...599:
             let code = errorCode.map { " (error \($0))" } ?? ""
             return (.failed(.storeUnavailable("\(name) answered HTTP \(response.status)\(code)", retryAfter: nil), answered: false), "http_5xx")
+        case 400...499 where errorCode.flatMap { Self.finalErrors[$0] } != nil:
+            // Apple will never take this call for this transaction: no retry can change it.
+            let code = errorCode!
+            return (.failed(.needsAttention(reason: .storeFinishRefused,
+                                            detail: "\(name) answered HTTP \(response.status) (error \(code) \(Self.finalErrors[code]!)): final"),
+                            answered: true), "final_\(code)")
         case 400 where errorCode == 4000006:
             return (.invalidId("\(name): invalid transaction id (4000006)"), "invalid_id")
         case 400 where errorCode == 4000014 || errorCode == 4000017:

@@ -13,10 +13,25 @@ package struct SimulatedNotification: Sendable, Equatable {
     package var appAppleId: Int64?
     package var consumptionRequestReason: String?
     package var signedDateMs: Int64
+    package var body: Body
+
+    /// Which object names the app, as Apple's shapes differ by type (Apple's library's test
+    /// payloads `signedRescindConsentNotification.json`, `signedExternalPurchaseTokenNotification.json`).
+    package enum Body: Sendable, Equatable {
+        /// `data` (most types).
+        case data
+        /// `appData` with a signed AppTransaction and no `data` (RESCIND_CONSENT).
+        case appData
+        /// `externalPurchaseToken`, with no `data` and no environment (EXTERNAL_PURCHASE_TOKEN):
+        /// Sandbox when the id starts with `SANDBOX`.
+        case externalPurchaseToken(externalPurchaseId: String)
+    }
 
     package init(type: String, subtype: String? = nil, uuid: String = UUID().uuidString.lowercased(),
                 transaction: SimulatedSignedTransaction?, bundleId: String, environment: String? = nil,
-                appAppleId: Int64? = 1_234_567_890, consumptionRequestReason: String? = nil, signedDateMs: Int64) {
+                appAppleId: Int64? = 1_234_567_890, consumptionRequestReason: String? = nil, signedDateMs: Int64,
+                body: Body = .data) {
+        self.body = body
         self.type = type
         self.subtype = subtype
         self.uuid = uuid
@@ -36,8 +51,25 @@ package struct SimulatedNotification: Sendable, Equatable {
         if let consumptionRequestReason { data.append(("consumptionRequestReason", .string(consumptionRequestReason))) }
         var members: [(String, JSONValue)] = [("notificationType", .string(type))]
         if let subtype { members.append(("subtype", .string(subtype))) }
-        members += [("notificationUUID", .string(uuid)), ("version", .string("2.0")), ("signedDate", .number(signedDateMs)),
-                    ("data", .object(data))]
+        members += [("notificationUUID", .string(uuid)), ("version", .string("2.0")), ("signedDate", .number(signedDateMs))]
+        switch body {
+        case .data:
+            members.append(("data", .object(data)))
+        case .appData:
+            var app: [(String, JSONValue)] = [("bundleId", .string(bundleId)), ("environment", .string(environment))]
+            if let appAppleId { app.append(("appAppleId", .number(appAppleId))) }
+            let appTransaction = try SimulatorSigningChain.sign(.object([
+                ("receiptType", .string(environment)), ("bundleId", .string(bundleId)), ("applicationVersion", .string("1")),
+                ("appTransactionId", .string("704000000000001")), ("signedDate", .number(signedDateMs)),
+            ]))
+            app.append(("signedAppTransactionInfo", .string(appTransaction)))
+            members.append(("appData", .object(app)))
+        case let .externalPurchaseToken(id):
+            var token: [(String, JSONValue)] = [("externalPurchaseId", .string(id)), ("tokenCreationDate", .number(signedDateMs))]
+            if let appAppleId { token.append(("appAppleId", .number(appAppleId))) }
+            token.append(("bundleId", .string(bundleId)))
+            members.append(("externalPurchaseToken", .object(token)))
+        }
         return .object(members)
     }
 
