@@ -305,6 +305,46 @@ class NotificationInboxTests: XCTestCase {
         XCTAssertEqual(revokes.count, 2)
     }
 
+    func testProratedRefund_revokeCarriesApplesRevocationTypeAndPercentage_andARefundWithoutOneSaysREFUND_FULL() throws {
+        let revoke = try world.write("revoke-payloads.sh", """
+            #!/bin/sh
+            cat >> "\(world.folder)/revoke-payloads.jsonl"
+            echo >> "\(world.folder)/revoke-payloads.jsonl"
+            """, mode: 0o755)
+        try configure(delivery: .object([("command", .array([.string(world.folder + "/grant.sh")])),
+                                         ("revoke_command", .array([.string(revoke)]))]))
+        let ledger = try makeLedger()
+        let (reconciler, inbox) = try settle(ledger)
+        var prorated = purchase("960", token: buyer)
+        var full = purchase("961", token: buyer)
+        var family = purchase("962", token: buyer)
+        for bought in [prorated, full, family] { try tell(inbox, "ONE_TIME_CHARGE", bought) }
+        _ = try reconciler.runPass()
+        prorated.revocationDateMs = nowMs
+        prorated.revocationType = "REFUND_PRORATED"
+        prorated.revocationPercentage = 50_000
+        full.revocationDateMs = nowMs
+        family.revocationDateMs = nowMs
+        family.revocationType = "FAMILY_REVOKE"
+        XCTAssertEqual(try tell(inbox, "REFUND", prorated).outcome, "revoke_queued")
+        XCTAssertEqual(try tell(inbox, "REFUND", full).outcome, "revoke_queued")
+        XCTAssertEqual(try tell(inbox, "REVOKE", family).outcome, "revoke_queued")
+        _ = try reconciler.runPass()
+        let text = try String(contentsOfFile: world.folder + "/revoke-payloads.jsonl", encoding: .utf8)
+        var byTransaction: [String: JSONValue] = [:]
+        for line in text.split(separator: "\n") where !line.trimmingCharacters(in: .whitespaces).isEmpty {
+            let payload = try JSONValue.parse(Data(line.utf8))
+            byTransaction[payload["transaction_id"]?.looseString ?? ""] = payload
+        }
+        XCTAssertEqual(byTransaction["960"]?["revocation_type"], .string("REFUND_PRORATED"))
+        XCTAssertEqual(byTransaction["960"]?["revocation_percentage"]?.looseInt64, 50_000)
+        XCTAssertEqual(byTransaction["961"]?["revocation_type"], .string("REFUND_FULL"), "Apple gave no type: all of it")
+        XCTAssertEqual(byTransaction["961"]?["revocation_percentage"], .null)
+        XCTAssertEqual(byTransaction["962"]?["revocation_type"], .string("FAMILY_REVOKE"))
+        XCTAssertEqual(byTransaction["962"]?["revocation_percentage"], .null)
+        XCTAssertTrue(try history(ledger, "apple-960").contains { $0.detail?.contains("REFUND_PRORATED 50000 milliunits") == true })
+    }
+
     func testSecondRefund_afterAReversalBeforeTheRevokeRan_isRevokedOnce() throws {
         try configure(delivery: try revokingDelivery())
         let ledger = try makeLedger()
