@@ -115,8 +115,8 @@ package struct AppStoreServerClient: Sendable {
         send("GET", path, body: Data(), environment: environment, decode: decode)
     }
 
-    /// One request of any method, timed for metrics. A 2xx with an empty body (202 Accepted)
-    /// is decoded from JSON null.
+    /// One request of any method, timed for metrics. A 2xx with an empty body is decoded from
+    /// JSON null.
     /// Apple's errors that say a call about this transaction can never succeed, so it is not sent
     /// again. https://developer.apple.com/documentation/appstoreserverapi/familytransactionnotsupportederror
     package static let finalErrors: [Int: String] = [4000185: "FamilyTransactionNotSupportedError"]
@@ -154,7 +154,9 @@ package struct AppStoreServerClient: Sendable {
         let errorCode = (try? JSONValue.parse(response.body))?["errorCode"]?.looseInt64.map { Int($0) }
         switch response.status {
         case 200...299:
-            let json = response.body.isEmpty && response.status != 200 ? JSONValue.null : try? JSONValue.parse(response.body)
+            // An empty 2xx (202 Accepted, Finish Transaction's 200) decodes as null, which only a
+            // call that expects no body accepts.
+            let json = response.body.isEmpty ? JSONValue.null : try? JSONValue.parse(response.body)
             guard let json, let body = decode(json) else {
                 return (.failed(.storeUnavailable("\(name) sent a 200 that is not the expected answer (\(response.body.count) bytes)",
                                                   retryAfter: nil), answered: false), "garbage")

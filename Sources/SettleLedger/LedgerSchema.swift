@@ -6,6 +6,8 @@ package enum LedgerSchema {
     package static let googlePlayVersion = 8
     /// The migration that gives each store a breaker of its own.
     package static let storeBreakersVersion = 9
+    /// The migration that adds Apple's revocation type and the Finish Transaction queue.
+    package static let appleFinishesVersion = 11
 
     package static let migrations: [String] = [
         // 1: orders, deduplicated receipts, history, grants.

@@ -360,4 +360,6 @@ package enum PostgresLedgerSchema {
     package static let googlePlayVersion = 4
     /// The migration that gives each store a breaker of its own.
     package static let storeBreakersVersion = 5
+    /// The migration that adds Apple's revocation type and the Finish Transaction queue.
+    package static let appleFinishesVersion = 7
 }

@@ -124,6 +124,8 @@ package final class AppleSimulatorCore: Sendable {
         package var notificationHistoryRequests: [AppleSimulator.NotificationHistoryRequest] = []
         package var consumptionAnswers: [SimulatedServerAnswer] = []
         package var consumptionRequests: [AppleSimulator.ConsumptionRequest] = []
+        package var finishAnswers: [SimulatedServerAnswer] = []
+        package var finishRequests: [AppleSimulator.FinishRequest] = []
     }
 
     package let state = Mutex(State())

@@ -95,6 +95,20 @@ extension AppleSimulator {
         package var tokenProblem: String?
     }
 
+    /// One Finish Transaction request as the simulator saw it.
+    package struct FinishRequest: Sendable, Equatable {
+        package var environment: AppleEnvironment
+        package var transactionId: String
+        package var tokenProblem: String?
+    }
+
+    /// Answers for the next Finish Transaction requests, one each (`.transaction`: 200).
+    package func script(finish answers: [SimulatedServerAnswer]) {
+        core.state.withLock { $0.finishAnswers += answers }
+    }
+
+    package var finishRequests: [FinishRequest] { core.state.withLock { $0.finishRequests } }
+
     /// Notifications per history page (Apple does not document it; small enough to page in tests).
     package static let notificationPageSize = 20
 
@@ -141,6 +155,11 @@ extension AppleSimulatorCore {
         for (prefix, environment) in [("/production", AppleEnvironment.production), ("/sandbox", .sandbox)] {
             if request.method == "POST", request.path.hasPrefix(prefix + "/inApps/v1/notifications/history") {
                 return notificationHistory(request, environment: environment)
+            }
+            let transactions = prefix + "/inApps/v1/transactions/"
+            if request.method == "POST", request.path.hasPrefix(transactions), request.path.hasSuffix("/finish") {
+                let id = String(request.path.dropFirst(transactions.count).dropLast("/finish".count))
+                return finishTransaction(id, request: request, environment: environment)
             }
             let consumption = prefix + "/inApps/v2/transactions/consumption/"
             if request.method == "PUT", request.path.hasPrefix(consumption) {
@@ -194,6 +213,28 @@ extension AppleSimulatorCore {
         ]
         if stop < inWindow.count { members.append(("paginationToken", .string(Data(String(stop).utf8).base64EncodedString()))) }
         return .json(200, JSONValue.object(members).data)
+    }
+
+    /// Finish Transaction (API 1.20): 200 with no body for a transaction this environment knows.
+    private func finishTransaction(_ id: String, request: HTTPServerRequest, environment: AppleEnvironment) -> HTTPServerResponse {
+        let problem = problem(request)
+        let (answer, known) = state.withLock { s -> (SimulatedServerAnswer, Bool) in
+            s.finishRequests.append(.init(environment: environment, transactionId: id, tokenProblem: problem))
+            guard problem == nil else { return (.unauthorized, false) }
+            let known = ([s.transactions[id]?.transaction] + s.customers.flatMap { $0.transactions.map(Optional.some) })
+                .contains { $0?.transactionId == id && $0?.environment == environment.rawValue }
+            return (s.finishAnswers.isEmpty ? .transaction : s.finishAnswers.removeFirst(), known)
+        }
+        switch answer {
+        case .unauthorized: return HTTPServerResponse(status: 401)
+        case .notFound: return Self.apiError(404, 4040010, "Transaction id not found.")
+        case let .rateLimited(retryAfter):
+            var response = Self.apiError(429, 4290000, "Rate limit exceeded.")
+            response.headers.append(HTTPHeader("Retry-After", retryAfter))
+            return response
+        case let .error(status, code): return Self.apiError(status, code, "Simulated error.")
+        case .transaction: return known ? HTTPServerResponse(status: 200) : Self.apiError(404, 4040010, "Transaction id not found.")
+        }
     }
 
     private func consumptionInformation(_ id: String, request: HTTPServerRequest, environment: AppleEnvironment) -> HTTPServerResponse {

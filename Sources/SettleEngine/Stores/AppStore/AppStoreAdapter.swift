@@ -4,9 +4,10 @@ import SettleLedger
 import SettleAppStore
 
 /// The App Store: verifyReceipt (`receipt_api`), StoreKit 2's signed data and the App Store
-/// Server API (`server_api`), and App Store Server Notifications on the listener. Apple needs
-/// no word after a delivery; its notifications' work (revokes, refund-request answers, the
-/// history catch-up) is the notification inbox's.
+/// Server API (`server_api`), and App Store Server Notifications on the listener. An order is
+/// finished without a word to Apple; Apple is told after the pass (Finish Transaction, the
+/// `finishes` queue). Its notifications' work (revokes, refund-request answers, the history
+/// catch-up) is the notification inbox's.
 package struct AppStoreAdapter: StoreAdapter {
     package var store: Store { .appStore }
     /// verifyReceipt, when `receipt_api` is configured.
@@ -18,9 +19,12 @@ package struct AppStoreAdapter: StoreAdapter {
     /// App Store Server Notifications, at `notifications.path` when the listener is configured.
     package var inbox: NotificationInbox?
     package var notificationsPath: String?
+    /// Finish Transaction for every finished App Store order (nil: nothing is done with them).
+    package var finishes: FinishTransactionQueue?
 
     package init(receipts: ReceiptVerifier?, storeKit: StoreKitVerifier, products: Set<String>, inbox: NotificationInbox? = nil,
-                 notificationsPath: String? = nil) {
+                 notificationsPath: String? = nil, finishes: FinishTransactionQueue? = nil) {
+        self.finishes = finishes
         self.receipts = receipts
         self.storeKit = storeKit
         self.products = products
@@ -53,7 +57,9 @@ package struct AppStoreAdapter: StoreAdapter {
 
     package func beforeClaims() throws(LedgerError) {}
 
-    package func afterPass() throws(LedgerError) {}
+    package func afterPass() throws(LedgerError) {
+        try finishes?.work()
+    }
 
     package var listenerRoutes: [String: ListenerRoute] {
         guard let inbox, let notificationsPath else { return [:] }
