@@ -25,21 +25,25 @@ extension Configuration {
             package var audience: String
             /// The service account the push subscription authenticates as.
             package var serviceAccountEmail: String
-            /// Google's signing keys (https://www.googleapis.com/oauth2/v3/certs), kept as a file
-            /// the operator refreshes (Google rotates them).
-            package var jwksFile: String
+            /// Where Google publishes the keys that sign push tokens: fetched, and kept as long
+            /// as Google's answer says (Cache-Control max-age), since Google rotates them.
+            package var jwksURL: String = Push.defaultJWKSURL
+            /// A copy of the keys the operator keeps: used while the URL cannot be read.
+            package var jwksFile: String?
+
+            package static let defaultJWKSURL = "https://www.googleapis.com/oauth2/v3/certs"
         }
 
-        /// Google's push signing keys from `push.jwks_file`.
-        package func loadPushKeys() throws(ConfigError) -> JSONWebKeySet? {
-            guard let push else { return nil }
-            guard let data = FileManager.default.contents(atPath: push.jwksFile) else {
-                throw ConfigError("google_play.push.jwks_file: cannot read \(push.jwksFile)")
+        /// The push signing keys of `push.jwks_file`, nil when there is none.
+        package func loadPushKeyFile() throws(ConfigError) -> JSONWebKeySet? {
+            guard let file = push?.jwksFile else { return nil }
+            guard let data = FileManager.default.contents(atPath: file) else {
+                throw ConfigError("google_play.push.jwks_file: cannot read \(file)")
             }
             do {
                 return try JSONWebKeySet(json: data)
             } catch {
-                throw ConfigError("google_play.push.jwks_file: \(push.jwksFile) is not a usable JWKS: \(error)")
+                throw ConfigError("google_play.push.jwks_file: \(file) is not a usable JWKS: \(error)")
             }
         }
     }
@@ -75,10 +79,14 @@ extension ConfigurationDecoder {
         if var push = try o.object("push") {
             let audience = try push.requireString("audience")
             let email = try push.requireString("service_account_email")
-            let jwks = try push.requireString("jwks_file")
+            var keys = Configuration.GooglePlayConfiguration.Push(audience: audience, serviceAccountEmail: email)
+            if let url = try push.string("jwks_url") {
+                try checkURL(url, name: push.name("jwks_url"))
+                keys.jwksURL = url
+            }
+            keys.jwksFile = try push.string("jwks_file").map { $0.hasPrefix("/") ? $0 : (folder as NSString).appendingPathComponent($0) }
             try push.rejectUnknownKeys()
-            play.push = .init(audience: audience, serviceAccountEmail: email,
-                              jwksFile: jwks.hasPrefix("/") ? jwks : (folder as NSString).appendingPathComponent(jwks))
+            play.push = keys
         }
         if play.notificationsPath != nil && play.push == nil {
             throw ConfigError("\(o.name("push")): required with notifications_path (settle refuses unauthenticated pushes)")

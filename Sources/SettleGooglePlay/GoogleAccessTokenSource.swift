@@ -11,7 +11,9 @@ import SettleModel
 /// One source is shared by every worker: at most one exchange is in flight, and callers that
 /// arrive meanwhile wait for its result instead of starting their own (a pass with 64 workers
 /// starting at once asks Google once). `invalidate(_:)` drops a token the API refused, so the
-/// next caller fetches a fresh one.
+/// next caller fetches a fresh one. A failed exchange is remembered for `failureCoolDown` (or
+/// Google's Retry-After, when longer): callers meanwhile get its error without asking Google,
+/// so a pass of many orders and pushes does not ask a failing endpoint once for each.
 package final class GoogleAccessTokenSource: Sendable {
     package let key: ServiceAccountKey
     /// Where the assertion is posted, and therefore its `aud`.
@@ -26,10 +28,13 @@ package final class GoogleAccessTokenSource: Sendable {
     package static let assertionLifetime: Int64 = 3600
     /// A token this close to its end is replaced, so none expires in flight (at most half its life).
     package static let renewBefore: Int64 = 5 * 60
+    /// Seconds a failed exchange answers for itself; the store's breaker paces longer outages.
+    package static let failureCoolDown: Int64 = 10
 
     private struct State {
         var cached: (token: String, renewAt: Int64)?
         var inFlight: Exchange?
+        var failed: (error: PlayAPIError, until: Int64)?
     }
 
     /// One exchange with the token endpoint, whose result every waiting caller shares.
@@ -48,10 +53,11 @@ package final class GoogleAccessTokenSource: Sendable {
 
     /// A valid access token: the cached one, the one another caller is fetching, or a new one.
     package func accessToken() throws(PlayAPIError) -> String {
-        enum Step { case cached(String), wait(Exchange), fetch(Exchange) }
+        enum Step { case cached(String), failed(PlayAPIError), wait(Exchange), fetch(Exchange) }
         let now = time.unixSeconds
         let step = state.withLock { state -> Step in
             if let cached = state.cached, now < cached.renewAt { return .cached(cached.token) }
+            if let failed = state.failed, now < failed.until { return .failed(failed.error) }
             if let exchange = state.inFlight {
                 exchange.waiters.withLock { $0 += 1 }
                 return .wait(exchange)
@@ -63,6 +69,8 @@ package final class GoogleAccessTokenSource: Sendable {
         switch step {
         case let .cached(token):
             return token
+        case let .failed(error):
+            throw error
         case let .wait(exchange):
             exchange.finished.wait()
             // Set before the semaphore is signalled, so it is there once the wait returns.
@@ -75,7 +83,14 @@ package final class GoogleAccessTokenSource: Sendable {
                 result = .failure(error)
             }
             state.withLock { state in
-                if case let .success(fresh) = result { state.cached = fresh }
+                switch result {
+                case let .success(fresh):
+                    state.cached = fresh
+                    state.failed = nil
+                case let .failure(error):
+                    let coolDown = max(Self.failureCoolDown, Int64(saturating: (error.retryAfter ?? 0).rounded(.up)))
+                    state.failed = (error, now.saturatingAdding(coolDown))
+                }
                 state.inFlight = nil
             }
             let shared = result.map(\.token)

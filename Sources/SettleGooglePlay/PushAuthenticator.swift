@@ -5,12 +5,13 @@ import SettleBase
 /// `Authorization: Bearer` OIDC token Pub/Sub signs for authenticated push subscriptions.
 /// https://cloud.google.com/pubsub/docs/authenticate-push-subscriptions
 ///
-/// Required: a JWT signed RS256 by one of Google's keys (found by `kid` in the configured key
-/// set), issued by `https://accounts.google.com` (or `accounts.google.com`), for the configured
-/// audience, naming the push subscription's service account as a verified `email`, not expired
-/// and not issued in the future beyond `allowedSkew`. Everything else is refused with a reason.
+/// Required: a JWT signed RS256 by one of Google's keys (found by `kid` in `keys`: Google's
+/// published set, read again when a token names a key it lacks), issued by
+/// `https://accounts.google.com` (or `accounts.google.com`), for the configured audience,
+/// naming the push subscription's service account as a verified `email`, not expired and not
+/// issued in the future beyond `allowedSkew`. Everything else is refused with a reason.
 package struct PushAuthenticator: Sendable {
-    package var keys: JSONWebKeySet
+    package var keys: any PushKeys
     package var audience: String
     package var serviceAccountEmail: String
     package var time: any TimeSource
@@ -19,7 +20,7 @@ package struct PushAuthenticator: Sendable {
 
     package static let issuers: Set<String> = ["https://accounts.google.com", "accounts.google.com"]
 
-    package init(keys: JSONWebKeySet, audience: String, serviceAccountEmail: String, time: any TimeSource, allowedSkew: Int64 = 60) {
+    package init(keys: any PushKeys, audience: String, serviceAccountEmail: String, time: any TimeSource, allowedSkew: Int64 = 60) {
         self.keys = keys
         self.audience = audience
         self.serviceAccountEmail = serviceAccountEmail
@@ -41,6 +42,8 @@ package struct PushAuthenticator: Sendable {
         case emailNotVerified = "email_not_verified"
         case expired
         case issuedInFuture = "issued_in_future"
+        /// No key set could be read and no file holds one: nothing can be checked for now.
+        case keysUnavailable = "keys_unavailable"
     }
 
     /// Judges the request's `Authorization` header value; nil when there was none.
@@ -49,8 +52,14 @@ package struct PushAuthenticator: Sendable {
         // RFC 9110 11.1: the scheme is case-insensitive.
         let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return .failure(.missingToken) }
+        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        guard let current = keys.current() else { return .failure(.keysUnavailable) }
+        var checked = RS256JWT.verify(token, keys: current)
+        if case .failure(.unknownKey) = checked, let fresher = keys.afterUnknownKey() {
+            checked = RS256JWT.verify(token, keys: fresher)
+        }
         let claims: JSONValue
-        switch RS256JWT.verify(parts[1].trimmingCharacters(in: .whitespaces), keys: keys) {
+        switch checked {
         case let .success(verified): claims = verified.claims
         case .failure(.malformed): return .failure(.malformed)
         case .failure(.unsupportedAlgorithm): return .failure(.unsupportedAlgorithm)

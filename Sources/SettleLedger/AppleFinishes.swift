@@ -2,7 +2,7 @@ import SettleModel
 
 /// A Finish Transaction call Apple is owed: an App Store order was finished (delivered, granted
 /// outside settle, or resolved as granted by hand), so StoreKit should stop offering its
-/// transaction to the app. Queued by the ledger's own transition to `finished` (migration 11),
+/// transaction to the app. Queued by the ledger's own transition to `finished` (migration 12),
 /// worked after a pass; never part of the order's own settling.
 package struct AppleFinishJob: Sendable, Equatable {
     package var transactionId: String
@@ -56,6 +56,15 @@ extension TransactionalLedger {
             try !db.query("""
                 SELECT 1 AS held FROM apple_finishes WHERE transaction_id = ? AND state = 'pending' AND claim = ? AND next_attempt_at > ?
                 """, [.text(job.transactionId), .integer(job.claim), .integer(now)]).isEmpty
+        }
+    }
+
+    /// Gives a claimed call back untouched (the pass's time ran out, or Apple is down): due again at once.
+    package func releaseAppleFinish(_ job: AppleFinishJob) throws(LedgerError) {
+        let now = time.unixSeconds
+        try writing { db in
+            try db.query("UPDATE apple_finishes SET next_attempt_at = ? WHERE transaction_id = ? AND state = 'pending' AND claim = ?",
+                         [.integer(now), .text(job.transactionId), .integer(job.claim)])
         }
     }
 

@@ -33,8 +33,9 @@ package enum LedgerCopy {
         // Without the lease: whichever host reads history first after the copy takes it.
         ("notification_cursor", ["environment", "synced_until_ms", "window_start_ms", "window_end_ms", "pagination_token",
                                  "updated_at", "started_at_ms"]),
+        // Without the claim's end: any host may work a push once the copy is done.
         ("play_notifications", ["message_id", "kind", "token_sha256", "order_id", "received_at", "outcome", "detail", "state",
-                                "payload"]),
+                                "payload", "claim"]),
         ("play_cursor", ["id", "voided_since_ms", "page_token", "polled_at"]),
         ("play_voided", ["google_order_id", "quantity", "voided_at", "source"]),
         ("apple_finishes", ["transaction_id", "order_id", "environment", "state", "attempts", "claim", "next_attempt_at",

@@ -7,7 +7,7 @@ package enum LedgerSchema {
     /// The migration that gives each store a breaker of its own.
     package static let storeBreakersVersion = 9
     /// The migration that adds Apple's revocation type and the Finish Transaction queue.
-    package static let appleFinishesVersion = 11
+    package static let appleFinishesVersion = 12
 
     package static let migrations: [String] = [
         // 1: orders, deduplicated receipts, history, grants.
@@ -416,7 +416,14 @@ package enum LedgerSchema {
             source          TEXT NOT NULL
         );
         """,
-        // 11: the App Store of 2026. A revoke carries Apple's `revocationType` and
+        // 11: a stored Google Play push is claimed before it is worked on (`claim` counts the
+        // claims and fences the outcome, `claimed_until` ends the claim of a host that died), as
+        // revokes are: with several hosts each push is worked by one.
+        """
+        ALTER TABLE play_notifications ADD COLUMN claim INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE play_notifications ADD COLUMN claimed_until INTEGER;
+        """,
+        // 12: the App Store of 2026. A revoke carries Apple's `revocationType` and
         // `revocationPercentage` (a prorated refund takes back only part). `apple_finishes` is
         // what Apple is owed once an App Store order is finished (Finish Transaction), queued by
         // the transition itself so no path to `finished` forgets it, and worked after the pass.

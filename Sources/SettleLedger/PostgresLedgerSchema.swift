@@ -320,7 +320,13 @@ package enum PostgresLedgerSchema {
             source          TEXT NOT NULL
         );
         """,
-        // 7: as the SQLite ledger's migration 11: Apple's revocation type and percentage on a
+        // 7: as the SQLite ledger's migration 11: a stored push is claimed by one host before it
+        // is worked on.
+        """
+        ALTER TABLE play_notifications ADD COLUMN claim BIGINT NOT NULL DEFAULT 0;
+        ALTER TABLE play_notifications ADD COLUMN claimed_until BIGINT;
+        """,
+        // 8: as the SQLite ledger's migration 12: Apple's revocation type and percentage on a
         // revoke, and the Finish Transaction calls owed once an App Store order is finished.
         """
         ALTER TABLE revocations ADD COLUMN revocation_type TEXT;
@@ -361,5 +367,5 @@ package enum PostgresLedgerSchema {
     /// The migration that gives each store a breaker of its own.
     package static let storeBreakersVersion = 5
     /// The migration that adds Apple's revocation type and the Finish Transaction queue.
-    package static let appleFinishesVersion = 7
+    package static let appleFinishesVersion = 8
 }

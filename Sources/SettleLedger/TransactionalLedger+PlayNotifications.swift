@@ -12,6 +12,9 @@ package struct PlayNotificationRecord: Sendable, Equatable {
     package var orderId: String?
     /// The notification as Google sent it (Pub/Sub's `data`, decoded): it holds the purchase token.
     package var payload: String
+    /// The claim it was handed out under (the row counts its claims): its outcome is recorded
+    /// only under it, so a host whose claim lapsed changes nothing.
+    package var claim: Int64 = 0
 }
 
 /// Google Play's real-time developer notifications: stored once by Pub/Sub message id before the
@@ -37,11 +40,45 @@ extension TransactionalLedger {
         }
     }
 
-    package func finishPlayNotification(messageId: String, outcome: String, detail: String?, orderId: String?) throws(LedgerError) {
-        try writing { db in
+    /// Claims up to `limit` stored notifications not yet worked on, oldest first, that no other
+    /// host holds (or whose claim lapsed), for `leaseSeconds`: with several hosts each push is
+    /// worked by one (`FOR UPDATE SKIP LOCKED` on PostgreSQL, as orders are claimed).
+    package func claimPlayNotifications(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [PlayNotificationRecord] {
+        let now = time.unixSeconds
+        return try writing { db in
+            let due = try db.query("""
+                SELECT message_id FROM play_notifications WHERE state = 'pending' AND (claimed_until IS NULL OR claimed_until <= ?)
+                ORDER BY received_at, message_id LIMIT ?\(db.dialect.claimRows("play_notifications"))
+                """, [.integer(now), .integer(Int64(limit))]).compactMap { $0.string("message_id") }
+            return try due.compactMap { id in
                 try db.query("""
-                    UPDATE play_notifications SET state = 'done', outcome = ?, detail = ?, order_id = ? WHERE message_id = ?
-                    """, [.text(outcome), .from(detail), .from(orderId), .text(messageId)])
+                    UPDATE play_notifications SET claim = claim + 1, claimed_until = ? WHERE message_id = ? RETURNING *
+                    """, [.integer(now + leaseSeconds), .text(id)]).first.map { PlayNotificationRecord(row: $0) }
+            }
+        }
+    }
+
+    /// Records what working on a claimed notification ended with; false (nothing changed) when
+    /// its claim lapsed and another host claimed it since.
+    @discardableResult
+    package func finishPlayNotification(_ record: PlayNotificationRecord, outcome: String, detail: String?,
+                                        orderId: String?) throws(LedgerError) -> Bool {
+        try writing { db in
+            try !db.query("""
+                UPDATE play_notifications SET state = 'done', outcome = ?, detail = ?, order_id = ?, claimed_until = NULL
+                WHERE message_id = ? AND state = 'pending' AND claim = ? RETURNING message_id
+                """, [.text(outcome), .from(detail), .from(orderId), .text(record.messageId), .integer(record.claim)]).isEmpty
+        }
+    }
+
+    /// Gives claimed notifications back untouched, for the next pass of any host.
+    package func releasePlayNotifications(_ records: [PlayNotificationRecord]) throws(LedgerError) {
+        guard !records.isEmpty else { return }
+        try writing { db in
+            for record in records {
+                try db.query("UPDATE play_notifications SET claimed_until = NULL WHERE message_id = ? AND state = 'pending' AND claim = ?",
+                             [.text(record.messageId), .integer(record.claim)])
+            }
         }
     }
 
@@ -94,7 +131,12 @@ extension TransactionalLedger {
                     ON CONFLICT(order_id) DO NOTHING RETURNING order_id
                     """, [.text(orderId), .text(userId), .text(productId), .text(token.value), .from(accountId), .integer(now),
                           .integer(now), .integer(now)]).isEmpty
-                if created { try db.appendHistory(orderId, HistoryEntry(at: now, kind: .notification, outcome: "created", detail: detail)) }
+                if created {
+                    // PostgreSQL makes every inserted row a backend's (its trigger sets origin 'backend'):
+                    // settle's own row says where it came from here, in the same transaction.
+                    try db.query("UPDATE orders SET origin = 'google_play_notification' WHERE order_id = ?", [.text(orderId)])
+                    try db.appendHistory(orderId, HistoryEntry(at: now, kind: .notification, outcome: "created", detail: detail))
+                }
                 return created
         }
     }
@@ -104,6 +146,6 @@ extension PlayNotificationRecord {
     package init(row: some LedgerRow) {
         self.init(messageId: row.string("message_id") ?? "", kind: row.string("kind") ?? "", receivedAt: row.int("received_at") ?? 0,
                   outcome: row.string("outcome") ?? "", detail: row.string("detail"), orderId: row.string("order_id"),
-                  payload: row.string("payload") ?? "")
+                  payload: row.string("payload") ?? "", claim: row.int("claim") ?? 0)
     }
 }

@@ -11,7 +11,7 @@ extension FakeGooglePlay {
             s.tokenRequests += 1
             return s.tokenFailures.isEmpty ? nil : s.tokenFailures.removeFirst()
         }
-        if let failure { return Self.respond(failure) }
+        if let failure = late(failure) { return Self.respond(failure) }
         guard request.method == "POST" else { return oauthError(405, "invalid_request", "POST only") }
         let form = Self.form(String(decoding: request.body, as: UTF8.self))
         guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
@@ -72,6 +72,28 @@ extension FakeGooglePlay {
 
     /// The key set a push receiver must trust: the fake's push signing key, as Google publishes its own.
     package var pushKeySet: JSONWebKeySet { JSONWebKeySet(keys: [pushKeyId: pushKey.publicKey]) }
+
+    /// Where the fake publishes its push keys, as Google does at https://www.googleapis.com/oauth2/v3/certs.
+    package static let certsPath = "/oauth2/v3/certs"
+
+    /// Google's published keys: the push key and any rotated in, with Google's caching headers.
+    func certs() -> HTTPServerResponse {
+        let (failure, rotated, cacheControl) = state.withLock { s in
+            s.certsRequests += 1
+            return (s.certsFailures.isEmpty ? nil : s.certsFailures.removeFirst(), s.rotatedPushKeys, s.certsCacheControl)
+        }
+        if let failure = late(failure) { return Self.respond(failure) }
+        let document = JSONWebKeySet.document([(id: pushKeyId, key: pushKey.publicKey)] + rotated)
+        return HTTPServerResponse(status: 200, headers: [HTTPHeader("Content-Type", "application/json; charset=UTF-8"),
+                                                         HTTPHeader("Cache-Control", cacheControl)],
+                                  body: document.data)
+    }
+
+    /// Publishes another push key, as Google does before it signs with it.
+    package func rotateIn(pushKey key: RSAPublicKey, id: String) { state.withLock { $0.rotatedPushKeys.append((id, key)) } }
+    package func setCertsCacheControl(_ value: String) { state.withLock { $0.certsCacheControl = value } }
+    package func failNextCertsRequests(_ failures: Failure...) { state.withLock { $0.certsFailures += failures } }
+    package var certsRequests: Int { state.withLock { $0.certsRequests } }
 
     /// An OIDC token as Pub/Sub puts on an authenticated push, signed with the fake's push key.
     /// Every claim can be set, so tests can forge each way a token can be wrong; `signer` and

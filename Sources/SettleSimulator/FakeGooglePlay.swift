@@ -27,6 +27,9 @@ package final class FakeGooglePlay: Sendable {
         case status(Int, reason: String? = nil, retryAfter: String? = nil)
         /// A 200 whose body is not JSON.
         case garbage
+        /// The answer comes `seconds` late: on a `ManualTimeSource` the fake moves the clock on
+        /// (a test never sleeps), on a real clock it waits; then `then`, or the normal answer.
+        indirect case slow(Double, then: Failure? = nil)
     }
 
     package let packageName: String
@@ -51,6 +54,11 @@ package final class FakeGooglePlay: Sendable {
         package var tokenRequests = 0
         package var refusedAssertions: [String] = []
         package var acceptedAssertions: [RS256JWT.Verified] = []
+        /// Keys published at `/oauth2/v3/certs` besides the push key, as after a rotation.
+        package var rotatedPushKeys: [(id: String, key: RSAPublicKey)] = []
+        package var certsCacheControl = "public, max-age=19923, must-revalidate, no-transform"
+        package var certsFailures: [Failure] = []
+        package var certsRequests = 0
     }
 
     /// `serviceAccount` is the key settle holds: the fake keeps only its public half and names.
@@ -92,6 +100,7 @@ package final class FakeGooglePlay: Sendable {
 
     package func handle(_ request: HTTPServerRequest) -> HTTPServerResponse {
         if request.path == "/token" { return tokenEndpoint(request) }
+        if request.path == Self.certsPath { return certs() }
         let prefix = "/androidpublisher/v3/applications/\(packageName)/purchases/"
         guard request.path.hasPrefix(prefix) else { return Self.error(404, reason: "applicationNotFound", "No application was found.") }
         let (failure, known): (Failure?, Bool) = state.withLock { s in
@@ -99,7 +108,7 @@ package final class FakeGooglePlay: Sendable {
             let bearer = request.header("Authorization").flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
             return (s.apiFailures.isEmpty ? nil : s.apiFailures.removeFirst(), bearer.map(s.issuedAccessTokens.contains) ?? false)
         }
-        if let failure { return Self.respond(failure) }
+        if let failure = late(failure) { return Self.respond(failure) }
         guard known else { return Self.error(401, reason: "authError", "Invalid Credentials") }
         let rest = String(request.path.dropFirst(prefix.count))
         let (route, query) = rest.firstIndex(of: "?").map { (String(rest[..<$0]), String(rest[rest.index(after: $0)...])) } ?? (rest, "")
@@ -183,8 +192,23 @@ package final class FakeGooglePlay: Sendable {
                                   body: JSONValue.object([("error", .object(error))]).data)
     }
 
+    /// A `slow` failure's time taken (the test clock moved on, a real one waited out), and what
+    /// is left of it: the failure to answer with, nil for the normal answer.
+    package func late(_ failure: Failure?) -> Failure? {
+        guard case let .slow(seconds, then)? = failure else { return failure }
+        if let manual = time as? ManualTimeSource {
+            manual.advance(by: seconds)
+        } else {
+            Thread.sleep(forTimeInterval: seconds)
+        }
+        return late(then)
+    }
+
     package static func respond(_ failure: Failure) -> HTTPServerResponse {
         switch failure {
+        case let .slow(_, then):
+            // Only reached without `late`: the time is not taken, the answer is what follows it.
+            return respond(then ?? .status(500, reason: "backendError"))
         case let .status(status, reason, retryAfter):
             return error(status, reason: reason, "scripted failure", headers: retryAfter.map { [HTTPHeader("Retry-After", $0)] } ?? [])
         case .garbage:

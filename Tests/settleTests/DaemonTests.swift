@@ -327,7 +327,8 @@ final class DaemonTests: EndToEndTestCase {
                                   "settle_apple_request_duration_seconds", "settle_deliveries_total", "settle_breaker_open",
                                   "settle_last_pass_timestamp_seconds", "settle_notifications_total",
                                   "settle_newest_notification_age_seconds", "settle_store_orders", "settle_play_ack_deadline_soon",
-                                  "settle_store_requests_total", "settle_store_finish_total", "settle_build_info"])
+                                  "settle_store_requests_total", "settle_store_finish_total",
+                                  "settle_google_play_push_unknown_key_total", "settle_build_info"])
         for state in ["pending", "verifying", "delivering", "finished", "rejected", "needs_attention"] {
             XCTAssertTrue(text.contains("settle_orders{bundle_id=\"com.example.game\",state=\"\(state)\"}"), state)
         }

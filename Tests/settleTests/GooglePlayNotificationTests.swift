@@ -31,6 +31,7 @@ final class GooglePlayNotificationTests: GooglePlayTestCase {
                 ("token_url", .string(google.baseURL + "/token")),
                 ("notifications_path", .string(path)),
                 ("push", .object([("audience", .string(Self.audience)), ("service_account_email", .string(Self.pushEmail)),
+                                  ("jwks_url", .string(google.baseURL + "/oauth2/v3/certs")),
                                   ("jwks_file", .string("google-jwks.json"))])),
             ])),
         ])

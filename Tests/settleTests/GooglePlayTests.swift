@@ -287,6 +287,30 @@ final class GooglePlayTests: GooglePlayTestCase {
         XCTAssertEqual(try state("o-only"), "finished")
     }
 
+    func testPushKeys_areGooglesPublishedSetByDefault_theFileIsOptional_andAURLMustBeHTTPS() throws {
+        func configure(_ push: [(String, JSONValue)]) throws {
+            try world.writeConfig(overrides: [
+                ("products", .object([(gems, .object([("type", .string("consumable")), ("store", .string("google_play"))]))])),
+                ("notifications", .object([("listen", .string("127.0.0.1:0"))])),
+                ("google_play", .object([
+                    ("package_name", .string(Self.packageName)), ("service_account_file", .string("play-service-account.json")),
+                    ("notifications_path", .string("/google-play/rtdn")),
+                    ("push", .object([("audience", .string(Self.audience)), ("service_account_email", .string(Self.pushEmail))] + push)),
+                ])),
+            ])
+        }
+        try configure([])
+        let defaults = try settle(expecting: 0, ["check-config"])
+        XCTAssertTrue(defaults.stdout.contains("keys https://www.googleapis.com/oauth2/v3/certs\n"), defaults.stdout)
+        try world.write("google-jwks.json", JSONWebKeySet.document([(id: "k", key: Self.pushKey.publicKey)]).serialized())
+        try configure([("jwks_url", .string(google.baseURL + "/oauth2/v3/certs")), ("jwks_file", .string("google-jwks.json"))])
+        let both = try settle(expecting: 0, ["check-config"])
+        XCTAssertTrue(both.stdout.contains("keys \(google.baseURL)/oauth2/v3/certs, else \(world.folder)/google-jwks.json"), both.stdout)
+        try configure([("jwks_url", .string("http://keys.example.com/certs"))])
+        let plain = try settle(expecting: 78, ["check-config"])
+        XCTAssertTrue(plain.stderr.contains("google_play.push.jwks_url: must be an https:// URL"), plain.stderr)
+    }
+
     func testConfigurationMistakes_nameTheKeyPath_andExit78() throws {
         try world.writeConfig(overrides: [
             ("products", .object([(gems, .object([("type", .string("consumable")), ("store", .string("android"))]))])),

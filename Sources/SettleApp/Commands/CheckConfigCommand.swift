@@ -27,7 +27,7 @@ enum CheckConfigCommand {
             _ = try c.serverAPI?.loadPrivateKey()
             if c.receiptAPI != nil || c.serverAPI != nil { _ = try c.storeKitRoots() }
             _ = try c.googlePlay?.loadServiceAccountKey()
-            _ = try c.googlePlay?.loadPushKeys()
+            _ = try c.googlePlay?.loadPushKeyFile()
             if case let .webhook(_, secret) = c.delivery.method { _ = try secret.read() }
         } catch {
             throw CommandFailure.from(error)
@@ -151,7 +151,8 @@ enum CheckConfigCommand {
             lines.append("google_play: package \(play.packageName), service account key \(play.serviceAccountFile.path) (contents redacted), "
                          + "api \(displayURL(play.apiURL)), token \(displayURL(play.tokenURL)), voided purchases every \(n(play.voidedPollIntervalSeconds)) s")
             if let path = play.notificationsPath, let push = play.push {
-                lines.append("google_play notifications: POST \(path), audience \(push.audience), push account \(push.serviceAccountEmail), keys \(push.jwksFile)")
+                lines.append("google_play notifications: POST \(path), audience \(push.audience), push account \(push.serviceAccountEmail), keys \(displayURL(push.jwksURL))"
+                             + (push.jwksFile.map { ", else \($0)" } ?? ""))
             }
         }
         if c.consumption.respond {

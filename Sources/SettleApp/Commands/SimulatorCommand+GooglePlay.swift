@@ -6,8 +6,9 @@ import SettleSimulator
 
 /// `settle simulator`'s Google Play: the fake Google (token endpoint, purchases, acknowledge,
 /// consume, voided purchases) on a loopback port of its own, plus two helpers for testing
-/// real-time developer notifications: `GET /simulator/jwks` (the key set pushes are signed
-/// with, to save as `google_play.push.jwks_file`) and `POST /simulator/push-token` with
+/// real-time developer notifications: the key set pushes are signed with, published as Google
+/// publishes its own (`/oauth2/v3/certs`, for `google_play.push.jwks_url`) and at
+/// `GET /simulator/jwks` (to save as `google_play.push.jwks_file`), and `POST /simulator/push-token` with
 /// `{"audience": ..., "email": ...}` (a signed OIDC token to send as `Authorization: Bearer`).
 struct SimulatedGooglePlay {
     static let pushKeyId = "simulator-push-key"
@@ -67,6 +68,7 @@ struct SimulatedGooglePlay {
         google_play.api_url: \(server.baseURL)
         google_play.token_url: \(server.baseURL)/token
         google_play.package_name: \(fake.packageName), accepting \(source)
+        google_play.push.jwks_url: \(server.baseURL)\(FakeGooglePlay.certsPath)
         google_play push keys: GET \(server.baseURL)/simulator/jwks; a push token: POST \(server.baseURL)/simulator/push-token {"audience", "email"}
         """
     }

@@ -25,6 +25,7 @@ package final class Metrics: Sendable {
         var newestNotificationAt: Int64?
         var storeRequests: [String: Int] = [:]     // "store|call|outcome" -> count
         var storeFinishes: [String: Int] = [:]     // "store|outcome" -> count
+        var pushUnknownKeys = 0
     }
 
     private let state = Mutex(State())
@@ -82,6 +83,12 @@ package final class Metrics: Sendable {
     package func observeStoreFinish(store: String, outcome: String) {
         let label = String(outcome.prefix(while: { $0 != ":" }))
         state.withLock { $0.storeFinishes["\(store)|\(label)", default: 0] += 1 }
+    }
+
+    /// A Pub/Sub push token signed under a key id none of Google's keys settle could read has:
+    /// a forgery, or keys settle cannot refresh (check `google_play.push.jwks_url`).
+    package func observePushUnknownKey() {
+        state.withLock { $0.pushUnknownKeys += 1 }
     }
 
     /// A pass ended, leaving the breakers of `openBreakers` open.
@@ -150,6 +157,9 @@ package final class Metrics: Sendable {
             let parts = key.split(separator: "|", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
             out += "settle_store_finish_total{\(app),store=\"\(parts[0])\",outcome=\"\(Metrics.labelValue(parts[1]))\"} \(s.storeFinishes[key] ?? 0)\n"
         }
+        family("settle_google_play_push_unknown_key_total", "counter",
+               "Pub/Sub push tokens signed under a key id that no Google push key settle could read holds.")
+        out += "settle_google_play_push_unknown_key_total{\(app)} \(s.pushUnknownKeys)\n"
         family("settle_build_info", "gauge", "The running settle's version.")
         out += "settle_build_info{\(app),version=\"\(SettleVersion.number)\"} 1\n"
         return out

@@ -11,27 +11,37 @@ extension PlayNotificationInbox {
     /// Google's voided purchases list shows that order voided (with its quantity), read around
     /// the push's time. Not shown yet: asked again at the next passes, for an hour; then left to
     /// the voided purchases poll, which applies whatever Google lists.
-    func voided(_ n: VoidedPurchaseNotification, record: PlayNotificationRecord,
-                        eventMs: Int64?) throws(LedgerError) -> Outcome? {
+    func voided(_ n: VoidedPurchaseNotification, record: PlayNotificationRecord, eventMs: Int64?,
+                work: SideWork) throws(LedgerError) -> Step {
         let now = ledger.time.unixSeconds
         let name = n.orderId ?? n.purchaseToken.fingerprint
         let since = max(now * 1000 - PlayVoidedPoll.lookBackMs, (eventMs ?? record.receivedAt * 1000) - Self.voidedConfirmationSeconds * 1000)
-        let found: VoidedPurchase?
+        let search: PlayVoidedPoll.Search
         do throws(PlayAPIError) {
-            found = try PlayVoidedPoll.find(orderId: n.orderId, token: n.purchaseToken, since: since, client: client)
+            search = try PlayVoidedPoll.find(orderId: n.orderId, token: n.purchaseToken, since: since, client: client, work: work)
         } catch {
+            guard now - record.receivedAt < Self.voidedConfirmationSeconds * 24 else {
+                return .finished(("not_confirmed", "Google could not be asked to confirm voided purchase \(name) for a day; "
+                                    + "nothing was revoked", nil), answered: false)
+            }
+            if error.isStoreWide { return .storeFailed(error) }
             log.warning("google_play.notification_deferred", ["error": error.description])
-            return now - record.receivedAt < Self.voidedConfirmationSeconds * 24 ? nil
-                : ("not_confirmed", "Google could not be asked to confirm voided purchase \(name) for a day; nothing was revoked", nil)
+            return .waiting(answered: true)
         }
-        guard let voided = found else {
-            guard now - record.receivedAt >= Self.voidedConfirmationSeconds else { return nil }
-            return ("not_confirmed", "Google's voided purchases list does not show purchase \(name): nothing was revoked "
-                        + "(the voided purchases poll applies it if Google lists it later)", nil)
+        let voided: VoidedPurchase
+        switch search {
+        case let .found(entry):
+            voided = entry
+        case .unfinished:
+            return .waiting(answered: true)
+        case .notListed:
+            guard now - record.receivedAt >= Self.voidedConfirmationSeconds else { return .waiting(answered: true) }
+            return .finished(("not_confirmed", "Google's voided purchases list does not show purchase \(name): nothing was revoked "
+                                + "(the voided purchases poll applies it if Google lists it later)", nil), answered: true)
         }
         let outcomes = try ledger.applyPlayVoided(token: voided.purchaseToken, googleOrderId: voided.orderId, quantity: voided.voidedQuantity,
                                                   reason: voided.rawVoidedReason.map(String.init), source: "real-time notification")
-        return (outcomes.isEmpty ? "no_order" : "voided", outcomes.map { "\($0.key): \($0.value)" }.sorted().joined(separator: ", "),
-                outcomes.keys.sorted().first)
+        return .finished((outcomes.isEmpty ? "no_order" : "voided", outcomes.map { "\($0.key): \($0.value)" }.sorted().joined(separator: ", "),
+                          outcomes.keys.sorted().first), answered: true)
     }
 }

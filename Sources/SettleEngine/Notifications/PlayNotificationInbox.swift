@@ -51,7 +51,10 @@ package struct PlayNotificationInbox: Sendable {
         if case let .failure(refusal) = authenticator.authenticate(authorization: request.header("Authorization")) {
             log.warning("google_play.push_refused", ["why": refusal.rawValue])
             metrics?.observeNotification(type: "google_play_push", outcome: "refused_\(refusal.rawValue)", at: nil)
-            return (NotificationInbox.reply(refusal == .missingToken ? 401 : 403, "refused: \(refusal.rawValue)"), false)
+            if refusal == .unknownKey { metrics?.observePushUnknownKey() }
+            // Keys that cannot be read now are settle's trouble: Pub/Sub delivers the push again.
+            let status = refusal == .missingToken ? 401 : refusal == .keysUnavailable ? 503 : 403
+            return (NotificationInbox.reply(status, "refused: \(refusal.rawValue)"), false)
         }
         let push: PubSubPush
         do {
@@ -85,49 +88,111 @@ package struct PlayNotificationInbox: Sendable {
         }
     }
 
-    /// Works on the stored notifications; one whose purchase Google cannot be asked about now
-    /// stays pending for the next pass. Returns how many were finished.
+    /// Stored pushes claimed at once (each host takes its own; the rest are left to others).
+    static let claimBatch = 16
+    /// How long a claim outlives the side work's time: one push's calls to Google at most.
+    static let claimMarginSeconds: Int64 = 300
+
+    /// Works on the stored notifications while `work` lasts, oldest first, each claimed by this
+    /// host (another host never works the same push). One whose purchase Google cannot be asked
+    /// about now waits for the next pass; at the first store-wide failure (Google unavailable,
+    /// its Retry-After, settle's credentials refused) the rest wait too and the outcome says why,
+    /// for Google's breaker. One whose effect cannot be written (a ledger constraint) is kept
+    /// `not_applied` with the error, and the others go on.
     @discardableResult
-    package func processPending() throws(LedgerError) -> Int {
+    package func processPending(_ work: SideWork) throws(LedgerError) -> (done: Int, outcome: SideWorkOutcome) {
+        let leaseSeconds = Int64(work.seconds.rounded(.up)) + Self.claimMarginSeconds
         var done = 0
-        for record in try ledger.pendingPlayNotifications(limit: Self.batch) {
-            guard let json = try? JSONValue.parse(Data(record.payload.utf8)),
-                  let notification = try? DeveloperNotification(json: json) else {
-                try ledger.finishPlayNotification(messageId: record.messageId, outcome: "unreadable", detail: nil, orderId: nil)
-                continue
+        var outcome = SideWorkOutcome.idle
+        // Claimed and left for the next pass: given back once this pass is done with Google.
+        var waiting: [PlayNotificationRecord] = []
+        claiming: while done + waiting.count < Self.batch {
+            guard !work.isSpent else { break }
+            let claimed = try ledger.claimPlayNotifications(limit: Self.claimBatch, leaseSeconds: leaseSeconds)
+            if claimed.isEmpty { break }
+            for (index, record) in claimed.enumerated() {
+                guard !work.isSpent else {
+                    log.info("google_play.notifications_paused", ["left": claimed.count - index,
+                                                                  "why": "this pass's time for Google is spent"])
+                    waiting += claimed[index...]
+                    break claiming
+                }
+                defer { work.progress() }
+                switch try step(record, work: work) {
+                case let .finished(result, answered):
+                    if answered { outcome = outcome.then(.answered) }
+                    guard try ledger.finishPlayNotification(record, outcome: result.outcome, detail: result.detail,
+                                                            orderId: result.orderId) else {
+                        log.warning("google_play.notification_claim_lost", ["message": record.messageId,
+                                                                           "why": "its claim lapsed and another host took it"])
+                        continue
+                    }
+                    let level: Log.Level = result.outcome == "not_applied" ? .error : .info
+                    log.log(level, "google_play.notification", ["message": record.messageId, "kind": record.kind, "outcome": result.outcome,
+                                                                "order": result.orderId, "detail": level == .error ? result.detail : nil])
+                    done += 1
+                case let .waiting(answered):
+                    if answered { outcome = outcome.then(.answered) }
+                    waiting.append(record)
+                case let .storeFailed(error):
+                    log.warning("google_play.notifications_deferred", ["error": error.description, "kind": error.kind.rawValue,
+                                                                       "left": claimed.count - index + waiting.count,
+                                                                       "why": "Google failed as a whole; the rest wait for its breaker"])
+                    outcome = outcome.then(error.sideWorkOutcome)
+                    waiting += claimed[index...]
+                    break claiming
+                }
             }
-            if let other = notification.packageName, other != packageName {
-                try ledger.finishPlayNotification(messageId: record.messageId, outcome: "other_package",
-                                                  detail: "for \(other), not \(packageName)", orderId: nil)
-                continue
-            }
-            let result: Outcome?
+        }
+        try ledger.releasePlayNotifications(waiting)
+        return (done, outcome)
+    }
+
+    /// Where working on one notification got to.
+    enum Step {
+        /// Done with; `answered`: Google was asked and answered.
+        case finished(Outcome, answered: Bool)
+        /// Asked again at the next pass (Google does not show yet what it needs, or refused this request).
+        case waiting(answered: Bool)
+        /// Google as a whole failed: nothing more is asked of it this pass.
+        case storeFailed(PlayAPIError)
+    }
+
+    /// Works on one claimed notification. A ledger write its effect breaks (a constraint: a row
+    /// a backend wrote badly, a trigger refusing it) ends it `not_applied`, never the pass.
+    private func step(_ record: PlayNotificationRecord, work: SideWork) throws(LedgerError) -> Step {
+        guard let json = try? JSONValue.parse(Data(record.payload.utf8)),
+              let notification = try? DeveloperNotification(json: json) else {
+            return .finished(("unreadable", nil, nil), answered: false)
+        }
+        if let other = notification.packageName, other != packageName {
+            return .finished(("other_package", "for \(other), not \(packageName)", nil), answered: false)
+        }
+        do throws(LedgerError) {
             switch notification.kind {
             case let .oneTimeProduct(n):
-                result = try purchase(token: n.purchaseToken, sku: n.sku, purchased: n.notificationType == .purchased, renewal: false)
+                return try purchase(token: n.purchaseToken, sku: n.sku, purchased: n.notificationType == .purchased, renewal: false)
             case let .subscription(n):
                 // The product is read from subscriptionsv2, never from the deprecated subscriptionId.
                 let renewed = [.renewed, .recovered, .restarted].contains(n.notificationType)
-                result = try purchase(token: n.purchaseToken, sku: nil, purchased: renewed || n.notificationType == .purchased,
-                                      renewal: renewed)
+                return try purchase(token: n.purchaseToken, sku: nil, purchased: renewed || n.notificationType == .purchased,
+                                    renewal: renewed)
             case let .voidedPurchase(n):
-                result = try voided(n, record: record, eventMs: notification.eventTimeMillis)
+                return try voided(n, record: record, eventMs: notification.eventTimeMillis, work: work)
             case .test:
-                result = ("test", "a test notification from Play Console", nil)
+                return .finished(("test", "a test notification from Play Console", nil), answered: false)
             case let .unknown(fields):
-                result = ("unknown_kind", fields.joined(separator: ", "), nil)
+                return .finished(("unknown_kind", fields.joined(separator: ", "), nil), answered: false)
             }
-            guard let result else { continue }
-            try ledger.finishPlayNotification(messageId: record.messageId, outcome: result.outcome, detail: result.detail,
-                                              orderId: result.orderId)
-            log.info("google_play.notification", ["message": record.messageId, "kind": record.kind, "outcome": result.outcome,
-                                                  "order": result.orderId])
-            done += 1
+        } catch {
+            guard let violation = error.constraintViolation else { throw error }
+            metrics?.observeNotification(type: "google_play_\(record.kind)", outcome: "not_applied", at: ledger.time.unixSeconds)
+            return .finished(("not_applied", "a ledger write for this notification failed: \(violation); a person looks", nil),
+                             answered: true)
         }
-        return done
     }
 
-    /// What working on one notification ended with; nil: ask Google again at the next pass.
+    /// What working on one notification ended with.
     typealias Outcome = (outcome: String, detail: String?, orderId: String?)
 
     /// A purchase Google told of, read from Google first: what Google says decides whose it is.
@@ -143,20 +208,28 @@ package struct PlayNotificationInbox: Sendable {
     ///  - else nobody: `needs_attention` (`unclaimed_purchase`) for `settle assign`.
     /// A product missing from the configuration still becomes an order, which the pass sets aside
     /// as `unknown_product` (a paid purchase is never dropped for settle's gap).
-    private func purchase(token: PlayPurchaseToken, sku: String?, purchased: Bool, renewal: Bool) throws(LedgerError) -> Outcome? {
+    private func purchase(token: PlayPurchaseToken, sku: String?, purchased: Bool, renewal: Bool) throws(LedgerError) -> Step {
         let orders = try ledger.playOrders(token: token)
-        guard purchased else { return ("noted", "nothing to deliver for this notification type", orders.first?.orderId) }
+        guard purchased else {
+            return .finished(("noted", "nothing to deliver for this notification type", orders.first?.orderId), answered: false)
+        }
         let read: Read
         do throws(PlayAPIError) {
             guard let found = try self.read(token: token, sku: sku) else {
-                return ("unreadable", "a one-time product notification without its sku", nil)
+                return .finished(("unreadable", "a one-time product notification without its sku", nil), answered: true)
             }
             read = found
         } catch {
-            if error.kind == .purchaseNotFound { return ("purchase_not_found", error.message, nil) }
+            if error.kind == .purchaseNotFound { return .finished(("purchase_not_found", error.message, nil), answered: true) }
+            if error.isStoreWide { return .storeFailed(error) }
             log.warning("google_play.notification_deferred", ["error": error.description])
-            return nil
+            return .waiting(answered: true)
         }
+        return .finished(try purchase(read, token: token, orders: orders, renewal: renewal), answered: true)
+    }
+
+    /// The purchase as Google read it, applied: the order it goes to, made if need be.
+    private func purchase(_ read: Read, token: PlayPurchaseToken, orders: [Order], renewal: Bool) throws(LedgerError) -> Outcome {
         let facts = read.facts
         let accountId = facts.accountId.map(PlayVerifier.normalized)
         // Positively another user's: the purchase names its buyer, and the order's user is someone else.

@@ -29,24 +29,31 @@ package struct PlayVoidedPoll: Sendable {
         self.log = log
     }
 
-    /// Polls when the interval has passed since the last poll; returns how many orders it changed.
+    /// Polls when the interval has passed since the last poll, a page at a time while `work`
+    /// lasts (the page token is kept: the next pass reads on). What Google said of itself is the
+    /// outcome: a store-wide failure stops the poll and feeds Google's breaker.
     @discardableResult
-    package func pollIfDue() throws(LedgerError) -> Int {
+    package func pollIfDue(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome {
         let now = ledger.time.unixSeconds
         var cursor = try ledger.playVoidedCursor()
-        if let polled = cursor.polledAt, Double(now - polled) < intervalSeconds { return 0 }
+        if let polled = cursor.polledAt, Double(now - polled) < intervalSeconds { return .idle }
         let oldest = now * 1000 - Self.lookBackMs
         let start = max(cursor.sinceMs ?? oldest, oldest)
         var newest = start
         var changed = 0
         var pages = 0
         repeat {
+            if pages > 0 { work.progress() }
+            guard !work.isSpent else {
+                log.info("google_play.voided_poll_paused", ["pages": pages, "changed": changed, "why": "this pass's time for Google is spent"])
+                return .answered
+            }
             let page: VoidedPurchasePage
             do {
                 page = try client.voidedPurchases(startTime: start, pageToken: cursor.pageToken)
             } catch {
                 log.warning("google_play.voided_poll_failed", ["error": error.description, "kind": error.kind.rawValue])
-                return changed
+                return error.sideWorkOutcome
             }
             pages += 1
             for voided in page.purchases {
@@ -69,22 +76,36 @@ package struct PlayVoidedPoll: Sendable {
             try ledger.savePlayVoidedCursor(cursor)
         }
         log.info("google_play.voided_polled", ["pages": pages, "changed": changed])
-        return changed
+        work.progress()
+        return .answered
+    }
+
+    /// What a search of the list found.
+    package enum Search: Sendable {
+        case found(VoidedPurchase)
+        /// Google does not list it within `maxPages`.
+        case notListed
+        /// `work` was spent before the search ended: searched again at the next pass.
+        case unfinished
     }
 
     /// Google's own entry for one voiding, read from the list since `since` (Unix ms): the entry
     /// naming `orderId` (with a matching token), or, for a purchase without an order id, the one
-    /// of `token`. Nil when Google does not list it within `maxPages`.
-    package static func find(orderId: String?, token: PlayPurchaseToken, since: Int64,
-                             client: PlayDeveloperClient) throws(PlayAPIError) -> VoidedPurchase? {
+    /// of `token`. A page at a time while `work` lasts, kicking its progress after each.
+    package static func find(orderId: String?, token: PlayPurchaseToken, since: Int64, client: PlayDeveloperClient,
+                             work: SideWork) throws(PlayAPIError) -> Search {
         var pageToken: String? = nil
         var pages = 0
         repeat {
+            if pages > 0 {
+                work.progress()
+                if work.isSpent { return .unfinished }
+            }
             let page = try client.voidedPurchases(startTime: since, pageToken: pageToken)
             pages += 1
-            if let entry = page.purchases.first(where: { $0.purchaseToken == token && $0.orderId == orderId }) { return entry }
+            if let entry = page.purchases.first(where: { $0.purchaseToken == token && $0.orderId == orderId }) { return .found(entry) }
             pageToken = page.nextPageToken
         } while pageToken != nil && pages < maxPages
-        return nil
+        return .notListed
     }
 }

@@ -105,7 +105,9 @@ extension Reconciler {
                                      records: PlayLedgerRecords(ledger: ledger)),
            let settings = configuration.googlePlay {
             var playInbox: PlayNotificationInbox? = nil
-            if let push = settings.push, settings.notificationsPath != nil, let keys = try settings.loadPushKeys() {
+            if let push = settings.push, settings.notificationsPath != nil {
+                let keys = GooglePushKeys(url: push.jwksURL, fallback: try settings.loadPushKeyFile(), client: client, time: ledger.time,
+                                          log: log)
                 playInbox = PlayNotificationInbox(
                     ledger: ledger, authenticator: PushAuthenticator(keys: keys, audience: push.audience,
                                                                      serviceAccountEmail: push.serviceAccountEmail, time: ledger.time),

@@ -107,13 +107,19 @@ package final class Reconciler: Sendable {
         let breakers = try ledger.breakersForPass()
         let now = ledger.time.unixSeconds
         /// Whether a store's side work (its stored pushes, its polls) may call it this pass: not
-        /// while its breaker holds its orders back, nor for its probe, which is one order's.
+        /// while its breaker holds its orders back. Once the cool-down is over it may be the
+        /// store's probe: with no order of that store due, nothing else would ever close it.
         func sideWorkAllowed(_ store: Store) -> Bool {
-            orderIds.isEmpty && !shouldStop() && (breakers[store] ?? StoreBreaker()).permission(now: now) == .claim
+            guard orderIds.isEmpty, !shouldStop() else { return false }
+            if case .wait = (breakers[store] ?? StoreBreaker()).permission(now: now) { return false }
+            return true
         }
-        // What a store sent on its own becomes orders before the claims, so this pass delivers them.
+        // What a store sent on its own becomes orders before the claims, so this pass delivers
+        // them; each store's share of the pass is bounded, so a slow one holds up no other.
+        func lent() -> SideWork { SideWork(seconds: sideWorkSeconds, time: ledger.time, progress: progress) }
+        var sideWork: [Store: SideWorkOutcome] = [:]
         for adapter in adapters where sideWorkAllowed(adapter.store) {
-            try adapter.beforeClaims()
+            sideWork[adapter.store] = try adapter.beforeClaims(lent())
         }
         let rescued = try ledger.rescue(owner: owner)
         for id in rescued.requeued { log.warning("order.rescued", ["order": id, "to": "pending"]) }
@@ -121,6 +127,7 @@ package final class Reconciler: Sendable {
         let pass = Pass(redeliver: rescued.redeliver, named: orderIds.isEmpty ? nil : orderIds, breakers: breakers,
                         policy: policy, time: ledger.time, deliveryCapacity: deliveryCapacity,
                         shouldStop: shouldStop, progress: progress)
+        for (store, outcome) in sideWork { pass.recordSideWork(store, outcome) }
         for (store, breaker) in breakers.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where orderIds.isEmpty {
             switch breaker.permission(now: now) {
             case .claim: break
@@ -155,7 +162,7 @@ package final class Reconciler: Sendable {
         var report = try pass.finish()
         // A pass over named orders is about those orders only.
         for adapter in adapters where sideWorkAllowed(adapter.store) && !pass.isStopped(adapter.store) {
-            try adapter.afterPass()
+            pass.recordSideWork(adapter.store, try adapter.afterPass(lent()))
         }
         if let inbox, orderIds.isEmpty, !shouldStop() {
             let settled = try inbox.settleObligations()

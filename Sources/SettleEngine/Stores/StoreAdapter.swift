@@ -23,12 +23,13 @@ package protocol StoreAdapter: Sendable {
 
     /// What the store sent on its own, stored by its listener route, turned into orders before a
     /// pass claims (Google's real-time notifications), so that pass delivers them. Runs only while
-    /// the store's breaker lets its orders be claimed.
-    func beforeClaims() throws(LedgerError)
+    /// the store's breaker is closed or lets a probe through (this work may be the probe); stops
+    /// at the first store-wide failure and once `work` is spent, leaving the rest for the next pass.
+    func beforeClaims(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome
 
-    /// The store's own work after a pass's deliveries (Google's voided purchases poll, when due).
-    /// Runs only while the store's breaker lets its orders be claimed.
-    func afterPass() throws(LedgerError)
+    /// The store's own work after a pass's deliveries (Google's voided purchases poll, when due),
+    /// under the same rules as `beforeClaims`.
+    func afterPass(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome
 
     /// Its paths on the notifications listener, each answering one request; `needsPass` asks
     /// for a pass now (a purchase to deliver, a refund to take back).

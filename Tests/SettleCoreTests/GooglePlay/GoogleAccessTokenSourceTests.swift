@@ -86,16 +86,43 @@ final class GoogleAccessTokenSourceTests: XCTestCase {
         XCTAssertEqual(world.fake.refusedAssertions.count, 1)
     }
 
-    func testAccessToken_when5xx429OrNoAnswer_isTemporary_andTheNextCallFetchesAgain() throws {
+    func testAccessToken_when5xx429OrNoAnswer_isTemporary_andFetchedAgainOnceItsCoolDownIsOver() throws {
         let world = try PlayTestWorld()
         world.fake.failNextTokenRequests(.status(503), .status(429, retryAfter: "30"))
         XCTAssertEqual(Self.kind { try world.tokens.accessToken() }, .unavailable)
+        world.time.advance(by: Double(GoogleAccessTokenSource.failureCoolDown))
         XCTAssertThrowsError(try world.tokens.accessToken()) { XCTAssertEqual(($0 as! PlayAPIError).retryAfter, 30) }
+        world.time.advance(by: 30)
         XCTAssertNoThrow(try world.tokens.accessToken())
         world.server.stop()
         let unreachable = GoogleAccessTokenSource(key: world.key, tokenURL: world.server.baseURL + "/token", client: HTTPClient(),
                                                   time: world.time)
         XCTAssertEqual(Self.kind { try unreachable.accessToken() }, .unavailable)
+    }
+
+    func testAFailedExchange_isRememberedForItsCoolDown_orGooglesRetryAfter_insteadOfAskedAgainByEveryCall() throws {
+        let world = try PlayTestWorld()
+        world.fake.failNextTokenRequests(.status(503))
+        for _ in 0..<40 { XCTAssertEqual(Self.kind { try world.tokens.accessToken() }, .unavailable) }
+        XCTAssertEqual(world.fake.tokenRequests, 1, "every call asked a failing token endpoint again")
+        world.time.advance(by: Double(GoogleAccessTokenSource.failureCoolDown - 1))
+        XCTAssertEqual(Self.kind { try world.tokens.accessToken() }, .unavailable)
+        XCTAssertEqual(world.fake.tokenRequests, 1)
+        // The cool-down is over: asked again. A 429's Retry-After longer than the cool-down is honoured.
+        world.time.advance(by: 1)
+        world.fake.failNextTokenRequests(.status(429, retryAfter: "45"))
+        XCTAssertEqual(Self.kind { try world.tokens.accessToken() }, .unavailable)
+        world.time.advance(by: 44)
+        XCTAssertThrowsError(try world.tokens.accessToken()) { XCTAssertEqual(($0 as! PlayAPIError).retryAfter, 45) }
+        XCTAssertEqual(world.fake.tokenRequests, 2)
+        world.time.advance(by: 1)
+        XCTAssertNoThrow(try world.tokens.accessToken())
+        XCTAssertEqual(world.fake.tokenRequests, 3)
+        // A refused assertion (a configuration fault) too.
+        world.tokens.invalidate(try world.tokens.accessToken())
+        world.fake.failNextTokenRequests(.status(400, reason: "invalid_grant"))
+        for _ in 0..<5 { XCTAssertNotNil(Self.kind { try world.tokens.accessToken() }) }
+        XCTAssertEqual(world.fake.tokenRequests, 4)
     }
 
     func testInvalidate_dropsOnlyTheRejectedToken() throws {

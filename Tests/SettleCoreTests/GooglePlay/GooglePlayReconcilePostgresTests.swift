@@ -10,6 +10,24 @@ final class GooglePlayReconcilePostgresTests: GooglePlayReconcileTests {
         return try PostgresLedger(url: schema!.url, time: world.time)
     }
 
+    override func execute(_ sql: String) throws {
+        if schema == nil { schema = try TestPostgres.freshSchema() }
+        let connection = try PostgresConnection(url: schema!.url)
+        defer { connection.close() }
+        try connection.execute(sql)
+    }
+
+    override func poisonOrders(orderId: String) throws {
+        try execute("""
+            CREATE FUNCTION poisoned() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF NEW.order_id = '\(orderId)' THEN RAISE EXCEPTION 'this row cannot be written' USING ERRCODE = 'check_violation'; END IF;
+                RETURN NEW;
+            END $$;
+            CREATE TRIGGER poisoned BEFORE INSERT ON orders FOR EACH ROW EXECUTE FUNCTION poisoned();
+            """)
+    }
+
     // Linux test discovery lists only the methods a class declares: each inherited test is named
     // here, and `testEveryGooglePlayReconcileTest_alsoRunsOnPostgreSQL` fails when one is missing.
     override func testRenewal_goesToTheSubscriberWhoseGrantItIs_neverToTheOldestOrderHoldingTheToken() throws { try super.testRenewal_goesToTheSubscriberWhoseGrantItIs_neverToTheOldestOrderHoldingTheToken() }
@@ -23,6 +41,13 @@ final class GooglePlayReconcilePostgresTests: GooglePlayReconcileTests {
     override func testPurchasePush_forATokenAnotherUsersRejectedOrderHolds_createsTheBuyersOwnOrder() throws { try super.testPurchasePush_forATokenAnotherUsersRejectedOrderHolds_createsTheBuyersOwnOrder() }
     override func testPurchasePush_forAProductNotInTheConfiguration_isKeptAsAnOrder_unknownProduct() throws { try super.testPurchasePush_forAProductNotInTheConfiguration_isKeptAsAnOrder_unknownProduct() }
     override func testPurchaseGoogleSaysConsumedOrAcknowledged_isSetAside_finishedElsewhere_andARetryDeliversIt() throws { try super.testPurchaseGoogleSaysConsumedOrAcknowledged_isSetAside_finishedElsewhere_andARetryDeliversIt() }
+
+    override func testSlowGoogle_getsABoundedShareOfThePass_kicksProgressAfterEachPush_andTheAppStoreOrdersSettleInThatPass() throws { try super.testSlowGoogle_getsABoundedShareOfThePass_kicksProgressAfterEachPush_andTheAppStoreOrdersSettleInThatPass() }
+    override func testGoogleFailingAsAWhole_stopsTheStoredPushesAtTheFirst_feedsItsBreaker_andTheRestWaitForItsRetryAfter() throws { try super.testGoogleFailingAsAWhole_stopsTheStoredPushesAtTheFirst_feedsItsBreaker_andTheRestWaitForItsRetryAfter() }
+    override func testPushWhoseEffectCannotBeWritten_isKeptNotApplied_andTheOtherPushesAndPassesGoOn() throws { try super.testPushWhoseEffectCannotBeWritten_isKeptNotApplied_andTheOtherPushesAndPassesGoOn() }
+    override func testPushMadeOrder_keepsItsOrigin() throws { try super.testPushMadeOrder_keepsItsOrigin() }
+
+    override func testPushSignedUnderAKeyGoogleRotatedIn_isAcceptedThroughTheConfiguredURL_andUnknownKeysAreCounted() throws { try super.testPushSignedUnderAKeyGoogleRotatedIn_isAcceptedThroughTheConfiguredURL_andUnknownKeysAreCounted() }
 
     func testEveryGooglePlayReconcileTest_alsoRunsOnPostgreSQL() throws {
         let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SettleTesting
 import XCTest
 @testable import SettleApp
@@ -86,6 +87,7 @@ class GooglePlayReconcileTests: XCTestCase {
                 ("token_url", .string(google.baseURL + "/token")),
                 ("notifications_path", .string("/google-play/rtdn")),
                 ("push", .object([("audience", .string(PlayTestWorld.audience)), ("service_account_email", .string(PlayTestWorld.pushEmail)),
+                                  ("jwks_url", .string(google.baseURL + FakeGooglePlay.certsPath)),
                                   ("jwks_file", .string("google-jwks.json"))])),
             ])),
         ])
@@ -150,6 +152,34 @@ class GooglePlayReconcileTests: XCTestCase {
 
     @discardableResult
     func pass(_ ledger: any SettleLedger) throws -> PassReport { try world.reconciler(ledger: ledger).runPass() }
+
+    /// App Store orders, each a receipt of one coins purchase the Apple simulator verifies.
+    func enqueueAppStore(_ ledger: any SettleLedger, _ ids: [String]) throws {
+        for (index, id) in ids.enumerated() {
+            let transaction = "70000\(index)"
+            let receipt = world.scriptReceipt(id, [SimulatedTransaction(productId: world.coins, transactionId: transaction)])
+            _ = try ledger.enqueue(NewOrder(orderId: id, userId: "u-\(id)", productId: world.coins, transactionId: transaction,
+                                            receipt: receipt))
+        }
+    }
+
+    /// Stored pushes not worked on yet, by message id.
+    func waitingPushes(_ ledger: any SettleLedger) throws -> [String] {
+        try ledger.pendingPlayNotifications(limit: 100).map(\.messageId)
+    }
+
+    /// SQL straight on the ledger, as a backend or an operator would run it.
+    func execute(_ sql: String) throws {
+        try SQLiteDatabase(path: world.ledgerPath, mode: .readWrite).execute(sql)
+    }
+
+    /// Makes writing the order `orderId` fail a constraint, as a row a backend broke would.
+    func poisonOrders(orderId: String) throws {
+        try execute("""
+            CREATE TRIGGER poisoned BEFORE INSERT ON orders WHEN NEW.order_id = '\(orderId)'
+            BEGIN SELECT RAISE(ABORT, 'this row cannot be written'); END
+            """)
+    }
 
     func order(_ ledger: any SettleLedger, _ id: String) throws -> Order? { try ledger.orderRecord(id)?.order }
 
@@ -406,5 +436,110 @@ class GooglePlayReconcileTests: XCTestCase {
         XCTAssertEqual(try order(ledger, "o-c")?.state, .finished)
         XCTAssertEqual(deliveries, ["GPA.C o-c"])
         XCTAssertEqual(try order(ledger, "o-k")?.state, .needsAttention)
+    }
+
+    // MARK: - A slow Google (2.8, 2.12)
+
+    func testSlowGoogle_getsABoundedShareOfThePass_kicksProgressAfterEachPush_andTheAppStoreOrdersSettleInThatPass() throws {
+        let ledger = try makeLedger()
+        try enqueueAppStore(ledger, ["a-1", "a-2", "a-3"])
+        for i in 1...6 {
+            try purchasePush(ledger, "m-slow-\(i)", product("slow-\(i)", orderId: "GPA.S\(i)", account: "alice"))
+        }
+        // Google's next three answers each take 6 s by the test clock. The pass lends Google 15 s:
+        // a quarter of the 60 s interval, which is longer than one exchange (2 s connect + 3 s).
+        for _ in 0..<3 { fake.failNextAPICalls(.slow(6)) }
+        let reconciler = try world.reconciler(ledger: ledger)
+        XCTAssertEqual(reconciler.sideWorkSeconds, 15)
+        let time = world.time
+        let started = time.now
+        let kicks = Mutex<[Double]>([])
+        try reconciler.runPass(progress: { kicks.withLock { $0.append(time.now.timeIntervalSince(started)) } })
+        let at = kicks.withLock { $0 }
+        let gaps = zip(at, [0] + at).map { $0 - $1 }
+        XCTAssertLessThanOrEqual(gaps.max() ?? .infinity, 6, "the watchdog went unfed for longer than one push (kicks at \(at))")
+        for id in ["a-1", "a-2", "a-3"] {
+            XCTAssertEqual(try order(ledger, id)?.state, .finished, "\(id) waited for a slow Google")
+        }
+        XCTAssertEqual(try waitingPushes(ledger), ["m-slow-4", "m-slow-5", "m-slow-6"], "the pass gave Google more than its share")
+        // Google answers again: the pushes left are worked at the next pass.
+        try pass(ledger)
+        XCTAssertEqual(try waitingPushes(ledger), [])
+        XCTAssertEqual(Set(deliveries.filter { $0.hasPrefix("GPA.") }), Set((1...6).map { "GPA.S\($0) play-GPA.S\($0)" }))
+    }
+
+    func testGoogleFailingAsAWhole_stopsTheStoredPushesAtTheFirst_feedsItsBreaker_andTheRestWaitForItsRetryAfter() throws {
+        let ledger = try makeLedger()
+        try enqueueAppStore(ledger, ["a-1"])
+        for i in 1...4 {
+            try purchasePush(ledger, "m-down-\(i)", product("down-\(i)", orderId: "GPA.D\(i)", account: "alice"))
+        }
+        fake.failNextAPICalls(.status(429, retryAfter: "120"))
+        try pass(ledger)
+        XCTAssertEqual(fake.calls.count, 1, "every stored push asked a Google that had asked to be left alone")
+        XCTAssertEqual(try order(ledger, "a-1")?.state, .finished, "Google's trouble held back an App Store order")
+        XCTAssertEqual(try ledger.breakers()[.googlePlay]?.state, .open)
+        XCTAssertEqual(try waitingPushes(ledger).count, 4)
+        // Past the breaker's own 30 s cool-down, inside Google's Retry-After: nothing is asked.
+        world.time.advance(by: 60)
+        try pass(ledger)
+        XCTAssertEqual(fake.calls.count, 1, "Google was asked again before its Retry-After")
+        // After it, the stored pushes are the probe (no Play order is due): Google answers, all are worked.
+        world.time.advance(by: 61)
+        try pass(ledger)
+        XCTAssertEqual(try waitingPushes(ledger), [])
+        XCTAssertEqual(try ledger.breakers()[.googlePlay]?.state, .closed)
+        XCTAssertEqual(deliveries.filter { $0.hasPrefix("GPA.") }.count, 4)
+    }
+
+    // MARK: - Pushes on the ledger (2.13)
+
+    func testPushWhoseEffectCannotBeWritten_isKeptNotApplied_andTheOtherPushesAndPassesGoOn() throws {
+        let ledger = try makeLedger()
+        try poisonOrders(orderId: "play-GPA.BAD")
+        try enqueueAppStore(ledger, ["a-1"])
+        try purchasePush(ledger, "m-bad", product("bad", orderId: "GPA.BAD", account: "alice"))
+        try purchasePush(ledger, "m-good", product("good", orderId: "GPA.GOOD", account: "alice"))
+        try pass(ledger)
+        let bad = try XCTUnwrap(try ledger.playNotification(messageId: "m-bad"))
+        XCTAssertEqual(bad.outcome, "not_applied")
+        XCTAssertTrue(bad.detail?.contains("this row cannot be written") == true, bad.detail ?? "")
+        XCTAssertEqual(try order(ledger, "play-GPA.GOOD")?.state, .finished)
+        XCTAssertEqual(try order(ledger, "a-1")?.state, .finished)
+        XCTAssertNoThrow(try pass(ledger), "one push stopped every pass")
+    }
+
+    func testPushMadeOrder_keepsItsOrigin() throws {
+        let ledger = try makeLedger()
+        try purchasePush(ledger, "m-origin", product("origin", orderId: "GPA.O", account: "alice"))
+        try pass(ledger)
+        XCTAssertEqual(try order(ledger, "play-GPA.O")?.origin, "google_play_notification")
+    }
+
+    // MARK: - Google's push keys (2.13)
+
+    func testPushSignedUnderAKeyGoogleRotatedIn_isAcceptedThroughTheConfiguredURL_andUnknownKeysAreCounted() throws {
+        let ledger = try makeLedger()
+        let metrics = Metrics()
+        let reconciler = try Reconciler.configured(try world.configuration(), ledger: ledger, environment: [:], log: .silent,
+                                                   metrics: metrics)
+        let inbox = try XCTUnwrap((reconciler.stores[.googlePlay] as? GooglePlayAdapter)?.inbox)
+        // A key the operator's file does not hold: only Google's published set has it.
+        fake.rotateIn(pushKey: PlayTestKeys.stranger.publicKey, id: "rotated-in")
+        func post(_ messageId: String, keyId: String) throws -> Int {
+            let token = try fake.pushToken(audience: PlayTestWorld.audience, email: PlayTestWorld.pushEmail, signer: PlayTestKeys.stranger,
+                                           keyId: keyId)
+            let notification = DeveloperNotification(packageName: PlayTestWorld.packageName, eventTimeMillis: nowMs,
+                                                     kind: .test)
+            let request = HTTPServerRequest(method: "POST", path: "/google-play/rtdn", headers: [HTTPHeader("Authorization", "Bearer \(token)")],
+                                            body: PubSubPush.body(messageId: messageId, notification: notification))
+            return inbox.answer(request).response.status
+        }
+        XCTAssertEqual(try post("m-rotated", keyId: "rotated-in"), 200)
+        XCTAssertEqual(fake.certsRequests, 1)
+        XCTAssertEqual(try post("m-unknown", keyId: "nobodys"), 403)
+        XCTAssertNil(try ledger.playNotification(messageId: "m-unknown"))
+        let file = metrics.render(summary: try ledger.summary(OrderFilter(limit: 0)), bundleId: world.bundleId)
+        XCTAssertTrue(file.contains("settle_google_play_push_unknown_key_total{bundle_id=\"\(world.bundleId)\"} 1"), file)
     }
 }

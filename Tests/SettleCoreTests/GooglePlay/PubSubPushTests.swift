@@ -2,6 +2,7 @@ import XCTest
 @testable import SettleApp
 @testable import SettleBase
 @testable import SettleGooglePlay
+@testable import SettleSimulator
 
 final class PubSubPushTests: XCTestCase {
     private let token = PlayTestWorld.token(PlayTestWorld.tokenText)
@@ -102,5 +103,73 @@ final class PubSubPushTests: XCTestCase {
         XCTAssertNil(refusal(world, "Bearer \(good)"))
         world.time.advance(by: 600)
         XCTAssertEqual(refusal(world, "Bearer \(good)"), .expired)
+    }
+
+    // MARK: Google's published push keys
+
+    /// Why `keys` refuse a push token signed by `signer` under `keyId` (the fake's push key by default); nil: accepted.
+    private func refusal(_ world: PlayTestWorld, keys: any PushKeys, signer: RSAPrivateKey? = nil,
+                         keyId: String? = nil) throws -> PushAuthenticator.Refusal? {
+        let authenticator = PushAuthenticator(keys: keys, audience: PlayTestWorld.audience, serviceAccountEmail: PlayTestWorld.pushEmail,
+                                              time: world.time)
+        let token = try world.fake.pushToken(audience: PlayTestWorld.audience, email: PlayTestWorld.pushEmail, signer: signer, keyId: keyId)
+        if case let .failure(refusal) = authenticator.authenticate(authorization: "Bearer \(token)") { return refusal }
+        return nil
+    }
+
+    private func googleKeys(_ world: PlayTestWorld, fallback: JSONWebKeySet? = nil) -> GooglePushKeys {
+        GooglePushKeys(url: world.server.baseURL + FakeGooglePlay.certsPath, fallback: fallback, client: HTTPClient(), time: world.time,
+                       log: .silent)
+    }
+
+    func testGooglePushKeys_areReadFromTheURL_keptForTheirMaxAge_andReadAgainForAKeyRotatedIn_atMostOnceAMinute() throws {
+        let world = try PlayTestWorld()
+        world.fake.setCertsCacheControl("public, max-age=600, must-revalidate, no-transform")
+        let keys = googleKeys(world)
+        XCTAssertNil(try refusal(world, keys: keys))
+        XCTAssertEqual(world.fake.certsRequests, 1)
+        world.time.advance(by: 599)
+        XCTAssertNil(try refusal(world, keys: keys))
+        XCTAssertEqual(world.fake.certsRequests, 1, "read again while Google's max-age said the keys were fresh")
+        world.time.advance(by: 1)
+        XCTAssertNil(try refusal(world, keys: keys))
+        XCTAssertEqual(world.fake.certsRequests, 2, "kept past Google's max-age")
+        // Google publishes a new key and signs with it while the keys read are fresh: read again at once.
+        world.fake.rotateIn(pushKey: PlayTestKeys.stranger.publicKey, id: "rotated-in")
+        world.time.advance(by: Double(GooglePushKeys.minimumRefreshSeconds))
+        XCTAssertNil(try refusal(world, keys: keys, signer: PlayTestKeys.stranger, keyId: "rotated-in"))
+        XCTAssertEqual(world.fake.certsRequests, 3)
+        // Tokens under a key nobody publishes are refused, and Google is not asked again for each.
+        for _ in 0..<5 {
+            XCTAssertEqual(try refusal(world, keys: keys, signer: PlayTestKeys.stranger, keyId: "nobodys"), .unknownKey)
+        }
+        XCTAssertEqual(world.fake.certsRequests, 3, "every unknown key id asked Google")
+    }
+
+    func testGooglePushKeys_thatCannotBeRead_leaveTheKeysReadBefore_elseTheFile_elseNothingToCheckWith() throws {
+        let world = try PlayTestWorld()
+        // Never read: the operator's file.
+        world.fake.failNextCertsRequests(.status(503))
+        XCTAssertNil(try refusal(world, keys: googleKeys(world, fallback: world.fake.pushKeySet)))
+        // Neither: nothing verifies (the listener answers 503, and Pub/Sub delivers the push again).
+        world.fake.failNextCertsRequests(.garbage)
+        let keys = googleKeys(world)
+        XCTAssertEqual(try refusal(world, keys: keys), .keysUnavailable)
+        // Read once, then Google fails: the keys read before still verify.
+        world.time.advance(by: Double(GooglePushKeys.minimumRefreshSeconds))
+        XCTAssertNil(try refusal(world, keys: keys))
+        world.fake.failNextCertsRequests(.status(500))
+        world.time.advance(by: Double(GooglePushKeys.maximumMaxAge))
+        XCTAssertNil(try refusal(world, keys: keys))
+        XCTAssertEqual(world.fake.certsRequests, 4)
+    }
+
+    func testGooglePushKeys_maxAge_isCacheControlsLessAge_betweenAMinuteAndADay() {
+        XCTAssertEqual(GooglePushKeys.maxAge(cacheControl: "public, max-age=19923, must-revalidate, no-transform", age: nil), 19923)
+        XCTAssertEqual(GooglePushKeys.maxAge(cacheControl: "public, MAX-AGE=19923", age: "923"), 19000)
+        XCTAssertEqual(GooglePushKeys.maxAge(cacheControl: "no-cache, max-age=600", age: nil), GooglePushKeys.minimumRefreshSeconds)
+        XCTAssertEqual(GooglePushKeys.maxAge(cacheControl: nil, age: nil), GooglePushKeys.defaultMaxAge)
+        XCTAssertEqual(GooglePushKeys.maxAge(cacheControl: "max-age=9999999", age: nil), GooglePushKeys.maximumMaxAge)
+        XCTAssertEqual(GooglePushKeys.maxAge(cacheControl: "max-age=junk", age: "junk"), GooglePushKeys.defaultMaxAge)
     }
 }

@@ -187,14 +187,40 @@ extension LedgerContractTests {
                                                             token: Self.playToken, payload: "{}"), b.name)
             XCTAssertFalse(try other.storePlayNotification(messageId: "m-1", kind: "oneTimeProductNotification",
                                                            token: Self.playToken, payload: "{}"), "\(b.name): a redelivery to another host")
-            XCTAssertEqual(try other.pendingPlayNotifications(limit: 10).map(\.messageId), ["m-1"], b.name)
-            try other.finishPlayNotification(messageId: "m-1", outcome: "order_created", detail: nil, orderId: "play-GPA.3")
+            let claimed = try other.claimPlayNotifications(limit: 10, leaseSeconds: 60)
+            XCTAssertEqual(claimed.map(\.messageId), ["m-1"], b.name)
+            XCTAssertTrue(try other.finishPlayNotification(claimed[0], outcome: "order_created", detail: nil, orderId: "play-GPA.3"), b.name)
             XCTAssertEqual(try b.store.pendingPlayNotifications(limit: 10).count, 0, b.name)
             XCTAssertEqual(try b.store.playNotification(messageId: "m-1")?.outcome, "order_created", b.name)
 
             try b.store.savePlayVoidedCursor(PlayVoidedCursor(sinceMs: 1_700_000_000_000, pageToken: "page-2", polledAt: 5))
             XCTAssertEqual(try other.playVoidedCursor(), PlayVoidedCursor(sinceMs: 1_700_000_000_000, pageToken: "page-2", polledAt: 5),
                            b.name)
+        }
+    }
+
+    func testPlayPush_isClaimedByOneHost_untilItsClaimEndsOrIsGivenBack_andALapsedClaimChangesNothing() throws {
+        try onEachBackEnd { b in
+            let other = try b.another()
+            for id in ["m-1", "m-2", "m-3"] {
+                XCTAssertTrue(try b.store.storePlayNotification(messageId: id, kind: "one_time_product", token: Self.playToken, payload: "{}"))
+            }
+            let mine = try b.store.claimPlayNotifications(limit: 2, leaseSeconds: 60)
+            XCTAssertEqual(mine.map(\.messageId), ["m-1", "m-2"], b.name)
+            XCTAssertEqual(try other.claimPlayNotifications(limit: 10, leaseSeconds: 60).map(\.messageId), ["m-3"],
+                           "\(b.name): another host works only the push nobody holds")
+            XCTAssertEqual(try other.claimPlayNotifications(limit: 10, leaseSeconds: 60), [], b.name)
+            // Given back: due for any host at once.
+            try b.store.releasePlayNotifications([mine[1]])
+            XCTAssertEqual(try other.claimPlayNotifications(limit: 10, leaseSeconds: 60).map(\.messageId), ["m-2"], b.name)
+            // A host that died: its claim ends with its lease, and its late outcome changes nothing.
+            world.time.advance(by: 61)
+            let taken = try other.claimPlayNotifications(limit: 10, leaseSeconds: 60)
+            XCTAssertEqual(taken.map(\.messageId), ["m-1", "m-2", "m-3"], b.name)
+            XCTAssertFalse(try b.store.finishPlayNotification(mine[0], outcome: "order_created", detail: nil, orderId: nil), b.name)
+            XCTAssertTrue(try other.finishPlayNotification(taken[0], outcome: "noted", detail: nil, orderId: nil), b.name)
+            XCTAssertEqual(try b.store.playNotification(messageId: "m-1")?.outcome, "noted", b.name)
+            XCTAssertEqual(try b.store.pendingPlayNotifications(limit: 10).map(\.messageId), ["m-2", "m-3"], b.name)
         }
     }
 }

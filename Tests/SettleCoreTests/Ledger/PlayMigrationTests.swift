@@ -46,6 +46,6 @@ final class PlayMigrationTests: XCTestCase {
         defer { try? check.close() }
         XCTAssertTrue(try check.query("PRAGMA foreign_key_check").isEmpty)
         XCTAssertEqual(try check.query("SELECT count(*) AS n FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'orders'").first?.int("n"), 4,
-                       "the order counts' three and migration 11's Finish Transaction queue")
+                       "the order counts' three and migration 12's Finish Transaction queue")
     }
 }

@@ -84,6 +84,28 @@ class FinishTransactionTests: XCTestCase {
         XCTAssertEqual(try ledger.appleFinish(orderId: "o-2")?.state, "finished")
     }
 
+    func testFinishRateLimited_opensTheAppStoreBreaker_andTheOtherCallsWaitUntried() throws {
+        let ledger = try makeLedger()
+        let retryAt = (world.time.unixSeconds + 600) * 1000
+        world.simulator.script(finish: [.rateLimited(retryAfter: String(retryAt))])
+        try enqueue(ledger, "o-4", "2000000950000006")
+        try enqueue(ledger, "o-5", "2000000950000007")
+        try pass(ledger)
+        XCTAssertEqual(world.simulator.finishRequests.count, 1, "the second waits, untried, once Apple said to wait")
+        let breaker = try XCTUnwrap(try ledger.breakers()[.appStore])
+        XCTAssertEqual(breaker.state, .open)
+        XCTAssertGreaterThanOrEqual(try XCTUnwrap(breaker.retryAt), world.time.unixSeconds + 600)
+        for id in ["o-4", "o-5"] {
+            XCTAssertEqual(try ledger.orderRecord(id)?.order.state, .finished)
+            XCTAssertEqual(try ledger.appleFinish(orderId: id)?.state, "pending")
+            XCTAssertEqual(try ledger.appleFinish(orderId: id)?.attempts, 0)
+        }
+        world.time.advance(by: 3600)
+        try pass(ledger)
+        XCTAssertEqual(Set(world.simulator.finishRequests.map(\.transactionId)), ["2000000950000006", "2000000950000007"])
+        XCTAssertEqual(try ledger.appleFinish(orderId: "o-5")?.state, "finished")
+    }
+
     func testFinishAppleRefusesForGood_isRecordedAndShownInStatus_andNeverSentAgain() throws {
         let ledger = try makeLedger()
         world.simulator.script(finish: [.error(status: 400, code: 4000185), .notFound])
@@ -134,6 +156,7 @@ final class FinishTransactionPostgresTests: FinishTransactionTests {
     // Linux test discovery lists only the methods a class declares.
     override func testDeliveredOrder_isFinishedWithAppleAfterItIsFinished_once_andItsHistorySaysSo() throws { try super.testDeliveredOrder_isFinishedWithAppleAfterItIsFinished_once_andItsHistorySaysSo() }
     override func testFinishThatAppleCannotTakeNow_isRetriedAfterABackoff_whileTheOrderStaysFinished() throws { try super.testFinishThatAppleCannotTakeNow_isRetriedAfterABackoff_whileTheOrderStaysFinished() }
+    override func testFinishRateLimited_opensTheAppStoreBreaker_andTheOtherCallsWaitUntried() throws { try super.testFinishRateLimited_opensTheAppStoreBreaker_andTheOtherCallsWaitUntried() }
     override func testFinishAppleRefusesForGood_isRecordedAndShownInStatus_andNeverSentAgain() throws { try super.testFinishAppleRefusesForGood_isRecordedAndShownInStatus_andNeverSentAgain() }
     override func testFinishTransactionsOff_tellsAppleNothing_andSaysWhy() throws { try super.testFinishTransactionsOff_tellsAppleNothing_andSaysWhy() }
 }

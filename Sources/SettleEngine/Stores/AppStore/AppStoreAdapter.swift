@@ -55,10 +55,10 @@ package struct AppStoreAdapter: StoreAdapter {
         }
     }
 
-    package func beforeClaims() throws(LedgerError) {}
+    package func beforeClaims(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome { .idle }
 
-    package func afterPass() throws(LedgerError) {
-        try finishes?.work()
+    package func afterPass(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome {
+        try finishes?.work(work) ?? .idle
     }
 
     package var listenerRoutes: [String: ListenerRoute] {

@@ -31,74 +31,91 @@ package struct FinishTransactionQueue: Sendable {
         self.log = log
     }
 
-    /// Makes every due call. Returns how many transactions Apple now knows finished.
-    @discardableResult
-    package func work() throws(LedgerError) -> Int {
+    /// Makes the due calls the pass lends time for (`work`), the watchdog kicked after each.
+    /// What Apple's answers say of Apple as a whole goes to its breaker; once Apple cannot be
+    /// reached, or the time is spent, the rest wait for the next pass.
+    package func work(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome {
         guard let api else {
             let setAside = try ledger.setAsideAppleFinishes(why: offWhy)
             if setAside > 0 { log.info("apple.finish_not_sent", ["transactions": setAside, "why": offWhy]) }
-            return 0
+            return .idle
         }
-        var finished = 0
-        // Once Apple cannot be reached, the rest wait for the next pass without being tried.
-        var unavailable: (message: String, retryAfter: Double?)?
+        var outcome = SideWorkOutcome.idle
         for job in try ledger.claimDueAppleFinishes(limit: Self.batch, leaseSeconds: Self.claimSeconds) {
-            let now = ledger.time.unixSeconds
-            var entry = HistoryEntry(at: now, kind: .delivery, outcome: "", environment: job.storedEnvironment,
-                                     detail: "Finish Transaction \(job.transactionId)")
-            guard let environment = job.environment else {
-                let why = "the ledger holds environment '\(job.storedEnvironment)', which is not Apple's"
-                entry.outcome = "store_finish_refused"
-                entry.detail = (entry.detail ?? "") + ": not sent: \(why)"
-                try ledger.recordAppleFinish(job, state: "refused", error: "not sent: \(why)", nextAttemptAt: now, countsAttempt: false,
-                                             history: entry)
+            switch outcome {
+            case .storeUnavailable, .configurationFault:
+                try ledger.releaseAppleFinish(job)
                 continue
-            }
-            if let unavailable {
-                try ledger.recordAppleFinish(job, state: "pending", error: unavailable.message,
-                                             nextAttemptAt: now + Int64(policy.appleDelay(retryAfter: unavailable.retryAfter)),
-                                             countsAttempt: false, history: retryEntry(entry, unavailable.message))
-                continue
-            }
-            // Re-checked at the last moment: one host makes the call.
-            guard try ledger.holds(job) else {
-                log.warning("apple.finish_lease_lost", ["transaction": job.transactionId, "order": job.orderId])
-                continue
-            }
-            switch api.finishTransaction(transactionId: job.transactionId, environment: environment) {
-            case .ok:
-                entry.outcome = "store_finished"
-                entry.detail = (entry.detail ?? "") + ": Apple knows the transaction is finished"
-                try ledger.recordAppleFinish(job, state: "finished", error: nil, nextAttemptAt: now, countsAttempt: true, history: entry)
-                log.info("apple.finished", ["transaction": job.transactionId, "order": job.orderId])
-                finished += 1
-            case let .failed(.storeUnavailable(message, retryAfter), _):
-                unavailable = (message, retryAfter)
-                try ledger.recordAppleFinish(job, state: "pending", error: message,
-                                             nextAttemptAt: now + Int64(policy.appleDelay(retryAfter: retryAfter)),
-                                             countsAttempt: false, history: retryEntry(entry, message))
-                log.warning("apple.finish_failed", ["transaction": job.transactionId, "error": message, "retry": true])
-            case let .failed(outcome, _):
-                let (final, message) = NotificationInbox.failure(outcome)
-                let exhausted = job.attempts + 1 >= policy.maxAttempts
-                guard final || exhausted else {
-                    try ledger.recordAppleFinish(job, state: "pending", error: message,
-                                                 nextAttemptAt: now + Int64(policy.delay(afterAttempt: job.attempts + 1)),
-                                                 countsAttempt: true, history: retryEntry(entry, message))
-                    log.warning("apple.finish_failed", ["transaction": job.transactionId, "attempt": job.attempts + 1, "error": message,
-                                                        "retry": true])
+            case .idle, .answered:
+                guard !work.isSpent else {
+                    try ledger.releaseAppleFinish(job)
                     continue
                 }
-                entry.outcome = "store_finish_refused"
-                entry.detail = (entry.detail ?? "") + ": " + (final ? "Apple refused it for good" : "attempts exhausted") + ": \(message)"
-                try ledger.recordAppleFinish(job, state: "refused", error: message, nextAttemptAt: now, countsAttempt: true, history: entry)
-                log.error("apple.finish_refused", ["transaction": job.transactionId, "order": job.orderId, "error": message,
-                                                   "effect": "the order stays finished; StoreKit may offer the transaction to the app again"])
-            case .paginationExpired:
-                continue
             }
+            outcome = outcome.then(try call(api, job))
+            work.progress()
         }
-        return finished
+        return outcome
+    }
+
+    /// One Finish Transaction call and its record.
+    private func call(_ api: AppStoreServerClient, _ job: AppleFinishJob) throws(LedgerError) -> SideWorkOutcome {
+        let now = ledger.time.unixSeconds
+        var entry = HistoryEntry(at: now, kind: .delivery, outcome: "", environment: job.storedEnvironment,
+                                 detail: "Finish Transaction \(job.transactionId)")
+        guard let environment = job.environment else {
+            let why = "the ledger holds environment '\(job.storedEnvironment)', which is not Apple's"
+            entry.outcome = "store_finish_refused"
+            entry.detail = (entry.detail ?? "") + ": not sent: \(why)"
+            try ledger.recordAppleFinish(job, state: "refused", error: "not sent: \(why)", nextAttemptAt: now, countsAttempt: false,
+                                         history: entry)
+            return .idle
+        }
+        // Re-checked at the last moment: one host makes the call.
+        guard try ledger.holds(job) else {
+            log.warning("apple.finish_lease_lost", ["transaction": job.transactionId, "order": job.orderId])
+            return .idle
+        }
+        switch api.finishTransaction(transactionId: job.transactionId, environment: environment) {
+        case .ok:
+            entry.outcome = "store_finished"
+            entry.detail = (entry.detail ?? "") + ": Apple knows the transaction is finished"
+            try ledger.recordAppleFinish(job, state: "finished", error: nil, nextAttemptAt: now, countsAttempt: true, history: entry)
+            log.info("apple.finished", ["transaction": job.transactionId, "order": job.orderId])
+            return .answered
+        case let .failed(.storeUnavailable(message, retryAfter), _):
+            // Apple as a whole, not this transaction: no attempt used, and the breaker hears of it.
+            try ledger.recordAppleFinish(job, state: "pending", error: message,
+                                         nextAttemptAt: now + Int64(policy.appleDelay(retryAfter: retryAfter)),
+                                         countsAttempt: false, history: retryEntry(entry, message))
+            log.warning("apple.finish_failed", ["transaction": job.transactionId, "error": message, "retry": true])
+            return .storeUnavailable(message, retryAfter: retryAfter)
+        case let .failed(.configurationFault(message), _):
+            try ledger.recordAppleFinish(job, state: "pending", error: message,
+                                         nextAttemptAt: now + Int64(policy.appleDelay(retryAfter: nil)),
+                                         countsAttempt: false, history: retryEntry(entry, message))
+            log.error("apple.finish_failed", ["transaction": job.transactionId, "error": message, "retry": true])
+            return .configurationFault(message)
+        case let .failed(failure, _):
+            let (final, message) = NotificationInbox.failure(failure)
+            let exhausted = job.attempts + 1 >= policy.maxAttempts
+            guard final || exhausted else {
+                try ledger.recordAppleFinish(job, state: "pending", error: message,
+                                             nextAttemptAt: now + Int64(policy.delay(afterAttempt: job.attempts + 1)),
+                                             countsAttempt: true, history: retryEntry(entry, message))
+                log.warning("apple.finish_failed", ["transaction": job.transactionId, "attempt": job.attempts + 1, "error": message,
+                                                    "retry": true])
+                return .answered
+            }
+            entry.outcome = "store_finish_refused"
+            entry.detail = (entry.detail ?? "") + ": " + (final ? "Apple refused it for good" : "attempts exhausted") + ": \(message)"
+            try ledger.recordAppleFinish(job, state: "refused", error: message, nextAttemptAt: now, countsAttempt: true, history: entry)
+            log.error("apple.finish_refused", ["transaction": job.transactionId, "order": job.orderId, "error": message,
+                                               "effect": "the order stays finished; StoreKit may offer the transaction to the app again"])
+            return .answered
+        case .paginationExpired:
+            return .answered
+        }
     }
 
     private func retryEntry(_ entry: HistoryEntry, _ message: String) -> HistoryEntry {

@@ -26,16 +26,28 @@ package struct GooglePlayAdapter: StoreAdapter {
 
     package func verify(_ order: Order) throws -> Verification { try verifier.verify(order) }
 
-    package func beforeClaims() throws(LedgerError) {
-        _ = try inbox?.processPending()
+    package func beforeClaims(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome {
+        try inbox?.processPending(work).outcome ?? .idle
     }
 
-    package func afterPass() throws(LedgerError) {
-        _ = try voided?.pollIfDue()
+    package func afterPass(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome {
+        try voided?.pollIfDue(work) ?? .idle
     }
 
     package var listenerRoutes: [String: ListenerRoute] {
         guard let inbox, let notificationsPath else { return [:] }
         return [notificationsPath: { request in inbox.answer(request) }]
+    }
+}
+
+extension PlayAPIError {
+    /// What this failure says of Google as a whole, for its breaker: Google unavailable, settle's
+    /// credentials refused, or (a refusal of this one request) Google answered.
+    var sideWorkOutcome: SideWorkOutcome {
+        switch kind {
+        case .unavailable: .storeUnavailable(description, retryAfter: retryAfter)
+        case .configuration: .configurationFault(description)
+        case .purchaseNotFound, .refused: .answered
+        }
     }
 }
