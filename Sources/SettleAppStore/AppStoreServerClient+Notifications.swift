@@ -56,6 +56,19 @@ extension AppStoreServerClient {
                              decode: { _ in true }), "consumption information")
     }
 
+    /// Finish Transaction: `POST /inApps/v1/transactions/{transactionId}/finish` in the
+    /// transaction's own environment (no hop: settle verified it there), telling the App Store a
+    /// server delivered it, as an app's `finish()` would. API 1.20.
+    /// https://developer.apple.com/documentation/appstoreserverapi/finish-transaction
+    package func finishTransaction(transactionId: String, environment: AppleEnvironment) -> CallResult<Bool> {
+        guard !transactionId.isEmpty, transactionId.count <= 64, transactionId.allSatisfy({ $0.isASCII && ($0.isNumber || $0.isLetter) }) else {
+            return .failed(.rejected(reason: .transactionNotFound, detail: "'\(transactionId.prefix(64))' is not an Apple transaction id"),
+                           storeAnswered: true)
+        }
+        return classify(send("POST", "/inApps/v1/transactions/\(transactionId)/finish", body: Data(), environment: environment,
+                             decode: { _ in true }), "Finish Transaction")
+    }
+
     private func classify<Body>(_ answer: Answer<Body>, _ what: String) -> CallResult<Body> {
         switch answer {
         case let .found(body): return .ok(body)

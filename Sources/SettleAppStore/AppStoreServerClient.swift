@@ -115,8 +115,12 @@ package struct AppStoreServerClient: Sendable {
         send("GET", path, body: Data(), environment: environment, decode: decode)
     }
 
-    /// One request of any method, timed for metrics. A 2xx with an empty body (202 Accepted)
-    /// is decoded from JSON null.
+    /// One request of any method, timed for metrics. A 2xx with an empty body is decoded from
+    /// JSON null.
+    /// Apple's errors that say a call about this transaction can never succeed, so it is not sent
+    /// again. https://developer.apple.com/documentation/appstoreserverapi/familytransactionnotsupportederror
+    package static let finalErrors: [Int: String] = [4000185: "FamilyTransactionNotSupportedError"]
+
     package func send<Body>(_ method: String, _ path: String, body: Data, environment: AppleEnvironment, decode: (JSONValue) -> Body?) -> Answer<Body> {
         let started = DispatchTime.now()
         let (answer, label) = exchange(method, path, body: body, environment: environment, decode: decode)
@@ -150,7 +154,9 @@ package struct AppStoreServerClient: Sendable {
         let errorCode = (try? JSONValue.parse(response.body))?["errorCode"]?.looseInt64.map { Int($0) }
         switch response.status {
         case 200...299:
-            let json = response.body.isEmpty && response.status != 200 ? JSONValue.null : try? JSONValue.parse(response.body)
+            // An empty 2xx (202 Accepted, Finish Transaction's 200) decodes as null, which only a
+            // call that expects no body accepts.
+            let json = response.body.isEmpty ? JSONValue.null : try? JSONValue.parse(response.body)
             guard let json, let body = decode(json) else {
                 return (.failed(.storeUnavailable("\(name) sent a 200 that is not the expected answer (\(response.body.count) bytes)",
                                                   retryAfter: nil), answered: false), "garbage")
@@ -173,6 +179,12 @@ package struct AppStoreServerClient: Sendable {
         case 500...599:
             let code = errorCode.map { " (error \($0))" } ?? ""
             return (.failed(.storeUnavailable("\(name) answered HTTP \(response.status)\(code)", retryAfter: nil), answered: false), "http_5xx")
+        case 400...499 where errorCode.flatMap { Self.finalErrors[$0] } != nil:
+            // Apple will never take this call for this transaction: no retry can change it.
+            let code = errorCode!
+            return (.failed(.needsAttention(reason: .storeFinishRefused,
+                                            detail: "\(name) answered HTTP \(response.status) (error \(code) \(Self.finalErrors[code]!)): final"),
+                            answered: true), "final_\(code)")
         case 400 where errorCode == 4000006:
             return (.invalidId("\(name): invalid transaction id (4000006)"), "invalid_id")
         case 400 where errorCode == 4000014 || errorCode == 4000017:

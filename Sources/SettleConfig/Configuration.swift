@@ -72,6 +72,9 @@ package struct Configuration: Sendable {
         /// The roots legacy app receipts' PKCS#7 signatures must chain to when settle reads
         /// receipts itself (no `receipt_api`): Apple Inc. Root CA by default.
         package var receiptRootCertificates: [String]
+        /// `finish_transactions` (default true): after a delivery, tell Apple the transaction is
+        /// finished (Finish Transaction), so StoreKit stops offering it to the app again.
+        package var finishTransactions: Bool = true
     }
 
     /// How goods are granted.

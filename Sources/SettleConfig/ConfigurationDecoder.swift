@@ -121,9 +121,10 @@ package struct ConfigurationDecoder {
         // configuration they are the default anchors for signed data and for app receipts.
         let roots = try paths(&o, "root_certificates", default: "AppleRootCA-G3.pem")
         let receiptRoots = try paths(&o, "receipt_root_certificates", default: "AppleIncRootCA.pem")
+        let finish = try o.bool("finish_transactions", default: true)
         try o.rejectUnknownKeys()
         return .init(productionURL: production, sandboxURL: sandbox, issuerId: issuer, keyId: keyId, privateKeyFile: key,
-                     appAppleId: appAppleId, rootCertificates: roots, receiptRootCertificates: receiptRoots)
+                     appAppleId: appAppleId, rootCertificates: roots, receiptRootCertificates: receiptRoots, finishTransactions: finish)
     }
 
     /// A non-empty array of certificate paths, each resolved from the configuration's folder.

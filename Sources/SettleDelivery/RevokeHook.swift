@@ -22,11 +22,15 @@ package enum RevokeHook: Sendable {
         round <= 1 ? "revoke:\(transactionId)" : "revoke:\(transactionId):\(round)"
     }
 
-    /// The document the hook receives: the delivery's fields plus what the store said, and how
+    /// What Apple said of a refund: `revocationType` and `revocationPercentage` (milliunits).
+    package typealias Revocation = (type: String?, percentage: Int64?)
+
+    /// The document the hook receives: the delivery's fields plus what the store said, how
     /// many to take back (`revoke_quantity`: `quantity` for a quantity-based partial refund,
-    /// else all that was delivered).
+    /// else all that was delivered), and how much of each (`revocation_type`: Apple's, else
+    /// `REFUND_FULL`; `revocation_percentage`: Apple's milliunits for a prorated refund, else null).
     package static func payload(order: Order, transactionId: String, round: Int = 1, quantity: Int? = nil,
-                                product: Configuration.Product?) -> JSONValue {
+                                revocation: Revocation = (nil, nil), product: Configuration.Product?) -> JSONValue {
         let purchase = order.verified
         return .object([
             ("event", .string(event)),
@@ -37,6 +41,8 @@ package enum RevokeHook: Sendable {
             ("product_type", .string(product?.kind.rawValue)),
             ("quantity", .number(purchase?.quantity ?? 1)),
             ("revoke_quantity", .number(quantity ?? purchase?.quantity ?? 1)),
+            ("revocation_type", .string(revocation.type ?? "REFUND_FULL")),
+            ("revocation_percentage", revocation.percentage.map { .number($0) } ?? .null),
             ("grant", product?.grant ?? .null),
             ("transaction_id", .string(transactionId)),
             ("original_transaction_id", .string(purchase?.originalTransactionId)),
@@ -49,16 +55,18 @@ package enum RevokeHook: Sendable {
         ])
     }
 
-    package func revoke(order: Order, transactionId: String, round: Int = 1, quantity: Int? = nil) -> DeliveryReport {
+    package func revoke(order: Order, transactionId: String, round: Int = 1, quantity: Int? = nil,
+                        revocation: Revocation = (nil, nil)) -> DeliveryReport {
         let key = Self.idempotencyKey(transactionId: transactionId, round: round)
         switch self {
         case let .command(hook):
             return hook.run(Self.payload(order: order, transactionId: transactionId, round: round, quantity: quantity,
-                                         product: hook.products[order.productId]),
+                                         revocation: revocation, product: hook.products[order.productId]),
                             orderId: order.orderId, idempotencyKey: key)
         case let .webhook(hook):
             return hook.post(Self.payload(order: order, transactionId: transactionId, round: round, quantity: quantity,
-                                          product: hook.products[order.productId]).data, idempotencyKey: key, event: Self.event)
+                                          revocation: revocation, product: hook.products[order.productId]).data,
+                             idempotencyKey: key, event: Self.event)
         }
     }
 }

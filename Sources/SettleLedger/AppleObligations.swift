@@ -16,6 +16,11 @@ package struct RevocationJob: Sendable, Equatable {
     package var claim: Int64 = 0
     /// How much of the purchase to take back (a quantity-based partial refund); nil: all of it.
     package var quantity: Int? = nil
+    /// Apple's `revocationType` as sent (`REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE`); nil
+    /// when Apple gave none, and for Google's voidings.
+    package var revocationType: String? = nil
+    /// Apple's `revocationPercentage` in milliunits (50000 = 50 %), nil when absent.
+    package var revocationPercentage: Int64? = nil
 }
 
 /// An answer owed to Apple for a refund request (CONSUMPTION_REQUEST).
@@ -99,14 +104,17 @@ extension TransactionalLedger {
                 try db.query("""
                     UPDATE revocations SET claim = claim + 1, next_attempt_at = ?, updated_at = ? WHERE transaction_id = ?
                     RETURNING claim AS job_claim, kind AS job_kind, attempts AS job_attempts, round AS job_round,
-                              last_error AS job_error, order_id AS job_order, quantity AS job_quantity
+                              last_error AS job_error, order_id AS job_order, quantity AS job_quantity,
+                              revocation_type AS job_revocation_type, revocation_percentage AS job_revocation_percentage
                     """, [.integer(now + leaseSeconds), .integer(now), .text(transactionId)]).first.flatMap { job in
                     try db.query("SELECT * FROM orders WHERE order_id = ?", [.from(job.string("job_order"))]).first.map { row in
                         let order = Order(row: row)
                         return (RevocationJob(transactionId: transactionId, orderId: order.orderId, kind: job.string("job_kind") ?? "REFUND",
                                               attempts: Int(job.int("job_attempts") ?? 0), round: Int(job.int("job_round") ?? 1),
                                               lastError: job.string("job_error"), claim: job.int("job_claim") ?? 0,
-                                              quantity: job.int("job_quantity").map { Int($0) }), order)
+                                              quantity: job.int("job_quantity").map { Int($0) },
+                                              revocationType: job.string("job_revocation_type"),
+                                              revocationPercentage: job.int("job_revocation_percentage")), order)
                     }
                 }
             }

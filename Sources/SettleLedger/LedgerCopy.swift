@@ -27,7 +27,7 @@ package enum LedgerCopy {
         ("notifications", ["uuid", "type", "subtype", "environment", "signed_date_ms", "transaction_id", "original_transaction_id",
                            "order_id", "source", "received_at", "outcome", "detail", "payload"]),
         ("revocations", ["transaction_id", "order_id", "kind", "state", "attempts", "next_attempt_at", "last_error", "created_at",
-                         "updated_at", "round", "claim", "quantity"]),
+                         "updated_at", "round", "claim", "quantity", "revocation_type", "revocation_percentage"]),
         ("consumption_answers", ["notification_uuid", "transaction_id", "environment", "order_id", "state", "attempts",
                                  "next_attempt_at", "deadline_at", "body", "apple_status", "last_error", "updated_at", "claim"]),
         // Without the lease: whichever host reads history first after the copy takes it.
@@ -41,6 +41,8 @@ package enum LedgerCopy {
         ("app_transactions", ["app_transaction_id", "user_id", "environment", "source", "order_id", "learned_at"]),
         ("account_token_updates", ["order_id", "app_account_token", "state", "attempts", "next_attempt_at", "apple_status",
                                    "last_error", "claim", "created_at", "updated_at"]),
+        ("apple_finishes", ["transaction_id", "order_id", "environment", "state", "attempts", "claim", "next_attempt_at",
+                            "last_error", "created_at", "updated_at"]),
     ]
 
     /// Copies the SQLite ledger at `path` into `destination`. The source is read in one read

@@ -6,6 +6,8 @@ package enum LedgerSchema {
     package static let googlePlayVersion = 8
     /// The migration that gives each store a breaker of its own.
     package static let storeBreakersVersion = 9
+    /// The migration that adds Apple's revocation type and the Finish Transaction queue.
+    package static let appleFinishesVersion = 13
 
     package static let migrations: [String] = [
         // 1: orders, deduplicated receipts, history, grants.
@@ -450,6 +452,35 @@ package enum LedgerSchema {
             updated_at         INTEGER NOT NULL
         );
         CREATE INDEX account_token_updates_due ON account_token_updates(next_attempt_at) WHERE state = 'pending';
+        """,
+        // 13: the App Store of 2026. A revoke carries Apple's `revocationType` and
+        // `revocationPercentage` (a prorated refund takes back only part). `apple_finishes` is
+        // what Apple is owed once an App Store order is finished (Finish Transaction), queued by
+        // the transition itself so no path to `finished` forgets it, and worked after the pass.
+        """
+        ALTER TABLE revocations ADD COLUMN revocation_type TEXT;
+        ALTER TABLE revocations ADD COLUMN revocation_percentage INTEGER;
+        CREATE TABLE apple_finishes (
+            transaction_id   TEXT PRIMARY KEY NOT NULL,
+            order_id         TEXT NOT NULL REFERENCES orders(order_id),
+            environment      TEXT NOT NULL,
+            state            TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending','finished','refused','not_sent')),
+            attempts         INTEGER NOT NULL DEFAULT 0,
+            claim            INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at  INTEGER NOT NULL,
+            last_error       TEXT,
+            created_at       INTEGER NOT NULL,
+            updated_at       INTEGER NOT NULL
+        );
+        CREATE INDEX apple_finishes_due ON apple_finishes(next_attempt_at) WHERE state = 'pending';
+        CREATE INDEX apple_finishes_order ON apple_finishes(order_id);
+        CREATE TRIGGER orders_apple_finish AFTER UPDATE OF state ON orders
+        WHEN NEW.state = 'finished' AND OLD.state IS NOT 'finished' AND NEW.store = 'app_store'
+             AND NEW.verified_transaction_id IS NOT NULL BEGIN
+            INSERT OR IGNORE INTO apple_finishes(transaction_id, order_id, environment, next_attempt_at, created_at, updated_at)
+            VALUES (NEW.verified_transaction_id, NEW.order_id, COALESCE(NEW.environment, ''), NEW.updated_at, NEW.updated_at,
+                    NEW.updated_at);
+        END;
         """,
     ]
 }

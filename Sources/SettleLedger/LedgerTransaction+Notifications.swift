@@ -298,8 +298,10 @@ extension LedgerTransaction {
             return IngestResult(outcome: "no_order", orderId: nil, detail: "settle holds no order for transaction \(t.transactionId)",
                                 duplicate: false, needsPass: false)
         }
+        let revocation = Self.revocation(of: t)
         let why = "Apple \(n.type == "REVOKE" ? "revoked" : "refunded") transaction \(t.transactionId)"
             + (n.revocationReason.map { " (revocationReason \($0))" } ?? "")
+            + (revocation.type.map { " (\($0)\(revocation.percentage.map { " \($0) milliunits" } ?? ""))" } ?? "")
         var outcomes: [String: String] = [:]
         var needsPass = false
         for order in orders {
@@ -313,7 +315,7 @@ extension LedgerTransaction {
                 // A verification in flight sees the refund when it records its result (recordVerified).
                 outcome = "refund_recorded"
             case .delivering, .finished:
-                outcome = try queueRevocation(t.transactionId, order: order.orderId, kind: n.type, now: now)
+                outcome = try queueRevocation(t, order: order.orderId, kind: n.type, now: now)
             case .pending, .needsAttention, .rejected:
                 if held {
                     // The hook ran (or may have) and its outcome is unknown: take the goods back
@@ -324,7 +326,7 @@ extension LedgerTransaction {
                                      environment: nil, now: now)
                     }
                     detail += "; the delivery's outcome is unknown, so the goods are revoked"
-                    outcome = try queueRevocation(t.transactionId, order: order.orderId, kind: n.type, now: now)
+                    outcome = try queueRevocation(t, order: order.orderId, kind: n.type, now: now)
                 } else if order.state == .rejected {
                     outcome = "refund_recorded"
                 } else {
@@ -344,23 +346,38 @@ extension LedgerTransaction {
     /// Owes a revoke of the transaction. A revoke already owed or done for this refund is kept
     /// as it is; one cancelled by a reversed refund is owed again (under a new key when an
     /// earlier round may have reached the hook).
-    private func queueRevocation(_ transactionId: String, order orderId: String, kind: String, now: Int64) throws -> String {
+    private func queueRevocation(_ t: SignedTransaction, order orderId: String, kind: String, now: Int64) throws -> String {
+        let transactionId = t.transactionId
+        let revocation = Self.revocation(of: t)
         let row = try query("SELECT state FROM revocations WHERE transaction_id = ?", [.text(transactionId)]).first
         switch row?.string("state") {
         case nil:
             try query("""
-                INSERT INTO revocations(transaction_id, order_id, kind, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-                """, [.text(transactionId), .text(orderId), .text(kind), .integer(now), .integer(now), .integer(now)])
+                INSERT INTO revocations(transaction_id, order_id, kind, next_attempt_at, created_at, updated_at, revocation_type,
+                                        revocation_percentage)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, [.text(transactionId), .text(orderId), .text(kind), .integer(now), .integer(now), .integer(now),
+                      .from(revocation.type), .from(revocation.percentage)])
             return "revoke_queued"
         case "cancelled":
             try query("""
                 UPDATE revocations SET state = 'pending', order_id = ?, kind = ?, attempts = 0, next_attempt_at = ?, last_error = NULL,
-                       updated_at = ? WHERE transaction_id = ?
-                """, [.text(orderId), .text(kind), .integer(now), .integer(now), .text(transactionId)])
+                       updated_at = ?, revocation_type = ?, revocation_percentage = ? WHERE transaction_id = ?
+                """, [.text(orderId), .text(kind), .integer(now), .integer(now), .from(revocation.type), .from(revocation.percentage),
+                      .text(transactionId)])
             return "revoke_queued"
         default:
             return "revoke_already_queued"
         }
+    }
+
+    /// Apple's `revocationType` (`REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE`, or one Apple
+    /// adds later, kept as sent) and `revocationPercentage` (milliunits, 50000 = 50 %), when given.
+    /// https://developer.apple.com/documentation/appstoreserverapi/revocationtype
+    static func revocation(of t: SignedTransaction) -> (type: String?, percentage: Int64?) {
+        let type = t.payload["revocationType"]?.looseString.flatMap { $0.isEmpty || $0.utf8.count > 64 ? nil : $0 }
+        let percentage = t.payload["revocationPercentage"]?.looseInt64.flatMap { (0...100_000).contains($0) ? $0 : nil }
+        return (type, percentage)
     }
 
     private func applyRefundReversed(_ n: AppleNotification, _ t: SignedTransaction, now: Int64) throws -> IngestResult {

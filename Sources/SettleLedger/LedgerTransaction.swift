@@ -91,6 +91,8 @@ package protocol TransactionalLedger: LedgerStore {
     func keepsOrderCounts() throws(LedgerError) -> Bool
     /// Whether the schema has the Google Play columns (a read-only status of an older ledger may not).
     func knowsGooglePlay() throws(LedgerError) -> Bool
+    /// Whether the schema has the Finish Transaction queue (`apple_finishes`).
+    func knowsAppleFinishes() throws(LedgerError) -> Bool
 }
 
 /// The SQLite connection of `SQLiteLedger`, inside one of its transactions.
@@ -137,6 +139,8 @@ extension SQLiteLedger: TransactionalLedger {
     package func keepsOrderCounts() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.storeBreakersVersion }
 
     package func knowsGooglePlay() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.googlePlayVersion }
+
+    package func knowsAppleFinishes() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.appleFinishesVersion }
 }
 
 extension PostgresLedger: TransactionalLedger {
@@ -156,4 +160,6 @@ extension PostgresLedger: TransactionalLedger {
     package func hasNotificationTables() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.notificationsVersion }
 
     package func knowsGooglePlay() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.googlePlayVersion }
+
+    package func knowsAppleFinishes() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.appleFinishesVersion }
 }

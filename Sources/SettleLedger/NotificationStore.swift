@@ -74,7 +74,7 @@ extension TransactionalLedger {
                 """, [.text(notification.uuid), .text(notification.type), .from(notification.subtype), .text(notification.environment.rawValue),
                       .from(notification.signedDateMs), .from(notification.transaction?.transactionId),
                       .from(notification.transaction?.originalTransactionId), .text(source), .integer(now),
-                      .text("its effect could not be written to the ledger: \(error); a person must apply it"),
+                      .text("not applied: \(error); a person must apply it"),
                       .text(notification.signedPayload)])
         }
     }

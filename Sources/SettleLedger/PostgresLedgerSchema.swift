@@ -353,6 +353,38 @@ package enum PostgresLedgerSchema {
         );
         CREATE INDEX account_token_updates_due ON account_token_updates(next_attempt_at) WHERE state = 'pending';
         """,
+        // 9: as the SQLite ledger's migration 13: Apple's revocation type and percentage on a
+        // revoke, and the Finish Transaction calls owed once an App Store order is finished.
+        """
+        ALTER TABLE revocations ADD COLUMN revocation_type TEXT;
+        ALTER TABLE revocations ADD COLUMN revocation_percentage BIGINT;
+        CREATE TABLE apple_finishes (
+            transaction_id   TEXT PRIMARY KEY,
+            order_id         TEXT NOT NULL REFERENCES orders(order_id),
+            environment      TEXT NOT NULL,
+            state            TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending','finished','refused','not_sent')),
+            attempts         INTEGER NOT NULL DEFAULT 0,
+            claim            BIGINT NOT NULL DEFAULT 0,
+            next_attempt_at  BIGINT NOT NULL,
+            last_error       TEXT,
+            created_at       BIGINT NOT NULL,
+            updated_at       BIGINT NOT NULL
+        );
+        CREATE INDEX apple_finishes_due ON apple_finishes(next_attempt_at) WHERE state = 'pending';
+        CREATE INDEX apple_finishes_order ON apple_finishes(order_id);
+        CREATE FUNCTION settle_orders_apple_finish() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO apple_finishes(transaction_id, order_id, environment, next_attempt_at, created_at, updated_at)
+            VALUES (NEW.verified_transaction_id, NEW.order_id, COALESCE(NEW.environment, ''), NEW.updated_at, NEW.updated_at,
+                    NEW.updated_at)
+            ON CONFLICT (transaction_id) DO NOTHING;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER orders_apple_finish AFTER UPDATE OF state ON orders FOR EACH ROW
+            WHEN (NEW.state = 'finished' AND OLD.state IS DISTINCT FROM 'finished' AND NEW.store = 'app_store'
+                  AND NEW.verified_transaction_id IS NOT NULL)
+            EXECUTE FUNCTION settle_orders_apple_finish();
+        """,
     ]
 
     /// The first schema with App Store Server Notifications' tables.
@@ -361,4 +393,6 @@ package enum PostgresLedgerSchema {
     package static let googlePlayVersion = 4
     /// The migration that gives each store a breaker of its own.
     package static let storeBreakersVersion = 5
+    /// The migration that adds Apple's revocation type and the Finish Transaction queue.
+    package static let appleFinishesVersion = 9
 }

@@ -20,6 +20,9 @@ package struct AppleNotification: Sendable, Equatable {
     package var revocationReason: String?
     /// The `signedPayload` exactly as received, kept in the ledger.
     package var signedPayload: String
+    /// Why a part Apple signed for this app cannot be read (a nested transaction lacking a field
+    /// settle needs): stored without its effect, for a person, never refused.
+    package var unreadable: String?
 
     package init(uuid: String, type: String, subtype: String?, environment: AppleEnvironment, signedDateMs: Int64?,
                  transaction: SignedTransaction?, signedTransactionInfo: String?, consumptionRequestReason: String?,

@@ -49,6 +49,9 @@ package enum AttentionReason: String, Sendable, Equatable, CaseIterable {
     /// The goods were granted, and the store keeps refusing to hear it (Google's 4xx on
     /// acknowledge or consume, attempt after attempt): Google refunds a purchase left
     /// unacknowledged for three days, so a person looks before that (status shows the clock).
+    /// Also an App Store call about a delivered purchase that Apple refuses for good (Finish
+    /// Transaction's or Send Consumption Information's final 4xx, such as 4000185 for a family
+    /// member's transaction): recorded, never sent again.
     case storeFinishRefused = "store_finish_refused"
     /// Google Play says the purchase was consumed or acknowledged, and settle never delivered
     /// it: someone else finished it (the app, another backend), most likely after granting it.

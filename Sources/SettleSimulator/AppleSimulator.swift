@@ -126,6 +126,8 @@ package final class AppleSimulatorCore: Sendable {
         package var consumptionRequests: [AppleSimulator.ConsumptionRequest] = []
         package var appAccountTokenAnswers: [SimulatedServerAnswer] = []
         package var appAccountTokenRequests: [AppleSimulator.AppAccountTokenRequest] = []
+        package var finishAnswers: [SimulatedServerAnswer] = []
+        package var finishRequests: [AppleSimulator.FinishRequest] = []
     }
 
     package let state = Mutex(State())

@@ -13,10 +13,25 @@ package struct SimulatedNotification: Sendable, Equatable {
     package var appAppleId: Int64?
     package var consumptionRequestReason: String?
     package var signedDateMs: Int64
+    package var body: Body
+
+    /// Which object names the app, as Apple's shapes differ by type (Apple's library's test
+    /// payloads `signedRescindConsentNotification.json`, `signedExternalPurchaseTokenNotification.json`).
+    package enum Body: Sendable, Equatable {
+        /// `data` (most types).
+        case data
+        /// `appData` with a signed AppTransaction and no `data` (RESCIND_CONSENT).
+        case appData
+        /// `externalPurchaseToken`, with no `data` and no environment (EXTERNAL_PURCHASE_TOKEN):
+        /// Sandbox when the id starts with `SANDBOX`.
+        case externalPurchaseToken(externalPurchaseId: String)
+    }
 
     package init(type: String, subtype: String? = nil, uuid: String = UUID().uuidString.lowercased(),
                 transaction: SimulatedSignedTransaction?, bundleId: String, environment: String? = nil,
-                appAppleId: Int64? = 1_234_567_890, consumptionRequestReason: String? = nil, signedDateMs: Int64) {
+                appAppleId: Int64? = 1_234_567_890, consumptionRequestReason: String? = nil, signedDateMs: Int64,
+                body: Body = .data) {
+        self.body = body
         self.type = type
         self.subtype = subtype
         self.uuid = uuid
@@ -36,8 +51,25 @@ package struct SimulatedNotification: Sendable, Equatable {
         if let consumptionRequestReason { data.append(("consumptionRequestReason", .string(consumptionRequestReason))) }
         var members: [(String, JSONValue)] = [("notificationType", .string(type))]
         if let subtype { members.append(("subtype", .string(subtype))) }
-        members += [("notificationUUID", .string(uuid)), ("version", .string("2.0")), ("signedDate", .number(signedDateMs)),
-                    ("data", .object(data))]
+        members += [("notificationUUID", .string(uuid)), ("version", .string("2.0")), ("signedDate", .number(signedDateMs))]
+        switch body {
+        case .data:
+            members.append(("data", .object(data)))
+        case .appData:
+            var app: [(String, JSONValue)] = [("bundleId", .string(bundleId)), ("environment", .string(environment))]
+            if let appAppleId { app.append(("appAppleId", .number(appAppleId))) }
+            let appTransaction = try SimulatorSigningChain.sign(.object([
+                ("receiptType", .string(environment)), ("bundleId", .string(bundleId)), ("applicationVersion", .string("1")),
+                ("appTransactionId", .string("704000000000001")), ("signedDate", .number(signedDateMs)),
+            ]))
+            app.append(("signedAppTransactionInfo", .string(appTransaction)))
+            members.append(("appData", .object(app)))
+        case let .externalPurchaseToken(id):
+            var token: [(String, JSONValue)] = [("externalPurchaseId", .string(id)), ("tokenCreationDate", .number(signedDateMs))]
+            if let appAppleId { token.append(("appAppleId", .number(appAppleId))) }
+            token.append(("bundleId", .string(bundleId)))
+            members.append(("externalPurchaseToken", .object(token)))
+        }
         return .object(members)
     }
 
@@ -62,6 +94,20 @@ extension AppleSimulator {
         package var body: JSONValue?
         package var tokenProblem: String?
     }
+
+    /// One Finish Transaction request as the simulator saw it.
+    package struct FinishRequest: Sendable, Equatable {
+        package var environment: AppleEnvironment
+        package var transactionId: String
+        package var tokenProblem: String?
+    }
+
+    /// Answers for the next Finish Transaction requests, one each (`.transaction`: 200).
+    package func script(finish answers: [SimulatedServerAnswer]) {
+        core.state.withLock { $0.finishAnswers += answers }
+    }
+
+    package var finishRequests: [FinishRequest] { core.state.withLock { $0.finishRequests } }
 
     /// Notifications per history page (Apple does not document it; small enough to page in tests).
     package static let notificationPageSize = 20
@@ -109,6 +155,11 @@ extension AppleSimulatorCore {
         for (prefix, environment) in [("/production", AppleEnvironment.production), ("/sandbox", .sandbox)] {
             if request.method == "POST", request.path.hasPrefix(prefix + "/inApps/v1/notifications/history") {
                 return notificationHistory(request, environment: environment)
+            }
+            let transactions = prefix + "/inApps/v1/transactions/"
+            if request.method == "POST", request.path.hasPrefix(transactions), request.path.hasSuffix("/finish") {
+                let id = String(request.path.dropFirst(transactions.count).dropLast("/finish".count))
+                return finishTransaction(id, request: request, environment: environment)
             }
             let consumption = prefix + "/inApps/v2/transactions/consumption/"
             if request.method == "PUT", request.path.hasPrefix(consumption) {
@@ -162,6 +213,28 @@ extension AppleSimulatorCore {
         ]
         if stop < inWindow.count { members.append(("paginationToken", .string(Data(String(stop).utf8).base64EncodedString()))) }
         return .json(200, JSONValue.object(members).data)
+    }
+
+    /// Finish Transaction (API 1.20): 200 with no body for a transaction this environment knows.
+    private func finishTransaction(_ id: String, request: HTTPServerRequest, environment: AppleEnvironment) -> HTTPServerResponse {
+        let problem = problem(request)
+        let (answer, known) = state.withLock { s -> (SimulatedServerAnswer, Bool) in
+            s.finishRequests.append(.init(environment: environment, transactionId: id, tokenProblem: problem))
+            guard problem == nil else { return (.unauthorized, false) }
+            let known = ([s.transactions[id]?.transaction] + s.customers.flatMap { $0.transactions.map(Optional.some) })
+                .contains { $0?.transactionId == id && $0?.environment == environment.rawValue }
+            return (s.finishAnswers.isEmpty ? .transaction : s.finishAnswers.removeFirst(), known)
+        }
+        switch answer {
+        case .unauthorized: return HTTPServerResponse(status: 401)
+        case .notFound: return Self.apiError(404, 4040010, "Transaction id not found.")
+        case let .rateLimited(retryAfter):
+            var response = Self.apiError(429, 4290000, "Rate limit exceeded.")
+            response.headers.append(HTTPHeader("Retry-After", retryAfter))
+            return response
+        case let .error(status, code): return Self.apiError(status, code, "Simulated error.")
+        case .transaction: return known ? HTTPServerResponse(status: 200) : Self.apiError(404, 4040010, "Transaction id not found.")
+        }
     }
 
     private func consumptionInformation(_ id: String, request: HTTPServerRequest, environment: AppleEnvironment) -> HTTPServerResponse {

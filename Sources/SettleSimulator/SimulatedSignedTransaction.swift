@@ -22,6 +22,10 @@ package struct SimulatedSignedTransaction: Sendable, Equatable {
     package var appTransactionId: String? = nil
     /// Sent as `inAppOwnershipType`: `PURCHASED`, or `FAMILY_SHARED` for a family member's copy.
     package var inAppOwnershipType = "PURCHASED"
+    /// With `revocationDateMs`: Apple's `revocationType` (`REFUND_FULL`, `REFUND_PRORATED`,
+    /// `FAMILY_REVOKE`) and `revocationPercentage` (milliunits), each sent only when set.
+    package var revocationType: String? = nil
+    package var revocationPercentage: Int64? = nil
 
     package init(transactionId: String, originalTransactionId: String? = nil, productId: String, bundleId: String,
                 environment: String = "Production", purchaseDateMs: Int64 = 1_764_410_645_000, quantity: Int = 1,
@@ -65,6 +69,8 @@ package struct SimulatedSignedTransaction: Sendable, Equatable {
         if let revoked = revocationDateMs {
             members.append(("revocationDate", .number(revoked)))
             members.append(("revocationReason", .number(0)))
+            if let revocationType { members.append(("revocationType", .string(revocationType))) }
+            if let revocationPercentage { members.append(("revocationPercentage", .number(revocationPercentage))) }
         }
         return .object(members)
     }

@@ -3,6 +3,7 @@ import SettleApp
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleSimulator
 
 /// The endpoint of a running `settle run`, over real HTTP: what is Apple's and ours is stored
 /// once and answered 200; everything else gets a 4xx and a log line, and the daemon lives on.
@@ -66,6 +67,26 @@ class NotificationEndpointTests: NotificationTestCase {
         for reason in ["signature_invalid", "bundle_mismatch", "environment_mismatch"] {
             XCTAssertTrue(log(daemon).contains("notification.refused") && log(daemon).contains("reason=\(reason)"), "no \(reason) in \(log(daemon))")
         }
+        XCTAssertTrue(daemon.isRunning)
+    }
+
+    func testRescindConsentAndExternalPurchaseToken_overRealHTTP_areStoredRecordedAndAnswered200() throws {
+        try writeNotificationConfig()
+        let (daemon, url) = try startDaemon()
+        // Shaped as Apple's library's signedRescindConsentNotification / signedExternalPurchaseTokenNotification.
+        let rescind = SimulatedNotification(type: "RESCIND_CONSENT", transaction: nil, bundleId: world.bundleId,
+                                            signedDateMs: nowMs - 2000, body: .appData)
+        let token = SimulatedNotification(type: "EXTERNAL_PURCHASE_TOKEN", subtype: "UNREPORTED", transaction: nil,
+                                          bundleId: world.bundleId, environment: "Sandbox", signedDateMs: nowMs - 1000,
+                                          body: .externalPurchaseToken(externalPurchaseId: "SANDBOX_b2158121-7af9-49d4-9561-1f588205523e"))
+        for n in [rescind, token] {
+            XCTAssertEqual(try world.simulator.send(n, to: url), 200, log(daemon))
+            let stored = try statusJSON(["--notification", n.uuid])
+            XCTAssertEqual(stored["type"]?.looseString, n.type)
+            XCTAssertEqual(stored["outcome"]?.looseString, "recorded")
+            XCTAssertEqual(stored["environment"]?.looseString, n.environment)
+        }
+        XCTAssertFalse(log(daemon).contains("notification.refused"), log(daemon))
         XCTAssertTrue(daemon.isRunning)
     }
 

@@ -47,6 +47,7 @@ final class NotificationEndpointPostgresTests: NotificationEndpointTests {
     override func testValidNotification_ofAPurchaseNobodyEnqueued_isStoredAnswered200_andDeliveredOnce() throws { try super.testValidNotification_ofAPurchaseNobodyEnqueued_isStoredAnswered200_andDeliveredOnce() }
     override func testReplayedNotification_isANoOp_answered200_andDeliveredOnce() throws { try super.testReplayedNotification_isANoOp_answered200_andDeliveredOnce() }
     override func testForgedWrongBundleAndWrongEnvironment_are403_storeNothing_andAreLogged() throws { try super.testForgedWrongBundleAndWrongEnvironment_are403_storeNothing_andAreLogged() }
+    override func testRescindConsentAndExternalPurchaseToken_overRealHTTP_areStoredRecordedAndAnswered200() throws { try super.testRescindConsentAndExternalPurchaseToken_overRealHTTP_areStoredRecordedAndAnswered200() }
     override func testMalformedWrongMethodWrongPathAndOversized_get4xx_andTheDaemonLivesOn() throws { try super.testMalformedWrongMethodWrongPathAndOversized_get4xx_andTheDaemonLivesOn() }
     override func testSlowSender_isCutOffAtTheRequestDeadline_whileOthersAreServed() throws { try super.testSlowSender_isCutOffAtTheRequestDeadline_whileOthersAreServed() }
     override func testSIGTERM_stopsTheEndpointAndTheDaemonCleanly() throws { try super.testSIGTERM_stopsTheEndpointAndTheDaemonCleanly() }

@@ -78,11 +78,12 @@ enum StatusCommand {
                 }
                 let notifications = try ledger.notifications(orderId: orderId)
                 let revoke = try ledger.revocation(orderId: orderId)
+                let finish = try ledger.appleFinish(orderId: orderId)
                 context.print(parsed.has("--json")
                               ? StatusView.json(record.order, history: record.history, notifications: notifications,
-                                                revoke: revoke).serialized(pretty: true)
+                                                revoke: revoke, appleFinish: finish).serialized(pretty: true)
                               : StatusView.text(record.order, history: record.history, notifications: notifications,
-                                                now: context.time.unixSeconds, revoke: revoke))
+                                                now: context.time.unixSeconds, revoke: revoke, appleFinish: finish))
                 return
             }
             var appleOrder: AppleOrderLookup.Result?
@@ -106,8 +107,13 @@ enum StatusCommand {
             let daemon = try ledger.daemonRecord()
             // A shared ledger has as many daemons as hosts run: each is listed with its heartbeat.
             let workers = ledger.isShared ? try ledger.liveDaemons() : nil
+            let finishesRefused = try ledger.refusedAppleFinishes()
             if parsed.has("--json") {
                 var json = StatusView.json(summary, breakers: breakers, daemon: daemon)
+                if case var .object(members) = json {
+                    members.append(("apple_finishes_refused", .number(finishesRefused)))
+                    json = .object(members)
+                }
                 if let appleOrder, case var .object(members) = json {
                     members.insert(("apple_order", StatusView.json(appleOrder)), at: 0)
                     json = .object(members)
@@ -125,6 +131,11 @@ enum StatusCommand {
                 if let appleOrder { context.print(StatusView.text(appleOrder)) }
                 if let googleOrder { context.print(StatusView.text(googleOrder, held: summary.matching)) }
                 context.print(StatusView.text(summary, breakers: breakers, daemon: daemon, now: context.time.unixSeconds))
+                if finishesRefused > 0 {
+                    // The orders are finished; StoreKit may still offer these transactions to the app.
+                    context.print("App Store: Apple refused Finish Transaction for \(finishesRefused) finished orders "
+                                  + "(settle status ORDER shows why)")
+                }
                 if let workers { context.print(StatusView.text(workers: workers, now: context.time.unixSeconds)) }
             }
         } catch let error as LedgerError {

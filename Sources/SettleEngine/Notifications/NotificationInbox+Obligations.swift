@@ -44,7 +44,8 @@ extension NotificationInbox {
                 log.warning("order.revoke_lease_lost", ["order": order.orderId, "transaction": job.transactionId])
                 continue
             }
-            let report = revokeHook.revoke(order: order, transactionId: job.transactionId, round: job.round, quantity: job.quantity)
+            let report = revokeHook.revoke(order: order, transactionId: job.transactionId, round: job.round, quantity: job.quantity,
+                                           revocation: (job.revocationType, job.revocationPercentage))
             var entry = HistoryEntry(at: now, kind: .revoke, outcome: "", hookExit: report.exitCode, durationMs: report.durationMs,
                                      detail: report.output.isEmpty ? "key \(key)" : report.output)
             switch report.outcome {

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 import SettleConfig
 import SettleAppStore
 import SettleLedger
@@ -57,6 +58,7 @@ package final class NotificationInbox: Sendable {
             log.warning("notification.refused", ["source": source, "reason": failure.code, "detail": "\(failure)"])
             return .refused(failure)
         case let .success(notification):
+            if let unreadable = notification.unreadable { return keepUnapplied(notification, source: source, error: unreadable) }
             do {
                 let result = try ledger.ingest(notification, source: source, rules: rules)
                 metrics?.observeNotification(type: notification.type, outcome: result.outcome,
@@ -76,19 +78,25 @@ package final class NotificationInbox: Sendable {
                     log.error("notification.not_stored", ["uuid": notification.uuid, "error": "\(error)"])
                     return .notStored("\(error)")
                 }
-                do {
-                    try ledger.recordUnapplied(notification, source: source, error: "\(error)")
-                } catch let second {
-                    log.error("notification.not_stored", ["uuid": notification.uuid, "error": "\(error)", "then": "\(second)"])
-                    return .notStored("\(second)")
-                }
-                metrics?.observeNotification(type: notification.type, outcome: "not_applied", at: ledger.time.unixSeconds)
-                log.error("notification.not_applied", ["uuid": notification.uuid, "type": notification.type, "source": source,
-                                                       "transaction": notification.transaction?.transactionId, "error": "\(error)",
-                                                       "action": "settle status --notification \(notification.uuid); apply it by hand"])
-                return .stored(IngestResult(outcome: "not_applied", orderId: nil, detail: "\(error)", duplicate: false, needsPass: false))
+                return keepUnapplied(notification, source: source, error: "\(error)")
             }
         }
+    }
+
+    /// Keeps a verified notification without its effect, for a person: answered as stored, so
+    /// neither Apple's retries nor the history catch-up stall on it.
+    private func keepUnapplied(_ notification: AppleNotification, source: String, error: String) -> Receipt {
+        do {
+            try ledger.recordUnapplied(notification, source: source, error: error)
+        } catch let second {
+            log.error("notification.not_stored", ["uuid": notification.uuid, "error": error, "then": "\(second)"])
+            return .notStored("\(second)")
+        }
+        metrics?.observeNotification(type: notification.type, outcome: "not_applied", at: ledger.time.unixSeconds)
+        log.error("notification.not_applied", ["uuid": notification.uuid, "type": notification.type, "source": source,
+                                               "transaction": notification.transaction?.transactionId, "error": error,
+                                               "action": "settle status --notification \(notification.uuid); apply it by hand"])
+        return .stored(IngestResult(outcome: "not_applied", orderId: nil, detail: error, duplicate: false, needsPass: false))
     }
 
     /// The endpoint's answer to one request body (`{"signedPayload": "..."}`): 200 only once

@@ -94,8 +94,13 @@ extension Reconciler {
         // The stores, each from its own section: where a third store's adapter would be made.
         var stores: [Store: any StoreAdapter] = [:]
         if configuration.receiptAPI != nil || configuration.serverAPI != nil {
+            let finishing = configuration.serverAPI?.finishTransactions == true
+            let finishes = FinishTransactionQueue(
+                ledger: ledger, api: finishing ? api : nil,
+                offWhy: configuration.serverAPI == nil ? "no server_api: Apple is not told" : "server_api.finish_transactions is false",
+                policy: policy, log: log)
             var appStore = AppStoreAdapter(receipts: receipts, storeKit: storeKit, products: products, inbox: inbox,
-                                           notificationsPath: configuration.notifications?.path)
+                                           notificationsPath: configuration.notifications?.path, finishes: finishes)
             appStore.accountTokens = api.map { AppAccountTokens(ledger: ledger, api: $0, policy: policy, log: log) }
             stores[.appStore] = appStore
         }

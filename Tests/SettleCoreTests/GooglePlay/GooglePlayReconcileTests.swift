@@ -340,6 +340,9 @@ class GooglePlayReconcileTests: XCTestCase {
         try pass(ledger)
         XCTAssertEqual(revokes, ["revoke:GPA.F o-five"], "Google lists a partial refund only when asked")
         XCTAssertEqual(try payload("revoke-o-five")["revoke_quantity"], .number(2))
+        // Google voids whole units: each taken back in full, with no percentage.
+        XCTAssertEqual(try payload("revoke-o-five")["revocation_type"], .string("REFUND_FULL"))
+        XCTAssertEqual(try payload("revoke-o-five")["revocation_percentage"], .null)
         // A full refund takes back all that was delivered.
         let one = product("one", product: unlock, orderId: "GPA.W", account: "alice")
         try enqueue(ledger, "o-one", user: "alice", token: one, product: unlock)

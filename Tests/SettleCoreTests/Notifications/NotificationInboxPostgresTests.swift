@@ -31,6 +31,12 @@ final class NotificationInboxPostgresTests: NotificationInboxTests {
 
     // Linux test discovery lists only the methods a class declares: each inherited test is named
     // here, and `testEveryInboxTest_alsoRunsOnPostgreSQL` fails when one is missing.
+    override func testRescindConsentAndExternalPurchaseToken_atTheEndpoint_areStoredAsRecorded_andAnswered200() throws { try super.testRescindConsentAndExternalPurchaseToken_atTheEndpoint_areStoredAsRecorded_andAnswered200() }
+    override func testNewShapes_whoseBundleOrEnvironmentFails_areStillRefused() throws { try super.testNewShapes_whoseBundleOrEnvironmentFails_areStillRefused() }
+    override func testHistoryCatchUp_readsOnPastNotificationsSettleDoesNotUse_andDeliversThePurchaseAfterThem() throws { try super.testHistoryCatchUp_readsOnPastNotificationsSettleDoesNotUse_andDeliversThePurchaseAfterThem() }
+    override func testNotificationWhoseSignedTransactionSettleCannotRead_isKeptNotApplied_answered200_andTheCatchUpMovesOn() throws { try super.testNotificationWhoseSignedTransactionSettleCannotRead_isKeptNotApplied_answered200_andTheCatchUpMovesOn() }
+    override func testConsumptionAnswer_refusedWith4000185ForAFamilyMembersTransaction_isRecordedFinal_andNeverSentAgain() throws { try super.testConsumptionAnswer_refusedWith4000185ForAFamilyMembersTransaction_isRecordedFinal_andNeverSentAgain() }
+    override func testProratedRefund_revokeCarriesApplesRevocationTypeAndPercentage_andARefundWithoutOneSaysREFUND_FULL() throws { try super.testProratedRefund_revokeCarriesApplesRevocationTypeAndPercentage_andARefundWithoutOneSaysREFUND_FULL() }
     override func testPurchaseNotification_whileAStrangersOrderNamesItsTransaction_createsTheBuyersOwnOrder_andOnlyTheBuyerIsGranted() throws { try super.testPurchaseNotification_whileAStrangersOrderNamesItsTransaction_createsTheBuyersOwnOrder_andOnlyTheBuyerIsGranted() }
     override func testPurchaseNotification_forTheBuyersOrderRejectedNotFound_requeuesItWithApplesSignedTransaction_andDeliversItOnce() throws { try super.testPurchaseNotification_forTheBuyersOrderRejectedNotFound_requeuesItWithApplesSignedTransaction_andDeliversItOnce() }
     override func testPurchaseNotification_forAnotherUsersRejectedOrder_isNotRequeued_theBuyerGetsItsOwnOrder() throws { try super.testPurchaseNotification_forAnotherUsersRejectedOrder_isNotRequeued_theBuyerGetsItsOwnOrder() }

@@ -106,6 +106,10 @@ class NotificationInboxTests: XCTestCase {
         try makeLedger().reading { try $0.query(sql) }
     }
 
+    func rowCount(_ table: String) throws -> Int64 {
+        try rows("SELECT count(*) AS n FROM \(table)").first?.int("n") ?? -1
+    }
+
     /// The catch-up has run before (settle started `ago` seconds back): later windows overlap from there.
     func startedHistory(_ ledger: any SettleLedger, secondsAgo ago: Int64) throws {
         let start = nowMs - ago * 1000
@@ -226,6 +230,24 @@ class NotificationInboxTests: XCTestCase {
         XCTAssertNil(world.simulator.consumptionRequests.first?.body?["consumptionPercentage"])
     }
 
+    func testConsumptionAnswer_refusedWith4000185ForAFamilyMembersTransaction_isRecordedFinal_andNeverSentAgain() throws {
+        try configure(extra: [("consumption", .object([("respond", .bool(true)), ("customer_consented", .bool(true))]))])
+        let ledger = try makeLedger()
+        let (reconciler, inbox) = try settle(ledger)
+        _ = try ledger.recordOutsideGrant(transactionId: "913", grantKey: "913", note: "granted by the app's own flow")
+        world.simulator.script(consumption: [.error(status: 400, code: 4000185)])
+        XCTAssertEqual(try tell(inbox, "CONSUMPTION_REQUEST", purchase("913", token: buyer)).outcome, "answer_queued")
+        _ = try reconciler.runPass()
+        let answer = try XCTUnwrap(try rows("SELECT state, last_error FROM consumption_answers WHERE transaction_id = '913'").first)
+        XCTAssertEqual(answer.string("state"), "failed")
+        XCTAssertTrue(answer.string("last_error")?.contains("4000185") == true, answer.string("last_error") ?? "")
+        for _ in 0..<3 {
+            world.time.advance(by: 1800)
+            _ = try reconciler.runPass()
+        }
+        XCTAssertEqual(world.simulator.consumptionRequests.map(\.transactionId), ["913"], "Apple is asked once")
+    }
+
     func testConsumptionAnswer_whoseStoredEnvironmentIsNotApplesSpelling_isSentNowhere_andTheTextStaysVisible() throws {
         try configure(extra: [("consumption", .object([("respond", .bool(true)), ("customer_consented", .bool(true))]))])
         let ledger = try makeLedger()
@@ -281,6 +303,46 @@ class NotificationInboxTests: XCTestCase {
         XCTAssertEqual(revokes, ["revoke:920 apple-920", "revoke:920:2 apple-920"])
         _ = try reconciler.runPass()
         XCTAssertEqual(revokes.count, 2)
+    }
+
+    func testProratedRefund_revokeCarriesApplesRevocationTypeAndPercentage_andARefundWithoutOneSaysREFUND_FULL() throws {
+        let revoke = try world.write("revoke-payloads.sh", """
+            #!/bin/sh
+            cat >> "\(world.folder)/revoke-payloads.jsonl"
+            echo >> "\(world.folder)/revoke-payloads.jsonl"
+            """, mode: 0o755)
+        try configure(delivery: .object([("command", .array([.string(world.folder + "/grant.sh")])),
+                                         ("revoke_command", .array([.string(revoke)]))]))
+        let ledger = try makeLedger()
+        let (reconciler, inbox) = try settle(ledger)
+        var prorated = purchase("960", token: buyer)
+        var full = purchase("961", token: buyer)
+        var family = purchase("962", token: buyer)
+        for bought in [prorated, full, family] { try tell(inbox, "ONE_TIME_CHARGE", bought) }
+        _ = try reconciler.runPass()
+        prorated.revocationDateMs = nowMs
+        prorated.revocationType = "REFUND_PRORATED"
+        prorated.revocationPercentage = 50_000
+        full.revocationDateMs = nowMs
+        family.revocationDateMs = nowMs
+        family.revocationType = "FAMILY_REVOKE"
+        XCTAssertEqual(try tell(inbox, "REFUND", prorated).outcome, "revoke_queued")
+        XCTAssertEqual(try tell(inbox, "REFUND", full).outcome, "revoke_queued")
+        XCTAssertEqual(try tell(inbox, "REVOKE", family).outcome, "revoke_queued")
+        _ = try reconciler.runPass()
+        let text = try String(contentsOfFile: world.folder + "/revoke-payloads.jsonl", encoding: .utf8)
+        var byTransaction: [String: JSONValue] = [:]
+        for line in text.split(separator: "\n") where !line.trimmingCharacters(in: .whitespaces).isEmpty {
+            let payload = try JSONValue.parse(Data(line.utf8))
+            byTransaction[payload["transaction_id"]?.looseString ?? ""] = payload
+        }
+        XCTAssertEqual(byTransaction["960"]?["revocation_type"], .string("REFUND_PRORATED"))
+        XCTAssertEqual(byTransaction["960"]?["revocation_percentage"]?.looseInt64, 50_000)
+        XCTAssertEqual(byTransaction["961"]?["revocation_type"], .string("REFUND_FULL"), "Apple gave no type: all of it")
+        XCTAssertEqual(byTransaction["961"]?["revocation_percentage"], .null)
+        XCTAssertEqual(byTransaction["962"]?["revocation_type"], .string("FAMILY_REVOKE"))
+        XCTAssertEqual(byTransaction["962"]?["revocation_percentage"], .null)
+        XCTAssertTrue(try history(ledger, "apple-960").contains { $0.detail?.contains("REFUND_PRORATED 50000 milliunits") == true })
     }
 
     func testSecondRefund_afterAReversalBeforeTheRevokeRan_isRevokedOnce() throws {
@@ -466,6 +528,97 @@ class NotificationInboxTests: XCTestCase {
     }
 
     // MARK: - Metrics (item 14)
+
+    // MARK: - Notifications settle does not use never stall it (issue 24, item 1)
+
+    /// Apple's RESCIND_CONSENT (`appData`, no `data`) and EXTERNAL_PURCHASE_TOKEN
+    /// (`externalPurchaseToken`, no environment), shaped as Apple's library's test payloads.
+    func shapesSettleDoesNotUse() -> [SimulatedNotification] {
+        [SimulatedNotification(type: "RESCIND_CONSENT", transaction: nil, bundleId: world.bundleId, signedDateMs: nowMs - 3000, body: .appData),
+         SimulatedNotification(type: "EXTERNAL_PURCHASE_TOKEN", subtype: "UNREPORTED", transaction: nil, bundleId: world.bundleId,
+                               environment: "Sandbox", signedDateMs: nowMs - 2000,
+                               body: .externalPurchaseToken(externalPurchaseId: "SANDBOX_b2158121-7af9-49d4-9561-1f588205523e")),
+         SimulatedNotification(type: "EXTERNAL_PURCHASE_TOKEN", subtype: "UNREPORTED", transaction: nil, bundleId: world.bundleId,
+                               signedDateMs: nowMs - 1500,
+                               body: .externalPurchaseToken(externalPurchaseId: "b2158121-7af9-49d4-9561-1f588205523e"))]
+    }
+
+    func testRescindConsentAndExternalPurchaseToken_atTheEndpoint_areStoredAsRecorded_andAnswered200() throws {
+        try configure()
+        let ledger = try makeLedger()
+        let (_, inbox) = try settle(ledger)
+        for n in shapesSettleDoesNotUse() {
+            let body = JSONValue.object([("signedPayload", .string(try n.signed()))]).data
+            let (response, needsPass) = inbox.answer(body)
+            XCTAssertEqual(response.status, 200, "\(n.type): \(String(decoding: response.body, as: UTF8.self))")
+            XCTAssertFalse(needsPass)
+            let stored = try XCTUnwrap(try ledger.notification(uuid: n.uuid), n.type)
+            XCTAssertEqual(stored.outcome, "recorded")
+            XCTAssertEqual(stored.type, n.type)
+            XCTAssertEqual(stored.environment, n.environment, "an externalPurchaseId starting with SANDBOX is Sandbox")
+        }
+        XCTAssertEqual(try rowCount("notifications"), 3)
+        XCTAssertEqual(try rowCount("orders"), 0)
+    }
+
+    func testNewShapes_whoseBundleOrEnvironmentFails_areStillRefused() throws {
+        try configure()
+        let ledger = try makeLedger()
+        let (_, inbox) = try settle(ledger)
+        var foreign = shapesSettleDoesNotUse()[0]
+        foreign.bundleId = "com.example.other"
+        var local = shapesSettleDoesNotUse()[0]
+        local.environment = "LocalTesting"
+        var token = shapesSettleDoesNotUse()[2]
+        token.bundleId = "com.example.other"
+        for (n, code) in [(foreign, "bundle_mismatch"), (local, "environment_mismatch"), (token, "bundle_mismatch")] {
+            let (response, _) = inbox.answer(JSONValue.object([("signedPayload", .string(try n.signed()))]).data)
+            XCTAssertEqual(response.status, 403)
+            XCTAssertTrue(String(decoding: response.body, as: UTF8.self).contains(code), String(decoding: response.body, as: UTF8.self))
+        }
+        XCTAssertEqual(try rowCount("notifications"), 0)
+    }
+
+    func testHistoryCatchUp_readsOnPastNotificationsSettleDoesNotUse_andDeliversThePurchaseAfterThem() throws {
+        try configure()
+        let ledger = try makeLedger()
+        try startedHistory(ledger, secondsAgo: 60)
+        let (reconciler, inbox) = try settle(ledger)
+        let after = notification("ONE_TIME_CHARGE", purchase("950", token: buyer))
+        for n in shapesSettleDoesNotUse() + [after] {
+            world.simulator.record(signedPayload: try n.signed(), environment: n.environment, signedDateMs: n.signedDateMs)
+        }
+        let report = try inbox.syncHistory()
+        XCTAssertNil(report.stoppedBecause)
+        XCTAssertEqual(report.stored, 4)
+        XCTAssertGreaterThan(try ledger.notificationCursor(environment: .production).syncedUntilMs ?? 0, nowMs - 60_000)
+        XCTAssertGreaterThan(try ledger.notificationCursor(environment: .sandbox).syncedUntilMs ?? 0, nowMs - 60_000)
+        _ = try reconciler.runPass()
+        XCTAssertEqual(world.deliveries, ["950 apple-950"])
+    }
+
+    func testNotificationWhoseSignedTransactionSettleCannotRead_isKeptNotApplied_answered200_andTheCatchUpMovesOn() throws {
+        try configure()
+        let ledger = try makeLedger()
+        try startedHistory(ledger, secondsAgo: 60)
+        let (reconciler, inbox) = try settle(ledger)
+        // Signed by Apple for this app, but without a productId settle needs.
+        var odd = purchase("951", token: buyer)
+        odd.productId = ""
+        let unreadable = notification("REFUND", odd)
+        let (response, _) = inbox.answer(JSONValue.object([("signedPayload", .string(try unreadable.signed()))]).data)
+        XCTAssertEqual(response.status, 200)
+        XCTAssertEqual(try ledger.notification(uuid: unreadable.uuid)?.outcome, "not_applied")
+        XCTAssertTrue(try ledger.notification(uuid: unreadable.uuid)?.detail?.contains("cannot be read") == true)
+        let again = notification("REFUND", odd)
+        let after = notification("ONE_TIME_CHARGE", purchase("952", token: buyer))
+        for n in [again, after] {
+            world.simulator.record(signedPayload: try n.signed(), environment: "Production", signedDateMs: n.signedDateMs)
+        }
+        XCTAssertNil(try inbox.syncHistory().stoppedBecause)
+        _ = try reconciler.runPass()
+        XCTAssertEqual(world.deliveries, ["952 apple-952"])
+    }
 
     func testNotificationTypeWithoutLetters_isCountedUnderANameOfItsOwn_andTheMetricsRender() {
         let metrics = Metrics()

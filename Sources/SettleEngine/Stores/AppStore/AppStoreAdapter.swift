@@ -4,9 +4,10 @@ import SettleLedger
 import SettleAppStore
 
 /// The App Store: verifyReceipt (`receipt_api`), StoreKit 2's signed data and the App Store
-/// Server API (`server_api`), and App Store Server Notifications on the listener. Apple needs
-/// no word after a delivery; its notifications' work (revokes, refund-request answers, the
-/// history catch-up) is the notification inbox's.
+/// Server API (`server_api`), and App Store Server Notifications on the listener. An order is
+/// finished without a word to Apple; Apple is told after the pass (Finish Transaction, the
+/// `finishes` queue). Its notifications' work (revokes, refund-request answers, the history
+/// catch-up) is the notification inbox's.
 package struct AppStoreAdapter: StoreAdapter {
     package var store: Store { .appStore }
     /// verifyReceipt, when `receipt_api` is configured.
@@ -20,9 +21,12 @@ package struct AppStoreAdapter: StoreAdapter {
     package var notificationsPath: String?
     /// Set App Account Token after `settle assign`, when `server_api` is configured.
     package var accountTokens: AppAccountTokens?
+    /// Finish Transaction for every finished App Store order (nil: nothing is done with them).
+    package var finishes: FinishTransactionQueue?
 
     package init(receipts: ReceiptVerifier?, storeKit: StoreKitVerifier, products: Set<String>, inbox: NotificationInbox? = nil,
-                 notificationsPath: String? = nil) {
+                 notificationsPath: String? = nil, finishes: FinishTransactionQueue? = nil) {
+        self.finishes = finishes
         self.receipts = receipts
         self.storeKit = storeKit
         self.products = products
@@ -66,7 +70,7 @@ package struct AppStoreAdapter: StoreAdapter {
 
     package func afterPass(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome {
         try accountTokens?.run()
-        return .idle
+        return try finishes?.work(work) ?? .idle
     }
 
     package var listenerRoutes: [String: ListenerRoute] {
