@@ -20,7 +20,10 @@ final class DemoTests: EndToEndTestCase {
         // Apple tells settle: a purchase nobody enqueued delivered, a refund revoked, a refund request answered.
         XCTAssertTrue(table.contains { $0.hasPrefix("origin") && $0.contains("apple_notification") }, result.stdout)
         XCTAssertTrue(result.stdout.contains("2000000300000001 apple-2000000300000001") || result.stdout.contains("idempotency_key\":\"2000000300000001"), result.stdout)
-        XCTAssertTrue(table.contains("revoke:2000000100000001 o-1001"), result.stdout)
+        XCTAssertTrue(table.contains("revoke:2000000100000001 o-1001 REFUND_PRORATED 50000"), "a prorated refund, half taken back\n\(result.stdout)")
+        // Apple is told each delivered App Store transaction is finished.
+        let finishLine = try XCTUnwrap(table.first { $0.hasPrefix("Finish Transaction told Apple") }, result.stdout)
+        XCTAssertTrue(finishLine.contains("2000000100000001"), finishLine)
         XCTAssertTrue(result.stdout.contains("1 refund requests answered"), result.stdout)
         // A family member's shared purchase, bound to the member by their linked appTransactionId.
         XCTAssertTrue(result.stdout.contains("apple-2000000400000001: finished for user u-77 (the member, never the buyer)"), result.stdout)

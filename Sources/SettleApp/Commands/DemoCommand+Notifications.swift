@@ -13,7 +13,10 @@ extension DemoCommand {
         #!/bin/sh
         # The demo's revoke hook: a real backend takes the goods back, idempotently by key.
         payload=$(cat)
-        echo "$SETTLE_IDEMPOTENCY_KEY $SETTLE_ORDER_ID" >> "\(folder)/revoked.log"
+        # How much to take back: Apple's revocation type and percentage (milliunits; null: all of it).
+        kind=$(printf '%s' "$payload" | sed -n 's/.*"revocation_type":"\\([A-Z_]*\\)".*/\\1/p')
+        share=$(printf '%s' "$payload" | sed -n 's/.*"revocation_percentage":\\([0-9a-z]*\\).*/\\1/p')
+        echo "$SETTLE_IDEMPOTENCY_KEY $SETTLE_ORDER_ID $kind $share" >> "\(folder)/revoked.log"
         echo "revoked $SETTLE_ORDER_ID: $payload"
         """
     }
@@ -38,11 +41,13 @@ extension DemoCommand {
         simulator.script(transaction: lost.transactionId, TransactionScript(transaction: lost))
         let purchase = SimulatedNotification(type: "ONE_TIME_CHARGE", transaction: lost, bundleId: bundleId, signedDateMs: nowMs)
         context.print("ONE_TIME_CHARGE for \(lost.transactionId), never enqueued: HTTP \(try simulator.send(purchase, to: url).map(String.init) ?? "-")")
-        // o-1001 was delivered in pass 1; Apple now refunds it.
-        let delivered = SimulatedSignedTransaction(transactionId: "2000000100000001", productId: "com.example.game.coins100",
+        // o-1001 was delivered in pass 1; Apple now refunds half of it (a prorated refund).
+        var delivered = SimulatedSignedTransaction(transactionId: "2000000100000001", productId: "com.example.game.coins100",
                                                    bundleId: bundleId, purchaseDateMs: nowMs - 3_600_000, revocationDateMs: nowMs)
+        delivered.revocationType = "REFUND_PRORATED"
+        delivered.revocationPercentage = 50_000
         let refund = SimulatedNotification(type: "REFUND", transaction: delivered, bundleId: bundleId, signedDateMs: nowMs)
-        context.print("REFUND of \(delivered.transactionId) (order o-1001, delivered): HTTP \(try simulator.send(refund, to: url).map(String.init) ?? "-")")
+        context.print("REFUND (REFUND_PRORATED, 50 %) of \(delivered.transactionId) (order o-1001, delivered): HTTP \(try simulator.send(refund, to: url).map(String.init) ?? "-")")
         let request = SimulatedNotification(type: "CONSUMPTION_REQUEST", transaction: lost, bundleId: bundleId,
                                             consumptionRequestReason: "UNINTENDED_PURCHASE", signedDateMs: nowMs)
         let third = try reconciler.runPass()
@@ -56,7 +61,11 @@ extension DemoCommand {
                                           now: ledger.time.unixSeconds))
         }
         let revoked = (try? String(contentsOfFile: folder + "/revoked.log", encoding: .utf8)) ?? ""
-        context.print("the demo revoke hook was called \(revoked.split(separator: "\n").count) times (idempotency key, order):\n" + revoked)
+        context.print("the demo revoke hook was called \(revoked.split(separator: "\n").count) times "
+                      + "(idempotency key, order, revocation type, percentage in milliunits):\n" + revoked)
+        let finished = simulator.finishRequests.map(\.transactionId)
+        context.print("Finish Transaction told Apple \(finished.count) App Store transactions are finished, so StoreKit stops "
+                      + "offering them to the app again: " + finished.sorted().joined(separator: ", "))
         for answer in simulator.consumptionRequests {
             context.print("Send Consumption Information for \(answer.transactionId): \(answer.body?.serialized() ?? "-")")
         }

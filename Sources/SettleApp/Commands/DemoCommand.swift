@@ -164,6 +164,9 @@ enum DemoCommand {
         simulator.script(outage, ReceiptScript(receipt: SimulatedReceipt(bundleId: bundleId, inApp: [
             SimulatedTransaction(productId: coins, transactionId: "2000000100000005", purchaseDateMs: ms)]),
                                                answers: [.status(21005)]))
+        // Apple's Server API knows that purchase too: Finish Transaction finds it once it is delivered.
+        simulator.script(transaction: "2000000100000005", TransactionScript(transaction: SimulatedSignedTransaction(
+            transactionId: "2000000100000005", productId: coins, bundleId: bundleId, purchaseDateMs: ms)))
         // StoreKit 2: a device's signed transaction, a forged one, a bare sandbox transaction id
         // bound to its buyer by appAccountToken, and the same id claimed by a stranger.
         let buyerToken = "6f1e4c2a-5b3d-4e8f-9a0b-1c2d3e4f5a6b"
