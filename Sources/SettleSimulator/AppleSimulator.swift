@@ -271,6 +271,21 @@ package final class AppleSimulatorCore: Sendable {
         return .json(200, JSONValue.object([("status", .number(0)), ("signedTransactions", .array(signed))]).data)
     }
 
+    /// The answer a scripted failure stands for (401, Apple's 404, a 429 with Retry-After, a
+    /// scripted error); nil for `.transaction`, the endpoint's own answer.
+    package static func scriptedFailure(_ answer: SimulatedServerAnswer, notFound: String) -> HTTPServerResponse? {
+        switch answer {
+        case .unauthorized: return HTTPServerResponse(status: 401)
+        case .notFound: return apiError(404, 4040010, notFound)
+        case let .rateLimited(retryAfter):
+            var response = apiError(429, 4290000, "Rate limit exceeded.")
+            response.headers.append(HTTPHeader("Retry-After", retryAfter))
+            return response
+        case let .error(status, code): return apiError(status, code, "Simulated error.")
+        case .transaction: return nil
+        }
+    }
+
     package static func apiError(_ status: Int, _ code: Int, _ message: String) -> HTTPServerResponse {
         .json(status, JSONValue.object([("errorCode", .number(code)), ("errorMessage", .string(message))]).data)
     }

@@ -47,16 +47,7 @@ extension AppleSimulatorCore {
             guard problem == nil else { return .unauthorized }
             return s.appAccountTokenAnswers.isEmpty ? .transaction : s.appAccountTokenAnswers.removeFirst()
         }
-        switch answer {
-        case .unauthorized: return HTTPServerResponse(status: 401)
-        case .notFound: return Self.apiError(404, 4040010, "Transaction id not found.")
-        case let .rateLimited(retryAfter):
-            var response = Self.apiError(429, 4290000, "Rate limit exceeded.")
-            response.headers.append(HTTPHeader("Retry-After", retryAfter))
-            return response
-        case let .error(status, code): return Self.apiError(status, code, "Simulated error.")
-        case .transaction: break
-        }
+        if let failure = Self.scriptedFailure(answer, notFound: "Transaction id not found.") { return failure }
         guard let token, UUID(uuidString: token) != nil else {
             return Self.apiError(400, 4000183, "Invalid request. The app account token field must be a valid UUID.")
         }

@@ -188,16 +188,7 @@ extension AppleSimulatorCore {
             let next = s.notificationHistoryAnswers.isEmpty ? SimulatedServerAnswer.transaction : s.notificationHistoryAnswers.removeFirst()
             return (next, s.sentNotifications[environment.rawValue] ?? [])
         }
-        switch answer {
-        case .unauthorized: return HTTPServerResponse(status: 401)
-        case .notFound: return Self.apiError(404, 4040010, "Not found.")
-        case let .rateLimited(retryAfter):
-            var response = Self.apiError(429, 4290000, "Rate limit exceeded.")
-            response.headers.append(HTTPHeader("Retry-After", retryAfter))
-            return response
-        case let .error(status, code): return Self.apiError(status, code, "Simulated error.")
-        case .transaction: break
-        }
+        if let failure = Self.scriptedFailure(answer, notFound: "Not found.") { return failure }
         guard let start, let end, start < end else { return Self.apiError(400, 4000015, "Invalid start date.") }
         let inWindow = sent.filter { $0.signedDateMs >= start && $0.signedDateMs < end }
         var offset = 0
@@ -225,16 +216,8 @@ extension AppleSimulatorCore {
                 .contains { $0?.transactionId == id && $0?.environment == environment.rawValue }
             return (s.finishAnswers.isEmpty ? .transaction : s.finishAnswers.removeFirst(), known)
         }
-        switch answer {
-        case .unauthorized: return HTTPServerResponse(status: 401)
-        case .notFound: return Self.apiError(404, 4040010, "Transaction id not found.")
-        case let .rateLimited(retryAfter):
-            var response = Self.apiError(429, 4290000, "Rate limit exceeded.")
-            response.headers.append(HTTPHeader("Retry-After", retryAfter))
-            return response
-        case let .error(status, code): return Self.apiError(status, code, "Simulated error.")
-        case .transaction: return known ? HTTPServerResponse(status: 200) : Self.apiError(404, 4040010, "Transaction id not found.")
-        }
+        if let failure = Self.scriptedFailure(answer, notFound: "Transaction id not found.") { return failure }
+        return known ? HTTPServerResponse(status: 200) : Self.apiError(404, 4040010, "Transaction id not found.")
     }
 
     private func consumptionInformation(_ id: String, request: HTTPServerRequest, environment: AppleEnvironment) -> HTTPServerResponse {
@@ -245,15 +228,7 @@ extension AppleSimulatorCore {
             guard problem == nil else { return .unauthorized }
             return s.consumptionAnswers.isEmpty ? .transaction : s.consumptionAnswers.removeFirst()
         }
-        switch answer {
-        case .unauthorized: return HTTPServerResponse(status: 401)
-        case .notFound: return Self.apiError(404, 4040010, "Transaction id not found.")
-        case let .rateLimited(retryAfter):
-            var response = Self.apiError(429, 4290000, "Rate limit exceeded.")
-            response.headers.append(HTTPHeader("Retry-After", retryAfter))
-            return response
-        case let .error(status, code): return Self.apiError(status, code, "Simulated error.")
-        case .transaction: return HTTPServerResponse(status: 202)
-        }
+        if let failure = Self.scriptedFailure(answer, notFound: "Transaction id not found.") { return failure }
+        return HTTPServerResponse(status: 202)
     }
 }
