@@ -5,8 +5,10 @@ import SettleBase
 ///
 /// Apple: per app and endpoint, sandbox at a tenth.
 /// https://developer.apple.com/documentation/appstoreserverapi/identifying-rate-limits
-/// Google: 3,000 queries a minute per bucket of the Play Developer API; the Voided Purchases
-/// API 30 in 30 seconds. https://developer.android.com/google/play/developer-api#quotas
+/// Google: 3,000 queries a minute per bucket of the Play Developer API, each bucket independent.
+/// https://developers.google.com/android-publisher/quotas
+/// The Voided Purchases API has a quota of its own, far below that; settle reads it once an
+/// hour, so one a second is ample. https://developers.google.com/android-publisher/voided-purchases
 package enum StoreRateLimits {
     package static let appleGroups: [String: Double] = [
         "transaction_info": 50, "transaction_history": 50, "subscription_statuses": 50, "consumption": 50,
