@@ -39,19 +39,22 @@ extension AppStoreServerClient {
         let request = HTTPRequest(method: "PUT", url: url, headers: [HTTPHeader("Authorization", "Bearer \(bearer)"),
                                                                     HTTPHeader("Accept", "application/json"),
                                                                     HTTPHeader("Content-Type", "application/json")], body: body)
+        let key = pacerKey("PUT", "/inApps/v1/transactions/\(id)/appAccountToken", environment: environment)
+        if let refusal = pace(key) { return .temporary("\(name): \(refusal)", retryAfter: refusal.waitSeconds) }
         let started = DispatchTime.now()
-        let (answer, label) = exchangeAccountToken(request, name: name)
+        let (answer, label) = exchangeAccountToken(request, name: name, key: key)
         observe?(environment, label, Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9)
         return answer
     }
 
-    private func exchangeAccountToken(_ request: HTTPRequest, name: String) -> (AccountTokenAnswer, String) {
+    private func exchangeAccountToken(_ request: HTTPRequest, name: String, key: PacerKey) -> (AccountTokenAnswer, String) {
         let response: HTTPResponse
         do {
             response = try client.send(request)
         } catch {
             return (.temporary("\(name): \(error)", retryAfter: nil), error.kind.rawValue)
         }
+        paced(key, response)
         let json = try? JSONValue.parse(response.body)
         let code = json?["errorCode"]?.looseInt64.map { Int($0) }
         let message = json?["errorMessage"]?.looseString.map { String($0.prefix(200)) } ?? "HTTP \(response.status)"

@@ -13,6 +13,9 @@ package struct AppStoreServerClient: Sendable {
     package var client: HTTPClient
     /// Told about every HTTP request: environment, a short outcome label, seconds (for metrics).
     package var observe: (@Sendable (_ environment: AppleEnvironment, _ outcome: String, _ seconds: Double) -> Void)?
+    /// The process's pacer: every request takes a token from its endpoint's bucket first and
+    /// reports a 429 to it. Nil sends unpaced.
+    package var pacer: Pacer?
 
     package init(productionURL: String, sandboxURL: String, tokens: BearerTokenSource, client: HTTPClient) {
         self.productionURL = productionURL
@@ -131,6 +134,10 @@ package struct AppStoreServerClient: Sendable {
     private func exchange<Body>(_ method: String, _ path: String, body: Data, environment: AppleEnvironment,
                                 decode: (JSONValue) -> Body?) -> (Answer<Body>, String) {
         let name = "\(environment.rawValue.lowercased()) App Store Server API"
+        let key = pacerKey(method, path, environment: environment)
+        if let refusal = pace(key) {
+            return (.failed(.storeUnavailable("\(name): \(refusal)", retryAfter: refusal.waitSeconds), answered: false), "paced")
+        }
         let token: String
         do {
             token = try tokens.token()
@@ -152,6 +159,7 @@ package struct AppStoreServerClient: Sendable {
             return (.failed(.storeUnavailable("\(name): \(error)", retryAfter: nil), answered: false), error.kind.rawValue)
         }
         let errorCode = (try? JSONValue.parse(response.body))?["errorCode"]?.looseInt64.map { Int($0) }
+        paced(key, response)
         switch response.status {
         case 200...299:
             // An empty 2xx (202 Accepted, Finish Transaction's 200) decodes as null, which only a
@@ -192,6 +200,36 @@ package struct AppStoreServerClient: Sendable {
         default:
             let code = errorCode.map { " (error \($0))" } ?? ""
             return (.failed(.retry("\(name) answered HTTP \(response.status)\(code)"), answered: true), "http_4xx")
+        }
+    }
+
+    // MARK: - Pacing
+
+    /// The pacer's bucket for a request: Apple limits each endpoint per environment.
+    package func pacerKey(_ method: String, _ path: String, environment: AppleEnvironment) -> PacerKey {
+        PacerKey(store: Store.appStore.rawValue, group: StoreRateLimits.appleGroup(method: method, path: path),
+                 environment: environment.rawValue)
+    }
+
+    /// Takes the request's token, waiting at most the HTTP client's whole-request timeout; the
+    /// refusal when the wait would be longer.
+    package func pace(_ key: PacerKey) -> Pacer.Exhausted? {
+        do {
+            try pacer?.acquire(key, priority: StoreRateLimits.applePriority(group: key.group), budget: client.configuration.totalTimeout)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// Tells the pacer how Apple answered: a 429 lowers the bucket's rate until `Retry-After`.
+    package func paced(_ key: PacerKey, _ response: HTTPResponse) {
+        guard let pacer else { return }
+        if response.status == 429 {
+            let now = Date(timeIntervalSince1970: Double(tokens.time.unixSeconds))
+            pacer.throttled(key, retryAfter: RetryAfter.seconds(response.header("Retry-After"), now: now))
+        } else {
+            pacer.succeeded(key)
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 extension Configuration {
     /// The Google Play Developer API and real-time developer notifications (`google_play`);
@@ -19,6 +20,9 @@ extension Configuration {
         /// How often `settle run` reads `purchases.voidedpurchases.list`.
         package var voidedPollIntervalSeconds: Double = 3600
         package var refundReview = RefundReview()
+        /// `rate_limits`: requests a second per Play Developer API bucket, for an app Google
+        /// granted more than the published quota; absent groups keep `StoreRateLimits`'.
+        package var rateLimits: [String: Double] = [:]
 
         /// Answers to Google's pending refund reviews (`refund_review`, `orders.reviewrefund`), opt-in
         /// like the App Store's `consumption`: sent only for purchases settle shows delivered.
@@ -126,6 +130,7 @@ extension ConfigurationDecoder {
                 throw ConfigError("\(review.name("respond")): Google asks for refund reviews by notification: set google_play.notifications_path")
             }
         }
+        play.rateLimits = try rateLimits(&o, groups: StoreRateLimits.googleGroups)
         try o.rejectUnknownKeys()
         return play
     }

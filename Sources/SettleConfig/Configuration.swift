@@ -75,6 +75,9 @@ package struct Configuration: Sendable {
         /// `finish_transactions` (default true): after a delivery, tell Apple the transaction is
         /// finished (Finish Transaction), so StoreKit stops offering it to the app again.
         package var finishTransactions: Bool = true
+        /// `rate_limits`: requests a second per Server API endpoint group in production, for an
+        /// app Apple granted more; absent groups keep `StoreRateLimits`'. Sandbox gets a tenth.
+        package var rateLimits: [String: Double] = [:]
     }
 
     /// How goods are granted.

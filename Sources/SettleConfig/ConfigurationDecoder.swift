@@ -122,9 +122,26 @@ package struct ConfigurationDecoder {
         let roots = try paths(&o, "root_certificates", default: "AppleRootCA-G3.pem")
         let receiptRoots = try paths(&o, "receipt_root_certificates", default: "AppleIncRootCA.pem")
         let finish = try o.bool("finish_transactions", default: true)
+        let limits = try rateLimits(&o, groups: StoreRateLimits.appleGroups)
         try o.rejectUnknownKeys()
         return .init(productionURL: production, sandboxURL: sandbox, issuerId: issuer, keyId: keyId, privateKeyFile: key,
-                     appAppleId: appAppleId, rootCertificates: roots, receiptRootCertificates: receiptRoots, finishTransactions: finish)
+                     appAppleId: appAppleId, rootCertificates: roots, receiptRootCertificates: receiptRoots, finishTransactions: finish,
+                     rateLimits: limits)
+    }
+
+    /// `rate_limits`: an object of endpoint group to requests a second, each group one the store
+    /// publishes a limit for and each rate a positive number.
+    package func rateLimits(_ o: inout ConfigObject, groups: [String: Double]) throws(ConfigError) -> [String: Double] {
+        guard var limits = try o.object("rate_limits") else { return [:] }
+        var rates: [String: Double] = [:]
+        for group in limits.allKeys() {
+            guard groups[group] != nil else {
+                let known = groups.keys.sorted().joined(separator: ", ")
+                throw ConfigError("\(limits.name(group)): unknown endpoint group (expected one of \(known))")
+            }
+            rates[group] = try limits.number(group, default: 0, range: 0.001...1_000_000)
+        }
+        return rates
     }
 
     /// A non-empty array of certificate paths, each resolved from the configuration's folder.

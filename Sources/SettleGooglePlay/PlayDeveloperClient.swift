@@ -20,6 +20,9 @@ package struct PlayDeveloperClient: Sendable {
     package var client: HTTPClient
     /// Told about every HTTP exchange: the call (`products.get`, ...), a short outcome label, seconds.
     package var observe: (@Sendable (_ call: String, _ outcome: String, _ seconds: Double) -> Void)?
+    /// The process's pacer: every call takes a token from its quota bucket first and reports a
+    /// 429 to it. Nil sends unpaced.
+    package var pacer: Pacer?
 
     package init(packageName: String, baseURL: String = PlayDeveloperClient.defaultBaseURL, tokens: GoogleAccessTokenSource,
                 client: HTTPClient) {
@@ -183,11 +186,23 @@ package struct PlayDeveloperClient: Sendable {
         if call.body != nil { headers.append(HTTPHeader("Content-Type", "application/json")) }
         let request = HTTPRequest(method: call.method, url: url(call), headers: headers, body: call.body?.data ?? Data())
         let what = call.token.map { "\(call.name) for \($0.fingerprint)" } ?? call.orderId.map { "\(call.name) for order \($0)" } ?? call.name
+        let key = PacerKey(store: Store.googlePlay.rawValue, group: StoreRateLimits.googleGroup(call: call.name), environment: "production")
+        do {
+            try pacer?.acquire(key, priority: StoreRateLimits.googlePriority(call: call.name), budget: client.configuration.totalTimeout)
+        } catch {
+            return .failure(.failed(PlayAPIError(.unavailable, "Google Play Developer API \(what) was not sent: \(error)",
+                                                 retryAfter: error.waitSeconds)))
+        }
         let response: HTTPResponse
         do {
             response = try client.send(request)
         } catch {
             return .failure(.failed(PlayAPIError(.unavailable, "Google Play Developer API \(what) did not answer: \(error)")))
+        }
+        if response.status == 429 {
+            pacer?.throttled(key, retryAfter: RetryAfter.seconds(response.header("Retry-After"), now: tokens.time.now))
+        } else {
+            pacer?.succeeded(key)
         }
         let json = response.body.isEmpty ? JSONValue.null : (try? JSONValue.parse(response.body))
         if (200...299).contains(response.status) {

@@ -311,6 +311,31 @@ final class GooglePlayTests: GooglePlayTestCase {
         XCTAssertTrue(plain.stderr.contains("google_play.push.jwks_url: must be an https:// URL"), plain.stderr)
     }
 
+    func testCheckConfig_showsGooglesQuotaPerBucket_aConfiguredRate_andRefusesABadOne() throws {
+        try writePlayConfig()
+        var result = try settle(expecting: 0, ["check-config"])
+        XCTAssertTrue(result.stdout.contains("google_play.rate_limits: one_time_purchases 50, orders 50, subscriptions 50, voided_purchases 1 "
+                                             + "(requests a second)"), result.stdout)
+        func limits(_ rates: JSONValue) throws {
+            try world.writeConfig(overrides: [
+                ("products", .object([(gems, .object([("type", .string("consumable")), ("store", .string("google_play"))]))])),
+                ("google_play", .object([
+                    ("package_name", .string(Self.packageName)), ("service_account_file", .string("play-service-account.json")),
+                    ("rate_limits", rates),
+                ])),
+            ])
+        }
+        try limits(.object([("subscriptions", .number(200))]))
+        result = try settle(expecting: 0, ["check-config"])
+        XCTAssertTrue(result.stdout.contains("subscriptions 200 (configured)"), result.stdout)
+        try limits(.object([("subscriptions", .number(-1))]))
+        result = try settle(expecting: 78, ["check-config"])
+        XCTAssertTrue(result.stderr.contains("google_play.rate_limits.subscriptions: -1 is out of range"), result.stderr)
+        try limits(.object([("inappproducts", .number(5))]))
+        result = try settle(expecting: 78, ["check-config"])
+        XCTAssertTrue(result.stderr.contains("google_play.rate_limits.inappproducts: unknown endpoint group"), result.stderr)
+    }
+
     func testConfigurationMistakes_nameTheKeyPath_andExit78() throws {
         try world.writeConfig(overrides: [
             ("products", .object([(gems, .object([("type", .string("consumable")), ("store", .string("android"))]))])),

@@ -1,5 +1,6 @@
 import Foundation
 import SettleApp
+import SettleBase
 import SettleTesting
 import XCTest
 
@@ -17,6 +18,39 @@ final class StoreKitTests: EndToEndTestCase {
         let key = try String(contentsOfFile: world.folder + "/appstore-key.p8", encoding: .utf8)
         let body = key.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
         XCTAssertFalse((result.stdout + result.stderr).contains(String(body.prefix(30))))
+    }
+
+    /// The server_api section with `rateLimits` as its `rate_limits`.
+    func writeRateLimits(_ rateLimits: JSONValue) throws {
+        let serverAPI = TestWorld.merge(world.serverAPIConfig.objectMembers ?? [], [("rate_limits", rateLimits)])
+        try world.writeConfig(receiptAPI: false, serverAPI: true, overrides: [("server_api", .object(serverAPI))])
+    }
+
+    func testCheckConfig_showsApplesPublishedRateLimits_andAConfiguredOneInstead() throws {
+        var result = try settle(expecting: 0, ["check-config"])
+        XCTAssertTrue(result.stdout.contains("server_api.rate_limits: app_account_token 20, app_transaction_info 50, consumption 50, "
+                                             + "extend_renewal_date 20, finish_transaction 50, notification_history 50, order_lookup 10, "
+                                             + "refund_history 10, subscription_statuses 50, transaction_history 50, transaction_info 50 "
+                                             + "(requests a second in production; sandbox at 10 %)"), result.stdout)
+        try writeRateLimits(.object([("order_lookup", .number(30))]))
+        result = try settle(expecting: 0, ["check-config"])
+        XCTAssertTrue(result.stdout.contains("order_lookup 30 (configured), refund_history 10"), result.stdout)
+    }
+
+    func testCheckConfig_refusesABadRateLimit_namingItsKey_andExits78() throws {
+        try writeRateLimits(.object([("order_lookup", .string("fast"))]))
+        var result = try settle(expecting: 78, ["check-config"])
+        XCTAssertTrue(result.stderr.contains("server_api.rate_limits.order_lookup: expected a number, got string"), result.stderr)
+        try writeRateLimits(.object([("transaction_info", .number(0))]))
+        result = try settle(expecting: 78, ["check-config"])
+        XCTAssertTrue(result.stderr.contains("server_api.rate_limits.transaction_info: 0 is out of range"), result.stderr)
+        try writeRateLimits(.object([("verify_receipt", .number(5))]))
+        result = try settle(expecting: 78, ["check-config"])
+        XCTAssertTrue(result.stderr.contains("server_api.rate_limits.verify_receipt: unknown endpoint group (expected one of app_account_token,"),
+                      result.stderr)
+        try writeRateLimits(.number(50))
+        result = try settle(expecting: 78, ["check-config"])
+        XCTAssertTrue(result.stderr.contains("server_api.rate_limits: expected an object"), result.stderr)
     }
 
     func testCheckConfig_refusesAKeyThatIsNotP256_aReadableKey_andABadRoot() throws {

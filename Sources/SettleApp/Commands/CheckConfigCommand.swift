@@ -105,7 +105,9 @@ enum CheckConfigCommand {
                       "server_api.issuer_id: \(s.issuerId)", "server_api.key_id: \(s.keyId)",
                       "server_api.private_key_file: \(s.privateKeyFile.path) (contents redacted)",
                       "server_api.root_certificates: \(s.rootCertificates.joined(separator: ", "))",
-                      "server_api.receipt_root_certificates: \(s.receiptRootCertificates.joined(separator: ", "))"]
+                      "server_api.receipt_root_certificates: \(s.receiptRootCertificates.joined(separator: ", "))",
+                      "server_api.rate_limits: " + rates(StoreRateLimits.appleGroups, s.rateLimits)
+                        + " (requests a second in production; sandbox at \(CommandHook.format(StoreRateLimits.appleSandboxFraction * 100)) %)"]
         }
         if c.serverAPI == nil {
             lines.append("StoreKit 2 root: \((c.sourcePath as NSString).deletingLastPathComponent)/AppleRootCA-G3.pem")
@@ -150,6 +152,7 @@ enum CheckConfigCommand {
         if let play = c.googlePlay {
             lines.append("google_play: package \(play.packageName), service account key \(play.serviceAccountFile.path) (contents redacted), "
                          + "api \(displayURL(play.apiURL)), token \(displayURL(play.tokenURL)), voided purchases every \(n(play.voidedPollIntervalSeconds)) s")
+            lines.append("google_play.rate_limits: " + rates(StoreRateLimits.googleGroups, play.rateLimits) + " (requests a second)")
             if let path = play.notificationsPath, let push = play.push {
                 lines.append("google_play notifications: POST \(path), audience \(push.audience), push account \(push.serviceAccountEmail), keys \(displayURL(push.jwksURL))"
                              + (push.jwksFile.map { ", else \($0)" } ?? ""))
@@ -160,5 +163,13 @@ enum CheckConfigCommand {
         }
         lines.append("shutdown_grace_seconds: \(n(c.shutdownGraceSeconds))")
         return lines.joined(separator: "\n")
+    }
+
+    /// Each endpoint group's rate, the published one unless configured ("order_lookup 20 (configured)").
+    private static func rates(_ published: [String: Double], _ configured: [String: Double]) -> String {
+        published.keys.sorted().map { group in
+            configured[group].map { "\(group) \(CommandHook.format($0)) (configured)" }
+                ?? "\(group) \(CommandHook.format(published[group]!))"
+        }.joined(separator: ", ")
     }
 }

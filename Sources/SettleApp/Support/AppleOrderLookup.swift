@@ -3,6 +3,7 @@ import SettleBase
 import SettleModel
 import SettleConfig
 import SettleAppStore
+import SettleEngine
 
 /// Finds the purchases behind an Apple order id (the id in the customer's App Store receipt
 /// email, e.g. `MQ5Q8W3X2Z`) for `settle status --transaction`, through Look Up Order ID, and
@@ -41,8 +42,11 @@ package struct AppleOrderLookup: Sendable {
                                        key: try serverAPI.loadPrivateKey(), time: time)
         let client = HTTPClient(configuration: HTTPClientConfiguration(
             connectTimeout: configuration.http.connectTimeoutSeconds, totalTimeout: configuration.http.timeoutSeconds))
+        var api = AppStoreServerClient(productionURL: serverAPI.productionURL, sandboxURL: serverAPI.sandboxURL, tokens: tokens, client: client)
+        // This process's own pacer: a support lookup runs in `settle status`, not in the daemon.
+        api.pacer = Reconciler.storePacer(configuration)
         return AppleOrderLookup(
-            api: AppStoreServerClient(productionURL: serverAPI.productionURL, sandboxURL: serverAPI.sandboxURL, tokens: tokens, client: client),
+            api: api,
             verifier: SignedDataVerifier(rootCertificates: try serverAPI.loadRoots(), bundleId: configuration.bundleId,
                                          acceptSandbox: configuration.acceptSandbox),
             time: time)

@@ -29,7 +29,8 @@ package struct GooglePlayOrderLookup: Sendable {
     package static func configured(_ configuration: Configuration, time: any TimeSource) throws(ConfigError) -> GooglePlayOrderLookup? {
         let http = HTTPClient(configuration: HTTPClientConfiguration(
             connectTimeout: configuration.http.connectTimeoutSeconds, totalTimeout: configuration.http.timeoutSeconds))
-        return try Reconciler.googlePlay(configuration, client: http, time: time, metrics: nil).map { GooglePlayOrderLookup(client: $0.client) }
+        return try Reconciler.googlePlay(configuration, client: http, time: time, metrics: nil, pacer: Reconciler.storePacer(configuration))
+            .map { GooglePlayOrderLookup(client: $0.client) }
     }
 
     package func lookUp(_ orderId: String) -> Result {

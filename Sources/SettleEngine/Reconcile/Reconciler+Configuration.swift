@@ -22,6 +22,7 @@ extension Reconciler {
         let products = Set(appStoreProducts.keys)
         let eligibility = PurchaseEligibility(products: appStoreProducts.mapValues(\.kind), binding: configuration.userBinding)
         let observe = appleObserver(metrics)
+        let pacer = storePacer(configuration)
         var receipts: ReceiptVerifier? = nil
         if let api = configuration.receiptAPI {
             let matcher = ReceiptMatcher(bundleId: configuration.bundleId, acceptSandbox: configuration.acceptSandbox,
@@ -39,6 +40,7 @@ extension Reconciler {
             api = AppStoreServerClient(productionURL: serverAPI.productionURL, sandboxURL: serverAPI.sandboxURL, tokens: tokens,
                                        client: client)
             api?.observe = observe
+            api?.pacer = pacer
             roots = try serverAPI.loadRoots()
         } else {
             // Any backend may write a signed transaction into the ledger: without the root every
@@ -105,7 +107,7 @@ extension Reconciler {
             stores[.appStore] = appStore
         }
         if let play = try googlePlay(configuration, client: client, time: ledger.time, metrics: metrics,
-                                     records: PlayLedgerRecords(ledger: ledger)),
+                                     records: PlayLedgerRecords(ledger: ledger), pacer: pacer),
            let settings = configuration.googlePlay {
             var playInbox: PlayNotificationInbox? = nil
             if let push = settings.push, settings.notificationsPath != nil {
@@ -131,17 +133,27 @@ extension Reconciler {
     /// read (and refused when others may read it) and loaded now, so a bad key is a configuration
     /// fault at start, not at the first Play order.
     package static func googlePlay(_ configuration: Configuration, client: HTTPClient, time: any TimeSource,
-                           metrics: Metrics?, records: (any PlayGrantRecords)? = nil) throws(ConfigError) -> PlayVerifier? {
+                           metrics: Metrics?, records: (any PlayGrantRecords)? = nil,
+                           pacer: Pacer? = nil) throws(ConfigError) -> PlayVerifier? {
         guard let settings = configuration.googlePlay else { return nil }
         let key = try settings.loadServiceAccountKey()
         let tokens = GoogleAccessTokenSource(key: key, tokenURL: settings.tokenURL, client: client, time: time)
         var api = PlayDeveloperClient(packageName: settings.packageName, baseURL: settings.apiURL, tokens: tokens, client: client)
+        api.pacer = pacer
         if let metrics {
             api.observe = { call, outcome, _ in metrics.observeStoreRequest(store: Store.googlePlay.rawValue, call: call, outcome: outcome) }
         }
         let products = configuration.products.filter { $0.value.stores.contains(.googlePlay) }
         return PlayVerifier(client: api, products: products, acceptSandbox: configuration.acceptSandbox, binding: configuration.userBinding,
                             time: time, records: records)
+    }
+
+    /// The one pacer of a process, shared by every call to either store. It reads the wall
+    /// clock, not the ledger's: the stores count real seconds, also while the demo's clock races.
+    package static func storePacer(_ configuration: Configuration) -> Pacer {
+        let apple = configuration.serverAPI?.rateLimits ?? [:]
+        let google = configuration.googlePlay?.rateLimits ?? [:]
+        return Pacer(time: SystemTimeSource(), rates: { key in StoreRateLimits.rate(key, apple: apple, google: google) })
     }
 
     private static func appleObserver(_ metrics: Metrics?) -> (@Sendable (AppleEnvironment, String, Double) -> Void)? {

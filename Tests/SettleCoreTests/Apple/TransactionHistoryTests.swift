@@ -1,5 +1,6 @@
 import Foundation
 import SettleTesting
+import Synchronization
 import XCTest
 @testable import SettleApp
 @testable import SettleBase
@@ -89,6 +90,59 @@ final class TransactionHistoryTests: XCTestCase {
         let (lookup, answered) = client.transactionHistory(ids[0])
         guard case .failed(.configurationFault) = lookup else { return XCTFail("\(lookup)") }
         XCTAssertTrue(answered)
+    }
+
+    /// The waits the pacer asked for, each one moving the world's clock instead of sleeping.
+    final class PacerWaits: Sendable {
+        let seconds = Mutex<[Double]>([])
+    }
+
+    /// Transaction history paced at `rate` a second, on the world's clock.
+    func pacedClient(rate: Double, waits: PacerWaits) -> AppStoreServerClient {
+        var paced = client
+        let time = world.time
+        paced.pacer = Pacer(time: time, rates: { StoreRateLimits.rate($0, apple: ["transaction_history": rate], google: [:]) },
+                            sleep: { seconds in waits.seconds.withLock { $0.append(seconds) }; time.advance(by: seconds) })
+        return paced
+    }
+
+    func testPacedCalls_reachTheSimulatorAtTheConfiguredRate_afterTheBurst() throws {
+        let ids = customer(1)
+        let waits = PacerWaits()
+        let paced = pacedClient(rate: 4, waits: waits)
+        let start = world.time.now
+        var sentAt: [Double] = []
+        for _ in 0..<10 {
+            let (lookup, answered) = paced.transactionHistory(ids[0])
+            XCTAssertTrue(answered, "\(lookup)")
+            sentAt.append(world.time.now.timeIntervalSince(start))
+        }
+        XCTAssertEqual(world.simulator.historyRequests.count, 10, "every call sent, none refused")
+        // A due order's call leaves 1.2 of the bucket's 4 tokens to work above it: two at once,
+        // the third when 0.2 of a token has come back, then one every quarter second.
+        XCTAssertEqual(sentAt[0], 0)
+        XCTAssertEqual(sentAt[1], 0)
+        XCTAssertEqual(sentAt[2], 0.05, accuracy: 1e-3)
+        for (earlier, later) in zip(sentAt.dropFirst(2), sentAt.dropFirst(3)) {
+            XCTAssertEqual(later - earlier, 0.25, accuracy: 1e-3, "4 a second after the burst: \(sentAt)")
+        }
+        XCTAssertEqual(waits.seconds.withLock { $0.count }, 8, "one wait per call after the first two, none repeated")
+    }
+
+    func testA429_holdsTheBucketForRetryAfter_andAWaitBeyondTheTimeoutFailsWithoutASend() throws {
+        let ids = customer(1, answers: [.rateLimited(retryAfter: "30")])
+        let waits = PacerWaits()
+        let paced = pacedClient(rate: 4, waits: waits)
+        _ = paced.transactionHistory(ids[0])
+        XCTAssertEqual(paced.pacer?.bucket(paced.pacerKey("GET", "/inApps/v2/history/1", environment: .production))?.rate, 2,
+                       "the 429 halved the rate")
+        let (lookup, answered) = paced.transactionHistory(ids[0])
+        guard case let .failed(.storeUnavailable(message, retryAfter)) = lookup else { return XCTFail("\(lookup)") }
+        XCTAssertTrue(message.contains("the pacer for app_store transaction_history (Production) would make the call wait 30.0 s"), message)
+        XCTAssertEqual(retryAfter ?? 0, 30, accuracy: 1e-3)
+        XCTAssertFalse(answered)
+        XCTAssertEqual(world.simulator.historyRequests.count, 1, "the refused call was never sent")
+        XCTAssertEqual(waits.seconds.withLock { $0.count }, 0, "refused at once, not after the 5 s timeout")
     }
 
     func testRateLimit_isAppleWide_withRetryAfter() throws {

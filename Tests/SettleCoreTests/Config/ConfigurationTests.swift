@@ -165,3 +165,32 @@ final class NotificationConfigurationTests: XCTestCase {
                                                              ("revoke_command", .array([.string("revoke.sh")]))]))]))
     }
 }
+
+/// `server_api.rate_limits`: requests a second per endpoint group, over Apple's published ones.
+final class RateLimitConfigurationTests: XCTestCase {
+    nonisolated(unsafe) var world: TestWorld!
+    override func setUpWithError() throws { world = try TestWorld() }
+    override func tearDown() { world = nil }
+
+    func load(_ rateLimits: JSONValue?) throws -> Configuration {
+        var serverAPI = world.serverAPIConfig.objectMembers ?? []
+        if let rateLimits { serverAPI.append(("rate_limits", rateLimits)) }
+        try world.writeConfig(serverAPI: true, overrides: [("server_api", .object(serverAPI))])
+        return try world.configuration()
+    }
+
+    func testAbsent_isEmpty_soEveryGroupKeepsItsPublishedRate() throws {
+        XCTAssertEqual(try load(nil).serverAPI?.rateLimits, [:])
+    }
+
+    func testConfiguredGroups_areDecoded_fractionsIncluded() throws {
+        let c = try load(.object([("order_lookup", .number(30)), ("refund_history", .number(0.5))]))
+        XCTAssertEqual(c.serverAPI?.rateLimits, ["order_lookup": 30, "refund_history": 0.5])
+    }
+
+    func testAnUnknownGroup_isAnErrorNamingItsKey() {
+        XCTAssertThrowsError(try load(.object([("verifyReceipt", .number(5))]))) { error in
+            XCTAssertTrue("\(error)".contains("server_api.rate_limits.verifyReceipt: unknown endpoint group"), "\(error)")
+        }
+    }
+}

@@ -111,6 +111,26 @@ final class PlayDeveloperClientTests: XCTestCase {
         XCTAssertEqual(world.fake.tokenRequests, 2)
     }
 
+    func testPacedClient_holdsABucketAfterA429ForItsRetryAfter_andOtherBucketsStillCall() throws {
+        let world = try PlayTestWorld()
+        var client = world.client
+        let time = world.time
+        client.pacer = Pacer(time: time, rates: { StoreRateLimits.rate($0, apple: [:], google: [:]) },
+                             sleep: { time.advance(by: $0) })
+        world.fake.script(product: PlayTestWorld.tokenText, purchased())
+        world.fake.failNextAPICalls(.status(429, reason: "rateLimitExceeded", retryAfter: "60"))
+        XCTAssertEqual(failure { try client.productPurchase(productId: "gems_100", token: token) }?.retryAfter, 60)
+        let calls = world.fake.calls.count
+        let refused = failure { try client.productPurchase(productId: "gems_100", token: token) }
+        XCTAssertEqual(refused?.kind, .unavailable)
+        XCTAssertTrue(refused?.message.contains("the pacer for google_play one_time_purchases (production)") == true, "\(String(describing: refused))")
+        XCTAssertEqual(world.fake.calls.count, calls, "not sent: the wait is longer than the 10 s timeout")
+        XCTAssertNotNil(failure { try client.subscriptionPurchase(token: token) }, "Google's subscriptions bucket is asked (the fake knows no such token)")
+        XCTAssertEqual(world.fake.calls.count, calls + 1)
+        time.advance(by: 60)
+        XCTAssertEqual(try client.productPurchase(productId: "gems_100", token: token).orderId, "GPA.1111-2222-3333-44444")
+    }
+
     func testA429WithRetryAfter_and5xx_andNoAnswer_areTemporaryStoreWide() throws {
         let world = try PlayTestWorld()
         world.fake.script(product: PlayTestWorld.tokenText, purchased())
