@@ -31,6 +31,15 @@ package struct PlayDeadline: Sendable, Equatable {
 
     package func isUrgent(now: Int64) -> Bool { refundAt - now < PlayDeadline.urgentSeconds }
 
+    /// The stores among `only` (nil: all) that refund what they were not told of, each with how
+    /// long after a purchase its order is urgent (less than `urgentSeconds` left): claimed first.
+    package static func deadlineStores(_ only: Set<Store>?) -> [(store: Store, urgentAfter: Int64)] {
+        Store.allCases.compactMap { store in
+            guard let window = store.refundWindowSeconds, only?.contains(store) ?? true else { return nil }
+            return (store, window - urgentSeconds)
+        }
+    }
+
     /// The Play orders Google has not heard were delivered, closest deadline first: those still
     /// being worked on, and those waiting for a person while Google's deadline is still ahead
     /// (arguments: now, the limit).

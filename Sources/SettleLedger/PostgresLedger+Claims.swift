@@ -37,15 +37,17 @@ extension PostgresLedger {
                     RETURNING orders.*
                     """, values + lease).map(Order.init(row:)).sorted(by: order)
             }
-            // A Google Play order less than a day from Google's refund deadline goes first.
-            let urgent = only.map { $0.contains(.googlePlay) } == false ? [] : try claim("""
-                SELECT order_id FROM orders
-                WHERE state = 'pending' AND store = 'google_play'
-                  AND coalesce(purchase_date_ms / 1000, created_at) <= ? AND next_attempt_at <= ?
-                ORDER BY coalesce(purchase_date_ms / 1000, created_at), order_id LIMIT ?
-                """, [.integer(now - PlayDeadline.urgentAfterSeconds), .integer(now), .integer(Int64(limit))],
-                order: Order.beforeInPlayDeadlineOrder)
-            var claimed = urgent
+            // An order less than a day from its store's refund deadline (Google's) goes first.
+            var claimed: [Order] = []
+            for (store, urgentAfter) in PlayDeadline.deadlineStores(only) where claimed.count < limit {
+                claimed += try claim("""
+                    SELECT order_id FROM orders
+                    WHERE state = 'pending' AND store = '\(store.rawValue)'
+                      AND coalesce(purchase_date_ms / 1000, created_at) <= ? AND next_attempt_at <= ?
+                    ORDER BY coalesce(purchase_date_ms / 1000, created_at), order_id LIMIT ?
+                    """, [.integer(now - urgentAfter), .integer(now), .integer(Int64(limit - claimed.count))],
+                    order: Order.beforeInPlayDeadlineOrder)
+            }
             guard let only else {
                 guard claimed.count < limit else { return claimed }
                 return claimed + (try claim("""

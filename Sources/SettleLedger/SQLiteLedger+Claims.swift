@@ -21,16 +21,19 @@ extension SQLiteLedger {
                 """, lease + values).map(Order.init(row:)).sorted(by: order)
         }
         return try transition {
-            // Google Play refunds a purchase not acknowledged within three days: a Play order
-            // less than a day from that deadline goes before everything else (orders_play_pending).
-            let urgent = only.map { $0.contains(.googlePlay) } == false ? [] : try claim("""
-                SELECT order_id FROM orders
-                WHERE state = 'pending' AND store = 'google_play' AND coalesce(purchase_date_ms / 1000, created_at) <= ?
-                  AND next_attempt_at <= ? AND \(SQLiteLedger.wellFormed)
-                ORDER BY coalesce(purchase_date_ms / 1000, created_at), order_id LIMIT ?
-                """, [.integer(now - PlayDeadline.urgentAfterSeconds), .integer(now), .integer(Int64(limit))],
-                order: Order.beforeInPlayDeadlineOrder)
-            var claimed = urgent
+            // A store that refunds a purchase it was not told of (Google, after three days): its
+            // orders less than a day from that deadline go before everything else
+            // (orders_play_pending; the store is written into the SQL so the partial index applies).
+            var claimed: [Order] = []
+            for (store, urgentAfter) in PlayDeadline.deadlineStores(only) where claimed.count < limit {
+                claimed += try claim("""
+                    SELECT order_id FROM orders
+                    WHERE state = 'pending' AND store = '\(store.rawValue)' AND coalesce(purchase_date_ms / 1000, created_at) <= ?
+                      AND next_attempt_at <= ? AND \(SQLiteLedger.wellFormed)
+                    ORDER BY coalesce(purchase_date_ms / 1000, created_at), order_id LIMIT ?
+                    """, [.integer(now - urgentAfter), .integer(now), .integer(Int64(limit - claimed.count))],
+                    order: Order.beforeInPlayDeadlineOrder)
+            }
             guard let only else {
                 // Pinned to the partial index that is already in claim order: without it the planner
                 // may sort the whole backlog on every claim (quadratic passes), and ANALYZE can
