@@ -89,6 +89,13 @@ package final class Daemon: @unchecked Sendable {
     // MARK: - Start
 
     private func start() throws {
+        // Before any thread starts (the listener's, the workers'), so every thread inherits it:
+        // the daemon's signals are held pending until their dispatch sources are registered.
+        // An ignored signal that is not blocked is dropped at once, and registering a source
+        // finishes on libdispatch's own thread a moment after `resume()`: a SIGTERM sent right
+        // after READY=1 was lost, and the daemon never stopped. Hooks get an empty mask
+        // (posix_spawnattr_setsigmask), so they see signals as usual.
+        Self.blockDaemonSignals()
         let configuration: Configuration
         do {
             configuration = try Configuration.load(path: configPath, environment: environment)
@@ -150,6 +157,15 @@ package final class Daemon: @unchecked Sendable {
         notifier.send("READY=1\nSTATUS=starting the first pass\nMAINPID=\(owner.pid)")
         workQueue.async { self.requestPass(force: true) }
         ready = true
+    }
+
+    private static let daemonSignals: [Int32] = [SIGTERM, SIGINT, SIGHUP, SIGUSR1]
+
+    private static func blockDaemonSignals() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signalNumber in daemonSignals { sigaddset(&set, signalNumber) }
+        pthread_sigmask(SIG_BLOCK, &set, nil)
     }
 
     private func installSignalHandlers() {
