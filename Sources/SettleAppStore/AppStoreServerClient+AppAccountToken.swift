@@ -14,6 +14,9 @@ extension AppStoreServerClient {
         case temporary(String, retryAfter: Double?)
         /// 401 or 403: the credentials, not the purchase. Later, and shown.
         case configurationFault(String)
+        /// Held back by the pacer, or a 429 above the bucket's floor ("paced: ..."): again at
+        /// the next pass, no attempt used.
+        case paced(String)
     }
 
     /// Set App Account Token (API 1.16): `PUT /inApps/v1/transactions/{originalTransactionId}/appAccountToken`
@@ -40,7 +43,7 @@ extension AppStoreServerClient {
                                                                     HTTPHeader("Accept", "application/json"),
                                                                     HTTPHeader("Content-Type", "application/json")], body: body)
         let key = pacerKey("PUT", "/inApps/v1/transactions/\(id)/appAccountToken", environment: environment)
-        if let refusal = pace(key) { return .temporary("\(name): \(refusal)", retryAfter: refusal.waitSeconds) }
+        if let refusal = pace(key) { return .paced("\(refusal)") }
         let started = DispatchTime.now()
         let (answer, label) = exchangeAccountToken(request, name: name, key: key)
         observe?(environment, label, Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9)
@@ -54,7 +57,7 @@ extension AppStoreServerClient {
         } catch {
             return (.temporary("\(name): \(error)", retryAfter: nil), error.kind.rawValue)
         }
-        paced(key, response)
+        let atFloor = paced(key, response)
         let json = try? JSONValue.parse(response.body)
         let code = json?["errorCode"]?.looseInt64.map { Int($0) }
         let message = json?["errorMessage"]?.looseString.map { String($0.prefix(200)) } ?? "HTTP \(response.status)"
@@ -66,6 +69,9 @@ extension AppStoreServerClient {
                                         + "key_id, private_key_file and bundle_id"), "http_\(response.status)")
         case 429:
             let retryAfter = RetryAfter.seconds(response.header("Retry-After"), now: Date(timeIntervalSince1970: Double(tokens.time.unixSeconds)))
+            if atFloor == false, let bucket = pacer?.bucket(key) {
+                return (.paced(Self.pacedBy429(key, bucket, retryAfter: retryAfter, who: name)), "http_429")
+            }
             return (.temporary("\(name) answered HTTP 429 (rate limited)", retryAfter: retryAfter), "http_429")
         case 404 where [4040002, 4040004, 4040006].contains(code):
             return (.temporary("\(name): temporary error \(code!)", retryAfter: nil), "retryable_\(code!)")

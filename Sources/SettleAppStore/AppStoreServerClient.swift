@@ -136,7 +136,7 @@ package struct AppStoreServerClient: Sendable {
         let name = "\(environment.rawValue.lowercased()) App Store Server API"
         let key = pacerKey(method, path, environment: environment)
         if let refusal = pace(key) {
-            return (.failed(.storeUnavailable("\(name): \(refusal)", retryAfter: refusal.waitSeconds), answered: false), "paced")
+            return (.failed(.paced("\(refusal)"), answered: false), "paced")
         }
         let token: String
         do {
@@ -159,7 +159,7 @@ package struct AppStoreServerClient: Sendable {
             return (.failed(.storeUnavailable("\(name): \(error)", retryAfter: nil), answered: false), error.kind.rawValue)
         }
         let errorCode = (try? JSONValue.parse(response.body))?["errorCode"]?.looseInt64.map { Int($0) }
-        paced(key, response)
+        let atFloor = paced(key, response)
         switch response.status {
         case 200...299:
             // An empty 2xx (202 Accepted, Finish Transaction's 200) decodes as null, which only a
@@ -183,6 +183,11 @@ package struct AppStoreServerClient: Sendable {
             return (.failed(.storeUnavailable("\(name): temporary error \(errorCode!)", retryAfter: nil), answered: false), "retryable_\(errorCode!)")
         case 429:
             let retryAfter = RetryAfter.seconds(response.header("Retry-After"), now: Date(timeIntervalSince1970: Double(tokens.time.unixSeconds)))
+            // Above the bucket's floor the pacer was too fast: it lowered the bucket, the work
+            // waits. At the floor (or unpaced) Apple refuses even a slow settle: Apple-wide.
+            if atFloor == false, let bucket = pacer?.bucket(key) {
+                return (.failed(.paced(Self.pacedBy429(key, bucket, retryAfter: retryAfter, who: name)), answered: false), "http_429")
+            }
             return (.failed(.storeUnavailable("\(name) answered HTTP 429 (rate limited)", retryAfter: retryAfter), answered: false), "http_429")
         case 500...599:
             let code = errorCode.map { " (error \($0))" } ?? ""
@@ -223,13 +228,21 @@ package struct AppStoreServerClient: Sendable {
     }
 
     /// Tells the pacer how Apple answered: a 429 lowers the bucket's rate until `Retry-After`.
-    package func paced(_ key: PacerKey, _ response: HTTPResponse) {
-        guard let pacer else { return }
+    /// For a 429, whether the bucket was at its floor already (nil: not paced).
+    @discardableResult
+    package func paced(_ key: PacerKey, _ response: HTTPResponse) -> Bool? {
+        guard let pacer else { return nil }
         if response.status == 429 {
             let now = Date(timeIntervalSince1970: Double(tokens.time.unixSeconds))
-            pacer.throttled(key, retryAfter: RetryAfter.seconds(response.header("Retry-After"), now: now))
-        } else {
-            pacer.succeeded(key)
+            return pacer.throttled(key, retryAfter: RetryAfter.seconds(response.header("Retry-After"), now: now))
         }
+        pacer.succeeded(key)
+        return nil
+    }
+
+    /// "paced: app_store transaction_info (Production) at 25/s (...)": a 429 the pacer took as its own.
+    package static func pacedBy429(_ key: PacerKey, _ bucket: PacerBucket, retryAfter: Double?, who: String) -> String {
+        let wait = retryAfter.map { ", Retry-After \(String(format: "%.1f", $0)) s" } ?? ""
+        return "paced: \(key) at \(Pacer.formatRate(bucket.rate))/s (\(who) answered HTTP 429\(wait); the bucket was lowered)"
     }
 }

@@ -18,6 +18,10 @@ package struct PlayAPIError: Error, Sendable, Equatable, CustomStringConvertible
         /// Google is rate limiting or failing for the time being (429, 5xx, no answer): nothing
         /// is wrong with the order; try again later, `retryAfter` if Google said when.
         case unavailable
+        /// settle held the call back to stay within Google's quota, or Google answered 429 while
+        /// settle's bucket was above its floor: the work waits, nothing counts against Google.
+        /// The message starts "paced: <bucket> at N/s".
+        case paced
         /// Google refused this one request for a reason settle does not recognise: the order's
         /// attempt is used and it is tried again, then left to a person.
         case refused
@@ -46,7 +50,7 @@ package struct PlayAPIError: Error, Sendable, Equatable, CustomStringConvertible
     package var isFinalForOrder: Bool { kind == .purchaseNotFound }
 
     /// Says nothing about the order, only about Google or settle's setup: the order keeps its attempt.
-    package var isStoreWide: Bool { kind == .configuration || kind == .unavailable }
+    package var isStoreWide: Bool { kind == .configuration || kind == .unavailable || kind == .paced }
 
     /// `message` with every spelling of `token` cut out, for errors built while a token was in play.
     package func redacting(_ token: PlayPurchaseToken?) -> PlayAPIError {

@@ -190,8 +190,7 @@ package struct PlayDeveloperClient: Sendable {
         do {
             try pacer?.acquire(key, priority: StoreRateLimits.googlePriority(call: call.name), budget: client.configuration.totalTimeout)
         } catch {
-            return .failure(.failed(PlayAPIError(.unavailable, "Google Play Developer API \(what) was not sent: \(error)",
-                                                 retryAfter: error.waitSeconds)))
+            return .failure(.failed(PlayAPIError(.paced, "\(error) (\(what) not sent)", retryAfter: error.waitSeconds)))
         }
         let response: HTTPResponse
         do {
@@ -199,8 +198,9 @@ package struct PlayDeveloperClient: Sendable {
         } catch {
             return .failure(.failed(PlayAPIError(.unavailable, "Google Play Developer API \(what) did not answer: \(error)")))
         }
+        var atFloor: Bool?
         if response.status == 429 {
-            pacer?.throttled(key, retryAfter: RetryAfter.seconds(response.header("Retry-After"), now: tokens.time.now))
+            atFloor = pacer?.throttled(key, retryAfter: RetryAfter.seconds(response.header("Retry-After"), now: tokens.time.now))
         } else {
             pacer?.succeeded(key)
         }
@@ -232,6 +232,13 @@ package struct PlayDeveloperClient: Sendable {
             return fail(.purchaseNotFound, "Google Play refused the purchase token of \(what) (HTTP 400\(said))")
         case 429:
             let retryAfter = RetryAfter.seconds(response.header("Retry-After"), now: tokens.time.now)
+            // Above the bucket's floor settle was too fast: the bucket was lowered, the work
+            // waits. At the floor (or unpaced) Google refuses even a slow settle: Google-wide.
+            if atFloor == false, let bucket = pacer?.bucket(key) {
+                let wait = retryAfter.map { ", Retry-After \(String(format: "%.1f", $0)) s" } ?? ""
+                return fail(.paced, "paced: \(key) at \(Pacer.formatRate(bucket.rate))/s (\(what) answered HTTP 429\(wait); the bucket was lowered)",
+                            retryAfter: retryAfter)
+            }
             return fail(.unavailable, "Google Play Developer API \(what) answered HTTP 429 (rate limited)", retryAfter: retryAfter)
         case 500...599:
             return fail(.unavailable, "Google Play Developer API \(what) answered HTTP \(status)\(said)")

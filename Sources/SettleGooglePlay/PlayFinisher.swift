@@ -47,6 +47,8 @@ package struct PlayFinisher: StoreFinisher {
             case .purchaseNotFound: return .finished("not_acknowledged: \(error.message)")
             case .unavailable:
                 return .failed(error.description, configuration: false)
+            case .paced:
+                return .paced(error.message)
             case .refused:
                 return .refused(error.description)
             }

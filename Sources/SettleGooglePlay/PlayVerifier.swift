@@ -116,6 +116,8 @@ package final class PlayVerifier: OrderVerifier {
             return Verification(outcome: .retry(error.description), storeAnswered: true)
         case .unavailable:
             return Verification(outcome: .storeUnavailable(error.description, retryAfter: error.retryAfter))
+        case .paced:
+            return Verification(outcome: .paced(error.message))
         }
     }
 

@@ -55,6 +55,19 @@ extension TransactionalLedger {
         }
     }
 
+    /// The call was held back to stay within Apple's rate limit: due again now, no attempt used.
+    package func deferAccountToken(_ job: AccountTokenJob, why: String, history: HistoryEntry) throws(LedgerError) {
+        let now = time.unixSeconds
+        try writing { db in
+            let changed = try db.query("""
+                UPDATE account_token_updates SET next_attempt_at = ?, last_error = ?, updated_at = ?
+                WHERE order_id = ? AND state = 'pending' AND claim = ?
+                RETURNING order_id
+                """, [.integer(now), .text(why), .integer(now), .text(job.orderId), .integer(job.claim)])
+            if !changed.isEmpty { try db.appendHistory(job.orderId, history) }
+        }
+    }
+
     /// What an attempt concluded: `set`, `refused`, `failed`, or `pending` (again at
     /// `nextAttemptAt`). Nothing changes when the job was claimed again since (false).
     @discardableResult

@@ -21,6 +21,7 @@ package protocol NotificationStore: LedgerStore {
     func recordAccountToken(_ job: AccountTokenJob, state: String, appleStatus: Int?, error: String?, nextAttemptAt: Int64,
                             history: HistoryEntry) throws(LedgerError) -> Bool
     func accountTokenUpdate(orderId: String) throws(LedgerError) -> AccountTokenJob?
+    func deferAccountToken(_ job: AccountTokenJob, why: String, history: HistoryEntry) throws(LedgerError)
     func claimDueConsumptionAnswers(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(ConsumptionJob, Order?)]
     func holds(_ job: ConsumptionJob) throws(LedgerError) -> Bool
     func deliveryEvidence(transactionId: String) throws(LedgerError) -> DeliveryEvidence

@@ -15,6 +15,11 @@ package enum VerificationOutcome: Sendable, Equatable {
     /// The order's store as a whole is unavailable; uses no attempt, counts toward that store's
     /// breaker. `retryAfter` in seconds if the store said.
     case storeUnavailable(String, retryAfter: Double?)
+    /// settle held the call back to stay within the store's rate limit (the pacer had no token
+    /// in time), or the store answered 429 while settle's bucket was still above its floor: the
+    /// order stays due, uses no attempt and no backoff, and the store's breaker hears nothing.
+    /// The message starts "paced: <bucket> at N/s".
+    case paced(String)
     /// Our configuration or credentials for the order's store are wrong (21004 wrong shared
     /// secret, Google's invalid_grant): that store stops until its breaker lets a probe through.
     case configurationFault(String)

@@ -29,8 +29,27 @@ package struct PacerKey: Hashable, Sendable, CustomStringConvertible {
     package var description: String { "\(store) \(group) (\(environment))" }
 }
 
+/// The priority of the work a call is made for, bound around that work (a Play order near its
+/// refund deadline, a consumption answer) so every call it makes takes it, whatever the call's
+/// own name would give: a context the caller binds with `withValue`, not a global (a bound value
+/// is seen only by the binding thread or task).
+extension PacerPriority {
+    @TaskLocal package static var work: PacerPriority?
+
+    /// The priority a call is granted at: the work's when bound (a Play order near its deadline
+    /// lends every call it makes `.refundDeadline`, the history catch-up lends `.historyCatchUp`),
+    /// else the call's own. Support's lookups keep the reserve whatever work makes them.
+    package static func forCall(_ own: PacerPriority) -> PacerPriority {
+        guard let work, own != .supportLookup else { return own }
+        return work
+    }
+}
+
 /// One token bucket as a value: refilled at `rate` tokens a second up to `burst`, lowered by a
 /// 429 and restored by successes. Time is a parameter, so it is tested without a clock.
+///
+/// `share` is this host's part of the store's rate when several hosts share one ledger (one
+/// of N live daemons: 1/N): the ceiling, the floor and the burst are all of that share.
 package struct PacerBucket: Sendable, Equatable {
     /// What a request may do now.
     package enum Decision: Sendable, Equatable {
@@ -39,11 +58,11 @@ package struct PacerBucket: Sendable, Equatable {
         case wait(Double)
     }
 
-    /// The rate the store grants, requests a second.
+    /// The rate the store grants (published or configured), requests a second, for all hosts.
     package let configuredRate: Double
-    /// The least a 429 lowers the rate to: an eighth of the configured rate (three halvings).
-    package let floorRate: Double
-    package let burst: Double
+    /// This host's part of it: 1 alone, 1/N with N live daemons on one PostgreSQL ledger.
+    package private(set) var share: Double
+    private let burstOverride: Double?
     /// The fraction of the bucket below which only support lookups are granted; each priority
     /// below that keeps one more such step free for those above it.
     package let reserve: Double
@@ -52,18 +71,31 @@ package struct PacerBucket: Sendable, Equatable {
     private var updated: Double
     /// No grant before this (a 429's `Retry-After`), seconds since the epoch.
     package private(set) var notBefore: Double = -Double.infinity
+    /// 429s the store answered, and of those the ones that came at the floor rate.
     package private(set) var throttles = 0
+    package private(set) var floorThrottles = 0
+    /// Requests granted, and times a request was told to wait.
+    package private(set) var granted = 0
+    package private(set) var waits = 0
 
     /// `burst` defaults to one second's worth of requests (at least one).
-    package init(rate: Double, burst: Double? = nil, reserve: Double = 0.1, now: Double) {
+    package init(rate: Double, burst: Double? = nil, reserve: Double = 0.1, share: Double = 1, now: Double) {
         configuredRate = rate
-        floorRate = rate / 8
-        self.burst = max(1, burst ?? rate)
+        self.share = share
+        burstOverride = burst
         self.reserve = reserve
-        self.rate = rate
-        tokens = self.burst
+        self.rate = rate * share
+        tokens = max(1, burst ?? rate * share)
         updated = now
     }
+
+    /// This host's ceiling: its share of the configured rate.
+    package var ceilingRate: Double { configuredRate * share }
+    /// The least a 429 lowers the rate to: an eighth of the ceiling (three halvings).
+    package var floorRate: Double { ceilingRate / 8 }
+    package var burst: Double { max(1, burstOverride ?? ceilingRate) }
+    /// The bucket is at its floor: a 429 now is the store refusing below its published rate.
+    package var isAtFloor: Bool { rate <= floorRate * (1 + 1e-9) }
 
     /// The tokens that must stay in the bucket after a grant at `priority`.
     package func floor(_ priority: PacerPriority) -> Double {
@@ -73,32 +105,53 @@ package struct PacerBucket: Sendable, Equatable {
 
     package mutating func take(_ priority: PacerPriority, now: Double) -> Decision {
         refill(now)
-        if now < notBefore { return .wait(notBefore - now) }
+        if now < notBefore {
+            waits += 1
+            return .wait(notBefore - now)
+        }
         let floor = floor(priority)
         // A millionth of a token's slack and a millisecond's least wait: a clock read as a Date
         // (a tenth of a microsecond apart) must not leave a caller waiting ever smaller waits.
         if tokens - 1 >= floor - 1e-6 {
             tokens -= 1
+            granted += 1
             return .granted
         }
+        waits += 1
         return .wait(max(0.001, (floor + 1 - tokens) / rate))
     }
 
     /// A 429: halve the rate (not below the floor), empty the bucket and grant nothing before
     /// `retryAfter` seconds (without one, before one request's worth of time at the new rate).
-    package mutating func throttled(retryAfter: Double?, now: Double) {
+    /// True when the bucket was at its floor already: the store refuses even an eighth of its
+    /// rate, which is the store in trouble (its breaker hears of it), not settle too fast.
+    @discardableResult
+    package mutating func throttled(retryAfter: Double?, now: Double) -> Bool {
         refill(now)
+        let atFloor = isAtFloor
         throttles += 1
+        if atFloor { floorThrottles += 1 }
         rate = max(floorRate, rate / 2)
         tokens = 0
         notBefore = max(notBefore, now + (retryAfter ?? 1 / rate))
+        return atFloor
     }
 
-    /// A request the store answered: the rate climbs back by a hundredth of the configured
-    /// rate, so a lowered bucket is back after a hundred successes, not at the first one.
+    /// A request the store answered: the rate climbs back by a hundredth of the ceiling, so a
+    /// lowered bucket is back after a hundred successes, not at the first one.
     package mutating func succeeded(now: Double) {
         refill(now)
-        rate = min(configuredRate, rate + configuredRate / 100)
+        rate = min(ceilingRate, rate + ceilingRate / 100)
+    }
+
+    /// A new share (the live hosts changed): the rate, lowered or not, scales with it, and the
+    /// tokens stay within the new burst.
+    package mutating func setShare(_ newShare: Double, now: Double) {
+        guard newShare > 0, newShare != share else { return }
+        refill(now)
+        rate *= newShare / share
+        share = newShare
+        tokens = min(tokens, burst)
     }
 
     private mutating func refill(_ now: Double) {
@@ -107,23 +160,69 @@ package struct PacerBucket: Sendable, Equatable {
     }
 }
 
+/// One bucket as `settle status` and the metrics show it (a row of `pacer_buckets` per host).
+package struct PacerSnapshot: Sendable, Equatable {
+    package var key: PacerKey
+    /// Requests a second now, this host's ceiling, and the rate configured for all hosts.
+    package var rate: Double
+    package var ceilingRate: Double
+    package var configuredRate: Double
+    package var share: Double
+    /// Since the process started: requests granted, 429s, 429s at the floor rate, waits.
+    package var granted: Int
+    package var throttles: Int
+    package var floorThrottles: Int
+    package var waits: Int
+
+    package init(key: PacerKey, rate: Double, ceilingRate: Double, configuredRate: Double, share: Double, granted: Int,
+                 throttles: Int, floorThrottles: Int, waits: Int) {
+        self.key = key
+        self.rate = rate
+        self.ceilingRate = ceilingRate
+        self.configuredRate = configuredRate
+        self.share = share
+        self.granted = granted
+        self.throttles = throttles
+        self.floorThrottles = floorThrottles
+        self.waits = waits
+    }
+
+    package init(_ key: PacerKey, _ bucket: PacerBucket) {
+        self.init(key: key, rate: bucket.rate, ceilingRate: bucket.ceilingRate, configuredRate: bucket.configuredRate,
+                  share: bucket.share, granted: bucket.granted, throttles: bucket.throttles, floorThrottles: bucket.floorThrottles,
+                  waits: bucket.waits)
+    }
+}
+
 /// The process's token buckets, one per store, endpoint group and environment, shared by
 /// everything that calls a store (passes, history catch-up, consumption answers, finishes,
-/// support lookups). Hosts on one PostgreSQL ledger pace independently for now.
+/// support lookups).
+///
+/// Hosts on one PostgreSQL ledger each take their share: the rate over the live daemons the
+/// ledger's heartbeats list, refreshed each pass (`setHosts`). No request waits on a round trip
+/// to the ledger, a dead host's share comes back within the live window, and a 429 still
+/// lowers each host's bucket on its own.
 package final class Pacer: Sendable {
     /// Why a request was not sent: the wait for its bucket is longer than the call may take.
     package struct Exhausted: Error, Sendable, CustomStringConvertible {
         package var key: PacerKey
         package var waitSeconds: Double
+        /// The bucket's rate when it refused, requests a second.
+        package var rate: Double
         package var description: String {
-            "the pacer for \(key) would make the call wait \(String(format: "%.1f", waitSeconds)) s, longer than its timeout"
+            "paced: \(key) at \(Pacer.formatRate(rate))/s (the wait of \(String(format: "%.1f", waitSeconds)) s is longer than the call may take)"
         }
+    }
+
+    private struct State {
+        var buckets: [PacerKey: PacerBucket] = [:]
+        var share = 1.0
     }
 
     private let time: any TimeSource
     private let rates: @Sendable (PacerKey) -> Double?
     private let sleep: @Sendable (Double) -> Void
-    private let buckets = Mutex<[PacerKey: PacerBucket]>([:])
+    private let state = Mutex(State())
 
     /// `rates` gives each key's requests a second (nil: that key is not paced); `sleep` is how a
     /// caller waits for its token (tests pass one that moves a `ManualTimeSource`).
@@ -136,29 +235,40 @@ package final class Pacer: Sendable {
 
     private var now: Double { time.now.timeIntervalSince1970 }
 
+    /// "50", "12.5", "0.83": a rate as status and messages print it.
+    package static func formatRate(_ rate: Double) -> String {
+        if rate >= 10 || rate == rate.rounded() { return String(Int(rate.rounded())) }
+        return rate >= 1 ? String(format: "%.1f", rate) : String(format: "%.2f", rate)
+    }
+
     /// One request's token, or how long to wait for it; an unpaced key is always granted.
     package func take(_ key: PacerKey, priority: PacerPriority) -> PacerBucket.Decision {
         guard let rate = rates(key) else { return .granted }
         let now = now
-        return buckets.withLock { buckets in
-            var bucket = buckets[key] ?? PacerBucket(rate: rate, now: now)
-            defer { buckets[key] = bucket }
-            return bucket.take(priority, now: now)
+        return state.withLock { s in
+            var bucket = s.buckets[key] ?? PacerBucket(rate: rate, share: s.share, now: now)
+            defer { s.buckets[key] = bucket }
+            return bucket.take(PacerPriority.forCall(priority), now: now)
         }
     }
 
     /// Waits for a token, at most `budget` seconds in all: a longer wait throws at once, so the
-    /// caller fails fast (the store is "unavailable") instead of hanging.
+    /// caller defers its work ("paced") instead of hanging.
     package func acquire(_ key: PacerKey, priority: PacerPriority, budget: Double) throws(Exhausted) {
         var waited = 0.0
         while case let .wait(seconds) = take(key, priority: priority) {
-            guard waited + seconds <= budget else { throw Exhausted(key: key, waitSeconds: waited + seconds) }
+            guard waited + seconds <= budget else {
+                throw Exhausted(key: key, waitSeconds: waited + seconds, rate: bucket(key)?.rate ?? 0)
+            }
             sleep(seconds)
             waited += seconds
         }
     }
 
-    package func throttled(_ key: PacerKey, retryAfter: Double?) {
+    /// A 429 from the store: true when it came at the bucket's floor rate (see `PacerBucket`),
+    /// nil for a key that is not paced.
+    @discardableResult
+    package func throttled(_ key: PacerKey, retryAfter: Double?) -> Bool? {
         update(key) { $0.throttled(retryAfter: retryAfter, now: $1) }
     }
 
@@ -166,18 +276,40 @@ package final class Pacer: Sendable {
         update(key) { $0.succeeded(now: $1) }
     }
 
-    /// A copy of a key's bucket, for status and tests.
-    package func bucket(_ key: PacerKey) -> PacerBucket? {
-        buckets.withLock { $0[key] }
+    /// This host is one of `hosts` live daemons sharing the stores' rates: every bucket (and
+    /// every bucket made later) takes 1/`hosts` of its configured rate.
+    package func setHosts(_ hosts: Int) {
+        let share = 1 / Double(max(1, hosts))
+        let now = now
+        state.withLock { s in
+            s.share = share
+            for key in s.buckets.keys { s.buckets[key]?.setShare(share, now: now) }
+        }
     }
 
-    private func update(_ key: PacerKey, _ change: (inout PacerBucket, Double) -> Void) {
-        guard let rate = rates(key) else { return }
+    /// This host's share of each rate now.
+    package var share: Double { state.withLock { $0.share } }
+
+    /// A copy of a key's bucket, for status and tests.
+    package func bucket(_ key: PacerKey) -> PacerBucket? {
+        state.withLock { $0.buckets[key] }
+    }
+
+    /// Every bucket used so far, in a stable order.
+    package func snapshots() -> [PacerSnapshot] {
+        state.withLock { s in
+            s.buckets.map { PacerSnapshot($0.key, $0.value) }
+                .sorted { ($0.key.store, $0.key.group, $0.key.environment) < ($1.key.store, $1.key.group, $1.key.environment) }
+        }
+    }
+
+    private func update<T>(_ key: PacerKey, _ change: (inout PacerBucket, Double) -> T) -> T? {
+        guard let rate = rates(key) else { return nil }
         let now = now
-        buckets.withLock { buckets in
-            var bucket = buckets[key] ?? PacerBucket(rate: rate, now: now)
-            change(&bucket, now)
-            buckets[key] = bucket
+        return state.withLock { s in
+            var bucket = s.buckets[key] ?? PacerBucket(rate: rate, share: s.share, now: now)
+            defer { s.buckets[key] = bucket }
+            return change(&bucket, now)
         }
     }
 }

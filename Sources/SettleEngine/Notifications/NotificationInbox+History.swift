@@ -37,7 +37,15 @@ extension NotificationInbox {
 
     /// Reads what Apple sent since the last point seen. `progress` is called after each page
     /// (the daemon kicks its watchdog there: a long catch-up is work, not a hang).
+    /// Its calls take the pacer's last place (`.historyCatchUp`): due work goes first.
     package func syncHistory(progress: () -> Void = {}) throws(LedgerError) -> HistorySyncReport {
+        let read = PacerPriority.$work.withValue(.historyCatchUp) { () -> Result<HistorySyncReport, LedgerError> in
+            do throws(LedgerError) { return .success(try readHistory(progress: progress)) } catch { return .failure(error) }
+        }
+        return try read.get()
+    }
+
+    private func readHistory(progress: () -> Void) throws(LedgerError) -> HistorySyncReport {
         var report = HistorySyncReport()
         guard let api else { return report }
         let before = try ledger.breakers()[.appStore] ?? StoreBreaker()
@@ -133,6 +141,12 @@ extension NotificationInbox {
                     report.stoppedBecause = "Apple refused the pagination token twice"
                     continue environments
                 case let .failed(outcome, _):
+                    if case let .paced(message) = outcome {
+                        // settle's own pace: the place is kept, the rest waits for the next interval.
+                        log.info("notifications.history_paced", ["environment": environment, "why": message])
+                        report.stoppedBecause = message
+                        break environments
+                    }
                     if case let .storeUnavailable(message, retryAfter) = outcome {
                         let opened = breaker.recordFailure(message, retryAfter: retryAfter, now: ledger.time.unixSeconds,
                                                            baseSeconds: policy.baseSeconds, maxSeconds: policy.maxSeconds)

@@ -90,8 +90,14 @@ extension NotificationInbox {
     private func answerConsumptionRequests() throws(LedgerError) -> Int {
         guard let api else { return 0 }
         var done = 0
+        var pacedBy: String?
         for (job, _) in try ledger.claimDueConsumptionAnswers(limit: Self.batch, leaseSeconds: Self.claimSeconds) {
             let now = ledger.time.unixSeconds
+            if let pacedBy {
+                // The bucket is spent: the rest wait for the next pass (well before Apple's deadline).
+                try ledger.postponeConsumptionAnswer(job, until: now, why: pacedBy)
+                continue
+            }
             var entry = HistoryEntry(at: now, kind: .consumption, outcome: "", environment: job.storedEnvironment,
                                      detail: "answer to refund request \(job.notificationUUID)")
             guard now < job.deadlineAt else {
@@ -146,6 +152,11 @@ extension NotificationInbox {
                 try ledger.recordConsumptionAnswer(job, state: "sent", body: text, appleStatus: 202, error: nil, nextAttemptAt: now, history: entry)
                 log.info("consumption.answered", ["transaction": job.transactionId, "order": job.orderId, "body": text])
                 done += 1
+            case let .failed(.paced(message), _):
+                // settle's own pace: due again at once, no attempt used.
+                try ledger.postponeConsumptionAnswer(job, until: now, why: message)
+                log.info("consumption.paced", ["transaction": job.transactionId, "why": message])
+                pacedBy = message
             case let .failed(outcome, _):
                 let (permanent, message) = Self.failure(outcome)
                 entry.outcome = permanent ? "failed" : "retry"
@@ -168,6 +179,7 @@ extension NotificationInbox {
         case let .needsAttention(_, detail): return (true, detail)
         case let .retry(message): return (false, message)
         case let .storeUnavailable(message, _): return (false, message)
+        case let .paced(message): return (false, message)
         case let .configurationFault(message): return (false, message)
         case .verified: return (false, "unexpected answer")
         }

@@ -142,7 +142,8 @@ package struct PlayNotificationInbox: Sendable {
                 case let .storeFailed(error):
                     log.warning("google_play.notifications_deferred", ["error": error.description, "kind": error.kind.rawValue,
                                                                        "left": claimed.count - index + waiting.count,
-                                                                       "why": "Google failed as a whole; the rest wait for its breaker"])
+                                                                       "why": error.kind == .paced ? "Google's quota is spent for now; the rest wait for the next pass"
+                                                                           : "Google failed as a whole; the rest wait for its breaker"])
                     outcome = outcome.then(error.sideWorkOutcome)
                     waiting += claimed[index...]
                     break claiming

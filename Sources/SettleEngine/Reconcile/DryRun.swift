@@ -73,6 +73,9 @@ extension Reconciler {
             case let .storeUnavailable(message, _):
                 report.wouldRetry += 1
                 report.lines.append("\(order.orderId): Apple unavailable: \(message)")
+            case let .paced(message):
+                report.wouldRetry += 1
+                report.lines.append("\(order.orderId): would wait for the store's rate limit: \(message)")
             case let .configurationFault(message):
                 report.wouldRetry += 1
                 report.lines.append("\(order.orderId): configuration fault: \(message)")

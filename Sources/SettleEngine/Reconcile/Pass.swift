@@ -27,6 +27,9 @@ package final class Pass: Sendable {
         var probesLeft: Int?
         /// The probe closed the breaker: the store's due orders may be claimed after all.
         var reopened = false
+        /// A call met the store's rate limit (the pacer's, or a 429 above the bucket's floor):
+        /// no more of the store's due orders are claimed this pass; what is claimed goes on.
+        var paced = false
     }
 
     private struct State {
@@ -108,7 +111,7 @@ package final class Pass: Sendable {
                 s.stores[store] = work
                 return .probe(store)
             }
-            let open = Set(s.stores.filter { !$0.value.stopped && !$0.value.noMoreDue && $0.value.probesLeft == nil }.keys)
+            let open = Set(s.stores.filter { !$0.value.stopped && !$0.value.noMoreDue && !$0.value.paced && $0.value.probesLeft == nil }.keys)
             return open.isEmpty ? .stop : .due(open)
         }
     }
@@ -167,6 +170,12 @@ package final class Pass: Sendable {
                     work.stopped = true
                     s.report.breakersOpened.insert(store)
                 }
+            } else if case let .paced(message) = verification.outcome {
+                // The budget is spent for now: working more of the store's orders would only
+                // defer them one by one. The breaker hears nothing: the store did not fail.
+                s.report.paced[store, default: 0] += 1
+                s.report.pacedBy[store] = s.report.pacedBy[store] ?? message
+                work.paced = true
             } else if case let .configurationFault(message) = verification.outcome {
                 work.breaker.recordConfigurationFault(message, now: now, baseSeconds: policy.baseSeconds, maxSeconds: policy.maxSeconds)
                 work.stopped = true

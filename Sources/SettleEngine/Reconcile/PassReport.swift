@@ -11,6 +11,10 @@ package struct PassReport: Sendable, Equatable {
     package var storeAnswers: [Store: Int] = [:]
     /// Verifications that failed because their store as a whole was unavailable, by store.
     package var storeWideFailures: [Store: Int] = [:]
+    /// Calls deferred to stay within a store's rate limit, by store, and the first one's reason
+    /// ("paced: <bucket> at N/s"): the store's claims stopped for the pass, its breaker untouched.
+    package var paced: [Store: Int] = [:]
+    package var pacedBy: [Store: String] = [:]
     /// The stores whose breaker opened during this pass (their claims stopped; the others' went on).
     package var breakersOpened: Set<Store> = []
     /// The stores whose breaker was already open: none of their orders was claimed; each is
@@ -57,6 +61,8 @@ package struct PassReport: Sendable, Equatable {
         var line = "reconciled \(reconciled): \(finished) finished, \(rejected) rejected, \(retrying) retrying, \(needsAttention) needs attention"
         if revoked > 0 { line += ", \(revoked) revoked" }
         if refundRequestsAnswered > 0 { line += ", \(refundRequestsAnswered) refund requests answered" }
+        let paced = paced.values.reduce(0, +)
+        if paced > 0 { line += ", \(paced) paced" }
         return line
     }
 }

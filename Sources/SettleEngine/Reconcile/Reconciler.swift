@@ -64,6 +64,14 @@ package final class Reconciler: Sendable {
         return min(next, max(now, deadline - Self.refundDeadlineMargin))
     }
 
+    /// The pacer's priority for every call made for `order`: an order whose store refunds it
+    /// within the deadline-warning window (`PlayDeadline.urgentSeconds`) goes before all but
+    /// support's lookups, for its reads as well as its acknowledgement; any other order is due work.
+    package static func pacerPriority(of order: Order, now: Int64) -> PacerPriority {
+        guard let deadline = order.refundDeadline, deadline - now < PlayDeadline.urgentSeconds else { return .dueOrders }
+        return .refundDeadline
+    }
+
     /// How long before a store's refund deadline the last retry is scheduled at the latest.
     package static let refundDeadlineMargin: Int64 = 3600
 
@@ -373,8 +381,9 @@ package final class Reconciler: Sendable {
         do {
             // A long history (up to the page cap) may take longer than the lease: renewed like a
             // running hook's, so no other host rescues a verification that is still working.
+            let priority = Reconciler.pacerPriority(of: order, now: ledger.time.unixSeconds)
             verification = try withLeasesRenewed([order], state: .verifying, leaseSeconds: verifyLeaseSeconds) {
-                try Reconciler.verification(of: order, by: verifier)
+                try PacerPriority.$work.withValue(priority) { try Reconciler.verification(of: order, by: verifier) }
             }
         } catch let error as LedgerError {
             try? ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
@@ -475,6 +484,17 @@ package final class Reconciler: Sendable {
             log.warning("\(order.store.logName).unavailable", ["order": order.orderId, "store": order.store.rawValue, "error": message,
                                                               "apple_status": verification.appleStatus])
             if state == nil { leaseLost(order, "retry") }
+            pass.count(state)
+        case let .paced(message):
+            // settle's own pace, not the order's fault nor the store's: the order stays due (no
+            // attempt, no backoff), and this pass claims no more of its store's orders.
+            entry.outcome = "paced"
+            entry.detail = message
+            let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .verifying, error: message,
+                                                 countsAttempt: false, permanent: false, nextAttemptAt: min(order.nextAttemptAt, now),
+                                                 maxAttempts: policy.maxAttempts, environment: verification.environment, history: entry)
+            log.info("order.paced", ["order": order.orderId, "store": order.store.rawValue, "why": message])
+            if state == nil { leaseLost(order, "paced") }
             pass.count(state)
         case let .configurationFault(message):
             // That store stops (its breaker opened in `recordStore`); the other's orders go on.
@@ -725,7 +745,8 @@ package final class Reconciler: Sendable {
         }
         let key = HookPayload.idempotencyKey(purchase)
         let now = ledger.time.unixSeconds
-        switch finisher.finish(order) {
+        let priority = Reconciler.pacerPriority(of: order, now: now)
+        switch PacerPriority.$work.withValue(priority, operation: { finisher.finish(order) }) {
         case let .finished(how):
             let entry = HistoryEntry(at: now, kind: .delivery, outcome: how, environment: purchase.environment,
                                      detail: "\(order.store.rawValue): the store was told the purchase is delivered (\(how))")
@@ -753,6 +774,15 @@ package final class Reconciler: Sendable {
                 log.warning("order.store_finish_failed", ["order": order.orderId, "store": order.store.rawValue, "idempotency_key": key,
                                                           "error": message, "why": "delivered; acknowledged at the next pass, never delivered again"])
             }
+            pass.count(.delivering)
+        case let .paced(message):
+            let entry = HistoryEntry(at: now, kind: .delivery, outcome: "paced", environment: purchase.environment, detail: message)
+            _ = try ledger.recordDelivered(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                           error: "delivered; telling \(order.store.owner) waits: \(message)", history: entry)
+            metrics?.observeStoreFinish(store: order.store.rawValue, outcome: "paced")
+            pass.recordStore(order.store, Verification(outcome: .paced(message)))
+            log.info("order.store_finish_paced", ["order": order.orderId, "store": order.store.rawValue, "idempotency_key": key,
+                                                  "why": message])
             pass.count(.delivering)
         case let .refused(message):
             let next = Reconciler.nextAttempt(order, now: now, after: policy.delay(afterAttempt: order.attempts + 1))

@@ -29,7 +29,8 @@ package struct SideWork: Sendable {
 
 /// How a store's side work ended, as its breaker hears of it: as of a verification, an answer
 /// closes the breaker and a store-wide failure counts toward opening it (Retry-After opens it at
-/// once), so the store's later side work and orders wait for its breaker.
+/// once), so the store's later side work and orders wait for its breaker. Pacing is neither:
+/// the work that met it waits for the next pass, and nothing counts against the store.
 package enum SideWorkOutcome: Sendable, Equatable {
     /// The store was not asked anything.
     case idle
@@ -39,11 +40,14 @@ package enum SideWorkOutcome: Sendable, Equatable {
     case storeUnavailable(String, retryAfter: Double?)
     /// settle's credentials or setup for the store are wrong: the store stops, as for an order.
     case configurationFault(String)
+    /// A call was held back (or answered 429 above its bucket's floor) to stay within the
+    /// store's rate limit: the rest waits for the next pass, and the breaker hears nothing.
+    case paced(String)
 
-    /// The first failure wins over answers; an answer over nothing asked.
+    /// The first failure (or pacing) wins over answers; an answer over nothing asked.
     package func then(_ next: SideWorkOutcome) -> SideWorkOutcome {
         switch (self, next) {
-        case (.storeUnavailable, _), (.configurationFault, _): return self
+        case (.storeUnavailable, _), (.configurationFault, _), (.paced, _): return self
         case (_, .idle): return self
         default: return next
         }
@@ -59,6 +63,7 @@ extension Pass {
         case let .storeUnavailable(message, retryAfter):
             recordStore(store, Verification(outcome: .storeUnavailable(message, retryAfter: retryAfter)))
         case let .configurationFault(message): recordStore(store, Verification(outcome: .configurationFault(message)))
+        case let .paced(message): recordStore(store, Verification(outcome: .paced(message)))
         }
     }
 }

@@ -137,12 +137,28 @@ final class TransactionHistoryTests: XCTestCase {
         XCTAssertEqual(paced.pacer?.bucket(paced.pacerKey("GET", "/inApps/v2/history/1", environment: .production))?.rate, 2,
                        "the 429 halved the rate")
         let (lookup, answered) = paced.transactionHistory(ids[0])
-        guard case let .failed(.storeUnavailable(message, retryAfter)) = lookup else { return XCTFail("\(lookup)") }
-        XCTAssertTrue(message.contains("the pacer for app_store transaction_history (Production) would make the call wait 30.0 s"), message)
-        XCTAssertEqual(retryAfter ?? 0, 30, accuracy: 1e-3)
+        guard case let .failed(.paced(message)) = lookup else { return XCTFail("\(lookup)") }
+        XCTAssertTrue(message.hasPrefix("paced: app_store transaction_history (Production) at 2/s (the wait of 30.0 s"), message)
         XCTAssertFalse(answered)
         XCTAssertEqual(world.simulator.historyRequests.count, 1, "the refused call was never sent")
         XCTAssertEqual(waits.seconds.withLock { $0.count }, 0, "refused at once, not after the 5 s timeout")
+    }
+
+    func test429s_arePacing_untilTheBucketIsAtItsFloor_thenAppleWide() throws {
+        let ids = customer(1, answers: Array(repeating: .rateLimited(retryAfter: "1"), count: 4))
+        let paced = pacedClient(rate: 4, waits: PacerWaits())
+        for rate in ["2", "1", "0.50"] {
+            let (lookup, answered) = paced.transactionHistory(ids[0])
+            guard case let .failed(.paced(message)) = lookup else { return XCTFail("\(lookup)") }
+            XCTAssertTrue(message.hasPrefix("paced: app_store transaction_history (Production) at \(rate)/s"), message)
+            XCTAssertTrue(message.contains("answered HTTP 429, Retry-After 1.0 s"), message)
+            XCTAssertFalse(answered)
+            world.time.advance(by: 1)
+        }
+        let (lookup, _) = paced.transactionHistory(ids[0])
+        XCTAssertEqual(lookup, .failed(.storeUnavailable("production App Store Server API answered HTTP 429 (rate limited)", retryAfter: 1)),
+                       "at the floor (an eighth of 4/s) Apple refuses even a slow settle: Apple-wide, for the breaker")
+        XCTAssertEqual(world.simulator.historyRequests.count, 4)
     }
 
     func testRateLimit_isAppleWide_withRetryAfter() throws {

@@ -119,11 +119,14 @@ final class PlayDeveloperClientTests: XCTestCase {
                              sleep: { time.advance(by: $0) })
         world.fake.script(product: PlayTestWorld.tokenText, purchased())
         world.fake.failNextAPICalls(.status(429, reason: "rateLimitExceeded", retryAfter: "60"))
-        XCTAssertEqual(failure { try client.productPurchase(productId: "gems_100", token: token) }?.retryAfter, 60)
+        let limited = failure { try client.productPurchase(productId: "gems_100", token: token) }
+        XCTAssertEqual(limited?.retryAfter, 60)
+        XCTAssertEqual(limited?.kind, .paced, "a 429 above the bucket's floor is settle too fast, not Google down")
+        XCTAssertTrue(limited?.isStoreWide == true, "the order keeps its attempt")
         let calls = world.fake.calls.count
         let refused = failure { try client.productPurchase(productId: "gems_100", token: token) }
-        XCTAssertEqual(refused?.kind, .unavailable)
-        XCTAssertTrue(refused?.message.contains("the pacer for google_play one_time_purchases (production)") == true, "\(String(describing: refused))")
+        XCTAssertEqual(refused?.kind, .paced)
+        XCTAssertTrue(refused?.message.hasPrefix("paced: google_play one_time_purchases (production) at 25/s") == true, "\(String(describing: refused))")
         XCTAssertEqual(world.fake.calls.count, calls, "not sent: the wait is longer than the 10 s timeout")
         XCTAssertNotNil(failure { try client.subscriptionPurchase(token: token) }, "Google's subscriptions bucket is asked (the fake knows no such token)")
         XCTAssertEqual(world.fake.calls.count, calls + 1)

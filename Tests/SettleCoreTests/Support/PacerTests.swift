@@ -52,6 +52,36 @@ final class PacerBucketTests: XCTestCase {
         XCTAssertEqual(waited(bucket.take(.supportLookup, now: 6)), 0.2, accuracy: 1e-9, "without Retry-After: one request's time at the new rate")
     }
 
+    func test429_isTheStoreRefusingBelowItsRate_onlyOnceTheBucketIsAtItsFloor() {
+        var bucket = PacerBucket(rate: 40, now: 0)
+        XCTAssertFalse(bucket.throttled(retryAfter: nil, now: 0), "at 40/s: settle too fast")
+        XCTAssertFalse(bucket.throttled(retryAfter: nil, now: 1), "at 20/s")
+        XCTAssertFalse(bucket.throttled(retryAfter: nil, now: 2), "at 10/s: lowered to the floor of 5/s")
+        XCTAssertTrue(bucket.isAtFloor)
+        XCTAssertTrue(bucket.throttled(retryAfter: nil, now: 3), "at 5/s, an eighth of its rate: the store is refusing")
+        XCTAssertEqual(bucket.floorThrottles, 1)
+        bucket.succeeded(now: 4)
+        XCTAssertFalse(bucket.isAtFloor, "an answer lifts it off the floor")
+        XCTAssertFalse(bucket.throttled(retryAfter: nil, now: 5), "a 429 after an answer is pacing again")
+        XCTAssertEqual(bucket.throttles, 5)
+    }
+
+    func testShare_isThisHostsPartOfTheRate_ceilingFloorAndBurst() {
+        var bucket = PacerBucket(rate: 50, now: 0)
+        bucket.setShare(0.5, now: 0)
+        XCTAssertEqual(bucket.rate, 25)
+        XCTAssertEqual(bucket.ceilingRate, 25)
+        XCTAssertEqual(bucket.floorRate, 25.0 / 8)
+        XCTAssertEqual(bucket.configuredRate, 50, "the store's rate is unchanged; this host takes half")
+        XCTAssertEqual(grants(&bucket, .supportLookup, now: 0), 25, "a second's worth of the share")
+        XCTAssertEqual(grants(&bucket, .supportLookup, now: 10), 25, "refilled to the share's burst")
+        bucket.throttled(retryAfter: nil, now: 10)
+        bucket.setShare(1, now: 10)
+        XCTAssertEqual(bucket.rate, 25, "a lowered rate scales with the share: half of 50 after the 429")
+        for _ in 0..<200 { bucket.succeeded(now: 11) }
+        XCTAssertEqual(bucket.rate, 50, "alone again: the whole rate")
+    }
+
     func testSuccesses_restoreTheRateSlowly_toTheConfiguredOneAndNoFurther() {
         var bucket = PacerBucket(rate: 40, now: 0)
         bucket.throttled(retryAfter: nil, now: 0)
@@ -91,9 +121,47 @@ final class PacerTests: XCTestCase {
         let pacer = pacer(clock)
         pacer.throttled(apple, retryAfter: 60)
         XCTAssertThrowsError(try pacer.acquire(apple, priority: .supportLookup, budget: 30)) { error in
-            XCTAssertTrue("\(error)".contains("the pacer for app_store order_lookup (Production)"), "\(error)")
+            XCTAssertTrue("\(error)".hasPrefix("paced: app_store order_lookup (Production) at 5/s"), "\(error)")
         }
         XCTAssertEqual(clock.now.timeIntervalSince1970, 1_000, "refused at once, not after waiting")
+    }
+
+    func testWorkPriority_isLentToEveryCallTheWorkMakes_butSupportKeepsItsReserve() throws {
+        let clock = ManualTimeSource(Date(timeIntervalSince1970: 1_000))
+        let pacer = pacer(clock)
+        let play = PacerKey(store: "google_play", group: "one_time_purchases", environment: "production")
+        var history = 0
+        PacerPriority.$work.withValue(.historyCatchUp) {
+            while pacer.take(play, priority: StoreRateLimits.googlePriority(call: "products.get")) == .granted { history += 1 }
+        }
+        XCTAssertEqual(history, 30, "products.get for the history catch-up stops where history does (20 of 50 left)")
+        var due = 0
+        while pacer.take(play, priority: StoreRateLimits.googlePriority(call: "products.get")) == .granted { due += 1 }
+        XCTAssertEqual(due, 5, "unbound, products.get is due work: it leaves 15 of 50 to those above it")
+        var deadline = 0
+        PacerPriority.$work.withValue(.refundDeadline) {
+            while pacer.take(play, priority: StoreRateLimits.googlePriority(call: "products.get")) == .granted { deadline += 1 }
+        }
+        XCTAssertEqual(deadline, 10, "an order near its refund deadline reads its purchase at .refundDeadline, down to the reserve")
+        XCTAssertEqual(PacerPriority.$work.withValue(.historyCatchUp) { PacerPriority.forCall(.supportLookup) }, .supportLookup)
+        XCTAssertNil(PacerPriority.work, "the binding ends with its work")
+    }
+
+    func testHosts_eachTakeTheirShare_ofEveryBucket_andAloneTheWholeRate() {
+        let clock = ManualTimeSource(Date(timeIntervalSince1970: 1_000))
+        let pacer = pacer(clock)
+        let play = PacerKey(store: "google_play", group: "orders", environment: "production")
+        _ = pacer.take(play, priority: .supportLookup)
+        pacer.setHosts(2)
+        XCTAssertEqual(pacer.bucket(play)?.rate, 25, "a bucket made before: halved")
+        XCTAssertEqual(pacer.take(apple, priority: .supportLookup), .granted)
+        XCTAssertEqual(pacer.bucket(apple)?.rate, 5, "a bucket made after: half of Look Up Order ID's 10/s")
+        pacer.setHosts(1)
+        XCTAssertEqual(pacer.bucket(play)?.rate, 50)
+        let snapshot = pacer.snapshots().first { $0.key == apple }
+        XCTAssertEqual(snapshot?.granted, 1)
+        XCTAssertEqual(snapshot?.share, 1)
+        XCTAssertEqual(snapshot?.configuredRate, 10)
     }
 
     func testKeys_arePacedApart_sandboxAtATenth_unknownGroupsUnpaced() {

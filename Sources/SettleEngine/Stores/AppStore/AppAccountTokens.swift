@@ -30,7 +30,14 @@ package struct AppAccountTokens: Sendable {
     @discardableResult
     package func run() throws(LedgerError) -> Int {
         var set = 0
+        var pacedBy: String?
         for (job, order) in try ledger.claimDueAccountTokens(limit: Self.batch, leaseSeconds: Self.claimSeconds) {
+            if let pacedBy {
+                // The bucket is spent: the rest of the batch waits for the next pass.
+                try ledger.deferAccountToken(job, why: pacedBy, history: HistoryEntry(at: ledger.time.unixSeconds, kind: .assign,
+                                                                                      outcome: "paced", detail: pacedBy))
+                continue
+            }
             guard let original = order.verified?.originalTransactionId else { continue }
             let environment = order.environment.flatMap(AppleEnvironment.init(rawValue:)) ?? .production
             let now = ledger.time.unixSeconds
@@ -60,6 +67,12 @@ package struct AppAccountTokens: Sendable {
                               ?? policy.delay(afterAttempt: job.attempts + 1))
             case let .configurationFault(message):
                 try retry(job, order: order, entry: entry, what: what, message: message, delay: policy.appleDelay(retryAfter: nil))
+            case let .paced(message):
+                entry.outcome = "paced"
+                entry.detail = "\(what): \(message)"
+                try ledger.deferAccountToken(job, why: message, history: entry)
+                log.info("order.account_token_paced", ["order": order.orderId, "why": message])
+                pacedBy = message
             }
         }
         return set

@@ -43,7 +43,7 @@ package struct FinishTransactionQueue: Sendable {
         var outcome = SideWorkOutcome.idle
         for job in try ledger.claimDueAppleFinishes(limit: Self.batch, leaseSeconds: Self.claimSeconds) {
             switch outcome {
-            case .storeUnavailable, .configurationFault:
+            case .storeUnavailable, .configurationFault, .paced:
                 try ledger.releaseAppleFinish(job)
                 continue
             case .idle, .answered:
@@ -90,6 +90,14 @@ package struct FinishTransactionQueue: Sendable {
                                          countsAttempt: false, history: retryEntry(entry, message))
             log.warning("apple.finish_failed", ["transaction": job.transactionId, "error": message, "retry": true])
             return .storeUnavailable(message, retryAfter: retryAfter)
+        case let .failed(.paced(message), _):
+            // settle's own pace: due again at once, no attempt used, the breaker hears nothing.
+            var paced = entry
+            paced.outcome = "paced"
+            paced.detail = (entry.detail ?? "") + ": \(message)"
+            try ledger.recordAppleFinish(job, state: "pending", error: message, nextAttemptAt: now, countsAttempt: false, history: paced)
+            log.info("apple.finish_paced", ["transaction": job.transactionId, "why": message])
+            return .paced(message)
         case let .failed(.configurationFault(message), _):
             try ledger.recordAppleFinish(job, state: "pending", error: message,
                                          nextAttemptAt: now + Int64(policy.appleDelay(retryAfter: nil)),

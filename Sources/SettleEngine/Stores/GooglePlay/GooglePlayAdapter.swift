@@ -46,6 +46,7 @@ extension PlayAPIError {
     var sideWorkOutcome: SideWorkOutcome {
         switch kind {
         case .unavailable: .storeUnavailable(description, retryAfter: retryAfter)
+        case .paced: .paced(message)
         case .configuration: .configurationFault(description)
         case .purchaseNotFound, .refused: .answered
         }
