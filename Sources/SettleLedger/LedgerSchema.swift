@@ -8,6 +8,8 @@ package enum LedgerSchema {
     package static let storeBreakersVersion = 9
     /// The migration that adds Apple's revocation type and the Finish Transaction queue.
     package static let appleFinishesVersion = 13
+    /// The migration that keeps each host's pacer buckets.
+    package static let pacerBucketsVersion = 14
 
     package static let migrations: [String] = [
         // 1: orders, deduplicated receipts, history, grants.
@@ -481,6 +483,29 @@ package enum LedgerSchema {
             VALUES (NEW.verified_transaction_id, NEW.order_id, COALESCE(NEW.environment, ''), NEW.updated_at, NEW.updated_at,
                     NEW.updated_at);
         END;
+        """,
+        // 14: each host's pacer buckets as its daemon last saw them (issue 27), for `settle
+        // status` and the metrics: rates in thousandths of a request a second, counters since
+        // the process started, and what the last pass used. Written at most once a pass.
+        """
+        CREATE TABLE pacer_buckets (
+            host              TEXT NOT NULL,
+            store             TEXT NOT NULL,
+            endpoint_group    TEXT NOT NULL,
+            environment       TEXT NOT NULL,
+            rate_milli        INTEGER NOT NULL,
+            ceiling_milli     INTEGER NOT NULL,
+            configured_milli  INTEGER NOT NULL,
+            hosts             INTEGER NOT NULL,
+            granted           INTEGER NOT NULL,
+            granted_last_pass INTEGER NOT NULL DEFAULT 0,
+            pass_seconds      INTEGER NOT NULL DEFAULT 0,
+            throttled         INTEGER NOT NULL,
+            floor_throttled   INTEGER NOT NULL,
+            waits             INTEGER NOT NULL,
+            updated_at        INTEGER NOT NULL,
+            PRIMARY KEY (host, store, endpoint_group, environment)
+        );
         """,
     ]
 }

@@ -113,6 +113,13 @@ package protocol DaemonRegistry: LedgerBase {
     func daemonRecord() throws(LedgerError) -> DaemonRecord?
     /// The daemons whose heartbeat is recent, newest first (`settle status`).
     func liveDaemons() throws(LedgerError) -> [DaemonRecord]
+    /// How many hosts share the stores' rate limits with `owner` (itself included): each takes
+    /// that fraction of every pacer bucket. SQLite is one host; PostgreSQL counts the live daemons.
+    func pacerHosts(besides owner: LeaseOwner) throws(LedgerError) -> Int
+    /// Saves this host's pacer buckets (at most once a pass).
+    func savePacerBuckets(host: String, hosts: Int, _ snapshots: [PacerSnapshot]) throws(LedgerError)
+    /// Every host's buckets saved since `since`.
+    func pacerBuckets(since: Int64) throws(LedgerError) -> [PacerBucketRecord]
 }
 
 /// The ledger as the rest of settle uses it, every role at once: the one place where orders

@@ -93,6 +93,8 @@ package protocol TransactionalLedger: LedgerStore {
     func knowsGooglePlay() throws(LedgerError) -> Bool
     /// Whether the schema has the Finish Transaction queue (`apple_finishes`).
     func knowsAppleFinishes() throws(LedgerError) -> Bool
+    /// Whether the schema keeps each host's pacer buckets (`pacer_buckets`).
+    func knowsPacerBuckets() throws(LedgerError) -> Bool
 }
 
 /// The SQLite connection of `SQLiteLedger`, inside one of its transactions.
@@ -141,6 +143,7 @@ extension SQLiteLedger: TransactionalLedger {
     package func knowsGooglePlay() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.googlePlayVersion }
 
     package func knowsAppleFinishes() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.appleFinishesVersion }
+    package func knowsPacerBuckets() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.pacerBucketsVersion }
 }
 
 extension PostgresLedger: TransactionalLedger {
@@ -162,4 +165,5 @@ extension PostgresLedger: TransactionalLedger {
     package func knowsGooglePlay() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.googlePlayVersion }
 
     package func knowsAppleFinishes() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.appleFinishesVersion }
+    package func knowsPacerBuckets() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.pacerBucketsVersion }
 }

@@ -75,6 +75,15 @@ extension PostgresLedger {
         }
     }
 
+    /// The live daemons (heartbeat within `liveWindowSeconds`, not stopped), counting `owner`
+    /// once whether it is one (a daemon) or not (a one-shot `settle reconcile`). Read once a
+    /// pass: no request waits on the ledger, and a dead host's share comes back once its
+    /// heartbeat is older than the live window.
+    package func pacerHosts(besides owner: LeaseOwner) throws(LedgerError) -> Int {
+        let live = try liveDaemons()
+        return live.count + (live.contains { $0.owner == owner } ? 0 : 1)
+    }
+
     private static func daemon(_ row: PostgresRow) -> DaemonRecord {
         var record = DaemonRecord(owner: LeaseOwner(host: row.string("host") ?? "", pid: Int32(truncatingIfNeeded: row.int("pid") ?? 0),
                                                     leaseStart: row.string("process_start") ?? ""),

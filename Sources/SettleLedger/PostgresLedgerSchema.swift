@@ -385,6 +385,27 @@ package enum PostgresLedgerSchema {
                   AND NEW.verified_transaction_id IS NOT NULL)
             EXECUTE FUNCTION settle_orders_apple_finish();
         """,
+        // 10: as the SQLite ledger's migration 14: each host's pacer buckets.
+        """
+        CREATE TABLE pacer_buckets (
+            host              TEXT NOT NULL,
+            store             TEXT NOT NULL,
+            endpoint_group    TEXT NOT NULL,
+            environment       TEXT NOT NULL,
+            rate_milli        BIGINT NOT NULL,
+            ceiling_milli     BIGINT NOT NULL,
+            configured_milli  BIGINT NOT NULL,
+            hosts             BIGINT NOT NULL,
+            granted           BIGINT NOT NULL,
+            granted_last_pass BIGINT NOT NULL DEFAULT 0,
+            pass_seconds      BIGINT NOT NULL DEFAULT 0,
+            throttled         BIGINT NOT NULL,
+            floor_throttled   BIGINT NOT NULL,
+            waits             BIGINT NOT NULL,
+            updated_at        BIGINT NOT NULL,
+            PRIMARY KEY (host, store, endpoint_group, environment)
+        );
+        """,
     ]
 
     /// The first schema with App Store Server Notifications' tables.
@@ -395,4 +416,6 @@ package enum PostgresLedgerSchema {
     package static let storeBreakersVersion = 5
     /// The migration that adds Apple's revocation type and the Finish Transaction queue.
     package static let appleFinishesVersion = 9
+    /// The migration that keeps each host's pacer buckets.
+    package static let pacerBucketsVersion = 10
 }

@@ -62,6 +62,9 @@ extension SQLiteLedger {
         try daemonRecord().map { $0.isRunning ? [$0] : [] } ?? []
     }
 
+    /// One host, one budget: the file is on this machine, so is every process pacing against it.
+    package func pacerHosts(besides owner: LeaseOwner) throws(LedgerError) -> Int { 1 }
+
     package func daemonRecord() throws(LedgerError) -> DaemonRecord? {
         guard try schemaVersion() >= 2 else { return nil }
         return try read { db in

@@ -183,9 +183,27 @@ package final class TestWorld: @unchecked Sendable {
     package func ledger() throws -> SQLiteLedger { try SQLiteLedger(path: ledgerPath, time: time) }
 
     /// A reconciler as `settle reconcile` builds it, on the world's clock, with jitter fixed at 0.
-    package func reconciler(ledger: any SettleLedger, log: Log = .silent) throws -> Reconciler {
+    /// `pacer` nil: the process's own (on the wall clock, new with each reconciler).
+    package func reconciler(ledger: any SettleLedger, log: Log = .silent, pacer: Pacer? = nil) throws -> Reconciler {
         try Reconciler.configured(try configuration(), ledger: ledger, environment: ProcessInfo.processInfo.environment,
-                                  log: log, random: { 0.5 })
+                                  log: log, random: { 0.5 }, pacer: pacer)
+    }
+
+    /// A pacer at the configured rates on the world's clock: a wait moves the clock, never sleeps.
+    package func pacer() throws -> Pacer {
+        let time = self.time
+        return Reconciler.storePacer(try configuration(), time: time, sleep: { time.advance(by: $0) })
+    }
+
+    /// A pacer whose buckets of `keys` are at their floor rate (three 429s) and full again (the
+    /// clock moved on ten seconds): the next 429 on one is the store refusing below its rate.
+    package func pacer(atFloor keys: [PacerKey]) throws -> Pacer {
+        let pacer = try pacer()
+        for key in keys {
+            for _ in 0..<3 { pacer.throttled(key, retryAfter: 0) }
+        }
+        time.advance(by: 10)
+        return pacer
     }
 
     /// A base64 receipt unique to `name`.

@@ -108,10 +108,13 @@ enum StatusCommand {
             // A shared ledger has as many daemons as hosts run: each is listed with its heartbeat.
             let workers = ledger.isShared ? try ledger.liveDaemons() : nil
             let finishesRefused = try ledger.refusedAppleFinishes()
+            // Buckets a host saved within the live window: a stopped host's are left out.
+            let pacer = StatusView.pacedBuckets(try ledger.pacerBuckets(since: context.time.unixSeconds - PostgresLedger.liveWindowSeconds))
             if parsed.has("--json") {
                 var json = StatusView.json(summary, breakers: breakers, daemon: daemon)
                 if case var .object(members) = json {
                     members.append(("apple_finishes_refused", .number(finishesRefused)))
+                    members.append(("pacer", StatusView.json(pacer: pacer, summary: summary)))
                     json = .object(members)
                 }
                 if let appleOrder, case var .object(members) = json {
@@ -130,7 +133,7 @@ enum StatusCommand {
             } else {
                 if let appleOrder { context.print(StatusView.text(appleOrder)) }
                 if let googleOrder { context.print(StatusView.text(googleOrder, held: summary.matching)) }
-                context.print(StatusView.text(summary, breakers: breakers, daemon: daemon, now: context.time.unixSeconds))
+                context.print(StatusView.text(summary, breakers: breakers, daemon: daemon, pacer: pacer, now: context.time.unixSeconds))
                 if finishesRefused > 0 {
                     // The orders are finished; StoreKit may still offer these transactions to the app.
                     context.print("App Store: Apple refused Finish Transaction for \(finishesRefused) finished orders "

@@ -105,7 +105,7 @@ package enum StatusView {
     }
 
     package static func text(_ summary: LedgerSummary, breakers: [Store: StoreBreaker] = [:], daemon: DaemonRecord? = nil,
-                            now: Int64) -> String {
+                            pacer: [PacedBucket] = [], now: Int64) -> String {
         var out = summary.filtered ? "matching orders by state: " : ""
         out += OrderState.allCases.map { "\($0.rawValue) \(summary.counts[$0] ?? 0)" }.joined(separator: "  ") + "\n"
         out += "oldest undelivered: " + (summary.oldestUndeliveredSeconds.map(Timestamp.age) ?? "none") + "\n"
@@ -126,7 +126,7 @@ package enum StatusView {
             if store != .appStore || Store.allCases.contains(where: { $0 != store && summary.storeCounts[$0]?.values.contains { $0 > 0 } == true }) {
                 line += "; " + OrderState.allCases.map { "\($0.rawValue) \(counts[$0] ?? 0)" }.joined(separator: "  ")
             }
-            out += line + "\n"
+            out += line + "\n" + pacerText(store, summary: summary, buckets: pacer)
         }
         for d in summary.playDeadlines {
             let left = d.refundAt - now

@@ -237,7 +237,7 @@ package final class Pacer: Sendable {
 
     /// "50", "12.5", "0.83": a rate as status and messages print it.
     package static func formatRate(_ rate: Double) -> String {
-        if rate >= 10 || rate == rate.rounded() { return String(Int(rate.rounded())) }
+        if rate >= 100 || rate == rate.rounded() { return String(Int(rate.rounded())) }
         return rate >= 1 ? String(format: "%.1f", rate) : String(format: "%.2f", rate)
     }
 

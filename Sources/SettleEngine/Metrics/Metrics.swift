@@ -26,6 +26,7 @@ package final class Metrics: Sendable {
         var storeRequests: [String: Int] = [:]     // "store|call|outcome" -> count
         var storeFinishes: [String: Int] = [:]     // "store|outcome" -> count
         var pushUnknownKeys = 0
+        var pacer: [PacerSnapshot] = []
     }
 
     private let state = Mutex(State())
@@ -89,6 +90,11 @@ package final class Metrics: Sendable {
     /// a forgery, or keys settle cannot refresh (check `google_play.push.jwks_url`).
     package func observePushUnknownKey() {
         state.withLock { $0.pushUnknownKeys += 1 }
+    }
+
+    /// This process's pacer buckets as a pass left them.
+    package func observePacer(_ buckets: [PacerSnapshot]) {
+        state.withLock { $0.pacer = buckets }
     }
 
     /// A pass ended, leaving the breakers of `openBreakers` open.
@@ -160,6 +166,22 @@ package final class Metrics: Sendable {
         family("settle_google_play_push_unknown_key_total", "counter",
                "Pub/Sub push tokens signed under a key id that no Google push key settle could read holds.")
         out += "settle_google_play_push_unknown_key_total{\(app)} \(s.pushUnknownKeys)\n"
+        func bucket(_ b: PacerSnapshot) -> String {
+            "\(app),store=\"\(Metrics.labelValue(b.key.store))\",group=\"\(Metrics.labelValue(b.key.group))\",environment=\"\(Metrics.labelValue(b.key.environment))\""
+        }
+        family("settle_pacer_rate", "gauge", "Requests a second this host's pacer grants now, by store, endpoint group and environment.")
+        for b in s.pacer { out += "settle_pacer_rate{\(bucket(b))} \(Metrics.format(b.rate))\n" }
+        family("settle_pacer_ceiling_rate", "gauge", "This host's share of the store's published or configured rate.")
+        for b in s.pacer { out += "settle_pacer_ceiling_rate{\(bucket(b))} \(Metrics.format(b.ceilingRate))\n" }
+        family("settle_pacer_requests_total", "counter", "Requests the pacer let through to the store.")
+        for b in s.pacer { out += "settle_pacer_requests_total{\(bucket(b))} \(b.granted)\n" }
+        family("settle_pacer_throttled_total", "counter", "HTTP 429 answers from the store (each lowers the bucket's rate).")
+        for b in s.pacer { out += "settle_pacer_throttled_total{\(bucket(b))} \(b.throttles)\n" }
+        family("settle_pacer_floor_throttled_total", "counter",
+               "HTTP 429 answers at the bucket's floor rate: the store refusing below its published rate (its breaker hears of them).")
+        for b in s.pacer { out += "settle_pacer_floor_throttled_total{\(bucket(b))} \(b.floorThrottles)\n" }
+        family("settle_pacer_waits_total", "counter", "Times a request waited for its bucket (or was deferred to a later pass).")
+        for b in s.pacer { out += "settle_pacer_waits_total{\(bucket(b))} \(b.waits)\n" }
         family("settle_build_info", "gauge", "The running settle's version.")
         out += "settle_build_info{\(app),version=\"\(SettleVersion.number)\"} 1\n"
         return out

@@ -12,7 +12,8 @@ extension Reconciler {
     /// ones), loads the StoreKit roots and key, and wires the verifiers and the delivery hook.
     package static func configured(_ configuration: Configuration, ledger: any SettleLedger, environment: [String: String],
                                   log: Log, metrics: Metrics? = nil,
-                                  random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) })
+                                  random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+                                  pacer injected: Pacer? = nil)
         throws(ConfigError) -> Reconciler {
         log.minimumLevel = configuration.logLevel
         let client = HTTPClient(configuration: HTTPClientConfiguration(
@@ -22,7 +23,8 @@ extension Reconciler {
         let products = Set(appStoreProducts.keys)
         let eligibility = PurchaseEligibility(products: appStoreProducts.mapValues(\.kind), binding: configuration.userBinding)
         let observe = appleObserver(metrics)
-        let pacer = storePacer(configuration)
+        // A test passes one on its clock; a process has one, shared by every call to either store.
+        let pacer = injected ?? storePacer(configuration)
         var receipts: ReceiptVerifier? = nil
         if let api = configuration.receiptAPI {
             let matcher = ReceiptMatcher(bundleId: configuration.bundleId, acceptSandbox: configuration.acceptSandbox,
@@ -126,7 +128,7 @@ extension Reconciler {
                 voided: PlayVoidedPoll(ledger: ledger, client: play.client, intervalSeconds: settings.voidedPollIntervalSeconds, log: log))
         }
         return Reconciler(configuration: configuration, ledger: ledger, deliverer: deliverer, policy: policy, log: log, metrics: metrics,
-                          inbox: inbox, stores: stores)
+                          inbox: inbox, stores: stores, pacer: pacer)
     }
 
     /// The Google Play verifier a `google_play` section describes: the service account key is
@@ -150,10 +152,18 @@ extension Reconciler {
 
     /// The one pacer of a process, shared by every call to either store. It reads the wall
     /// clock, not the ledger's: the stores count real seconds, also while the demo's clock races.
-    package static func storePacer(_ configuration: Configuration) -> Pacer {
+    package static func storePacer(_ configuration: Configuration, time: any TimeSource = SystemTimeSource(),
+                                   sleep: (@Sendable (Double) -> Void)? = nil) -> Pacer {
+        let rates = storeRates(configuration)
+        guard let sleep else { return Pacer(time: time, rates: rates) }
+        return Pacer(time: time, rates: rates, sleep: sleep)
+    }
+
+    /// Each pacer key's requests a second under `configuration` (the published rate where none is configured).
+    package static func storeRates(_ configuration: Configuration) -> @Sendable (PacerKey) -> Double? {
         let apple = configuration.serverAPI?.rateLimits ?? [:]
         let google = configuration.googlePlay?.rateLimits ?? [:]
-        return Pacer(time: SystemTimeSource(), rates: { key in StoreRateLimits.rate(key, apple: apple, google: google) })
+        return { key in StoreRateLimits.rate(key, apple: apple, google: google) }
     }
 
     private static func appleObserver(_ metrics: Metrics?) -> (@Sendable (AppleEnvironment, String, Double) -> Void)? {

@@ -26,11 +26,15 @@ package final class Reconciler: Sendable {
     /// its work before claims and after a pass, its listener routes. The engine never asks
     /// which store an adapter is.
     package let stores: [Store: any StoreAdapter]
+    /// The process's pacer (nil: unpaced), whose share each pass refreshes and whose buckets
+    /// the daemon shows in the ledger.
+    package let pacer: Pacer?
 
     /// `verifier` defaults to the stores' own (`StoreRouter`); a test may put another in.
     package init(configuration: Configuration, ledger: any SettleLedger, verifier: (any OrderVerifier)? = nil, deliverer: any Deliverer,
                 policy: RetryPolicy, owner: LeaseOwner = .current, log: Log, metrics: Metrics? = nil, inbox: NotificationInbox? = nil,
-                stores: [Store: any StoreAdapter] = [:]) {
+                stores: [Store: any StoreAdapter] = [:], pacer: Pacer? = nil) {
+        self.pacer = pacer
         self.inbox = inbox
         self.stores = stores
         self.verifier = verifier ?? StoreRouter(adapters: stores)
@@ -113,6 +117,9 @@ package final class Reconciler: Sendable {
             log.error("order.needs_attention", ["order": id, "reason": AttentionReason.rowInvalid.rawValue, "why": "reserved order id"])
         }
         let breakers = try ledger.breakersForPass()
+        // Hosts on one ledger each take their share of every store's rate, refreshed each pass.
+        let hosts = try ledger.pacerHosts(besides: owner)
+        pacer?.setHosts(hosts)
         let now = ledger.time.unixSeconds
         /// Whether a store's side work (its stored pushes, its polls) may call it this pass: not
         /// while its breaker holds its orders back. Once the cool-down is over it may be the
@@ -193,6 +200,12 @@ package final class Reconciler: Sendable {
             }
         }
         metrics?.observePass(openBreakers: Set(pass.breakers.filter { $0.value.state == .open }.keys), at: ledger.time.unixSeconds)
+        if let pacer {
+            // Once a pass, for `settle status` and the metrics: what each bucket of this host did.
+            let buckets = pacer.snapshots()
+            metrics?.observePacer(buckets)
+            try ledger.savePacerBuckets(host: owner.host, hosts: hosts, buckets)
+        }
         // Deadlines of the stores that must hear of a delivery (Google refunds after three days).
         if stores.keys.contains(where: \.mustBeToldOfDelivery) { try warnOfPlayDeadlines() }
         return report

@@ -44,6 +44,7 @@ final class GooglePlayReconcilePostgresTests: GooglePlayReconcileTests {
 
     override func testSlowGoogle_getsABoundedShareOfThePass_kicksProgressAfterEachPush_andTheAppStoreOrdersSettleInThatPass() throws { try super.testSlowGoogle_getsABoundedShareOfThePass_kicksProgressAfterEachPush_andTheAppStoreOrdersSettleInThatPass() }
     override func testGoogleFailingAsAWhole_stopsTheStoredPushesAtTheFirst_feedsItsBreaker_andTheRestWaitForItsRetryAfter() throws { try super.testGoogleFailingAsAWhole_stopsTheStoredPushesAtTheFirst_feedsItsBreaker_andTheRestWaitForItsRetryAfter() }
+    override func testGoogle429AboveTheFloor_isPaced_thePushesWaitForTheNextPass_andTheBreakerStaysClosed() throws { try super.testGoogle429AboveTheFloor_isPaced_thePushesWaitForTheNextPass_andTheBreakerStaysClosed() }
     override func testPushWhoseEffectCannotBeWritten_isKeptNotApplied_andTheOtherPushesAndPassesGoOn() throws { try super.testPushWhoseEffectCannotBeWritten_isKeptNotApplied_andTheOtherPushesAndPassesGoOn() }
     override func testPushMadeOrder_keepsItsOrigin() throws { try super.testPushMadeOrder_keepsItsOrigin() }
 

@@ -468,8 +468,11 @@ class GooglePlayReconcileTests: XCTestCase {
         XCTAssertEqual(Set(deliveries.filter { $0.hasPrefix("GPA.") }), Set((1...6).map { "GPA.S\($0) play-GPA.S\($0)" }))
     }
 
+    /// Google refusing even an eighth of its quota (the bucket at its floor): Google as a whole.
     func testGoogleFailingAsAWhole_stopsTheStoredPushesAtTheFirst_feedsItsBreaker_andTheRestWaitForItsRetryAfter() throws {
         let ledger = try makeLedger()
+        let pacer = try world.pacer(atFloor: [PacerKey(store: "google_play", group: "one_time_purchases", environment: "production")])
+        func pass(_ ledger: any SettleLedger) throws { _ = try world.reconciler(ledger: ledger, pacer: pacer).runPass() }
         try enqueueAppStore(ledger, ["a-1"])
         for i in 1...4 {
             try purchasePush(ledger, "m-down-\(i)", product("down-\(i)", orderId: "GPA.D\(i)", account: "alice"))
@@ -490,6 +493,26 @@ class GooglePlayReconcileTests: XCTestCase {
         XCTAssertEqual(try waitingPushes(ledger), [])
         XCTAssertEqual(try ledger.breakers()[.googlePlay]?.state, .closed)
         XCTAssertEqual(deliveries.filter { $0.hasPrefix("GPA.") }.count, 4)
+    }
+
+    func testGoogle429AboveTheFloor_isPaced_thePushesWaitForTheNextPass_andTheBreakerStaysClosed() throws {
+        let ledger = try makeLedger()
+        let pacer = try world.pacer()
+        for i in 1...3 {
+            try purchasePush(ledger, "m-paced-\(i)", product("paced-\(i)", orderId: "GPA.P\(i)", account: "alice"))
+        }
+        fake.failNextAPICalls(.status(429, retryAfter: "5"))
+        _ = try world.reconciler(ledger: ledger, pacer: pacer).runPass()
+        XCTAssertEqual(fake.calls.filter { !$0.path.contains("voidedpurchases") }.count, 1,
+                       "the rest of the pushes wait once the bucket is spent (the voided poll has a bucket of its own)")
+        XCTAssertEqual(try ledger.breakers()[.googlePlay]?.state, .closed, "settle too fast is not Google down")
+        XCTAssertEqual(try ledger.breakers()[.googlePlay]?.consecutiveFailures, 0)
+        XCTAssertEqual(try waitingPushes(ledger).count, 3)
+        world.time.advance(by: 6)
+        _ = try world.reconciler(ledger: ledger, pacer: pacer).runPass()
+        XCTAssertEqual(try waitingPushes(ledger), [])
+        XCTAssertEqual(deliveries.filter { $0.hasPrefix("GPA.P") }.count, 3)
+        XCTAssertEqual(pacer.bucket(PacerKey(store: "google_play", group: "one_time_purchases", environment: "production"))?.throttles, 1)
     }
 
     // MARK: - Pushes on the ledger (2.13)

@@ -213,15 +213,20 @@ class AppleAccountInboxTests: XCTestCase {
         // schedule.max_attempts is 3: three temporary failures and it stops, shown.
         _ = try tell(inbox, "ONE_TIME_CHARGE", accountPurchase("541", account: "acct-41"))
         try assign(ledger, "apple-541", to: buyer)
-        world.simulator.script(appAccountToken: [.error(status: 503, code: 5000001), .rateLimited(retryAfter: "1"), .error(status: 500, code: 5000000), .transaction])
-        for _ in 0..<5 {
-            _ = try reconciler.runPass()
+        // A 429 is settle's pace, not Apple's failure: it uses no attempt.
+        world.simulator.script(appAccountToken: [.error(status: 503, code: 5000001), .rateLimited(retryAfter: "1"),
+                                                 .error(status: 500, code: 5000000), .error(status: 500, code: 5000000), .transaction])
+        let paced = try world.reconciler(ledger: ledger, pacer: try world.pacer())
+        for _ in 0..<6 {
+            _ = try paced.runPass()
             world.time.advance(by: 7200)
         }
-        XCTAssertEqual(try outcomes(ledger, "apple-541"), ["account_token_retry", "account_token_retry", "account_token_failed"])
+        XCTAssertEqual(try history(ledger, "apple-541").filter { $0.kind == .assign && $0.outcome != "assigned" }.map(\.outcome),
+                       ["account_token_retry", "paced", "account_token_retry", "account_token_failed"])
         XCTAssertEqual(try ledger.accountTokenUpdate(orderId: "apple-541")?.state, "failed")
+        XCTAssertEqual(try ledger.accountTokenUpdate(orderId: "apple-541")?.attempts, 3)
         XCTAssertEqual(try order(ledger, "apple-541")?.state, .finished)
-        XCTAssertEqual(world.simulator.appAccountTokenRequests.filter { $0.originalTransactionId == "541" }.count, 3)
+        XCTAssertEqual(world.simulator.appAccountTokenRequests.filter { $0.originalTransactionId == "541" }.count, 4)
     }
 
     func testAssign_ofAPurchaseThePassDoesNotGrantTheUser_setsNoToken_andWithoutUserTokensNoneIsOwed() throws {

@@ -84,13 +84,15 @@ class FinishTransactionTests: XCTestCase {
         XCTAssertEqual(try ledger.appleFinish(orderId: "o-2")?.state, "finished")
     }
 
+    /// Apple refusing Finish Transaction even at an eighth of its rate (the bucket at its floor).
     func testFinishRateLimited_opensTheAppStoreBreaker_andTheOtherCallsWaitUntried() throws {
         let ledger = try makeLedger()
+        let pacer = try world.pacer(atFloor: [PacerKey(store: "app_store", group: "finish_transaction", environment: "Production")])
         let retryAt = (world.time.unixSeconds + 600) * 1000
         world.simulator.script(finish: [.rateLimited(retryAfter: String(retryAt))])
         try enqueue(ledger, "o-4", "2000000950000006")
         try enqueue(ledger, "o-5", "2000000950000007")
-        try pass(ledger)
+        _ = try world.reconciler(ledger: ledger, pacer: pacer).runPass()
         XCTAssertEqual(world.simulator.finishRequests.count, 1, "the second waits, untried, once Apple said to wait")
         let breaker = try XCTUnwrap(try ledger.breakers()[.appStore])
         XCTAssertEqual(breaker.state, .open)
@@ -104,6 +106,31 @@ class FinishTransactionTests: XCTestCase {
         try pass(ledger)
         XCTAssertEqual(Set(world.simulator.finishRequests.map(\.transactionId)), ["2000000950000006", "2000000950000007"])
         XCTAssertEqual(try ledger.appleFinish(orderId: "o-5")?.state, "finished")
+    }
+
+    func testFinishRateLimited_aboveTheFloor_isPaced_theRestWaitUntried_noAttempt_andTheBreakerStaysClosed() throws {
+        let ledger = try makeLedger()
+        let pacer = try world.pacer()
+        world.simulator.script(finish: [.rateLimited(retryAfter: "2")])
+        try enqueue(ledger, "o-6", "2000000950000008")
+        try enqueue(ledger, "o-7", "2000000950000009")
+        _ = try world.reconciler(ledger: ledger, pacer: pacer).runPass()
+        XCTAssertEqual(world.simulator.finishRequests.count, 1, "the bucket is spent: the second waits for the next pass")
+        XCTAssertEqual(try ledger.breakers()[.appStore]?.state, .closed, "settle too fast is not Apple down")
+        for id in ["o-6", "o-7"] {
+            XCTAssertEqual(try ledger.appleFinish(orderId: id)?.state, "pending")
+            XCTAssertEqual(try ledger.appleFinish(orderId: id)?.attempts, 0)
+        }
+        let paced = try (ledger.orderRecord("o-6")?.history ?? []) .filter { $0.outcome == "paced" }
+            + (ledger.orderRecord("o-7")?.history ?? []).filter { $0.outcome == "paced" }
+        XCTAssertEqual(paced.map(\.outcome), ["paced"])
+        XCTAssertTrue(paced.first?.detail?.contains("paced: app_store finish_transaction (Production) at 25/s") == true,
+                      "\(String(describing: paced.first?.detail))")
+        world.time.advance(by: 3)
+        _ = try world.reconciler(ledger: ledger, pacer: pacer).runPass()
+        XCTAssertEqual(try ledger.appleFinish(orderId: "o-6")?.state, "finished", "due again at once: no backoff")
+        XCTAssertEqual(try ledger.appleFinish(orderId: "o-7")?.state, "finished")
+        XCTAssertEqual(pacer.bucket(PacerKey(store: "app_store", group: "finish_transaction", environment: "Production"))?.throttles, 1)
     }
 
     func testFinishAppleRefusesForGood_isRecordedAndShownInStatus_andNeverSentAgain() throws {
@@ -157,6 +184,7 @@ final class FinishTransactionPostgresTests: FinishTransactionTests {
     override func testDeliveredOrder_isFinishedWithAppleAfterItIsFinished_once_andItsHistorySaysSo() throws { try super.testDeliveredOrder_isFinishedWithAppleAfterItIsFinished_once_andItsHistorySaysSo() }
     override func testFinishThatAppleCannotTakeNow_isRetriedAfterABackoff_whileTheOrderStaysFinished() throws { try super.testFinishThatAppleCannotTakeNow_isRetriedAfterABackoff_whileTheOrderStaysFinished() }
     override func testFinishRateLimited_opensTheAppStoreBreaker_andTheOtherCallsWaitUntried() throws { try super.testFinishRateLimited_opensTheAppStoreBreaker_andTheOtherCallsWaitUntried() }
+    override func testFinishRateLimited_aboveTheFloor_isPaced_theRestWaitUntried_noAttempt_andTheBreakerStaysClosed() throws { try super.testFinishRateLimited_aboveTheFloor_isPaced_theRestWaitUntried_noAttempt_andTheBreakerStaysClosed() }
     override func testFinishAppleRefusesForGood_isRecordedAndShownInStatus_andNeverSentAgain() throws { try super.testFinishAppleRefusesForGood_isRecordedAndShownInStatus_andNeverSentAgain() }
     override func testFinishTransactionsOff_tellsAppleNothing_andSaysWhy() throws { try super.testFinishTransactionsOff_tellsAppleNothing_andSaysWhy() }
 }

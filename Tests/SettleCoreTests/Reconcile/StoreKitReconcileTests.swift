@@ -249,11 +249,12 @@ final class StoreKitReconcileTests: XCTestCase {
         XCTAssertEqual(world.simulator.serverRequests.first?.tokenProblem, "signature does not verify")
     }
 
-    func testRateLimit_opensTheBreakerUntilRetryAfter_usingNoAttempt() throws {
+    func testRateLimitAtTheFloorRate_opensTheBreakerUntilRetryAfter_usingNoAttempt() throws {
+        let pacer = try world.pacer(atFloor: [PacerKey(store: "app_store", group: "transaction_info", environment: "Production")])
         let retryAt = (world.time.unixSeconds + 600) * 1000
         world.scriptTransaction("2000000900000016", answers: [.rateLimited(retryAfter: String(retryAt))])
         try enqueueTransactionId("o-1", "2000000900000016")
-        let report = try pass()
+        let report = try world.reconciler(ledger: ledger, pacer: pacer).runPass()
         XCTAssertTrue(report.breakersOpened.contains(.appStore))
         let breaker = try ledger.breakers()[.appStore]!
         XCTAssertEqual(breaker.state, .open)
