@@ -241,7 +241,9 @@ package struct PlayDeveloperClient: Sendable {
             }
             return fail(.unavailable, "Google Play Developer API \(what) answered HTTP 429 (rate limited)", retryAfter: retryAfter)
         case 500...599:
-            return fail(.unavailable, "Google Play Developer API \(what) answered HTTP \(status)\(said)")
+            // A 503 may say when to come back (RFC 9110, 10.2.3): Google's breaker waits that long.
+            return fail(.unavailable, "Google Play Developer API \(what) answered HTTP \(status)\(said)",
+                        retryAfter: RetryAfter.seconds(response.header("Retry-After"), now: tokens.time.now))
         default:
             return fail(.refused, "Google Play Developer API \(what) answered HTTP \(status)\(said)")
         }

@@ -40,8 +40,9 @@ final class StoreOutageTests: GooglePlayTestCase {
     func testGoogleOutage_opensTheGooglePlayBreakerOnly_andAppStoreOrdersStillSettle() throws {
         try enqueuePlay("gp-1", token: scriptProduct("one", orderId: "GPA.one"))
         try enqueueValid("as-1", transaction: "2000000000000001")
-        // Google asks for two minutes of quiet: its breaker opens at once, for at least that long.
-        fake.failNextAPICalls(.status(429, retryAfter: "120"))
+        // Google is down and asks for two minutes of quiet (a 503 with Retry-After; a 429 would be
+        // settle's pace): its breaker opens at once, for at least that long.
+        fake.failNextAPICalls(.status(503, retryAfter: "120"))
 
         let first = try settle(["reconcile"])
         XCTAssertEqual(first.status, 69, first.stderr)

@@ -69,6 +69,9 @@ package struct AppleOrderLookup: Sendable {
             return .found(orderId: orderId, environment: environment, purchases: purchases)
         case let .notFound(message):
             return .notFound(message)
+        case let .failed(.paced(message)):
+            // Support's lookups keep the bucket's reserve; this one met even that: ask again shortly.
+            return .unavailable("\(message); try again in a few seconds")
         case let .failed(outcome):
             return .unavailable("\(outcome)")
         }

@@ -90,6 +90,8 @@ package final class Pass: Sendable {
     package func isStopped(_ store: Store) -> Bool {
         shouldStop() || state.withLock { $0.stopped || $0.stores[store]?.stopped ?? true }
     }
+    /// A call for `store` met its rate limit this pass: its orders claimed but not started go back.
+    package func isPaced(_ store: Store) -> Bool { state.withLock { $0.stores[store]?.paced ?? false } }
     /// The process is shutting down (not a breaker or a fault, which still let verified orders go out).
     package var isShuttingDown: Bool { shouldStop() }
     /// Each store's breaker as the pass leaves it.

@@ -29,6 +29,9 @@ package final class Reconciler: Sendable {
     /// The process's pacer (nil: unpaced), whose share each pass refreshes and whose buckets
     /// the daemon shows in the ledger.
     package let pacer: Pacer?
+    /// The buckets as last saved, and when: an idle pass (nothing sent, nothing changed) writes
+    /// nothing, but a save is never older than half the live window status reads them within.
+    private let savedBuckets = Mutex<(buckets: [PacerSnapshot], at: Int64)>(([], 0))
 
     /// `verifier` defaults to the stores' own (`StoreRouter`); a test may put another in.
     package init(configuration: Configuration, ledger: any SettleLedger, verifier: (any OrderVerifier)? = nil, deliverer: any Deliverer,
@@ -204,7 +207,11 @@ package final class Reconciler: Sendable {
             // Once a pass, for `settle status` and the metrics: what each bucket of this host did.
             let buckets = pacer.snapshots()
             metrics?.observePacer(buckets)
-            try ledger.savePacerBuckets(host: owner.host, hosts: hosts, buckets)
+            let now = ledger.time.unixSeconds
+            if savedBuckets.withLock({ $0.buckets != buckets || now - $0.at >= PostgresLedger.liveWindowSeconds / 2 }) {
+                try ledger.savePacerBuckets(host: owner.host, hosts: hosts, buckets)
+                savedBuckets.withLock { $0 = (buckets, now) }
+            }
         }
         // Deadlines of the stores that must hear of a delivery (Google refunds after three days).
         if stores.keys.contains(where: \.mustBeToldOfDelivery) { try warnOfPlayDeadlines() }
@@ -368,11 +375,13 @@ package final class Reconciler: Sendable {
         }
     }
 
-    /// The order's store (its breaker opened, its credentials failed) or the whole pass may
-    /// have stopped while we were claiming: put the claim back untouched (nil); the caller goes
-    /// on with the next order, as another store's may still be worked on.
+    /// The order's store (its breaker opened, its credentials failed, its rate limit was met) or
+    /// the whole pass may have stopped while we were claiming: put the claim back untouched
+    /// (nil; a paced store's orders keep their place, unattempted); the caller goes on with the
+    /// next order, as another store's may still be worked on. A delivery is never held back.
     private func keepUnlessStopped(_ order: Order, _ pass: Pass) throws(LedgerError) -> Order? {
-        guard pass.isStopped(order.store) else { return order }
+        let paced = order.state != .delivering && pass.isPaced(order.store)
+        guard pass.isStopped(order.store) || paced else { return order }
         try ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
         return nil
     }

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+@testable import SettleBase
 @testable import SettleModel
 @testable import SettleLedger
 @testable import SettleEngine
@@ -23,6 +24,9 @@ final class ShippedRulesTests: XCTestCase {
         metrics.observeStoreRequest(store: "google_play", call: "products.get", outcome: "ok")
         metrics.observeStoreFinish(store: "google_play", outcome: "acknowledged")
         metrics.observePass(openBreakers: [.googlePlay], at: 2)
+        metrics.observePacer([PacerSnapshot(key: PacerKey(store: "app_store", group: "transaction_info", environment: "Production"),
+                                            rate: 25, ceilingRate: 50, configuredRate: 50, share: 1, granted: 9, throttles: 1,
+                                            floorThrottles: 0, waits: 2)])
         var summary = LedgerSummary(counts: [.pending: 2], oldestUndeliveredSeconds: 5, orders: [])
         summary.storeCounts = [.appStore: [.pending: 1], .googlePlay: [.pending: 1]]
         let text = metrics.render(summary: summary, bundleId: "com.example.game", now: 3)
@@ -78,7 +82,7 @@ final class ShippedRulesTests: XCTestCase {
     func testEveryAlert_hasASeverity_andARunbookThatNamesASettleCommand() throws {
         let rules = try String(contentsOf: Self.config.appendingPathComponent("settle.rules.yml"), encoding: .utf8)
         let alerts = rules.components(separatedBy: "\n      - alert: ").dropFirst()
-        XCTAssertEqual(alerts.count, 8, "the alerts were not found")
+        XCTAssertEqual(alerts.count, 9, "the alerts were not found")
         for alert in alerts {
             let name = String(alert.prefix { $0 != "\n" })
             XCTAssertTrue(alert.contains("severity: critical") || alert.contains("severity: warning"), name)

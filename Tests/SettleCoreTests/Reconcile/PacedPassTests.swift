@@ -138,6 +138,23 @@ final class PacedPassPostgresTests: PacedPassTests {
 
     override func makeLedger() throws -> any SettleLedger { try PostgresLedger(url: schema!.url, time: world.time) }
 
+    func testADeadHostsShare_returnsOnceItsHeartbeatIsOlderThanTheLiveWindow() throws {
+        let ledger = try makeLedger()
+        try ledger.recordDaemonStarted(.current)
+        try ledger.recordDaemonStarted(LeaseOwner(host: "dead-host.example", pid: 7, leaseStart: "1"))
+        XCTAssertEqual(try ledger.pacerHosts(besides: .current), 2)
+        XCTAssertEqual(try ledger.pacerHosts(besides: LeaseOwner(host: "one-shot.example", pid: 9, leaseStart: "1")), 3,
+                       "a one-shot settle reconcile counts itself once more")
+        // Its last heartbeat a second more than the live window ago (the database's clock).
+        let connection = try PostgresConnection(url: schema!.url)
+        defer { connection.close() }
+        try connection.execute("UPDATE daemons SET heartbeat_at = heartbeat_at - \(PostgresLedger.liveWindowSeconds + 1) WHERE host = 'dead-host.example'")
+        XCTAssertEqual(try ledger.pacerHosts(besides: .current), 1)
+        let pacer = try world.pacer()
+        _ = try world.reconciler(ledger: ledger, pacer: pacer).runPass()
+        XCTAssertEqual(pacer.share, 1, "the whole rate is this host's again")
+    }
+
     // Linux test discovery lists only the methods a class declares.
     override func testA429AboveTheFloor_defersTheOrder_dueWithoutAttemptOrBackoff_breakerClosed_andThePassClaimsNoMoreOfTheStore() throws { try super.testA429AboveTheFloor_defersTheOrder_dueWithoutAttemptOrBackoff_breakerClosed_andThePassClaimsNoMoreOfTheStore() }
     override func testA429AtTheFloorRate_isAppleRefusingBelowItsRate_andOpensTheBreaker() throws { try super.testA429AtTheFloorRate_isAppleRefusingBelowItsRate_andOpensTheBreaker() }
