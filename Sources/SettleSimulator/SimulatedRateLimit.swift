@@ -85,19 +85,20 @@ package final class SimulatedRateLimit: Sendable {
                 counts.outage += 1
                 return .outage
             }
-            guard limited else { return .granted }
-            // One second's worth of burst: the most a store lets through at once.
-            var bucket = s.buckets[group] ?? Bucket(tokens: rate, updated: now)
-            bucket.tokens = min(rate, bucket.tokens + max(0, now - bucket.updated) * rate)
-            bucket.updated = max(bucket.updated, now)
-            defer { s.buckets[group] = bucket }
-            guard bucket.tokens >= 1 else {
-                counts.refused += 1
-                if elapsed > 1 { counts.refusedAfterFirstSecond += 1 }
-                Counts.count(max(0, Int(elapsed)), in: &counts.refusalsPerSecond)
-                return .limited(retryAfter: (1 - bucket.tokens) / rate)
+            if limited {
+                // One second's worth of burst: the most a store lets through at once.
+                var bucket = s.buckets[group] ?? Bucket(tokens: rate, updated: now)
+                bucket.tokens = min(rate, bucket.tokens + max(0, now - bucket.updated) * rate)
+                bucket.updated = max(bucket.updated, now)
+                defer { s.buckets[group] = bucket }
+                guard bucket.tokens >= 1 else {
+                    counts.refused += 1
+                    if elapsed > 1 { counts.refusedAfterFirstSecond += 1 }
+                    Counts.count(max(0, Int(elapsed)), in: &counts.refusalsPerSecond)
+                    return .limited(retryAfter: (1 - bucket.tokens) / rate)
+                }
+                bucket.tokens -= 1
             }
-            bucket.tokens -= 1
             counts.granted += 1
             Counts.count(max(0, Int(elapsed)), in: &counts.grantsPerSecond)
             return .granted
