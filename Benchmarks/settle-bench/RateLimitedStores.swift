@@ -6,7 +6,7 @@ import SettleSimulator
 
 /// The orders of the rate-limit rows (issue 27): App Store orders carrying only a StoreKit 2
 /// transaction id (each one Get Transaction Info, a paced Server API call) and Google Play
-/// one-time purchases (`products.get` and `consume`, two calls in the one_time_purchases bucket).
+/// one-time purchases (calls in the one_time_purchases bucket).
 /// The last `urgent` Play orders were bought more than two days ago, inside a day of Google's
 /// three-day refund deadline, the very last one first: it is the one nearest its deadline, and
 /// it sorts last by order id, so it can only settle first because settle puts it first.
@@ -16,8 +16,16 @@ enum RateOrders {
     static let serviceAccountEmail = "settle-bench@example-project.iam.gserviceaccount.com"
     static let urgent = 10
 
-    static func appleOrderId(_ index: Int) -> String { String(format: "a-%06d", index) }
-    static func playOrderId(_ index: Int) -> String { String(format: "p-%06d", index) }
+    /// A Play one-time purchase costs settle three calls of its bucket (productsv2, the
+    /// purchase, consume; measured: the bench prints it), an App Store order one.
+    static let playCallsPerOrder = 3
+
+    /// Order ids interleave the stores (three App Store orders, then a Play order), as a backlog
+    /// that built up during an outage of settle's would: both stores' orders are due at once
+    /// and claimed side by side. (Ids grouped by store let one store's backlog, claimed first,
+    /// hold the other's bucket idle until it is gone.)
+    static func appleOrderId(_ index: Int) -> String { String(format: "o-%06d", index + index / playCallsPerOrder) }
+    static func playOrderId(_ index: Int) -> String { String(format: "o-%06d", (playCallsPerOrder + 1) * index + playCallsPerOrder) }
     static func playToken(_ index: Int) -> String { "bench-play-token-\(index)-0123456789abcdef" }
     static func user(_ index: Int) -> String { "u-\(index % 97)" }
     static func appleTransactionId(_ index: Int) -> String { BenchOrders.transactionId(index) }
@@ -158,13 +166,16 @@ struct GroupCounts {
     var drainSeconds: Int { (grantsPerSecond.lastIndex { $0 > 0 } ?? -1) + 1 }
 
     /// Grants a second over the drain's whole seconds, leaving out its first (the start-up
-    /// burst, one second's worth that both buckets begin full with) and its last (partial).
-    var steadyRate: Double { mean(grantsPerSecond, 1..<max(1, drainSeconds - 1)) }
+    /// burst, one second's worth that both buckets begin full with) and its last (partial);
+    /// a drain of under three seconds is taken whole.
+    var steadyRate: Double { mean(grantsPerSecond, steadySeconds) }
 
     /// Requests sent a second (granted and refused) over the same seconds.
-    var steadySentRate: Double {
-        let range = 1..<max(1, drainSeconds - 1)
-        return mean(grantsPerSecond, range) + mean(refusalsPerSecond, range)
+    var steadySentRate: Double { mean(grantsPerSecond, steadySeconds) + mean(refusalsPerSecond, steadySeconds) }
+
+    private var steadySeconds: Range<Int> {
+        let seconds = max(drainSeconds, refusalsPerSecond.count)
+        return seconds >= 3 ? 1..<drainSeconds - 1 : 0..<max(1, seconds)
     }
 
     /// Grants a second over `seconds` (an outage window), clipped to the drain.

@@ -22,9 +22,12 @@ struct RateRows {
     }
 
     var appleOrders: Int { options.rateOrders - playOrders }
-    /// A Play order costs two calls of its bucket (get, consume), an App Store order one: a
-    /// third of the backlog on Play makes both stores' drains take as long.
-    var playOrders: Int { options.rateOrders / 3 }
+    /// A Play order costs `RateOrders.playCallsPerOrder` calls of its bucket, an App Store
+    /// order one: this share of the backlog on Play makes both stores' drains take as long.
+    /// (settle's workers take claimed orders in claim order and wait for their bucket's token,
+    /// so with another mix the store that is the bottleneck holds the workers and the other's
+    /// bucket goes partly unused: with a third on Play, App Store ran at 0.67 of its limit.)
+    var playOrders: Int { options.rateOrders / (RateOrders.playCallsPerOrder + 1) }
     var rate: Double { Double(options.rateLimit) }
     /// The outage window, seconds after the stores' first request.
     var outage: Range<Double> { options.quick ? 2..<6 : 10..<30 }
@@ -47,6 +50,9 @@ struct RateRows {
             emit("  (grants a second, \(name): \(counts.grantsPerSecond.map(String.init).joined(separator: " ")))")
         }
         let all = Array(base.stores.apple.values) + Array(base.stores.google.values)
+        if let google, base.playDeliveryOrder.count > 0 {
+            emit(String(format: "  (Play calls per settled order: %.2f)", Double(google.granted) / Double(base.playDeliveryOrder.count)))
+        }
         emit(Self.columns("429s after the first second (all groups)",
                           "\(all.reduce(0) { $0 + $1.refusedAfterFirstSecond }) (in the first: \(all.reduce(0) { $0 + $1.refused - $1.refusedAfterFirstSecond }))",
                           "0"))
@@ -100,6 +106,12 @@ struct RateRows {
                                                                             counts.steadyRate / rate, counts.steadyRate,
                                                                             counts.refusedAfterFirstSecond), ">= 0.90"))
         }
+        for (name, counts) in [("App Store transaction_info", run.stores.apple["transaction_info"]),
+                               ("Google Play one_time_purchases", run.stores.google["one_time_purchases"])] {
+            guard let counts else { continue }
+            emit("  (two hosts, granted a second / refused a second, \(name): \(counts.grantsPerSecond.map(String.init).joined(separator: " ")) / \(counts.refusalsPerSecond.map(String.init).joined(separator: " ")))")
+        }
+        for pass in run.pass { emit("  (a host's pass: \(pass.summary), \(String(format: "%.1f s", pass.wall)))") }
         let finished = run.pass.reduce(0) { $0 + $1.finished }
         emit("  (two hosts: \(finished) of \(options.rateOrders) settled, \(run.pass.map { String($0.finished) }.joined(separator: " + ")); each host paces on its own until the pacer gives each its share)")
     }
