@@ -100,6 +100,13 @@ struct RateRows {
         for (name, counts) in [("App Store transaction_info", run.stores.apple["transaction_info"]),
                                ("Google Play one_time_purchases", run.stores.google["one_time_purchases"])] {
             guard let counts else { continue }
+            // A drain of a few seconds is no rate: a token bucket lets up to twice its rate
+            // through in one wall-clock second, and what stopped it is the finding.
+            guard counts.drainSeconds >= 5 else {
+                emit(Self.columns("two hosts, \(name)", "not measurable: the drain stopped after \(counts.drainSeconds) s (\(counts.granted) granted, \(counts.refused) refused)",
+                                  "<= 1.00 sent, >= 0.90 granted"))
+                continue
+            }
             emit(Self.columns("two hosts, sent / limit, \(name)", String(format: "%.2f (%.1f/s)", counts.steadySentRate / rate, counts.steadySentRate),
                               "<= 1.00"))
             emit(Self.columns("two hosts, granted / limit, \(name)", String(format: "%.3f (%.1f/s; 429s after the first second %d)",
