@@ -178,6 +178,26 @@ final class SimulatedRateLimitTests: XCTestCase {
         XCTAssertNil(counts?["token"])
     }
 
+    func testAPlansFilesRateLimitAppliesToBothStores() throws {
+        let script = try SimulatorScript(json: JSONValue.parse(Data(#"{"rate_limit": 1}"#.utf8)), bundleId: "com.example.game")
+        let simulator = try AppleSimulator(sharedSecret: "s", time: time)
+        defer { simulator.stop() }
+        script.apply(to: simulator)
+        let info = simulator.serverProductionURL + "/inApps/v1/transactions/3000000000"
+        XCTAssertEqual(try get(info).status, 401)
+        XCTAssertEqual(try get(info).status, 429)
+        let world = try PlayTestWorld()
+        script.googlePlay.apply(to: world.fake)
+        let product = world.server.baseURL + "/androidpublisher/v3/applications/\(PlayTestWorld.packageName)/purchases/products/gems/tokens/t"
+        XCTAssertEqual(try get(product).status, 401)
+        XCTAssertEqual(try get(product).status, 429)
+        for bad in [#"{"rate_limit": 0}"#, #"{"rate_limit": "fast"}"#, #"{"rate_limit": -5}"#] {
+            XCTAssertThrowsError(try SimulatorScript(json: JSONValue.parse(Data(bad.utf8)), bundleId: "b")) { error in
+                XCTAssertEqual("\(error)", "rate_limit: expected requests a second, a positive number")
+            }
+        }
+    }
+
     func testWithoutALimitTheSimulatorsRefuseNothing() throws {
         let simulator = try AppleSimulator(sharedSecret: "s", time: time)
         defer { simulator.stop() }
