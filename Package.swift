@@ -57,7 +57,7 @@ let package = Package(
         // SQLiteDatabase.
         .executableTarget(name: "settle-bench",
                           dependencies: ["SettleApp", "SettleBase", "SettleConfig", "SettleAppStore", "SettleLedger",
-                                         "SettleEngine", "SettleSimulator"],
+                                         "SettleEngine", "SettleSimulator", "SettleGooglePlay"],
                           path: "Benchmarks/settle-bench"),
         // Notifications/s the endpoint takes while passes run (scripts/notify-bench.sh).
         .executableTarget(name: "settle-notify-bench",

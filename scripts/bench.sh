@@ -5,6 +5,8 @@
 #
 #   scripts/bench.sh            the full table (N=5,000; passes at 1 k, 10 k, 100 k; 1 M status ledger)
 #   scripts/bench.sh --quick    a short subset (N=1,000; passes at 1 k, 3 k; 100 k status ledger)
+#   scripts/bench.sh --rows rate   only the rate-limit rows (20,000 orders at 200/s; ~6 min;
+#                                the two-host row needs PostgreSQL: SETTLE_BENCH_POSTGRES_URL)
 #   scripts/bench.sh --help     every option (sizes, rows, timeouts)
 #
 # Needs python3 with requests and app-store-server-library (pip install requests

@@ -50,7 +50,10 @@ struct BenchFolder {
     }
 
     /// Writes a configuration for `ledger` and returns its path.
-    func configuration(name: String, ledger: String, apple: FakeAppleProcess?, delivery: Delivery, concurrency: Int) throws -> String {
+    /// `finishTransactions`: whether settle tells the fake Apple each delivered transaction is
+    /// finished (`server_api.finish_transactions`, settle's default): side work paced at Apple's 50/s.
+    func configuration(name: String, ledger: String, apple: FakeAppleProcess?, delivery: Delivery, concurrency: Int,
+                       finishTransactions: Bool = BenchFolder.finishTransactions) throws -> String {
         let deliveryObject: JSONValue = switch delivery {
         case let .command(argv): .object([("command", .array(argv.map { .string($0) }))])
         case let .batchCommand(argv, batch): .object([("command", .array(argv.map { .string($0) })), ("batch_size", .number(batch))])
@@ -67,7 +70,8 @@ struct BenchFolder {
                                     ("issuer_id", .string(BenchOrders.issuerId)), ("key_id", .string(BenchOrders.keyId)),
                                     ("private_key_file", .string("appstore-key.p8")),
                                     ("root_certificates", .array([.string("AppleRootCA-G3.pem")])),
-                                    ("receipt_root_certificates", .array([.string("AppleRootCA-G3.pem")]))])),
+                                    ("receipt_root_certificates", .array([.string("AppleRootCA-G3.pem")])),
+                                    ("finish_transactions", .bool(finishTransactions))])),
             // The backend enqueues transaction ids it got from Apple for this user itself.
             ("user_binding", .object([("unsigned_proofs", .string("trust"))])),
             ("delivery", deliveryObject),
@@ -144,7 +148,7 @@ struct BenchFolder {
     }
 
     /// Creates the file through `SQLiteLedger`, so it has every migration settle has.
-    private func emptyLedger(name: String) throws -> String {
+    func emptyLedger(name: String) throws -> String {
         let file = path + "/\(name).sqlite3"
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: file + suffix) }
         _ = try SQLiteLedger(path: file)
@@ -153,10 +157,17 @@ struct BenchFolder {
 
     /// A connection for seeding: SettleLedger's own `SQLiteDatabase`, without the fsyncs
     /// (seeding is not what is measured; settle's own connections use synchronous=FULL).
-    private static func seedDatabase(_ file: String) throws -> SQLiteDatabase {
+    static func seedDatabase(_ file: String) throws -> SQLiteDatabase {
         let database = try SQLiteDatabase(path: file, mode: .readWrite)
         try database.execute("PRAGMA synchronous = OFF")
         try database.execute("PRAGMA foreign_keys = ON")
         return database
     }
+}
+
+extension BenchFolder {
+    /// The passes' rows measure the reconcile pass; Finish Transaction after it is paced at
+    /// Apple's 50/s (100 calls a pass: about 1.3 s of every pass, whatever settle's speed),
+    /// so they run with it off and `--rows finish` shows its cost.
+    static let finishTransactions = false
 }

@@ -29,6 +29,8 @@ struct BenchReport {
         if options.rows.contains("pass") { try passRows(runner, bench: bench, folder: folder) }
         if options.rows.contains("jws") { try jwsRows(runner, bench: bench, folder: folder) }
         if options.rows.contains("status") { try statusRows(settle: binaries + "/settle", folder: folder) }
+        if options.rows.contains("finish") { try FinishRows(options: options, runner: runner, bench: bench).run { emit($0) } }
+        if options.rows.contains("rate") { try RateRows(options: options, bench: bench, folder: folder).run { emit($0) } }
         print("\n==== summary ====")
         for line in table { print(line) }
     }

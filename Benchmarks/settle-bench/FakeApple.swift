@@ -57,8 +57,16 @@ enum FakeAppleServer {
         }.start()
         _ = closed.wait(timeout: .now() + maxLifetime)
         // The parent reads this last line when it stops us.
+        // Finish Transaction calls, and those the simulator answered 200 (a scripted production
+        // transaction and a good token; any other gets a 401 or Apple's 404).
+        let finishes = simulator.finishRequests
+        let answered = finishes.filter { f in
+            f.environment == .production && f.tokenProblem == nil
+                && Int64(f.transactionId).map { $0 >= 3_000_000_000 && $0 < 3_000_000_000 + Int64(orders) } == true
+        }
         print(JSONValue.object([("connections", .number(simulator.acceptedConnections)),
-                                ("requests", .number(simulator.requests.count + simulator.serverRequests.count))]).serialized())
+                                ("requests", .number(simulator.requests.count + simulator.serverRequests.count)),
+                                ("finishes", .number(finishes.count)), ("finishes_ok", .number(answered.count))]).serialized())
         fflush(nil)
         simulator.stop()
         webhook.stop()
@@ -74,6 +82,8 @@ final class FakeAppleProcess {
     /// The simulated App Store Server API.
     let serverURL: String
     let serverSandboxURL: String
+    /// Finish Transaction calls the last run saw, and those answered 200 (set by `stop()`).
+    private(set) var finishes = (sent: 0, ok: 0)
     private let process: Process
     private let input: Pipe
     private let output: Pipe
@@ -113,6 +123,7 @@ final class FakeAppleProcess {
         let rest = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard let line = try? ChildProcess.lastJSON(String(decoding: rest, as: UTF8.self)) else { return (0, 0) }
+        finishes = (line.int("finishes"), line.int("finishes_ok"))
         return (line.int("connections"), line.int("requests"))
     }
 }

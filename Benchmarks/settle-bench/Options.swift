@@ -7,6 +7,8 @@ struct BenchOptions {
         case report
         case serveApple
         case runPass(String)
+        /// The rate-limited fake stores of the rate rows (`RateLimitedStores`), with their own arguments.
+        case serveStores([String])
     }
 
     var mode = Mode.report
@@ -26,14 +28,18 @@ struct BenchOptions {
     var passWrapper: [String] = []
     /// For --serve-apple: the key settle signs Server API tokens with.
     var storeKitKey = ""
+    /// The rate rows: the backlog's size and the stores' limit, requests a second per endpoint group.
+    var rateOrders = 20_000
+    var rateLimit = 200
 
-    static let allRows: Set<String> = ["network", "durability", "postgres", "pass", "jws", "status"]
+    static let allRows: Set<String> = ["network", "durability", "postgres", "pass", "jws", "status", "rate", "finish"]
 
     static let usage = """
     usage: settle-bench [--quick] [--orders N] [--concurrency C] [--apple-latency-ms L]
                         [--pass-sizes N,N,...] [--status-orders N] [--jws-seconds S]
-                        [--rows network,durability,postgres,pass,jws,status] [--no-python] [--pass-timeout S]
+                        [--rows network,durability,postgres,pass,jws,status,rate,finish] [--no-python] [--pass-timeout S]
                         [--fixtures DIR] [--python-dir DIR] [--pass-wrapper "valgrind --tool=callgrind"]
+                        [--rate-orders N] [--rate-limit R]
     """
 
     init(_ arguments: [String]) throws {
@@ -51,6 +57,12 @@ struct BenchOptions {
             explicit.insert(flag)
             switch flag {
             case "--serve-apple": mode = .serveApple
+            case "--serve-stores":
+                var rest: [String] = []
+                while let argument = iterator.next() { rest.append(argument) }
+                mode = .serveStores(rest)
+            case "--rate-orders": rateOrders = try number(flag)
+            case "--rate-limit": rateLimit = try number(flag)
             case "--run-pass": mode = .runPass(try value(flag))
             case "--quick": quick = true
             case "--orders": orders = try number(flag)
@@ -84,6 +96,7 @@ struct BenchOptions {
             if !explicit.contains("--pass-sizes") { passSizes = [1_000, 3_000] }
             if !explicit.contains("--status-orders") { statusOrders = 100_000 }
             if !explicit.contains("--jws-seconds") { jwsSeconds = 0.5 }
+            if !explicit.contains("--rate-orders") { rateOrders = 2_000 }
         }
     }
 }

@@ -77,10 +77,11 @@ struct PassRunner {
     let wrapper: [String]
 
     func settle(orders: Int, apple: FakeAppleProcess?, delivery: BenchFolder.Delivery, concurrency: Int, tag: String,
-                storeKit: Bool = false, syncs: SyncTrace? = nil) throws -> PassResult {
+                storeKit: Bool = false, syncs: SyncTrace? = nil,
+                finishTransactions: Bool = BenchFolder.finishTransactions) throws -> PassResult {
         let ledger = try folder.dueLedger(name: "settle-\(tag)", orders: orders, storeKit: storeKit)
         let config = try folder.configuration(name: "settle-\(tag)", ledger: ledger, apple: apple, delivery: delivery,
-                                              concurrency: concurrency)
+                                              concurrency: concurrency, finishTransactions: finishTransactions)
         let (status, output) = try ChildProcess.run((syncs?.wrapper ?? wrapper) + [bench, "--run-pass", config], timeout: timeout)
         guard status == 0 else { throw BenchError("settle pass \(tag) exited \(status): \(output.suffix(400))") }
         let result = PassResult(orders: orders, json: try ChildProcess.lastJSON(output), finishedKey: "finished")

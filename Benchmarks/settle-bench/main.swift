@@ -11,6 +11,7 @@ do {
     switch options.mode {
     case .serveApple: try FakeAppleServer.serve(orders: options.orders, latencyMs: options.latencyMs, storeKitKey: options.storeKitKey)
     case let .runPass(config): try PassChild.run(configurationPath: config)
+    case let .serveStores(arguments): try RateLimitedStores.serve(arguments)
     case .report:
         var report = BenchReport(options: options)
         try report.run()

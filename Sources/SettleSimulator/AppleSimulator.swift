@@ -63,6 +63,10 @@ package final class AppleSimulator: Sendable {
 
     package func stop() { server.stop() }
 
+    /// Enforces `limit` on the Server API from now on (issue 27's benchmark); its counts are
+    /// served at `GET /simulator/rate_limits`.
+    package func limit(_ limit: SimulatedRateLimit) { core.rateLimit.withLock { $0 = limit } }
+
     /// Scripts the answers for a receipt (its base64 text as sent in `receipt-data`).
     package func script(_ receiptData: String, _ script: ReceiptScript) {
         core.state.withLock { $0.scripts[receiptData] = script }
@@ -131,6 +135,8 @@ package final class AppleSimulatorCore: Sendable {
     }
 
     package let state = Mutex(State())
+    /// The rate limit the Server API enforces, nil for none (`limit(_:)`).
+    package let rateLimit = Mutex<SimulatedRateLimit?>(nil)
     package let sharedSecret: String
     package let credentials: ServerAPICredentials?
     package let time: any TimeSource
@@ -147,6 +153,12 @@ package final class AppleSimulatorCore: Sendable {
             s.peakInFlight = max(s.peakInFlight, s.inFlight)
         }
         defer { state.withLock { $0.inFlight -= 1 } }
+        if let limit = rateLimit.withLock({ $0 }) {
+            if request.method == "GET", request.path == SimulatedRateLimit.countsPath { return .json(200, limit.json.data) }
+            // verifyReceipt publishes no limit: only an outage refuses it.
+            let group = SimulatedRateLimit.appleGroup(method: request.method, path: request.path)
+            if let refusal = limit.appleRefusal(limit.admit(group ?? "verify_receipt", limited: group != nil)) { return refusal }
+        }
         if let response = notificationRoute(request) { return response }
         if let response = appAccountTokenRoute(request) { return response }
         for (prefix, name) in [("/production/inApps/v2/history/", AppleEnvironment.production), ("/sandbox/inApps/v2/history/", .sandbox)]

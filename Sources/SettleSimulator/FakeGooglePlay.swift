@@ -39,6 +39,8 @@ package final class FakeGooglePlay: Sendable {
     package let pushKeyId: String
     package let time: any TimeSource
     package let state = Mutex(State())
+    /// The quota each Play Developer API bucket enforces, nil for none (`limit(_:)`).
+    package let rateLimit = Mutex<SimulatedRateLimit?>(nil)
 
     package struct State {
         package var products: [String: ProductPurchase] = [:]
@@ -108,13 +110,25 @@ package final class FakeGooglePlay: Sendable {
 
     // MARK: Handling
 
+    /// Enforces `limit` on the API's quota buckets from now on (issue 27's benchmark); its
+    /// counts are served at `GET /simulator/rate_limits`.
+    package func limit(_ limit: SimulatedRateLimit) { rateLimit.withLock { $0 = limit } }
+
     package func handle(_ request: HTTPServerRequest) -> HTTPServerResponse {
         if request.path == "/token" { return tokenEndpoint(request) }
+        if request.method == "GET", request.path == SimulatedRateLimit.countsPath, let limit = rateLimit.withLock({ $0 }) {
+            return .json(200, limit.json.data)
+        }
         if request.path == Self.certsPath { return certs() }
         let prefix = "/androidpublisher/v3/applications/\(packageName)/purchases/"
         let ordersPrefix = "/androidpublisher/v3/applications/\(packageName)/orders/"
         guard request.path.hasPrefix(prefix) || request.path.hasPrefix(ordersPrefix) else {
             return Self.error(404, reason: "applicationNotFound", "No application was found.")
+        }
+        if let limit = rateLimit.withLock({ $0 }),
+           let group = SimulatedRateLimit.googleGroup(path: request.path, packageName: packageName),
+           let refusal = SimulatedRateLimit.googleRefusal(limit.admit(group), group: group) {
+            return refusal
         }
         let (failure, known): (Failure?, Bool) = state.withLock { s in
             s.calls.append(Call(method: request.method, path: request.path, authorization: request.header("Authorization")))

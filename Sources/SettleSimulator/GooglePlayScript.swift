@@ -21,6 +21,8 @@ package struct GooglePlayScript: Sendable {
     package var products: [(token: String, purchase: ProductPurchase)] = []
     package var subscriptions: [(token: String, purchase: SubscriptionPurchaseV2)] = []
     package var voided: [VoidedPurchase] = []
+    /// The plans file's `rate_limit`: requests a second per quota bucket, nil for none.
+    package var rateLimit: Double?
 
     package init() {}
 
@@ -51,5 +53,6 @@ package struct GooglePlayScript: Sendable {
         for (token, purchase) in products { fake.script(product: token, purchase) }
         for (token, purchase) in subscriptions { fake.script(subscription: token, purchase) }
         if !voided.isEmpty { fake.script(voided: voided, pageSize: 100) }
+        if let rateLimit { fake.limit(SimulatedRateLimit(rate: rateLimit, time: fake.time)) }
     }
 }

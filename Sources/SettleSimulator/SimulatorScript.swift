@@ -14,9 +14,13 @@ import SettleBase
 ///                     "app_account_token": "6f1e4c2a-5b3d-4e8f-9a0b-1c2d3e4f5a6b",
 ///                     "answers": ["not_found", {"http": 500, "error_code": 5000001}, "transaction"]}],
 ///   "customers": [["2000", "2001"]],
-///   "apple_orders": {"MQ5Q8W3X2Z": ["2000"]}
+///   "apple_orders": {"MQ5Q8W3X2Z": ["2000"]},
+///   "rate_limit": 200
 /// }
 /// ```
+///
+/// `rate_limit` (requests a second): each Server API endpoint group and each Play Developer
+/// API quota bucket answers 429 past it, as the stores do (`SimulatedRateLimit`).
 ///
 /// Receipt answers: `"receipt"` (answer from the receipt), `{"status": N}`, `{"http": N}`,
 /// `"garbage"`. Transaction answers: `"transaction"`, `"not_found"`, `"unauthorized"`,
@@ -34,6 +38,8 @@ package struct SimulatorScript: Sendable {
     package var appleOrders: [(String, [SimulatedSignedTransaction])] = []
     /// What the fake Google Play answers (`google_play`; see `GooglePlayScript`).
     package var googlePlay = GooglePlayScript()
+    /// Requests a second per endpoint group (`rate_limit`), nil for no limit.
+    package var rateLimit: Double?
 
     package init() {}
 
@@ -41,6 +47,13 @@ package struct SimulatorScript: Sendable {
     package init(json: JSONValue, bundleId: String) throws(Failure) {
         guard json.objectMembers != nil else { throw Failure(message: "the script must be a JSON object") }
         if let play = json["google_play"] { googlePlay = try GooglePlayScript(json: play) }
+        if let limit = json["rate_limit"] {
+            guard let rate = limit.looseString.flatMap(Double.init), rate > 0, rate.isFinite else {
+                throw Failure(message: "rate_limit: expected requests a second, a positive number")
+            }
+            rateLimit = rate
+            googlePlay.rateLimit = rate
+        }
         for (i, entry) in (json["receipts"]?.arrayValue ?? []).enumerated() {
             let at = "receipts[\(i)]"
             guard let data = entry["receipt_data"]?.looseString, !data.isEmpty else { throw Failure(message: "\(at).receipt_data: required") }
@@ -99,6 +112,7 @@ package struct SimulatorScript: Sendable {
         }
         for customer in customers { simulator.script(customer: customer) }
         for (orderId, purchases) in appleOrders { simulator.script(appleOrder: orderId, purchases) }
+        if let rateLimit { simulator.limit(SimulatedRateLimit(rate: rateLimit, time: simulator.core.time)) }
     }
 
     private static func receiptTransaction(_ t: JSONValue, at: String) throws(Failure) -> SimulatedTransaction {

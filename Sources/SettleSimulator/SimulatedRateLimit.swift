@@ -1,0 +1,193 @@
+import Foundation
+import Synchronization
+import SettleBase
+import SettleModel
+
+/// A store's rate limit as the simulators enforce it (issue 27's benchmark): a token bucket per
+/// endpoint group, refilled at `rate` requests a second up to one second's worth, and what it
+/// granted and refused, so a benchmark can tell settle's drained throughput and its 429s. An
+/// optional outage window answers every request with a 5xx instead, as a store that is down.
+///
+/// Times are read from `time` (a `ManualTimeSource` in tests) and kept relative to the first
+/// request the limit saw, the start of a run.
+package final class SimulatedRateLimit: Sendable {
+    /// What a request gets.
+    package enum Decision: Sendable, Equatable {
+        case granted
+        /// Over the limit: the next token comes in this many seconds.
+        case limited(retryAfter: Double)
+        /// Inside the outage window: the store is down.
+        case outage
+    }
+
+    /// One group's record.
+    package struct Counts: Sendable, Equatable {
+        package var granted = 0
+        package var refused = 0
+        /// Refusals more than a second after the run's first request: past any start-up burst.
+        package var refusedAfterFirstSecond = 0
+        package var outage = 0
+        /// Grants in each whole second since the run's first request.
+        package var grantsPerSecond: [Int] = []
+        /// Refusals (429s) in each whole second since the run's first request.
+        package var refusalsPerSecond: [Int] = []
+
+        fileprivate static func count(_ second: Int, in bins: inout [Int]) {
+            if bins.count <= second { bins += Array(repeating: 0, count: second + 1 - bins.count) }
+            bins[second] += 1
+        }
+    }
+
+    private struct Bucket {
+        var tokens: Double
+        var updated: Double
+    }
+
+    private struct State {
+        var start: Double?
+        var buckets: [String: Bucket] = [:]
+        var counts: [String: Counts] = [:]
+    }
+
+    /// Where a simulator with a limit serves `json`.
+    package static let countsPath = "/simulator/rate_limits"
+
+    package let rate: Double
+    /// Per-group rates that differ from `rate` (as a store's own table would: Apple's 10/s groups).
+    package let groupRates: [String: Double]
+    /// Seconds after the first request during which the store is down, `[from, to)`.
+    package let outage: Range<Double>?
+    private let time: any TimeSource
+    private let state = Mutex(State())
+
+    package init(rate: Double, groupRates: [String: Double] = [:], outage: Range<Double>? = nil, time: any TimeSource) {
+        precondition(rate > 0, "a rate limit needs a positive rate")
+        self.rate = rate
+        self.groupRates = groupRates
+        self.outage = outage
+        self.time = time
+    }
+
+    package func rate(of group: String) -> Double { groupRates[group] ?? rate }
+
+    /// Takes a token from `group`'s bucket, or says why not, and counts the answer. `limited`
+    /// false: a call the store publishes no limit for, refused only in an outage.
+    package func admit(_ group: String, limited: Bool = true) -> Decision {
+        let now = time.now.timeIntervalSince1970
+        let rate = rate(of: group)
+        return state.withLock { s -> Decision in
+            let start = s.start ?? now
+            s.start = start
+            let elapsed = now - start
+            var counts = s.counts[group] ?? Counts()
+            defer { s.counts[group] = counts }
+            if let outage, outage.contains(elapsed) {
+                counts.outage += 1
+                return .outage
+            }
+            if limited {
+                // One second's worth of burst: the most a store lets through at once.
+                var bucket = s.buckets[group] ?? Bucket(tokens: rate, updated: now)
+                bucket.tokens = min(rate, bucket.tokens + max(0, now - bucket.updated) * rate)
+                bucket.updated = max(bucket.updated, now)
+                defer { s.buckets[group] = bucket }
+                guard bucket.tokens >= 1 else {
+                    counts.refused += 1
+                    if elapsed > 1 { counts.refusedAfterFirstSecond += 1 }
+                    Counts.count(max(0, Int(elapsed)), in: &counts.refusalsPerSecond)
+                    return .limited(retryAfter: (1 - bucket.tokens) / rate)
+                }
+                bucket.tokens -= 1
+            }
+            counts.granted += 1
+            Counts.count(max(0, Int(elapsed)), in: &counts.grantsPerSecond)
+            return .granted
+        }
+    }
+
+    /// Every group's record so far.
+    package var counts: [String: Counts] { state.withLock { $0.counts } }
+
+    /// The record as JSON, for a benchmark reading it from another process:
+    /// `{"rate": 200, "groups": {"transaction_info": {"granted": ..., "refused": ...,
+    /// "refused_after_first_second": ..., "outage": ..., "grants_per_second": [...]}}}`.
+    package var json: JSONValue {
+        let groups = counts.sorted { $0.key < $1.key }.map { group, c -> (String, JSONValue) in
+            (group, .object([
+                ("rate", .number(rate(of: group))),
+                ("granted", .number(c.granted)), ("refused", .number(c.refused)),
+                ("refused_after_first_second", .number(c.refusedAfterFirstSecond)), ("outage", .number(c.outage)),
+                ("grants_per_second", .array(c.grantsPerSecond.map { .number($0) })),
+                ("refusals_per_second", .array(c.refusalsPerSecond.map { .number($0) })),
+            ]))
+        }
+        return .object([("rate", .number(rate)), ("groups", .object(groups))])
+    }
+
+    // MARK: The stores' answers
+
+    /// The Server API endpoint group of a simulator path (`/production/inApps/...`), nil for
+    /// what Apple publishes no limit for (verifyReceipt). Sandbox groups are their own buckets.
+    package static func appleGroup(method: String, path: String) -> String? {
+        for (prefix, suffix) in [("/production", ""), ("/sandbox", " (sandbox)")] where path.hasPrefix(prefix + "/inApps/") {
+            return StoreRateLimits.appleGroup(method: method, path: String(path.dropFirst(prefix.count))) + suffix
+        }
+        return nil
+    }
+
+    /// The Play Developer API quota bucket of a request path, nil for the OAuth token endpoint
+    /// and anything else Google does not count against the app's buckets.
+    package static func googleGroup(path: String, packageName: String) -> String? {
+        let application = "/androidpublisher/v3/applications/\(packageName)/"
+        guard path.hasPrefix(application) else { return nil }
+        let rest = path.dropFirst(application.count)
+        if rest.hasPrefix("orders/") { return "orders" }
+        guard rest.hasPrefix("purchases/") else { return nil }
+        let kind = rest.dropFirst("purchases/".count).prefix { $0 != "/" && $0 != "?" }
+        switch kind {
+        case "products", "productsv2": return "one_time_purchases"
+        case "subscriptions", "subscriptionsv2": return "subscriptions"
+        case "voidedpurchases": return "voided_purchases"
+        default: return nil
+        }
+    }
+
+    /// Apple's answer over the limit: 429 with RateLimitExceededError and `Retry-After` as
+    /// Apple documents it, the UNIX time in milliseconds of the next allowed request. In an
+    /// outage: 500 GeneralInternalRetryableError.
+    package func appleRefusal(_ decision: Decision) -> HTTPServerResponse? {
+        switch decision {
+        case .granted:
+            return nil
+        case let .limited(retryAfter):
+            var response = AppleSimulatorCore.apiError(429, 4290000, "Rate limit exceeded.")
+            let next = ((time.now.timeIntervalSince1970 + retryAfter) * 1000).rounded(.up)
+            response.headers.append(HTTPHeader("Retry-After", String(Int64(next))))
+            return response
+        case .outage:
+            return AppleSimulatorCore.apiError(500, 5000001, "An unknown error occurred. Please try again.")
+        }
+    }
+
+    /// Google's answer over a bucket's quota: 429 RESOURCE_EXHAUSTED with reason
+    /// `rateLimitExceeded` (Google sends no Retry-After). In an outage: 503 backendError.
+    package static func googleRefusal(_ decision: Decision, group: String) -> HTTPServerResponse? {
+        switch decision {
+        case .granted:
+            return nil
+        case .limited:
+            let message = "Quota exceeded for quota metric 'Queries' and limit 'Queries per minute' of service "
+                + "'androidpublisher.googleapis.com' (bucket \(group))."
+            let error = JSONValue.object([
+                ("code", .number(429)), ("message", .string(message)),
+                ("errors", .array([.object([("message", .string(message)), ("domain", .string("global")),
+                                            ("reason", .string("rateLimitExceeded"))])])),
+                ("status", .string("RESOURCE_EXHAUSTED")),
+            ])
+            return HTTPServerResponse(status: 429, headers: [HTTPHeader("Content-Type", "application/json")],
+                                      body: JSONValue.object([("error", error)]).data)
+        case .outage:
+            return FakeGooglePlay.error(503, reason: "backendError", "The service is currently unavailable.")
+        }
+    }
+}
