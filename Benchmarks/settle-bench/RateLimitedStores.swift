@@ -15,6 +15,10 @@ enum RateOrders {
     static let packageName = "com.example.bench"
     static let serviceAccountEmail = "settle-bench@example-project.iam.gserviceaccount.com"
     static let urgent = 10
+    /// Refund requests (CONSUMPTION_REQUEST) waiting for an answer when the drain begins, and
+    /// how many seconds into the drain Apple's 12-hour deadline for them falls.
+    static let consumptionRequests = 100
+    static let consumptionDeadlineSeconds: Int64 = 30
 
     /// A Play one-time purchase costs settle three calls of its bucket (productsv2, the
     /// purchase, consume; measured: the bench prints it), an App Store order one.

@@ -19,6 +19,18 @@ struct RateRows {
         var stores: RateLimitedStoresProcess.Record
         /// Play order ids in the order they were delivered (SQLite runs only).
         var playDeliveryOrder: [String]
+        /// What became of the refund requests waiting when the drain began (SQLite runs only).
+        var consumption: ConsumptionOutcome?
+    }
+
+    /// The answers to Apple's refund requests seeded with the backlog, read after the drain.
+    struct ConsumptionOutcome {
+        var sent: Int
+        var notAnswered: Int
+        /// Seconds after the drain began that the last answer went (the ledger's clock).
+        var lastSentAfter: Int64?
+        /// Why one was not sent, if any was not.
+        var why: String?
     }
 
     var appleOrders: Int { options.rateOrders - playOrders }
@@ -62,9 +74,14 @@ struct RateRows {
             if pass.finished != options.rateOrders { emit("  (summary: \(pass.summary))") }
         }
         emit(Self.columns("Play order nearest its refund deadline", priorityCell(base.playDeliveryOrder), "settled 1st"))
-        emit(Self.columns("consumption answers within Apple's deadline", "not measured", "all"))
-        emit("  (a consumption request reaches settle only as a signed CONSUMPTION_REQUEST notification posted to the daemon's listener;")
-        emit("   this bench drains with one reconcile pass in a child process, which has no listener, so it cannot create them)")
+        if let answers = base.consumption {
+            let last = answers.lastSentAfter.map { ", the last \($0) s into the drain" } ?? ""
+            emit(Self.columns("consumption answers within Apple's deadline",
+                              "\(answers.sent) of \(RateOrders.consumptionRequests) sent before it\(last); \(answers.notAnswered) past it",
+                              "all"))
+            emit("  (\(RateOrders.consumptionRequests) refund requests received almost 12 hours before the drain: Apple's deadline falls \(RateOrders.consumptionDeadlineSeconds) s into it)")
+            if let why = answers.why { emit("  (one not sent: \(why))") }
+        }
 
         // An outage of one store during the drain: the other's throughput in that window,
         // against its steady throughput in the run without an outage.
@@ -84,6 +101,11 @@ struct RateRows {
             let groups = Array(run.stores.apple.values) + Array(run.stores.google.values)
             let settled = run.pass.first.map { "\($0.finished) of \(options.rateOrders) settled in the pass" } ?? ""
             emit("  (\(name): \(settled); outage answers \(groups.reduce(0) { $0 + $1.outage }), 429s after the first second \(groups.reduce(0) { $0 + $1.refusedAfterFirstSecond }))")
+            for (group, counts) in [("App Store transaction_info", run.stores.apple["transaction_info"]),
+                                    ("Google Play one_time_purchases", run.stores.google["one_time_purchases"])] {
+                guard let counts else { continue }
+                emit("  (\(name), grants a second, \(group): \(counts.grantsPerSecond.map(String.init).joined(separator: " ")))")
+            }
         }
         try twoHosts(emit)
     }
@@ -149,6 +171,7 @@ struct RateRows {
         let stores = try RateLimitedStoresProcess(bench: bench, arguments: arguments)
         var results: [PassResult] = []
         var deliveries: [String] = []
+        var consumption: ConsumptionOutcome?
         do {
             var ledgerURL = ledger
             var cleanup: () -> Void = {}
@@ -156,14 +179,17 @@ struct RateRows {
             defer { cleanup() }
             let config = try configuration(name: "settle-\(tag)", ledger: ledgerURL, stores: stores)
             results = try Self.passes(bench: bench, config: config, hosts: hosts, timeout: options.passTimeout)
-            if postgres == nil { deliveries = try Self.playDeliveryOrder(ledger) }
+            if postgres == nil {
+                deliveries = try Self.playDeliveryOrder(ledger)
+                consumption = try Self.consumptionOutcome(ledger, drainBegan: now)
+            }
         } catch {
             _ = try? stores.stop()
             throw error
         }
         let record = try stores.stop()
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: ledger + suffix) }
-        return Drain(pass: results, stores: record, playDeliveryOrder: deliveries)
+        return Drain(pass: results, stores: record, playDeliveryOrder: deliveries, consumption: consumption)
     }
 
     /// `hosts` passes at once over one configuration, each in a process of its own.
@@ -195,6 +221,20 @@ struct RateRows {
             WHERE o.store = 'google_play' AND h.kind = 'delivery' AND h.outcome = 'delivered'
             GROUP BY h.order_id ORDER BY min(h.id)
             """).compactMap { $0.string("order_id") }
+    }
+
+    /// The seeded refund requests' answers: sent, given up past the deadline, and when the last went.
+    private static func consumptionOutcome(_ ledger: String, drainBegan: Int64) throws -> ConsumptionOutcome {
+        let database = try SQLiteDatabase(path: ledger, mode: .readOnly)
+        let row = try database.query("""
+            SELECT sum(state = 'sent') AS sent, sum(state = 'failed') AS failed,
+                   max(CASE WHEN state = 'sent' THEN updated_at END) AS last
+            FROM consumption_answers
+            """).first
+        return ConsumptionOutcome(sent: Int(row?.int("sent") ?? 0), notAnswered: Int(row?.int("failed") ?? 0),
+                                  lastSentAfter: row?.int("last").map { $0 - drainBegan },
+                                  why: try database.query("SELECT last_error FROM consumption_answers WHERE state != 'sent' LIMIT 1")
+                                      .first?.string("last_error"))
     }
 
     /// Seeded as SQLite, then moved with `LedgerCopy` as `settle ledger copy` does; returns the
@@ -252,6 +292,7 @@ struct RateRows {
             ("user_binding", .object([("unsigned_proofs", .string("trust"))])),
             ("delivery", .object([("webhook", .object([("url", .string(stores.webhookURL)), ("secret_file", .string("webhook-secret"))]))])),
             ("schedule", .object([("concurrency", .number(options.concurrency))])),
+            ("consumption", .object([("respond", .bool(true)), ("customer_consented", .bool(true))])),
         ])
         try folder.write("\(name).json", config.serialized(), mode: 0o644)
         return folder.path + "/\(name).json"
@@ -284,6 +325,25 @@ struct RateRows {
                           .integer(now), .integer(bought)])
                 try database.query("INSERT INTO history(order_id, at, kind, outcome) VALUES (?1, ?2, 'enqueue', 'enqueued')",
                                    [.text(id), .integer(bought)])
+            }
+            // Refund requests about purchases granted before the outage (recorded as granted
+            // outside settle), received almost 12 hours ago: each answer is due, its deadline
+            // inside the drain.
+            let received = now - 43_200 + RateOrders.consumptionDeadlineSeconds
+            for index in 0..<RateOrders.consumptionRequests {
+                let transaction = String(4_000_000_000 + index), uuid = "consumption-request-\(index)"
+                try database.query("""
+                    INSERT INTO notifications(uuid, type, environment, transaction_id, source, received_at, outcome, payload)
+                    VALUES (?1, 'CONSUMPTION_REQUEST', 'Production', ?2, 'endpoint', ?3, 'answer_queued', '{}')
+                    """, [.text(uuid), .text(transaction), .integer(received)])
+                try database.query("""
+                    INSERT INTO grants(grant_key, transaction_id, order_id, source, granted_at, note)
+                    VALUES (?1, ?1, NULL, 'outside', ?2, 'granted before the outage')
+                    """, [.text(transaction), .integer(received - 86_400)])
+                try database.query("""
+                    INSERT INTO consumption_answers(notification_uuid, transaction_id, environment, next_attempt_at, deadline_at, updated_at)
+                    VALUES (?1, ?2, 'Production', ?3, ?4, ?3)
+                    """, [.text(uuid), .text(transaction), .integer(received), .integer(received + 43_200)])
             }
         }
         return file

@@ -100,6 +100,9 @@ package final class AppleSimulator: Sendable {
     /// Connections clients opened to the simulator (HTTP/1.1 keep-alive lets one carry many requests).
     package var acceptedConnections: Int { server.acceptedConnections }
 
+    /// Every request as "METHOD /path" in the order it arrived, for tests of which call came first.
+    package var arrivals: [String] { core.state.withLock { $0.arrivals } }
+
     /// The most requests that were being answered at the same time.
     package var peakConcurrentRequests: Int { core.state.withLock { $0.peakInFlight } }
 }
@@ -122,6 +125,8 @@ package final class AppleSimulatorCore: Sendable {
         package var serverRequests: [AppleSimulator.ServerRequest] = []
         package var inFlight = 0
         package var peakInFlight = 0
+        /// Every request as "METHOD /path", in the order they arrived (which call came first).
+        package var arrivals: [String] = []
         /// Every notification Apple "sent", per environment: what Get Notification History serves.
         package var sentNotifications: [String: [(signedDateMs: Int64, signedPayload: String)]] = [:]
         package var notificationHistoryAnswers: [SimulatedServerAnswer] = []
@@ -151,6 +156,7 @@ package final class AppleSimulatorCore: Sendable {
         state.withLock { s in
             s.inFlight += 1
             s.peakInFlight = max(s.peakInFlight, s.inFlight)
+            s.arrivals.append("\(request.method) \(request.path)")
         }
         defer { state.withLock { $0.inFlight -= 1 } }
         if let limit = rateLimit.withLock({ $0 }) {

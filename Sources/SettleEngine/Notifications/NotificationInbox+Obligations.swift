@@ -14,9 +14,11 @@ extension NotificationInbox {
     package static let claimSeconds: Int64 = 900
 
     /// Runs every due revoke and refund-request answer. Returns how many of each finished.
+    /// An answer about a purchase still being settled looks again `recheckSeconds` later: a run
+    /// before the pass's deliveries passes 0, so the run after them answers what they delivered.
     @discardableResult
-    package func settleObligations() throws(LedgerError) -> (revoked: Int, answered: Int) {
-        (try runRevocations(), try answerConsumptionRequests())
+    package func settleObligations(recheckSeconds: Int64 = evidenceRecheckSeconds) throws(LedgerError) -> (revoked: Int, answered: Int) {
+        (try runRevocations(), try answerConsumptionRequests(recheckSeconds: recheckSeconds))
     }
 
     /// Why a revoke waits when no route for revokes is configured.
@@ -87,7 +89,7 @@ extension NotificationInbox {
     /// How long an answer waits for an order still being settled before it looks again.
     package static let evidenceRecheckSeconds: Int64 = 600
 
-    private func answerConsumptionRequests() throws(LedgerError) -> Int {
+    private func answerConsumptionRequests(recheckSeconds: Int64) throws(LedgerError) -> Int {
         guard let api else { return 0 }
         var done = 0
         var pacedBy: String?
@@ -123,7 +125,7 @@ extension NotificationInbox {
             switch evidence {
             case let .inFlight(why):
                 // Not known yet, perhaps soon: look again before the deadline, send nothing now.
-                try ledger.postponeConsumptionAnswer(job, until: min(now + Self.evidenceRecheckSeconds, job.deadlineAt - 1), why: why)
+                try ledger.postponeConsumptionAnswer(job, until: min(now + recheckSeconds, job.deadlineAt - 1), why: why)
                 continue
             case let .unknown(why):
                 // Settle cannot show whether it was delivered: no answer is better than a wrong one

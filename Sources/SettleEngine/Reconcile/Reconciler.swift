@@ -81,6 +81,8 @@ package final class Reconciler: Sendable {
 
     /// How long before a store's refund deadline the last retry is scheduled at the latest.
     package static let refundDeadlineMargin: Int64 = 3600
+    /// How often a pass runs due revokes and refund-request answers while it drains (seconds).
+    package static let obligationsInterval: Double = 60
 
     /// The configured stores' adapters in a fixed order (by store), for work done store by store.
     private var adapters: [any StoreAdapter] { Store.allCases.compactMap { stores[$0] } }
@@ -157,6 +159,12 @@ package final class Reconciler: Sendable {
                 log.info("\(store.logName).breaker_probe", ["store": store.rawValue, "last_error": breaker.lastError])
             }
         }
+        // Revokes and answers to refund requests go first and go on alongside: a backlog
+        // drained at a store's rate can outlast Apple's 12-hour deadline for an answer.
+        let obligations = inbox.flatMap { orderIds.isEmpty && !shouldStop() ? PassObligations(inbox: $0, log: log) : nil }
+        try obligations?.run()
+        obligations?.start(every: Self.obligationsInterval, shouldStop: shouldStop)
+        defer { obligations?.stop() }
         let delivering = startDeliveryWorkers(pass)
         runWorkers(count: configuration.schedule.concurrency) { self.work(pass) }
         // A store whose probe closed its breaker once the other workers had run out of work:
@@ -182,10 +190,12 @@ package final class Reconciler: Sendable {
         for adapter in adapters where sideWorkAllowed(adapter.store) && !pass.isStopped(adapter.store) {
             pass.recordSideWork(adapter.store, try adapter.afterPass(lent()))
         }
-        if let inbox, orderIds.isEmpty, !shouldStop() {
-            let settled = try inbox.settleObligations()
-            report.revoked = settled.revoked
-            report.refundRequestsAnswered = settled.answered
+        if let obligations {
+            obligations.stop()
+            // What the pass's deliveries made answerable (a purchase now delivered) is answered now.
+            if !shouldStop() { try obligations.run(final: true) }
+            report.revoked = obligations.done.revoked
+            report.refundRequestsAnswered = obligations.done.answered
         }
         for (store, opened) in pass.breakers where opened != breakers[store] {
             var breaker = opened

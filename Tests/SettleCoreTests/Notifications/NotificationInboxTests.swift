@@ -230,6 +230,25 @@ class NotificationInboxTests: XCTestCase {
         XCTAssertNil(world.simulator.consumptionRequests.first?.body?["consumptionPercentage"])
     }
 
+    func testConsumptionAnswer_isSentBeforeThePassClaimsItsDueOrders() throws {
+        // A backlog drained at Apple's rate can outlast the answer's 12-hour deadline: the answer
+        // goes first, not after the last due order.
+        try configure(extra: [("consumption", .object([("respond", .bool(true)), ("customer_consented", .bool(true))]))])
+        let ledger = try makeLedger()
+        let (reconciler, inbox) = try settle(ledger)
+        _ = try ledger.recordOutsideGrant(transactionId: "917", grantKey: "917", note: "granted by the app's own flow")
+        XCTAssertEqual(try tell(inbox, "CONSUMPTION_REQUEST", purchase("917", token: buyer)).outcome, "answer_queued")
+        purchase("918", token: buyer)
+        _ = try ledger.enqueue(NewOrder(orderId: "o-918", userId: buyer, productId: world.coins, transactionId: "918"))
+        let report = try reconciler.runPass()
+        XCTAssertEqual(report.refundRequestsAnswered, 1)
+        XCTAssertEqual(try order(ledger, "o-918")?.state, .finished)
+        let arrivals = world.simulator.arrivals
+        let answer = try XCTUnwrap(arrivals.firstIndex { $0.hasPrefix("PUT ") && $0.hasSuffix("/transactions/consumption/917") }, "\(arrivals)")
+        let lookup = try XCTUnwrap(arrivals.firstIndex { $0.hasPrefix("GET ") && $0.hasSuffix("/transactions/918") }, "\(arrivals)")
+        XCTAssertLessThan(answer, lookup, "the answer reaches Apple before the due order is looked up: \(arrivals)")
+    }
+
     func testConsumptionAnswer_refusedWith4000185ForAFamilyMembersTransaction_isRecordedFinal_andNeverSentAgain() throws {
         try configure(extra: [("consumption", .object([("respond", .bool(true)), ("customer_consented", .bool(true))]))])
         let ledger = try makeLedger()
