@@ -157,9 +157,8 @@ extension TransactionalLedger {
             switch outcome {
             case .revoked:
                 changed = try db.changedRows("""
-                    UPDATE support_actions SET step = 'grant', revoked_at = ?, attempts = 0, next_attempt_at = ?, last_error = NULL,
-                           updated_at = ?\(claim)
-                    """, [.integer(now), .integer(now), .integer(now)] + held)
+                    UPDATE support_actions SET step = 'grant', revoked_at = ?, attempts = 0, last_error = NULL, updated_at = ?\(claim)
+                    """, [.integer(now), .integer(now)] + held)
             case .granted:
                 changed = try db.changedRows("""
                     UPDATE support_actions SET state = 'done', step = 'done', granted_at = ?, done_at = ?, last_error = NULL,
@@ -239,7 +238,8 @@ extension TransactionalLedger {
 
 /// What one step of a support action concluded.
 package enum SupportStepOutcome: Sendable, Equatable {
-    /// A transfer's revoke is done: its grant is due now.
+    /// A transfer's revoke is done: its grant is next, under the same claim (due when the claim
+    /// ends, should this host stop before it).
     case revoked
     /// A transfer's grant is done: the order's user is the new holder.
     case granted
