@@ -15,8 +15,8 @@ extension TransactionalLedger {
     /// (its hook refused, or its attempts ran out) is due again now, under the same keys.
     @discardableResult
     package func requestTransfer(orderId: String, toUser: String, note: String, by person: Operator) throws(LedgerError) -> TransferRequest {
-        let target = toUser.trimmingCharacters(in: .whitespaces)
-        guard !target.isEmpty else { throw .invalid("a transfer needs the user to move the purchase to (--to-user)") }
+        let target = toUser
+        guard !target.trimmingCharacters(in: .whitespaces).isEmpty else { throw .invalid("a transfer needs the user to move the purchase to (--to-user)") }
         guard !note.trimmingCharacters(in: .whitespaces).isEmpty else { throw .invalid("a transfer needs a note: say why (a ticket number)") }
         guard try knowsSupportActions() else { throw .olderSchema(found: try schemaVersion(), needed: supportActionsSchema) }
         let now = time.unixSeconds
