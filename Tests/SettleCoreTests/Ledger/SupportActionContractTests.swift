@@ -73,6 +73,8 @@ extension LedgerContractTests {
             XCTAssertNotNil(action.revokedAt, b.name)
             XCTAssertNotNil(action.grantedAt, b.name)
             XCTAssertEqual(try b.store.grantHolder(transactionId: "700"), "o-1", "the order keeps its grant (\(b.name))")
+            XCTAssertEqual(try b.store.reading { try $0.query("SELECT note FROM grants WHERE order_id = 'o-1'").first?.string("note") },
+                           "held by u-2 since transfer 1 from u-1", b.name)
             XCTAssertEqual(try runner(b.store).run(), 0, b.name)
             XCTAssertEqual(calls, [], "\(b.name): nothing twice")
         }
