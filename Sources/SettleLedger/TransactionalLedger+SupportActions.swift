@@ -113,9 +113,15 @@ extension TransactionalLedger {
     package func claimDueSupportActions(limit: Int, leaseSeconds: Int64, orderIds: [String] = []) throws(LedgerError) -> [(SupportAction, Order)] {
         guard try knowsSupportActions() else { return [] }
         let now = time.unixSeconds
+        var named = ""
+        if !orderIds.isEmpty { named = " AND order_id IN (\(Array(repeating: "?", count: orderIds.count).joined(separator: ",")))" }
+        // Nearly every pass has none: one read (the partial index), and no write transaction.
+        let anyDue = try reading { db in
+            try !db.query("SELECT 1 AS due FROM support_actions WHERE state = 'pending' AND next_attempt_at <= ?\(named) LIMIT 1",
+                          [.integer(now)] + orderIds.map(LedgerValue.text)).isEmpty
+        }
+        guard anyDue else { return [] }
         return try writing { db in
-            var named = ""
-            if !orderIds.isEmpty { named = " AND order_id IN (\(Array(repeating: "?", count: orderIds.count).joined(separator: ",")))" }
             let due = try db.query("""
                 SELECT order_id, kind, number FROM support_actions WHERE state = 'pending' AND next_attempt_at <= ?\(named)
                 ORDER BY next_attempt_at, order_id LIMIT ?\(db.dialect.claimRows("support_actions"))
