@@ -213,6 +213,9 @@ final class TransferTests: EndToEndTestCase {
         XCTAssertEqual(action["state"], .string("waiting"))
         XCTAssertTrue(action["last_error"]?.looseString?.contains("exit 65") == true, "\(action)")
         XCTAssertTrue(try settle(expecting: 0, ["status", "o-1"]).stdout.contains("WAITING for a person at step grant"))
+        let overview = try settle(expecting: 0, ["status"]).stdout
+        XCTAssertTrue(overview.contains("support actions waiting for a person: 1 (o-1; settle status ORDER says which step and why)"), overview)
+        XCTAssertEqual(try statusJSON()["support_actions_waiting"], .number(1))
         let other = try settle(["transfer", "o-1", "--to-user", "u-3", "--note", "n"])
         XCTAssertEqual(other.status, 65)
         XCTAssertTrue(other.stderr.contains("waits for a person"), other.stderr)
@@ -222,6 +225,7 @@ final class TransferTests: EndToEndTestCase {
         XCTAssertEqual(resumed.stdout, "transfer 1 of o-1 to u-2 resumed: the next pass carries it on\n")
         try settle(expecting: 0, ["reconcile"])
         XCTAssertEqual(calls.filter { $0.hasPrefix("transfer:o-1:1:revoke") }.count, 1, "revoked once")
+        XCTAssertEqual(try statusJSON()["support_actions_waiting"], .number(0))
         XCTAssertEqual(try order("o-1")["user_id"], .string("u-2"))
     }
 

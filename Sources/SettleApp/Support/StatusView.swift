@@ -134,6 +134,12 @@ package enum StatusView {
             out += "  unacknowledged \(PrintableText.escape(d.orderId)) (\(d.delivered ? "delivered, acknowledge pending" : d.state.rawValue)): "
                 + when + (d.exact ? "" : " (at most; purchase time not confirmed yet)") + (d.isUrgent(now: now) ? "  ** under 24 h **" : "") + "\n"
         }
+        if summary.supportActionsWaitingCount > 0 {
+            let more = summary.supportActionsWaitingCount - summary.supportActionsWaiting.count
+            out += "support actions waiting for a person: \(summary.supportActionsWaitingCount) ("
+                + summary.supportActionsWaiting.map { PrintableText.escape($0) }.joined(separator: ", ")
+                + (more > 0 ? " and \(more) more" : "") + "; settle status ORDER says which step and why)\n"
+        }
         if let d = daemon, d.isRunning {
             out += "daemon: pid \(d.owner.pid) since \(Timestamp.relative(d.startedAt, now: now))"
             out += d.lastPassAt.map { "; last pass \(Timestamp.relative($0, now: now)): \(PrintableText.escape(d.lastPassSummary ?? ""))" } ?? "; no pass yet"

@@ -125,6 +125,9 @@ extension LedgerContractTests {
             XCTAssertEqual(action.state, .waiting, b.name)
             XCTAssertTrue(action.lastError?.contains("exit 65") == true, "\(b.name): \(action)")
             XCTAssertEqual(try runner(b.store).run(), 0, "\(b.name): a waiting transfer is not due")
+            let summary = try b.store.summary(OrderFilter(limit: 0))
+            XCTAssertEqual([summary.supportActionsWaitingCount], [1], b.name)
+            XCTAssertEqual(summary.supportActionsWaiting, ["o-1"], b.name)
             // Asked again: due now, at the grant, under the same key.
             XCTAssertTrue(try b.store.requestTransfer(orderId: "o-1", toUser: "u-2", note: "fixed", by: alice).resumed, b.name)
             XCTAssertEqual(try runner(b.store).run(), 1, b.name)
