@@ -193,8 +193,12 @@ extension LedgerContractTests {
             try b.execute("UPDATE orders SET refunded_at = 5, refund_kind = 'REFUND' WHERE order_id = 'o-1'")
             try b.execute("""
                 INSERT INTO revocations(transaction_id, order_id, kind, state, next_attempt_at, created_at, updated_at)
-                VALUES ('740', 'o-1', 'REFUND', 'revoked', 0, 0, 0)
+                VALUES ('740', 'o-1', 'REFUND', 'pending', 0, 0, 0)
                 """)
+            XCTAssertThrowsError(try b.store.requestRedelivery(orderId: "o-1", note: "n", by: alice), b.name) { error in
+                XCTAssertTrue("\(error)".contains("its revoke is still owed (pending)"), "\(b.name): \(error)")
+            }
+            try b.execute("UPDATE revocations SET state = 'revoked' WHERE order_id = 'o-1'")
             let revoke = try b.store.requestRedelivery(orderId: "o-1", note: "lost the refund", by: alice)
             XCTAssertEqual([revoke.target.rawValue, revoke.idempotencyKey], ["revoke", "revoke:740"], b.name)
             try runner(b.store).run()
