@@ -124,7 +124,6 @@ enum StatusCommand {
                 if case var .object(members) = json {
                     members.append(("apple_finishes_refused", .number(finishesRefused)))
                     members.append(("pacer", StatusView.json(pacer: pacer, summary: summary)))
-                    members.append(("support_actions_waiting", .number(summary.supportActionsWaitingCount)))
                     json = .object(members)
                 }
                 if let appleOrder, case var .object(members) = json {

@@ -35,6 +35,7 @@ package enum StatusView {
                              ("delivered", .bool(d.delivered))])
                 })),
             ])),
+            ("support_actions_waiting", .number(summary.supportActionsWaitingCount)),
         ])
     }
 
@@ -109,6 +110,7 @@ package enum StatusView {
         var out = summary.filtered ? "matching orders by state: " : ""
         out += OrderState.allCases.map { "\($0.rawValue) \(summary.counts[$0] ?? 0)" }.joined(separator: "  ") + "\n"
         out += "oldest undelivered: " + (summary.oldestUndeliveredSeconds.map(Timestamp.age) ?? "none") + "\n"
+        out += supportActionsWaitingText(summary)
         // Each store's health; a store with no orders and nothing to say is left out.
         for store in Store.allCases {
             let breaker = breakers[store] ?? StoreBreaker()
@@ -133,12 +135,6 @@ package enum StatusView {
             let when = left > 0 ? "Google refunds it in \(Timestamp.age(left))" : "Google's 3-day deadline passed \(Timestamp.age(-left)) ago"
             out += "  unacknowledged \(PrintableText.escape(d.orderId)) (\(d.delivered ? "delivered, acknowledge pending" : d.state.rawValue)): "
                 + when + (d.exact ? "" : " (at most; purchase time not confirmed yet)") + (d.isUrgent(now: now) ? "  ** under 24 h **" : "") + "\n"
-        }
-        if summary.supportActionsWaitingCount > 0 {
-            let more = summary.supportActionsWaitingCount - summary.supportActionsWaiting.count
-            out += "support actions waiting for a person: \(summary.supportActionsWaitingCount) ("
-                + summary.supportActionsWaiting.map { PrintableText.escape($0) }.joined(separator: ", ")
-                + (more > 0 ? " and \(more) more" : "") + "; settle status ORDER says which step and why)\n"
         }
         if let d = daemon, d.isRunning {
             out += "daemon: pid \(d.owner.pid) since \(Timestamp.relative(d.startedAt, now: now))"
