@@ -55,6 +55,10 @@ package struct LedgerSummary: Sendable, Equatable {
     package var storeCounts: [Store: [OrderState: Int]] = [:]
     /// Google Play orders not yet finished, closest to Google's refund deadline first.
     package var playDeadlines: [PlayDeadline] = []
+    /// Orders whose transfer or redelivery waits for a person (its hook refused, or its attempts
+    /// ran out), of the whole ledger, first few by order id; and how many there are.
+    package var supportActionsWaiting: [String] = []
+    package var supportActionsWaitingCount = 0
 }
 
 /// What support does to orders settle could not settle by itself, and what status reads,
@@ -65,7 +69,9 @@ extension TransactionalLedger {
     /// With `proof`, the one named order gets it as its proof; the previous proof stays in the
     /// ledger (a receipt by its hash in `receipts`, a signed transaction in the history row).
     @discardableResult
-    package func retry(orderIds: [String], note: String?, proof: ReplacementProof?) throws(LedgerError) -> [RetriedOrder] {
+    /// `by`: who asked (the history says "by alice via web: NOTE").
+    package func retry(orderIds: [String], note: String?, proof: ReplacementProof?,
+                      by person: Operator? = nil) throws(LedgerError) -> [RetriedOrder] {
         guard proof == nil || orderIds.count == 1 else {
             throw .invalid("a new proof belongs to one order; name exactly one order with --receipt-file or --signed-transaction-file")
         }
@@ -75,7 +81,7 @@ extension TransactionalLedger {
             for id in orderIds {
                 let order = try db.closable(id, doing: "retried")
                 try Resolution.checkRetryable(order)
-                var detail = note ?? "from \(order.state.rawValue)"
+                var detail = Operator.attributed(note ?? "from \(order.state.rawValue)", to: person)
                 var unchanged = true
                 switch proof {
                 case let .receipt(receipt)?:
@@ -114,10 +120,11 @@ extension TransactionalLedger {
     /// purchase is never granted again); any other granted by hand has its purchase recorded as
     /// granted outside settle (its transaction, or `transaction` when it names none), so the
     /// same purchase uploaded again is never delivered, and is `rejected`. The reason is the
-    /// resolution, the note its last error, and the history says who decided: a person.
+    /// resolution, the note its last error, and the history says who decided: a person (`by`,
+    /// when named: "by alice via cli: from needs_attention (...): NOTE").
     @discardableResult
     package func resolve(orderIds: [String], as resolution: Resolution, note: String,
-                        transaction: String?) throws(LedgerError) -> [(String, OrderState)] {
+                        transaction: String?, by person: Operator? = nil) throws(LedgerError) -> [(String, OrderState)] {
         let now = time.unixSeconds
         try Resolution.checkHandTransaction(transaction, orders: orderIds.count, resolution: resolution)
         return try writing { db in
@@ -150,7 +157,8 @@ extension TransactionalLedger {
                 }
                 // The history's kinds are fixed by the schema: a person's decision is recorded
                 // as `retry`, the kind of every support action, with its own outcome.
-                let decided = "from \(order.state.rawValue)" + (order.reason.map { " (\($0))" } ?? "") + ": \(note)" + recorded
+                let decided = Operator.attributed("from \(order.state.rawValue)" + (order.reason.map { " (\($0))" } ?? "") + ": \(note)" + recorded,
+                                                  to: person)
                 if resolution == .grantedByHand && order.store.mustBeToldOfDelivery {
                     // Granted, and the store must still hear it (Google refunds a purchase left
                     // unacknowledged): delivered, store finish pending, under a lease that has
@@ -210,6 +218,7 @@ extension TransactionalLedger {
         let subject = conditions.isEmpty ? "TRUE" : conditions.joined(separator: " AND ")
         let countsKept = conditions.isEmpty ? try keepsOrderCounts() : false
         let playColumns = try knowsGooglePlay()
+        let supportActions = try knowsSupportActions()
         return try reading { db in
             var counts = Dictionary(uniqueKeysWithValues: OrderState.allCases.map { ($0, 0) })
             var storeCounts = Dictionary(uniqueKeysWithValues: Store.allCases.map { store in
@@ -250,6 +259,11 @@ extension TransactionalLedger {
             summary.storeCounts = storeCounts
             if playColumns {
                 summary.playDeadlines = try db.query(PlayDeadline.query, [.integer(now), .integer(20)]).compactMap { PlayDeadline(row: $0) }
+            }
+            if supportActions {
+                let waiting = try db.query("SELECT order_id FROM support_actions WHERE state = 'waiting' ORDER BY order_id")
+                summary.supportActionsWaitingCount = waiting.count
+                summary.supportActionsWaiting = waiting.prefix(10).compactMap { $0.string("order_id") }
             }
             return summary
         }

@@ -79,11 +79,20 @@ enum StatusCommand {
                 let notifications = try ledger.notifications(orderId: orderId)
                 let revoke = try ledger.revocation(orderId: orderId)
                 let finish = try ledger.appleFinish(orderId: orderId)
-                context.print(parsed.has("--json")
-                              ? StatusView.json(record.order, history: record.history, notifications: notifications,
-                                                revoke: revoke, appleFinish: finish).serialized(pretty: true)
-                              : StatusView.text(record.order, history: record.history, notifications: notifications,
-                                                now: context.time.unixSeconds, revoke: revoke, appleFinish: finish))
+                let actions = try ledger.supportActions(orderId: orderId)
+                if parsed.has("--json") {
+                    var json = StatusView.json(record.order, history: record.history, notifications: notifications,
+                                               revoke: revoke, appleFinish: finish)
+                    if case var .object(members) = json {
+                        members.append(("support_actions", .array(actions.map(StatusView.json))))
+                        json = .object(members)
+                    }
+                    context.print(json.serialized(pretty: true))
+                } else {
+                    context.print(StatusView.text(record.order, history: record.history, notifications: notifications,
+                                                  now: context.time.unixSeconds, revoke: revoke, appleFinish: finish)
+                                  + StatusView.text(actions, now: context.time.unixSeconds))
+                }
                 return
             }
             var appleOrder: AppleOrderLookup.Result?
