@@ -168,6 +168,8 @@ package final class Reconciler: Sendable {
         // drained at a store's rate can outlast Apple's 12-hour deadline for an answer.
         let obligations = inbox.flatMap { orderIds.isEmpty && !shouldStop() ? PassObligations(inbox: $0, log: log) : nil }
         try obligations?.run()
+        // A transfer or redelivery support asked for does not wait for the backlog either.
+        if !shouldStop() { try supportActions.run(orderIds: orderIds) }
         obligations?.start(every: Self.obligationsInterval, shouldStop: shouldStop)
         defer { obligations?.stop() }
         let delivering = startDeliveryWorkers(pass)
@@ -202,8 +204,9 @@ package final class Reconciler: Sendable {
             report.revoked = obligations.done.revoked
             report.refundRequestsAnswered = obligations.done.answered
         }
-        // Support's transfers and redeliveries: after the revokes, so a refund's own revoke has
-        // run before a transfer is asked for, and of the named orders only in a pass over them.
+        // Support's transfers and redeliveries (before the claims too): after the revokes, so a
+        // refund's own revoke has run before a transfer is asked for, and of the named orders
+        // only in a pass over them.
         if !shouldStop() { try supportActions.run(orderIds: orderIds) }
         for (store, opened) in pass.breakers where opened != breakers[store] {
             var breaker = opened
