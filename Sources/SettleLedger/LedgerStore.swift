@@ -84,12 +84,14 @@ package protocol GrantLedger: LedgerBase {
 /// What support does and reads: `retry`, `resolve`, `assign`, `status`, `reconcile --dry-run`,
 /// and housekeeping.
 package protocol SupportLedger: LedgerBase {
+    /// `by`: who asked, for the history (nil: nobody named).
     @discardableResult
-    func retry(orderIds: [String], note: String?, proof: ReplacementProof?) throws(LedgerError) -> [RetriedOrder]
+    func retry(orderIds: [String], note: String?, proof: ReplacementProof?, by: Operator?) throws(LedgerError) -> [RetriedOrder]
     @discardableResult
-    func resolve(orderIds: [String], as resolution: Resolution, note: String, transaction: String?) throws(LedgerError) -> [(String, OrderState)]
+    func resolve(orderIds: [String], as resolution: Resolution, note: String, transaction: String?,
+                 by: Operator?) throws(LedgerError) -> [(String, OrderState)]
     /// `settle assign`: an order without a user (`unclaimed_purchase`) gets its buyer and is due now.
-    func assign(orderId: String, userId: String, note: String?, accountToken: String?) throws(LedgerError)
+    func assign(orderId: String, userId: String, note: String?, accountToken: String?, by: Operator?) throws(LedgerError)
 
     func summary(_ filter: OrderFilter) throws(LedgerError) -> LedgerSummary
     func orderRecord(_ orderId: String) throws(LedgerError) -> (order: Order, history: [HistoryEntry])?
@@ -142,13 +144,14 @@ extension OrderLedger {
 
 extension SupportLedger {
     @discardableResult
-    package func retry(orderIds: [String], note: String?) throws(LedgerError) -> [RetriedOrder] {
-        try retry(orderIds: orderIds, note: note, proof: nil)
+    package func retry(orderIds: [String], note: String?, by person: Operator? = nil) throws(LedgerError) -> [RetriedOrder] {
+        try retry(orderIds: orderIds, note: note, proof: nil, by: person)
     }
 
     @discardableResult
-    package func resolve(orderIds: [String], as resolution: Resolution, note: String) throws(LedgerError) -> [(String, OrderState)] {
-        try resolve(orderIds: orderIds, as: resolution, note: note, transaction: nil)
+    package func resolve(orderIds: [String], as resolution: Resolution, note: String,
+                        by person: Operator? = nil) throws(LedgerError) -> [(String, OrderState)] {
+        try resolve(orderIds: orderIds, as: resolution, note: note, transaction: nil, by: person)
     }
 }
 
@@ -195,7 +198,7 @@ extension Order {
 
 extension SupportLedger {
     /// `settle assign` without an account token owed to Apple.
-    package func assign(orderId: String, userId: String, note: String?) throws(LedgerError) {
-        try assign(orderId: orderId, userId: userId, note: note, accountToken: nil)
+    package func assign(orderId: String, userId: String, note: String?, by person: Operator? = nil) throws(LedgerError) {
+        try assign(orderId: orderId, userId: userId, note: note, accountToken: nil, by: person)
     }
 }

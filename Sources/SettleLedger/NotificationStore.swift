@@ -105,8 +105,10 @@ extension TransactionalLedger {
 
     /// `settle assign`: an order without a user (`unclaimed_purchase`) gets its buyer and is due now.
     /// `accountToken`: the buyer's appAccountToken, owed to Apple (Set App Account Token) once the
-    /// pass verified the purchase as theirs, so its renewals bind by themselves.
-    package func assign(orderId: String, userId: String, note: String?, accountToken: String?) throws(LedgerError) {
+    /// pass verified the purchase as theirs, so its renewals bind by themselves. `by`: who
+    /// assigned it (the history says "by alice via cli: to user U: NOTE").
+    package func assign(orderId: String, userId: String, note: String?, accountToken: String?,
+                       by person: Operator? = nil) throws(LedgerError) {
         let now = time.unixSeconds
         try writing { db in
             guard let row = try db.query("SELECT state, reason FROM orders WHERE order_id = ?\(db.dialect.lockRows)", [.text(orderId)]).first else {
@@ -122,7 +124,8 @@ extension TransactionalLedger {
                        updated_at = ? WHERE order_id = ?
                 """, [.text(userId), .integer(now), .integer(now), .text(orderId)])
             try db.appendHistory(orderId, HistoryEntry(at: now, kind: .assign, outcome: "assigned",
-                                                       detail: "to user \(userId)" + (note.map { ": \($0)" } ?? "")))
+                                                       detail: Operator.attributed("to user \(userId)" + (note.map { ": \($0)" } ?? ""),
+                                                                                   to: person)))
             if let accountToken { try db.queueAccountToken(orderId, token: accountToken, now: now) }
         }
     }

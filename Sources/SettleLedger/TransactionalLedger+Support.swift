@@ -65,7 +65,9 @@ extension TransactionalLedger {
     /// With `proof`, the one named order gets it as its proof; the previous proof stays in the
     /// ledger (a receipt by its hash in `receipts`, a signed transaction in the history row).
     @discardableResult
-    package func retry(orderIds: [String], note: String?, proof: ReplacementProof?) throws(LedgerError) -> [RetriedOrder] {
+    /// `by`: who asked (the history says "by alice via web: NOTE").
+    package func retry(orderIds: [String], note: String?, proof: ReplacementProof?,
+                      by person: Operator? = nil) throws(LedgerError) -> [RetriedOrder] {
         guard proof == nil || orderIds.count == 1 else {
             throw .invalid("a new proof belongs to one order; name exactly one order with --receipt-file or --signed-transaction-file")
         }
@@ -75,7 +77,7 @@ extension TransactionalLedger {
             for id in orderIds {
                 let order = try db.closable(id, doing: "retried")
                 try Resolution.checkRetryable(order)
-                var detail = note ?? "from \(order.state.rawValue)"
+                var detail = Operator.attributed(note ?? "from \(order.state.rawValue)", to: person)
                 var unchanged = true
                 switch proof {
                 case let .receipt(receipt)?:
@@ -114,10 +116,11 @@ extension TransactionalLedger {
     /// purchase is never granted again); any other granted by hand has its purchase recorded as
     /// granted outside settle (its transaction, or `transaction` when it names none), so the
     /// same purchase uploaded again is never delivered, and is `rejected`. The reason is the
-    /// resolution, the note its last error, and the history says who decided: a person.
+    /// resolution, the note its last error, and the history says who decided: a person (`by`,
+    /// when named: "by alice via cli: from needs_attention (...): NOTE").
     @discardableResult
     package func resolve(orderIds: [String], as resolution: Resolution, note: String,
-                        transaction: String?) throws(LedgerError) -> [(String, OrderState)] {
+                        transaction: String?, by person: Operator? = nil) throws(LedgerError) -> [(String, OrderState)] {
         let now = time.unixSeconds
         try Resolution.checkHandTransaction(transaction, orders: orderIds.count, resolution: resolution)
         return try writing { db in
@@ -150,7 +153,8 @@ extension TransactionalLedger {
                 }
                 // The history's kinds are fixed by the schema: a person's decision is recorded
                 // as `retry`, the kind of every support action, with its own outcome.
-                let decided = "from \(order.state.rawValue)" + (order.reason.map { " (\($0))" } ?? "") + ": \(note)" + recorded
+                let decided = Operator.attributed("from \(order.state.rawValue)" + (order.reason.map { " (\($0))" } ?? "") + ": \(note)" + recorded,
+                                                  to: person)
                 if resolution == .grantedByHand && order.store.mustBeToldOfDelivery {
                     // Granted, and the store must still hear it (Google refunds a purchase left
                     // unacknowledged): delivered, store finish pending, under a lease that has

@@ -13,7 +13,9 @@ final class RetryTests: EndToEndTestCase {
         XCTAssertEqual(rejected["reason"], .string("receipt_invalid"))
 
         let note = "customer sent a new receipt, ticket 4711"
-        let result = try settle(expecting: 0, ["retry", "o-1", "--note", note])
+        // Run as `sudo settle retry`: the history names the person behind sudo.
+        let result = try settle(["retry", "o-1", "--note", note], environment: ["SUDO_USER": "alice", "USER": "root"])
+        XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertTrue(result.stdout.contains("o-1"), result.stdout)
 
         let retried = try order("o-1")
@@ -24,7 +26,10 @@ final class RetryTests: EndToEndTestCase {
         assertTime(retried["next_attempt_at"], nullable: false, "next_attempt_at")
         let last = try XCTUnwrap(retried["history"]?.arrayValue?.last)
         XCTAssertEqual(last["kind"], .string("retry"))
-        XCTAssertEqual(last["detail"], .string(note))
+        XCTAssertEqual(last["outcome"], .string("retried"))
+        XCTAssertEqual(last["detail"], .string("by alice via cli: " + note))
+        let text = try settle(expecting: 0, ["status", "o-1"]).stdout
+        XCTAssertTrue(text.contains("retried") && text.contains("by alice via cli: \(note)"), text)
 
         // Due now: the next pass takes it (and Apple still says it is forged).
         let pass = try settle(expecting: 0, ["reconcile"])

@@ -41,7 +41,8 @@ enum AssignCommand {
             if let record = try ledger.orderRecord(orderId) {
                 token = accountToken(for: record.order, user: user, configuration: configuration)
             }
-            try ledger.assign(orderId: orderId, userId: user, note: parsed.value("--note"), accountToken: token)
+            try ledger.assign(orderId: orderId, userId: user, note: parsed.value("--note"), accountToken: token,
+                              by: Operator.commandLine(environment: context.environment))
         } catch {
             throw CommandFailure.from(error)
         }

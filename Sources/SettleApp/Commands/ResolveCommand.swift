@@ -46,7 +46,7 @@ enum ResolveCommand {
         do {
             let ledger = try configuration.openLedger(.current, time: context.time)
             resolved = try ledger.resolve(orderIds: parsed.positionals, as: resolution, note: note,
-                                          transaction: parsed.value("--transaction"))
+                                          transaction: parsed.value("--transaction"), by: Operator.commandLine(environment: context.environment))
         } catch {
             throw CommandFailure.from(error)
         }

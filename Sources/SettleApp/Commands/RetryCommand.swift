@@ -39,7 +39,8 @@ enum RetryCommand {
         let retried: [RetriedOrder]
         do {
             let ledger = try configuration.openLedger(.current, time: context.time)
-            retried = try ledger.retry(orderIds: parsed.positionals, note: parsed.value("--note"), proof: proof)
+            retried = try ledger.retry(orderIds: parsed.positionals, note: parsed.value("--note"), proof: proof,
+                                       by: Operator.commandLine(environment: context.environment))
         } catch {
             throw CommandFailure.from(error)
         }
