@@ -55,6 +55,10 @@ package struct CommandHook: Deliverer {
             idempotencyKey: HookPayload.idempotencyKey(purchase))
     }
 
+    package func send(_ document: JSONValue, orderId: String, idempotencyKey: String) -> DeliveryReport {
+        run(document, orderId: orderId, idempotencyKey: idempotencyKey)
+    }
+
     /// Runs the command with `payload` on stdin and reads its answer (also for revokes).
     package func run(_ payload: JSONValue, orderId: String, idempotencyKey: String) -> DeliveryReport {
         let environment = environment(orderId: orderId, idempotencyKey: idempotencyKey)

@@ -86,6 +86,9 @@ package protocol Deliverer: Sendable {
     var batchSize: Int { get }
     /// Delivers several orders; one report per order, in order.
     func deliver(batch: [(order: Order, purchase: VerifiedPurchase)]) -> [DeliveryReport]
+    /// Sends one document of the grant route under `idempotencyKey` and reads the answer as a
+    /// delivery's: a transfer's grant, or a grant re-sent (`settle transfer`, `settle redeliver`).
+    func send(_ document: JSONValue, orderId: String, idempotencyKey: String) -> DeliveryReport
 }
 
 extension Deliverer {

@@ -19,7 +19,7 @@ package enum RevokeHook: Sendable {
     /// `revoke:<txn>` for the first refund; a refund after a reversed one whose revoke may have
     /// reached the receiver gets `revoke:<txn>:<round>`, so a receiver that deduplicates by key acts on it.
     package static func idempotencyKey(transactionId: String, round: Int = 1) -> String {
-        round <= 1 ? "revoke:\(transactionId)" : "revoke:\(transactionId):\(round)"
+        SupportAction.revokeKey(transactionId: transactionId, round: round)
     }
 
     /// What Apple said of a refund: `revocationType` and `revocationPercentage` (milliunits).
@@ -53,6 +53,23 @@ package enum RevokeHook: Sendable {
             ("refunded_at", .string(order.refund.map { Timestamp.rfc3339(unixSeconds: $0.at) })),
             ("idempotency_key", .string(idempotencyKey(transactionId: transactionId, round: round))),
         ])
+    }
+
+    /// The products' configuration, for the documents of this route.
+    package var products: [String: Configuration.Product] {
+        switch self {
+        case let .command(hook): hook.products
+        case let .webhook(hook): hook.products
+        }
+    }
+
+    /// Sends one document of the revoke route under `idempotencyKey` (a transfer's revoke, or a
+    /// revoke re-sent), read as a revoke's answer.
+    package func send(_ document: JSONValue, orderId: String, idempotencyKey: String) -> DeliveryReport {
+        switch self {
+        case let .command(hook): hook.run(document, orderId: orderId, idempotencyKey: idempotencyKey)
+        case let .webhook(hook): hook.post(document.data, idempotencyKey: idempotencyKey, event: Self.event)
+        }
     }
 
     package func revoke(order: Order, transactionId: String, round: Int = 1, quantity: Int? = nil,

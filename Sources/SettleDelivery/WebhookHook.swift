@@ -53,6 +53,10 @@ package struct WebhookHook: Deliverer {
              idempotencyKey: HookPayload.idempotencyKey(purchase))
     }
 
+    package func send(_ document: JSONValue, orderId: String, idempotencyKey: String) -> DeliveryReport {
+        post(document.data, idempotencyKey: idempotencyKey, event: document["event"]?.looseString ?? HookPayload.grantEvent)
+    }
+
     /// POSTs one signed document and reads the answer (also for revokes: `event` names what a
     /// confirmation confirms).
     package func post(_ body: Data, idempotencyKey key: String, event: String = HookPayload.grantEvent) -> DeliveryReport {

@@ -83,7 +83,9 @@ extension TransactionalLedger {
     /// Due revokes of orders that were, or may have been, delivered: finished, or holding their
     /// grant while the hook's outcome is unknown (it timed out, settle died during it). Only a
     /// revoke whose order never reached the hook (it holds no grant) is cancelled here; one
-    /// whose delivery is in flight waits for it. Each returned job is claimed for `leaseSeconds`.
+    /// whose delivery is in flight waits for it, and one whose order is being transferred waits
+    /// for the transfer to see the refund (it then cancels itself, or this revoke when it took
+    /// the goods back already), so the goods are taken back once, from whoever holds them. Each returned job is claimed for `leaseSeconds`.
     package func claimDueRevocations(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(RevocationJob, Order)] {
         let now = time.unixSeconds
         return try writing { db in
@@ -98,6 +100,8 @@ extension TransactionalLedger {
                 WHERE r.state = 'pending' AND r.next_attempt_at <= ?
                   AND (o.state = 'finished' OR (o.state NOT IN ('verifying','delivering')
                                                 AND EXISTS (SELECT 1 FROM grants g WHERE g.order_id = o.order_id)))
+                  AND NOT EXISTS (SELECT 1 FROM support_actions s WHERE s.order_id = o.order_id AND s.kind = 'transfer'
+                                  AND s.state IN ('pending','waiting'))
                 ORDER BY r.next_attempt_at LIMIT ?\(db.dialect.claimRows("r"))
                 """, [.integer(now), .integer(Int64(limit))]).compactMap { $0.string("job_transaction") }
             return try due.compactMap { transactionId in

@@ -43,6 +43,9 @@ package enum LedgerCopy {
                                    "last_error", "claim", "created_at", "updated_at"]),
         ("apple_finishes", ["transaction_id", "order_id", "environment", "state", "attempts", "claim", "next_attempt_at",
                             "last_error", "created_at", "updated_at"]),
+        ("support_actions", ["order_id", "kind", "number", "state", "step", "from_user", "to_user", "note", "requested_by", "target",
+                             "target_key", "target_number", "requested_at", "revoked_at", "granted_at", "done_at", "attempts",
+                             "next_attempt_at", "last_error", "claim", "updated_at"]),
     ]
 
     /// Copies the SQLite ledger at `path` into `destination`. The source is read in one read

@@ -10,6 +10,8 @@ package enum LedgerSchema {
     package static let appleFinishesVersion = 13
     /// The migration that keeps each host's pacer buckets.
     package static let pacerBucketsVersion = 14
+    /// The migration that records support's transfers and redeliveries (`support_actions`).
+    package static let supportActionsVersion = 15
 
     package static let migrations: [String] = [
         // 1: orders, deduplicated receipts, history, grants.
@@ -506,6 +508,39 @@ package enum LedgerSchema {
             updated_at        INTEGER NOT NULL,
             PRIMARY KEY (host, store, endpoint_group, environment)
         );
+        """,
+        // 15: support's transfers and redeliveries (issue 26), recorded by `settle transfer` /
+        // `settle redeliver` (and the web console) and carried out by the next pass, step by
+        // step: each step's time is recorded once it is done, so a crash resumes at the step not
+        // recorded, under the same key. One open action per order at a time.
+        """
+        CREATE TABLE support_actions (
+            order_id         TEXT NOT NULL REFERENCES orders(order_id),
+            kind             TEXT NOT NULL CHECK (kind IN ('transfer','redeliver')),
+            number           INTEGER NOT NULL CHECK (number >= 1),
+            state            TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending','waiting','done','cancelled')),
+            step             TEXT NOT NULL CHECK (step IN ('revoke','grant','resend','done')),
+            from_user        TEXT,
+            to_user          TEXT,
+            note             TEXT NOT NULL,
+            requested_by     TEXT NOT NULL,
+            target           TEXT CHECK (target IS NULL OR target IN ('grant','revoke','transfer_grant','transfer_revoke')),
+            target_key       TEXT,
+            target_number    INTEGER,
+            requested_at     INTEGER NOT NULL,
+            revoked_at       INTEGER,
+            granted_at       INTEGER,
+            done_at          INTEGER,
+            attempts         INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at  INTEGER NOT NULL,
+            last_error       TEXT,
+            claim            INTEGER NOT NULL DEFAULT 0,
+            updated_at       INTEGER NOT NULL,
+            PRIMARY KEY (order_id, kind, number),
+            CHECK ((state = 'done') = (done_at IS NOT NULL))
+        );
+        CREATE UNIQUE INDEX support_actions_open ON support_actions(order_id) WHERE state IN ('pending','waiting');
+        CREATE INDEX support_actions_due ON support_actions(next_attempt_at) WHERE state = 'pending';
         """,
     ]
 }

@@ -95,6 +95,8 @@ package protocol TransactionalLedger: LedgerStore {
     func knowsAppleFinishes() throws(LedgerError) -> Bool
     /// Whether the schema keeps each host's pacer buckets (`pacer_buckets`).
     func knowsPacerBuckets() throws(LedgerError) -> Bool
+    /// Whether the schema records support's transfers and redeliveries (`support_actions`).
+    func knowsSupportActions() throws(LedgerError) -> Bool
 }
 
 /// The SQLite connection of `SQLiteLedger`, inside one of its transactions.
@@ -144,6 +146,7 @@ extension SQLiteLedger: TransactionalLedger {
 
     package func knowsAppleFinishes() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.appleFinishesVersion }
     package func knowsPacerBuckets() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.pacerBucketsVersion }
+    package func knowsSupportActions() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.supportActionsVersion }
 }
 
 extension PostgresLedger: TransactionalLedger {
@@ -166,4 +169,5 @@ extension PostgresLedger: TransactionalLedger {
 
     package func knowsAppleFinishes() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.appleFinishesVersion }
     package func knowsPacerBuckets() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.pacerBucketsVersion }
+    package func knowsSupportActions() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.supportActionsVersion }
 }

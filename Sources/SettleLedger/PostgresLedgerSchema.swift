@@ -406,6 +406,36 @@ package enum PostgresLedgerSchema {
             PRIMARY KEY (host, store, endpoint_group, environment)
         );
         """,
+        // 11: as the SQLite ledger's migration 15: support's transfers and redeliveries.
+        """
+        CREATE TABLE support_actions (
+            order_id         TEXT NOT NULL REFERENCES orders(order_id),
+            kind             TEXT NOT NULL CHECK (kind IN ('transfer','redeliver')),
+            number           BIGINT NOT NULL CHECK (number >= 1),
+            state            TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending','waiting','done','cancelled')),
+            step             TEXT NOT NULL CHECK (step IN ('revoke','grant','resend','done')),
+            from_user        TEXT,
+            to_user          TEXT,
+            note             TEXT NOT NULL,
+            requested_by     TEXT NOT NULL,
+            target           TEXT CHECK (target IS NULL OR target IN ('grant','revoke','transfer_grant','transfer_revoke')),
+            target_key       TEXT,
+            target_number    BIGINT,
+            requested_at     BIGINT NOT NULL,
+            revoked_at       BIGINT,
+            granted_at       BIGINT,
+            done_at          BIGINT,
+            attempts         BIGINT NOT NULL DEFAULT 0,
+            next_attempt_at  BIGINT NOT NULL,
+            last_error       TEXT,
+            claim            BIGINT NOT NULL DEFAULT 0,
+            updated_at       BIGINT NOT NULL,
+            PRIMARY KEY (order_id, kind, number),
+            CHECK ((state = 'done') = (done_at IS NOT NULL))
+        );
+        CREATE UNIQUE INDEX support_actions_open ON support_actions(order_id) WHERE state IN ('pending','waiting');
+        CREATE INDEX support_actions_due ON support_actions(next_attempt_at) WHERE state = 'pending';
+        """,
     ]
 
     /// The first schema with App Store Server Notifications' tables.
@@ -418,4 +448,6 @@ package enum PostgresLedgerSchema {
     package static let appleFinishesVersion = 9
     /// The migration that keeps each host's pacer buckets.
     package static let pacerBucketsVersion = 10
+    /// The migration that records support's transfers and redeliveries (`support_actions`).
+    package static let supportActionsVersion = 11
 }

@@ -85,22 +85,31 @@ package struct OrderReport: Sendable {
     package var notifications: [NotificationRecord]
     package var revoke: (state: String, job: RevocationJob)?
     package var appleFinish: AppleFinishRecord?
+    /// Transfers and redeliveries support asked for, with their steps.
+    package var supportActions: [SupportAction]
 
     /// Nil when the ledger has no such order.
     package static func read(_ ledger: any SettleLedger, orderId: String) throws(LedgerError) -> OrderReport? {
         guard let record = try ledger.orderRecord(orderId) else { return nil }
         return OrderReport(order: record.order, history: record.history, notifications: try ledger.notifications(orderId: orderId),
-                           revoke: try ledger.revocation(orderId: orderId), appleFinish: try ledger.appleFinish(orderId: orderId))
+                           revoke: try ledger.revocation(orderId: orderId), appleFinish: try ledger.appleFinish(orderId: orderId),
+                           supportActions: try ledger.supportActions(orderId: orderId))
     }
 
     /// `settle status ORDER_ID --json`.
     package var json: JSONValue {
-        StatusView.json(order, history: history, notifications: notifications, revoke: revoke, appleFinish: appleFinish)
+        var json = StatusView.json(order, history: history, notifications: notifications, revoke: revoke, appleFinish: appleFinish)
+        if case var .object(members) = json {
+            members.append(("support_actions", .array(supportActions.map(StatusView.json))))
+            json = .object(members)
+        }
+        return json
     }
 
     /// `settle status ORDER_ID`.
     package func text(now: Int64) -> String {
         StatusView.text(order, history: history, notifications: notifications, now: now, revoke: revoke, appleFinish: appleFinish)
+            + StatusView.text(supportActions, now: now)
     }
 }
 

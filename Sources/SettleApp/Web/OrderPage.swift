@@ -37,6 +37,10 @@ enum OrderPage {
                 ("attempts", String(revoke.job.attempts)), ("last error", revoke.job.lastError ?? "-"),
             ], id: "revoke-facts"))
         }
+        if !report.supportActions.isEmpty {
+            body = body + WebPage.section("Transfers and redeliveries", id: "support-actions",
+                                          WebPage.preformatted(StatusView.text(report.supportActions, now: now)))
+        }
         if !report.notifications.isEmpty {
             let rows = report.notifications.map { n -> [Markup] in
                 ["\(Timestamp.rfc3339(unixSeconds: n.receivedAt))", "\(n.type + (n.subtype.map { "/\($0)" } ?? ""))", "\(n.outcome)",

@@ -3,24 +3,26 @@ import SettleModel
 import SettleLedger
 
 /// The order actions (`web.actions: true`): the same ledger calls, with the same rules, as
-/// `settle retry`, `settle assign` and `settle resolve`, each naming the signed-in operator
+/// `settle retry`, `assign`, `resolve`, `transfer` and `redeliver`, each naming the signed-in operator
 /// ("retried by alice via web"). Each is a POST form carrying a CSRF token; a request from
 /// another site, or without a valid token, is refused before anything is read or written.
 enum WebActions {
     enum Action: String, CaseIterable {
-        case retry, assign, resolve
+        case retry, assign, resolve, transfer, redeliver
     }
 
     /// What a done action says on the order's page (a fixed set: nothing from the request is
     /// echoed through the redirect).
     enum Outcome: String {
-        case retried, assigned, resolved
+        case retried, assigned, resolved, transferred, redelivered
 
         var message: String {
             switch self {
             case .retried: return "retried: pending, due now"
             case .assigned: return "assigned: pending, due now"
             case .resolved: return "resolved"
+            case .transferred: return "transfer requested: the next pass revokes it from its user and grants it to the new one"
+            case .redelivered: return "redelivery requested: the next pass re-sends it to the hook under its original key"
             }
         }
     }
@@ -64,6 +66,17 @@ enum WebActions {
                 let transaction = request.form["transaction"].flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
                 try console.ledger.resolve(orderIds: [orderId], as: resolution, note: note, transaction: transaction, by: by)
                 outcome = .resolved
+            case .transfer:
+                guard let user = request.form["to_user"]?.trimmingCharacters(in: .whitespaces), !user.isEmpty else {
+                    return try refuse("the user to move the purchase to is required", orderId: orderId, request, console: console)
+                }
+                guard let note else { return try refuse("a note is required: say why (a ticket number)", orderId: orderId, request, console: console) }
+                try console.ledger.requestTransfer(orderId: orderId, toUser: user, note: note, by: by)
+                outcome = .transferred
+            case .redeliver:
+                guard let note else { return try refuse("a note is required: say why (a ticket number)", orderId: orderId, request, console: console) }
+                try console.ledger.requestRedelivery(orderId: orderId, note: note, by: by)
+                outcome = .redelivered
             }
         } catch let error as LedgerError {
             let failure = CommandFailure.from(error)
@@ -109,6 +122,16 @@ enum WebActions {
                 <input type="text" name="user" placeholder="user id" aria-label="user id">\
                 <input type="text" name="note" placeholder="note" aria-label="assign note">
                 """, "Assign"))
+        }
+        if order.state == .finished {
+            forms.append(form(.transfer, """
+                <input type="text" name="to_user" placeholder="move to user id" aria-label="transfer to user">\
+                <input type="text" name="note" placeholder="note (required)" aria-label="transfer note">
+                """, "Transfer"))
+        }
+        if order.state == .finished || order.refund != nil {
+            forms.append(form(.redeliver, "<input type=\"text\" name=\"note\" placeholder=\"note (required)\" aria-label=\"redeliver note\">",
+                              "Redeliver"))
         }
         guard !forms.isEmpty else {
             return WebPage.section("Actions", id: "actions", "<p class=\"muted\">no action applies to a \(order.state.rawValue) order</p>")

@@ -16,6 +16,11 @@ package final class Reconciler: Sendable {
     package let policy: RetryPolicy
     package let owner: LeaseOwner
     package let log: Log
+    /// Support's transfers and redeliveries, carried out at each pass.
+    package var supportActions: SupportActionRunner {
+        SupportActionRunner(ledger: ledger, grants: deliverer, revokes: inbox?.revokeHook, products: configuration.products,
+                            policy: policy, log: log)
+    }
     /// Counters for the metrics file, when the daemon keeps one.
     package let metrics: Metrics?
     /// App Store Server Notifications: a pass also does the revokes and refund-request answers they leave.
@@ -187,6 +192,9 @@ package final class Reconciler: Sendable {
             report.revoked = settled.revoked
             report.refundRequestsAnswered = settled.answered
         }
+        // Support's transfers and redeliveries: after the revokes, so a refund's own revoke has
+        // run before a transfer is asked for, and of the named orders only in a pass over them.
+        if !shouldStop() { try supportActions.run(orderIds: orderIds) }
         for (store, opened) in pass.breakers where opened != breakers[store] {
             var breaker = opened
             // A store that refunds unacknowledged purchases is probed again before the first of

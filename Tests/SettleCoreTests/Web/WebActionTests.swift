@@ -131,4 +131,51 @@ final class WebActionTests: WebConsoleTestCase {
         XCTAssertEqual(try engine.ledger.orderRecord("o-pending")?.history.count, 1)
         XCTAssertTrue(text(try get(base, "/orders/o-1")).contains("<span class=\"who\" id=\"who\">local · actions on</span>"))
     }
+
+    /// An order settle granted through the hook: finished, its grant row, a delivered history row.
+    func granted(_ engine: Engine, _ id: String) throws {
+        try enqueue(engine.ledger, id, user: "u-1", transaction: "t-\(id)")
+        let now = world.time.unixSeconds
+        try engine.execute("""
+            UPDATE orders SET state = 'finished', finished_at = \(now), verified_transaction_id = 't-\(id)',
+                   original_transaction_id = 't-\(id)', environment = 'Production' WHERE order_id = '\(id)';
+            INSERT INTO grants(grant_key, transaction_id, order_id, source, granted_at) VALUES ('t-\(id)', 't-\(id)', '\(id)', 'settle', \(now));
+            INSERT INTO history(order_id, at, kind, outcome, hook_exit) VALUES ('\(id)', \(now), 'delivery', 'delivered', 0);
+            """)
+    }
+
+    func testTransferAndRedeliver_recordSupportsRequest_byTheOperator_onBothEngines() throws {
+        try onEachEngine { engine in
+            try granted(engine, "o-move")
+            try granted(engine, "o-again")
+            try needsAttention(engine, "o-never")
+            let base = try start(engine.ledger, actions: true, users: users())
+            let page = text(try get(base, "/orders/o-move", headers: alice))
+            XCTAssertTrue(page.contains("id=\"transfer-form\""), engine.name)
+            XCTAssertTrue(page.contains("id=\"redeliver-form\""), engine.name)
+
+            let moved = try post(base, "/orders/o-move/transfer", [("csrf", try csrfToken(base, order: "o-move", headers: alice)),
+                                                                   ("to_user", "u-2"), ("note", "ticket 4")], headers: alice)
+            XCTAssertEqual(moved.status, 303, "\(engine.name): \(text(moved))")
+            XCTAssertEqual(moved.header("Location"), "/orders/o-move?done=transferred", engine.name)
+            let transfer = try XCTUnwrap(engine.ledger.orderRecord("o-move"), engine.name)
+            XCTAssertEqual(transfer.history.last?.outcome, "transfer_requested", engine.name)
+            XCTAssertEqual(transfer.history.last?.detail, "transfer 1 to u-2 (from u-1) requested by alice via web: ticket 4", engine.name)
+            XCTAssertEqual(try engine.ledger.supportActions(orderId: "o-move").count, 1, engine.name)
+
+            let again = try post(base, "/orders/o-again/redeliver", [("csrf", try csrfToken(base, order: "o-again", headers: alice)),
+                                                                     ("note", "ticket 5")], headers: alice)
+            XCTAssertEqual(again.status, 303, "\(engine.name): \(text(again))")
+            let redelivery = try XCTUnwrap(engine.ledger.orderRecord("o-again"), engine.name)
+            XCTAssertEqual(redelivery.history.last?.outcome, "redeliver_requested", engine.name)
+            XCTAssertTrue(redelivery.history.last?.detail?.contains("alice via web") == true, "\(engine.name): \(String(describing: redelivery.history.last))")
+
+            let never = try post(base, "/orders/o-never/redeliver", [("csrf", try csrfToken(base, order: "o-again", headers: alice)),
+                                                                     ("note", "ticket 6")], headers: alice)
+            XCTAssertEqual(never.status, 409, engine.name)
+            XCTAssertTrue(text(never).contains("was never granted"), engine.name)
+            XCTAssertEqual(try engine.ledger.supportActions(orderId: "o-never").count, 0, engine.name)
+            XCTAssertTrue(text(try get(base, "/orders/o-move", headers: alice)).contains("id=\"support-actions\""), engine.name)
+        }
+    }
 }

@@ -1,0 +1,363 @@
+import SettleBase
+import SettleModel
+
+/// Support's transfers and redeliveries (`support_actions`), written once for both engines: the
+/// command or the web console records the request with a history row in one transaction; a pass
+/// claims it (as revokes are claimed: the claim counts, the outcome is recorded only under the
+/// claim it was taken with), runs its next step through the hook and records the step as done.
+/// A crash between a hook call and its record resumes at the same step, under the same key.
+extension TransactionalLedger {
+    /// Records a transfer of `orderId`'s purchase to `toUser`, to be carried out by the next pass:
+    /// revoke from the current holder, then grant to `toUser`, each under its own key. Refused
+    /// (`LedgerError.invalid`, exit 65) unless the order is finished and holds the grant settle
+    /// made for it, is not refunded or revoked, belongs to another user, and has no other
+    /// transfer or redelivery open. The same transfer asked again while it waits for a person
+    /// (its hook refused, or its attempts ran out) is due again now, under the same keys.
+    @discardableResult
+    package func requestTransfer(orderId: String, toUser: String, note: String, by person: Operator) throws(LedgerError) -> TransferRequest {
+        let target = toUser.trimmingCharacters(in: .whitespaces)
+        guard !target.isEmpty else { throw .invalid("a transfer needs the user to move the purchase to (--to-user)") }
+        guard !note.trimmingCharacters(in: .whitespaces).isEmpty else { throw .invalid("a transfer needs a note: say why (a ticket number)") }
+        guard try knowsSupportActions() else { throw .olderSchema(found: try schemaVersion(), needed: supportActionsSchema) }
+        let now = time.unixSeconds
+        return try writing { db in
+            let order = try db.lockedOrder(orderId)
+            if let open = try db.openSupportAction(orderId) {
+                guard open.kind == .transfer, open.state == .waiting, open.toUser == target else {
+                    throw LedgerError.invalid(SupportActionRules.busy(open))
+                }
+                try db.resume(open, now: now, by: person, note: note)
+                return TransferRequest(orderId: orderId, number: open.number, fromUser: open.fromUser ?? order.userId, toUser: target,
+                                       resumed: true)
+            }
+            try db.checkGranted(order, doing: "transfer")
+            let owed = try db.hasOwedRevocation(orderId)
+            if order.refund != nil || owed {
+                throw LedgerError.invalid("order \(orderId)'s purchase was refunded or revoked" + (order.refund.map { " (\($0.kind))" } ?? "")
+                                          + "; a purchase taken back cannot be transferred")
+            }
+            guard order.userId != target else {
+                throw LedgerError.invalid("order \(orderId) already belongs to user \(target); nothing to transfer")
+            }
+            let number = try db.nextSupportNumber(orderId, kind: .transfer)
+            try db.query("""
+                INSERT INTO support_actions(order_id, kind, number, state, step, from_user, to_user, note, requested_by, requested_at,
+                                            next_attempt_at, updated_at)
+                VALUES (?, 'transfer', ?, 'pending', 'revoke', ?, ?, ?, ?, ?, ?, ?)
+                """, [.text(orderId), .integer(Int64(number)), .text(order.userId), .text(target), .text(note), .text(person.label),
+                      .integer(now), .integer(now), .integer(now)])
+            try db.appendHistory(orderId, HistoryEntry(
+                at: now, kind: .retry, outcome: "transfer_requested",
+                detail: "transfer \(number) to \(target) (from \(order.userId)) requested by \(person.label): \(note)"))
+            return TransferRequest(orderId: orderId, number: number, fromUser: order.userId, toUser: target, resumed: false)
+        }
+    }
+
+    /// Records a redelivery of `orderId`: the next pass re-sends to the hook what settle last
+    /// finished for it (its grant; a transfer's grant, or its revoke when the transfer ended
+    /// there; a refund's revoke) under that step's original key. Refused (exit 65) for an order
+    /// the hook never granted, or with a transfer or redelivery open; a redelivery waiting for
+    /// a person is due again now.
+    @discardableResult
+    package func requestRedelivery(orderId: String, note: String, by person: Operator) throws(LedgerError) -> RedeliveryRequest {
+        guard !note.trimmingCharacters(in: .whitespaces).isEmpty else { throw .invalid("a redelivery needs a note: say why (a ticket number)") }
+        guard try knowsSupportActions() else { throw .olderSchema(found: try schemaVersion(), needed: supportActionsSchema) }
+        let now = time.unixSeconds
+        return try writing { db in
+            let order = try db.lockedOrder(orderId)
+            if let open = try db.openSupportAction(orderId) {
+                guard open.kind == .redeliver, open.state == .waiting, let target = open.target, let key = open.targetKey else {
+                    throw LedgerError.invalid(SupportActionRules.busy(open))
+                }
+                try db.resume(open, now: now, by: person, note: note)
+                return RedeliveryRequest(orderId: orderId, number: open.number, target: target, idempotencyKey: key,
+                                         userId: open.toUser ?? order.userId, resumed: true)
+            }
+            guard try db.wasDelivered(orderId), let purchase = order.verified else {
+                throw LedgerError.invalid("order \(orderId) was never granted through the hook (\(order.state.rawValue)"
+                                          + (order.reason.map { ", \($0)" } ?? "") + "); nothing to re-send")
+            }
+            guard order.state == .finished || order.refund != nil else {
+                throw LedgerError.invalid("order \(orderId) is \(order.state.rawValue); settle is still working on it, nothing to re-send yet")
+            }
+            let last = try db.lastFinishedStep(order, purchase: purchase)
+            let number = try db.nextSupportNumber(orderId, kind: .redeliver)
+            try db.query("""
+                INSERT INTO support_actions(order_id, kind, number, state, step, to_user, note, requested_by, target, target_key,
+                                            target_number, requested_at, next_attempt_at, updated_at)
+                VALUES (?, 'redeliver', ?, 'pending', 'resend', ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, [.text(orderId), .integer(Int64(number)), .text(last.userId), .text(note), .text(person.label),
+                      .text(last.target.rawValue), .text(last.key), .from(last.transfer.map { Int64($0) }),
+                      .integer(now), .integer(now), .integer(now)])
+            let request = RedeliveryRequest(orderId: orderId, number: number, target: last.target, idempotencyKey: last.key,
+                                            userId: last.userId, resumed: false)
+            try db.appendHistory(orderId, HistoryEntry(
+                at: now, kind: .retry, outcome: "redeliver_requested",
+                detail: "redeliver \(number) of \(request.what) (key \(last.key)) requested by \(person.label): \(note)"))
+            return request
+        }
+    }
+
+    /// Every transfer and redelivery of an order, oldest first (for `settle status`); none on a
+    /// ledger older than the table.
+    package func supportActions(orderId: String) throws(LedgerError) -> [SupportAction] {
+        guard try knowsSupportActions() else { return [] }
+        return try reading { db in
+            try db.query("SELECT * FROM support_actions WHERE order_id = ? ORDER BY requested_at, kind, number", [.text(orderId)])
+                .compactMap(SupportAction.init(row:))
+        }
+    }
+
+    /// Due transfers and redeliveries (of `orderIds` only, when named), each claimed for
+    /// `leaseSeconds` with the order as it is now.
+    package func claimDueSupportActions(limit: Int, leaseSeconds: Int64, orderIds: [String] = []) throws(LedgerError) -> [(SupportAction, Order)] {
+        guard try knowsSupportActions() else { return [] }
+        let now = time.unixSeconds
+        return try writing { db in
+            var named = ""
+            if !orderIds.isEmpty { named = " AND order_id IN (\(Array(repeating: "?", count: orderIds.count).joined(separator: ",")))" }
+            let due = try db.query("""
+                SELECT order_id, kind, number FROM support_actions WHERE state = 'pending' AND next_attempt_at <= ?\(named)
+                ORDER BY next_attempt_at, order_id LIMIT ?\(db.dialect.claimRows("support_actions"))
+                """, [.integer(now)] + orderIds.map(LedgerValue.text) + [.integer(Int64(limit))])
+            return try due.compactMap { row in
+                guard let orderId = row.string("order_id"), let kind = row.string("kind"), let number = row.int("number") else { return nil }
+                guard let claimed = try db.query("""
+                    UPDATE support_actions SET claim = claim + 1, next_attempt_at = ?, updated_at = ?
+                    WHERE order_id = ? AND kind = ? AND number = ? RETURNING *
+                    """, [.integer(now + leaseSeconds), .integer(now), .text(orderId), .text(kind), .integer(number)]).first,
+                      let action = SupportAction(row: claimed),
+                      let order = try db.query("SELECT * FROM orders WHERE order_id = ?", [.text(orderId)]).first.map({ Order(row: $0) })
+                else { return nil }
+                return (action, order)
+            }
+        }
+    }
+
+    /// Whether this claim of the action is still current and unexpired: checked just before the hook runs.
+    package func holds(_ action: SupportAction) throws(LedgerError) -> Bool {
+        let now = time.unixSeconds
+        return try reading { db in
+            try !db.query("""
+                SELECT 1 AS held FROM support_actions
+                WHERE order_id = ? AND kind = ? AND number = ? AND state = 'pending' AND claim = ? AND next_attempt_at > ?
+                """, action.keyValues + [.integer(action.claim), .integer(now)]).isEmpty
+        }
+    }
+
+    /// Records what a step of a claimed action concluded, with its history row, under the claim
+    /// it was taken with (false, and nothing changes, once the action was claimed again since).
+    @discardableResult
+    package func recordSupportStep(_ action: SupportAction, _ outcome: SupportStepOutcome, history: HistoryEntry) throws(LedgerError) -> Bool {
+        let now = time.unixSeconds
+        return try writing { db in
+            let claim = " WHERE order_id = ? AND kind = ? AND number = ? AND state = 'pending' AND claim = ?"
+            let held = action.keyValues + [.integer(action.claim)]
+            let changed: Int
+            switch outcome {
+            case .revoked:
+                changed = try db.changedRows("""
+                    UPDATE support_actions SET step = 'grant', revoked_at = ?, attempts = 0, last_error = NULL, updated_at = ?\(claim)
+                    """, [.integer(now), .integer(now)] + held)
+            case .granted:
+                changed = try db.changedRows("""
+                    UPDATE support_actions SET state = 'done', step = 'done', granted_at = ?, done_at = ?, last_error = NULL,
+                           updated_at = ?\(claim)
+                    """, [.integer(now), .integer(now), .integer(now)] + held)
+                if changed > 0, let to = action.toUser {
+                    // The purchase is the new holder's: a later refund revokes it from them.
+                    try db.query("UPDATE orders SET user_id = ?, updated_at = ? WHERE order_id = ?",
+                                 [.text(to), .integer(now), .text(action.orderId)])
+                    try db.query("UPDATE grants SET note = ? WHERE order_id = ?",
+                                 [.text("held by \(to) since transfer \(action.number) from \(action.fromUser ?? "?")"), .text(action.orderId)])
+                }
+            case .resent:
+                changed = try db.changedRows("""
+                    UPDATE support_actions SET state = 'done', step = 'done', done_at = ?, last_error = NULL, updated_at = ?\(claim)
+                    """, [.integer(now), .integer(now)] + held)
+            case let .failed(error, waiting, nextAttemptAt):
+                changed = try db.changedRows("""
+                    UPDATE support_actions SET state = ?, attempts = attempts + 1, next_attempt_at = ?, last_error = ?, updated_at = ?\(claim)
+                    """, [.text(waiting ? "waiting" : "pending"), .integer(nextAttemptAt), .text(error), .integer(now)] + held)
+            case let .waitingForRoute(why):
+                changed = try db.changedRows("""
+                    UPDATE support_actions SET next_attempt_at = ?, last_error = ?, updated_at = ?\(claim)
+                    """, [.integer(now), .text(why), .integer(now)] + held)
+            case let .cancelled(why, revokeAlreadyDone):
+                changed = try db.changedRows("""
+                    UPDATE support_actions SET state = 'cancelled', last_error = ?, updated_at = ?\(claim)
+                    """, [.text(why), .integer(now)] + held)
+                if changed > 0, let revokeAlreadyDone {
+                    // The transfer took the goods back already: the refund's revoke would take them twice.
+                    try db.query("""
+                        UPDATE revocations SET state = 'cancelled', last_error = ?, updated_at = ? WHERE order_id = ? AND state = 'pending'
+                        """, [.text(revokeAlreadyDone), .integer(now), .text(action.orderId)])
+                }
+            }
+            guard changed > 0 else { return false }
+            try db.appendHistory(action.orderId, history)
+            return true
+        }
+    }
+
+    /// Gives a claimed action back untouched: due again at once.
+    package func releaseSupportAction(_ action: SupportAction) throws(LedgerError) {
+        let now = time.unixSeconds
+        try writing { db in
+            try db.query("""
+                UPDATE support_actions SET next_attempt_at = ?
+                WHERE order_id = ? AND kind = ? AND number = ? AND state = 'pending' AND claim = ?
+                """, [.integer(now)] + action.keyValues + [.integer(action.claim)])
+        }
+    }
+
+    /// The refund's revoke settle finished for an order (for a redelivery that re-sends it).
+    package func finishedRevocation(orderId: String) throws(LedgerError) -> RevocationJob? {
+        try reading { db in
+            try db.query("SELECT * FROM revocations WHERE order_id = ? AND state = 'revoked' ORDER BY updated_at DESC LIMIT 1",
+                         [.text(orderId)]).first.map { row in
+                RevocationJob(transactionId: row.string("transaction_id") ?? "", orderId: orderId, kind: row.string("kind") ?? "REFUND",
+                              attempts: Int(row.int("attempts") ?? 0), round: Int(row.int("round") ?? 1),
+                              quantity: row.int("quantity").map { Int($0) }, revocationType: row.string("revocation_type"),
+                              revocationPercentage: row.int("revocation_percentage"))
+            }
+        }
+    }
+
+    /// One transfer of an order, by number (for a redelivery of its step).
+    package func transfer(orderId: String, number: Int) throws(LedgerError) -> SupportAction? {
+        guard try knowsSupportActions() else { return nil }
+        return try reading { db in
+            try db.query("SELECT * FROM support_actions WHERE order_id = ? AND kind = 'transfer' AND number = ?",
+                         [.text(orderId), .integer(Int64(number))]).first.flatMap(SupportAction.init(row:))
+        }
+    }
+
+    private var supportActionsSchema: Int { isShared ? PostgresLedgerSchema.supportActionsVersion : LedgerSchema.supportActionsVersion }
+}
+
+/// What one step of a support action concluded.
+package enum SupportStepOutcome: Sendable, Equatable {
+    /// A transfer's revoke is done: its grant is next, under the same claim (due when the claim
+    /// ends, should this host stop before it).
+    case revoked
+    /// A transfer's grant is done: the order's user is the new holder.
+    case granted
+    /// A redelivery was re-sent and answered.
+    case resent
+    /// The hook did not do it: again at `nextAttemptAt`, or `waiting` for a person.
+    case failed(String, waiting: Bool, nextAttemptAt: Int64)
+    /// No route for it is configured: it stays due, without using an attempt.
+    case waitingForRoute(String)
+    /// The purchase was taken back before the action could end. `revokeAlreadyDone`: the
+    /// transfer revoked it already, so the refund's own revoke is cancelled with this reason.
+    case cancelled(String, revokeAlreadyDone: String?)
+}
+
+/// The messages of support actions' refusals.
+package enum SupportActionRules {
+    static func busy(_ open: SupportAction) -> String {
+        let what = open.kind == .transfer ? "transfer \(open.number) to \(open.toUser ?? "?")" : "redelivery \(open.number)"
+        let state = open.state == .waiting ? "waits for a person (\(open.lastError ?? "no reason recorded"))" : "is in progress (step \(open.step.rawValue))"
+        let again = open.state == .waiting && open.kind == .transfer
+            ? "; ask for the same transfer again to resume it once the hook is fixed" : ""
+        return "order \(open.orderId) has \(what), requested by \(open.requestedBy), that \(state); one transfer or redelivery at a time\(again)"
+    }
+}
+
+extension SupportAction {
+    /// The action stored in a `support_actions` row.
+    init?(row: any LedgerRow) {
+        guard let orderId = row.string("order_id"), let kind = Kind(rawValue: row.string("kind") ?? ""),
+              let state = State(rawValue: row.string("state") ?? ""), let step = Step(rawValue: row.string("step") ?? "") else { return nil }
+        self.init(orderId: orderId, kind: kind, number: Int(row.int("number") ?? 0), state: state, step: step,
+                  fromUser: row.string("from_user"), toUser: row.string("to_user"), note: row.string("note") ?? "",
+                  requestedBy: row.string("requested_by") ?? "", target: row.string("target").flatMap(Target.init(rawValue:)),
+                  targetKey: row.string("target_key"), targetNumber: row.int("target_number").map { Int($0) },
+                  requestedAt: row.int("requested_at") ?? 0, revokedAt: row.int("revoked_at"), grantedAt: row.int("granted_at"),
+                  doneAt: row.int("done_at"), attempts: Int(row.int("attempts") ?? 0), nextAttemptAt: row.int("next_attempt_at") ?? 0,
+                  lastError: row.string("last_error"), claim: row.int("claim") ?? 0)
+    }
+
+    var keyValues: [LedgerValue] { [.text(orderId), .text(kind.rawValue), .integer(Int64(number))] }
+}
+
+extension LedgerTransaction {
+    /// The order, locked for the transaction where rows are locked.
+    func lockedOrder(_ id: String) throws -> Order {
+        guard let row = try query("SELECT * FROM orders WHERE order_id = ?\(dialect.lockRows)", [.text(id)]).first else {
+            throw LedgerError.invalid("no order \(id) in the ledger")
+        }
+        return Order(row: row)
+    }
+
+    func openSupportAction(_ orderId: String) throws -> SupportAction? {
+        try query("SELECT * FROM support_actions WHERE order_id = ? AND state IN ('pending','waiting')", [.text(orderId)])
+            .first.flatMap(SupportAction.init(row:))
+    }
+
+    func nextSupportNumber(_ orderId: String, kind: SupportAction.Kind) throws -> Int {
+        Int(try query("SELECT coalesce(max(number), 0) + 1 AS n FROM support_actions WHERE order_id = ? AND kind = ?",
+                      [.text(orderId), .text(kind.rawValue)]).first?.int("n") ?? 1)
+    }
+
+    /// A waiting action asked for again: due now, its attempts counted afresh, same keys.
+    func resume(_ action: SupportAction, now: Int64, by person: Operator, note: String) throws {
+        try query("""
+            UPDATE support_actions SET state = 'pending', attempts = 0, next_attempt_at = ?, updated_at = ?
+            WHERE order_id = ? AND kind = ? AND number = ?
+            """, [.integer(now), .integer(now)] + action.keyValues)
+        try appendHistory(action.orderId, HistoryEntry(
+            at: now, kind: .retry, outcome: "\(action.kind.rawValue)_resumed",
+            detail: "\(action.name) resumed at step \(action.step.rawValue) by \(person.label): \(note)"
+                + (action.lastError.map { "; it waited: \($0)" } ?? "")))
+    }
+
+    /// Refuses an order whose purchase settle did not grant through the hook and still holds.
+    func checkGranted(_ order: Order, doing verb: String) throws {
+        let holds = try !query("SELECT 1 AS held FROM grants WHERE order_id = ? AND source = 'settle'", [.text(order.orderId)]).isEmpty
+        guard holds, try wasDelivered(order.orderId) else {
+            throw LedgerError.invalid("order \(order.orderId) was never granted (\(order.state.rawValue)"
+                                      + (order.reason.map { ", \($0)" } ?? "") + "); nothing to \(verb)")
+        }
+        guard order.state == .finished else {
+            throw LedgerError.invalid("order \(order.orderId) is \(order.state.rawValue); only a finished order can be \(verb)red "
+                                      + "(wait until its store was told of the delivery)")
+        }
+    }
+
+    /// Whether the hook ever confirmed delivering the order's grant.
+    func wasDelivered(_ orderId: String) throws -> Bool {
+        try !query("""
+            SELECT 1 AS delivered FROM history WHERE order_id = ? AND kind = 'delivery' AND outcome = 'delivered' LIMIT 1
+            """, [.text(orderId)]).isEmpty
+    }
+
+    func hasOwedRevocation(_ orderId: String) throws -> Bool {
+        try !query("SELECT 1 AS owed FROM revocations WHERE order_id = ? AND state <> 'cancelled' LIMIT 1", [.text(orderId)]).isEmpty
+    }
+
+    /// What settle last finished for a delivered order, in the order things happen to it: its
+    /// grant, then each transfer's revoke and grant, then a refund's revoke (a transfer is
+    /// refused once refunded, and a refund's revoke waits for an open transfer).
+    func lastFinishedStep(_ order: Order, purchase: VerifiedPurchase) throws
+        -> (target: SupportAction.Target, key: String, userId: String, transfer: Int?) {
+        if let row = try query("""
+            SELECT transaction_id, round FROM revocations WHERE order_id = ? AND state = 'revoked' ORDER BY updated_at DESC LIMIT 1
+            """, [.text(order.orderId)]).first, let txn = row.string("transaction_id") {
+            return (.revoke, SupportAction.revokeKey(transactionId: txn, round: Int(row.int("round") ?? 1)), order.userId, nil)
+        }
+        if let row = try query("""
+            SELECT * FROM support_actions WHERE order_id = ? AND kind = 'transfer' AND revoked_at IS NOT NULL
+            ORDER BY number DESC LIMIT 1
+            """, [.text(order.orderId)]).first, let transfer = SupportAction(row: row) {
+            if transfer.grantedAt != nil {
+                return (.transferGrant, SupportAction.transferKey(orderId: order.orderId, number: transfer.number, step: .grant),
+                        transfer.toUser ?? order.userId, transfer.number)
+            }
+            return (.transferRevoke, SupportAction.transferKey(orderId: order.orderId, number: transfer.number, step: .revoke),
+                    transfer.fromUser ?? order.userId, transfer.number)
+        }
+        return (.grant, purchase.grantKey, order.userId, nil)
+    }
+}
