@@ -44,16 +44,17 @@ struct WebRequest: Sendable {
         return out
     }
 
-    /// Whether the browser says the request comes from another site: `Sec-Fetch-Site` other than
-    /// same-origin or none (typed, bookmarked), or an `Origin` whose host is not this one's.
+    /// Whether the browser says the request comes from another site. `Sec-Fetch-Site`, which
+    /// every current browser sends, decides when present (same-origin, or none: typed or
+    /// bookmarked). Without it, an `Origin` must name this host; `Origin: null` (what a browser
+    /// sends under `Referrer-Policy: no-referrer`, and from a sandboxed frame) is refused then.
     var isCrossSite: Bool {
-        if let site = header("Sec-Fetch-Site")?.lowercased(), !["same-origin", "none"].contains(site) { return true }
-        if let origin = header("Origin") {
-            guard origin != "null", let host = URLComponents(string: origin).flatMap({ c in c.host.map { h in (h, c.port) } }),
-                  let own = header("Host") else { return true }
-            let shown = host.1.map { "\(host.0):\($0)" } ?? host.0
-            return shown.lowercased() != own.lowercased() && "[\(host.0)]" + (host.1.map { ":\($0)" } ?? "") != own.lowercased()
+        if let site = header("Sec-Fetch-Site")?.lowercased() { return !["same-origin", "none"].contains(site) }
+        guard let origin = header("Origin") else { return false }
+        guard let components = URLComponents(string: origin), let host = components.host, let own = header("Host")?.lowercased() else {
+            return true
         }
-        return false
+        let port = components.port.map { ":\($0)" } ?? ""
+        return ![host + port, "[\(host)]" + port].map { $0.lowercased() }.contains(own)
     }
 }
