@@ -40,7 +40,7 @@ enum ActivityChart {
                          + "<text x=\"\(x)\" y=\"\(28 + height)\" text-anchor=\"middle\">\(date)</text>")
         }
         let chart: Markup = """
-            <svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \(left + width + 10) \(height + 36)" role="img" \
+            <svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 \(left + width + 30) \(height + 36)" role="img" \
             aria-label="orders settled and recovered per hour over the last 7 days">
             <text x="\(left - 6)" y="18" text-anchor="end">\(top)</text><text x="\(left - 6)" y="\(10 + height)" text-anchor="end">0</text>
             <line class="axis" x1="\(left)" y1="\(10 + height)" x2="\(left + width)" y2="\(10 + height)"/>
@@ -48,8 +48,8 @@ enum ActivityChart {
             \(bars)\(ticks)</svg>
             """
         return chart + """
-            <p class="legend" id="chart-totals"><span class="settled"></span>settled \(totals.settled)\
-            <span class="recovered"></span>recovered \(totals.recovered) <span class="muted">(per hour, UTC; settled: ended \
+            <p class="legend" id="chart-totals"><span class="swatch settled"></span>settled \(totals.settled)\
+            <span class="swatch recovered"></span>recovered \(totals.recovered) <span class="muted">(per hour, UTC; settled: ended \
             finished or rejected; recovered: delivered)</span></p>
             """
     }

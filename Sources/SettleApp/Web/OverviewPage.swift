@@ -1,3 +1,4 @@
+import Foundation
 import SettleBase
 import SettleModel
 import SettleLedger
@@ -69,6 +70,7 @@ enum OverviewPage {
     static func health(_ report: StatusReport, now: Int64) -> Markup {
         let rows = Store.allCases.map { store -> [Markup] in
             let pacer = StatusView.pacerText(store, summary: report.summary, buckets: report.pacer)
+                .split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: "\n")
             return ["\(store.logName)", "\(StatusView.healthText(report.breakers[store] ?? StoreBreaker(), now: now))",
                     pacer.isEmpty ? .empty : WebPage.preformatted(pacer)]
         }

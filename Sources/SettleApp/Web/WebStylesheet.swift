@@ -20,11 +20,13 @@ enum WebStylesheet {
     .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(340px, 1fr)); gap: 16px; }
     table { border-collapse: collapse; width: 100%; font-size: 14px; }
     th, td { text-align: left; padding: 5px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
+    #history-table td:first-child { white-space: nowrap; }
+    #history-table td:last-child { overflow-wrap: anywhere; }
     th { color: var(--muted); font-weight: 600; }
     td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
     dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; margin: 0; }
     dl.facts dt { color: var(--muted); }
-    dl.facts dd { margin: 0; word-break: break-all; }
+    dl.facts dd { margin: 0; overflow-wrap: anywhere; }
     .verdict { font-size: 16px; }
     .verdict dt { font-weight: 600; color: var(--ink); }
     .muted { color: var(--muted); }
@@ -36,17 +38,19 @@ enum WebStylesheet {
     .ok { color: var(--ok); }
     .notice { border-left: 4px solid var(--accent); background: #eef3fe; padding: 8px 12px; margin-bottom: 14px; }
     .refusal { border-left: 4px solid var(--bad); background: #fdeceb; padding: 8px 12px; margin-bottom: 14px; }
-    pre { white-space: pre-wrap; word-break: break-all; margin: 2px 0; font-size: 13px; }
+    pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 2px 0; font-size: 13px; }
     form.action { display: flex; gap: 8px; flex-wrap: wrap; align-items: center; margin: 6px 0; }
     form.action input[type=text], form.action select { padding: 4px 6px; }
     button { background: var(--accent); color: #fff; border: 0; border-radius: 4px; padding: 5px 12px; cursor: pointer; }
     a { color: var(--accent); }
+    td a { white-space: nowrap; }
+    td pre { font-size: 12px; }
     svg.chart { width: 100%; height: auto; }
     svg.chart .settled { fill: #9fb6ea; }
     svg.chart .recovered { fill: #1f7a4d; }
     svg.chart .axis { stroke: #9aa3b2; stroke-width: 1; }
     svg.chart text { font-size: 11px; fill: #5b6475; }
-    .legend span { display: inline-block; width: 10px; height: 10px; margin: 0 4px 0 12px; }
+    .legend .swatch { display: inline-block; width: 10px; height: 10px; margin: 0 4px 0 12px; }
     .legend .settled { background: #9fb6ea; }
     .legend .recovered { background: #1f7a4d; }
     """

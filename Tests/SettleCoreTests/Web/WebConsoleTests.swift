@@ -82,7 +82,7 @@ final class WebConsoleTests: WebConsoleTestCase {
             XCTAssertTrue(page.contains("Google refunds it in"), engine.name)
             XCTAssertTrue(page.contains("<svg class=\"chart\""), engine.name)
             // o-finished (an hour ago) recovered; o-rejected (two hours ago) settled only.
-            XCTAssertTrue(page.contains("settled 2<span class=\"recovered\"></span>recovered 1"), engine.name)
+            XCTAssertTrue(page.contains("settled 2<span class=\"swatch recovered\"></span>recovered 1"), engine.name)
             XCTAssertTrue(page.contains("newest notification</dt><dd>"), engine.name)
         }
     }
