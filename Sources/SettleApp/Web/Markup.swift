@@ -1,3 +1,5 @@
+import SettleBase
+
 /// HTML built so that outside text cannot become markup: a `Markup` literal is the source
 /// code's own (trusted), and every `String` interpolated into one goes through `HTML.escape`.
 /// Only another `Markup` is inserted as it is. An order id, a user id or a hook's output holding
@@ -52,7 +54,8 @@ enum HTML {
             case "'": out += "&#39;"
             case "\n", "\t": out.unicodeScalars.append(scalar)
             default:
-                if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.properties.generalCategory == .format {
+                // Format characters too (a right-to-left override would reorder what is shown).
+                if PrintableText.isControl(scalar) || scalar.properties.generalCategory == .format {
                     out += "\\u{" + String(scalar.value, radix: 16) + "}"
                 } else {
                     out.unicodeScalars.append(scalar)

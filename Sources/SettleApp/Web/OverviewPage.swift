@@ -13,10 +13,10 @@ enum OverviewPage {
         let report = try StatusReport.read(console.ledger, filter: OrderFilter(limit: 15), configuration: console.configuration,
                                            time: console.time)
         let summary = report.summary
-        let groups = try console.ledger.attentionByReason()
+        let waiting = try console.ledger.attentionByReason()
         let hours = try console.ledger.settlementsPerHour(since: now - 7 * 86400)
         let newest = try console.ledger.newestNotificationAt()
-        var first = [counts(summary), attention(groups, console: console, now: now)]
+        var first = [counts(summary), attention(waiting, total: summary.counts[.needsAttention] ?? 0, console: console, now: now)]
         if !summary.playDeadlines.isEmpty { first.append(refundClocks(summary, now: now)) }
         let body: Markup = """
             <div class="grid">\(first)</div>
@@ -40,7 +40,8 @@ enum OverviewPage {
     }
 
     /// Each reason with its meaning and, from its newest order's verdict, what to do.
-    static func attention(_ groups: [AttentionGroup], console: WebConsole, now: Int64) -> Markup {
+    static func attention(_ waiting: AttentionSummary, total: Int, console: WebConsole, now: Int64) -> Markup {
+        let groups = waiting.groups
         guard !groups.isEmpty else { return WebPage.section("Waiting for a person", id: "attention", "<p class=\"ok\">nothing needs attention</p>") }
         var items: [Markup] = []
         for group in groups {
@@ -56,7 +57,9 @@ enum OverviewPage {
                 <p class="muted">\(Verdict.explanation(reason))</p>\(advice)<p>\(links)\(group.count > group.orderIds.count ? "…" : "")</p></li>
                 """)
         }
-        return WebPage.section("Waiting for a person", id: "attention", "<ul>\(items)</ul>")
+        let sampled: Markup = waiting.complete ? .empty
+            : "<p class=\"muted\">\(total) orders wait; the reasons are of the newest \(waiting.read)</p>"
+        return WebPage.section("Waiting for a person", id: "attention", "<ul>\(items)</ul>" + sampled)
     }
 
     static func refundClocks(_ summary: LedgerSummary, now: Int64) -> Markup {

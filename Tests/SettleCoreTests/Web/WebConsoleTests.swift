@@ -151,8 +151,17 @@ final class WebConsoleTests: WebConsoleTestCase {
             XCTAssertEqual(hours.map(\.settled).reduce(0, +), 3, engine.name)
             XCTAssertEqual(hours.map(\.recovered).reduce(0, +), 2, engine.name)
             XCTAssertTrue(hours.allSatisfy { $0.hour % 3600 == 0 && $0.hour >= now - 7 * 86400 - 3600 }, engine.name)
-            let groups = try engine.ledger.attentionByReason()
-            XCTAssertEqual(groups, [], engine.name)
+            XCTAssertEqual(try engine.ledger.attentionByReason(), AttentionSummary(groups: [], read: 0, complete: true), engine.name)
+            for id in ["n-1", "n-2", "n-3"] {
+                try enqueue(engine.ledger, id, transaction: "t-\(id)")
+                try engine.execute("UPDATE orders SET state = 'needs_attention', reason = '\(id == "n-2" ? "hook_refused" : "attempts_exhausted")', "
+                                   + "updated_at = \(now - Int64(id.suffix(1))!) WHERE order_id = '\(id)'")
+            }
+            XCTAssertEqual(try engine.ledger.attentionByReason(examples: 1), AttentionSummary(groups: [
+                AttentionGroup(reason: "attempts_exhausted", count: 2, orderIds: ["n-1"]),
+                AttentionGroup(reason: "hook_refused", count: 1, orderIds: ["n-2"]),
+            ], read: 3, complete: true), engine.name)
+            XCTAssertEqual(try engine.ledger.attentionByReason(scan: 2).complete, false, "a bounded read says so: \(engine.name)")
         }
     }
 }
