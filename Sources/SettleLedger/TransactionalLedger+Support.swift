@@ -55,6 +55,10 @@ package struct LedgerSummary: Sendable, Equatable {
     package var storeCounts: [Store: [OrderState: Int]] = [:]
     /// Google Play orders not yet finished, closest to Google's refund deadline first.
     package var playDeadlines: [PlayDeadline] = []
+    /// Orders whose transfer or redelivery waits for a person (its hook refused, or its attempts
+    /// ran out), of the whole ledger, first few by order id; and how many there are.
+    package var supportActionsWaiting: [String] = []
+    package var supportActionsWaitingCount = 0
 }
 
 /// What support does to orders settle could not settle by itself, and what status reads,
@@ -214,6 +218,7 @@ extension TransactionalLedger {
         let subject = conditions.isEmpty ? "TRUE" : conditions.joined(separator: " AND ")
         let countsKept = conditions.isEmpty ? try keepsOrderCounts() : false
         let playColumns = try knowsGooglePlay()
+        let supportActions = try knowsSupportActions()
         return try reading { db in
             var counts = Dictionary(uniqueKeysWithValues: OrderState.allCases.map { ($0, 0) })
             var storeCounts = Dictionary(uniqueKeysWithValues: Store.allCases.map { store in
@@ -262,6 +267,11 @@ extension TransactionalLedger {
             summary.storeCounts = storeCounts
             if playColumns {
                 summary.playDeadlines = try db.query(PlayDeadline.query, [.integer(now), .integer(20)]).compactMap { PlayDeadline(row: $0) }
+            }
+            if supportActions {
+                let waiting = try db.query("SELECT order_id FROM support_actions WHERE state = 'waiting' ORDER BY order_id")
+                summary.supportActionsWaitingCount = waiting.count
+                summary.supportActionsWaiting = waiting.prefix(10).compactMap { $0.string("order_id") }
             }
             return summary
         }

@@ -4,6 +4,7 @@ import SettleBase
 import SettleGooglePlay
 import SettleLedger
 import SettleModel
+import Synchronization
 import XCTest
 
 /// `settle transfer` and `settle redeliver` of Google Play orders (issue 26): a voiding after a
@@ -76,5 +77,32 @@ final class GooglePlayTransferTests: GooglePlayTestCase {
         XCTAssertEqual(last["kind"], .string("revoke"))
         XCTAssertEqual(last["outcome"], .string("redelivered"))
         XCTAssertEqual(last["hook_exit"], .number(0))
+    }
+
+    func testTransferThroughAWebhook_postsTheRevokeToTheRevokeURL_andTheGrantToTheGrantURL_eachConfirmedByItsKey() throws {
+        let seen = Mutex<[String]>([])
+        let server = try LoopbackHTTPServer { request in
+            let key = request.header("Idempotency-Key") ?? ""
+            let body = (try? JSONValue.parse(request.body)) ?? .null
+            seen.withLock { $0.append("\(request.path) \(key) \(body["event"]?.looseString ?? "?") \(body["user_id"]?.looseString ?? "?")") }
+            return .json(200, JSONValue.object([("idempotency_key", .string(key))]).data)
+        }
+        defer { server.stop() }
+        try world.write("webhook-secret", "whsec-0123456789abcdef", mode: 0o600)
+        try writePlayConfig(extra: [("delivery", .object([
+            ("webhook", .object([("url", .string(server.baseURL + "/grant")), ("secret_file", .string("webhook-secret")),
+                                 ("revoke_url", .string(server.baseURL + "/revoke"))])),
+            ("timeout_seconds", .number(3))]))])
+        let token = scriptProduct("w", product: unlock, orderId: "GPA.W")
+        try enqueuePlay("o-w", token: token, product: unlock)
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(try state("o-w"), "finished")
+        try settle(expecting: 0, ["transfer", "o-w", "--to-user", "u-2", "--note", "ticket 21"])
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(seen.withLock { $0 }, ["/grant GPA.W grant u-1", "/revoke transfer:o-w:1:revoke revoke u-1",
+                                              "/grant transfer:o-w:1:grant grant u-2"])
+        XCTAssertEqual(try order("o-w")["support_actions"]?.arrayValue?.first?["state"], .string("done"))
+        XCTAssertFalse(transcript.joined().contains("whsec-0123456789abcdef"), "the webhook secret never shows")
+        XCTAssertFalse(transcript.joined().contains(token), "nor the purchase token")
     }
 }

@@ -153,6 +153,37 @@ class NotificationOrderTests: NotificationTestCase {
         XCTAssertEqual(world.deliveries, ["405 apple-405"])
     }
 
+    func testRefundAfterATransfer_revokesFromTheNewHolder_underTheRefundsKey() throws {
+        let revoke = try world.write("revoke.sh", """
+            #!/bin/sh
+            payload=$(cat)
+            user=$(printf '%s' "$payload" | sed -n 's/.*"user_id":"\\([^"]*\\)".*/\\1/p')
+            echo "$SETTLE_IDEMPOTENCY_KEY $SETTLE_ORDER_ID $user" >> "\(world.folder)/revokes.log"
+            exit 0
+            """, mode: 0o755)
+        try writeNotificationConfig(delivery: .object([("command", .array([.string(world.folder + "/grant.sh")])),
+                                                       ("revoke_command", .array([.string(revoke)]))]))
+        let (daemon, url) = try startDaemon()
+        let purchase = applePurchase("420", token: buyer)
+        XCTAssertEqual(try world.simulator.send(purchase, to: url), 200)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("apple-420") == "finished" }, log(daemon))
+        let other = "0b7c2a44-1d3e-4f5a-8b6c-7d8e9f0a1b2c"
+        try settle(expecting: 0, ["transfer", "apple-420", "--to-user", other, "--note", "bought on the wrong account"])
+        daemon.send(SIGUSR1)
+        let revokes = { ((try? String(contentsOfFile: self.world.folder + "/revokes.log", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+        XCTAssertTrue(eventually(within: 10) { world.deliveries.count == 2 }, log(daemon))
+        XCTAssertEqual(world.deliveries, ["420 apple-420", "transfer:apple-420:1:grant apple-420"])
+        XCTAssertEqual(revokes(), ["transfer:apple-420:1:revoke apple-420 \(buyer)"])
+        XCTAssertTrue(eventually(within: 10) { (try? order("apple-420")["user_id"]) == .string(other) })
+
+        var refunded = purchase.transaction!
+        refunded.revocationDateMs = nowMs
+        let refund = SimulatedNotification(type: "REFUND", transaction: refunded, bundleId: world.bundleId, signedDateMs: nowMs)
+        XCTAssertEqual(try world.simulator.send(refund, to: url), 200)
+        XCTAssertTrue(eventually(within: 10) { revokes().count == 2 }, log(daemon))
+        XCTAssertEqual(revokes().last, "revoke:420 apple-420 \(other)", "the refund takes it back from the one who holds it")
+    }
+
     func testRefundAfterDelivery_withoutARevokeRoute_waitsVisiblyInStatus_andNothingIsSentToTheGrantHook() throws {
         try writeNotificationConfig()
         let (daemon, url) = try startDaemon()

@@ -3,6 +3,9 @@ import SettleApp
 import SettleBase
 import SettleLedger
 import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `settle transfer` and `settle redeliver` with the real binary, real command hooks and the
 /// Apple simulator (issue 26): what reaches the hooks, under which keys, and what the ledger says.
@@ -166,6 +169,39 @@ final class TransferTests: EndToEndTestCase {
         XCTAssertEqual(try order("o-1")["user_id"], .string("u-2"))
     }
 
+    func testTransfer_killedWith9DuringTheGrant_resumesWithTheGrantUnderTheSameKey_andNeverRevokesAgain() throws {
+        try granted()
+        let pidPath = world.folder + "/hook.pid"
+        // The transfer's first grant call publishes its pid (it leads its own process group) and hangs.
+        try writeConfig(grantExtra: """
+            case "$SETTLE_IDEMPOTENCY_KEY" in transfer:*)
+              if [ ! -e "\(world.folder)/first-call" ]; then
+                : > "\(world.folder)/first-call"; echo $$ > "\(pidPath).tmp" && mv "\(pidPath).tmp" "\(pidPath)"; sleep 30
+              fi ;;
+            esac
+            """)
+        try settle(expecting: 0, ["transfer", "o-1", "--to-user", "u-2", "--note", "ticket 5"])
+        let running = try SettleBinary.start(["reconcile", "--config", world.configPath], workingDirectory: world.folder,
+                                             outputFolder: world.folder)
+        XCTAssertTrue(eventually(within: 20) { FileManager.default.fileExists(atPath: pidPath) || !running.isRunning })
+        XCTAssertTrue(running.isRunning, "settle ended before it could be killed: \(running.wait())")
+        running.send(SIGKILL)
+        _ = running.wait()
+        XCTAssertTrue(running.wasKilledBySignal)
+        let hookPid = try XCTUnwrap(Int32(String(contentsOfFile: pidPath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        _ = kill(-hookPid, SIGKILL)
+        _ = kill(hookPid, SIGKILL)
+
+        let action = try XCTUnwrap(try order("o-1")["support_actions"]?.arrayValue?.first)
+        XCTAssertEqual([action["state"], action["step"]], [.string("pending"), .string("grant")], "the revoke was recorded before the grant ran")
+        // The dead process's claim runs out (as after claimSeconds); the next pass takes it.
+        try execute("UPDATE support_actions SET next_attempt_at = 0")
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(Array(calls.dropFirst()), ["transfer:o-1:1:revoke o-1 u-1", "transfer:o-1:1:grant o-1 u-2",
+                                                  "transfer:o-1:1:grant o-1 u-2"])
+        XCTAssertEqual(try order("o-1")["user_id"], .string("u-2"))
+    }
+
     func testTransfer_refusedByTheHook_waitsForAPerson_visibly_andAskingAgainResumesIt() throws {
         try granted()
         try writeConfig(grantExtra: """
@@ -177,6 +213,9 @@ final class TransferTests: EndToEndTestCase {
         XCTAssertEqual(action["state"], .string("waiting"))
         XCTAssertTrue(action["last_error"]?.looseString?.contains("exit 65") == true, "\(action)")
         XCTAssertTrue(try settle(expecting: 0, ["status", "o-1"]).stdout.contains("WAITING for a person at step grant"))
+        let overview = try settle(expecting: 0, ["status"]).stdout
+        XCTAssertTrue(overview.contains("support actions waiting for a person: 1 (o-1; settle status ORDER says which step and why)"), overview)
+        XCTAssertEqual(try statusJSON()["support_actions_waiting"], .number(1))
         let other = try settle(["transfer", "o-1", "--to-user", "u-3", "--note", "n"])
         XCTAssertEqual(other.status, 65)
         XCTAssertTrue(other.stderr.contains("waits for a person"), other.stderr)
@@ -186,6 +225,7 @@ final class TransferTests: EndToEndTestCase {
         XCTAssertEqual(resumed.stdout, "transfer 1 of o-1 to u-2 resumed: the next pass carries it on\n")
         try settle(expecting: 0, ["reconcile"])
         XCTAssertEqual(calls.filter { $0.hasPrefix("transfer:o-1:1:revoke") }.count, 1, "revoked once")
+        XCTAssertEqual(try statusJSON()["support_actions_waiting"], .number(0))
         XCTAssertEqual(try order("o-1")["user_id"], .string("u-2"))
     }
 

@@ -35,6 +35,15 @@ extension StatusView {
         return .object(members)
     }
 
+    /// The overview's line about transfers and redeliveries waiting for a person; empty when none does.
+    static func supportActionsWaitingText(_ summary: LedgerSummary) -> String {
+        guard summary.supportActionsWaitingCount > 0 else { return "" }
+        let more = summary.supportActionsWaitingCount - summary.supportActionsWaiting.count
+        return "support actions waiting for a person: \(summary.supportActionsWaitingCount) ("
+            + summary.supportActionsWaiting.map { PrintableText.escape($0) }.joined(separator: ", ")
+            + (more > 0 ? " and \(more) more" : "") + "; settle status ORDER says which step and why)\n"
+    }
+
     /// One line or two per action, for a person.
     package static func text(_ actions: [SupportAction], now: Int64) -> String {
         guard !actions.isEmpty else { return "" }

@@ -35,6 +35,7 @@ package enum StatusView {
                              ("delivered", .bool(d.delivered))])
                 })),
             ])),
+            ("support_actions_waiting", .number(summary.supportActionsWaitingCount)),
         ])
     }
 
@@ -109,6 +110,7 @@ package enum StatusView {
         var out = summary.filtered ? "matching orders by state: " : ""
         out += OrderState.allCases.map { "\($0.rawValue) \(summary.counts[$0] ?? 0)" }.joined(separator: "  ") + "\n"
         out += "oldest undelivered: " + (summary.oldestUndeliveredSeconds.map(Timestamp.age) ?? "none") + "\n"
+        out += supportActionsWaitingText(summary)
         // Each store's health; a store with no orders and nothing to say is left out.
         for store in Store.allCases {
             let breaker = breakers[store] ?? StoreBreaker()

@@ -153,6 +153,9 @@ package final class Metrics: Sendable {
         family("settle_play_ack_deadline_soon", "gauge",
                "Google Play orders not yet acknowledged with less than 24 h before Google refunds them.")
         out += "settle_play_ack_deadline_soon{\(app),store=\"google_play\"} \(summary.playDeadlines.filter { $0.isUrgent(now: now) }.count)\n"
+        family("settle_support_actions_waiting", "gauge",
+               "Transfers and redeliveries waiting for a person (their hook refused, or their attempts ran out).")
+        out += "settle_support_actions_waiting{\(app)} \(summary.supportActionsWaitingCount)\n"
         family("settle_store_requests_total", "counter", "HTTP requests to stores other than Apple, by store, call and outcome.")
         for key in s.storeRequests.keys.sorted() {
             let parts = key.split(separator: "|", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)

@@ -83,8 +83,10 @@ package struct SupportActionRunner: Sendable {
         }
         guard action.step == .grant else { return false }
         if let refund = order.refund {
+            // Revoked already: the refund's own revoke would take the goods from them a second time.
+            let revokeKey = SupportAction.transferKey(orderId: order.orderId, number: action.number, step: .revoke)
             try cancel(action, why: "the purchase was taken back (\(refund.kind)) after it was revoked from \(from); nothing is granted to \(to)",
-                       revokeDone: "already taken back from \(from) by \(action.name) (key \(SupportAction.transferKey(orderId: order.orderId, number: action.number, step: .revoke)))")
+                       revokeDone: "already taken back from \(from) by \(action.name) (key \(revokeKey))")
             return false
         }
         let key = SupportAction.transferKey(orderId: order.orderId, number: action.number, step: .grant)

@@ -1,0 +1,209 @@
+import Foundation
+import SettleTesting
+import XCTest
+@testable import SettleBase
+@testable import SettleConfig
+@testable import SettleModel
+@testable import SettleLedger
+@testable import SettleDelivery
+@testable import SettleEngine
+
+/// Transfers and redeliveries on every back end (issue 26): what the ledger records and refuses,
+/// and what the pass's runner sends through real command hooks, step by step.
+extension LedgerContractTests {
+    var alice: Operator { Operator(name: "alice", channel: .web) }
+
+    /// An order the hook granted: enqueued, verified, delivered, finished.
+    func grantedOrder(_ store: any SettleLedger, _ id: String, transaction: String) throws {
+        try enqueue(store, id, transaction: transaction)
+        let claim = try XCTUnwrap(try store.claim(orderId: id, owner: me, leaseSeconds: 60)?.order)
+        _ = try store.recordVerified(orderId: id, owner: me, fence: claim.fencingToken, match: .only(purchase(transaction)),
+                                     deliveryLeaseSeconds: 60, history: entry)
+        XCTAssertTrue(try store.markFinished(orderId: id, owner: me, fence: claim.fencingToken,
+                                             history: HistoryEntry(at: 0, kind: .delivery, outcome: "delivered")))
+    }
+
+    /// A runner whose grant and revoke routes are scripts logging "<route> <key> <order>" to calls.log.
+    func runner(_ store: any SettleLedger, grantExit: Int32 = 0, revokeExit: Int32 = 0, maxAttempts: Int = 3) throws -> SupportActionRunner {
+        for (route, code) in [("grant", grantExit), ("revoke", revokeExit)] {
+            try world.write("\(route)-route.sh", """
+                #!/bin/sh
+                payload=$(cat)
+                echo "\(route) $SETTLE_IDEMPOTENCY_KEY $SETTLE_ORDER_ID" >> "\(world.folder)/calls.log"
+                printf '%s' "$payload" > "\(world.folder)/doc-$SETTLE_IDEMPOTENCY_KEY.json"
+                exit \(code)
+                """, mode: 0o755)
+        }
+        func hook(_ route: String) -> CommandHook {
+            CommandHook(arguments: [world.folder + "/\(route)-route.sh"], timeoutSeconds: 10, products: [:], baseEnvironment: [:])
+        }
+        return SupportActionRunner(ledger: store, grants: hook("grant"), revokes: .command(hook("revoke")), products: [:],
+                                   policy: RetryPolicy(baseSeconds: 30, maxSeconds: 3600, maxAttempts: maxAttempts, random: { 0.5 }),
+                                   log: Log(environment: [:], time: world.time, sink: { _ in }))
+    }
+
+    var calls: [String] {
+        let path = world.folder + "/calls.log"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        return ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    func document(_ key: String) throws -> JSONValue {
+        try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: world.folder + "/doc-\(key).json")))
+    }
+
+    func testTransfer_isRecorded_carriedOutStepByStep_andTheOrderBecomesTheNewUsers_onEveryBackEnd() throws {
+        try onEachBackEnd { b in
+            _ = calls
+            try grantedOrder(b.store, "o-1", transaction: "700")
+            let request = try b.store.requestTransfer(orderId: "o-1", toUser: "u-2", note: "ticket 1", by: alice)
+            XCTAssertEqual(request, TransferRequest(orderId: "o-1", number: 1, fromUser: "u-1", toUser: "u-2", resumed: false), b.name)
+            XCTAssertEqual(try b.store.orderRecord("o-1")?.history.last?.detail,
+                           "transfer 1 to u-2 (from u-1) requested by alice via web: ticket 1", b.name)
+            XCTAssertEqual(try runner(b.store).run(), 1, b.name)
+            XCTAssertEqual(calls, ["revoke transfer:o-1:1:revoke o-1", "grant transfer:o-1:1:grant o-1"], b.name)
+            XCTAssertEqual(try document("transfer:o-1:1:revoke")["user_id"], .string("u-1"), b.name)
+            XCTAssertEqual(try document("transfer:o-1:1:grant")["user_id"], .string("u-2"), b.name)
+            let record = try XCTUnwrap(try b.store.orderRecord("o-1"), b.name)
+            XCTAssertEqual(record.order.userId, "u-2", b.name)
+            XCTAssertEqual(record.history.suffix(2).map(\.outcome), ["transfer_revoked", "transfer_granted"], b.name)
+            let action = try XCTUnwrap(try b.store.supportActions(orderId: "o-1").first, b.name)
+            XCTAssertEqual(action.state, .done, b.name)
+            XCTAssertEqual(action.requestedBy, "alice via web", b.name)
+            XCTAssertNotNil(action.revokedAt, b.name)
+            XCTAssertNotNil(action.grantedAt, b.name)
+            XCTAssertEqual(try b.store.grantHolder(transactionId: "700"), "o-1", "the order keeps its grant (\(b.name))")
+            XCTAssertEqual(try b.store.reading { try $0.query("SELECT note FROM grants WHERE order_id = 'o-1'").first?.string("note") },
+                           "held by u-2 since transfer 1 from u-1", b.name)
+            XCTAssertEqual(try runner(b.store).run(), 0, b.name)
+            XCTAssertEqual(calls, [], "\(b.name): nothing twice")
+        }
+    }
+
+    func testTransfer_isRefused_unlessGrantedByTheHook_notRefunded_anotherUser_andNoneOpen_onEveryBackEnd() throws {
+        try onEachBackEnd { b in
+            try enqueue(b.store, "pending", transaction: "710")
+            try grantedOrder(b.store, "o-1", transaction: "711")
+            try grantedOrder(b.store, "refunded", transaction: "712")
+            try b.execute("UPDATE orders SET refunded_at = 5, refund_kind = 'REFUND' WHERE order_id = 'refunded'")
+            func refused(_ id: String, to user: String = "u-2", _ expected: String) {
+                XCTAssertThrowsError(try b.store.requestTransfer(orderId: id, toUser: user, note: "n", by: alice), b.name) { error in
+                    guard case let .invalid(message)? = error as? LedgerError else { return XCTFail("\(b.name): \(error)") }
+                    XCTAssertTrue(message.contains(expected), "\(b.name): \(message)")
+                }
+            }
+            refused("pending", "order pending was never granted (pending); nothing to transfer")
+            refused("refunded", "refunded or revoked")
+            refused("o-1", to: "u-1", "already belongs to user u-1")
+            refused("missing", "no order missing in the ledger")
+            try b.store.requestTransfer(orderId: "o-1", toUser: "u-2", note: "n", by: alice)
+            refused("o-1", to: "u-3", "has transfer 1 to u-2")
+            XCTAssertThrowsError(try b.store.requestRedelivery(orderId: "o-1", note: "n", by: alice), b.name)
+            XCTAssertThrowsError(try b.store.requestRedelivery(orderId: "pending", note: "n", by: alice), b.name) { error in
+                XCTAssertTrue("\(error)".contains("was never granted through the hook"), "\(b.name): \(error)")
+            }
+            XCTAssertEqual(try b.store.supportActions(orderId: "o-1").count, 1, b.name)
+        }
+    }
+
+    func testTransfer_whoseGrantFails_resumesAtTheGrant_andARefusalWaitsUntilAskedAgain_onEveryBackEnd() throws {
+        try onEachBackEnd { b in
+            _ = calls
+            try grantedOrder(b.store, "o-1", transaction: "720")
+            try b.store.requestTransfer(orderId: "o-1", toUser: "u-2", note: "n", by: alice)
+            XCTAssertEqual(try runner(b.store, grantExit: 75).run(), 0, b.name)
+            XCTAssertEqual(calls, ["revoke transfer:o-1:1:revoke o-1", "grant transfer:o-1:1:grant o-1"], b.name)
+            var action = try XCTUnwrap(try b.store.supportActions(orderId: "o-1").first, b.name)
+            XCTAssertEqual([action.state.rawValue, action.step.rawValue], ["pending", "grant"], b.name)
+            XCTAssertEqual(action.attempts, 1, b.name)
+            XCTAssertEqual(try b.store.orderRecord("o-1")?.order.userId, "u-1", b.name)
+            // Refused for good: it waits, its reason kept.
+            try b.execute("UPDATE support_actions SET next_attempt_at = 0")
+            XCTAssertEqual(try runner(b.store, grantExit: 65).run(), 0, b.name)
+            XCTAssertEqual(calls, ["grant transfer:o-1:1:grant o-1"], "\(b.name): never revoked again")
+            action = try XCTUnwrap(try b.store.supportActions(orderId: "o-1").first, b.name)
+            XCTAssertEqual(action.state, .waiting, b.name)
+            XCTAssertTrue(action.lastError?.contains("exit 65") == true, "\(b.name): \(action)")
+            XCTAssertEqual(try runner(b.store).run(), 0, "\(b.name): a waiting transfer is not due")
+            let summary = try b.store.summary(OrderFilter(limit: 0))
+            XCTAssertEqual([summary.supportActionsWaitingCount], [1], b.name)
+            XCTAssertEqual(summary.supportActionsWaiting, ["o-1"], b.name)
+            // Asked again: due now, at the grant, under the same key.
+            XCTAssertTrue(try b.store.requestTransfer(orderId: "o-1", toUser: "u-2", note: "fixed", by: alice).resumed, b.name)
+            XCTAssertEqual(try runner(b.store).run(), 1, b.name)
+            XCTAssertEqual(calls, ["grant transfer:o-1:1:grant o-1"], b.name)
+            XCTAssertEqual(try b.store.orderRecord("o-1")?.order.userId, "u-2", b.name)
+        }
+    }
+
+    func testARefundDuringATransfer_isRevokedOnce_fromWhoeverHoldsThePurchase_onEveryBackEnd() throws {
+        try onEachBackEnd { b in
+            _ = calls
+            func refund(_ id: String, _ txn: String) throws {
+                try b.execute("UPDATE orders SET refunded_at = 5, refund_kind = 'REFUND' WHERE order_id = '\(id)'")
+                try b.execute("""
+                    INSERT INTO revocations(transaction_id, order_id, kind, next_attempt_at, created_at, updated_at)
+                    VALUES ('\(txn)', '\(id)', 'REFUND', 0, 0, 0)
+                    """)
+            }
+            // Refunded before the transfer ran: the transfer is cancelled, the refund's revoke goes to the holder.
+            try grantedOrder(b.store, "o-1", transaction: "730")
+            try b.store.requestTransfer(orderId: "o-1", toUser: "u-2", note: "n", by: alice)
+            try refund("o-1", "730")
+            XCTAssertTrue(try b.store.claimDueRevocations(limit: 10, leaseSeconds: 60).isEmpty, "\(b.name): waits for the transfer")
+            try runner(b.store).run()
+            XCTAssertEqual(try b.store.supportActions(orderId: "o-1").first?.state, .cancelled, b.name)
+            XCTAssertEqual(try b.store.claimDueRevocations(limit: 10, leaseSeconds: 60).map { $0.1.userId }, ["u-1"], b.name)
+
+            // Refunded between the revoke and the grant: nothing granted, and the refund's revoke is not sent again.
+            try grantedOrder(b.store, "o-2", transaction: "731")
+            try b.store.requestTransfer(orderId: "o-2", toUser: "u-2", note: "n", by: alice)
+            try runner(b.store, grantExit: 75).run()
+            _ = calls
+            try refund("o-2", "731")
+            try b.execute("UPDATE support_actions SET next_attempt_at = 0 WHERE order_id = 'o-2'")
+            try runner(b.store).run()
+            XCTAssertEqual(calls, [], "\(b.name): no grant to the new user")
+            XCTAssertEqual(try b.store.supportActions(orderId: "o-2").first?.state, .cancelled, b.name)
+            XCTAssertEqual(try b.store.revocation(orderId: "o-2")?.state, "cancelled", b.name)
+            XCTAssertEqual(try b.store.orderRecord("o-2")?.order.userId, "u-1", b.name)
+        }
+    }
+
+    func testRedelivery_resendsTheLastThingFinished_underItsOriginalKey_onEveryBackEnd() throws {
+        try onEachBackEnd { b in
+            _ = calls
+            try grantedOrder(b.store, "o-1", transaction: "740")
+            let grant = try b.store.requestRedelivery(orderId: "o-1", note: "lost", by: alice)
+            XCTAssertEqual([grant.target.rawValue, grant.idempotencyKey, grant.userId], ["grant", "740", "u-1"], b.name)
+            XCTAssertEqual(try runner(b.store).run(), 1, b.name)
+            XCTAssertEqual(calls, ["grant 740 o-1"], b.name)
+            XCTAssertEqual(try document("740")["event"], .string("grant"), b.name)
+            XCTAssertEqual(try b.store.orderRecord("o-1")?.history.last?.outcome, "redelivered", b.name)
+
+            try b.store.requestTransfer(orderId: "o-1", toUser: "u-2", note: "n", by: alice)
+            try runner(b.store).run()
+            _ = calls
+            let transferred = try b.store.requestRedelivery(orderId: "o-1", note: "lost again", by: alice)
+            XCTAssertEqual([transferred.target.rawValue, transferred.idempotencyKey, transferred.userId],
+                           ["transfer_grant", "transfer:o-1:1:grant", "u-2"], b.name)
+            try runner(b.store).run()
+            XCTAssertEqual(calls, ["grant transfer:o-1:1:grant o-1"], b.name)
+
+            try b.execute("UPDATE orders SET refunded_at = 5, refund_kind = 'REFUND' WHERE order_id = 'o-1'")
+            try b.execute("""
+                INSERT INTO revocations(transaction_id, order_id, kind, state, next_attempt_at, created_at, updated_at)
+                VALUES ('740', 'o-1', 'REFUND', 'pending', 0, 0, 0)
+                """)
+            XCTAssertThrowsError(try b.store.requestRedelivery(orderId: "o-1", note: "n", by: alice), b.name) { error in
+                XCTAssertTrue("\(error)".contains("its revoke is still owed (pending)"), "\(b.name): \(error)")
+            }
+            try b.execute("UPDATE revocations SET state = 'revoked' WHERE order_id = 'o-1'")
+            let revoke = try b.store.requestRedelivery(orderId: "o-1", note: "lost the refund", by: alice)
+            XCTAssertEqual([revoke.target.rawValue, revoke.idempotencyKey], ["revoke", "revoke:740"], b.name)
+            try runner(b.store).run()
+            XCTAssertEqual(calls, ["revoke revoke:740 o-1"], b.name)
+            XCTAssertEqual(try document("revoke:740")["user_id"], .string("u-2"), "\(b.name): from the holder")
+        }
+    }
+}
