@@ -16,7 +16,7 @@ enum OverviewPage {
         let waiting = try console.ledger.attentionByReason()
         let hours = try console.ledger.settlementsPerHour(since: now - 7 * 86400)
         let newest = try console.ledger.newestNotificationAt()
-        var first = [counts(summary), attention(waiting, total: summary.counts[.needsAttention] ?? 0, console: console, now: now)]
+        var first = [counts(summary), attention(waiting, summary: summary, console: console, now: now)]
         if !summary.playDeadlines.isEmpty { first.append(refundClocks(summary, now: now)) }
         let body: Markup = """
             <div class="grid">\(first)</div>
@@ -40,9 +40,15 @@ enum OverviewPage {
     }
 
     /// Each reason with its meaning and, from its newest order's verdict, what to do.
-    static func attention(_ waiting: AttentionSummary, total: Int, console: WebConsole, now: Int64) -> Markup {
+    static func attention(_ waiting: AttentionSummary, summary: LedgerSummary, console: WebConsole, now: Int64) -> Markup {
         let groups = waiting.groups
-        guard !groups.isEmpty else { return WebPage.section("Waiting for a person", id: "attention", "<p class=\"ok\">nothing needs attention</p>") }
+        let total = summary.counts[.needsAttention] ?? 0
+        // Transfers and redeliveries a hook refused wait for a person too, on finished orders.
+        let actions: Markup = summary.supportActionsWaitingCount == 0 ? .empty
+            : "<p id=\"support-actions-waiting\"><strong>\(summary.supportActionsWaitingCount) support actions waiting</strong> "
+                + "(transfer or redeliver refused or out of attempts; ask again from the order's page): "
+                + Markup.join(summary.supportActionsWaiting.map(WebPage.orderLink), separator: ", ") + "</p>"
+        guard !groups.isEmpty else { return WebPage.section("Waiting for a person", id: "attention", actions.html.isEmpty ? "<p class=\"ok\">nothing needs attention</p>" : actions) }
         var items: [Markup] = []
         for group in groups {
             let reason = group.reason ?? "no reason recorded"
@@ -59,7 +65,7 @@ enum OverviewPage {
         }
         let sampled: Markup = waiting.complete ? .empty
             : "<p class=\"muted\">\(total) orders wait; the reasons are of the newest \(waiting.read)</p>"
-        return WebPage.section("Waiting for a person", id: "attention", "<ul>\(items)</ul>" + sampled)
+        return WebPage.section("Waiting for a person", id: "attention", "<ul>\(items)</ul>" + sampled + actions)
     }
 
     static func refundClocks(_ summary: LedgerSummary, now: Int64) -> Markup {

@@ -176,6 +176,11 @@ final class WebActionTests: WebConsoleTestCase {
             XCTAssertTrue(text(never).contains("was never granted"), engine.name)
             XCTAssertEqual(try engine.ledger.supportActions(orderId: "o-never").count, 0, engine.name)
             XCTAssertTrue(text(try get(base, "/orders/o-move", headers: alice)).contains("id=\"support-actions\""), engine.name)
+            // A transfer the hook refused waits for a person: the overview says so, and links it.
+            try engine.execute("UPDATE support_actions SET state = 'waiting' WHERE order_id = 'o-move'")
+            XCTAssertTrue(text(try get(base, "/", headers: alice)).contains(
+                "<p id=\"support-actions-waiting\"><strong>1 support actions waiting</strong>"), engine.name)
+            XCTAssertTrue(text(try get(base, "/", headers: alice)).contains("href=\"/orders/o-move\""), engine.name)
         }
     }
 }
