@@ -83,6 +83,7 @@ write_credentials() {
 }
 write_credentials settle.service /etc/settle/credentials
 write_credentials settle-reconcile.service /etc/settle/credentials
+write_credentials settle-web.service /etc/settle/credentials
 
 if [ -z "$root" ] && [ "$systemd" = yes ] && command -v systemctl >/dev/null; then
     systemctl daemon-reload

@@ -58,4 +58,11 @@ static inline int settle_mhd_connection_fd(struct MHD_Connection *connection) {
     return info == NULL ? -1 : (int)info->connect_fd;
 }
 
+// MHD_get_connection_info is variadic: the client's address (NULL when unknown), so that the
+// support console can limit failed logins per client address.
+static inline const struct sockaddr *settle_mhd_client_address(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    return info == NULL ? NULL : info->client_addr;
+}
+
 #endif

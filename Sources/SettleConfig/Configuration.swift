@@ -33,6 +33,8 @@ package struct Configuration: Sendable {
     package var consumption = ConsumptionConfiguration()
     /// Google Play (absent: App Store only).
     package var googlePlay: GooglePlayConfiguration?
+    /// The support console, `settle web` (absent: every default).
+    package var web = WebConfiguration()
     /// The file this was read from; relative paths in it are resolved against its folder.
     package var sourcePath: String
 

@@ -65,6 +65,9 @@ package struct ConfigurationDecoder {
         let consumption = collect(nil) { () throws(ConfigError) in
             try root.object("consumption").map { (o) throws(ConfigError) in try decodeConsumption(o) }
         }
+        let web = collect(nil) { () throws(ConfigError) in
+            try root.object("web").map { (o) throws(ConfigError) in try decodeWeb(o) }
+        }
         if let consumption, consumption.respond, serverAPI == nil {
             problems.append("consumption.respond: answering refund requests needs server_api")
         }
@@ -80,6 +83,7 @@ package struct ConfigurationDecoder {
         configuration.notifications = notifications
         if let consumption { configuration.consumption = consumption }
         configuration.googlePlay = googlePlay
+        if let web { configuration.web = web }
         if googlePlay == nil, let play = products.first(where: { $0.value.stores.contains(.googlePlay) }) {
             throw ConfigError("products.\(play.key).store: a google_play product needs the google_play section")
         }

@@ -236,14 +236,22 @@ extension TransactionalLedger {
                 counts[state, default: 0] += n
                 storeCounts[store, default: [:]][state, default: 0] += n
             }
-            // One index probe per state (orders_state_created) rather than a scan of the backlog.
-            let oldest = try db.query("""
-                SELECT min(m) AS oldest FROM (
-                    SELECT min(created_at) AS m FROM orders WHERE state = 'pending' AND \(subject) UNION ALL
-                    SELECT min(created_at) FROM orders WHERE state = 'verifying' AND \(subject) UNION ALL
-                    SELECT min(created_at) FROM orders WHERE state = 'delivering' AND \(subject) UNION ALL
-                    SELECT min(created_at) FROM orders WHERE state = 'needs_attention' AND \(subject)) AS undelivered
-                """, arguments + arguments + arguments + arguments).first?.int("oldest")
+            // The whole ledger: one index probe per state (orders_state_created) rather than a scan
+            // of the backlog. A subject (a user, a transaction) has few orders: read them through
+            // the subject's own index, never the state's (`state || ''` keeps the planner off it,
+            // which would walk every pending order of the ledger to find one user's).
+            let oldest = conditions.isEmpty
+                ? try db.query("""
+                    SELECT min(m) AS oldest FROM (
+                        SELECT min(created_at) AS m FROM orders WHERE state = 'pending' UNION ALL
+                        SELECT min(created_at) FROM orders WHERE state = 'verifying' UNION ALL
+                        SELECT min(created_at) FROM orders WHERE state = 'delivering' UNION ALL
+                        SELECT min(created_at) FROM orders WHERE state = 'needs_attention') AS undelivered
+                    """).first?.int("oldest")
+                : try db.query("""
+                    SELECT min(created_at) AS oldest FROM orders
+                    WHERE state || '' IN ('pending', 'verifying', 'delivering', 'needs_attention') AND \(subject)
+                    """, arguments).first?.int("oldest")
             var listed = subject
             var listArguments = arguments
             if let state = filter.state { listed += " AND state = ?"; listArguments.append(.text(state.rawValue)) }

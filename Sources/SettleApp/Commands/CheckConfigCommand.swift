@@ -161,6 +161,9 @@ enum CheckConfigCommand {
         if c.consumption.respond {
             lines.append("consumption: answer refund requests, refund_preference \(c.consumption.refundPreference?.rawValue ?? "none")")
         }
+        lines.append("web: settle web on \(c.web.listen), "
+                     + (c.web.usersFile.map { "users \($0.path) (contents redacted)" } ?? "no users file (loopback only)")
+                     + ", actions " + (c.web.actions ? "on" : "off (read-only)"))
         lines.append("shutdown_grace_seconds: \(n(c.shutdownGraceSeconds))")
         return lines.joined(separator: "\n")
     }

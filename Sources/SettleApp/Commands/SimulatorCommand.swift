@@ -132,7 +132,7 @@ enum SimulatorCommand {
         if let google {
             context.print(google.lines + "\nscripted: \(script.googlePlay.products.count) Play purchases, \(script.googlePlay.subscriptions.count) Play subscriptions, \(script.googlePlay.voided.count) voided")
         }
-        waitForSIGINTOrSIGTERM()
+        StopSignal.wait()
         simulator.stop()
         context.print("settle simulator stopped after \(simulator.requests.count + simulator.serverRequests.count) requests")
     }
@@ -144,20 +144,5 @@ enum SimulatorCommand {
             throw UsageError(command: "simulator", message: "--listen takes 127.0.0.1:PORT (loopback only), got '\(text)'")
         }
         return port
-    }
-
-    private static func waitForSIGINTOrSIGTERM() {
-        let stop = DispatchSemaphore(value: 0)
-        var sources: [any DispatchSourceSignal] = []
-        for signalNumber in [SIGINT, SIGTERM] {
-            // Dispatch sees the signal only once its default action (death) is off.
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler { stop.signal() }
-            source.resume()
-            sources.append(source)
-        }
-        stop.wait()
-        sources.forEach { $0.cancel() }
     }
 }

@@ -73,83 +73,14 @@ enum StatusCommand {
                 return
             }
             if let orderId = parsed.positionals.first {
-                guard let record = try ledger.orderRecord(orderId) else {
+                guard let report = try OrderReport.read(ledger, orderId: orderId) else {
                     throw CommandFailure(.dataError, "no order \(orderId) in the ledger")
                 }
-                let notifications = try ledger.notifications(orderId: orderId)
-                let revoke = try ledger.revocation(orderId: orderId)
-                let finish = try ledger.appleFinish(orderId: orderId)
-                let actions = try ledger.supportActions(orderId: orderId)
-                if parsed.has("--json") {
-                    var json = StatusView.json(record.order, history: record.history, notifications: notifications,
-                                               revoke: revoke, appleFinish: finish)
-                    if case var .object(members) = json {
-                        members.append(("support_actions", .array(actions.map(StatusView.json))))
-                        json = .object(members)
-                    }
-                    context.print(json.serialized(pretty: true))
-                } else {
-                    context.print(StatusView.text(record.order, history: record.history, notifications: notifications,
-                                                  now: context.time.unixSeconds, revoke: revoke, appleFinish: finish)
-                                  + StatusView.text(actions, now: context.time.unixSeconds))
-                }
+                context.print(parsed.has("--json") ? report.json.serialized(pretty: true) : report.text(now: context.time.unixSeconds))
                 return
             }
-            var appleOrder: AppleOrderLookup.Result?
-            if let id = filter.transactionId, AppleOrderLookup.isOrderId(id),
-               let lookup = try AppleOrderLookup.configured(configuration, time: context.time) {
-                appleOrder = lookup.lookUp(id)
-                if case let .found(_, _, purchases) = appleOrder {
-                    filter.transactionIds = purchases.flatMap { [$0.transactionId, $0.originalTransactionId] }
-                }
-            }
-            var googleOrder: GooglePlayOrderLookup.Result?
-            if let id = filter.transactionId, GooglePlayOrderLookup.isOrderId(id),
-               let lookup = try GooglePlayOrderLookup.configured(configuration, time: context.time) {
-                googleOrder = lookup.lookUp(id)
-                if case let .found(order, _) = googleOrder {
-                    filter.googleOrder = GoogleOrderMatch(orderId: order.orderId, token: order.purchaseToken)
-                }
-            }
-            let summary = try ledger.summary(filter)
-            let breakers = try ledger.breakers()
-            let daemon = try ledger.daemonRecord()
-            // A shared ledger has as many daemons as hosts run: each is listed with its heartbeat.
-            let workers = ledger.isShared ? try ledger.liveDaemons() : nil
-            let finishesRefused = try ledger.refusedAppleFinishes()
-            // Buckets a host saved within the live window: a stopped host's are left out.
-            let pacer = StatusView.pacedBuckets(try ledger.pacerBuckets(since: context.time.unixSeconds - PostgresLedger.liveWindowSeconds))
-            if parsed.has("--json") {
-                var json = StatusView.json(summary, breakers: breakers, daemon: daemon)
-                if case var .object(members) = json {
-                    members.append(("apple_finishes_refused", .number(finishesRefused)))
-                    members.append(("pacer", StatusView.json(pacer: pacer, summary: summary)))
-                    json = .object(members)
-                }
-                if let appleOrder, case var .object(members) = json {
-                    members.insert(("apple_order", StatusView.json(appleOrder)), at: 0)
-                    json = .object(members)
-                }
-                if let googleOrder, case var .object(members) = json {
-                    members.insert(("google_play_order", StatusView.json(googleOrder, held: summary.matching)), at: 0)
-                    json = .object(members)
-                }
-                if let workers, case var .object(members) = json {
-                    members.append(("workers", StatusView.json(workers: workers)))
-                    json = .object(members)
-                }
-                context.print(json.serialized(pretty: true))
-            } else {
-                if let appleOrder { context.print(StatusView.text(appleOrder)) }
-                if let googleOrder { context.print(StatusView.text(googleOrder, held: summary.matching)) }
-                context.print(StatusView.text(summary, breakers: breakers, daemon: daemon, pacer: pacer, now: context.time.unixSeconds))
-                if finishesRefused > 0 {
-                    // The orders are finished; StoreKit may still offer these transactions to the app.
-                    context.print("App Store: Apple refused Finish Transaction for \(finishesRefused) finished orders "
-                                  + "(settle status ORDER shows why)")
-                }
-                if let workers { context.print(StatusView.text(workers: workers, now: context.time.unixSeconds)) }
-            }
+            let report = try StatusReport.read(ledger, filter: filter, configuration: configuration, time: context.time)
+            context.print(parsed.has("--json") ? report.json.serialized(pretty: true) : report.text(now: context.time.unixSeconds))
         } catch let error as LedgerError {
             throw CommandFailure.from(error)
         }

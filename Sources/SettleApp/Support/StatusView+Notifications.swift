@@ -31,7 +31,15 @@ extension StatusView {
     }
 
     package static func text(_ notification: NotificationRecord) -> String {
-        let fields: [(String, String)] = [
+        let fields = fields(notification)
+        let width = fields.map(\.0.count).max() ?? 0
+        return fields.map { $0.0.padding(toLength: width + 2, withPad: " ", startingAt: 0) + PrintableText.escape($0.1) }
+            .joined(separator: "\n") + "\n"
+    }
+
+    /// A notification's facts as label and value (never its signed payload).
+    package static func fields(_ notification: NotificationRecord) -> [(String, String)] {
+        [
             ("notification", notification.uuid), ("type", notification.type + (notification.subtype.map { "/\($0)" } ?? "")),
             ("environment", notification.environment),
             ("signed", notification.signedDateMs.map { Timestamp.rfc3339(milliseconds: $0) } ?? "-"),
@@ -39,9 +47,6 @@ extension StatusView {
             ("source", notification.source), ("received", Timestamp.rfc3339(unixSeconds: notification.receivedAt)),
             ("outcome", notification.outcome), ("detail", notification.detail ?? "-"),
         ]
-        let width = fields.map(\.0.count).max() ?? 0
-        return fields.map { $0.0.padding(toLength: width + 2, withPad: " ", startingAt: 0) + PrintableText.escape($0.1) }
-            .joined(separator: "\n") + "\n"
     }
 
     /// The revoke owed for an order after a refund: its state, key, attempts and why it waits or failed.

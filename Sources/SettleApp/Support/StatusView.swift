@@ -117,32 +117,16 @@ package enum StatusView {
             let counts = summary.storeCounts[store] ?? [:]
             let hasOrders = counts.values.contains { $0 > 0 }
             guard store == .appStore || hasOrders || breaker.state == .open || breaker.lastError != nil else { continue }
-            var line = "\(store.logName): "
-            if breaker.state == .open, let retryAt = breaker.retryAt {
-                line += "breaker OPEN until \(Timestamp.relative(retryAt, now: now))" + lastError(breaker, now: now)
-            } else if breaker.lastError != nil {
-                line += "breaker closed" + lastError(breaker, now: now)
-            } else {
-                line += "answering"
-            }
+            var line = "\(store.logName): " + healthText(breaker, now: now)
             if store != .appStore || Store.allCases.contains(where: { $0 != store && summary.storeCounts[$0]?.values.contains { $0 > 0 } == true }) {
                 line += "; " + OrderState.allCases.map { "\($0.rawValue) \(counts[$0] ?? 0)" }.joined(separator: "  ")
             }
             out += line + "\n" + pacerText(store, summary: summary, buckets: pacer)
         }
         for d in summary.playDeadlines {
-            let left = d.refundAt - now
-            let when = left > 0 ? "Google refunds it in \(Timestamp.age(left))" : "Google's 3-day deadline passed \(Timestamp.age(-left)) ago"
-            out += "  unacknowledged \(PrintableText.escape(d.orderId)) (\(d.delivered ? "delivered, acknowledge pending" : d.state.rawValue)): "
-                + when + (d.exact ? "" : " (at most; purchase time not confirmed yet)") + (d.isUrgent(now: now) ? "  ** under 24 h **" : "") + "\n"
+            out += "  unacknowledged \(PrintableText.escape(d.orderId)) " + deadlineText(d, now: now) + "\n"
         }
-        if let d = daemon, d.isRunning {
-            out += "daemon: pid \(d.owner.pid) since \(Timestamp.relative(d.startedAt, now: now))"
-            out += d.lastPassAt.map { "; last pass \(Timestamp.relative($0, now: now)): \(PrintableText.escape(d.lastPassSummary ?? ""))" } ?? "; no pass yet"
-            out += "\n"
-        } else {
-            out += "daemon: not running\n"
-        }
+        out += "daemon: " + daemonText(daemon, now: now) + "\n"
         guard !summary.orders.isEmpty else { return out + "\nno matching orders\n" }
         let header = ["ORDER", "STATE", "USER", "PRODUCT", "TRANSACTION", "ATTEMPTS", "REASON", "UPDATED"]
         let rows = summary.orders.map { o in
@@ -156,13 +140,37 @@ package enum StatusView {
         return out
     }
 
+    /// A store's breaker in words: "answering", "breaker OPEN until ..." with its last error.
+    package static func healthText(_ breaker: StoreBreaker, now: Int64) -> String {
+        if breaker.state == .open, let retryAt = breaker.retryAt {
+            return "breaker OPEN until \(Timestamp.relative(retryAt, now: now))" + lastError(breaker, now: now)
+        }
+        return breaker.lastError != nil ? "breaker closed" + lastError(breaker, now: now) : "answering"
+    }
+
+    /// A Play order's refund clock: "(delivered, acknowledge pending): Google refunds it in 2 d".
+    package static func deadlineText(_ d: PlayDeadline, now: Int64) -> String {
+        let left = d.refundAt - now
+        let when = left > 0 ? "Google refunds it in \(Timestamp.age(left))" : "Google's 3-day deadline passed \(Timestamp.age(-left)) ago"
+        return "(\(d.delivered ? "delivered, acknowledge pending" : d.state.rawValue)): " + when
+            + (d.exact ? "" : " (at most; purchase time not confirmed yet)") + (d.isUrgent(now: now) ? "  ** under 24 h **" : "")
+    }
+
+    /// The daemon and its last pass: "pid 42 since 3 h ago; last pass 20 s ago: ...", or "not running".
+    package static func daemonText(_ daemon: DaemonRecord?, now: Int64) -> String {
+        guard let d = daemon, d.isRunning else { return "not running" }
+        return "pid \(d.owner.pid) since \(Timestamp.relative(d.startedAt, now: now))"
+            + (d.lastPassAt.map { "; last pass \(Timestamp.relative($0, now: now)): \(PrintableText.escape(d.lastPassSummary ?? ""))" } ?? "; no pass yet")
+    }
+
     static func lastError(_ breaker: StoreBreaker, now: Int64) -> String {
         guard let error = breaker.lastError else { return "" }
         return "; last error" + (breaker.lastErrorAt.map { " \(Timestamp.relative($0, now: now))" } ?? "")
             + ": \(PrintableText.escape(error))"
     }
 
-    package static func text(_ order: Order, history: [HistoryEntry], now: Int64) -> String {
+    /// An order's facts as label and value, verdict first: the text view and the order's page.
+    package static func fields(_ order: Order, now: Int64) -> [(String, String)] {
         let verdict = Verdict(order, now: now)
         var fields: [(String, String)] = verdict.lines + [("", "")]
         fields += [
@@ -196,28 +204,42 @@ package enum StatusView {
             ("origin", order.origin),
             ("refund", order.refund.map(refundText) ?? "-"),
         ]
-        let width = fields.map(\.0.count).max() ?? 0
-        var out = fields.map { $0.0.isEmpty ? "" : ($0.0 + ":").padding(toLength: width + 2, withPad: " ", startingAt: 0) + PrintableText.escape($0.1) }
-            .joined(separator: "\n")
-        out += "\n\nhistory:\n"
-        var rows: [[String]] = []
-        var said: [[String]] = []
-        for e in history {
+        return fields
+    }
+
+    /// One history entry as status shows it: time, kind, outcome, facts, the detail's first line,
+    /// and, for a failed delivery, the last lines the hook said (unescaped: each view escapes).
+    package struct HistoryRow: Sendable {
+        package var cells: [String]
+        package var hookSaid: [String]
+    }
+
+    package static func historyRows(_ history: [HistoryEntry]) -> [HistoryRow] {
+        history.map { e in
             var facts: [String] = []
             if let s = e.appleStatus { facts.append("apple status \(s)") }
             if let x = e.hookExit { facts.append("hook exit \(x)") }
             if let env = e.environment { facts.append(env) }
             if let ms = e.durationMs { facts.append("\(ms) ms") }
             let detailLines = (withoutSignedData(e.detail) ?? "").split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
-            rows.append([Timestamp.rfc3339(unixSeconds: e.at), e.kind.rawValue, e.outcome, facts.joined(separator: ", "),
-                         detailLines.first ?? ""])
-            // A failed delivery's own words (its stderr) are what support needs: the last lines, escaped.
-            guard e.kind == .delivery, e.outcome != "delivered", detailLines.count > 1 else { said.append([]); continue }
+            let cells = [Timestamp.rfc3339(unixSeconds: e.at), e.kind.rawValue, e.outcome, facts.joined(separator: ", "),
+                         detailLines.first ?? ""]
+            // A failed delivery's own words (its stderr) are what support needs: the last lines.
+            guard e.kind == .delivery, e.outcome != "delivered", detailLines.count > 1 else { return HistoryRow(cells: cells, hookSaid: []) }
             let output = DeliveryReport.tail(detailLines.dropFirst().joined(separator: "\n"))
-            said.append(output.split(separator: "\n").map { "    hook said: " + PrintableText.escape(String($0)) })
+            return HistoryRow(cells: cells, hookSaid: output.split(separator: "\n").map(String.init))
         }
-        let tableLines = rows.isEmpty ? [] : table(rows).split(separator: "\n").map(String.init)
-        let lines = zip(tableLines, said).flatMap { [$0.0] + $0.1 }
+    }
+
+    package static func text(_ order: Order, history: [HistoryEntry], now: Int64) -> String {
+        let fields = fields(order, now: now)
+        let width = fields.map(\.0.count).max() ?? 0
+        var out = fields.map { $0.0.isEmpty ? "" : ($0.0 + ":").padding(toLength: width + 2, withPad: " ", startingAt: 0) + PrintableText.escape($0.1) }
+            .joined(separator: "\n")
+        out += "\n\nhistory:\n"
+        let rows = historyRows(history)
+        let tableLines = rows.isEmpty ? [] : table(rows.map(\.cells)).split(separator: "\n").map(String.init)
+        let lines = zip(tableLines, rows).flatMap { [$0.0] + $0.1.hookSaid.map { "    hook said: " + PrintableText.escape($0) } }
         out += lines.isEmpty ? "  (none)\n" : lines.map { "  " + $0 }.joined(separator: "\n") + "\n"
         return out
     }

@@ -262,7 +262,9 @@ private let serverAccess: MHD_AccessHandlerCallback = { cls, connection, _, meth
     guard let head = request.head else {
         var headers: [HTTPHeader] = []
         _ = withUnsafeMutablePointer(to: &headers) { MHD_get_connection_values(connection, MHD_ValueKind.HEADER_KIND, collectHeader, $0) }
-        let head = HTTPServerRequest(method: method.map { String(cString: $0) } ?? "", path: request.target, headers: headers)
+        let client = settle_mhd_client_address(connection).flatMap { ListenAddress(socketAddress: $0) }
+        let head = HTTPServerRequest(method: method.map { String(cString: $0) } ?? "", path: request.target, headers: headers,
+                                     client: client)
         request.head = head
         // A refusal queued now makes libmicrohttpd skip the body and close the connection.
         let declared = head.header("Content-Length").flatMap { Int($0) }

@@ -7,12 +7,15 @@ package struct HTTPServerRequest: Sendable {
     package var path: String
     package var headers: [HTTPHeader]
     package var body: Data
+    /// Who sent it (the peer's address), when libmicrohttpd knows.
+    package var client: ListenAddress?
 
-    package init(method: String, path: String, headers: [HTTPHeader] = [], body: Data = Data()) {
+    package init(method: String, path: String, headers: [HTTPHeader] = [], body: Data = Data(), client: ListenAddress? = nil) {
         self.method = method
         self.path = path
         self.headers = headers
         self.body = body
+        self.client = client
     }
 
     /// The target without its query string.

@@ -39,6 +39,19 @@ package struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
         }
         guard named == 0 else { return nil }
+        self.init(storage: storage)
+    }
+
+    /// The address a `sockaddr` holds (a peer's, as libmicrohttpd reports it), or nil when it is
+    /// not IPv4 or IPv6.
+    package init?(socketAddress pointer: UnsafePointer<sockaddr>) {
+        var storage = sockaddr_storage()
+        let size = Int32(pointer.pointee.sa_family) == AF_INET6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size
+        withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: pointer, count: size)) }
+        self.init(storage: storage)
+    }
+
+    private init?(storage: sockaddr_storage) {
         switch Int32(storage.ss_family) {
         case AF_INET:
             let address = withUnsafeBytes(of: storage) { $0.loadUnaligned(as: sockaddr_in.self) }
@@ -48,6 +61,23 @@ package struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
             self.init(family: .ipv6, host: withUnsafeBytes(of: address.sin6_addr) { Array($0) }, port: UInt16(bigEndian: address.sin6_port))
         default:
             return nil
+        }
+    }
+
+    /// The host alone ("127.0.0.1", "::1"), as logs name a client.
+    package var hostText: String {
+        let text = description
+        let host = text[..<(text.lastIndex(of: ":") ?? text.endIndex)]
+        return family == .ipv4 ? String(host) : String(host.dropFirst().dropLast())
+    }
+
+    /// 127.0.0.0/8 or ::1 (and an IPv4-mapped loopback): an address only this machine reaches.
+    package var isLoopback: Bool {
+        switch family {
+        case .ipv4: return host.first == 127
+        case .ipv6:
+            if host == Array(repeating: 0, count: 15) + [1] { return true }
+            return host.prefix(12) == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff][...] && host[12] == 127
         }
     }
 

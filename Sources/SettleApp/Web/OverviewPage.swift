@@ -1,0 +1,99 @@
+import Foundation
+import SettleBase
+import SettleModel
+import SettleLedger
+
+/// `/`: the ledger at a glance, as `settle status` prints it and a little more: counts by store
+/// and state, the orders waiting for a person by reason with what to do, Google's refund
+/// clocks, each store's health, the daemon's last pass, the newest notification, and the last
+/// seven days' settlements per hour.
+enum OverviewPage {
+    static func render(_ request: WebRequest, console: WebConsole) throws -> HTTPServerResponse {
+        let now = console.time.unixSeconds
+        let report = try StatusReport.read(console.ledger, filter: OrderFilter(limit: 15), configuration: console.configuration,
+                                           time: console.time)
+        let summary = report.summary
+        let waiting = try console.ledger.attentionByReason()
+        let hours = try console.ledger.settlementsPerHour(since: now - 7 * 86400)
+        let newest = try console.ledger.newestNotificationAt()
+        var first = [counts(summary), attention(waiting, summary: summary, console: console, now: now)]
+        if !summary.playDeadlines.isEmpty { first.append(refundClocks(summary, now: now)) }
+        let body: Markup = """
+            <div class="grid">\(first)</div>
+            <div class="grid">\(health(report, now: now))\(daemon(report, newest: newest, now: now))</div>
+            \(WebPage.section("Settled per hour, last 7 days", id: "chart", ActivityChart.svg(hours, now: now)))
+            \(WebPage.section("Recently changed orders", id: "recent", WebPage.orderTable(summary.orders, now: now, id: "recent-orders")))
+            """
+        return WebPage.render("Overview", body, request: request, console: console)
+    }
+
+    static func counts(_ summary: LedgerSummary) -> Markup {
+        let stores = Store.allCases.filter { store in store == .appStore || summary.storeCounts[store]?.values.contains { $0 > 0 } == true }
+        let rows = OrderState.allCases.map { state -> [Markup] in
+            ["\(WebPage.stateBadge(state))"] + stores.map { store -> Markup in "\(StatusView.storeCount(summary, store, state))" }
+                + ["\(summary.counts[state] ?? 0)"]
+        }
+        let table = WebPage.table(["state"] + stores.map(\.logName) + ["all"], rows, id: "counts",
+                                  numeric: Set(1...(stores.count + 1)))
+        let oldest = summary.oldestUndeliveredSeconds.map(Timestamp.age) ?? "none"
+        return WebPage.section("Orders by store and state", id: "orders", table + "<p>oldest undelivered: <strong id=\"oldest\">\(oldest)</strong></p>")
+    }
+
+    /// Each reason with its meaning and, from its newest order's verdict, what to do.
+    static func attention(_ waiting: AttentionSummary, summary: LedgerSummary, console: WebConsole, now: Int64) -> Markup {
+        let groups = waiting.groups
+        let total = summary.counts[.needsAttention] ?? 0
+        // Transfers and redeliveries a hook refused wait for a person too, on finished orders.
+        let actions: Markup = summary.supportActionsWaitingCount == 0 ? .empty
+            : "<p id=\"support-actions-waiting\"><strong>\(summary.supportActionsWaitingCount) support actions waiting</strong> "
+                + "(transfer or redeliver refused or out of attempts; ask again from the order's page): "
+                + Markup.join(summary.supportActionsWaiting.map(WebPage.orderLink), separator: ", ") + "</p>"
+        guard !groups.isEmpty else { return WebPage.section("Waiting for a person", id: "attention", actions.html.isEmpty ? "<p class=\"ok\">nothing needs attention</p>" : actions) }
+        var items: [Markup] = []
+        for group in groups {
+            let reason = group.reason ?? "no reason recorded"
+            var advice: Markup = .empty
+            if let id = group.orderIds.first, let order = try? console.ledger.orderRecord(id)?.order,
+               let next = Verdict(order, now: now).next {
+                advice = "<p>what to do: \(next)</p>"
+            }
+            let links = Markup.join(group.orderIds.map(WebPage.orderLink), separator: ", ")
+            items.append("""
+                <li><strong>\(reason)</strong> <span class="state needs_attention">\(group.count)</span>
+                <p class="muted">\(Verdict.explanation(reason))</p>\(advice)<p>\(links)\(group.count > group.orderIds.count ? "…" : "")</p></li>
+                """)
+        }
+        let sampled: Markup = waiting.complete ? .empty
+            : "<p class=\"muted\">\(total) orders wait; the reasons are of the newest \(waiting.read)</p>"
+        return WebPage.section("Waiting for a person", id: "attention", "<ul>\(items)</ul>" + sampled + actions)
+    }
+
+    static func refundClocks(_ summary: LedgerSummary, now: Int64) -> Markup {
+        let rows = summary.playDeadlines.map { d -> [Markup] in
+            [WebPage.orderLink(d.orderId), "\(StatusView.deadlineText(d, now: now))"]
+        }
+        return WebPage.section("Google Play refund clocks, soonest first", id: "refund-clocks",
+                               WebPage.table(["order", "clock"], rows, id: "deadlines"))
+    }
+
+    static func health(_ report: StatusReport, now: Int64) -> Markup {
+        let rows = Store.allCases.map { store -> [Markup] in
+            let pacer = StatusView.pacerText(store, summary: report.summary, buckets: report.pacer)
+                .split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: "\n")
+            return ["\(store.logName)", "\(StatusView.healthText(report.breakers[store] ?? StoreBreaker(), now: now))",
+                    pacer.isEmpty ? .empty : WebPage.preformatted(pacer)]
+        }
+        var content = WebPage.table(["store", "health", "pacer"], rows, id: "health")
+        if report.finishesRefused > 0 {
+            content = content + "<p class=\"bad\">Apple refused Finish Transaction for \(report.finishesRefused) finished orders</p>"
+        }
+        return WebPage.section("Store health", id: "stores", content)
+    }
+
+    static func daemon(_ report: StatusReport, newest: Int64?, now: Int64) -> Markup {
+        var pairs = [("daemon", StatusView.daemonText(report.daemon, now: now)),
+                     ("newest notification", newest.map { Timestamp.relative($0, now: now) } ?? "none received")]
+        if let workers = report.workers { pairs.append(("workers", StatusView.text(workers: workers, now: now))) }
+        return WebPage.section("Last pass", id: "daemon", WebPage.facts(pairs, id: "daemon-facts"))
+    }
+}

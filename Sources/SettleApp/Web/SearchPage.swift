@@ -1,0 +1,69 @@
+import SettleBase
+import SettleModel
+import SettleLedger
+
+/// `/search?q=…`: an order id, a user, a transaction (Apple's, or a Google order id GPA.…), an
+/// Apple order id from the receipt email (looked up with Apple as `status --transaction` does,
+/// when server_api is configured; else matched locally), or an appAccountToken. A purchase
+/// token is a bearer secret: it is searched only through the POST form, so it never appears in
+/// a URL, a history or a log.
+enum SearchPage {
+    static func render(_ request: WebRequest, console: WebConsole) throws -> HTTPServerResponse {
+        let now = console.time.unixSeconds
+        var results: Markup = .empty
+        var heading = "Search"
+        if request.method == "POST" {
+            guard !request.isCrossSite else { return WebActions.crossSite(request, console: console) }
+            let text = (request.form["purchase_token"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            guard let token = PlayPurchaseToken(text) else {
+                return page("<p class=\"refusal\">that is not a Google Play purchase token (printable ASCII, at most 4096 characters)</p>",
+                            query: "", request, console: console, status: 400)
+            }
+            var filter = OrderFilter(limit: 50)
+            filter.purchaseToken = token
+            let summary = try console.ledger.summary(filter)
+            heading = "Orders holding purchase token \(token.fingerprint)"
+            results = WebPage.section(heading, id: "results", WebPage.orderTable(summary.orders, now: now, id: "result-orders"))
+            return page(results, query: "", request, console: console)
+        }
+        let q = (request.query["q"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !q.isEmpty else { return page(.empty, query: "", request, console: console) }
+        var found: [Order] = []
+        var seen = Set<String>()
+        func add(_ orders: [Order]) {
+            for order in orders where seen.insert(order.orderId).inserted { found.append(order) }
+        }
+        if let order = try console.ledger.orderRecord(q)?.order { add([order]) }
+        add(try console.ledger.summary(OrderFilter(userId: q, limit: 50)).orders)
+        var byTransaction = OrderFilter(limit: 50)
+        byTransaction.transactionId = q
+        let report = try StatusReport.read(console.ledger, filter: byTransaction, configuration: console.configuration, time: console.time)
+        add(report.summary.orders)
+        if q.count == 36, q.filter({ $0 == "-" }).count == 4 {
+            add(try console.ledger.summary(OrderFilter(appAccountToken: q, limit: 50)).orders)
+        }
+        var lookups: [Markup] = []
+        if let apple = report.appleOrder { lookups.append(WebPage.section("Apple order \(q)", id: "apple-order", WebPage.preformatted(StatusView.text(apple)))) }
+        if let google = report.googleOrder {
+            lookups.append(WebPage.section("Google order \(q)", id: "google-order",
+                                           WebPage.preformatted(StatusView.text(google, held: report.summary.matching))))
+        }
+        results = Markup.join(lookups) + WebPage.section("\(found.count) orders for “\(q)”", id: "results",
+                                                         WebPage.orderTable(found, now: now, id: "result-orders"))
+        return page(results, query: q, request, console: console)
+    }
+
+    static func page(_ results: Markup, query: String, _ request: WebRequest, console: WebConsole, status: Int = 200) -> HTTPServerResponse {
+        let forms: Markup = """
+            <section class="card" id="search-forms">
+            <form method="get" action="/search" class="action" id="search-form"><input type="text" name="q" value="\(query)" size="48" \
+            placeholder="order id, user, transaction, Apple order id, Google order id" aria-label="query">
+            <button type="submit">Search</button></form>
+            <form method="post" action="/search" class="action" id="token-form"><input type="password" name="purchase_token" size="48" \
+            autocomplete="off" placeholder="Google Play purchase token (sent in the form, never in the address)" aria-label="purchase token">
+            <button type="submit">Find by purchase token</button></form>
+            </section>
+            """
+        return WebPage.render("Search", forms + results, request: request, console: console, status: status)
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import SettleBase
+import SettleConfig
+import SettleLedger
+
+/// `settle web`: the support console, on the project's one HTTP server. Every page is the HTML
+/// form of what `settle status` prints (the same reads, the same words); it never writes unless
+/// `web.actions` is on, and then only through the ledger calls the commands make.
+package final class WebConsole: Sendable {
+    /// Why the console could not start.
+    package struct StartError: Error, CustomStringConvertible, Sendable {
+        package var description: String
+    }
+
+    let ledger: any SettleLedger
+    let configuration: Configuration
+    let time: any TimeSource
+    let log: Log
+    /// Nil: no users file; only a loopback listener is allowed then, and every request is "local".
+    let users: WebUsers?
+    let actions: Bool
+    let csrf: CSRFToken
+    let throttle: LoginThrottle
+    private let server: EmbeddedHTTPServer
+
+    package var port: Int { server.port }
+    package var boundAddress: ListenAddress? { server.boundAddress }
+
+    /// Starts serving on `listen` (`HOST:PORT`, port 0 picks one).
+    init(listen: String, configuration: Configuration, ledger: any SettleLedger, users: WebUsers?, actions: Bool,
+         time: any TimeSource, log: Log) throws(StartError) {
+        guard let address = ListenAddress(listen) else {
+            throw StartError(description: "web.listen: \"\(listen)\" is not HOST:PORT with a numeric IPv4 or [IPv6] host")
+        }
+        guard address.isLoopback || users != nil else { throw StartError(description: Self.needsUsers(listen)) }
+        self.ledger = ledger
+        self.configuration = configuration
+        self.time = time
+        self.log = log
+        self.users = users
+        self.actions = actions
+        csrf = CSRFToken(time: time)
+        throttle = LoginThrottle(time: time)
+        let core = Handler()
+        let settings = EmbeddedHTTPServer.Settings(threading: .pool(threads: 2), maxBodyBytes: 64 * 1024, timeoutSeconds: 30,
+                                                   maxConnections: 64, maxConnectionsPerClient: 16)
+        let routing = EmbeddedHTTPServer.Routing(
+            screen: { head, _ in
+                ["GET", "HEAD", "POST"].contains(head.method) ? nil
+                    : HTTPServerResponse(status: 405, headers: WebResponse.securityHeaders + [HTTPHeader("Allow", "GET, POST")])
+            },
+            bodyTooLarge: { _ in WebResponse.text(413, "the form is over 64 KiB") },
+            handle: { request in core.console?.handle(request) ?? WebResponse.text(503, "starting") })
+        do {
+            server = try EmbeddedHTTPServer(address: address, settings: settings, routing: routing)
+        } catch {
+            throw StartError(description: "cannot listen on \(listen) for the web console: \(error.description)")
+        }
+        core.console = self
+    }
+
+    /// The refusal of a non-loopback listener without users, naming the fix.
+    static func needsUsers(_ listen: String) -> String {
+        "web.listen \(listen) is not a loopback address, and anyone who reaches it could read the ledger: set web.users_file "
+            + "(lines name:hash from settle web-passwd NAME) so every request needs a password, or listen on 127.0.0.1"
+    }
+
+    /// Stops listening once the requests being answered are done (the ledger is closed next).
+    package func stop() { server.stop(waitingForHandlers: true) }
+
+    /// Authenticates, then routes.
+    func handle(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        var operatorName = "local"
+        if let users {
+            let client = request.client?.hostText ?? "unknown"
+            if let wait = throttle.retryAfter(client) {
+                return WebResponse.text(429, "too many failed logins from \(client); try again in \(wait) s",
+                                        extra: [HTTPHeader("Retry-After", String(wait))])
+            }
+            switch users.check(authorization: request.header("Authorization")) {
+            case let .user(name):
+                operatorName = name
+            case .missing:
+                return Self.unauthorized
+            case let .refused(name):
+                throttle.recordFailure(client)
+                log.warning("web.login_failed", ["user": name, "client": client])
+                return Self.unauthorized
+            }
+        }
+        let web = WebRequest(request, operatorName: operatorName)
+        do {
+            return try WebRoutes.route(web, console: self)
+        } catch let error as LedgerError {
+            log.error("web.ledger_error", ["path": String(request.pathWithoutQuery.prefix(128)), "error": "\(error)"])
+            return WebPage.problem(503, "The ledger could not be read", detail: "\(error)", request: web, console: self)
+        } catch {
+            log.error("web.error", ["path": String(request.pathWithoutQuery.prefix(128)), "error": "\(error)"])
+            return WebPage.problem(500, "Something went wrong", detail: "\(error)", request: web, console: self)
+        }
+    }
+
+    private static let unauthorized = WebResponse.text(401, "settle web: sign in with your console user (settle web-passwd NAME made it)",
+                                                       extra: [HTTPHeader("WWW-Authenticate", "Basic realm=\"settle\", charset=\"UTF-8\"")])
+
+    /// Holds the console for the server's callbacks, set once the server is up.
+    private final class Handler: @unchecked Sendable {
+        // Written once, before the first request can arrive, and only read afterwards.
+        weak var console: WebConsole?
+    }
+}

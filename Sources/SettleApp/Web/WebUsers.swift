@@ -1,0 +1,77 @@
+import Foundation
+import SettleBase
+import Synchronization
+import SettleConfig
+
+/// The people who may use the console (`web.users_file`: lines `name:hash`, `#` comments and
+/// blank lines allowed), and the check of an HTTP basic auth header against them.
+final class WebUsers: Sendable {
+    private let hashes: [String: WebPasswordHash]
+    /// Credentials checked once are remembered by their keyed digest, so that a browser sending
+    /// the same header with every request does not pay PBKDF2's cost each time. The key is this
+    /// process's own; nothing of the password is kept.
+    private let verified = Mutex<[String: String]>([:])
+    private let cacheKey = Data(SecureRandom.bytes(32))
+
+    var names: [String] { hashes.keys.sorted() }
+
+    init(hashes: [String: WebPasswordHash]) { self.hashes = hashes }
+
+    /// Parses the file's text; `source` names it in errors (a line number, never a line's text).
+    static func parse(_ text: String, source: String) throws(ConfigError) -> WebUsers {
+        var hashes: [String: WebPasswordHash] = [:]
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            guard let colon = line.firstIndex(of: ":"), WebUsers.isName(String(line[..<colon])),
+                  let hash = WebPasswordHash(String(line[line.index(after: colon)...])) else {
+                throw ConfigError("\(source): line \(index + 1) is not name:hash as settle web-passwd NAME prints it")
+            }
+            let name = String(line[..<colon])
+            guard hashes[name] == nil else { throw ConfigError("\(source): line \(index + 1) names \(name) a second time") }
+            hashes[name] = hash
+        }
+        guard !hashes.isEmpty else { throw ConfigError("\(source): no users (add lines from settle web-passwd NAME)") }
+        return WebUsers(hashes: hashes)
+    }
+
+    /// Reads `web.users_file` (refused when group or others may read it, as every secret file).
+    static func load(_ file: SecretFile) throws(ConfigError) -> WebUsers {
+        try parse(try file.read().value, source: file.key)
+    }
+
+    /// A user name: letters, digits and `._@-`, 1 to 64 characters (it is shown in history).
+    static func isName(_ name: String) -> Bool {
+        (1...64).contains(name.utf8.count) && name.utf8.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || [0x2E, 0x5F, 0x40, 0x2D].contains(c)
+        }
+    }
+
+    enum Check: Equatable {
+        case user(String)
+        /// No credentials sent: the browser's first request, not a failed login.
+        case missing
+        /// Wrong name or password; the name sent, to log (never the password).
+        case refused(String)
+    }
+
+    /// Checks an `Authorization: Basic ...` header.
+    func check(authorization: String?) -> Check {
+        guard let header = authorization, header.count > 6, header.prefix(6).lowercased() == "basic " else { return .missing }
+        let key = HMACSHA256.hex(key: cacheKey, message: Data(header.utf8))
+        if let name = verified.withLock({ $0[key] }) { return .user(name) }
+        guard let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+              let pair = String(data: decoded, encoding: .utf8), let colon = pair.firstIndex(of: ":") else { return .refused("") }
+        let name = String(pair[..<colon]), password = String(pair[pair.index(after: colon)...])
+        // An unknown name costs the same as a wrong password: the time tells nothing of who exists.
+        let hash = hashes[name] ?? Self.decoy
+        guard hash.verifies(password), hashes[name] != nil else { return .refused(String(name.prefix(64))) }
+        verified.withLock { cache in
+            if cache.count >= 256 { cache.removeAll() }
+            cache[key] = name
+        }
+        return .user(name)
+    }
+
+    private static let decoy = WebPasswordHash.make(UUID().uuidString)
+}

@@ -1,0 +1,44 @@
+import Foundation
+import SettleBase
+
+extension Configuration {
+    /// The support console (`settle web`, section `web`): where it listens, who may look, and
+    /// whether it may change orders. Absent means every default: loopback, no users, read-only.
+    package struct WebConfiguration: Sendable, Equatable {
+        /// `HOST:PORT` with a numeric host; a non-loopback address needs `usersFile`.
+        package var listen: String = WebConfiguration.defaultListen
+        /// `users_file`: lines `name:hash` made by `settle web-passwd NAME`. With it, every request
+        /// needs HTTP basic auth, and the operator named in an order's history is that user.
+        package var usersFile: SecretFile?
+        /// `actions` (default false): retry, assign, resolve, transfer and redeliver as POST forms.
+        package var actions = false
+
+        package static let defaultListen = "127.0.0.1:8480"
+
+        package init(listen: String = WebConfiguration.defaultListen, usersFile: SecretFile? = nil, actions: Bool = false) {
+            self.listen = listen
+            self.usersFile = usersFile
+            self.actions = actions
+        }
+    }
+}
+
+extension ConfigurationDecoder {
+    package func decodeWeb(_ object: ConfigObject) throws(ConfigError) -> Configuration.WebConfiguration {
+        var o = object
+        var web = Configuration.WebConfiguration()
+        if let listen = try o.string("listen") {
+            guard ListenAddress(listen) != nil else {
+                throw ConfigError("\(o.name("listen")): \"\(listen)\" is not HOST:PORT with a numeric IPv4 or [IPv6] host")
+            }
+            web.listen = listen
+        }
+        if let name = try o.string("users_file") {
+            web.usersFile = SecretFile(key: o.name("users_file"), path: SecretFile.resolve(name, relativeTo: folder, environment: environment),
+                                       searched: SecretFile.candidates(name, relativeTo: folder, environment: environment))
+        }
+        web.actions = try o.bool("actions", default: false)
+        try o.rejectUnknownKeys()
+        return web
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import SettleBase
+import SettleLedger
+import XCTest
+@testable import SettleApp
+
+/// `settle web` and `settle web-passwd` through the binary: who may listen where (exit 78),
+/// the read-only default, the users file, and the password hashes.
+final class WebCommandTests: WebEndToEndTestCase {
+    func webConfig(_ web: [(String, JSONValue)]) throws {
+        try world.writeConfig(overrides: [("web", .object(web))])
+    }
+
+    func testANonLoopbackListener_withoutAUsersFile_refusesToStart_exit78_namingTheFix() throws {
+        for listen in ["0.0.0.0:8480", "[::]:8480", "192.0.2.10:8480"] {
+            let result = try settle(["web", "--listen", listen])
+            XCTAssertEqual(result.status, 78, listen)
+            XCTAssertTrue(result.stderr.contains("is not a loopback address"), result.stderr)
+            XCTAssertTrue(result.stderr.contains("set web.users_file (lines name:hash from settle web-passwd NAME)"), result.stderr)
+        }
+        try webConfig([("listen", .string("0.0.0.0:8480"))])
+        XCTAssertEqual(try settle(["web"]).status, 78, "the configured listener too")
+        XCTAssertEqual(try settle(["web", "--listen", "localhost:80"]).status, 64, "a numeric host is needed")
+        try webConfig([("listen", .string("example.com:80"))])
+        let bad = try settle(["check-config"])
+        XCTAssertEqual(bad.status, 78)
+        XCTAssertTrue(bad.stderr.contains("web.listen: \"example.com:80\" is not HOST:PORT"), bad.stderr)
+        try webConfig([("listen", .string("127.0.0.1:8480")), ("actions", .string("yes"))])
+        XCTAssertEqual(try settle(["check-config"]).status, 78)
+        try webConfig([("lisen", .string("127.0.0.1:8480"))])
+        XCTAssertTrue(try settle(["check-config"]).stderr.contains("web.lisen"))
+    }
+
+    func testWebPasswd_printsALineWhoseHashVerifies_andDiffersEachTime() throws {
+        let one = try settle(["web-passwd", "alice"], stdin: Data("correct horse\n".utf8))
+        let two = try settle(["web-passwd", "alice"], stdin: Data("correct horse\n".utf8))
+        XCTAssertEqual(one.status, 0, one.stderr)
+        XCTAssertTrue(one.stdout.hasPrefix("alice:pbkdf2-sha256$600000$"), one.stdout)
+        XCTAssertNotEqual(one.stdout, two.stdout, "a fresh salt each time")
+        XCTAssertFalse(one.stdout.contains("correct horse"))
+        let users = try WebUsers.parse(one.stdout + two.stdout.replacingOccurrences(of: "alice:", with: "bob:"), source: "test")
+        XCTAssertEqual(users.check(authorization: "Basic " + Data("alice:correct horse".utf8).base64EncodedString()), .user("alice"))
+        XCTAssertEqual(users.check(authorization: "Basic " + Data("bob:correct horse".utf8).base64EncodedString()), .user("bob"))
+        XCTAssertEqual(users.check(authorization: "Basic " + Data("alice:wrong".utf8).base64EncodedString()), .refused("alice"))
+        XCTAssertEqual(try settle(["web-passwd", "alice"], stdin: Data()).status, 65)
+        XCTAssertEqual(try settle(["web-passwd", "al ice"], stdin: Data("pw\n".utf8)).status, 64)
+        XCTAssertEqual(try settle(["web-passwd"], stdin: Data("pw\n".utf8)).status, 64)
+    }
+
+    func testSettleWeb_servesTheLedgerReadOnly_andStopsOnSIGTERM() throws {
+        try enqueue("o-1", receipt: world.receipt("o-1"))
+        let before = [bytes(world.ledgerPath), bytes(world.ledgerPath + "-wal")]
+        let (process, base) = try startWeb()
+        let overview = try get(base + "/")
+        XCTAssertEqual(overview.status, 200)
+        XCTAssertTrue(String(decoding: overview.body, as: UTF8.self).contains("local · read-only"))
+        XCTAssertEqual(try get(base + "/orders/o-1").status, 200)
+        let status = try settle(["status", "o-1", "--json"])
+        XCTAssertEqual(String(decoding: try get(base + "/api/orders/o-1").body, as: UTF8.self), status.stdout,
+                       "the API is exactly what settle status --json prints")
+        let posted = try client.send(HTTPRequest(method: "POST", url: base + "/orders/o-1/retry",
+                                                 headers: [HTTPHeader("Content-Type", "application/x-www-form-urlencoded")],
+                                                 body: Data("csrf=x&note=n".utf8)))
+        XCTAssertEqual(posted.status, 403)
+        process.send(SIGTERM)
+        let result = process.wait()
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stderr.contains("web.stopped"), result.stderr)
+        XCTAssertEqual([bytes(world.ledgerPath), bytes(world.ledgerPath + "-wal")], before, "the console wrote nothing")
+    }
+
+    func testWithAUsersFile_everyRequestNeedsAPassword_onAnyAddress() throws {
+        let line = try settle(["web-passwd", "alice"], stdin: Data("s3cret-pass\n".utf8)).stdout
+        try world.write("web-users", line, mode: 0o600)
+        try webConfig([("users_file", .string("web-users")), ("actions", .bool(true))])
+        let check = try settle(["check-config"])
+        XCTAssertTrue(check.stdout.contains("web: settle web on 127.0.0.1:8480, users \(world.folder)/web-users (contents redacted), actions on"),
+                      check.stdout)
+        XCTAssertFalse(check.stdout.contains("pbkdf2"))
+        try enqueue("o-1", receipt: world.receipt("o-1"))
+        let (_, base) = try startWeb()
+        XCTAssertEqual(try get(base + "/").status, 401)
+        let ok = try get(base + "/", headers: [HTTPHeader("Authorization", "Basic " + Data("alice:s3cret-pass".utf8).base64EncodedString())])
+        XCTAssertEqual(ok.status, 200)
+        XCTAssertTrue(String(decoding: ok.body, as: UTF8.self).contains("alice · actions on"))
+        try world.write("web-users", line, mode: 0o644)
+        let loose = try settle(["web"])
+        XCTAssertEqual(loose.status, 78, "a users file others may read is refused")
+        XCTAssertTrue(loose.stderr.contains("readable by group or others"), loose.stderr)
+    }
+}
