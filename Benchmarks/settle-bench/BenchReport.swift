@@ -29,6 +29,7 @@ struct BenchReport {
         if options.rows.contains("pass") { try passRows(runner, bench: bench, folder: folder) }
         if options.rows.contains("jws") { try jwsRows(runner, bench: bench, folder: folder) }
         if options.rows.contains("status") { try statusRows(settle: binaries + "/settle", folder: folder) }
+        if options.rows.contains("web") { try webRows(settle: binaries + "/settle", folder: folder) }
         if options.rows.contains("finish") { try FinishRows(options: options, runner: runner, bench: bench).run { emit($0) } }
         if options.rows.contains("rate") { try RateRows(options: options, bench: bench, folder: folder).run { emit($0) } }
         print("\n==== summary ====")
@@ -202,6 +203,15 @@ struct BenchReport {
         let results = try StatusBench(settle: settle, folder: folder).run(orders: options.statusOrders)
         for (view, ms) in results {
             emit(Self.columns("status \(view.name)", String(format: "%.0f ms", ms), "", ""))
+        }
+    }
+
+    private mutating func webRows(settle: String, folder: BenchFolder) throws {
+        emit("\n-- settle web on a ledger of \(options.statusOrders) orders (read-only, loopback, libcurl; request to last byte); goal < 100 ms each")
+        emit(Self.columns("page", "first fetch / median of 5", "bytes", ""))
+        for timing in try WebBench(settle: settle, folder: folder).run(orders: options.statusOrders) {
+            emit(Self.columns("web \(timing.page.name)", String(format: "%.1f ms / %.1f ms", timing.firstMs, timing.medianMs),
+                              String(timing.bytes), timing.medianMs < 100 && timing.firstMs < 100 ? "" : "over 100 ms"))
         }
     }
 
