@@ -30,6 +30,9 @@ struct BenchOptions {
     var storeKitKey = ""
     /// The rate rows: the backlog's size and the stores' limit, requests a second per endpoint group.
     var rateOrders = 20_000
+    /// `--run-pass` as one of this many daemons on one PostgreSQL ledger (`--as-one-of-daemons N`):
+    /// registered as `settle run` registers, the pass begins once all N are (0: a one-shot pass).
+    var passDaemons = 0
     var rateLimit = 200
 
     static let allRows: Set<String> = ["network", "durability", "postgres", "pass", "jws", "status", "web", "rate", "finish"]
@@ -64,6 +67,7 @@ struct BenchOptions {
             case "--rate-orders": rateOrders = try number(flag)
             case "--rate-limit": rateLimit = try number(flag)
             case "--run-pass": mode = .runPass(try value(flag))
+            case "--as-one-of-daemons": passDaemons = try number(flag)
             case "--quick": quick = true
             case "--orders": orders = try number(flag)
             case "--concurrency": concurrency = try number(flag)

@@ -38,12 +38,22 @@ struct PassResult {
     var contextSwitchesPerOrder: Double { Double(contextSwitches) / Double(max(finished, 1)) }
 }
 
-/// `settle-bench --run-pass CONFIG`: one reconcile pass, in a process of its own so that
-/// its CPU and peak RSS are settle's alone. Prints one JSON line.
+/// `settle-bench --run-pass CONFIG [--as-one-of-daemons N]`: one reconcile pass, in a process of
+/// its own so that its CPU and peak RSS are settle's alone. Prints one JSON line. As one of N
+/// daemons it registers in the ledger as `settle run` does and waits for the other N - 1, so each
+/// pass takes its host's share of every store's rate from its start, as running daemons do.
 enum PassChild {
-    static func run(configurationPath: String) throws -> Never {
+    static func run(configurationPath: String, daemons: Int = 0) throws -> Never {
         let configuration = try Configuration.load(path: configurationPath, environment: [:])
         let ledger = try configuration.openLedger(.migrating, time: SystemTimeSource())
+        if daemons > 0 {
+            try ledger.recordDaemonStarted(.current)
+            let deadline = Date().addingTimeInterval(60)
+            while try ledger.liveDaemons().count < daemons {
+                guard Date() < deadline else { throw BenchError("the other daemons did not register within 60 s") }
+                usleep(20_000)
+            }
+        }
         // Lines are formatted as the daemon's are, then dropped instead of written to stderr.
         let log = Log(environment: [:], sink: { _ in })
         let reconciler = try Reconciler.configured(configuration, ledger: ledger, environment: [:], log: log)
@@ -53,6 +63,7 @@ enum PassChild {
         let start = DispatchTime.now()
         let report = try reconciler.runPass()
         let wall = seconds(since: start)
+        if daemons > 0 { try ledger.recordDaemonStopped(.current) }
         let cpu = ownCPUSeconds() - cpuStart
         let io = IOCounters.now()
         let switches = ownContextSwitches() - switchesStart

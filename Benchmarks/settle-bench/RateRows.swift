@@ -142,7 +142,7 @@ struct RateRows {
         }
         for pass in run.pass { emit("  (a host's pass: \(pass.summary), \(String(format: "%.1f s", pass.wall)))") }
         let finished = run.pass.reduce(0) { $0 + $1.finished }
-        emit("  (two hosts: \(finished) of \(options.rateOrders) settled, \(run.pass.map { String($0.finished) }.joined(separator: " + ")); each host paces on its own until the pacer gives each its share)")
+        emit("  (two hosts: \(finished) of \(options.rateOrders) settled in one pass each, \(run.pass.map { String($0.finished) }.joined(separator: " + ")); both registered as daemons, so each takes half of every bucket)")
     }
 
     private func priorityCell(_ order: [String]) -> String {
@@ -201,7 +201,8 @@ struct RateRows {
             group.enter()
             Thread {
                 defer { group.leave() }
-                let outcome = Result { try ChildProcess.run([bench, "--run-pass", config], timeout: timeout) }
+                let daemons = hosts > 1 ? ["--as-one-of-daemons", String(hosts)] : []
+                let outcome = Result { try ChildProcess.run([bench, "--run-pass", config] + daemons, timeout: timeout) }
                 lock.withLock { outcomes.append(outcome) }
             }.start()
         }

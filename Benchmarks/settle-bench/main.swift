@@ -10,7 +10,7 @@ do {
     let options = try BenchOptions(Array(CommandLine.arguments.dropFirst()))
     switch options.mode {
     case .serveApple: try FakeAppleServer.serve(orders: options.orders, latencyMs: options.latencyMs, storeKitKey: options.storeKitKey)
-    case let .runPass(config): try PassChild.run(configurationPath: config)
+    case let .runPass(config): try PassChild.run(configurationPath: config, daemons: options.passDaemons)
     case let .serveStores(arguments): try RateLimitedStores.serve(arguments)
     case .report:
         var report = BenchReport(options: options)

@@ -94,8 +94,6 @@ package struct Verdict: Sendable, Equatable {
         case "history_incomplete": return "Apple's answer for this customer could not be read in full"
         case "unclaimed_purchase": return "the order names no user: settle does not know who bought it"
         case "already_granted_unclear": return "the hook said the purchase was granted before, maybe by settle's own earlier call for this order"
-        case "finished_elsewhere":
-            return "check whether the customer got it: if so settle resolve ID --as granted_by_hand; if not, settle retry ID delivers it"
         case "backfilled_purchase": return "a purchase made before settle first read Apple's history; the app may have granted it"
         case "canceled": return "Google Play says the purchase was canceled before it was paid"
         case "purchase_not_found": return "Google Play does not know this purchase token (or no longer honours it)"

@@ -32,14 +32,17 @@ final class PassObligations: Sendable {
     }
 
     /// Runs them every `interval` seconds on a thread of their own until `stop()`, unless
-    /// `shouldStop` says the process is stopping. A failure is logged and left to the run at
-    /// the pass's end, which throws it.
-    func start(every interval: Double, shouldStop: @escaping @Sendable () -> Bool) {
+    /// `shouldStop` says the process is stopping, after `first` (what else a long pass
+    /// refreshes as it goes). A failure is logged and left to the run at the pass's end, which
+    /// throws it.
+    func start(every interval: Double, shouldStop: @escaping @Sendable () -> Bool,
+               first: @escaping @Sendable () throws(LedgerError) -> Void = {}) {
         alongside.enter()
         Thread { [self] in
             defer { alongside.leave() }
             while finished.wait(timeout: .now() + interval) == .timedOut, !shouldStop() {
                 do {
+                    try first()
                     try run()
                 } catch {
                     log.warning("obligations.failed", ["error": "\(error)", "why": "tried again at the end of the pass"])

@@ -170,7 +170,11 @@ package final class Reconciler: Sendable {
         try obligations?.run()
         // A transfer or redelivery support asked for does not wait for the backlog either.
         if !shouldStop() { try supportActions.run(orderIds: orderIds) }
-        obligations?.start(every: Self.obligationsInterval, shouldStop: shouldStop)
+        // A host that starts while this pass drains takes its share from its first pass; this
+        // one sees it here, within a minute, rather than at its own pass's end.
+        obligations?.start(every: Self.obligationsInterval, shouldStop: shouldStop) { [self] () throws(LedgerError) in
+            pacer?.setHosts(try ledger.pacerHosts(besides: owner))
+        }
         defer { obligations?.stop() }
         let delivering = startDeliveryWorkers(pass)
         runWorkers(count: configuration.schedule.concurrency) { self.work(pass) }
