@@ -99,15 +99,7 @@ final class FakeAppleProcess {
         process.standardOutput = output
         try process.run()
         // The first line is the URLs; scripting 100k receipts takes a moment.
-        var buffer = Data()
-        let handle = output.fileHandleForReading
-        let deadline = Date().addingTimeInterval(120)
-        while !buffer.contains(UInt8(ascii: "\n")) {
-            let chunk = handle.availableData
-            guard !chunk.isEmpty, Date() < deadline else { throw BenchError("the fake Apple process did not start") }
-            buffer.append(chunk)
-        }
-        let line = try ChildProcess.lastJSON(String(decoding: buffer, as: UTF8.self))
+        let line = try ChildProcess.lastJSON(try ChildProcess.firstLine(of: output, within: 120, what: "the fake Apple process"))
         appleURL = line.string("apple")
         sandboxURL = line.string("sandbox")
         webhookURL = line.string("webhook")

@@ -35,6 +35,20 @@ struct BenchError: Error, CustomStringConvertible {
 
 /// A child process whose stdout is read as text; killed if it outlives `timeout`.
 enum ChildProcess {
+    /// What a server child prints first (its URLs) once it is ready, waiting up to `seconds`;
+    /// `what` names it in the error when it never does.
+    static func firstLine(of output: Pipe, within seconds: Double, what: String) throws -> String {
+        var buffer = Data()
+        let handle = output.fileHandleForReading
+        let deadline = Date().addingTimeInterval(seconds)
+        while !buffer.contains(UInt8(ascii: "\n")) {
+            let chunk = handle.availableData
+            guard !chunk.isEmpty, Date() < deadline else { throw BenchError("\(what) did not start") }
+            buffer.append(chunk)
+        }
+        return String(decoding: buffer, as: UTF8.self)
+    }
+
     /// The child outlived its time and was killed.
     struct Timeout: Error, CustomStringConvertible {
         var seconds: Double

@@ -212,15 +212,7 @@ final class RateLimitedStoresProcess {
         process.standardInput = input
         process.standardOutput = output
         try process.run()
-        var buffer = Data()
-        let handle = output.fileHandleForReading
-        let deadline = Date().addingTimeInterval(120)
-        while !buffer.contains(UInt8(ascii: "\n")) {
-            let chunk = handle.availableData
-            guard !chunk.isEmpty, Date() < deadline else { throw BenchError("the rate-limited stores did not start") }
-            buffer.append(chunk)
-        }
-        let line = try ChildProcess.lastJSON(String(decoding: buffer, as: UTF8.self))
+        let line = try ChildProcess.lastJSON(try ChildProcess.firstLine(of: output, within: 120, what: "the rate-limited stores"))
         serverURL = line.string("server")
         serverSandboxURL = line.string("serverSandbox")
         receiptURL = line.string("receipt")

@@ -70,15 +70,7 @@ final class WebProcess {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        var buffer = Data()
-        let handle = output.fileHandleForReading
-        let deadline = Date().addingTimeInterval(60)
-        while !buffer.contains(UInt8(ascii: "\n")) {
-            let chunk = handle.availableData
-            guard !chunk.isEmpty, Date() < deadline else { throw BenchError("settle web did not start") }
-            buffer.append(chunk)
-        }
-        let line = String(decoding: buffer, as: UTF8.self)
+        let line = try ChildProcess.firstLine(of: output, within: 60, what: "settle web")
         guard let start = line.range(of: "http://"), let end = line[start.upperBound...].firstIndex(of: "/") else {
             throw BenchError("settle web printed no address: \(line)")
         }
