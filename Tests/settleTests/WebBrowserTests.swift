@@ -44,13 +44,13 @@ final class WebBrowserTests: WebEndToEndTestCase {
         XCTAssertTrue(try driver.text("#chart-totals").contains("settled 0"))
 
         try driver.type("header input[name=q]", "u-42")
-        try driver.click("header button[type=submit]")
+        try driver.clickAndWaitForNextPage("header button[type=submit]")
         let searched = try driver.currentURL
         XCTAssertTrue(searched.hasSuffix("/search?q=u-42"), searched)
         let results = try driver.text("#result-orders")
         XCTAssertTrue(results.contains("o-1") && results.contains("o-stuck"), results)
 
-        try driver.click("#result-orders a[href='/orders/o-stuck']")
+        try driver.clickAndWaitForNextPage("#result-orders a[href='/orders/o-stuck']")
         XCTAssertEqual(try driver.title, "Order o-stuck · settle")
         let verdict = try driver.text("#verdict-facts")
         XCTAssertTrue(verdict.contains("delivered\nno") || verdict.contains("delivered no"), verdict)
@@ -67,7 +67,7 @@ final class WebBrowserTests: WebEndToEndTestCase {
         try driver.open(base + "/search?q=u-7")
         XCTAssertEqual(try driver.title, "Search · settle", "the script did not run")
         XCTAssertTrue(try driver.text("#result-orders").contains(Self.hostile), "the id is shown as the text it is")
-        try driver.click("#result-orders a")
+        try driver.clickAndWaitForNextPage("#result-orders a")
         XCTAssertEqual(try driver.text("h1"), "Order " + Self.hostile)
         XCTAssertEqual(try driver.title, "Order \(Self.hostile) · settle")
     }
@@ -80,7 +80,7 @@ final class WebBrowserTests: WebEndToEndTestCase {
         defer { driver.quit() }
         try driver.open(base + "/orders/o-stuck")
         try driver.type("#retry-form input[name=note]", "ticket 9")
-        try driver.click("#retry-form button")
+        try driver.clickAndWaitForNextPage("#retry-form button")
         let after = try driver.currentURL
         XCTAssertTrue(after.hasSuffix("/orders/o-stuck?done=retried"), after)
         XCTAssertEqual(try driver.text("#outcome"), "retried: pending, due now")

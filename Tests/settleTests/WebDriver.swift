@@ -92,6 +92,21 @@ final class WebDriver {
 
     func click(_ css: String) throws { _ = try command("POST", "/element/\(try find(css))/click", .object([])) }
 
+    /// Clicks what loads another page (a link, a form's button) and waits until the browser has
+    /// left this one: chromedriver may answer the click before the navigation begins, and a
+    /// read then would see the old page. The old page's root element going stale is the sign.
+    func clickAndWaitForNextPage(_ css: String) throws {
+        let root = try find("html")
+        try click(css)
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline {
+            let response = try client.send(HTTPRequest(method: "GET", url: base + "/session/\(session)/element/\(root)/name"))
+            if response.status != 200 { return }  // stale element reference: a new document
+            usleep(20_000)
+        }
+        throw Failure(description: "clicking \(css) did not leave the page within 15 s")
+    }
+
     /// A PNG of the window.
     func screenshot() throws -> Data {
         guard let text = try command("GET", "/screenshot", nil).looseString, let data = Data(base64Encoded: text) else {
