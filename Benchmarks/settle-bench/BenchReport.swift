@@ -208,10 +208,19 @@ struct BenchReport {
 
     private mutating func webRows(settle: String, folder: BenchFolder) throws {
         emit("\n-- settle web on a ledger of \(options.statusOrders) orders (read-only, loopback, libcurl; request to last byte); goal < 100 ms each")
-        emit(Self.columns("page", "first fetch / median of 5", "bytes", ""))
-        for timing in try WebBench(settle: settle, folder: folder).run(orders: options.statusOrders) {
-            emit(Self.columns("web \(timing.page.name)", String(format: "%.1f ms / %.1f ms", timing.firstMs, timing.medianMs),
-                              String(timing.bytes), timing.medianMs < 100 && timing.firstMs < 100 ? "" : "over 100 ms"))
+        let environment = ProcessInfo.processInfo.environment
+        let postgres = environment["SETTLE_BENCH_POSTGRES_URL"] ?? environment["SETTLE_TEST_POSTGRES_URL"]
+        let runs = try WebBench(settle: settle, folder: folder).run(orders: options.statusOrders, postgres: postgres)
+        for (engine, timings) in [("SQLite", runs.sqlite), ("PostgreSQL", runs.postgres)] {
+            guard let timings else {
+                emit("  (PostgreSQL: no server; set SETTLE_BENCH_POSTGRES_URL, or eval \"$(scripts/test-postgres.sh start)\")")
+                continue
+            }
+            emit(Self.columns("page, \(engine)", "first fetch / median of 5", "bytes", ""))
+            for timing in timings {
+                emit(Self.columns("web \(timing.page.name)", String(format: "%.1f ms / %.1f ms", timing.firstMs, timing.medianMs),
+                                  String(timing.bytes), timing.medianMs < 100 && timing.firstMs < 100 ? "" : "over 100 ms"))
+            }
         }
     }
 

@@ -240,7 +240,7 @@ struct RateRows {
 
     /// Seeded as SQLite, then moved with `LedgerCopy` as `settle ledger copy` does; returns the
     /// schema's URL and what drops it.
-    private static func moveToPostgres(_ sqlite: String, url: String, schema: String) throws -> (String, () -> Void) {
+    static func moveToPostgres(_ sqlite: String, url: String, schema: String) throws -> (String, () -> Void) {
         let admin = try PostgresConnection(url: url)
         try admin.execute("SET client_min_messages = warning")
         try admin.execute("DROP SCHEMA IF EXISTS \(schema) CASCADE")

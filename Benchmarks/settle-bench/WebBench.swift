@@ -21,9 +21,19 @@ struct WebBench {
         var bytes: Int
     }
 
-    func run(orders: Int) throws -> [Timing] {
+    /// Each page on the SQLite ledger, and on the same ledger moved to PostgreSQL when
+    /// `postgres` (a server URL) is given.
+    func run(orders: Int, postgres: String?) throws -> (sqlite: [Timing], postgres: [Timing]?) {
         let ledger = try folder.statusLedger(orders: orders)
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: ledger + suffix) } }
+        let sqlite = try pages(ledger: ledger, orders: orders)
+        guard let postgres else { return (sqlite, nil) }
+        let (url, drop) = try RateRows.moveToPostgres(ledger, url: postgres, schema: "bench_web_\(getpid())")
+        defer { drop() }
+        return (sqlite, try pages(ledger: url, orders: orders))
+    }
+
+    private func pages(ledger: String, orders: Int) throws -> [Timing] {
         let config = try folder.configuration(name: "web", ledger: ledger, apple: nil, delivery: .command(["/bin/true"]),
                                               concurrency: 8)
         let server = try WebProcess(settle: settle, config: config)

@@ -436,6 +436,12 @@ package enum PostgresLedgerSchema {
         CREATE UNIQUE INDEX support_actions_open ON support_actions(order_id) WHERE state IN ('pending','waiting');
         CREATE INDEX support_actions_due ON support_actions(next_attempt_at) WHERE state = 'pending';
         """,
+        // 12: the SQLite ledger's orders_state from its first schema: the console's chart counts
+        // each hour's finished and rejected orders by (state, updated_at), a range of this
+        // index; without it every hour was a scan of the table (188 ms at 20,000 orders).
+        """
+        CREATE INDEX orders_state_updated ON orders(state, updated_at);
+        """,
     ]
 
     /// The first schema with App Store Server Notifications' tables.
