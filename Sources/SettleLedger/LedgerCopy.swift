@@ -107,6 +107,10 @@ package enum LedgerCopy {
                     // History ids were copied as they were: the sequence continues after the last.
                     try db.run("SELECT setval(pg_get_serial_sequence('history', 'id'), greatest((SELECT max(id) FROM history), 1))")
                 }
+                // The planner's statistics of the copied tables now, not at autovacuum's next
+                // look: until then a million orders read as an empty table, and settle status
+                // and the console's searches scanned it (235 ms a search at 1 M orders; 12 ms after).
+                try destination.write { db in try db.run("ANALYZE " + tables.map(\.name).joined(separator: ", ")) }
                 return report
             }
         } catch let error as LedgerError {

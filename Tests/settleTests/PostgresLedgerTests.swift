@@ -117,6 +117,10 @@ final class PostgresLedgerTests: EndToEndTestCase {
         XCTAssertEqual(copy.status, 0, copy.stderr)
         XCTAssertTrue(copy.stdout.contains("orders: 4 rows copied, counts match"), copy.stdout)
         XCTAssertTrue(copy.stdout.contains("grants: 4 rows copied"), copy.stdout)
+        let analyzed = try PostgresLedger(url: url, access: .readOnly)
+        XCTAssertEqual(try analyzed.read { db in try db.run("SELECT reltuples::bigint AS n FROM pg_class WHERE oid = 'orders'::regclass") }
+                           .first?.int("n"), 4, "the copy leaves the planner the tables' statistics (ANALYZE)")
+        try analyzed.close()
         XCTAssertEqual(try settleWithoutConfig(["ledger", "copy", "--from", "sqlite:" + world.ledgerPath, "--to", url]).status, 65,
                        "a second copy into a ledger with orders is refused")
         try settle(expecting: 0, ["reconcile"])
