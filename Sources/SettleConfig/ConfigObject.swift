@@ -48,6 +48,18 @@ package struct ConfigObject {
         return s
     }
 
+    /// A list of non-empty strings (`web.hosts`); nil when the key is absent.
+    package mutating func stringArray(_ key: String) throws(ConfigError) -> [String]? {
+        guard let value = value(key) else { return nil }
+        guard let items = value.arrayValue else { throw ConfigError("\(name(key)): expected a list of strings, got \(value.typeName)") }
+        return try items.map { (item: JSONValue) throws(ConfigError) -> String in
+            guard case let .string(s) = item, !s.isEmpty else {
+                throw ConfigError("\(name(key)): expected a list of non-empty strings, found \(item.typeName)")
+            }
+            return s
+        }
+    }
+
     package mutating func requireString(_ key: String) throws(ConfigError) -> String {
         guard let s = try string(key) else { throw ConfigError("\(name(key)): required key is missing") }
         return s

@@ -12,6 +12,11 @@ extension Configuration {
         package var usersFile: SecretFile?
         /// `actions` (default false): retry, assign, resolve, transfer and redeliver as POST forms.
         package var actions = false
+        /// `hosts`: the names (`name` or `name:port`) a browser may use for the console besides its
+        /// bound address and localhost, such as the name a reverse proxy passes on in `Host`. Any
+        /// other `Host` is refused (421): a page whose name re-resolves to this address must not
+        /// read or drive the console.
+        package var hosts: [String] = []
 
         package static let defaultListen = "127.0.0.1:8480"
 
@@ -38,6 +43,12 @@ extension ConfigurationDecoder {
                                        searched: SecretFile.candidates(name, relativeTo: folder, environment: environment))
         }
         web.actions = try o.bool("actions", default: false)
+        if let hosts = try o.stringArray("hosts") {
+            for host in hosts where host.isEmpty || host.contains(where: { " /@?#".contains($0) }) || host.hasPrefix(":") {
+                throw ConfigError("\(o.name("hosts")): \"\(host)\" is not a host name, name:port or [IPv6] address")
+            }
+            web.hosts = hosts
+        }
         try o.rejectUnknownKeys()
         return web
     }

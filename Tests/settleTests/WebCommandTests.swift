@@ -88,4 +88,31 @@ final class WebCommandTests: WebEndToEndTestCase {
         XCTAssertEqual(loose.status, 78, "a users file others may read is refused")
         XCTAssertTrue(loose.stderr.contains("readable by group or others"), loose.stderr)
     }
+
+    /// DNS rebinding and a forged CSRF time, against the binary: another name is refused 421
+    /// before anything is read or written, and `csrf=-9223372036854775808.x` is a 403, not a crash.
+    func testTheBinary_refusesAnotherHost_andSurvivesAForgedCSRFTime() throws {
+        try webConfig([("actions", .bool(true)), ("hosts", .array([.string("settle.example.com")]))])
+        try enqueue("o-1", receipt: world.receipt("o-1"))
+        let (process, base) = try startWeb()
+        let port = try XCTUnwrap(base.split(separator: ":").last.map(String.init))
+        let form = [HTTPHeader("Content-Type", "application/x-www-form-urlencoded"), HTTPHeader("Sec-Fetch-Site", "same-origin")]
+        let rebound = try get(base + "/orders/o-1", headers: [HTTPHeader("Host", "attacker.example:\(port)")])
+        XCTAssertEqual(rebound.status, 421)
+        XCTAssertFalse(String(decoding: rebound.body, as: UTF8.self).contains("o-1"))
+        let transfer = try client.send(HTTPRequest(method: "POST", url: base + "/orders/o-1/transfer",
+                                                   headers: form + [HTTPHeader("Host", "attacker.example:\(port)")],
+                                                   body: Data("csrf=x&to_user=u-mallory&note=n".utf8)))
+        XCTAssertEqual(transfer.status, 421)
+        XCTAssertEqual(try get(base + "/", headers: [HTTPHeader("Host", "settle.example.com")]).status, 200, "a name in web.hosts")
+        for forged in ["-9223372036854775808.x", "9223372036854775807.x"] {
+            let posted = try client.send(HTTPRequest(method: "POST", url: base + "/orders/o-1/retry", headers: form,
+                                                     body: Data("csrf=\(forged)&note=n".utf8)))
+            XCTAssertEqual(posted.status, 403, forged)
+        }
+        XCTAssertTrue(process.isRunning, "settle web survived the forged token")
+        XCTAssertEqual(try get(base + "/").status, 200)
+        let result = try settle(["status", "o-1"])
+        XCTAssertFalse(result.stdout.contains("u-mallory"), result.stdout)
+    }
 }

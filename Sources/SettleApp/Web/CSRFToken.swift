@@ -21,8 +21,10 @@ final class CSRFToken: Sendable {
 
     func isValid(_ token: String?, for operatorName: String) -> Bool {
         guard let token, let dot = token.firstIndex(of: "."), let issued = Int64(token[..<dot]) else { return false }
+        // The issued time is the client's number: compared with bounds made from this clock, never
+        // subtracted (Int64.min minus now traps), so a forged time is just a refusal.
         let now = time.unixSeconds
-        guard issued <= now + 60, now - issued <= lifetimeSeconds else { return false }
+        guard issued >= 0, issued <= now + 60, issued >= now - lifetimeSeconds else { return false }
         return ConstantTime.equal(Array(token[token.index(after: dot)...].utf8), Array(mac(operatorName, issued).utf8))
     }
 

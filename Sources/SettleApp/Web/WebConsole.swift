@@ -21,6 +21,7 @@ package final class WebConsole: Sendable {
     let actions: Bool
     let csrf: CSRFToken
     let throttle: LoginThrottle
+    let allowedHosts: AllowedHosts
     private let server: EmbeddedHTTPServer
 
     package var port: Int { server.port }
@@ -56,6 +57,7 @@ package final class WebConsole: Sendable {
         } catch {
             throw StartError(description: "cannot listen on \(listen) for the web console: \(error.description)")
         }
+        allowedHosts = AllowedHosts(bound: server.boundAddress, configured: configuration.web.hosts)
         core.console = self
     }
 
@@ -68,8 +70,14 @@ package final class WebConsole: Sendable {
     /// Stops listening once the requests being answered are done (the ledger is closed next).
     package func stop() { server.stop(waitingForHandlers: true) }
 
-    /// Authenticates, then routes.
+    /// Checks the `Host`, authenticates, then routes.
     func handle(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        guard allowedHosts.allows(request.header("Host")) else {
+            log.warning("web.host_refused", ["host": String((request.header("Host") ?? "(none)").prefix(128)),
+                                             "client": request.client?.hostText ?? "unknown"])
+            return WebResponse.text(421, "settle web answers only to its own address, localhost and the names in web.hosts; "
+                                        + "add this name to web.hosts if a proxy of yours sends it")
+        }
         var operatorName = "local"
         if let users {
             let client = request.client?.hostText ?? "unknown"

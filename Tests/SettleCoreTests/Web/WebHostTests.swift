@@ -1,0 +1,73 @@
+import Foundation
+import SettleTesting
+import XCTest
+@testable import SettleApp
+@testable import SettleBase
+@testable import SettleConfig
+@testable import SettleLedger
+
+/// DNS rebinding: a page on another site whose name re-resolves to the console's address is
+/// same-origin with it in the browser, but its requests carry its own name in `Host`. The
+/// console answers only its bound address, localhost and `web.hosts`, before anything is read.
+/// And a forged CSRF token's time is a refusal, never an overflow.
+final class WebHostTests: WebConsoleTestCase {
+    func testARequestForAnotherName_isRefused421_beforeAnythingIsReadOrWritten() throws {
+        let engine = try sqlite()
+        try enqueue(engine.ledger, "o-1", user: "u-alice")
+        try engine.execute("UPDATE orders SET state = 'needs_attention', reason = 'attempts_exhausted' WHERE order_id = 'o-1'")
+        let base = try start(engine.ledger, actions: true)
+        let port = try XCTUnwrap(consoles.last?.port)
+        let token = try csrfToken(base, order: "o-1")
+        let history = try engine.ledger.orderRecord("o-1")?.history.count
+        for host in ["attacker.example:\(port)", "attacker.example", "LOCALHOST.attacker.example:\(port)", "127.0.0.1.nip.io:\(port)",
+                     "127.0.0.1:\(port == 1 ? 2 : 1)", "localhost:\(port == 1 ? 2 : 1)", "localhost", "[::1]:\(port)", "a b:\(port)"] {
+            let page = try get(base, "/orders/o-1", headers: [HTTPHeader("Host", host)])
+            XCTAssertEqual(page.status, 421, host)
+            XCTAssertFalse(text(page).contains("u-alice"), host)
+            XCTAssertEqual(try get(base, "/api/orders/o-1", headers: [HTTPHeader("Host", host)]).status, 421, host)
+            let posted = try post(base, "/orders/o-1/retry", [("csrf", token), ("note", "n")],
+                                  headers: [HTTPHeader("Host", host), HTTPHeader("Sec-Fetch-Site", "same-origin")])
+            XCTAssertEqual(posted.status, 421, host)
+        }
+        XCTAssertEqual(try get(base, "/", headers: [HTTPHeader("Host", "")]).status, 421, "no Host at all")
+        XCTAssertEqual(try engine.ledger.orderRecord("o-1")?.history.count, history, "nothing was written")
+        XCTAssertEqual(try engine.ledger.orderRecord("o-1")?.order.state, .needsAttention)
+        for host in ["127.0.0.1:\(port)", "localhost:\(port)", "LocalHost:\(port)"] {
+            XCTAssertEqual(try get(base, "/orders/o-1", headers: [HTTPHeader("Host", host)]).status, 200, host)
+        }
+    }
+
+    func testNamesInWebHosts_areAnswered_withTheirPortWhenOneIsGiven() throws {
+        var configuration = try world.configuration()
+        configuration.web.hosts = ["Settle.Example.com", "console.internal:8443"]
+        let base = try start(try sqlite().ledger, configuration: configuration)
+        for (host, status) in [("settle.example.com", 200), ("settle.example.com:443", 200), ("SETTLE.EXAMPLE.COM", 200),
+                               ("console.internal:8443", 200), ("console.internal", 421), ("console.internal:80", 421),
+                               ("example.com", 421), ("other.settle.example.com", 421)] {
+            XCTAssertEqual(try get(base, "/", headers: [HTTPHeader("Host", host)]).status, status, host)
+        }
+    }
+
+    func testWebHosts_isReadFromTheConfiguration_andABadEntryIsNamed() throws {
+        _ = try world.writeConfig(overrides: [("web", .object([("hosts", .array([.string("settle.example.com"), .string("a:8443")]))]))])
+        XCTAssertEqual(try world.configuration().web.hosts, ["settle.example.com", "a:8443"])
+        for bad: JSONValue in [.string("x"), .array([.string("https://x/")]), .array([.number("1")]), .array([.string("")])] {
+            _ = try world.writeConfig(overrides: [("web", .object([("hosts", bad)]))])
+            XCTAssertThrowsError(try world.configuration()) { XCTAssertTrue("\($0)".contains("web.hosts"), "\($0)") }
+        }
+    }
+
+    func testAForgedCSRFTime_isRefused_andTheConsoleKeepsAnswering() throws {
+        let engine = try sqlite()
+        try enqueue(engine.ledger, "o-1")
+        try engine.execute("UPDATE orders SET state = 'needs_attention', reason = 'attempts_exhausted' WHERE order_id = 'o-1'")
+        let base = try start(engine.ledger, actions: true)
+        for forged in ["-9223372036854775808.x", "9223372036854775807.x", "-1.x", "-0.x", "99999999999999999999.x", ".x", "1e9.x"] {
+            XCTAssertEqual(try post(base, "/orders/o-1/retry", [("csrf", forged)]).status, 403, forged)
+        }
+        let csrf = CSRFToken(time: world.time)
+        XCTAssertFalse(csrf.isValid("-9223372036854775808.\(String(repeating: "0", count: 64))", for: "local"))
+        XCTAssertTrue(csrf.isValid(csrf.token(for: "local"), for: "local"))
+        XCTAssertEqual(try get(base, "/").status, 200, "still answering")
+    }
+}
