@@ -9,9 +9,11 @@ import SettleConfig
 ///
 /// A 2xx is not enough to count as delivered: a maintenance page, a load balancer's default
 /// answer or a proxy answer 200 too, and for Google Play a delivered order is acknowledged (Google
-/// keeps the money). The receiver confirms explicitly by naming the request's key, in a JSON body
-/// (`{"idempotency_key": "<key>"}`) or in a `Settle-Granted: <key>` header; any other 2xx is
-/// `unconfirmed`, retried as a failure.
+/// keeps the money). The receiver confirms explicitly with what only a receiver that acted can
+/// say and settle's request never carries: the event in the past tense naming the request's key,
+/// in a JSON body (`{"granted": "<key>"}`, `{"revoked": "<key>"}`) or a header
+/// (`Settle-Granted: <key>`, `Settle-Revoked: <key>`). An endpoint that echoes the request (which
+/// holds `idempotency_key`) confirms nothing; any other 2xx is `unconfirmed`, retried as a failure.
 package struct WebhookHook: Deliverer {
     package var url: String
     package var secret: Secret
@@ -36,16 +38,26 @@ package struct WebhookHook: Deliverer {
         return "t=\(timestamp),v1=\(HMACSHA256.hex(key: Data(secret.value.utf8), message: signed))"
     }
 
-    /// The header a receiver may confirm with instead of a JSON body.
-    package static let confirmationHeader = "Settle-Granted"
+    /// The member of a JSON answer that confirms `event`: "granted" for a grant, "revoked" for a
+    /// revoke. No document settle sends has a member of that name (a test holds it), so an
+    /// endpoint that returns the request it was sent cannot confirm it.
+    package static func confirmationField(_ event: String) -> String {
+        event == RevokeHook.event ? "revoked" : "granted"
+    }
 
-    /// Whether a 2xx answer says the receiver acted on the request with `key`: a
-    /// `Settle-Granted` header, or a JSON object body whose `idempotency_key` is the key, exactly.
-    package static func confirms(_ response: HTTPResponse, key: String) -> Bool {
-        if let granted = response.header(confirmationHeader), granted.trimmingCharacters(in: .whitespaces) == key { return true }
+    /// The header a receiver may confirm `event` with instead of a JSON body.
+    package static func confirmationHeader(_ event: String) -> String {
+        event == RevokeHook.event ? "Settle-Revoked" : "Settle-Granted"
+    }
+
+    /// Whether a 2xx answer says the receiver acted on the request with `key`: the event's header
+    /// naming the key, or a JSON object body whose event field ("granted", "revoked") is the key,
+    /// exactly. `idempotency_key` alone is what settle sent, so it confirms nothing.
+    package static func confirms(_ response: HTTPResponse, key: String, event: String = HookPayload.grantEvent) -> Bool {
+        if let named = response.header(confirmationHeader(event)), named.trimmingCharacters(in: .whitespaces) == key { return true }
         guard response.body.contains(UInt8(ascii: "{")), let json = try? JSONValue.parse(response.body),
-              case let .string(echoed)? = json["idempotency_key"] else { return false }
-        return echoed == key
+              case let .string(confirmed)? = json[confirmationField(event)] else { return false }
+        return confirmed == key
     }
 
     package func deliver(order: Order, purchase: VerifiedPurchase) -> DeliveryReport {
@@ -76,10 +88,11 @@ package struct WebhookHook: Deliverer {
         let text = String(decoding: response.body.prefix(CommandHook.outputLimit - 32), as: UTF8.self)
         let outcome: DeliveryOutcome
         switch response.status {
-        case 200...299 where WebhookHook.confirms(response, key: key): outcome = .delivered
+        case 200...299 where WebhookHook.confirms(response, key: key, event: event): outcome = .delivered
         case 200...299:
+            let field = WebhookHook.confirmationField(event), header = WebhookHook.confirmationHeader(event)
             outcome = .unconfirmed("webhook answered HTTP \(response.status) without confirming the \(event) "
-                                   + "(no \"idempotency_key\": \"\(key)\" in a JSON body, no \(WebhookHook.confirmationHeader): \(key) header)")
+                                   + "(no \"\(field)\": \"\(key)\" in a JSON body, no \(header): \(key) header)")
         case 409: outcome = .alreadyGranted("webhook answered HTTP 409: this purchase was granted before")
         case 408, 429, 500...599: outcome = .retry("webhook answered HTTP \(response.status)")
         default: outcome = .refused("webhook refused the delivery with HTTP \(response.status)")

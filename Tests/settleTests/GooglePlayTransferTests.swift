@@ -85,7 +85,8 @@ final class GooglePlayTransferTests: GooglePlayTestCase {
             let key = request.header("Idempotency-Key") ?? ""
             let body = (try? JSONValue.parse(request.body)) ?? .null
             seen.withLock { $0.append("\(request.path) \(key) \(body["event"]?.looseString ?? "?") \(body["user_id"]?.looseString ?? "?")") }
-            return .json(200, JSONValue.object([("idempotency_key", .string(key))]).data)
+            let field = body["event"]?.looseString == "revoke" ? "revoked" : "granted"
+            return .json(200, JSONValue.object([(field, .string(key))]).data)
         }
         defer { server.stop() }
         try world.write("webhook-secret", "whsec-0123456789abcdef", mode: 0o600)

@@ -12,6 +12,8 @@ class WebhookConfirmationTests: GooglePlayTestCase {
     final class Receiver: Sendable {
         /// Answer as a maintenance page (200, HTML) instead of confirming the key.
         let maintenance = Mutex(true)
+        /// Answer with the request's own body (an echo endpoint), which holds `idempotency_key`.
+        let echo = Mutex(false)
         let keys = Mutex<[String]>([])
     }
     let receiver = Receiver()
@@ -27,11 +29,14 @@ class WebhookConfirmationTests: GooglePlayTestCase {
         server = try LoopbackHTTPServer { request in
             let key = request.header("Idempotency-Key") ?? ""
             receiver.keys.withLock { $0.append(key) }
+            if receiver.echo.withLock({ $0 }) {
+                return HTTPServerResponse(status: 200, headers: [HTTPHeader("Content-Type", "application/json")], body: request.body)
+            }
             if receiver.maintenance.withLock({ $0 }) {
                 return HTTPServerResponse(status: 200, headers: [HTTPHeader("Content-Type", "text/html")],
                                           body: Data("<html><body>Back soon: down for maintenance</body></html>".utf8))
             }
-            return .json(200, JSONValue.object([("idempotency_key", .string(key)), ("granted", .bool(true))]).data)
+            return .json(200, JSONValue.object([("granted", .string(key))]).data)
         }
         try world.write("webhook-secret", "whsec-0123456789abcdef", mode: 0o600)
         try writePlayConfig(extra: [
@@ -72,6 +77,24 @@ class WebhookConfirmationTests: GooglePlayTestCase {
         XCTAssertEqual(fake.product(token)?.acknowledgementState, .acknowledged)
         XCTAssertEqual(finishes.count, 1)
     }
+
+    /// An endpoint that returns what it was sent names the key in `idempotency_key`, as settle's
+    /// request does: that is an echo, not a grant, and Google is never told.
+    func testAnEchoOfTheRequest_confirmsNothing_andGoogleIsNeverAcknowledged() throws {
+        receiver.echo.withLock { $0 = true }
+        let token = scriptProduct("e", product: unlock, orderId: "GPA.E-0001")
+        try enqueuePlay("o-e", token: token, product: unlock)
+        for attempt in 1...3 {
+            try settle(["reconcile", "--order", "o-e"])
+            XCTAssertEqual(try attempts("o-e"), attempt)
+        }
+        let order = try order("o-e")
+        XCTAssertEqual(order["state"], .string("needs_attention"))
+        XCTAssertEqual(order["reason"], .string("hook_unconfirmed"))
+        XCTAssertTrue(order["last_error"]?.looseString?.contains("no \"granted\": \"GPA.E-0001\" in a JSON body") == true, "\(order)")
+        XCTAssertTrue(finishes.isEmpty, "Google is not told about an echo")
+        XCTAssertEqual(fake.product(token)?.acknowledgementState, .yetToBeAcknowledged)
+    }
 }
 
 /// The same through the binary on a PostgreSQL ledger.
@@ -95,5 +118,9 @@ final class WebhookConfirmationPostgresTests: WebhookConfirmationTests {
     // Linux test discovery lists only the methods a class declares.
     override func testAMaintenancePageAnswering200_isNoDelivery_GoogleIsNeverTold_andTheOrderEndsHookUnconfirmed() throws {
         try super.testAMaintenancePageAnswering200_isNoDelivery_GoogleIsNeverTold_andTheOrderEndsHookUnconfirmed()
+    }
+
+    override func testAnEchoOfTheRequest_confirmsNothing_andGoogleIsNeverAcknowledged() throws {
+        try super.testAnEchoOfTheRequest_confirmsNothing_andGoogleIsNeverAcknowledged()
     }
 }

@@ -14,10 +14,12 @@ final class WebhookHookTests: XCTestCase {
     final class Receiver: @unchecked Sendable {
         /// How a 2xx answer says the receiver acted on the request.
         enum Confirmation: Sendable {
-            /// `{"idempotency_key": "<the request's key>"}`, as the README's receivers answer.
+            /// `{"granted": "<the request's key>"}` (`"revoked"` for a revoke), as the README's receivers answer.
             case body
-            /// `Settle-Granted: <the request's key>` over a body that says something else.
+            /// `Settle-Granted: <the request's key>` (`Settle-Revoked` for a revoke) over a body that says something else.
             case header
+            /// The request's own body and `Idempotency-Key` header, as an echo endpoint answers.
+            case echo
             /// A JSON body naming a key, whatever the request's was.
             case key(String)
             /// What a maintenance page or a proxy answers: HTML, no key.
@@ -35,11 +37,16 @@ final class WebhookHookTests: XCTestCase {
                 let status = statuses.withLock { $0.isEmpty ? 200 : $0.removeFirst() }
                 let key = request.header("Idempotency-Key") ?? ""
                 guard (200...299).contains(status) else { return HTTPServerResponse(status: status, body: Data("receiver says \(status)".utf8)) }
+                let revoke = (try? JSONValue.parse(request.body))?["event"]?.looseString == "revoke"
                 switch confirmation.withLock({ $0 }) {
-                case .body: return .json(status, JSONValue.object([("idempotency_key", .string(key))]).data)
+                case .body: return .json(status, JSONValue.object([(revoke ? "revoked" : "granted", .string(key))]).data)
                 case .header:
-                    return HTTPServerResponse(status: status, headers: [HTTPHeader("Settle-Granted", key)], body: Data("granted".utf8))
-                case let .key(other): return .json(status, JSONValue.object([("idempotency_key", .string(other))]).data)
+                    return HTTPServerResponse(status: status, headers: [HTTPHeader(revoke ? "Settle-Revoked" : "Settle-Granted", key)],
+                                              body: Data("granted".utf8))
+                case .echo:
+                    return HTTPServerResponse(status: status, headers: request.headers.filter { $0.name != "Content-Length" },
+                                              body: request.body)
+                case let .key(other): return .json(status, JSONValue.object([("granted", .string(other))]).data)
                 case .none:
                     return HTTPServerResponse(status: status, headers: [HTTPHeader("Content-Type", "text/html")],
                                               body: Data("<html><body>Down for maintenance</body></html>".utf8))
@@ -105,7 +112,8 @@ final class WebhookHookTests: XCTestCase {
 
     func testA2xxThatDoesNotConfirm_isNoDelivery_retriedWithAnAttempt_andEndsHookUnconfirmed() throws {
         // A maintenance page, a 204 with nothing, and a receiver echoing another request's key.
-        for (status, confirmation) in [(200, Receiver.Confirmation.none), (204, .none), (200, .key("699"))] {
+        // An endpoint that returns what it was sent: the request's key is in it, as settle sent it.
+        for (status, confirmation) in [(200, Receiver.Confirmation.none), (204, .none), (200, .key("699")), (200, .echo)] {
             tearDown()
             try setUpWithError()
             receiver.confirmation.withLock { $0 = confirmation }
@@ -113,7 +121,7 @@ final class WebhookHookTests: XCTestCase {
             XCTAssertEqual(order.state, .pending, "\(status) \(confirmation): not delivered")
             XCTAssertEqual(order.attempts, 1, "counts an attempt")
             XCTAssertEqual(order.lastError, "webhook answered HTTP \(status) without confirming the grant "
-                           + "(no \"idempotency_key\": \"700\" in a JSON body, no Settle-Granted: 700 header)")
+                           + "(no \"granted\": \"700\" in a JSON body, no Settle-Granted: 700 header)")
             let ledger = try world.ledger()
             XCTAssertEqual(try ledger.orderRecord("o-1")?.history.last?.outcome, "unconfirmed")
             let reconciler = try world.reconciler(ledger: ledger)
@@ -198,13 +206,14 @@ final class WebhookHookTests: XCTestCase {
         let bought = SimulatedNotification(type: "ONE_TIME_CHARGE", transaction: purchase, bundleId: world.bundleId, signedDateMs: now)
         guard case .stored = inbox.receive(signedPayload: try bought.signed(), source: "endpoint") else { return XCTFail() }
         _ = try reconciler.runPass()
-        receiver.confirmation.withLock { $0 = .none }
+        // An echo of the revoke's own document (which names its key in idempotency_key) is no revoke.
+        receiver.confirmation.withLock { $0 = .echo }
         purchase.revocationDateMs = now
         let refund = SimulatedNotification(type: "REFUND", transaction: purchase, bundleId: world.bundleId, signedDateMs: now)
         guard case .stored = inbox.receive(signedPayload: try refund.signed(), source: "endpoint") else { return XCTFail() }
         _ = try reconciler.runPass()
         let (state, job) = try XCTUnwrap(try ledger.revocation(orderId: "apple-2000000000000713"))
-        XCTAssertEqual(state, "pending", "a 200 that names no key is no revoke")
+        XCTAssertEqual(state, "pending", "an echo of the request is no revoke")
         XCTAssertEqual(job.attempts, 1)
         XCTAssertTrue(job.lastError?.contains("without confirming the revoke") == true, job.lastError ?? "")
         XCTAssertTrue(job.lastError?.contains("revoke:2000000000000713") == true, job.lastError ?? "")
