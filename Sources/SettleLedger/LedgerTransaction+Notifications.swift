@@ -307,6 +307,7 @@ extension LedgerTransaction {
         for order in orders {
             try query("UPDATE orders SET refunded_at = ?, refund_kind = ?, refund_reason = ?, updated_at = ? WHERE order_id = ?",
                                [.integer(now), .text(n.type), .from(n.revocationReason), .integer(now), .text(order.orderId)])
+            try cancelGrantRedeliveries(order.orderId, refund: why, now: now)
             let held = try holdsGrant(order.orderId)
             var outcome: String
             var detail = why

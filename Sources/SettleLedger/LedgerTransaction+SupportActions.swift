@@ -12,6 +12,12 @@ package enum SupportActionRules {
             ? "; ask for the same transfer again to resume it once the hook is fixed" : ""
         return "order \(open.orderId) has \(what), requested by \(open.requestedBy), that \(state); one transfer or redelivery at a time\(again)"
     }
+
+    /// A redelivery of a grant the store took back.
+    static func refunded(_ order: Order, _ refund: Refund) -> String {
+        "order \(order.orderId)'s purchase was refunded (\(refund.kind)" + (refund.reason.map { ", reason \($0)" } ?? "")
+            + ") at \(Timestamp.rfc3339(unixSeconds: refund.at)); its grant is not re-sent: that would hand back what the store took back"
+    }
 }
 
 extension SupportAction {
@@ -80,6 +86,23 @@ extension LedgerTransaction {
         try !query("""
             SELECT 1 AS delivered FROM history WHERE order_id = ? AND kind = 'delivery' AND outcome = 'delivered' LIMIT 1
             """, [.text(orderId)]).isEmpty
+    }
+
+    /// A refund took the order's purchase back: a redelivery of its grant (or of a transfer's
+    /// grant) that has not run would hand it back after the refund's revoke, so it is cancelled,
+    /// pending or waiting for a person, with a history row naming the refund. Called in the
+    /// transaction that records the refund, on every store.
+    func cancelGrantRedeliveries(_ orderId: String, refund why: String, now: Int64) throws {
+        let cancelled = try query("""
+            UPDATE support_actions SET state = 'cancelled', last_error = ?, updated_at = ?
+            WHERE order_id = ? AND kind = 'redeliver' AND state IN ('pending','waiting') AND target IN ('grant','transfer_grant')
+            RETURNING number
+            """, [.text("cancelled by the refund: \(why)"), .integer(now), .text(orderId)])
+        for row in cancelled {
+            try appendHistory(orderId, HistoryEntry(
+                at: now, kind: .retry, outcome: "redeliver_cancelled",
+                detail: "redeliver \(row.int("number") ?? 0): cancelled, the grant it would re-send was taken back: \(why)"))
+        }
     }
 
     func hasOwedRevocation(_ orderId: String) throws -> Bool {

@@ -103,6 +103,7 @@ extension TransactionalLedger {
                     try db.query("""
                         UPDATE orders SET refunded_at = ?, refund_kind = ?, refund_reason = ?, updated_at = ? WHERE order_id = ?
                         """, [.integer(now), .text(PlayVoided.kind), .from(reason), .integer(now), .text(order.orderId)])
+                    try db.cancelGrantRedeliveries(order.orderId, refund: why, now: now)
                 }
                 var outcome: String
                 switch order.state {

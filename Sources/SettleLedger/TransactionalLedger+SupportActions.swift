@@ -69,6 +69,9 @@ extension TransactionalLedger {
                 guard open.kind == .redeliver, open.state == .waiting, let target = open.target, let key = open.targetKey else {
                     throw LedgerError.invalid(SupportActionRules.busy(open))
                 }
+                if let refund = order.refund, !target.isRevoke {
+                    throw LedgerError.invalid(SupportActionRules.refunded(order, refund))
+                }
                 try db.resume(open, now: now, by: person, note: note)
                 return RedeliveryRequest(orderId: orderId, number: open.number, target: target, idempotencyKey: key,
                                          userId: open.toUser ?? order.userId, resumed: true)
@@ -84,10 +87,16 @@ extension TransactionalLedger {
                 SELECT state FROM revocations WHERE order_id = ? AND state IN ('pending','needs_attention') LIMIT 1
                 """, [.text(orderId)]).first?.string("state") {
                 // Re-sending the grant now would hand back what the owed revoke is about to take.
-                throw LedgerError.invalid("order \(orderId)'s purchase was taken back and its revoke is still owed (\(owed)); "
+                let refund = order.refund.map { " (refunded: \($0.kind) at \(Timestamp.rfc3339(unixSeconds: $0.at)))" } ?? ""
+                throw LedgerError.invalid("order \(orderId)'s purchase was taken back\(refund) and its revoke is still owed (\(owed)); "
                                           + "settle sends it, nothing to re-send yet")
             }
             let last = try db.lastFinishedStep(order, purchase: purchase)
+            if let refund = order.refund, !last.target.isRevoke {
+                // The grant was taken back (a refund whose revoke was cancelled, or a partial one):
+                // re-sending it would hand back what the store refunded.
+                throw LedgerError.invalid(SupportActionRules.refunded(order, refund))
+            }
             let number = try db.nextSupportNumber(orderId, kind: .redeliver)
             try db.query("""
                 INSERT INTO support_actions(order_id, kind, number, state, step, to_user, note, requested_by, target, target_key,
@@ -147,14 +156,18 @@ extension TransactionalLedger {
         }
     }
 
-    /// Whether this claim of the action is still current and unexpired: checked just before the hook runs.
+    /// Whether this claim of the action is still current and unexpired: checked just before the
+    /// hook runs. A grant's step is no longer held once the order was refunded (a refund recorded
+    /// after the claim read the order: the next claim cancels it).
     package func holds(_ action: SupportAction) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
+        let grantStep = action.kind == .transfer ? action.step == .grant : !(action.target?.isRevoke ?? false)
         return try reading { db in
             try !db.query("""
                 SELECT 1 AS held FROM support_actions
                 WHERE order_id = ? AND kind = ? AND number = ? AND state = 'pending' AND claim = ? AND next_attempt_at > ?
-                """, action.keyValues + [.integer(action.claim), .integer(now)]).isEmpty
+                """ + (grantStep ? " AND NOT EXISTS (SELECT 1 FROM orders WHERE order_id = ? AND refunded_at IS NOT NULL)" : ""),
+                action.keyValues + [.integer(action.claim), .integer(now)] + (grantStep ? [.text(action.orderId)] : [])).isEmpty
         }
     }
 

@@ -4,6 +4,7 @@ import SettleTesting
 import XCTest
 import SettleBase
 import SettleSimulator
+import SettleLedger
 
 /// What notifications do to orders, through a running `settle run`: purchases found and granted
 /// once whichever side tells first, refunds, refund requests, and history catching up.
@@ -182,6 +183,51 @@ class NotificationOrderTests: NotificationTestCase {
         XCTAssertEqual(try world.simulator.send(refund, to: url), 200)
         XCTAssertTrue(eventually(within: 10) { revokes().count == 2 }, log(daemon))
         XCTAssertEqual(revokes().last, "revoke:420 apple-420 \(other)", "the refund takes it back from the one who holds it")
+    }
+
+    /// A redelivery waiting out its hook's failure when the purchase is refunded: the refund's
+    /// transaction cancels it (history names the refund), the revoke runs, and the grant is never
+    /// re-sent, even once the hook works and the redelivery would have been due. Asking again is
+    /// refused (exit 65) naming the refund.
+    func testARefund_cancelsAWaitingRedeliveryOfItsGrant_andARedeliveryOfARefundedGrantIsRefused() throws {
+        let revoke = try world.hook("revoke.sh", exit: 0)
+        try writeNotificationConfig(delivery: .object([("command", .array([.string(world.folder + "/grant.sh")])),
+                                                       ("revoke_command", .array([.string(revoke)]))]))
+        let (daemon, url) = try startDaemon()
+        let purchase = applePurchase("430", token: buyer)
+        XCTAssertEqual(try world.simulator.send(purchase, to: url), 200)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("apple-430") == "finished" }, log(daemon))
+        _ = try world.hook("grant.sh", exit: 75)
+        try settle(expecting: 0, ["redeliver", "apple-430", "--note", "backend lost it, ticket 12"])
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { world.deliveries.count == 2 }, log(daemon))
+        XCTAssertTrue(eventually(within: 10) {
+            (try? order("apple-430")["support_actions"]?.arrayValue?.first?["attempts"]) == .number(1)
+        }, log(daemon))
+
+        var refunded = purchase.transaction!
+        refunded.revocationDateMs = nowMs
+        let refund = SimulatedNotification(type: "REFUND", transaction: refunded, bundleId: world.bundleId, signedDateMs: nowMs)
+        XCTAssertEqual(try world.simulator.send(refund, to: url), 200)
+        XCTAssertTrue(eventually(within: 10) { world.deliveries.contains("revoke:430 apple-430") }, log(daemon))
+        let action = try XCTUnwrap(try order("apple-430")["support_actions"]?.arrayValue?.first)
+        XCTAssertEqual(action["state"], .string("cancelled"))
+        XCTAssertTrue(action["last_error"]?.looseString?.contains("cancelled by the refund: Apple refunded transaction 430") == true,
+                      "\(action)")
+        XCTAssertTrue(try history("apple-430").contains { $0["outcome"] == .string("redeliver_cancelled") })
+
+        // The hook works again and the redelivery's backoff is over: nothing is granted again.
+        _ = try world.hook("grant.sh", exit: 0)
+        try SQLiteDatabase(path: world.ledgerPath, mode: .readWrite).execute("UPDATE support_actions SET next_attempt_at = 0")
+        let before = passes(daemon)
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { passes(daemon) > before }, log(daemon))
+        XCTAssertEqual(world.deliveries.filter { $0 == "430 apple-430" }.count, 2, "the first grant and the failed re-send only")
+        XCTAssertEqual(world.deliveries.last, "revoke:430 apple-430")
+
+        let again = try settle(["redeliver", "apple-430", "--note", "n"])
+        XCTAssertEqual(again.status, 0, "the finished revoke may be re-sent: \(again.stderr)")
+        XCTAssertTrue(again.stdout.contains("revoke:430"), again.stdout)
     }
 
     func testRefundAfterDelivery_withoutARevokeRoute_waitsVisiblyInStatus_andNothingIsSentToTheGrantHook() throws {

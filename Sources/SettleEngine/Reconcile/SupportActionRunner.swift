@@ -107,6 +107,12 @@ package struct SupportActionRunner: Sendable {
             try cancel(action, why: "nothing recorded to re-send", revokeDone: nil)
             return false
         }
+        if let refund = order.refund, !target.isRevoke {
+            // The refund's transaction cancels it too; this covers a claim read just before it.
+            try cancel(action, why: "the purchase was taken back (\(refund.kind)) before the redelivery ran; "
+                       + "its \(target.rawValue) is not re-sent", revokeDone: nil)
+            return false
+        }
         let product = products[purchase.productId]
         var document: JSONValue
         switch target {

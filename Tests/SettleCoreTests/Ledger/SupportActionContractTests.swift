@@ -206,4 +206,57 @@ extension LedgerContractTests {
             XCTAssertEqual(try document("revoke:740")["user_id"], .string("u-2"), "\(b.name): from the holder")
         }
     }
+
+    /// A refund cancels a redelivery of the grant it took back, pending or waiting for a person,
+    /// in the refund's own transaction; a claim read before the refund sends nothing; asking for a
+    /// redelivery of a refunded grant is refused naming the refund.
+    func testARefund_cancelsRedeliveriesOfTheGrant_andARefundedGrantIsNeverReSent_onEveryBackEnd() throws {
+        try onEachBackEnd { b in
+            _ = calls
+            // Pending (its hook failed once), then Google voids the purchase through the ledger's own path.
+            try grantedOrder(b.store, "o-1", transaction: "760")
+            try b.store.requestRedelivery(orderId: "o-1", note: "lost", by: alice)
+            try runner(b.store, grantExit: 75).run()
+            XCTAssertEqual(calls, ["grant 760 o-1"], b.name)
+            try b.execute("UPDATE orders SET store = 'google_play', purchase_token = 'tok-760' WHERE order_id = 'o-1'")
+            let voided = try b.store.applyPlayVoided(token: XCTUnwrap(PlayPurchaseToken("tok-760")), googleOrderId: "760", reason: "1",
+                                                     source: "voided purchases")
+            XCTAssertEqual(voided["o-1"], "revoke_queued", b.name)
+            let cancelled = try XCTUnwrap(try b.store.supportActions(orderId: "o-1").first)
+            XCTAssertEqual(cancelled.state, .cancelled, b.name)
+            XCTAssertTrue(cancelled.lastError?.hasPrefix("cancelled by the refund: Google Play voided purchase 760") == true, b.name)
+            XCTAssertTrue(try b.store.orderRecord("o-1")?.history.contains { $0.outcome == "redeliver_cancelled" } == true, b.name)
+            try b.execute("UPDATE support_actions SET next_attempt_at = 0")
+            try runner(b.store).run()
+            XCTAssertEqual(calls, [], "\(b.name): the refunded grant is not re-sent")
+            XCTAssertThrowsError(try b.store.requestRedelivery(orderId: "o-1", note: "n", by: alice), b.name) { error in
+                XCTAssertTrue("\(error)".contains("(refunded: VOIDED at"), "\(b.name): \(error)")
+            }
+
+            // Waiting for a person, then refunded (written as a backend's SQL would, past the ledger's
+            // own cancellation): asking again is refused, naming the refund.
+            try grantedOrder(b.store, "o-2", transaction: "761")
+            try b.store.requestRedelivery(orderId: "o-2", note: "lost", by: alice)
+            try runner(b.store, grantExit: 65).run()
+            XCTAssertEqual(try b.store.supportActions(orderId: "o-2").first?.state, .waiting, b.name)
+            try b.execute("UPDATE orders SET refunded_at = 5, refund_kind = 'REFUND' WHERE order_id = 'o-2'")
+            XCTAssertThrowsError(try b.store.requestRedelivery(orderId: "o-2", note: "again", by: alice), b.name) { error in
+                XCTAssertTrue("\(error)".contains("was refunded (REFUND"), "\(b.name): \(error)")
+                XCTAssertTrue("\(error)".contains("its grant is not re-sent"), "\(b.name): \(error)")
+            }
+            // A claim that read the order before the refund: the runner cancels it and sends nothing.
+            try b.execute("UPDATE support_actions SET state = 'pending', next_attempt_at = 0 WHERE order_id = 'o-2'")
+            _ = calls
+            try runner(b.store).run()
+            XCTAssertEqual(calls, [], "\(b.name): nothing re-sent")
+            XCTAssertEqual(try b.store.supportActions(orderId: "o-2").first?.state, .cancelled, b.name)
+
+            // Refunded, its revoke cancelled (nothing owed), the last thing finished a grant: refused.
+            try grantedOrder(b.store, "o-3", transaction: "762")
+            try b.execute("UPDATE orders SET refunded_at = 5, refund_kind = 'REVOKE' WHERE order_id = 'o-3'")
+            XCTAssertThrowsError(try b.store.requestRedelivery(orderId: "o-3", note: "n", by: alice), b.name) { error in
+                XCTAssertTrue("\(error)".contains("was refunded (REVOKE"), "\(b.name): \(error)")
+            }
+        }
+    }
 }
