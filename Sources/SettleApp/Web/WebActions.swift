@@ -75,6 +75,9 @@ enum WebActions {
                 outcome = .transferred
             case .redeliver:
                 guard let note else { return try refuse("a note is required: say why (a ticket number)", orderId: orderId, request, console: console) }
+                guard request.form[redeliverConfirmation] == "yes" else {
+                    return try refuse(redeliverWarning + ": tick the box to confirm", orderId: orderId, request, console: console)
+                }
                 try console.ledger.requestRedelivery(orderId: orderId, note: note, by: by)
                 outcome = .redelivered
             }
@@ -86,6 +89,12 @@ enum WebActions {
         console.log.info("web.action", ["user": request.operatorName, "action": action.rawValue, "order": orderId])
         return WebResponse.seeOther("/orders/\(HTML.pathSegment(orderId))?done=\(outcome.rawValue)")
     }
+
+    /// The field a redelivery's form must carry: the person confirms that the receiver ignores a
+    /// key it has already acted on, since the request is sent again under the same key.
+    static let redeliverConfirmation = "receiver_is_idempotent"
+    static let redeliverWarning = "a redelivery sends the same request again under its original key; a receiver that does not "
+        + "ignore a key it has already acted on grants twice"
 
     static func refuse(_ why: String, orderId: String, _ request: WebRequest, console: WebConsole) throws -> HTTPServerResponse {
         try OrderPage.render(orderId: orderId, request, console: console, refusal: why, status: 409)
@@ -130,8 +139,11 @@ enum WebActions {
                 """, "Transfer"))
         }
         if order.state == .finished || order.refund != nil {
-            forms.append(form(.redeliver, "<input type=\"text\" name=\"note\" placeholder=\"note (required)\" aria-label=\"redeliver note\">",
-                              "Redeliver"))
+            forms.append(form(.redeliver, """
+                <input type="text" name="note" placeholder="note (required)" aria-label="redeliver note">\
+                <label><input type="checkbox" name="\(redeliverConfirmation)" value="yes" required> \(redeliverWarning); \
+                ours does (it was told the key and deduplicates on it)</label>
+                """, "Redeliver"))
         }
         guard !forms.isEmpty else {
             return WebPage.section("Actions", id: "actions", "<p class=\"muted\">no action applies to a \(order.state.rawValue) order</p>")

@@ -163,15 +163,24 @@ final class WebActionTests: WebConsoleTestCase {
             XCTAssertEqual(transfer.history.last?.detail, "transfer 1 to u-2 (from u-1) requested by alice via web: ticket 4", engine.name)
             XCTAssertEqual(try engine.ledger.supportActions(orderId: "o-move").count, 1, engine.name)
 
+            // Without the confirmation that the receiver is idempotent on the key: refused, nothing recorded.
+            let unconfirmed = try post(base, "/orders/o-again/redeliver", [("csrf", try csrfToken(base, order: "o-again", headers: alice)),
+                                                                           ("note", "ticket 5")], headers: alice)
+            XCTAssertEqual(unconfirmed.status, 409, engine.name)
+            XCTAssertTrue(text(unconfirmed).contains("a receiver that does not ignore a key it has already acted on grants twice"), engine.name)
+            XCTAssertEqual(try engine.ledger.supportActions(orderId: "o-again").count, 0, engine.name)
+            XCTAssertTrue(page.contains("name=\"receiver_is_idempotent\" value=\"yes\" required"), engine.name)
             let again = try post(base, "/orders/o-again/redeliver", [("csrf", try csrfToken(base, order: "o-again", headers: alice)),
-                                                                     ("note", "ticket 5")], headers: alice)
+                                                                     ("note", "ticket 5"), ("receiver_is_idempotent", "yes")],
+                                 headers: alice)
             XCTAssertEqual(again.status, 303, "\(engine.name): \(text(again))")
             let redelivery = try XCTUnwrap(engine.ledger.orderRecord("o-again"), engine.name)
             XCTAssertEqual(redelivery.history.last?.outcome, "redeliver_requested", engine.name)
             XCTAssertTrue(redelivery.history.last?.detail?.contains("alice via web") == true, "\(engine.name): \(String(describing: redelivery.history.last))")
 
             let never = try post(base, "/orders/o-never/redeliver", [("csrf", try csrfToken(base, order: "o-again", headers: alice)),
-                                                                     ("note", "ticket 6")], headers: alice)
+                                                                     ("note", "ticket 6"), ("receiver_is_idempotent", "yes")],
+                                 headers: alice)
             XCTAssertEqual(never.status, 409, engine.name)
             XCTAssertTrue(text(never).contains("was never granted"), engine.name)
             XCTAssertEqual(try engine.ledger.supportActions(orderId: "o-never").count, 0, engine.name)
