@@ -131,7 +131,8 @@ package final class GooglePushKeys: PushKeys {
             default: break
             }
         }
-        let aged = (maxAge ?? defaultMaxAge) - max(0, age.flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } ?? 0)
+        // Saturating: `max-age=-9223372036854775808` with an `Age` trapped.
+        let aged = (maxAge ?? defaultMaxAge).saturatingSubtracting(max(0, age.flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } ?? 0))
         return min(max(aged, minimumRefreshSeconds), maximumMaxAge)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 import SettleModel
 
 /// A Google Play order that Google has not been told about yet (acknowledge or consume): Google
@@ -29,7 +30,7 @@ package struct PlayDeadline: Sendable, Equatable {
         self.delivered = delivered
     }
 
-    package func isUrgent(now: Int64) -> Bool { refundAt - now < PlayDeadline.urgentSeconds }
+    package func isUrgent(now: Int64) -> Bool { refundAt.saturatingSubtracting(now) < PlayDeadline.urgentSeconds }
 
     /// The stores among `only` (nil: all) that refund what they were not told of, each with how
     /// long after a purchase its order is urgent (less than `urgentSeconds` left): claimed first.

@@ -227,7 +227,7 @@ package final class Pacer: Sendable {
     /// `rates` gives each key's requests a second (nil: that key is not paced); `sleep` is how a
     /// caller waits for its token (tests pass one that moves a `ManualTimeSource`).
     package init(time: any TimeSource, rates: @escaping @Sendable (PacerKey) -> Double?,
-                 sleep: @escaping @Sendable (Double) -> Void = { seconds in usleep(UInt32(min(seconds, 3600) * 1e6)) }) {
+                 sleep: @escaping @Sendable (Double) -> Void = { seconds in usleep(UInt32(max(0, min(seconds, 3600)) * 1e6)) }) {
         self.time = time
         self.rates = rates
         self.sleep = sleep

@@ -73,14 +73,14 @@ package final class Reconciler: Sendable {
     package static func nextAttempt(_ order: Order, now: Int64, after delay: Double) -> Int64 {
         let next = now.saturatingAdding(Int64(saturating: delay.rounded()))
         guard let deadline = order.refundDeadline else { return next }
-        return min(next, max(now, deadline - Self.refundDeadlineMargin))
+        return min(next, max(now, deadline.saturatingSubtracting(Self.refundDeadlineMargin)))
     }
 
     /// The pacer's priority for every call made for `order`: an order whose store refunds it
     /// within the deadline-warning window (`PlayDeadline.urgentSeconds`) goes before all but
     /// support's lookups, for its reads as well as its acknowledgement; any other order is due work.
     package static func pacerPriority(of order: Order, now: Int64) -> PacerPriority {
-        guard let deadline = order.refundDeadline, deadline - now < PlayDeadline.urgentSeconds else { return .dueOrders }
+        guard let deadline = order.refundDeadline, deadline.saturatingSubtracting(now) < PlayDeadline.urgentSeconds else { return .dueOrders }
         return .refundDeadline
     }
 
