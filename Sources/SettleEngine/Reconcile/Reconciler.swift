@@ -218,7 +218,7 @@ package final class Reconciler: Sendable {
             // its orders would be refunded, however long its cool-down (or Retry-After) says.
             if breaker.state == .open, store.refundWindowSeconds != nil, let retryAt = breaker.retryAt,
                let first = try ledger.summary(OrderFilter(limit: 0)).playDeadlines.first?.refundAt {
-                breaker.retryAt = min(retryAt, max(ledger.time.unixSeconds, first - Self.refundDeadlineMargin))
+                breaker.retryAt = min(retryAt, max(ledger.time.unixSeconds, first.saturatingSubtracting(Self.refundDeadlineMargin)))
             }
             try ledger.saveBreaker(breaker, of: store)
             if breaker.state == .open && breakers[store]?.state == .closed {
