@@ -227,10 +227,16 @@ package final class Pacer: Sendable {
     /// `rates` gives each key's requests a second (nil: that key is not paced); `sleep` is how a
     /// caller waits for its token (tests pass one that moves a `ManualTimeSource`).
     package init(time: any TimeSource, rates: @escaping @Sendable (PacerKey) -> Double?,
-                 sleep: @escaping @Sendable (Double) -> Void = { seconds in usleep(UInt32(max(0, min(seconds, 3600)) * 1e6)) }) {
+                 sleep: @escaping @Sendable (Double) -> Void = Pacer.sleep(seconds:)) {
         self.time = time
         self.rates = rates
         self.sleep = sleep
+    }
+
+    /// Waits `seconds`, at most an hour; a wait that is negative or NaN (computed from a store's
+    /// Retry-After) is none: `UInt32(-1e6)` trapped.
+    package static func sleep(seconds: Double) {
+        usleep(UInt32(max(0, min(seconds, 3600)) * 1e6))
     }
 
     private var now: Double { time.now.timeIntervalSince1970 }
