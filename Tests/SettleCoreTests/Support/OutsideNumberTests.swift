@@ -60,6 +60,14 @@ final class OutsideNumberTests: XCTestCase {
         XCTAssertTrue(Timestamp.relative(.max, now: -5).contains("(in "))
     }
 
+    func testSignedDatesOfAnySize_formatForTheCertificateCheck() {
+        // A JWS's signedDate / receiptCreationDate is read as Double milliseconds and named in the
+        // refusal of a certificate "not valid at" it.
+        for milliseconds in [1e30, -1e30, 1e308, -1e308, Double(Int64.max), Double(Int64.min), 0] {
+            XCTAssertFalse(Date(timeIntervalSince1970: milliseconds / 1000).formatted(.iso8601).isEmpty, "\(milliseconds)")
+        }
+    }
+
     // MARK: - Google: pushes, purchases, voided purchases, headers
 
     func testPushes_withAnyEventTime_areRead_andThoseAVoidingOrAReviewCountsFrom_areRefused() throws {
