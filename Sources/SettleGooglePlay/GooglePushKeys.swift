@@ -132,7 +132,8 @@ package final class GooglePushKeys: PushKeys {
             }
         }
         // Saturating: `max-age=-9223372036854775808` with an `Age` trapped.
-        let aged = (maxAge ?? defaultMaxAge).saturatingSubtracting(max(0, age.flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } ?? 0))
+        let aging = max(0, age.flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } ?? 0)
+        let aged = (maxAge ?? defaultMaxAge).saturatingSubtracting(aging)
         return min(max(aged, minimumRefreshSeconds), maximumMaxAge)
     }
 }

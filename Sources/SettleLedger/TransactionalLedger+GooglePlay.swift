@@ -182,8 +182,9 @@ extension LedgerTransaction {
             guard let row = try query("SELECT quantity FROM play_voided WHERE google_order_id = ?", [.text(candidate.grantKey)]).first else {
                 return candidate
             }
-            // Nothing (or nothing usable: zero, negative, a row a backend wrote) is voided whole:
-            // `quantity - Int64.min` trapped, and a refund is never granted on a count settle cannot read.
+            // No count, or one that is not positive (the schema refuses it; a row from an older or
+            // altered schema may not), is voided whole: `quantity - Int64.min` would trap, and a
+            // refund is never granted on a count settle cannot read.
             guard let voided = row.int("quantity"), voided > 0, Int64(candidate.quantity) > voided else { return nil }
             var rest = candidate
             rest.quantity -= Int(voided)

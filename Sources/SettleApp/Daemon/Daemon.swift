@@ -251,7 +251,9 @@ package final class Daemon: @unchecked Sendable {
     private func startWatchdog(_ configuration: Configuration) {
         // Finite and at most a day: Dispatch turns the interval into nanoseconds, and `inf` or
         // 1e300 there trapped at start-up.
-        guard let usecText = environment["WATCHDOG_USEC"], let read = Double(usecText), read > 0, read.isFinite else { return }
+        guard let usecText = environment["WATCHDOG_USEC"], let read = Double(usecText), read > 0, read.isFinite else {
+            return
+        }
         let usec = min(read, 86_400e6)
         if let pid = environment["WATCHDOG_PID"], Int32(pid) != owner.pid { return }
         let interval = usec / 2_000_000

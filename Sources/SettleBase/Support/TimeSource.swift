@@ -58,7 +58,8 @@ package enum Timestamp {
     package static func relative(_ unixSeconds: Int64, now: Int64) -> String {
         // Saturating: the time may be a ledger row's, and a backend may have written Int64.min there.
         let delta = now.saturatingSubtracting(unixSeconds)
-        let words = delta == 0 ? "now" : delta > 0 ? "\(age(delta)) ago" : "in \(age(unixSeconds.saturatingSubtracting(now)))"
+        let words = delta == 0 ? "now"
+            : delta > 0 ? "\(age(delta)) ago" : "in \(age(unixSeconds.saturatingSubtracting(now)))"
         return rfc3339(unixSeconds: unixSeconds) + " (\(words))"
     }
 

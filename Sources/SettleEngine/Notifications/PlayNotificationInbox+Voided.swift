@@ -18,7 +18,8 @@ extension PlayNotificationInbox {
         let name = n.orderId ?? n.purchaseToken.fingerprint
         // Saturating: the times are checked before (`timeRefusal`), and a check missed must not trap.
         let pushed = eventMs ?? record.receivedAt.saturatingMultiplied(by: 1000)
-        let since = max(now * 1000 - PlayVoidedPoll.lookBackMs, pushed.saturatingSubtracting(Self.voidedConfirmationSeconds * 1000))
+        let since = max(now * 1000 - PlayVoidedPoll.lookBackMs,
+                        pushed.saturatingSubtracting(Self.voidedConfirmationSeconds * 1000))
         let age = now.saturatingSubtracting(record.receivedAt)
         let search: PlayVoidedPoll.Search
         do throws(PlayAPIError) {

@@ -177,7 +177,8 @@ package struct PlayNotificationInbox: Sendable {
             return .finished(("other_package", "for \(other), not \(packageName)", nil), answered: false)
         }
         if let why = Self.timeRefusal(notification, record: record) {
-            metrics?.observeNotification(type: "google_play_\(record.kind)", outcome: "not_applied", at: ledger.time.unixSeconds)
+            metrics?.observeNotification(type: "google_play_\(record.kind)", outcome: "not_applied",
+                                         at: ledger.time.unixSeconds)
             return .finished(("not_applied", why + "; nothing was applied; a person looks", nil), answered: false)
         }
         do throws(LedgerError) {
@@ -221,7 +222,8 @@ package struct PlayNotificationInbox: Sendable {
         if let ms = notification.eventTimeMillis, let why = PlausibleTime.refusal(milliseconds: ms, field: "eventTimeMillis") {
             return why
         }
-        return PlausibleTime.refusal(seconds: record.receivedAt, field: "received_at").map { $0 + " (the row was not written by settle)" }
+        return PlausibleTime.refusal(seconds: record.receivedAt, field: "received_at")
+            .map { $0 + " (the row was not written by settle)" }
     }
 
     /// What working on one notification ended with.

@@ -80,7 +80,9 @@ package final class Reconciler: Sendable {
     /// within the deadline-warning window (`PlayDeadline.urgentSeconds`) goes before all but
     /// support's lookups, for its reads as well as its acknowledgement; any other order is due work.
     package static func pacerPriority(of order: Order, now: Int64) -> PacerPriority {
-        guard let deadline = order.refundDeadline, deadline.saturatingSubtracting(now) < PlayDeadline.urgentSeconds else { return .dueOrders }
+        guard let deadline = order.refundDeadline, deadline.saturatingSubtracting(now) < PlayDeadline.urgentSeconds else {
+            return .dueOrders
+        }
         return .refundDeadline
     }
 
