@@ -243,7 +243,8 @@ package final class Pacer: Sendable {
 
     /// "50", "12.5", "0.83": a rate as status and messages print it.
     package static func formatRate(_ rate: Double) -> String {
-        if rate >= 100 || rate == rate.rounded() { return String(Int(rate.rounded())) }
+        // Saturating: the rate shown may be summed from ledger rows (`pacer_buckets`) a backend wrote.
+        if rate >= 100 || rate == rate.rounded() { return String(Int(saturating: rate.rounded())) }
         return rate >= 1 ? String(format: "%.1f", rate) : String(format: "%.2f", rate)
     }
 

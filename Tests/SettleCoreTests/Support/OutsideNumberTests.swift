@@ -175,6 +175,17 @@ final class OutsideNumberTests: XCTestCase {
         }
     }
 
+    func testRatesAndDrainTimes_summedFromPacerRows_areText() {
+        // `pacer_buckets` rows are summed into a store's rate: a backend's row may make it anything.
+        for rate in [1e-30, 1e30, -1e30, .infinity, -.infinity, .nan, 0, Double(Int64.max), Double(Int64.min)] {
+            XCTAssertFalse(Pacer.formatRate(rate).isEmpty, "\(rate)")
+            for due in [0, 1, Int.max] {
+                XCTAssertFalse(DrainTime.text(due: due, rate: rate).isEmpty, "\(due) at \(rate)")
+            }
+        }
+        XCTAssertEqual(DrainTime.duration(seconds: 1e31), "about \(Int.max / 60 / 24) d" + " \(Int.max / 60 % 24) h")
+    }
+
     func testPacerSleep_ofANegativeOrNaNWait_isNone() {
         for seconds in [-1e30, -1, .nan, -.infinity, 0] {
             Pacer.sleep(seconds: seconds)
