@@ -6,6 +6,8 @@ import XCTest
 @testable import SettleLedger
 @testable import SettleGooglePlay
 @testable import SettleEngine
+@testable import SettleAppStore
+@testable import SettleDelivery
 
 /// Every number that came from outside (a store's answer, a push, a header, a ledger row a
 /// backend wrote) fed to what reads and computes with it (issue 32, item 16): Int64.min and
@@ -129,6 +131,38 @@ final class OutsideNumberTests: XCTestCase {
                                        purchaseCompletionTime: time)
             _ = v2.completionMillis
             _ = SubscriptionPurchaseV2.LineItem(productId: "pro", expiryTime: time).expiry
+        }
+    }
+
+    func testAppleReceiptsAndSignedTransactions_withAbsurdNumbers_areReadOrRefused_andTheirHookPayloadIsText() throws {
+        for text in Self.texts {
+            let entry = try JSONValue.parse(Data("""
+                {"transaction_id":"100","product_id":"coins","quantity":"\(text)","purchase_date_ms":"\(text)",
+                 "expires_date_ms":"\(text)","cancellation_date_ms":"\(text)"}
+                """.utf8))
+            let receipt = try XCTUnwrap(ReceiptTransaction(entry), text)
+            XCTAssertEqual(receipt.purchaseDateMs, entry["purchase_date_ms"]?.looseInt64, text)
+            for quantity in ["1", text] {
+                let payload = try JSONValue.parse(Data("""
+                    {"transactionId":"100","originalTransactionId":"100","bundleId":"b","productId":"coins","environment":"Production",
+                     "purchaseDate":"\(text)","expiresDate":"\(text)","revocationDate":"\(text)","signedDate":"\(text)",
+                     "quantity":"\(quantity)"}
+                    """.utf8))
+                do {
+                    let transaction = try SignedTransaction(decoding: payload)
+                    XCTAssertGreaterThanOrEqual(transaction.quantity, 1, text)
+                    let purchase = VerifiedPurchase(transactionId: "100", originalTransactionId: "100", productId: "coins",
+                                                    environment: "Production", quantity: transaction.quantity,
+                                                    purchaseDateMs: transaction.purchaseDateMs, expiresDateMs: transaction.expiresDateMs)
+                    let order = Order(orderId: "o", userId: "u", productId: "coins", state: .delivering, attempts: 0, nextAttemptAt: 0,
+                                      verified: purchase, createdAt: transaction.purchaseDateMs ?? 0, updatedAt: 0)
+                    XCTAssertNotNil(HookPayload.make(order: order, purchase: purchase, product: nil)["purchase_date"], text)
+                    XCTAssertFalse(Verdict(order, now: 1_764_410_645).charged.isEmpty, text)
+                } catch {
+                    // Refused, naming the field: never a trap.
+                    XCTAssertTrue("\(error)".contains("quantity") || "\(error)".contains("Date"), "\(text): \(error)")
+                }
+            }
         }
     }
 
