@@ -58,7 +58,7 @@ extension ConfigurationDecoder {
         for options in [ISO8601DateFormatter.Options.withInternetDateTime, [.withInternetDateTime, .withFractionalSeconds]] {
             let formatter = ISO8601DateFormatter()
             formatter.formatOptions = options
-            if let date = formatter.date(from: text) { return Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
+            if let date = formatter.date(from: text) { return Int64(saturating: (date.timeIntervalSince1970 * 1000).rounded(.down)) }
         }
         return nil
     }

@@ -131,7 +131,9 @@ package final class GooglePushKeys: PushKeys {
             default: break
             }
         }
-        let aged = (maxAge ?? defaultMaxAge) - max(0, age.flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } ?? 0)
+        // Saturating: `max-age=-9223372036854775808` with an `Age` trapped.
+        let aging = max(0, age.flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } ?? 0)
+        let aged = (maxAge ?? defaultMaxAge).saturatingSubtracting(aging)
         return min(max(aged, minimumRefreshSeconds), maximumMaxAge)
     }
 }

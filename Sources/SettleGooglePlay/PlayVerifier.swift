@@ -61,9 +61,9 @@ package final class PlayVerifier: OrderVerifier {
                 var read = PlayPurchaseFacts(subscription: subscription, productId: order.productId)
                 linked = subscription.linkedPurchaseToken
                 expiresMs = subscription.lineItems.first { $0.productId == order.productId }?.expiry
-                    .map { Int64(($0.timeIntervalSince1970 * 1000).rounded(.down)) }
+                    .map { Int64(saturating: ($0.timeIntervalSince1970 * 1000).rounded(.down)) }
                 startMs = SubscriptionPurchaseV2.LineItem(productId: order.productId, expiryTime: subscription.startTime).expiry
-                    .map { Int64(($0.timeIntervalSince1970 * 1000).rounded(.down)) }
+                    .map { Int64(saturating: ($0.timeIntervalSince1970 * 1000).rounded(.down)) }
                 // Retried across a renewal: the order keeps the period it holds while the purchase
                 // is active (the renewal is an order of its own), rather than conflicting with it.
                 if let held = order.verified, read.state == .purchased, read.orderId != held.grantKey {
@@ -83,7 +83,7 @@ package final class PlayVerifier: OrderVerifier {
                                             storeAnswered: true)
                     case let .rental(seconds):
                         // A rental ends its period after the purchase completed: the hook takes it back then.
-                        expiresMs = facts.purchaseTimeMillis.map { $0 + seconds * 1000 }
+                        expiresMs = facts.purchaseTimeMillis.map { $0.saturatingAdding(seconds.saturatingMultiplied(by: 1000)) }
                     case .permanent:
                         break
                     }

@@ -75,7 +75,9 @@ package struct ProductPurchaseV2: Sendable, Equatable {
         let formatter = ISO8601DateFormatter()
         for options in [ISO8601DateFormatter.Options.withInternetDateTime, [.withInternetDateTime, .withFractionalSeconds]] {
             formatter.formatOptions = options
-            if let date = formatter.date(from: purchaseCompletionTime) { return Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
+            if let date = formatter.date(from: purchaseCompletionTime) {
+                return Int64(saturating: (date.timeIntervalSince1970 * 1000).rounded(.down))
+            }
         }
         return nil
     }

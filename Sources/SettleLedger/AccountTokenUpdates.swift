@@ -109,7 +109,7 @@ extension LedgerTransaction {
 extension AccountTokenJob {
     init(row: any LedgerRow) {
         self.init(orderId: row.string("order_id") ?? "", token: row.string("app_account_token") ?? "", state: row.string("state") ?? "",
-                  attempts: Int(row.int("attempts") ?? 0), appleStatus: row.int("apple_status").map { Int($0) },
+                  attempts: row.count("attempts"), appleStatus: row.int("apple_status").map { Int($0) },
                   lastError: row.string("last_error"), claim: row.int("claim") ?? 0)
     }
 }

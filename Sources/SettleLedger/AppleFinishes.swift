@@ -43,7 +43,7 @@ extension TransactionalLedger {
                     RETURNING *
                     """, [.integer(now + leaseSeconds), .integer(now), .text(id)]).first.map { row in
                     AppleFinishJob(transactionId: id, orderId: row.string("order_id") ?? "", storedEnvironment: row.string("environment") ?? "",
-                                   attempts: Int(row.int("attempts") ?? 0), claim: row.int("claim") ?? 0)
+                                   attempts: row.count("attempts"), claim: row.int("claim") ?? 0)
                 }
             }
         }
@@ -108,7 +108,7 @@ extension TransactionalLedger {
         return try reading { db in
             try db.query("SELECT * FROM apple_finishes WHERE order_id = ? ORDER BY updated_at DESC LIMIT 1", [.text(orderId)]).first
                 .map { row in
-                    AppleFinishRecord(state: row.string("state") ?? "", attempts: Int(row.int("attempts") ?? 0),
+                    AppleFinishRecord(state: row.string("state") ?? "", attempts: row.count("attempts"),
                                       lastError: row.string("last_error"), updatedAt: row.int("updated_at") ?? 0)
                 }
         }

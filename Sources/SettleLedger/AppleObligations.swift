@@ -114,7 +114,7 @@ extension TransactionalLedger {
                     try db.query("SELECT * FROM orders WHERE order_id = ?", [.from(job.string("job_order"))]).first.map { row in
                         let order = Order(row: row)
                         return (RevocationJob(transactionId: transactionId, orderId: order.orderId, kind: job.string("job_kind") ?? "REFUND",
-                                              attempts: Int(job.int("job_attempts") ?? 0), round: Int(job.int("job_round") ?? 1),
+                                              attempts: job.count("job_attempts"), round: job.count("job_round", default: 1),
                                               lastError: job.string("job_error"), claim: job.int("job_claim") ?? 0,
                                               quantity: job.int("job_quantity").map { Int($0) },
                                               revocationType: job.string("job_revocation_type"),
@@ -165,8 +165,8 @@ extension TransactionalLedger {
             try db.query("SELECT * FROM revocations WHERE order_id = ? ORDER BY updated_at DESC LIMIT 1", [.text(orderId)]).first
                 .map { row in
                     (row.string("state") ?? "", RevocationJob(transactionId: row.string("transaction_id") ?? "", orderId: orderId,
-                                                              kind: row.string("kind") ?? "REFUND", attempts: Int(row.int("attempts") ?? 0),
-                                                              round: Int(row.int("round") ?? 1), lastError: row.string("last_error")))
+                                                              kind: row.string("kind") ?? "REFUND", attempts: row.count("attempts"),
+                                                              round: row.count("round", default: 1), lastError: row.string("last_error")))
                 }
         }
     }
@@ -204,7 +204,7 @@ extension TransactionalLedger {
                     """, [.integer(now + leaseSeconds), .integer(now), .text(uuid)]).first.map { row in
                     let job = ConsumptionJob(notificationUUID: uuid, transactionId: row.string("transaction_id") ?? "",
                                              storedEnvironment: row.string("environment") ?? "", orderId: row.string("order_id"),
-                                             attempts: Int(row.int("attempts") ?? 0), deadlineAt: row.int("deadline_at") ?? 0,
+                                             attempts: row.count("attempts"), deadlineAt: row.int("deadline_at") ?? 0,
                                              claim: row.int("claim") ?? 0)
                     let order = try job.orderId.flatMap { id in
                         try db.query("SELECT * FROM orders WHERE order_id = ?", [.text(id)]).first.map { Order(row: $0) }

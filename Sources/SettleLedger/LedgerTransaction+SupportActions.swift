@@ -30,7 +30,7 @@ extension SupportAction {
                   requestedBy: row.string("requested_by") ?? "", target: row.string("target").flatMap(Target.init(rawValue:)),
                   targetKey: row.string("target_key"), targetNumber: row.int("target_number").map { Int($0) },
                   requestedAt: row.int("requested_at") ?? 0, revokedAt: row.int("revoked_at"), grantedAt: row.int("granted_at"),
-                  doneAt: row.int("done_at"), attempts: Int(row.int("attempts") ?? 0), nextAttemptAt: row.int("next_attempt_at") ?? 0,
+                  doneAt: row.int("done_at"), attempts: row.count("attempts"), nextAttemptAt: row.int("next_attempt_at") ?? 0,
                   lastError: row.string("last_error"), claim: row.int("claim") ?? 0)
     }
 
@@ -117,7 +117,7 @@ extension LedgerTransaction {
         if let row = try query("""
             SELECT transaction_id, round FROM revocations WHERE order_id = ? AND state = 'revoked' ORDER BY updated_at DESC LIMIT 1
             """, [.text(order.orderId)]).first, let txn = row.string("transaction_id") {
-            return (.revoke, SupportAction.revokeKey(transactionId: txn, round: Int(row.int("round") ?? 1)), order.userId, nil)
+            return (.revoke, SupportAction.revokeKey(transactionId: txn, round: row.count("round", default: 1)), order.userId, nil)
         }
         if let row = try query("""
             SELECT * FROM support_actions WHERE order_id = ? AND kind = 'transfer' AND revoked_at IS NOT NULL

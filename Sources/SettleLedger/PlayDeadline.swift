@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 import SettleModel
 
 /// A Google Play order that Google has not been told about yet (acknowledge or consume): Google
@@ -29,7 +30,7 @@ package struct PlayDeadline: Sendable, Equatable {
         self.delivered = delivered
     }
 
-    package func isUrgent(now: Int64) -> Bool { refundAt - now < PlayDeadline.urgentSeconds }
+    package func isUrgent(now: Int64) -> Bool { refundAt.saturatingSubtracting(now) < PlayDeadline.urgentSeconds }
 
     /// The stores among `only` (nil: all) that refund what they were not told of, each with how
     /// long after a purchase its order is urgent (less than `urgentSeconds` left): claimed first.
@@ -43,12 +44,18 @@ package struct PlayDeadline: Sendable, Equatable {
     /// The Play orders Google has not heard were delivered, closest deadline first: those still
     /// being worked on, and those waiting for a person while Google's deadline is still ahead
     /// (arguments: now, the limit).
+    /// When the purchase was made, as far as the ledger knows. A `created_at` after
+    /// `PlausibleTime.latestSeconds` (a backend's SQL) counts as that: adding the window to
+    /// 9223372036854775807 is an error on PostgreSQL ("bigint out of range"), and the pass reads this.
+    static let bought = "coalesce(purchase_date_ms / 1000, CASE WHEN created_at > \(PlausibleTime.latestSeconds) "
+        + "THEN \(PlausibleTime.latestSeconds) ELSE created_at END)"
+
     package static let query = """
-        SELECT order_id, state, coalesce(purchase_date_ms / 1000, created_at) + \(windowSeconds) AS refund_at,
+        SELECT order_id, state, \(bought) + \(windowSeconds) AS refund_at,
                CASE WHEN purchase_date_ms IS NULL THEN 0 ELSE 1 END AS exact,
                CASE WHEN delivered_at IS NULL THEN 0 ELSE 1 END AS delivered
         FROM orders WHERE store = 'google_play' AND (state IN ('pending','verifying','delivering')
-            OR (state = 'needs_attention' AND coalesce(purchase_date_ms / 1000, created_at) + \(windowSeconds) > ?))
+            OR (state = 'needs_attention' AND \(bought) + \(windowSeconds) > ?))
         ORDER BY refund_at, order_id LIMIT ?
         """
 

@@ -115,7 +115,7 @@ extension Order {
                   productId: row.string("product_id") ?? "", requestedTransactionId: row.string("transaction_id"),
                   receiptSHA256: row.string("receipt_sha256"), signedTransaction: row.string("signed_transaction"),
                   state: OrderState(rawValue: row.string("state") ?? "") ?? .pending,
-                  attempts: Int(row.int("attempts") ?? 0), nextAttemptAt: row.int("next_attempt_at") ?? 0,
+                  attempts: row.count("attempts"), nextAttemptAt: row.int("next_attempt_at") ?? 0,
                   reason: row.string("reason"), lastError: row.string("last_error"), environment: row.string("environment"),
                   verified: verified, createdAt: row.int("created_at") ?? 0, updatedAt: row.int("updated_at") ?? 0,
                   finishedAt: row.int("finished_at"), lease: lease, appAccountToken: row.string("app_account_token"),

@@ -183,7 +183,10 @@ extension LedgerTransaction {
             guard let row = try query("SELECT quantity FROM play_voided WHERE google_order_id = ?", [.text(candidate.grantKey)]).first else {
                 return candidate
             }
-            guard let voided = row.int("quantity"), candidate.quantity > Int(voided) else { return nil }
+            // No count, or one that is not positive (the schema refuses it; a row from an older or
+            // altered schema may not), is voided whole: `quantity - Int64.min` would trap, and a
+            // refund is never granted on a count settle cannot read.
+            guard let voided = row.int("quantity"), voided > 0, Int64(candidate.quantity) > voided else { return nil }
             var rest = candidate
             rest.quantity -= Int(voided)
             return rest

@@ -115,7 +115,7 @@ extension TransactionalLedger {
                 RETURNING attempts
                 """, [.integer(nextAttemptAt), .text(error), .integer(now), .text(orderId)] + claim.values).first else { return nil }
             try db.appendHistory(orderId, history)
-            guard Int(row.int("attempts") ?? 0) >= maxAttempts else { return .delivering }
+            guard row.count("attempts") >= maxAttempts else { return .delivering }
             try db.query("""
                 UPDATE orders SET state = 'needs_attention', reason = ?, delivered_at = NULL, finished_at = NULL,
                        lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL

@@ -262,7 +262,7 @@ extension TransactionalLedger {
                 : filter.state.map { counts[$0] ?? 0 } ?? counts.values.reduce(0, +)
             let rows = try db.query("SELECT * FROM orders WHERE \(listed) ORDER BY updated_at DESC, order_id LIMIT ?",
                                     listArguments + [.integer(Int64(max(0, filter.limit)))])
-            var summary = LedgerSummary(counts: counts, oldestUndeliveredSeconds: oldest.map { max(0, now - $0) },
+            var summary = LedgerSummary(counts: counts, oldestUndeliveredSeconds: oldest.map { max(0, now.saturatingSubtracting($0)) },
                                         orders: rows.map { Order(row: $0) }, matching: matching, filtered: !conditions.isEmpty)
             summary.storeCounts = storeCounts
             if playColumns {

@@ -243,7 +243,7 @@ extension TransactionalLedger {
             try db.query("SELECT * FROM revocations WHERE order_id = ? AND state = 'revoked' ORDER BY updated_at DESC LIMIT 1",
                          [.text(orderId)]).first.map { row in
                 RevocationJob(transactionId: row.string("transaction_id") ?? "", orderId: orderId, kind: row.string("kind") ?? "REFUND",
-                              attempts: Int(row.int("attempts") ?? 0), round: Int(row.int("round") ?? 1),
+                              attempts: row.count("attempts"), round: row.count("round", default: 1),
                               quantity: row.int("quantity").map { Int($0) }, revocationType: row.string("revocation_type"),
                               revocationPercentage: row.int("revocation_percentage"))
             }

@@ -1,4 +1,4 @@
-import Foundation
+import SettleBase
 
 /// Where an order is in its life (SPEC section 3). The raw values are the ledger's and the
 /// status output's spelling.
@@ -163,7 +163,8 @@ package struct Order: Sendable, Equatable {
     /// store never does, or the order is settled.
     package var refundDeadline: Int64? {
         guard let window = store.refundWindowSeconds, [.pending, .verifying, .delivering, .needsAttention].contains(state) else { return nil }
-        return (verified?.purchaseDateMs.map { $0 / 1000 } ?? createdAt) + window
+        // Saturating: a row a backend wrote by SQL may hold any time, and the pass computes from this.
+        return (verified?.purchaseDateMs.map { $0 / 1000 } ?? createdAt).saturatingAdding(window)
     }
 
     /// What support and the hook see as the order's transaction: Apple's, once verified.

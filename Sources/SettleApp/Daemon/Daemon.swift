@@ -249,7 +249,12 @@ package final class Daemon: @unchecked Sendable {
     /// WATCHDOG=1 at half of `$WATCHDOG_USEC`, from the work queue (idle) and from the pass's
     /// progress (busy), never from an independent thread: a hung pass stops the pings.
     private func startWatchdog(_ configuration: Configuration) {
-        guard let usecText = environment["WATCHDOG_USEC"], let usec = Double(usecText), usec > 0 else { return }
+        // Finite and at most a day: Dispatch turns the interval into nanoseconds, and `inf` or
+        // 1e300 there trapped at start-up.
+        guard let usecText = environment["WATCHDOG_USEC"], let read = Double(usecText), read > 0, read.isFinite else {
+            return
+        }
+        let usec = min(read, 86_400e6)
         if let pid = environment["WATCHDOG_PID"], Int32(pid) != owner.pid { return }
         let interval = usec / 2_000_000
         let dog = Watchdog(interval: interval, notifier: notifier)

@@ -98,7 +98,7 @@ extension StatusView {
                 let seconds = DrainTime.seconds(due: due, rate: binding.storeRate)
                 backlog = .object([
                     ("due", .number(due)), ("group", .string(binding.key.group)), ("rate", .number(Pacer.formatRate(binding.storeRate))),
-                    ("seconds", seconds.isFinite ? .number(String(Int(seconds.rounded()))) : .null),
+                    ("seconds", seconds.isFinite ? .number(String(Int(saturating: seconds.rounded()))) : .null),
                     ("text", .string(DrainTime.text(due: due, rate: binding.storeRate))),
                 ])
             }

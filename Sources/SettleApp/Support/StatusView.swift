@@ -131,7 +131,7 @@ package enum StatusView {
         let header = ["ORDER", "STATE", "USER", "PRODUCT", "TRANSACTION", "ATTEMPTS", "REASON", "UPDATED"]
         let rows = summary.orders.map { o in
             [o.orderId, o.state.rawValue, o.userId, o.productId, o.transactionId ?? "-", String(o.attempts),
-             o.reason ?? "-", Timestamp.age(max(0, now - o.updatedAt)) + " ago"]
+             o.reason ?? "-", Timestamp.age(max(0, now.saturatingSubtracting(o.updatedAt))) + " ago"]
         }
         out += "\n" + table([header] + rows)
         if summary.matching > summary.orders.count {
@@ -150,8 +150,9 @@ package enum StatusView {
 
     /// A Play order's refund clock: "(delivered, acknowledge pending): Google refunds it in 2 d".
     package static func deadlineText(_ d: PlayDeadline, now: Int64) -> String {
-        let left = d.refundAt - now
-        let when = left > 0 ? "Google refunds it in \(Timestamp.age(left))" : "Google's 3-day deadline passed \(Timestamp.age(-left)) ago"
+        let left = d.refundAt.saturatingSubtracting(now)
+        let when = left > 0 ? "Google refunds it in \(Timestamp.age(left))"
+            : "Google's 3-day deadline passed \(Timestamp.age(now.saturatingSubtracting(d.refundAt))) ago"
         return "(\(d.delivered ? "delivered, acknowledge pending" : d.state.rawValue)): " + when
             + (d.exact ? "" : " (at most; purchase time not confirmed yet)") + (d.isUrgent(now: now) ? "  ** under 24 h **" : "")
     }
@@ -186,8 +187,8 @@ package enum StatusView {
             fields.append(("store", order.store.rawValue))
             fields.append(("purchase token", order.purchaseToken?.fingerprint ?? "missing or unusable"))
             if let refundAt = playRefundAt(order) {
-                fields.append(("google refunds", refundAt > now ? "in \(Timestamp.age(refundAt - now)) unless acknowledged"
-                                                                : "deadline passed \(Timestamp.age(now - refundAt)) ago"))
+                fields.append(("google refunds", refundAt > now ? "in \(Timestamp.age(refundAt.saturatingSubtracting(now))) unless acknowledged"
+                                                                : "deadline passed \(Timestamp.age(now.saturatingSubtracting(refundAt))) ago"))
             }
             if order.deliveredAt != nil && order.state == .delivering {
                 fields.append(("store finish", "delivered; telling Google (acknowledge or consume) is pending"))

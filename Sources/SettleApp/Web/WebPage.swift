@@ -58,7 +58,7 @@ enum WebPage {
         guard !orders.isEmpty else { return "<p class=\"muted\">no matching orders</p>" }
         let rows = orders.map { o -> [Markup] in
             [orderLink(o.orderId), stateBadge(o.state), "\(o.userId)", "\(o.productId)", "\(o.transactionId ?? "-")",
-             "\(o.attempts)", "\(o.reason ?? "-")", "\(Timestamp.age(max(0, now - o.updatedAt))) ago"]
+             "\(o.attempts)", "\(o.reason ?? "-")", "\(Timestamp.age(max(0, now.saturatingSubtracting(o.updatedAt)))) ago"]
         }
         return table(["order", "state", "user", "product", "transaction", "attempts", "reason", "updated"], rows, id: id, numeric: [5])
     }

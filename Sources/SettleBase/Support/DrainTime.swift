@@ -14,7 +14,8 @@ package enum DrainTime {
     /// "under a minute", "about 12 min", "about 6 h 40 min", "about 3 d 4 h"; nil rate: "no rate known".
     package static func duration(seconds: Double) -> String {
         guard seconds.isFinite else { return "not at all at this rate" }
-        let minutes = Int((seconds / 60).rounded())
+        // Saturating: a rate of 1e-30 (from ledger rows) gives 1e31 seconds, finite and beyond Int.
+        let minutes = Int(saturating: (seconds / 60).rounded())
         if minutes < 1 { return "under a minute" }
         if minutes < 60 { return "about \(minutes) min" }
         let hours = minutes / 60

@@ -227,17 +227,24 @@ package final class Pacer: Sendable {
     /// `rates` gives each key's requests a second (nil: that key is not paced); `sleep` is how a
     /// caller waits for its token (tests pass one that moves a `ManualTimeSource`).
     package init(time: any TimeSource, rates: @escaping @Sendable (PacerKey) -> Double?,
-                 sleep: @escaping @Sendable (Double) -> Void = { seconds in usleep(UInt32(min(seconds, 3600) * 1e6)) }) {
+                 sleep: @escaping @Sendable (Double) -> Void = Pacer.sleep(seconds:)) {
         self.time = time
         self.rates = rates
         self.sleep = sleep
+    }
+
+    /// Waits `seconds`, at most an hour; a wait that is negative or NaN (computed from a store's
+    /// Retry-After) is none: `UInt32(-1e6)` trapped.
+    package static func sleep(seconds: Double) {
+        usleep(UInt32(max(0, min(seconds, 3600)) * 1e6))
     }
 
     private var now: Double { time.now.timeIntervalSince1970 }
 
     /// "50", "12.5", "0.83": a rate as status and messages print it.
     package static func formatRate(_ rate: Double) -> String {
-        if rate >= 100 || rate == rate.rounded() { return String(Int(rate.rounded())) }
+        // Saturating: the rate shown may be summed from ledger rows (`pacer_buckets`) a backend wrote.
+        if rate >= 100 || rate == rate.rounded() { return String(Int(saturating: rate.rounded())) }
         return rate >= 1 ? String(format: "%.1f", rate) : String(format: "%.2f", rate)
     }
 

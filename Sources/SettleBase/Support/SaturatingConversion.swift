@@ -22,3 +22,27 @@ extension Int64 {
         return other > 0 ? .max : .min
     }
 }
+
+extension Int64 {
+    /// `self - other`, stopping at Int64's bounds instead of trapping.
+    package func saturatingSubtracting(_ other: Int64) -> Int64 {
+        let (difference, overflow) = subtractingReportingOverflow(other)
+        guard overflow else { return difference }
+        return other > 0 ? .min : .max
+    }
+
+    /// `self * other`, stopping at Int64's bounds instead of trapping.
+    package func saturatingMultiplied(by other: Int64) -> Int64 {
+        let (product, overflow) = multipliedReportingOverflow(by: other)
+        guard overflow else { return product }
+        return (self < 0) == (other < 0) ? .max : .min
+    }
+}
+
+extension Int {
+    /// `value` rounded toward zero and clamped to Int's range; NaN is 0 (a duration printed, a
+    /// count read from a rate: never a trap for a NaN, an infinity or 1e30).
+    package init(saturating value: Double) {
+        self = Int(Int64(saturating: value))
+    }
+}

@@ -56,8 +56,10 @@ package enum Timestamp {
 
     /// A UTC time with its age, as support reads it: "2026-11-29T10:04:05Z (3h12m ago)".
     package static func relative(_ unixSeconds: Int64, now: Int64) -> String {
-        let delta = now - unixSeconds
-        let words = abs(delta) < 1 ? "now" : delta > 0 ? "\(age(delta)) ago" : "in \(age(-delta))"
+        // Saturating: the time may be a ledger row's, and a backend may have written Int64.min there.
+        let delta = now.saturatingSubtracting(unixSeconds)
+        let words = delta == 0 ? "now"
+            : delta > 0 ? "\(age(delta)) ago" : "in \(age(unixSeconds.saturatingSubtracting(now)))"
         return rfc3339(unixSeconds: unixSeconds) + " (\(words))"
     }
 

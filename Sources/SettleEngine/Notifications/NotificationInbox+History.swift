@@ -85,7 +85,8 @@ extension NotificationInbox {
             }
             if cursor.windowStartMs == nil || cursor.windowEndMs == nil {
                 let oldest = nowMs - Self.retentionMs(environment)
-                cursor.windowStartMs = max(oldest, (cursor.syncedUntilMs ?? oldest) - Self.overlapMs)
+                // Saturating: the cursor is a ledger row, and a backend may have written Int64.min there.
+                cursor.windowStartMs = max(oldest, (cursor.syncedUntilMs ?? oldest).saturatingSubtracting(Self.overlapMs))
                 cursor.windowEndMs = nowMs
                 cursor.paginationToken = nil
             }

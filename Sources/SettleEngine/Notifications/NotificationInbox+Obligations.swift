@@ -125,7 +125,8 @@ extension NotificationInbox {
             switch evidence {
             case let .inFlight(why):
                 // Not known yet, perhaps soon: look again before the deadline, send nothing now.
-                try ledger.postponeConsumptionAnswer(job, until: min(now + recheckSeconds, job.deadlineAt - 1), why: why)
+                try ledger.postponeConsumptionAnswer(job, until: min(now + recheckSeconds, job.deadlineAt.saturatingSubtracting(1)),
+                                                     why: why)
                 continue
             case let .unknown(why):
                 // Settle cannot show whether it was delivered: no answer is better than a wrong one

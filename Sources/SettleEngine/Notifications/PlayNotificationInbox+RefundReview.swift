@@ -22,7 +22,7 @@ extension PlayNotificationInbox {
     /// True once the review is recorded (answered, or not and why); false while it waits.
     func refundReview(_ n: PendingRefundReviewNotification, record: PlayNotificationRecord, eventMs: Int64?) throws(LedgerError) -> Bool {
         let now = ledger.time.unixSeconds
-        let deadline = (eventMs.map { $0 / 1000 } ?? record.receivedAt) + Self.refundReviewSeconds
+        let deadline = (eventMs.map { $0 / 1000 } ?? record.receivedAt).saturatingAdding(Self.refundReviewSeconds)
         let orderId = try ledger.playOrderId(googleOrderId: n.orderId)
         let what = "refund review of Google order \(n.orderId)"
         func notAnswered(_ why: String) throws(LedgerError) -> Bool {

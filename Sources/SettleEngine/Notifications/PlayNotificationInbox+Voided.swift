@@ -1,3 +1,4 @@
+import SettleBase
 import SettleModel
 import SettleGooglePlay
 import SettleLedger
@@ -15,12 +16,16 @@ extension PlayNotificationInbox {
                 work: SideWork) throws(LedgerError) -> Step {
         let now = ledger.time.unixSeconds
         let name = n.orderId ?? n.purchaseToken.fingerprint
-        let since = max(now * 1000 - PlayVoidedPoll.lookBackMs, (eventMs ?? record.receivedAt * 1000) - Self.voidedConfirmationSeconds * 1000)
+        // Saturating: the times are checked before (`timeRefusal`), and a check missed must not trap.
+        let pushed = eventMs ?? record.receivedAt.saturatingMultiplied(by: 1000)
+        let since = max(now * 1000 - PlayVoidedPoll.lookBackMs,
+                        pushed.saturatingSubtracting(Self.voidedConfirmationSeconds * 1000))
+        let age = now.saturatingSubtracting(record.receivedAt)
         let search: PlayVoidedPoll.Search
         do throws(PlayAPIError) {
             search = try PlayVoidedPoll.find(orderId: n.orderId, token: n.purchaseToken, since: since, client: client, work: work)
         } catch {
-            guard now - record.receivedAt < Self.voidedConfirmationSeconds * 24 else {
+            guard age < Self.voidedConfirmationSeconds * 24 else {
                 return .finished(("not_confirmed", "Google could not be asked to confirm voided purchase \(name) for a day; "
                                     + "nothing was revoked", nil), answered: false)
             }
@@ -35,7 +40,7 @@ extension PlayNotificationInbox {
         case .unfinished:
             return .waiting(answered: true)
         case .notListed:
-            guard now - record.receivedAt >= Self.voidedConfirmationSeconds else { return .waiting(answered: true) }
+            guard age >= Self.voidedConfirmationSeconds else { return .waiting(answered: true) }
             return .finished(("not_confirmed", "Google's voided purchases list does not show purchase \(name): nothing was revoked "
                                 + "(the voided purchases poll applies it if Google lists it later)", nil), answered: true)
         }

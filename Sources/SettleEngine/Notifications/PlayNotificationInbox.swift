@@ -176,6 +176,11 @@ package struct PlayNotificationInbox: Sendable {
         if let other = notification.packageName, other != packageName {
             return .finished(("other_package", "for \(other), not \(packageName)", nil), answered: false)
         }
+        if let why = Self.timeRefusal(notification, record: record) {
+            metrics?.observeNotification(type: "google_play_\(record.kind)", outcome: "not_applied",
+                                         at: ledger.time.unixSeconds)
+            return .finished(("not_applied", why + "; nothing was applied; a person looks", nil), answered: false)
+        }
         do throws(LedgerError) {
             switch notification.kind {
             case let .oneTimeProduct(n):
@@ -201,6 +206,24 @@ package struct PlayNotificationInbox: Sendable {
             return .finished(("not_applied", "a ledger write for this notification failed: \(violation); a person looks", nil),
                              answered: true)
         }
+    }
+
+    /// Why the times a notification's work counts from cannot be believed: its `eventTimeMillis`
+    /// (a voided purchase is looked for around it, a refund review's deadline is a day after it)
+    /// or its row's `received_at` (settle writes its own clock there; a backend writing by SQL
+    /// may not). Int64.min minus an hour trapped and killed every daemon that claimed the push,
+    /// so such a push is refused before anything is computed, and never claimed again.
+    /// Nil when they can be believed, or when the kind's work does not use them.
+    static func timeRefusal(_ notification: DeveloperNotification, record: PlayNotificationRecord) -> String? {
+        switch notification.kind {
+        case .voidedPurchase, .pendingRefundReview: break
+        case .oneTimeProduct, .subscription, .test, .unknown: return nil
+        }
+        if let ms = notification.eventTimeMillis, let why = PlausibleTime.refusal(milliseconds: ms, field: "eventTimeMillis") {
+            return why
+        }
+        return PlausibleTime.refusal(seconds: record.receivedAt, field: "received_at")
+            .map { $0 + " (the row was not written by settle)" }
     }
 
     /// What working on one notification ended with.

@@ -36,9 +36,11 @@ package struct PlayVoidedPoll: Sendable {
     package func pollIfDue(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome {
         let now = ledger.time.unixSeconds
         var cursor = try ledger.playVoidedCursor()
-        if let polled = cursor.polledAt, Double(now - polled) < intervalSeconds { return .idle }
+        if let polled = cursor.polledAt, Double(now.saturatingSubtracting(polled)) < intervalSeconds { return .idle }
         let oldest = now * 1000 - Self.lookBackMs
-        let start = max(cursor.sinceMs ?? oldest, oldest)
+        // Never after now: a cursor row a backend wrote (or a voided time Google sent) in the future
+        // would ask Google for nothing, for ever.
+        let start = min(max(cursor.sinceMs ?? oldest, oldest), now * 1000)
         var newest = start
         var changed = 0
         var pages = 0
@@ -57,7 +59,8 @@ package struct PlayVoidedPoll: Sendable {
             }
             pages += 1
             for voided in page.purchases {
-                newest = max(newest, voided.voidedTimeMillis ?? newest)
+                // A voided time after now (Int64.max) is not believed: the cursor never passes now.
+                newest = max(newest, min(voided.voidedTimeMillis ?? newest, now * 1000))
                 let outcomes = try ledger.applyPlayVoided(token: voided.purchaseToken, googleOrderId: voided.orderId,
                                                           quantity: voided.voidedQuantity, reason: voided.rawVoidedReason.map(String.init),
                                                           source: "voided purchases")

@@ -73,14 +73,16 @@ package final class Reconciler: Sendable {
     package static func nextAttempt(_ order: Order, now: Int64, after delay: Double) -> Int64 {
         let next = now.saturatingAdding(Int64(saturating: delay.rounded()))
         guard let deadline = order.refundDeadline else { return next }
-        return min(next, max(now, deadline - Self.refundDeadlineMargin))
+        return min(next, max(now, deadline.saturatingSubtracting(Self.refundDeadlineMargin)))
     }
 
     /// The pacer's priority for every call made for `order`: an order whose store refunds it
     /// within the deadline-warning window (`PlayDeadline.urgentSeconds`) goes before all but
     /// support's lookups, for its reads as well as its acknowledgement; any other order is due work.
     package static func pacerPriority(of order: Order, now: Int64) -> PacerPriority {
-        guard let deadline = order.refundDeadline, deadline - now < PlayDeadline.urgentSeconds else { return .dueOrders }
+        guard let deadline = order.refundDeadline, deadline.saturatingSubtracting(now) < PlayDeadline.urgentSeconds else {
+            return .dueOrders
+        }
         return .refundDeadline
     }
 
@@ -218,7 +220,7 @@ package final class Reconciler: Sendable {
             // its orders would be refunded, however long its cool-down (or Retry-After) says.
             if breaker.state == .open, store.refundWindowSeconds != nil, let retryAt = breaker.retryAt,
                let first = try ledger.summary(OrderFilter(limit: 0)).playDeadlines.first?.refundAt {
-                breaker.retryAt = min(retryAt, max(ledger.time.unixSeconds, first - Self.refundDeadlineMargin))
+                breaker.retryAt = min(retryAt, max(ledger.time.unixSeconds, first.saturatingSubtracting(Self.refundDeadlineMargin)))
             }
             try ledger.saveBreaker(breaker, of: store)
             if breaker.state == .open && breakers[store]?.state == .closed {

@@ -50,6 +50,10 @@ final class GooglePlayReconcilePostgresTests: GooglePlayReconcileTests {
 
     override func testPushSignedUnderAKeyGoogleRotatedIn_isAcceptedThroughTheConfiguredURL_andUnknownKeysAreCounted() throws { try super.testPushSignedUnderAKeyGoogleRotatedIn_isAcceptedThroughTheConfiguredURL_andUnknownKeysAreCounted() }
 
+    override func testOrdersWithAbsurdTimesAndAttemptsInTheirRows_areSettled_andThePassDoesNotTrap() throws { try super.testOrdersWithAbsurdTimesAndAttemptsInTheirRows_areSettled_andThePassDoesNotTrap() }
+    override func testVoidedPollCursorWithAbsurdTimes_neverTraps_andNeverAsksGoogleForAWindowAfterNow() throws { try super.testVoidedPollCursorWithAbsurdTimes_neverTraps_andNeverAsksGoogleForAWindowAfterNow() }
+    override func testStoredPushesWithAbsurdTimes_areNotApplied_withTheirReason_andNeverClaimedAgain() throws { try super.testStoredPushesWithAbsurdTimes_areNotApplied_withTheirReason_andNeverClaimedAgain() }
+
     func testEveryGooglePlayReconcileTest_alsoRunsOnPostgreSQL() throws {
         let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         let base = try String(contentsOf: folder.appendingPathComponent("GooglePlayReconcileTests.swift"), encoding: .utf8)

@@ -539,6 +539,12 @@ class GooglePlayReconcileTests: XCTestCase {
         XCTAssertEqual(try order(ledger, "play-GPA.O")?.origin, "google_play_notification")
     }
 
+    // MARK: - Numbers from outside in the ledger's rows (issue 32, item 16; GooglePlayNumberTests.swift)
+
+    func testOrdersWithAbsurdTimesAndAttemptsInTheirRows_areSettled_andThePassDoesNotTrap() throws { try checkOrdersWithAbsurdTimesAndAttemptsInTheirRows() }
+    func testVoidedPollCursorWithAbsurdTimes_neverTraps_andNeverAsksGoogleForAWindowAfterNow() throws { try checkVoidedPollCursorWithAbsurdTimes() }
+    func testStoredPushesWithAbsurdTimes_areNotApplied_withTheirReason_andNeverClaimedAgain() throws { try checkStoredPushesWithAbsurdTimes() }
+
     // MARK: - Google's push keys (2.13)
 
     func testPushSignedUnderAKeyGoogleRotatedIn_isAcceptedThroughTheConfiguredURL_andUnknownKeysAreCounted() throws {

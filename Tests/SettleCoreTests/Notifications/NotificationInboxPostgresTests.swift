@@ -31,6 +31,7 @@ final class NotificationInboxPostgresTests: NotificationInboxTests {
 
     // Linux test discovery lists only the methods a class declares: each inherited test is named
     // here, and `testEveryInboxTest_alsoRunsOnPostgreSQL` fails when one is missing.
+    override func testAppleDatesOfAnySize_inSignedNotificationsAndTheHistoryCursor_neverTrap_andEachPurchaseIsSettledOnce() throws { try super.testAppleDatesOfAnySize_inSignedNotificationsAndTheHistoryCursor_neverTrap_andEachPurchaseIsSettledOnce() }
     override func testRescindConsentAndExternalPurchaseToken_atTheEndpoint_areStoredAsRecorded_andAnswered200() throws { try super.testRescindConsentAndExternalPurchaseToken_atTheEndpoint_areStoredAsRecorded_andAnswered200() }
     override func testNewShapes_whoseBundleOrEnvironmentFails_areStillRefused() throws { try super.testNewShapes_whoseBundleOrEnvironmentFails_areStillRefused() }
     override func testHistoryCatchUp_readsOnPastNotificationsSettleDoesNotUse_andDeliversThePurchaseAfterThem() throws { try super.testHistoryCatchUp_readsOnPastNotificationsSettleDoesNotUse_andDeliversThePurchaseAfterThem() }

@@ -524,6 +524,10 @@ class NotificationInboxTests: XCTestCase {
         XCTAssertEqual(world.deliveries, [])
     }
 
+    // MARK: - Numbers from outside (issue 32, item 16; NotificationInboxTests+Numbers.swift)
+
+    func testAppleDatesOfAnySize_inSignedNotificationsAndTheHistoryCursor_neverTrap_andEachPurchaseIsSettledOnce() throws { try checkAppleDatesOfAnySize() }
+
     // MARK: - Configuration
 
     func testRevokeURL_equalToTheGrantURL_isRefused() throws {
