@@ -37,7 +37,7 @@ package enum LedgerCopy {
         ("play_notifications", ["message_id", "kind", "token_sha256", "order_id", "received_at", "outcome", "detail", "state",
                                 "payload", "claim"]),
         ("play_cursor", ["id", "voided_since_ms", "page_token", "polled_at"]),
-        ("play_voided", ["google_order_id", "quantity", "voided_at", "source"]),
+        ("play_voided", ["google_order_id", "quantity", "voided_at", "source", "voided_time_ms"]),
         ("app_transactions", ["app_transaction_id", "user_id", "environment", "source", "order_id", "learned_at"]),
         ("account_token_updates", ["order_id", "app_account_token", "state", "attempts", "next_attempt_at", "apple_status",
                                    "last_error", "claim", "created_at", "updated_at"]),

@@ -12,6 +12,8 @@ package enum LedgerSchema {
     package static let pacerBucketsVersion = 14
     /// The migration that records support's transfers and redeliveries (`support_actions`).
     package static let supportActionsVersion = 15
+    /// The migration that tells one voiding of a Google order from another (`voided_time_ms`).
+    package static let playVoidingsVersion = 16
 
     package static let migrations: [String] = [
         // 1: orders, deduplicated receipts, history, grants.
@@ -541,6 +543,11 @@ package enum LedgerSchema {
         );
         CREATE UNIQUE INDEX support_actions_open ON support_actions(order_id) WHERE state IN ('pending','waiting');
         CREATE INDEX support_actions_due ON support_actions(next_attempt_at) WHERE state = 'pending';
+        """,
+        // 16: Google may void one order more than once (refunds of 1, then 2, of 5 gems): each
+        // voiding is told apart by Google's `voidedTimeMillis`, so each is revoked once.
+        """
+        ALTER TABLE play_voided ADD COLUMN voided_time_ms INTEGER;
         """,
     ]
 }

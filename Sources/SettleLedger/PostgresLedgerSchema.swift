@@ -442,6 +442,10 @@ package enum PostgresLedgerSchema {
         """
         CREATE INDEX orders_state_updated ON orders(state, updated_at);
         """,
+        // 13: as the SQLite ledger's migration 16: each voiding of a Google order by its time.
+        """
+        ALTER TABLE play_voided ADD COLUMN voided_time_ms BIGINT;
+        """,
     ]
 
     /// The first schema with App Store Server Notifications' tables.
@@ -456,4 +460,6 @@ package enum PostgresLedgerSchema {
     package static let pacerBucketsVersion = 10
     /// The migration that records support's transfers and redeliveries (`support_actions`).
     package static let supportActionsVersion = 11
+    /// The migration that tells one voiding of a Google order from another (`voided_time_ms`).
+    package static let playVoidingsVersion = 13
 }

@@ -73,20 +73,35 @@ extension TransactionalLedger {
     /// order id's grant, or the order made for it (`play-<order id>`), changes now. One never
     /// delivered is `rejected` (`refunded`) and never will be; one delivered (or whose hook may
     /// have run) owes a revoke of the voided quantity, run by the revoke hook exactly as for
-    /// Apple's REFUND, once per purchase (the revocations row is keyed by the grant key). Other
-    /// periods of the subscription and other orders of the token are left alone. Seeing the same
-    /// voiding again changes nothing. Returns each changed order's outcome.
+    /// Apple's REFUND, once per voiding. Google may void one order more than once (refunds of 1,
+    /// then 2, of 5 gems): each voiding is told apart by its `voidedTimeMs` and revoked once, the
+    /// first under the grant key, each later one under `<grant key>@<voidedTimeMillis>`; the real-
+    /// time push and the voided purchases poll read the same entry of Google's list, so they agree.
+    /// Other periods of the subscription and other orders of the token are left alone. Seeing the
+    /// same voiding again changes nothing. Returns each changed order's outcome.
     @discardableResult
-    package func applyPlayVoided(token: PlayPurchaseToken, googleOrderId: String?, quantity: Int? = nil, reason: String?,
-                                source: String) throws(LedgerError) -> [String: String] {
+    package func applyPlayVoided(token: PlayPurchaseToken, googleOrderId: String?, quantity: Int? = nil, voidedTimeMs: Int64? = nil,
+                                reason: String?, source: String) throws(LedgerError) -> [String: String] {
         let now = time.unixSeconds
         let key = googleOrderId ?? PlayVoided.tokenKey(token)
         let partial = quantity.flatMap { $0 > 0 ? $0 : nil }
         return try writing { db in
-            let first = try !db.query("""
-                INSERT INTO play_voided(google_order_id, quantity, voided_at, source) VALUES (?, ?, ?, ?)
+            let earlier = try db.playVoidings(key)
+            let seen = earlier.contains { row in
+                if let at = row.timeMs, let voidedTimeMs { return at == voidedTimeMs }
+                // A voiding recorded before times were kept (or one Google gives no time): the same
+                // quantity is the same voiding; revoking it twice would take the goods twice.
+                return row.quantity == partial.map(Int64.init)
+            }
+            // A voiding of everything already recorded leaves nothing to void again.
+            let whole = earlier.contains { $0.quantity == nil }
+            let rowKey = earlier.isEmpty ? key : "\(key)@\(voidedTimeMs ?? now * 1000)"
+            let fresh = !seen && !whole
+            let first = try fresh && !db.query("""
+                INSERT INTO play_voided(google_order_id, quantity, voided_at, source, voided_time_ms) VALUES (?, ?, ?, ?, ?)
                 ON CONFLICT (google_order_id) DO NOTHING RETURNING google_order_id
-                """, [.text(key), .from(partial.map(Int64.init)), .integer(now), .text(source)]).isEmpty
+                """, [.text(rowKey), .from(partial.map(Int64.init)), .integer(now), .text(source), .from(voidedTimeMs)]).isEmpty
+            let alreadyVoided = earlier.reduce(0) { $0 + Int($1.quantity ?? 0) }
             let orders = try db.query("""
                 SELECT o.*, (SELECT g.grant_key FROM grants g WHERE g.order_id = o.order_id) AS held_key
                 FROM orders o WHERE o.store = 'google_play' AND o.purchase_token = ?\(db.dialect.lockRows)
@@ -111,7 +126,13 @@ extension TransactionalLedger {
                     // The verification in flight sees it when it records its result (recordVerified).
                     outcome = "refund_recorded"
                 case .delivering, .finished:
-                    outcome = try db.queuePlayRevocation(order, quantity: partial, now: now)
+                    // A later voiding of everything takes back what the earlier ones left.
+                    let rest = earlier.isEmpty ? nil : (order.verified?.quantity ?? 1) - alreadyVoided
+                    if partial == nil, let rest, rest <= 0 {
+                        outcome = "refund_recorded"
+                    } else {
+                        outcome = try db.queuePlayRevocation(order, quantity: partial ?? rest, key: rowKey == key ? nil : rowKey, now: now)
+                    }
                 case .pending, .needsAttention, .rejected:
                     if held != nil {
                         // A partial voiding leaves the rest to deliver: the order's next verification grants only that.
@@ -162,8 +183,8 @@ extension TransactionalLedger {
 extension LedgerTransaction {
     /// Owes a revoke of the order's purchase, keyed by its grant key (Google's order id), of
     /// `quantity` (nil: all that was delivered).
-    fileprivate func queuePlayRevocation(_ order: Order, quantity: Int?, now: Int64) throws -> String {
-        let key = order.verified?.grantKey ?? order.orderId
+    fileprivate func queuePlayRevocation(_ order: Order, quantity: Int?, key voiding: String? = nil, now: Int64) throws -> String {
+        let key = voiding ?? order.verified?.grantKey ?? order.orderId
         // Once per purchase, whichever host (or pass) sees the voided purchase first.
         let queued = try query("""
             INSERT INTO revocations(transaction_id, order_id, kind, next_attempt_at, created_at, updated_at, quantity)
@@ -180,18 +201,31 @@ extension LedgerTransaction {
     package func removingPlayVoided(_ match: Match) throws -> Match {
         var kept = match
         kept.candidates = try match.candidates.compactMap { candidate in
-            guard let row = try query("SELECT quantity FROM play_voided WHERE google_order_id = ?", [.text(candidate.grantKey)]).first else {
-                return candidate
-            }
+            let voidings = try playVoidings(candidate.grantKey)
+            guard !voidings.isEmpty else { return candidate }
             // No count, or one that is not positive (the schema refuses it; a row from an older or
             // altered schema may not), is voided whole: `quantity - Int64.min` would trap, and a
             // refund is never granted on a count settle cannot read.
-            guard let voided = row.int("quantity"), voided > 0, Int64(candidate.quantity) > voided else { return nil }
+            var voided: Int64 = 0
+            for voiding in voidings {
+                guard let quantity = voiding.quantity, quantity > 0 else { return nil }
+                voided = voided.addingReportingOverflow(quantity).overflow ? Int64.max : voided + quantity
+            }
+            guard Int64(candidate.quantity) > voided else { return nil }
             var rest = candidate
             rest.quantity -= Int(voided)
             return rest
         }
         return kept
+    }
+
+    /// Every voiding recorded of Google's order `key`: the first under the key itself, later ones
+    /// under `key@<voidedTimeMillis>`.
+    func playVoidings(_ key: String) throws -> [(quantity: Int64?, timeMs: Int64?)] {
+        try query("""
+            SELECT quantity, voided_time_ms FROM play_voided WHERE google_order_id = ? OR substr(google_order_id, 1, ?) = ?
+            """, [.text(key), .integer(Int64(key.count + 1)), .text(key + "@")])
+            .map { ($0.int("quantity"), $0.int("voided_time_ms")) }
     }
 }
 

@@ -57,6 +57,37 @@ final class GooglePlayVoidedTests: GooglePlayTestCase {
         XCTAssertEqual(world.deliveries, ["GPA.V o-v"])
     }
 
+    /// Refunds of 1 and then 2 of 5 gems: two voidings of one Google order, each revoked once
+    /// with its own quantity (before: the second was "already recorded" and never revoked).
+    func testTwoPartialRefundsOfOneOrder_areEachRevokedOnce_withTheirQuantities() throws {
+        let token = token("q")
+        fake.script(product: token, ProductPurchase(
+            rawPurchaseState: 0, rawConsumptionState: 0, rawAcknowledgementState: 0, orderId: "GPA.Q-0001", productId: gems,
+            purchaseTimeMillis: (world.time.unixSeconds - 60) * 1000, quantity: 5, obfuscatedExternalAccountId: "u-1"))
+        try enqueuePlay("o-q", token: token)
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(try state("o-q"), "finished")
+        var one = voided(token, orderId: "GPA.Q-0001")
+        one.voidedQuantity = 1
+        one.voidedTimeMillis = (world.time.unixSeconds - 20) * 1000
+        fake.script(voided: [one], pageSize: 10)
+        try forgetLastPoll()
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(revokes, ["revoke:GPA.Q-0001 o-q"])
+        var two = voided(token, orderId: "GPA.Q-0001")
+        two.voidedQuantity = 2
+        two.voidedTimeMillis = (world.time.unixSeconds - 10) * 1000
+        fake.script(voided: [one, two], pageSize: 10)
+        try forgetLastPoll()
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(revokes, ["revoke:GPA.Q-0001 o-q", "revoke:GPA.Q-0001@\(two.voidedTimeMillis ?? 0) o-q"])
+        let second = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: world.folder + "/revoke-o-q.json")))
+        XCTAssertEqual(second["revoke_quantity"], .number(2))
+        try forgetLastPoll()
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(revokes.count, 2, "each voiding once")
+    }
+
     func testPurchaseVoidedBeforeDelivery_isRejectedAsRefunded_andNeverDelivered() throws {
         let token = scriptProduct("b", orderId: "GPA.B", state: 2)
         try enqueuePlay("o-b", token: token)

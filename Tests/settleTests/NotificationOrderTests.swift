@@ -4,7 +4,6 @@ import SettleTesting
 import XCTest
 import SettleBase
 import SettleSimulator
-import SettleLedger
 
 /// What notifications do to orders, through a running `settle run`: purchases found and granted
 /// once whichever side tells first, refunds, refund requests, and history catching up.
@@ -218,7 +217,7 @@ class NotificationOrderTests: NotificationTestCase {
 
         // The hook works again and the redelivery's backoff is over: nothing is granted again.
         _ = try world.hook("grant.sh", exit: 0)
-        try SQLiteDatabase(path: world.ledgerPath, mode: .readWrite).execute("UPDATE support_actions SET next_attempt_at = 0")
+        try ledger().writing { _ = try $0.query("UPDATE support_actions SET next_attempt_at = 0") }
         let before = passes(daemon)
         daemon.send(SIGUSR1)
         XCTAssertTrue(eventually(within: 10) { passes(daemon) > before }, log(daemon))

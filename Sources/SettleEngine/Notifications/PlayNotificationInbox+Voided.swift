@@ -45,6 +45,7 @@ extension PlayNotificationInbox {
                                 + "(the voided purchases poll applies it if Google lists it later)", nil), answered: true)
         }
         let outcomes = try ledger.applyPlayVoided(token: voided.purchaseToken, googleOrderId: voided.orderId, quantity: voided.voidedQuantity,
+                                                  voidedTimeMs: voided.voidedTimeMillis,
                                                   reason: voided.rawVoidedReason.map(String.init), source: "real-time notification")
         return .finished((outcomes.isEmpty ? "no_order" : "voided", outcomes.map { "\($0.key): \($0.value)" }.sorted().joined(separator: ", "),
                           outcomes.keys.sorted().first), answered: true)

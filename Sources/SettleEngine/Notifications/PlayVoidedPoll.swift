@@ -62,7 +62,8 @@ package struct PlayVoidedPoll: Sendable {
                 // A voided time after now (Int64.max) is not believed: the cursor never passes now.
                 newest = max(newest, min(voided.voidedTimeMillis ?? newest, now * 1000))
                 let outcomes = try ledger.applyPlayVoided(token: voided.purchaseToken, googleOrderId: voided.orderId,
-                                                          quantity: voided.voidedQuantity, reason: voided.rawVoidedReason.map(String.init),
+                                                          quantity: voided.voidedQuantity, voidedTimeMs: voided.voidedTimeMillis,
+                                                          reason: voided.rawVoidedReason.map(String.init),
                                                           source: "voided purchases")
                 for (order, outcome) in outcomes where outcome != "already_recorded" {
                     changed += 1

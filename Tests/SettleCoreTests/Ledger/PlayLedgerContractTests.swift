@@ -180,6 +180,48 @@ extension LedgerContractTests {
         }
     }
 
+    /// Google voids one order of 5 gems twice (1, then 2), then all of it: each voiding is revoked
+    /// once, of its own quantity and under a key of its own, whichever of the push and the poll
+    /// sees it (they read the same entry of Google's list: the same voided time).
+    func testEveryVoidingOfAPlayOrder_isRevokedOnce_ofItsOwnQuantity_underItsOwnKey() throws {
+        try onEachBackEnd { b in
+            try enqueuePlay(b.store, "p-gems")
+            let claimed = try XCTUnwrap(try b.store.claim(orderId: "p-gems", owner: me, leaseSeconds: 60), b.name)
+            var five = playPurchase("GPA.5")
+            five.quantity = 5
+            _ = try b.store.recordVerified(orderId: "p-gems", owner: me, fence: claimed.order.fencingToken,
+                                           match: Match(candidates: [five], named: true), deliveryLeaseSeconds: 60, history: entry)
+            XCTAssertTrue(try b.store.markFinished(orderId: "p-gems", owner: me, fence: claimed.order.fencingToken, history: entry), b.name)
+            func void(_ quantity: Int?, at ms: Int64, _ source: String) throws -> String? {
+                try b.store.applyPlayVoided(token: Self.playToken, googleOrderId: "GPA.5", quantity: quantity, voidedTimeMs: ms,
+                                            reason: "0", source: source)["p-gems"]
+            }
+            func revokes() throws -> [String] {
+                try b.store.claimDueRevocations(limit: 10, leaseSeconds: 300).map { "\($0.0.transactionId) \($0.0.quantity.map(String.init) ?? "all")" }
+            }
+            XCTAssertEqual(try void(1, at: 1_700_000_000_000, "rtdn"), "revoke_queued", b.name)
+            XCTAssertEqual(try void(1, at: 1_700_000_000_000, "voided_poll"), "already_recorded", "\(b.name): the same voiding")
+            XCTAssertEqual(try revokes(), ["GPA.5 1"], b.name)
+            XCTAssertEqual(try void(2, at: 1_700_000_500_000, "voided_poll"), "revoke_queued", "\(b.name): a second refund")
+            XCTAssertEqual(try void(2, at: 1_700_000_500_000, "rtdn"), "already_recorded", b.name)
+            XCTAssertEqual(try revokes(), ["GPA.5@1700000500000 2"], b.name)
+            var ten = five
+            ten.quantity = 10
+            let partly = try XCTUnwrap(b.store as? any TransactionalLedger, b.name)
+            let rest = try partly.reading { db in try db.removingPlayVoided(Match(candidates: [ten], named: true)) }
+            XCTAssertEqual(rest.candidates.map(\.quantity), [7], "\(b.name): 10 less the 1 and 2 voided")
+            XCTAssertEqual(try void(nil, at: 1_700_000_900_000, "voided_poll"), "revoke_queued", "\(b.name): the rest")
+            XCTAssertEqual(try revokes(), ["GPA.5@1700000900000 2"], "\(b.name): 5 less the 3 voided before")
+            XCTAssertEqual(try void(nil, at: 1_700_000_990_000, "voided_poll"), "already_recorded", "\(b.name): nothing is left")
+            XCTAssertEqual(try revokes(), [], b.name)
+            // A purchase verified later is never granted what any of the voidings took.
+            let ledger = try XCTUnwrap(b.store as? any TransactionalLedger, b.name)
+            let match = try ledger.reading { db in try db.removingPlayVoided(Match(candidates: [five], named: true)) }
+            XCTAssertEqual(match.candidates.count, 0, b.name)
+
+        }
+    }
+
     func testPlayPush_isStoredOncePerMessageId_whicheverHostGetsIt_andTheCursorIsShared() throws {
         try onEachBackEnd { b in
             let other = try b.another()
