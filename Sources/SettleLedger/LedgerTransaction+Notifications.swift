@@ -274,19 +274,22 @@ extension LedgerTransaction {
     }
 
     /// The user an appAccountToken stands for: the token itself when user ids are the tokens,
-    /// else the user of an order that carries it. A uuid5 token cannot be reversed.
+    /// else the buyer of a granted order that carries it. A uuid5 token cannot be reversed.
     private func userFor(token given: String?, binding: UserBinding) throws -> String? {
         guard let given, let token = UUID(uuidString: given)?.uuidString.lowercased() else { return nil }
         if binding.tokenSource == .userId {
             // Apple writes tokens in lower case, a backend's UUID user ids may be upper case: the
             // user's own spelling when an order already names them, else the token as Apple gave it.
+            // A transferred order's user is its holder, not this token's user: it is not found
+            // here, and the token stands for its user as given.
             return try query("""
                 SELECT user_id FROM orders WHERE lower(user_id) = ? ORDER BY created_at LIMIT 1
                 """, [.text(token)]).first?.string("user_id") ?? given
         }
         return try query("""
-            SELECT user_id FROM orders WHERE lower(app_account_token) = ? AND user_id != '' ORDER BY created_at LIMIT 1
-            """, [.text(token)]).first?.string("user_id")
+            SELECT \(OrderBuyer.column) AS buyer FROM orders o
+            WHERE lower(o.app_account_token) = ? AND o.user_id != '' AND \(OrderBuyer.verified) ORDER BY o.created_at LIMIT 1
+            """, [.text(token)]).first?.string("buyer")
     }
 
     /// Apple took the purchase back. Every order about it learns so: one that never reached the

@@ -106,12 +106,14 @@ extension TransactionalLedger {
         }
     }
 
-    /// The user whose orders carry this obfuscated account id (`app_account_token`), when exactly one does.
+    /// The buyer whose granted orders carry this obfuscated account id (`app_account_token`),
+    /// when exactly one does (the buyer, never a transfer's holder; see `OrderBuyer`).
     package func playUser(accountId: String) throws(LedgerError) -> String? {
         try reading { db in
             let users = try db.query("""
-                SELECT DISTINCT user_id FROM orders WHERE store = 'google_play' AND app_account_token = ? AND user_id <> '' LIMIT 2
-                """, [.text(accountId)]).compactMap { $0.string("user_id") }
+                SELECT DISTINCT \(OrderBuyer.column) AS buyer FROM orders o
+                WHERE o.store = 'google_play' AND o.app_account_token = ? AND o.user_id <> '' AND \(OrderBuyer.verified) LIMIT 2
+                """, [.text(accountId)]).compactMap { $0.string("buyer") }
             return users.count == 1 ? users[0] : nil
         }
     }

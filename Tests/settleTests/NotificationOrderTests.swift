@@ -229,6 +229,29 @@ class NotificationOrderTests: NotificationTestCase {
         XCTAssertTrue(again.stdout.contains("revoke:430"), again.stdout)
     }
 
+    /// A transfer moves the holder of one grant, never the buyer: Apple's next purchase carrying
+    /// the buyer's account token is the buyer's (it went to the transfer's new holder).
+    func testAfterATransfer_theBuyersNextPurchaseFromApple_isTheBuyers_notTheHolders() throws {
+        let revoke = try world.hook("revoke.sh", exit: 0)
+        try writeNotificationConfig(extra: [("user_binding", .object([("app_account_token", .string("order"))]))],
+                                    delivery: .object([("command", .array([.string(world.folder + "/grant.sh")])),
+                                                       ("revoke_command", .array([.string(revoke)]))]))
+        let (daemon, url) = try startDaemon()
+        _ = applePurchase("450", token: buyer)
+        try settle(expecting: 0, ["enqueue", "--order", "o-alice", "--user", "u-alice", "--product", world.coins, "--transaction", "450",
+                                  "--app-account-token", buyer])
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("o-alice") == "finished" }, log(daemon))
+        try settle(expecting: 0, ["transfer", "o-alice", "--to-user", "u-carol", "--note", "ticket 31"])
+        daemon.send(SIGUSR1)
+        XCTAssertTrue(eventually(within: 10) { (try? order("o-alice")["user_id"]) == .string("u-carol") }, log(daemon))
+
+        let next = applePurchase("451", token: buyer)
+        XCTAssertEqual(try world.simulator.send(next, to: url), 200)
+        XCTAssertTrue(eventually(within: 10) { stateInLedger("apple-451") == "finished" }, log(daemon))
+        XCTAssertEqual(try order("apple-451")["user_id"], .string("u-alice"), "the buyer Apple names, not the transfer's holder")
+    }
+
     func testRefundAfterDelivery_withoutARevokeRoute_waitsVisiblyInStatus_andNothingIsSentToTheGrantHook() throws {
         try writeNotificationConfig()
         let (daemon, url) = try startDaemon()

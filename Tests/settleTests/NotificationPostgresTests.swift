@@ -26,6 +26,7 @@ final class NotificationOrderPostgresTests: NotificationOrderTests {
     override func testRefundAfterDelivery_callsTheRevokeHookOnce_withItsOwnKey() throws { try super.testRefundAfterDelivery_callsTheRevokeHookOnce_withItsOwnKey() }
     override func testRefundAfterATransfer_revokesFromTheNewHolder_underTheRefundsKey() throws { try super.testRefundAfterATransfer_revokesFromTheNewHolder_underTheRefundsKey() }
     override func testARefund_cancelsAWaitingRedeliveryOfItsGrant_andARedeliveryOfARefundedGrantIsRefused() throws { try super.testARefund_cancelsAWaitingRedeliveryOfItsGrant_andARedeliveryOfARefundedGrantIsRefused() }
+    override func testAfterATransfer_theBuyersNextPurchaseFromApple_isTheBuyers_notTheHolders() throws { try super.testAfterATransfer_theBuyersNextPurchaseFromApple_isTheBuyers_notTheHolders() }
     override func testRefundAfterDelivery_withoutARevokeRoute_waitsVisiblyInStatus_andNothingIsSentToTheGrantHook() throws { try super.testRefundAfterDelivery_withoutARevokeRoute_waitsVisiblyInStatus_andNothingIsSentToTheGrantHook() }
     override func testConsumptionRequest_isAnsweredWithTheLedgersFacts() throws { try super.testConsumptionRequest_isAnsweredWithTheLedgersFacts() }
     override func testFirstStart_asksAppleForNoHistoryFromBeforeIt_andDeliversNothingItDidNotHear() throws { try super.testFirstStart_asksAppleForNoHistoryFromBeforeIt_andDeliversNothingItDidNotHear() }

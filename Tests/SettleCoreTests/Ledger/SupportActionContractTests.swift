@@ -260,3 +260,68 @@ extension LedgerContractTests {
         }
     }
 }
+
+/// Who bought a purchase is not who holds its grant (issue 32): a transfer moves the holder, never
+/// the buyer binding, and only orders whose binding was verified (settle granted them) vouch for
+/// whose account token or account id a store-only purchase carries.
+extension LedgerContractTests {
+    func tokenRules() -> NotificationRules {
+        NotificationRules(eligibility: PurchaseEligibility(products: [world.coins: .consumable], binding: UserBinding(tokenSource: .order)),
+                          answerConsumptionRequests: true)
+    }
+
+    /// An order of `user` carrying account token `token`, granted by settle (or only enqueued).
+    func tokenOrder(_ store: any SettleLedger, _ id: String, user: String, token: String, transaction: String, granted: Bool = true,
+                    play: Bool = false) throws {
+        _ = try store.enqueue(NewOrder(orderId: id, userId: user, productId: play ? "gems_100" : world.coins,
+                                       transactionId: play ? nil : transaction, receipt: play ? nil : world.receipt(id),
+                                       appAccountToken: token, store: play ? .googlePlay : .appStore,
+                                       purchaseToken: play ? PlayPurchaseToken("tok-\(id)") : nil))
+        guard granted else { return }
+        let claim = try XCTUnwrap(try store.claim(orderId: id, owner: me, leaseSeconds: 60)?.order)
+        _ = try store.recordVerified(orderId: id, owner: me, fence: claim.fencingToken, match: .only(purchase(transaction)),
+                                     deliveryLeaseSeconds: 60, history: entry)
+        XCTAssertTrue(try store.markFinished(orderId: id, owner: me, fence: claim.fencingToken,
+                                             history: HistoryEntry(at: 0, kind: .delivery, outcome: "delivered")))
+    }
+
+    func testATransfer_movesTheHolder_neverTheBuyer_forTheStoresLaterPurchases_onEveryBackEnd() throws {
+        try onEachBackEnd { b in
+            _ = calls
+            let alice = "0a1b2c3d-0000-4000-8000-00000000a11c"
+            try tokenOrder(b.store, "o-alice", user: "u-alice", token: alice, transaction: "780")
+            try b.store.requestTransfer(orderId: "o-alice", toUser: "u-carol", note: "wrong account", by: self.alice)
+            try runner(b.store).run()
+            XCTAssertEqual(try b.store.orderRecord("o-alice")?.order.userId, "u-carol", "\(b.name): the holder moved")
+            // Apple: a purchase the backend never saw, carrying alice's token, is alice's.
+            let bought = try appleNotification("ONE_TIME_CHARGE", transaction: "781", user: alice)
+            XCTAssertEqual(try b.store.ingest(bought, source: "endpoint", rules: tokenRules()).outcome, "order_created", b.name)
+            XCTAssertEqual(try b.store.orderRecord("apple-781")?.order.userId, "u-alice", "\(b.name): the buyer, not the holder")
+
+            // Google: the one account id of bob's transferred Play order is still bob's.
+            try tokenOrder(b.store, "p-bob", user: "u-bob", token: "acct-bob", transaction: "GPA.782", play: true)
+            try b.store.requestTransfer(orderId: "p-bob", toUser: "u-carol", note: "n", by: self.alice)
+            try runner(b.store).run()
+            XCTAssertEqual(try b.store.orderRecord("p-bob")?.order.userId, "u-carol", b.name)
+            XCTAssertEqual(try b.store.playUser(accountId: "acct-bob"), "u-bob", "\(b.name): the buyer, not the holder")
+        }
+    }
+
+    func testOnlyAnOrderWhoseBindingWasVerified_vouchesForAToken_onEveryBackEnd() throws {
+        try onEachBackEnd { b in
+            // A backend's order naming someone else's token, never verified (or refused): it vouches for nobody.
+            let victim = "0a1b2c3d-0000-4000-8000-0000000000b0"
+            try tokenOrder(b.store, "o-mallory", user: "u-mallory", token: victim, transaction: "790", granted: false)
+            try b.execute("UPDATE orders SET state = 'needs_attention', reason = 'token_unverifiable' WHERE order_id = 'o-mallory'")
+            let bought = try appleNotification("ONE_TIME_CHARGE", transaction: "791", user: victim)
+            XCTAssertEqual(try b.store.ingest(bought, source: "endpoint", rules: tokenRules()).outcome, "unclaimed", b.name)
+            XCTAssertEqual(try b.store.orderRecord("apple-791")?.order.userId, "", "\(b.name): a person decides")
+
+            try tokenOrder(b.store, "p-mallory", user: "u-mallory", token: "acct-victim", transaction: "GPA.792", granted: false, play: true)
+            XCTAssertNil(try b.store.playUser(accountId: "acct-victim"), b.name)
+            // Once settle granted an order of the token's own user, that order vouches.
+            try tokenOrder(b.store, "p-victim", user: "u-victim", token: "acct-victim", transaction: "GPA.793", play: true)
+            XCTAssertEqual(try b.store.playUser(accountId: "acct-victim"), "u-victim", b.name)
+        }
+    }
+}
