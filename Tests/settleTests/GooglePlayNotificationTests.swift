@@ -150,6 +150,44 @@ final class GooglePlayNotificationTests: GooglePlayTestCase {
         XCTAssertEqual(world.deliveries.sorted(), ["GPA.R..0 o-sub", "GPA.R..1 play-GPA.R..1"])
     }
 
+    /// A renewal of a subscription whose only order could not have its binding checked
+    /// (`token_unverifiable`): that order does not swallow the paid renewal; the renewal is an
+    /// order of its own, waiting for a person (it was logged order_exists and had no order at all).
+    func testRenewalPush_isNotSwallowedByAnOrderWhoseBindingWasNeverVerified() throws {
+        let subscription = token("unverified")
+        func script(latest: String) {
+            fake.script(subscription: subscription, SubscriptionPurchaseV2(
+                rawSubscriptionState: "SUBSCRIPTION_STATE_ACTIVE",
+                lineItems: [.init(productId: pro, expiryTime: "2099-01-01T00:00:00Z", latestSuccessfulOrderId: latest)],
+                latestOrderId: latest, obfuscatedExternalAccountId: "acct-9", startTime: "2026-12-01T10:00:00Z"))
+        }
+        // Account ids are the ones stored with orders, and this order was enqueued without one.
+        var config = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: world.configPath)))
+        if case var .object(members) = config {
+            members = members.map { $0.0 == "user_binding" ? ($0.0, .object([("app_account_token", .string("order"))])) : $0 }
+            config = .object(members)
+        }
+        try world.write("settle.json", config.serialized(pretty: true))
+        script(latest: "GPA.U..0")
+        try enqueuePlay("o-unv", token: subscription, user: "u-9", product: pro)
+        let (daemon, port) = try startDaemon()
+        let ledger = { try? SQLiteLedger(readOnlyPath: self.world.ledgerPath) }
+        XCTAssertTrue(eventually(within: 20) { (try? ledger()?.orderRecord("o-unv"))??.order.reason == "token_unverifiable" }, log(daemon))
+        script(latest: "GPA.U..1")
+        let renewed = PubSubPush.body(messageId: "m-unv-1", notification: DeveloperNotification(
+            packageName: Self.packageName, eventTimeMillis: world.time.unixSeconds * 1000,
+            kind: .subscription(SubscriptionNotification(rawNotificationType: 2, purchaseToken: PlayPurchaseToken(subscription)!,
+                                                         subscriptionId: pro))))
+        XCTAssertEqual(try push(port, renewed, token: try fake.pushToken(audience: Self.audience, email: Self.pushEmail)), 200)
+        XCTAssertTrue(eventually(within: 20) { (try? ledger()?.playNotification(messageId: "m-unv-1"))??.outcome == "order_created" },
+                      log(daemon))
+        let renewal = try XCTUnwrap(try ledger()?.orderRecord("play-GPA.U..1"))
+        XCTAssertEqual(renewal.order.state, .needsAttention)
+        XCTAssertEqual(renewal.order.reason, "unclaimed_purchase")
+        XCTAssertEqual(try ledger()?.orderRecord("o-unv")?.order.reason, "token_unverifiable", "left as it was")
+        XCTAssertEqual(world.deliveries, [], "nothing granted without a binding")
+    }
+
     func testPendingOrder_isAskedAgainAtOnce_whenANotificationSaysItWasPurchased() throws {
         let token = scriptProduct("pp", orderId: "GPA.PP", state: 2)
         try enqueuePlay("o-pp", token: token)

@@ -291,7 +291,11 @@ package struct PlayNotificationInbox: Sendable {
         let orderId = PlayOrderId.prefix + googleOrderId
         if orders.contains(where: { $0.orderId == orderId }) { return ("order_exists", "purchase \(googleOrderId) has its order", orderId) }
         // The buyer's own order waiting for this purchase (not one holding another period): it takes it now.
-        if let live = orders.first(where: { $0.isLive && !strangers($0) && ($0.verified == nil || $0.verified?.grantKey == googleOrderId) }) {
+        // One set aside for a person never does: its binding was not verified (token_unverifiable,
+        // user_mismatch …), and a paid purchase it swallowed would have no order once that one is closed.
+        if let live = orders.first(where: {
+            $0.isLive && $0.state != .needsAttention && !strangers($0) && ($0.verified == nil || $0.verified?.grantKey == googleOrderId)
+        }) {
             try ledger.makeDue(orderId: live.orderId)
             return ("order_exists", nil, live.orderId)
         }
