@@ -32,6 +32,13 @@ extension TransactionalLedger {
 extension LedgerTransaction {
     func linkAppTransaction(_ app: AppTransaction, userId: String, source: String, orderId: String?,
                             now: Int64) throws -> AppTransactionLink {
+        if source == "link", let buyer = try buyerOfAccount(app.appTransactionId, other: userId) {
+            // Whoever presents a signed AppTransaction first must not win: the ledger already shows
+            // whose Apple Account this is, through purchases settle granted under its token binding.
+            throw LedgerError.invalid("appTransactionId \(app.appTransactionId) is the Apple Account of user \(buyer.user): settle "
+                                      + "granted its purchase \(buyer.orderId) to them; it is not linked to user \(userId), and its "
+                                      + "unclaimed purchases wait for a person (settle assign ORDER --user USER_ID once you know whose)")
+        }
         let inserted = try query("""
             INSERT INTO app_transactions(app_transaction_id, user_id, environment, source, order_id, learned_at)
             VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (app_transaction_id, user_id) DO NOTHING RETURNING user_id
@@ -41,6 +48,24 @@ extension LedgerTransaction {
         var link = AppTransactionLink(created: !inserted.isEmpty, otherUsers: others.sorted())
         if others.isEmpty { link.assigned = try assignUnclaimed(of: app.appTransactionId, to: userId, now: now) }
         return link
+    }
+
+    /// A user other than `other` whose granted App Store order's signed transaction names
+    /// `appTransactionId`: the ledger's evidence of whose Apple Account it is. Read when a person
+    /// links an account by hand (`settle link`), a rare command: a scan of the granted orders that
+    /// carry a signed transaction.
+    private func buyerOfAccount(_ appTransactionId: String, other: String) throws -> (user: String, orderId: String)? {
+        let rows = try query("""
+            SELECT o.order_id, \(OrderBuyer.column) AS buyer, o.signed_transaction FROM orders o
+            WHERE o.store = 'app_store' AND o.signed_transaction IS NOT NULL AND o.user_id <> '' AND \(OrderBuyer.verified)
+            ORDER BY o.created_at
+            """)
+        for row in rows {
+            guard let buyer = row.string("buyer"), buyer != other, let orderId = row.string("order_id"),
+                  row.string("signed_transaction").flatMap(Order.appTransactionId(namedIn:)) == appTransactionId else { continue }
+            return (buyer, orderId)
+        }
+        return nil
     }
 
     /// Apple reported purchases of this account before anyone knew whose it is: each waits as

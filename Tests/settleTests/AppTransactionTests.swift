@@ -81,6 +81,23 @@ final class AppTransactionTests: EndToEndTestCase {
         XCTAssertEqual(world.deliveries, [])
     }
 
+    /// The first presenter of a signed AppTransaction must not win: once settle granted the
+    /// account's token-bound purchase to its buyer, linking that account to someone else is
+    /// refused (65, naming the conflict), and nothing is linked or assigned.
+    func testLink_ofAnAccountTheLedgerShowsIsAnotherUsers_isRefused65_namingTheConflict() throws {
+        try settle(expecting: 0, ["enqueue", "--order", "o-alice", "--user", buyer, "--product", world.coins,
+                                  "--signed-transaction-file", try purchase("2000000970000031", account: "7031", token: buyer)])
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(try state("o-alice"), "finished")
+        let bob = "0c7f2e3f-4d5b-4c6e-9f70-8b9cad0e1f30"
+        let refused = try settle(["link", "--user", bob, "--app-transaction-file", try appTransaction("7031")])
+        XCTAssertEqual(refused.status, 65, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("appTransactionId 7031 is the Apple Account of user \(buyer)"), refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("o-alice"), refused.stderr)
+        XCTAssertEqual(try settle(expecting: 0, ["link", "--user", buyer, "--app-transaction-file", try appTransaction("7031")]).stdout,
+                       "linked appTransactionId 7031 (Production) to user \(buyer)\n", "its own buyer may link it")
+    }
+
     func testLink_aFamilyMembersSharedPurchase_isBoundToTheMember_neverToTheBuyerWhoseTokenItCarries() throws {
         let linked = try settle(expecting: 0, ["link", "--user", member, "--app-transaction-file", try appTransaction("7021")])
         XCTAssertEqual(linked.stdout, "linked appTransactionId 7021 (Production) to user \(member)\n")

@@ -26,7 +26,9 @@ enum LinkCommand {
     never to the buyer. Purchases of the account that Apple already reported and that wait as
     unclaimed_purchase are assigned to the user (pending, due now). A bare id is never linked:
     anyone can send one. The same link twice is a no-op. An id linked to several users binds to none of them (a person decides); settle says
-    so. Exit 65 when the AppTransaction does not verify.
+    so. Exit 65 when the AppTransaction does not verify, and when the ledger shows the account
+    is another user's (settle granted that user a purchase naming its appTransactionId): the
+    link is refused and its purchases wait for a person.
     """
 
     static func run(_ context: CommandContext) throws {

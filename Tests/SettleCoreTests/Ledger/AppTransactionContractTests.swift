@@ -94,6 +94,20 @@ extension LedgerContractTests {
         }
     }
 
+    func testLink_ofAnAccountWhosePurchaseSettleGrantedToAnotherUser_isRefused_andAssignsNothing_onEveryBackEnd() throws {
+        try onEachBackEnd { b in
+            try grantedOrder(b.store, "o-alice", transaction: "830")
+            let payload = Base64URL.encode(Data(#"{"transactionId":"830","appTransactionId":"a-alice"}"#.utf8))
+            try b.execute("UPDATE orders SET signed_transaction = 'e30.\(payload).c2ln' WHERE order_id = 'o-alice'")
+            XCTAssertThrowsError(try b.store.linkAppTransaction(account("a-alice"), userId: "u-bob", source: "link", orderId: nil), b.name) {
+                XCTAssertTrue("\($0)".contains("appTransactionId a-alice is the Apple Account of user u-1"), "\(b.name): \($0)")
+            }
+            XCTAssertEqual(try b.store.linkedUsers(appTransactionIds: ["a-alice"]), [:], "\(b.name): nothing linked")
+            XCTAssertEqual(try b.store.linkAppTransaction(account("a-alice"), userId: "u-1", source: "link", orderId: nil).created, true,
+                           "\(b.name): the buyer's own link")
+        }
+    }
+
     func testLinkAppTransaction_assignsTheAccountsPurchasesThatAppleReportedUnclaimed_toTheUser_onEveryBackEnd() throws {
         try onEachBackEnd { b in
             for id in ["831", "832"] {
