@@ -238,6 +238,17 @@ extension TransactionalLedger {
             for row in grants {
                 if row.string("source") == "outside" { return .delivered("a grant of transaction \(transactionId) is recorded outside settle") }
                 if row.string("state") == OrderState.finished.rawValue, row.int("refunded_at") == nil, let holder = row.string("holder") {
+                    // A transfer past its revoke and before its grant holds the goods nowhere.
+                    if let moving = try db.query("""
+                        SELECT number, state, from_user, to_user FROM support_actions
+                        WHERE order_id = ? AND kind = 'transfer' AND revoked_at IS NOT NULL AND granted_at IS NULL
+                          AND state IN ('pending','waiting') LIMIT 1
+                        """, [.text(holder)]).first {
+                        let what = "transfer \(moving.int("number") ?? 0) of order \(holder) took the goods back from "
+                            + "\(moving.string("from_user") ?? "?") and has not granted them to \(moving.string("to_user") ?? "?") yet"
+                        if moving.string("state") == "pending" { return .inFlight(what) }
+                        return .unknown(what + " (it waits for a person); the goods are with nobody")
+                    }
                     return .delivered("settle delivered transaction \(transactionId) (order \(holder))")
                 }
             }

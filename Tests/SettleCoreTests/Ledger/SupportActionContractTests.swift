@@ -325,3 +325,28 @@ extension LedgerContractTests {
         }
     }
 }
+
+extension LedgerContractTests {
+    /// Apple's consumption answer and Google's refund review say "delivered" only from this
+    /// evidence: while a transfer is past its revoke and before its grant, the goods are with
+    /// nobody, so neither store is told delivered (asked again later while it runs, no answer
+    /// once it waits for a person).
+    func testDeliveryEvidence_duringATransferBetweenItsRevokeAndItsGrant_isNotDelivered_onEveryBackEnd() throws {
+        try onEachBackEnd { b in
+            _ = calls
+            try grantedOrder(b.store, "o-1", transaction: "850")
+            guard case .delivered = try b.store.deliveryEvidence(transactionId: "850") else { return XCTFail(b.name) }
+            try b.store.requestTransfer(orderId: "o-1", toUser: "u-2", note: "n", by: alice)
+            try runner(b.store, grantExit: 75).run()
+            XCTAssertEqual(calls, ["revoke transfer:o-1:1:revoke o-1", "grant transfer:o-1:1:grant o-1"], b.name)
+            guard case let .inFlight(why) = try b.store.deliveryEvidence(transactionId: "850") else { return XCTFail(b.name) }
+            XCTAssertTrue(why.contains("has not granted them to u-2 yet"), "\(b.name): \(why)")
+            try b.execute("UPDATE support_actions SET state = 'waiting' WHERE order_id = 'o-1'")
+            guard case let .unknown(waiting) = try b.store.deliveryEvidence(transactionId: "850") else { return XCTFail(b.name) }
+            XCTAssertTrue(waiting.contains("the goods are with nobody"), "\(b.name): \(waiting)")
+            try b.execute("UPDATE support_actions SET state = 'pending', next_attempt_at = 0 WHERE order_id = 'o-1'")
+            try runner(b.store).run()
+            guard case .delivered = try b.store.deliveryEvidence(transactionId: "850") else { return XCTFail(b.name) }
+        }
+    }
+}
