@@ -28,14 +28,15 @@ package final class PostgresLedger: LedgerStore, @unchecked Sendable {
     /// `reconcile`). `existing`: a backend's command (`enqueue`, `grant-recorded`) may create a
     /// brand-new ledger but refuses one that needs a migration. `current`: a support command
     /// (`retry`, `resolve`, `assign`) works on a ledger that exists and is up to date, never
-    /// creating one. `readOnly`: `status`.
+    /// creating one. `readOnly`: `status` and a console without actions, on sessions the database
+    /// itself keeps read-only (`default_transaction_read_only`), so no code path can write.
     package enum Access: Sendable { case migrating, existing, current, readOnly }
 
     /// Connects (lazily, per worker) and checks or brings the schema up to date.
     /// `connections` bounds the pool: a pass's workers, a lease-renewal timer and status.
     package init(url: String, password: Secret? = nil, access: Access = .migrating, time: any TimeSource = SystemTimeSource(),
                 connections: Int = 8) throws(LedgerError) {
-        pool = PostgresPool(url: url, password: password, capacity: connections)
+        pool = PostgresPool(url: url, password: password, capacity: connections, readOnly: access == .readOnly)
         self.time = time
         location = PostgresLedger.redacted(url)
         let version = try schemaVersion()

@@ -8,14 +8,18 @@ package final class PostgresPool: @unchecked Sendable {
     private let url: String
     private let password: Secret?
     private let capacity: Int
+    /// Every session read-only (`default_transaction_read_only`): a write through this pool fails
+    /// in the database, whatever code path asks for it.
+    private let readOnly: Bool
     private let condition = NSCondition()
     private var idle: [PostgresConnection] = []
     private var open = 0
 
-    package init(url: String, password: Secret?, capacity: Int) {
+    package init(url: String, password: Secret?, capacity: Int, readOnly: Bool = false) {
         self.url = url
         self.password = password
         self.capacity = max(1, capacity)
+        self.readOnly = readOnly
     }
 
     /// Runs `body` with a connection of its own; waits while every connection is in use.
@@ -50,6 +54,8 @@ package final class PostgresPool: @unchecked Sendable {
             // transaction after 30 s (https://www.postgresql.org/docs/current/runtime-config-client.html).
             // client_min_messages: NOTICEs ("already exists, skipping") are not settle's to print.
             try connection.execute("SET idle_in_transaction_session_timeout = '30s'; SET client_min_messages = warning")
+            // https://www.postgresql.org/docs/current/runtime-config-client.html#GUC-DEFAULT-TRANSACTION-READ-ONLY
+            if readOnly { try connection.execute("SET default_transaction_read_only = on") }
             return connection
         } catch {
             condition.lock()

@@ -162,7 +162,7 @@ final class PostgresLedgerTests: EndToEndTestCase {
         for table in ["notifications: 2", "revocations: 1", "consumption_answers: 1", "notification_cursor: 1"] {
             XCTAssertTrue(copy.stdout.contains("\(table) rows copied, counts match"), copy.stdout)
         }
-        let ledger = try PostgresLedger(url: url, access: .readOnly)
+        let ledger = try PostgresLedger(url: url, access: .current)
         let copied = try XCTUnwrap(try ledger.orderRecord("o-1"))
         XCTAssertEqual(copied.order.refund?.at, 1_700_000_000, "the refund mark came along")
         XCTAssertEqual(copied.order.refund?.kind, "REFUND")

@@ -5,6 +5,7 @@ import XCTest
 @testable import SettleBase
 @testable import SettleModel
 @testable import SettleLedger
+@testable import SettleConfig
 
 /// The actions: only with `web.actions`, only with a valid CSRF token from this console, never
 /// from another site; the same ledger calls as the commands, naming the operator, on both engines.
@@ -45,6 +46,29 @@ final class WebActionTests: WebConsoleTestCase {
         let after = try engine.ledger.orderRecord("o-1")
         XCTAssertEqual(after?.order.state, before?.order.state)
         XCTAssertEqual(after?.history.count, before?.history.count)
+    }
+
+    /// Read-only on PostgreSQL is the database's, not only a code path's: the console without
+    /// actions opens the ledger as `settle web` does, and a write through its sessions fails.
+    func testActionsOff_onPostgreSQL_theConsolesSessionsAreReadOnlyInTheDatabase() throws {
+        let fresh = try TestPostgres.freshSchema()
+        schemas.append(fresh.schema)
+        let writer = try PostgresLedger(url: fresh.url, time: world.time)
+        try enqueue(writer, "o-1")
+        var configuration = try world.configuration()
+        configuration.postgresLedger = PostgresLedgerConfiguration(url: Secret(fresh.url), passwordFile: nil)
+        let console = try configuration.openLedger(.readOnly, time: world.time)
+        XCTAssertEqual(try console.orderRecord("o-1")?.order.state, .pending, "it reads")
+        XCTAssertThrowsError(try console.retry(orderIds: ["o-1"], note: "n", proof: nil, by: Operator(name: "m", channel: .web))) {
+            XCTAssertTrue("\($0)".contains("read-only transaction"), "\($0)")
+        }
+        let ledger = try XCTUnwrap(console as? PostgresLedger)
+        XCTAssertThrowsError(try ledger.write { try $0.execute("DELETE FROM orders") }) {
+            XCTAssertTrue("\($0)".contains("read-only transaction"), "\($0)")
+        }
+        XCTAssertNotNil(try writer.orderRecord("o-1"), "nothing was deleted")
+        let base = try start(console)
+        XCTAssertEqual(try get(base, "/orders/o-1").status, 200, "the console reads through those sessions")
     }
 
     func testAMissingOrWrongCSRFToken_isRefused_andNothingIsWritten() throws {
