@@ -17,6 +17,10 @@ extension Configuration {
         /// other `Host` is refused (421): a page whose name re-resolves to this address must not
         /// read or drive the console.
         package var hosts: [String] = []
+        /// `tls_in_front` (default false): the operator says a reverse proxy terminates TLS in
+        /// front of a non-loopback listener. settle web speaks plain HTTP; without this a
+        /// non-loopback listener is refused, since basic auth would cross the network in clear.
+        package var tlsInFront = false
 
         package static let defaultListen = "127.0.0.1:8480"
 
@@ -43,6 +47,7 @@ extension ConfigurationDecoder {
                                        searched: SecretFile.candidates(name, relativeTo: folder, environment: environment))
         }
         web.actions = try o.bool("actions", default: false)
+        web.tlsInFront = try o.bool("tls_in_front", default: false)
         if let hosts = try o.stringArray("hosts") {
             for host in hosts where host.isEmpty || host.contains(where: { " /@?#".contains($0) }) || host.hasPrefix(":") {
                 throw ConfigError("\(o.name("hosts")): \"\(host)\" is not a host name, name:port or [IPv6] address")

@@ -115,4 +115,28 @@ final class WebCommandTests: WebEndToEndTestCase {
         let result = try settle(["status", "o-1"])
         XCTAssertFalse(result.stdout.contains("u-mallory"), result.stdout)
     }
+
+    /// A non-loopback listener with users still sends their passwords in clear unless TLS is
+    /// terminated in front: refused (78) until the configuration says so; check-config agrees
+    /// with settle web, and says OK to nothing settle web refuses.
+    func testANonLoopbackListener_needsTLSInFront_andCheckConfigAgreesWithSettleWeb() throws {
+        let line = try settle(["web-passwd", "alice"], stdin: Data("s3cret-pass\n".utf8)).stdout
+        try world.write("web-users", line, mode: 0o600)
+        try webConfig([("listen", .string("0.0.0.0:8480")), ("users_file", .string("web-users"))])
+        for command in [["web"], ["check-config"]] {
+            let refused = try settle(command)
+            XCTAssertEqual(refused.status, 78, "\(command)")
+            XCTAssertTrue(refused.stderr.contains("set web.tls_in_front: true"), refused.stderr)
+            XCTAssertTrue(refused.stderr.contains("would cross the network in clear"), refused.stderr)
+        }
+        try webConfig([("listen", .string("0.0.0.0:8480"))])
+        let open = try settle(["check-config"])
+        XCTAssertEqual(open.status, 78, "no OK for a listener settle web refuses: \(open.stdout)")
+        XCTAssertTrue(open.stderr.contains("is not a loopback address"), open.stderr)
+        try webConfig([("listen", .string("0.0.0.0:8480")), ("users_file", .string("web-users")), ("tls_in_front", .bool(true))])
+        let fine = try settle(["check-config"])
+        XCTAssertEqual(fine.status, 0, fine.stderr)
+        XCTAssertTrue(fine.stdout.contains("web: settle web on 0.0.0.0:8480, users \(world.folder)/web-users (contents redacted), "
+                                           + "TLS terminated in front"), fine.stdout)
+    }
 }

@@ -32,6 +32,11 @@ enum CheckConfigCommand {
         } catch {
             throw CommandFailure.from(error)
         }
+        // What settle web would refuse is no OK here.
+        if let address = ListenAddress(c.web.listen),
+           let refusal = WebConsole.refusal(listen: c.web.listen, address: address, hasUsers: c.web.usersFile != nil, web: c.web) {
+            throw CommandFailure(.config, refusal)
+        }
         var receiptRoots = ""
         if let serverAPI = c.serverAPI {
             // Needed only when settle reads receipts itself, i.e. without receipt_api.
@@ -163,6 +168,7 @@ enum CheckConfigCommand {
         }
         lines.append("web: settle web on \(c.web.listen), "
                      + (c.web.usersFile.map { "users \($0.path) (contents redacted)" } ?? "no users file (loopback only)")
+                     + (c.web.tlsInFront ? ", TLS terminated in front" : "")
                      + ", actions " + (c.web.actions ? "on" : "off (read-only)"))
         lines.append("shutdown_grace_seconds: \(n(c.shutdownGraceSeconds))")
         return lines.joined(separator: "\n")

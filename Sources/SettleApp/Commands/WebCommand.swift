@@ -36,7 +36,9 @@ enum WebCommand {
             }
             throw CommandFailure(.config, "web.listen: \"\(listen)\" is not HOST:PORT with a numeric IPv4 or [IPv6] host")
         }
-        guard address.isLoopback || web.usersFile != nil else { throw CommandFailure(.config, WebConsole.needsUsers(listen)) }
+        if let refusal = WebConsole.refusal(listen: listen, address: address, hasUsers: web.usersFile != nil, web: web) {
+            throw CommandFailure(.config, refusal)
+        }
         var users: WebUsers? = nil
         if let file = web.usersFile {
             do { users = try WebUsers.load(file) } catch { throw CommandFailure.from(error) }

@@ -33,7 +33,9 @@ package final class WebConsole: Sendable {
         guard let address = ListenAddress(listen) else {
             throw StartError(description: "web.listen: \"\(listen)\" is not HOST:PORT with a numeric IPv4 or [IPv6] host")
         }
-        guard address.isLoopback || users != nil else { throw StartError(description: Self.needsUsers(listen)) }
+        if let refusal = Self.refusal(listen: listen, address: address, hasUsers: users != nil, web: configuration.web) {
+            throw StartError(description: refusal)
+        }
         self.ledger = ledger
         self.configuration = configuration
         self.time = time
@@ -61,6 +63,22 @@ package final class WebConsole: Sendable {
         core.console = self
     }
 
+    /// Why the console must not listen on `address`, naming the fix; nil when it may. Loopback
+    /// is always allowed; any other address needs users (or anyone who reaches it reads the
+    /// ledger) and TLS terminated in front (or their passwords cross the network in clear).
+    /// `settle web`, the console and `settle check-config` ask the same question.
+    package static func refusal(listen: String, address: ListenAddress, hasUsers: Bool,
+                                web: Configuration.WebConfiguration) -> String? {
+        guard !address.isLoopback else { return nil }
+        guard hasUsers else { return needsUsers(listen) }
+        guard web.tlsInFront else {
+            return "web.listen \(listen) is not a loopback address, and settle web speaks plain HTTP: every password would cross "
+                + "the network in clear; terminate TLS in a reverse proxy in front of it and set web.tls_in_front: true, "
+                + "or listen on 127.0.0.1 behind that proxy"
+        }
+        return nil
+    }
+
     /// The refusal of a non-loopback listener without users, naming the fix.
     static func needsUsers(_ listen: String) -> String {
         "web.listen \(listen) is not a loopback address, and anyone who reaches it could read the ledger: set web.users_file "
@@ -77,6 +95,14 @@ package final class WebConsole: Sendable {
                                              "client": request.client?.hostText ?? "unknown"])
             return WebResponse.text(421, "settle web answers only to its own address, localhost and the names in web.hosts; "
                                         + "add this name to web.hosts if a proxy of yours sends it")
+        }
+        if users == nil, let header = Self.proxyHeaders.first(where: { request.header($0) != nil }) {
+            // A loopback console with no users file trusts that only this machine reaches it; a
+            // proxy in front opens it to everyone who reaches the proxy.
+            log.warning("web.proxied_request_refused", ["header": header, "client": request.client?.hostText ?? "unknown"])
+            return WebResponse.text(403, "settle web has no users file, and this request came through a proxy (\(header)): everyone "
+                                        + "who reaches the proxy could read the ledger; set web.users_file (settle web-passwd NAME) "
+                                        + "so every request needs a password")
         }
         var operatorName = "local"
         if let users {
@@ -107,6 +133,9 @@ package final class WebConsole: Sendable {
             return WebPage.problem(500, "Something went wrong", detail: "\(error)", request: web, console: self)
         }
     }
+
+    /// Headers a reverse proxy adds: a request carrying one did not come from this machine's own user.
+    static let proxyHeaders = ["Forwarded", "X-Forwarded-For", "X-Real-IP"]
 
     private static let unauthorized = WebResponse.text(401, "settle web: sign in with your console user (settle web-passwd NAME made it)",
                                                        extra: [HTTPHeader("WWW-Authenticate", "Basic realm=\"settle\", charset=\"UTF-8\"")])

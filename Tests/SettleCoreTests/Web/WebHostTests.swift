@@ -70,4 +70,24 @@ final class WebHostTests: WebConsoleTestCase {
         XCTAssertTrue(csrf.isValid(csrf.token(for: "local"), for: "local"))
         XCTAssertEqual(try get(base, "/").status, 200, "still answering")
     }
+
+    /// A loopback console with no users file behind a same-host proxy would be open to everyone
+    /// who reaches the proxy: a request a proxy forwarded is refused until there is a users file.
+    func testAProxiedRequest_isRefused_withoutAUsersFile_andServedWithOne() throws {
+        let engine = try sqlite()
+        try enqueue(engine.ledger, "o-1")
+        let open = try start(engine.ledger)
+        for header in [HTTPHeader("X-Forwarded-For", "203.0.113.9"), HTTPHeader("Forwarded", "for=203.0.113.9"),
+                       HTTPHeader("X-Real-IP", "203.0.113.9"), HTTPHeader("x-forwarded-for", "203.0.113.9")] {
+            let refused = try get(open, "/orders/o-1", headers: [header])
+            XCTAssertEqual(refused.status, 403, header.name)
+            XCTAssertTrue(text(refused).contains("set web.users_file"), header.name)
+            XCTAssertFalse(text(refused).contains("u-1"), header.name)
+        }
+        XCTAssertEqual(try get(open, "/orders/o-1").status, 200, "this machine's own browser")
+        let users = WebUsers(hashes: ["alice": WebPasswordHash.make("pw", iterations: 1000)])
+        let guarded = try start(engine.ledger, users: users)
+        XCTAssertEqual(try get(guarded, "/", headers: [HTTPHeader("X-Forwarded-For", "203.0.113.9"), Self.basic("alice", "pw")]).status, 200)
+        XCTAssertEqual(try get(guarded, "/", headers: [HTTPHeader("X-Forwarded-For", "203.0.113.9")]).status, 401)
+    }
 }
