@@ -42,6 +42,14 @@ extension ConfigurationDecoder {
         notifications.limits.maxBodyBytes = try o.integer("max_body_bytes", default: 64 * 1024, range: 1024...(1 << 20))
         notifications.limits.timeoutSeconds = try o.integer("timeout_seconds", default: 10, range: 1...300)
         notifications.limits.maxConnections = try o.integer("max_connections", default: 64, range: 1...10_000)
+        if o.value("max_connections_per_client") != nil {
+            let perClient = try o.integer("max_connections_per_client", default: 16, range: 1...10_000)
+            guard perClient <= notifications.limits.maxConnections else {
+                throw ConfigError("\(o.name("max_connections_per_client")): \(perClient) is over max_connections "
+                                  + "(\(notifications.limits.maxConnections))")
+            }
+            notifications.limits.maxConnectionsPerClient = perClient
+        }
         notifications.historyIntervalSeconds = try o.number("history_interval_seconds", default: 3600, range: 10...86_400)
         if let text = try o.string("backfill_since") {
             guard let ms = Self.rfc3339Milliseconds(text) else {

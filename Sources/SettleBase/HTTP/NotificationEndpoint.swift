@@ -12,11 +12,20 @@ package final class NotificationEndpoint: Sendable {
         /// (headers to last body byte) may take: a slow sender cannot hold a connection longer.
         package var timeoutSeconds: Int
         package var maxConnections: Int
+        /// Connections one client address may hold at once: a quarter of `maxConnections` unless
+        /// configured, so one client cannot take every connection while the stores are shut out.
+        /// Behind a reverse proxy every request comes from the proxy: raise it to `maxConnections`.
+        package var maxConnectionsPerClient: Int?
 
-        package init(maxBodyBytes: Int = 64 * 1024, timeoutSeconds: Int = 10, maxConnections: Int = 64) {
+        /// What one client may hold when the configuration says nothing.
+        package var perClient: Int { min(maxConnections, maxConnectionsPerClient ?? max(1, maxConnections / 4)) }
+
+        package init(maxBodyBytes: Int = 64 * 1024, timeoutSeconds: Int = 10, maxConnections: Int = 64,
+                     maxConnectionsPerClient: Int? = nil) {
             self.maxBodyBytes = maxBodyBytes
             self.timeoutSeconds = timeoutSeconds
             self.maxConnections = maxConnections
+            self.maxConnectionsPerClient = maxConnectionsPerClient
         }
     }
 
@@ -45,7 +54,7 @@ package final class NotificationEndpoint: Sendable {
         }
         let settings = EmbeddedHTTPServer.Settings(threading: .pool(threads: 4), maxBodyBytes: limits.maxBodyBytes,
                                                    timeoutSeconds: limits.timeoutSeconds, maxConnections: limits.maxConnections,
-                                                   maxConnectionsPerClient: limits.maxConnections)
+                                                   maxConnectionsPerClient: limits.perClient)
         let routing = EmbeddedHTTPServer.Routing(
             screen: { head, _ in
                 guard head.method == "POST" else { return Self.refusal(405, "only POST is accepted", head, log) }
