@@ -21,6 +21,10 @@ extension Configuration {
         /// front of a non-loopback listener. settle web speaks plain HTTP; without this a
         /// non-loopback listener is refused, since basic auth would cross the network in clear.
         package var tlsInFront = false
+        /// `trusted_proxies`: the reverse proxies (IP addresses or CIDR ranges) whose
+        /// `X-Forwarded-For` names the client. Login throttling and per-client limits then count
+        /// the forwarded client's address, not the proxy's, which everyone behind it shares.
+        package var trustedProxies: [AddressRange] = []
 
         package static let defaultListen = "127.0.0.1:8480"
 
@@ -48,6 +52,12 @@ extension ConfigurationDecoder {
         }
         web.actions = try o.bool("actions", default: false)
         web.tlsInFront = try o.bool("tls_in_front", default: false)
+        for text in try o.stringArray("trusted_proxies") ?? [] {
+            guard let range = AddressRange(text) else {
+                throw ConfigError("\(o.name("trusted_proxies")): \"\(text)\" is not an IP address or CIDR range (like 127.0.0.1 or 10.0.0.0/8)")
+            }
+            web.trustedProxies.append(range)
+        }
         if let hosts = try o.stringArray("hosts") {
             for host in hosts where host.isEmpty || host.contains(where: { " /@?#".contains($0) }) || host.hasPrefix(":") {
                 throw ConfigError("\(o.name("hosts")): \"\(host)\" is not a host name, name:port or [IPv6] address")

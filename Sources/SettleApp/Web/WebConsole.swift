@@ -22,6 +22,11 @@ package final class WebConsole: Sendable {
     let csrf: CSRFToken
     let throttle: LoginThrottle
     let allowedHosts: AllowedHosts
+    /// Who a request is from (the forwarded client behind `web.trusted_proxies`).
+    let clients: ClientAddress
+    /// Requests being answered per client: behind a trusted proxy the TCP per-address limit
+    /// would apply to everyone at once, so it is kept here, per forwarded client.
+    let inFlight: PerClientLimit
     private let server: EmbeddedHTTPServer
 
     package var port: Int { server.port }
@@ -45,8 +50,15 @@ package final class WebConsole: Sendable {
         csrf = CSRFToken(time: time)
         throttle = LoginThrottle(time: time)
         let core = Handler()
-        let settings = EmbeddedHTTPServer.Settings(threading: .pool(threads: 2), maxBodyBytes: 64 * 1024, timeoutSeconds: 30,
-                                                   maxConnections: 64, maxConnectionsPerClient: 16)
+        clients = ClientAddress(trusted: configuration.web.trustedProxies)
+        inFlight = PerClientLimit(limit: Self.perClient)
+        // Behind a trusted proxy every connection comes from the proxy: the per-client limit is
+        // then the forwarded client's, per request, not the TCP peer's.
+        // More threads than password checks may run at once (one per core): a flood of logins
+        // leaves threads for signed-in users, whose headers are answered from the cache.
+        let settings = EmbeddedHTTPServer.Settings(threading: .pool(threads: 2 + ProcessInfo.processInfo.activeProcessorCount), maxBodyBytes: 64 * 1024, timeoutSeconds: 30,
+                                                   maxConnections: configuration.web.trustedProxies.isEmpty ? 64 : 256,
+                                                   maxConnectionsPerClient: configuration.web.trustedProxies.isEmpty ? Self.perClient : nil)
         let routing = EmbeddedHTTPServer.Routing(
             screen: { head, _ in
                 ["GET", "HEAD", "POST"].contains(head.method) ? nil
@@ -104,20 +116,31 @@ package final class WebConsole: Sendable {
                                         + "who reaches the proxy could read the ledger; set web.users_file (settle web-passwd NAME) "
                                         + "so every request needs a password")
         }
+        let client = clients.of(request)
+        guard inFlight.enter(client) else {
+            return WebResponse.text(503, "too many requests at once from \(client); try again in a moment",
+                                    extra: [HTTPHeader("Retry-After", "1")])
+        }
+        defer { inFlight.leave(client) }
         var operatorName = "local"
         if let users {
-            let client = request.client?.hostText ?? "unknown"
-            if let wait = throttle.retryAfter(client) {
+            let authorization = request.header("Authorization")
+            // A header checked right before is a signed-in user: never throttled by others' failures.
+            if !users.isKnown(authorization: authorization),
+               let wait = throttle.retryAfter(client: client, user: WebUsers.name(in: authorization)) {
                 return WebResponse.text(429, "too many failed logins from \(client); try again in \(wait) s",
                                         extra: [HTTPHeader("Retry-After", String(wait))])
             }
-            switch users.check(authorization: request.header("Authorization")) {
+            switch users.check(authorization: authorization) {
             case let .user(name):
                 operatorName = name
             case .missing:
                 return Self.unauthorized
+            case .busy:
+                return WebResponse.text(503, "settle web is checking other passwords; try again in a moment",
+                                        extra: [HTTPHeader("Retry-After", "1")])
             case let .refused(name):
-                throttle.recordFailure(client)
+                throttle.recordFailure(client: client, user: name)
                 log.warning("web.login_failed", ["user": name, "client": client])
                 return Self.unauthorized
             }
@@ -133,6 +156,9 @@ package final class WebConsole: Sendable {
             return WebPage.problem(500, "Something went wrong", detail: "\(error)", request: web, console: self)
         }
     }
+
+    /// Connections (requests, behind a trusted proxy) one client may have at once.
+    static let perClient = 16
 
     /// Headers a reverse proxy adds: a request carrying one did not come from this machine's own user.
     static let proxyHeaders = ["Forwarded", "X-Forwarded-For", "X-Real-IP"]

@@ -15,7 +15,10 @@ final class WebUsers: Sendable {
 
     var names: [String] { hashes.keys.sorted() }
 
-    init(hashes: [String: WebPasswordHash]) { self.hashes = hashes }
+    init(hashes: [String: WebPasswordHash], concurrentChecks: Int = ProcessInfo.processInfo.activeProcessorCount) {
+        self.hashes = hashes
+        checks = DispatchSemaphore(value: max(1, concurrentChecks))
+    }
 
     /// Parses the file's text; `source` names it in errors (a line number, never a line's text).
     static func parse(_ text: String, source: String) throws(ConfigError) -> WebUsers {
@@ -53,6 +56,28 @@ final class WebUsers: Sendable {
         case missing
         /// Wrong name or password; the name sent, to log (never the password).
         case refused(String)
+        /// Every password check slot is busy (a flood of logins): try again in a moment.
+        case busy
+    }
+
+    /// Password checks running at once: at most one per core, so a flood of logins (each
+    /// ≈ 0.13 s of PBKDF2) cannot take every thread from signed-in users, whose headers are
+    /// answered from the cache without a check.
+    let checks: DispatchSemaphore
+
+    /// The name an `Authorization: Basic ...` header sends, before any check (for the throttle).
+    static func name(in authorization: String?) -> String? {
+        guard let header = authorization, header.count > 6, header.prefix(6).lowercased() == "basic ",
+              let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+              let pair = String(data: decoded, encoding: .utf8), let colon = pair.firstIndex(of: ":") else { return nil }
+        return String(pair[..<colon].prefix(64))
+    }
+
+    /// Whether the header was checked and found right before (no PBKDF2, no throttle).
+    func isKnown(authorization: String?) -> Bool {
+        guard let header = authorization else { return false }
+        let key = HMACSHA256.hex(key: cacheKey, message: Data(header.utf8))
+        return verified.withLock { $0[key] } != nil
     }
 
     /// Checks an `Authorization: Basic ...` header.
@@ -62,6 +87,8 @@ final class WebUsers: Sendable {
         if let name = verified.withLock({ $0[key] }) { return .user(name) }
         guard let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
               let pair = String(data: decoded, encoding: .utf8), let colon = pair.firstIndex(of: ":") else { return .refused("") }
+        guard checks.wait(timeout: .now()) == .success else { return .busy }
+        defer { checks.signal() }
         let name = String(pair[..<colon]), password = String(pair[pair.index(after: colon)...])
         // An unknown name costs the same as a wrong password: the time tells nothing of who exists.
         let hash = hashes[name] ?? Self.decoy

@@ -98,4 +98,89 @@ final class WebAuthTests: WebConsoleTestCase {
         XCTAssertThrowsError(try WebUsers.parse("alice:\(good)\nalice:\(good)\n", source: "web.users_file"))
         XCTAssertThrowsError(try WebUsers.parse("# nobody\n", source: "web.users_file"))
     }
+
+    // MARK: - Behind a proxy (issue 32: one throttle locked every support person out)
+
+    func proxied(_ users: WebUsers) throws -> String {
+        var configuration = try world.configuration()
+        configuration.web.trustedProxies = [try XCTUnwrap(AddressRange("127.0.0.0/8"))]
+        return try start(try sqlite().ledger, users: users, configuration: configuration)
+    }
+
+    func from(_ client: String) -> HTTPHeader { HTTPHeader("X-Forwarded-For", "\(client), 127.0.0.9") }
+
+    func testBehindATrustedProxy_failuresCountPerForwardedClient_neverForEveryoneBehindIt() throws {
+        let base = try proxied(users([("alice", "correct horse"), ("bob", "battery")]))
+        for _ in 0..<5 {
+            XCTAssertEqual(try get(base, "/", headers: [from("203.0.113.66"), Self.basic("alice", "wrong")]).status, 401)
+        }
+        XCTAssertEqual(try get(base, "/", headers: [from("203.0.113.66"), Self.basic("bob", "battery")]).status, 429,
+                       "the guesser's own address waits")
+        XCTAssertEqual(try get(base, "/", headers: [from("203.0.113.7"), Self.basic("bob", "battery")]).status, 200,
+                       "another support person behind the same proxy signs in")
+        XCTAssertEqual(try get(base, "/", headers: [from("203.0.113.8"), Self.basic("alice", "correct horse")]).status, 200,
+                       "so does alice, whose name was guessed")
+    }
+
+    func testAnUntrustedPeersForwardedFor_isIgnored() throws {
+        let base = try start(try sqlite().ledger, users: users([("alice", "correct horse")]))
+        for i in 0..<5 {
+            XCTAssertEqual(try get(base, "/", headers: [from("198.51.100.\(i)"), Self.basic("alice", "wrong")]).status, 401)
+        }
+        XCTAssertEqual(try get(base, "/", headers: [from("198.51.100.99"), Self.basic("alice", "wrong")]).status, 429,
+                       "a forged X-Forwarded-For does not make a new client")
+    }
+
+    func testAUserGuessedFromManyAddresses_waitsForThoseWhoFailed_neverForACorrectPasswordFromAnotherClient() throws {
+        let base = try proxied(users([("alice", "correct horse")]))
+        for i in 0..<20 {
+            XCTAssertEqual(try get(base, "/", headers: [from("198.51.100.\(i)"), Self.basic("alice", "guess-\(i)")]).status, 401)
+        }
+        XCTAssertEqual(try get(base, "/", headers: [from("198.51.100.3"), Self.basic("alice", "guess-x")]).status, 429,
+                       "an address that failed already waits once the user's name is under attack")
+        XCTAssertEqual(try get(base, "/", headers: [from("198.51.100.3"), Self.basic("alice", "correct horse")]).status, 429)
+        XCTAssertEqual(try get(base, "/", headers: [from("203.0.113.20"), Self.basic("alice", "correct horse")]).status, 200,
+                       "alice herself, from a client with no failures, is heard")
+        XCTAssertEqual(try get(base, "/", headers: [from("198.51.100.3"), Self.basic("alice", "correct horse")]).status, 200,
+                       "and once her password was checked right, her header is known everywhere")
+    }
+
+    func testPasswordChecks_whenEverySlotIsBusy_answer503_whileASignedInUserIsServed() throws {
+        let users = WebUsers(hashes: ["alice": WebPasswordHash.make("correct horse", iterations: 1000)], concurrentChecks: 1)
+        let base = try start(try sqlite().ledger, users: users)
+        XCTAssertEqual(try get(base, "/", headers: [Self.basic("alice", "correct horse")]).status, 200)
+        users.checks.wait()   // a check in progress holds the one slot
+        let busy = try get(base, "/", headers: [Self.basic("alice", "anything else")])
+        XCTAssertEqual(busy.status, 503)
+        XCTAssertEqual(busy.header("Retry-After"), "1")
+        XCTAssertEqual(try get(base, "/", headers: [Self.basic("alice", "correct horse")]).status, 200, "the signed-in header needs no check")
+        users.checks.signal()
+        XCTAssertEqual(try get(base, "/", headers: [Self.basic("alice", "anything else")]).status, 401)
+    }
+
+    func testClientAddress_andThePerClientLimit() throws {
+        let trusted = ClientAddress(trusted: [try XCTUnwrap(AddressRange("10.0.0.0/8")), try XCTUnwrap(AddressRange("::1"))])
+        let proxy = ListenAddress("10.1.2.3:0"), other = ListenAddress("192.0.2.5:0")
+        func request(_ peer: ListenAddress?, _ xff: [String]) -> HTTPServerRequest {
+            HTTPServerRequest(method: "GET", path: "/", headers: xff.map { HTTPHeader("X-Forwarded-For", $0) }, client: peer)
+        }
+        XCTAssertEqual(trusted.of(request(proxy, ["203.0.113.9, 10.0.0.7"])), "203.0.113.9", "the right-most untrusted hop")
+        XCTAssertEqual(trusted.of(request(proxy, ["6.6.6.6, 203.0.113.9"])), "203.0.113.9", "a client's own forged hops are left of it")
+        XCTAssertEqual(trusted.of(request(proxy, ["6.6.6.6", "203.0.113.9"])), "203.0.113.9", "several headers are one list")
+        XCTAssertEqual(trusted.of(request(proxy, [])), "10.1.2.3", "nothing forwarded: the proxy itself")
+        XCTAssertEqual(trusted.of(request(proxy, ["not-an-address"])), "unreadable-forwarded-address")
+        XCTAssertEqual(trusted.of(request(other, ["203.0.113.9"])), "192.0.2.5", "an untrusted peer's header is ignored")
+        XCTAssertNil(AddressRange("10.0.0.0/33"))
+        XCTAssertNil(AddressRange("example.com"))
+        XCTAssertTrue(try XCTUnwrap(AddressRange("127.0.0.1")).contains(try XCTUnwrap(AddressRange.parse("::ffff:127.0.0.1"))))
+        let limit = PerClientLimit(limit: 2)
+        XCTAssertTrue(limit.enter("a"))
+        XCTAssertTrue(limit.enter("a"))
+        XCTAssertFalse(limit.enter("a"), "a third at once")
+        XCTAssertTrue(limit.enter("b"), "another client is not held by the first")
+        limit.leave("a")
+        XCTAssertTrue(limit.enter("a"))
+        _ = try world.writeConfig(overrides: [("web", .object([("trusted_proxies", .array([.string("127.0.0.1"), .string("bad/8")]))]))])
+        XCTAssertThrowsError(try world.configuration()) { XCTAssertTrue("\($0)".contains("web.trusted_proxies: \"bad/8\""), "\($0)") }
+    }
 }
