@@ -22,20 +22,44 @@ package struct StatusReport: Sendable {
     /// Reads the report. An Apple or Google order id in `filter.transactionId` is looked up with
     /// the store first when it is configured for that (the purchases behind it are then listed),
     /// else matched locally.
+    /// The stores' order lookups a report may use: nil ones are matched locally only.
+    package struct StoreLookups: Sendable {
+        package var apple: AppleOrderLookup?
+        package var google: GooglePlayOrderLookup?
+
+        package init(apple: AppleOrderLookup? = nil, google: GooglePlayOrderLookup? = nil) {
+            self.apple = apple
+            self.google = google
+        }
+
+        /// No store is asked: what the console's GET pages and `/api/status` use (named so that it is
+        /// never read as `Optional.none`, which would mean "the configured ones").
+        package static let localOnly = StoreLookups()
+
+        /// Each store the configuration sets up for it (`server_api`, `google_play`).
+        package static func configured(_ configuration: Configuration, time: any TimeSource) throws(ConfigError) -> StoreLookups {
+            StoreLookups(apple: try AppleOrderLookup.configured(configuration, time: time),
+                         google: try GooglePlayOrderLookup.configured(configuration, time: time))
+        }
+    }
+
+    /// `lookups` nil: the stores the configuration sets up (`settle status`, one lookup a process).
     package static func read(_ ledger: any SettleLedger, filter: OrderFilter, configuration: Configuration,
-                             time: any TimeSource) throws -> StatusReport {
+                             time: any TimeSource, lookups given: StoreLookups? = nil) throws -> StatusReport {
         var filter = filter
+        let id = filter.transactionId ?? ""
+        let lookups = try given ?? StoreLookups(
+            apple: AppleOrderLookup.isOrderId(id) ? AppleOrderLookup.configured(configuration, time: time) : nil,
+            google: GooglePlayOrderLookup.isOrderId(id) ? GooglePlayOrderLookup.configured(configuration, time: time) : nil)
         var appleOrder: AppleOrderLookup.Result?
-        if let id = filter.transactionId, AppleOrderLookup.isOrderId(id),
-           let lookup = try AppleOrderLookup.configured(configuration, time: time) {
+        if let id = filter.transactionId, AppleOrderLookup.isOrderId(id), let lookup = lookups.apple {
             appleOrder = lookup.lookUp(id)
             if case let .found(_, _, purchases) = appleOrder {
                 filter.transactionIds = purchases.flatMap { [$0.transactionId, $0.originalTransactionId] }
             }
         }
         var googleOrder: GooglePlayOrderLookup.Result?
-        if let id = filter.transactionId, GooglePlayOrderLookup.isOrderId(id),
-           let lookup = try GooglePlayOrderLookup.configured(configuration, time: time) {
+        if let id = filter.transactionId, GooglePlayOrderLookup.isOrderId(id), let lookup = lookups.google {
             googleOrder = lookup.lookUp(id)
             if case let .found(order, _) = googleOrder {
                 filter.googleOrder = GoogleOrderMatch(orderId: order.orderId, token: order.purchaseToken)

@@ -11,7 +11,7 @@ enum OverviewPage {
     static func render(_ request: WebRequest, console: WebConsole) throws -> HTTPServerResponse {
         let now = console.time.unixSeconds
         let report = try StatusReport.read(console.ledger, filter: OrderFilter(limit: 15), configuration: console.configuration,
-                                           time: console.time)
+                                           time: console.time, lookups: .localOnly)
         let summary = report.summary
         let waiting = try console.ledger.attentionByReason()
         let hours = try console.ledger.settlementsPerHour(since: now - 7 * 86400)

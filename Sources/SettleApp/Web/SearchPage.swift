@@ -12,6 +12,9 @@ enum SearchPage {
         let now = console.time.unixSeconds
         var results: Markup = .empty
         var heading = "Search"
+        if request.method == "POST", let id = request.form["lookup"] {
+            return try lookUp(id.trimmingCharacters(in: .whitespacesAndNewlines), request, console: console)
+        }
         if request.method == "POST" {
             guard !request.isCrossSite else { return WebActions.crossSite(request, console: console) }
             let text = (request.form["purchase_token"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
@@ -37,20 +40,71 @@ enum SearchPage {
         add(try console.ledger.summary(OrderFilter(userId: q, limit: 50)).orders)
         var byTransaction = OrderFilter(limit: 50)
         byTransaction.transactionId = q
-        let report = try StatusReport.read(console.ledger, filter: byTransaction, configuration: console.configuration, time: console.time)
+        // A GET never asks a store: any page can make a browser send one (an image, a link).
+        let report = try StatusReport.read(console.ledger, filter: byTransaction, configuration: console.configuration, time: console.time,
+                                           lookups: .localOnly)
         add(report.summary.orders)
         if q.count == 36, q.filter({ $0 == "-" }).count == 4 {
             add(try console.ledger.summary(OrderFilter(appAccountToken: q, limit: 50)).orders)
         }
-        var lookups: [Markup] = []
-        if let apple = report.appleOrder { lookups.append(WebPage.section("Apple order \(q)", id: "apple-order", WebPage.preformatted(StatusView.text(apple)))) }
-        if let google = report.googleOrder {
-            lookups.append(WebPage.section("Google order \(q)", id: "google-order",
-                                           WebPage.preformatted(StatusView.text(google, held: report.summary.matching))))
+        var offer: Markup = .empty
+        if let store = storeName(of: q) {
+            let token = console.csrf.token(for: request.operatorName)
+            offer = WebPage.section("Ask \(store) about order \(q)", id: "lookup", """
+                <form method="post" action="/search" class="action" id="lookup-form"><input type="hidden" name="csrf" value="\(token)">\
+                <input type="hidden" name="lookup" value="\(q)"><button type="submit">Look up \(q) with \(store)</button></form>
+                """)
         }
-        results = Markup.join(lookups) + WebPage.section("\(found.count) orders for “\(q)”", id: "results",
-                                                         WebPage.orderTable(found, now: now, id: "result-orders"))
+        results = offer + WebPage.section("\(found.count) orders for “\(q)”", id: "results",
+                                          WebPage.orderTable(found, now: now, id: "result-orders"))
         return page(results, query: q, request, console: console)
+    }
+
+    /// The store whose order id `q` looks like, when the configuration can ask it.
+    static func storeName(of q: String) -> String? {
+        if AppleOrderLookup.isOrderId(q) { return "Apple" }
+        if GooglePlayOrderLookup.isOrderId(q) { return "Google" }
+        return nil
+    }
+
+    /// `POST /search` with `lookup`: asks the store about its order id, with the same-site checks
+    /// and CSRF token the actions need, through the process's one client per store, at most
+    /// `ConsoleLookups.perMinute` a minute for each operator and client.
+    static func lookUp(_ q: String, _ request: WebRequest, console: WebConsole) throws -> HTTPServerResponse {
+        guard !request.isCrossSite else { return WebActions.crossSite(request, console: console) }
+        guard console.csrf.isValid(request.form["csrf"], for: request.operatorName) else {
+            console.log.warning("web.csrf_refused", ["user": request.operatorName, "action": "lookup"])
+            return WebPage.problem(403, "Form refused", detail: "the form has expired or did not come from this console: search again",
+                                   request: request, console: console)
+        }
+        guard storeName(of: q) != nil else {
+            return page("<p class=\"refusal\">\(q) is not an Apple order id or a Google order id (GPA.…)</p>", query: q, request,
+                        console: console, status: 400)
+        }
+        if let wait = console.lookups.admit("\(request.operatorName)@\(request.client)") {
+            return WebResponse.text(429, "at most \(console.lookups.perMinute) store lookups a minute; try again in \(wait) s",
+                                    extra: [HTTPHeader("Retry-After", String(wait))])
+        }
+        let lookups: StatusReport.StoreLookups
+        do { lookups = try console.lookups.lookups() } catch {
+            return page("<p class=\"refusal\">the store cannot be asked: \(error.message)</p>", query: q, request, console: console, status: 503)
+        }
+        var filter = OrderFilter(limit: 50)
+        filter.transactionId = q
+        let report = try StatusReport.read(console.ledger, filter: filter, configuration: console.configuration, time: console.time,
+                                           lookups: lookups)
+        console.log.info("web.store_lookup", ["user": request.operatorName, "order": q])
+        var sections: [Markup] = []
+        if let apple = report.appleOrder { sections.append(WebPage.section("Apple order \(q)", id: "apple-order", WebPage.preformatted(StatusView.text(apple)))) }
+        if let google = report.googleOrder {
+            sections.append(WebPage.section("Google order \(q)", id: "google-order",
+                                            WebPage.preformatted(StatusView.text(google, held: report.summary.matching))))
+        }
+        if sections.isEmpty { sections.append("<p class=\"muted\" id=\"lookup-none\">no store is configured to look up \(q)</p>") }
+        let now = console.time.unixSeconds
+        return page(Markup.join(sections) + WebPage.section("\(report.summary.orders.count) orders for “\(q)”", id: "results",
+                                                            WebPage.orderTable(report.summary.orders, now: now, id: "result-orders")),
+                    query: q, request, console: console)
     }
 
     static func page(_ results: Markup, query: String, _ request: WebRequest, console: WebConsole, status: Int = 200) -> HTTPServerResponse {

@@ -27,6 +27,8 @@ package final class WebConsole: Sendable {
     /// Requests being answered per client: behind a trusted proxy the TCP per-address limit
     /// would apply to everyone at once, so it is kept here, per forwarded client.
     let inFlight: PerClientLimit
+    /// Store lookups from the search page: one client per store for the process, POST only, limited per operator.
+    let lookups: ConsoleLookups
     private let server: EmbeddedHTTPServer
 
     package var port: Int { server.port }
@@ -51,6 +53,7 @@ package final class WebConsole: Sendable {
         throttle = LoginThrottle(time: time)
         let core = Handler()
         clients = ClientAddress(trusted: configuration.web.trustedProxies)
+        lookups = ConsoleLookups(configuration: configuration, time: time)
         inFlight = PerClientLimit(limit: Self.perClient)
         // Behind a trusted proxy every connection comes from the proxy: the per-client limit is
         // then the forwarded client's, per request, not the TCP peer's.
@@ -145,7 +148,7 @@ package final class WebConsole: Sendable {
                 return Self.unauthorized
             }
         }
-        let web = WebRequest(request, operatorName: operatorName)
+        let web = WebRequest(request, operatorName: operatorName, client: client)
         do {
             return try WebRoutes.route(web, console: self)
         } catch let error as LedgerError {

@@ -12,8 +12,11 @@ struct WebRequest: Sendable {
     var headers: [HTTPHeader]
     /// The operator: the basic-auth user, or "local" when the console has no users file.
     var operatorName: String
+    /// Who sent it: the TCP peer, or the forwarded client behind a trusted proxy (`ClientAddress`).
+    var client: String
 
-    init(_ request: HTTPServerRequest, operatorName: String) {
+    init(_ request: HTTPServerRequest, operatorName: String, client: String = "unknown") {
+        self.client = client
         method = request.method
         let target = request.path
         let path = target[..<(target.firstIndex(of: "?") ?? target.endIndex)]

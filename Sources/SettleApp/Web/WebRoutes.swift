@@ -50,7 +50,7 @@ enum WebRoutes {
             filter.transactionId = request.query["transaction"]
             filter.appAccountToken = request.query["app_account_token"]
             return WebResponse.json(200, try StatusReport.read(console.ledger, filter: filter, configuration: console.configuration,
-                                                               time: console.time).json)
+                                                               time: console.time, lookups: .localOnly).json)
         case ("orders", 2):
             guard let report = try OrderReport.read(console.ledger, orderId: s[1]) else {
                 return WebResponse.json(404, .object([("error", .string("no order \(s[1]) in the ledger"))]))

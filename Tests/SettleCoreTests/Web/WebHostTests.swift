@@ -5,6 +5,7 @@ import XCTest
 @testable import SettleBase
 @testable import SettleConfig
 @testable import SettleLedger
+import SettleSimulator
 
 /// DNS rebinding: a page on another site whose name re-resolves to the console's address is
 /// same-origin with it in the browser, but its requests carry its own name in `Host`. The
@@ -89,5 +90,45 @@ final class WebHostTests: WebConsoleTestCase {
         let guarded = try start(engine.ledger, users: users)
         XCTAssertEqual(try get(guarded, "/", headers: [HTTPHeader("X-Forwarded-For", "203.0.113.9"), Self.basic("alice", "pw")]).status, 200)
         XCTAssertEqual(try get(guarded, "/", headers: [HTTPHeader("X-Forwarded-For", "203.0.113.9")]).status, 401)
+    }
+}
+
+/// Store lookups from the console (issue 32): a GET never asks a store (any page can make a
+/// browser send one); an explicit POST with the console's CSRF token does, through one client
+/// per store for the process, at most ten a minute for an operator.
+final class WebLookupTests: WebConsoleTestCase {
+    func testAStoreOrderId_isLookedUpOnlyByAPostFromTheConsole_limitedPerOperator() throws {
+        _ = try world.writeConfig(serverAPI: true)
+        let bought = SimulatedSignedTransaction(transactionId: "2000000000000601", productId: world.coins, bundleId: world.bundleId,
+                                                purchaseDateMs: 1_764_410_645_000)
+        world.simulator.script(appleOrder: "MQ5Q8W3X2Z", [bought])
+        let engine = try sqlite()
+        try enqueue(engine.ledger, "o-601", transaction: "2000000000000601")
+        let base = try start(engine.ledger)
+        let lookups = { self.world.simulator.arrivals.filter { $0.contains("/inApps/v1/lookup/") }.count }
+        for _ in 0..<40 {   // what 40 cross-site image GETs send
+            let page = try get(base, "/search?q=MQ5Q8W3X2Z", headers: [HTTPHeader("Sec-Fetch-Site", "cross-site")])
+            XCTAssertEqual(page.status, 200)
+            XCTAssertFalse(text(page).contains("id=\"apple-order\""))
+        }
+        XCTAssertEqual(lookups(), 0, "no GET asked Apple")
+        let offer = text(try get(base, "/search?q=MQ5Q8W3X2Z"))
+        XCTAssertTrue(offer.contains("id=\"lookup-form\""), offer)
+        XCTAssertEqual(try post(base, "/search", [("lookup", "MQ5Q8W3X2Z")]).status, 403, "no token")
+        let token = try XCTUnwrap(offer.range(of: "name=\"csrf\" value=\"").map { offer[$0.upperBound...].prefix { $0 != "\"" } })
+        XCTAssertEqual(try post(base, "/search", [("csrf", String(token)), ("lookup", "MQ5Q8W3X2Z")],
+                                headers: [HTTPHeader("Sec-Fetch-Site", "cross-site")]).status, 403, "another site's form")
+        XCTAssertEqual(lookups(), 0)
+        let asked = try post(base, "/search", [("csrf", String(token)), ("lookup", "MQ5Q8W3X2Z")])
+        XCTAssertEqual(asked.status, 200)
+        XCTAssertTrue(text(asked).contains("id=\"apple-order\""), text(asked))
+        XCTAssertTrue(text(asked).contains("o-601"))
+        XCTAssertEqual(lookups(), 1)
+        for _ in 0..<9 { _ = try post(base, "/search", [("csrf", String(token)), ("lookup", "MQ5Q8W3X2Z")]) }
+        let limited = try post(base, "/search", [("csrf", String(token)), ("lookup", "MQ5Q8W3X2Z")])
+        XCTAssertEqual(limited.status, 429, "at most ten a minute")
+        XCTAssertEqual(lookups(), 10)
+        world.time.advance(by: 61)
+        XCTAssertEqual(try post(base, "/search", [("csrf", String(token)), ("lookup", "MQ5Q8W3X2Z")]).status, 200)
     }
 }
