@@ -135,6 +135,9 @@ package final class AppleSimulatorCore: Sendable {
         package var consumptionRequests: [AppleSimulator.ConsumptionRequest] = []
         package var appAccountTokenAnswers: [SimulatedServerAnswer] = []
         package var appAccountTokenRequests: [AppleSimulator.AppAccountTokenRequest] = []
+        /// Called before each Set App Account Token answer: a test advances its clock here to make
+        /// Apple slow (or wait out the client's timeout) without sleeping.
+        package var appAccountTokenTakes: (@Sendable () -> Void)?
         package var finishAnswers: [SimulatedServerAnswer] = []
         package var finishRequests: [AppleSimulator.FinishRequest] = []
     }

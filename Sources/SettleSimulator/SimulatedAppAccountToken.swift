@@ -18,6 +18,11 @@ extension AppleSimulator {
     }
 
     package var appAccountTokenRequests: [AppAccountTokenRequest] { core.state.withLock { $0.appAccountTokenRequests } }
+
+    /// `takes` runs before each Set App Account Token answer (a test's clock advanced: a slow Apple).
+    package func slowAppAccountToken(_ takes: @escaping @Sendable () -> Void) {
+        core.state.withLock { $0.appAccountTokenTakes = takes }
+    }
 }
 
 extension AppleSimulatorCore {
@@ -41,6 +46,7 @@ extension AppleSimulatorCore {
         let problem = credentials.map { $0.problem(with: request.header("Authorization"), now: time.unixSeconds) }
             ?? "the simulator has no Server API credentials"
         let token = (try? JSONValue.parse(request.body))?["appAccountToken"]?.looseString
+        state.withLock { $0.appAccountTokenTakes }?()
         let answer = state.withLock { s -> SimulatedServerAnswer in
             s.appAccountTokenRequests.append(.init(environment: environment, originalTransactionId: id, appAccountToken: token,
                                                    tokenProblem: problem))

@@ -37,6 +37,8 @@ class GooglePlayTestCase: EndToEndTestCase {
         let failFinishes = Mutex(0)
         /// How many acknowledge or consume requests still get a 400 (Google refusing) before the fake sees them.
         let refuseFinishes = Mutex(0)
+        /// The status the refused acknowledge or consume requests get (Google's 4xx or 5xx).
+        let refuseStatus = Mutex(400)
     }
     let tap = Tap()
 
@@ -71,7 +73,8 @@ class GooglePlayTestCase: EndToEndTestCase {
                     return HTTPServerResponse(status: 503)
                 }
                 if tap.refuseFinishes.withLock({ left in defer { left = max(0, left - 1) }; return left > 0 }) {
-                    return .json(400, Data(#"{"error": {"code": 400, "message": "The product is not owned by the user."}}"#.utf8))
+                    let status = tap.refuseStatus.withLock { $0 }
+                    return .json(status, Data(#"{"error": {"code": \#(status), "message": "The product is not owned by the user."}}"#.utf8))
                 }
             }
             return fake.handle(request)

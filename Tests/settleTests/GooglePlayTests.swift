@@ -245,6 +245,10 @@ final class GooglePlayTests: GooglePlayTestCase {
         let metrics = try String(contentsOfFile: world.folder + "/settle.prom", encoding: .utf8)
         XCTAssertTrue(metrics.contains("settle_play_ack_deadline_soon{bundle_id=\"com.example.game\",store=\"google_play\"} 1"), metrics)
 
+        // The failed acknowledge backs off like any other (issue 32, item 20); once it ends, Google is told.
+        let database = try SQLiteDatabase(path: world.ledgerPath, mode: .readWrite)
+        _ = try database.query("UPDATE orders SET next_attempt_at = 0 WHERE order_id = 'o-late'")
+        try database.close()
         try settle(expecting: 0, ["reconcile"])
         XCTAssertEqual(try state("o-late"), "finished")
         XCTAssertEqual(world.deliveries.count, 1)

@@ -3,6 +3,7 @@ import SettleApp
 import SettleTesting
 import XCTest
 import SettleBase
+import SettleGooglePlay
 import SettleLedger
 
 /// Every Google Play purchase settle has evidence was granted is acknowledged or consumed:
@@ -88,6 +89,45 @@ class PlayStoreFinishTests: GooglePlayTestCase {
         XCTAssertEqual(fake.product(token)?.acknowledgementState, .yetToBeAcknowledged)
     }
 
+    /// Issue 32, item 20: a 5xx, a 403 and a subscription's 409 on the acknowledge each back off
+    /// per order and count attempts like a refusal (they used to be asked every pass), and end
+    /// needs_attention at max_attempts with Google's refund clock shown.
+    func testEveryFailedAcknowledge_5xx_403_andASubscriptions409_backsOff_countsAttempts_thenNeedsAPerson() throws {
+        let subscription = token("f-sub")
+        fake.script(subscription: subscription, SubscriptionPurchaseV2(
+            rawSubscriptionState: "SUBSCRIPTION_STATE_ACTIVE", lineItems: [.init(productId: pro, expiryTime: "2099-01-01T00:00:00Z",
+                                                                  latestSuccessfulOrderId: "GPA.FS..0")],
+            latestOrderId: "GPA.FS..0", obfuscatedExternalAccountId: "u-1", startTime: "2026-12-01T10:00:00Z"))
+        let cases: [(order: String, token: String, product: String, status: Int)] = [
+            ("o-fs", subscription, pro, 409),
+            ("o-f5", scriptProduct("f5", product: unlock, orderId: "GPA.F5"), unlock, 503),
+            ("o-f3", scriptProduct("f3", product: unlock, orderId: "GPA.F3"), unlock, 403),
+        ]
+        for (order, token, product, status) in cases {
+            tap.finishCalls.withLock { $0 = [] }
+            tap.refuseStatus.withLock { $0 = status }
+            tap.refuseFinishes.withLock { $0 = 100 }
+            try enqueuePlay(order, token: token, product: product)
+            try settle(["reconcile"])
+            XCTAssertEqual(try self.order(order)["attempts"], .number(1), "\(status)")
+            XCTAssertEqual(finishes.count, 1, "\(status)")
+            for _ in 0..<3 { try settle(["reconcile"]) }
+            XCTAssertEqual(finishes.count, 1, "\(status): not asked again before the backoff ends")
+            for _ in 0..<2 {
+                try executeInLedger("UPDATE orders SET next_attempt_at = 0 WHERE order_id = '\(order)'")
+                try settle(["reconcile"])
+            }
+            let ended = try self.order(order)
+            XCTAssertEqual(ended["state"], .string("needs_attention"), "\(status)")
+            XCTAssertEqual(ended["reason"], .string("store_finish_refused"), "\(status)")
+            XCTAssertEqual(ended["attempts"], .number(3), "\(status)")
+            XCTAssertNotEqual(ended["google_refunds_at"], .null, "\(status): the refund clock is shown while a person decides")
+            XCTAssertEqual(finishes.count, 3, "\(status)")
+            tap.refuseFinishes.withLock { $0 = 0 }
+        }
+        XCTAssertEqual(Set(world.deliveries), ["GPA.F5 o-f5", "GPA.F3 o-f3", "GPA.FS..0 o-fs"], "each delivered once, never again")
+    }
+
     func testResolvedGrantedByHand_aPlayOrderThatHoldsItsPurchase_isAcknowledgedAtTheNextPass_neverDelivered() throws {
         let token = scriptProduct("h", product: unlock, orderId: "GPA.H-1")
         try enqueuePlay("o-h", token: token, product: unlock)
@@ -152,6 +192,7 @@ final class PlayStoreFinishPostgresTests: PlayStoreFinishTests {
     override func testHookAnsweringAlreadyGranted_forAPlayPurchase_isToldToGoogle_consumedAndFinished() throws { try super.testHookAnsweringAlreadyGranted_forAPlayPurchase_isToldToGoogle_consumedAndFinished() }
     override func testKill9MidHook_thenTheIdempotentHookAnswersAlreadyGranted_stillAcknowledges() throws { try super.testKill9MidHook_thenTheIdempotentHookAnswersAlreadyGranted_stillAcknowledges() }
     override func testGoogleRefusingTheAcknowledge_backsOff_countsAttempts_thenNeedsAPerson_withTheRefundClockShown() throws { try super.testGoogleRefusingTheAcknowledge_backsOff_countsAttempts_thenNeedsAPerson_withTheRefundClockShown() }
+    override func testEveryFailedAcknowledge_5xx_403_andASubscriptions409_backsOff_countsAttempts_thenNeedsAPerson() throws { try super.testEveryFailedAcknowledge_5xx_403_andASubscriptions409_backsOff_countsAttempts_thenNeedsAPerson() }
     override func testResolvedGrantedByHand_aPlayOrderThatHoldsItsPurchase_isAcknowledgedAtTheNextPass_neverDelivered() throws { try super.testResolvedGrantedByHand_aPlayOrderThatHoldsItsPurchase_isAcknowledgedAtTheNextPass_neverDelivered() }
     override func testResolveTransaction_takesAGoogleOrderId_forAPlayOrderThatWasNeverVerified() throws { try super.testResolveTransaction_takesAGoogleOrderId_forAPlayOrderThatWasNeverVerified() }
     override func testGrantRecordedByTheBackend_forAPlayPurchase_isConsumedWithGoogle_withoutDelivering() throws { try super.testGrantRecordedByTheBackend_forAPlayPurchase_isConsumedWithGoogle_withoutDelivering() }

@@ -73,7 +73,10 @@ package final class Reconciler: Sendable {
     package static func nextAttempt(_ order: Order, now: Int64, after delay: Double) -> Int64 {
         let next = now.saturatingAdding(Int64(saturating: delay.rounded()))
         guard let deadline = order.refundDeadline else { return next }
-        return min(next, max(now, deadline.saturatingSubtracting(Self.refundDeadlineMargin)))
+        let latest = deadline.saturatingSubtracting(Self.refundDeadlineMargin)
+        // Inside the margin (or past the deadline) the store is still asked, but once a minute at
+        // most: "at once" asked a failing store every pass (a subscription's 409: 21 calls in 15 s).
+        return latest > now ? min(next, latest) : min(next, now.saturatingAdding(Self.lastRetryInterval))
     }
 
     /// The pacer's priority for every call made for `order`: an order whose store refunds it
@@ -88,6 +91,8 @@ package final class Reconciler: Sendable {
 
     /// How long before a store's refund deadline the last retry is scheduled at the latest.
     package static let refundDeadlineMargin: Int64 = 3600
+    /// How often an order inside its refund deadline's margin is retried at most (seconds).
+    package static let lastRetryInterval: Int64 = 60
     /// How often a pass runs due revokes and refund-request answers while it drains (seconds).
     package static let obligationsInterval: Double = 60
 
@@ -807,10 +812,15 @@ package final class Reconciler: Sendable {
                 leaseLost(order, "finished")
             }
         case let .failed(message, configuration):
+            // Backs off per order and counts an attempt like a refusal, whatever the status and the
+            // product kind (a 5xx, a 403, a subscription's 400/409 used to be asked every pass);
+            // a person decides at max_attempts, with the store's refund clock shown.
+            let next = Reconciler.nextAttempt(order, now: now, after: policy.delay(afterAttempt: order.attempts + 1))
             let entry = HistoryEntry(at: now, kind: .delivery, outcome: "store_finish_failed", environment: purchase.environment,
                                      detail: message)
-            _ = try ledger.recordDelivered(orderId: order.orderId, owner: owner, fence: order.fencingToken,
-                                           error: "delivered; telling \(order.store.owner) failed: \(message)", history: entry)
+            let state = try ledger.recordStoreFinishRefused(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                                            error: "delivered; telling \(order.store.owner) failed: \(message)",
+                                                            nextAttemptAt: next, maxAttempts: policy.maxAttempts, history: entry)
             metrics?.observeStoreFinish(store: order.store.rawValue, outcome: configuration ? "configuration" : "failed")
             if !configuration {
                 // The store as a whole did not answer: its breaker hears of it, as of a verification.
@@ -819,11 +829,20 @@ package final class Reconciler: Sendable {
             if configuration {
                 log.error("\(order.store.logName).configuration_fault", ["order": order.orderId, "store": order.store.rawValue, "error": message])
                 pass.stop(order.store, configurationFault: message)
-            } else {
-                log.warning("order.store_finish_failed", ["order": order.orderId, "store": order.store.rawValue, "idempotency_key": key,
-                                                          "error": message, "why": "delivered; acknowledged at the next pass, never delivered again"])
             }
-            pass.count(.delivering)
+            switch state {
+            case nil:
+                leaseLost(order, "store_finish_failed")
+            case .needsAttention:
+                log.error("order.needs_attention", ["order": order.orderId, "store": order.store.rawValue,
+                                                    "reason": AttentionReason.storeFinishRefused.rawValue, "idempotency_key": key, "error": message])
+            default:
+                log.warning("order.store_finish_failed", ["order": order.orderId, "store": order.store.rawValue, "idempotency_key": key,
+                                                          "attempt": order.attempts + 1, "error": message,
+                                                          "why": "delivered; told the store after the backoff, never delivered again",
+                                                          "retry_at": Timestamp.rfc3339(unixSeconds: next)])
+            }
+            pass.count(state)
         case let .paced(message):
             let entry = HistoryEntry(at: now, kind: .delivery, outcome: "paced", environment: purchase.environment, detail: message)
             _ = try ledger.recordDelivered(orderId: order.orderId, owner: owner, fence: order.fencingToken,

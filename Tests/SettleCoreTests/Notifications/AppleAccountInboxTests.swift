@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SettleTesting
 import XCTest
 @testable import SettleApp
@@ -227,6 +228,38 @@ class AppleAccountInboxTests: XCTestCase {
         XCTAssertEqual(try ledger.accountTokenUpdate(orderId: "apple-541")?.attempts, 3)
         XCTAssertEqual(try order(ledger, "apple-541")?.state, .finished)
         XCTAssertEqual(world.simulator.appAccountTokenRequests.filter { $0.originalTransactionId == "541" }.count, 4)
+    }
+
+    /// Issue 32, item 19: Apple answering Set App Account Token slowly (each call waiting out the
+    /// client's timeout, on the test clock) holds a pass for its lent side-work time at most, the
+    /// watchdog is kicked after each call, and the rest of the batch is set in later passes.
+    func testAssign_whenAppleAnswersSetAppAccountTokenSlowly_aPassWaitsOnlyItsSideWorkTime_andKicksTheWatchdogPerCall() throws {
+        try configure()
+        let ledger = try makeLedger()
+        let (reconciler, inbox) = try settle(ledger)
+        let ids = ["560", "561", "562", "563"]
+        for id in ids {
+            _ = try tell(inbox, "ONE_TIME_CHARGE", accountPurchase(id, account: "acct-\(id)"))
+            try assign(ledger, "apple-\(id)", to: buyer)
+        }
+        let lent = reconciler.sideWorkSeconds
+        let clock = world.time
+        world.simulator.slowAppAccountToken { clock.advance(by: lent) }
+        let kicks = Mutex<[Int64]>([])
+        let start = clock.unixSeconds
+        _ = try reconciler.runPass(progress: { kicks.withLock { $0.append(clock.unixSeconds) } })
+        for id in ids { XCTAssertEqual(try order(ledger, "apple-\(id)")?.state, .finished) }
+        XCTAssertEqual(world.simulator.appAccountTokenRequests.count, 1,
+                       "one call spends the pass's lent time; the others wait for the next pass, not one timeout after another")
+        XCTAssertLessThanOrEqual(clock.unixSeconds - start, Int64(lent) + 1)
+        XCTAssertEqual(kicks.withLock { $0.last }, start + Int64(lent), "the watchdog is kicked after the slow call")
+        for _ in 0..<6 {
+            world.time.advance(by: 1)
+            _ = try reconciler.runPass()
+        }
+        XCTAssertEqual(Set(world.simulator.appAccountTokenRequests.map(\.originalTransactionId)), Set(ids))
+        for id in ids { XCTAssertEqual(try ledger.accountTokenUpdate(orderId: "apple-\(id)")?.state, "set", id) }
+        XCTAssertEqual(world.simulator.appAccountTokenRequests.count, ids.count, "each set once")
     }
 
     func testAssign_ofAPurchaseThePassDoesNotGrantTheUser_setsNoToken_andWithoutUserTokensNoneIsOwed() throws {

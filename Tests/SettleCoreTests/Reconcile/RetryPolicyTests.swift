@@ -70,7 +70,9 @@ final class RetryPolicyTests: XCTestCase {
         let late = order(.googlePlay, boughtAgo: window - 5400)
         XCTAssertEqual(Reconciler.nextAttempt(late, now: now, after: 6 * 3600), now + 1800, "an hour before Google refunds it at the latest")
         let later = order(.googlePlay, boughtAgo: window - 600)
-        XCTAssertEqual(Reconciler.nextAttempt(later, now: now, after: 6 * 3600), now, "past that hour: at once, every pass")
+        XCTAssertEqual(Reconciler.nextAttempt(later, now: now, after: 6 * 3600), now + Reconciler.lastRetryInterval,
+                       "past that hour: once a minute, never every pass")
+        XCTAssertEqual(Reconciler.nextAttempt(later, now: now, after: 10), now + 10, "a shorter backoff as it is")
         let apple = order(.appStore, boughtAgo: window - 600)
         XCTAssertEqual(Reconciler.nextAttempt(apple, now: now, after: 6 * 3600), now + 6 * 3600, "Apple refunds nothing unacknowledged")
         XCTAssertEqual(Reconciler.nextAttempt(fresh, now: now, after: .infinity), now + window - 60 - 3600, "a huge Retry-After is capped too")

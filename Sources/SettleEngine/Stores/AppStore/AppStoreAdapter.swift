@@ -69,8 +69,13 @@ package struct AppStoreAdapter: StoreAdapter {
     package func beforeClaims(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome { .idle }
 
     package func afterPass(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome {
-        try accountTokens?.run()
-        return try finishes?.work(work) ?? .idle
+        // Finish Transaction first (StoreKit keeps offering an unfinished transaction to the
+        // app); the account tokens then share what is left of the same lent time.
+        let finished = try finishes?.work(work) ?? .idle
+        switch finished {
+        case .storeUnavailable, .configurationFault, .paced: return finished
+        case .idle, .answered: return finished.then(try accountTokens?.run(work) ?? .idle)
+        }
     }
 
     package var listenerRoutes: [String: ListenerRoute] {
