@@ -39,6 +39,8 @@ package final class FakeGooglePlay: Sendable {
     package let pushKeyId: String
     package let time: any TimeSource
     package let state = Mutex(State())
+    /// Holds every API answer while the test says so (a slow Google, for as long as it needs).
+    package let hold = SimulatedHold()
     /// The quota each Play Developer API bucket enforces, nil for none (`limit(_:)`).
     package let rateLimit = Mutex<SimulatedRateLimit?>(nil)
 
@@ -135,6 +137,7 @@ package final class FakeGooglePlay: Sendable {
             let bearer = request.header("Authorization").flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
             return (s.apiFailures.isEmpty ? nil : s.apiFailures.removeFirst(), bearer.map(s.issuedAccessTokens.contains) ?? false)
         }
+        hold.pass()
         if let failure = late(failure) { return Self.respond(failure) }
         guard known else { return Self.error(401, reason: "authError", "Invalid Credentials") }
         if request.path.hasPrefix(ordersPrefix) { return orders(request, rest: String(request.path.dropFirst(ordersPrefix.count))) }

@@ -37,10 +37,12 @@ package final class Pass: Sendable {
         var named: [String]?
         /// The whole pass stops (a fault of the hook's or the ledger's).
         var stopped = false
-        /// Orders a batch claim took beyond the one its worker works on, in claim order: the
-        /// next workers take them before claiming again.
-        var claimed: [Order] = []
+        /// Orders a batch claim took beyond the one its worker works on, per store in claim
+        /// order: the next workers of that store take them before claiming again.
+        var claimed: [Store: [Order]] = [:]
         var stores: [Store: StoreWork]
+        /// Workers enlisted so far: each is given a home store in turn (`enlist`).
+        var enlisted = 0
         var report = PassReport()
         var error: (any Error)?
     }
@@ -97,21 +99,59 @@ package final class Pass: Sendable {
     /// Each store's breaker as the pass leaves it.
     package var breakers: [Store: StoreBreaker] { state.withLock { $0.stores.mapValues(\.breaker) } }
 
-    package func take() -> Next {
+    /// The home store of the next of `workers` workers: the pass's stores in turn, so each store
+    /// has its own share of the workers and a slow store holds only its own. Nil (every store's
+    /// orders, oldest and most urgent first, as one queue) when there are fewer workers than stores.
+    package func enlist(workers: Int) -> Store? {
+        state.withLock { s in
+            let stores = s.stores.keys.sorted { $0.rawValue < $1.rawValue }
+            guard !stores.isEmpty, workers >= stores.count else { return nil }
+            defer { s.enlisted += 1 }
+            return stores[s.enlisted % stores.count]
+        }
+    }
+
+    /// The next work for a worker at home in `home`: rescued deliveries and named orders first,
+    /// then its home store's claimed and due orders; once its home store has nothing left this
+    /// pass, another store's. A store's slow answers thus hold its own workers, never all of them.
+    package func take(home: Store? = nil) -> Next {
         let stopRequested = shouldStop()
         return state.withLock { s in
             if s.stopped || stopRequested { return .stop }
             if let id = s.redeliver.popLast() { return .redeliver(id) }
-            if !s.claimed.isEmpty { return .claimed(s.claimed.removeFirst()) }
             if s.named != nil {
                 guard let id = s.named!.popLast() else { return .stop }
                 return .named(id)
             }
+            func next(_ store: Store) -> Next? {
+                if var orders = s.claimed[store], !orders.isEmpty {
+                    let order = orders.removeFirst()
+                    s.claimed[store] = orders.isEmpty ? nil : orders
+                    return .claimed(order)
+                }
+                guard var work = s.stores[store], !work.stopped, !work.noMoreDue else { return nil }
+                if let left = work.probesLeft {
+                    guard left > 0 else { return nil }
+                    work.probesLeft = left - 1
+                    s.stores[store] = work
+                    return .probe(store)
+                }
+                return work.paced ? nil : .due([store])
+            }
+            if let home {
+                if let work = next(home) { return work }
+                for store in Store.allCases where store != home {
+                    if let work = next(store) { return work }
+                }
+                return .stop
+            }
+            // No home: as one queue, probes first, then a claim across every open store.
             for store in Store.allCases {
-                guard var work = s.stores[store], !work.stopped, !work.noMoreDue, let left = work.probesLeft, left > 0 else { continue }
-                work.probesLeft = left - 1
-                s.stores[store] = work
-                return .probe(store)
+                if let orders = s.claimed[store], !orders.isEmpty { return next(store) ?? .stop }
+            }
+            for store in Store.allCases {
+                guard let work = s.stores[store], !work.stopped, !work.noMoreDue, let left = work.probesLeft, left > 0 else { continue }
+                return next(store) ?? .stop
             }
             let open = Set(s.stores.filter { !$0.value.stopped && !$0.value.noMoreDue && !$0.value.paced && $0.value.probesLeft == nil }.keys)
             return open.isEmpty ? .stop : .due(open)
@@ -142,14 +182,16 @@ package final class Pass: Sendable {
     /// Orders of a batch claim for the next workers.
     package func keepClaimed(_ orders: [Order]) {
         guard !orders.isEmpty else { return }
-        state.withLock { $0.claimed += orders }
+        state.withLock { s in
+            for order in orders { s.claimed[order.store, default: []].append(order) }
+        }
     }
 
     /// Claimed orders no worker took (the pass or their store stopped): the caller puts them back.
     package func unworkedClaims() -> [Order] {
         state.withLock { s in
-            defer { s.claimed = [] }
-            return s.claimed
+            defer { s.claimed = [:] }
+            return s.claimed.keys.sorted { $0.rawValue < $1.rawValue }.flatMap { s.claimed[$0] ?? [] }
         }
     }
 

@@ -325,11 +325,13 @@ package final class Reconciler: Sendable {
     }
 
     private func work(_ pass: Pass) {
+        // Each worker has a home store: a slow store holds its own workers, never another's orders.
+        let home = pass.enlist(workers: configuration.schedule.concurrency)
         do {
             while true {
                 // Before the claim: its lease runs until at least then plus its length.
                 let claimedAt = ledger.time.unixSeconds
-                guard let next = try nextOrder(pass) else { break }
+                guard let next = try nextOrder(pass, home: home) else { break }
                 do {
                     if next.state == .delivering {
                         pass.deliveries.put(DeliveryQueue.Leased(next, leasedAt: claimedAt))
@@ -364,9 +366,9 @@ package final class Reconciler: Sendable {
         pass.count(.needsAttention)
     }
 
-    private func nextOrder(_ pass: Pass) throws(LedgerError) -> Order? {
+    private func nextOrder(_ pass: Pass, home: Store?) throws(LedgerError) -> Order? {
         while true {
-            switch pass.take() {
+            switch pass.take(home: home) {
             case .stop: return nil
             case let .redeliver(id):
                 // Leased only now, when work on it starts: a queue of rescued deliveries never expires while it waits.
