@@ -12,6 +12,8 @@ package enum LedgerSchema {
     package static let pacerBucketsVersion = 14
     /// The migration that records support's transfers and redeliveries (`support_actions`).
     package static let supportActionsVersion = 15
+    /// The migration that names a side queue's claim's owner (`SideQueue`).
+    package static let sideClaimOwnersVersion = 16
 
     package static let migrations: [String] = [
         // 1: orders, deduplicated receipts, history, grants.
@@ -541,6 +543,29 @@ package enum LedgerSchema {
         );
         CREATE UNIQUE INDEX support_actions_open ON support_actions(order_id) WHERE state IN ('pending','waiting');
         CREATE INDEX support_actions_due ON support_actions(next_attempt_at) WHERE state = 'pending';
+        """,
+        // 16: who holds a side queue's claim (issue 32): host, pid and process start as an
+        // order's lease has them, so rescue takes a dead predecessor's claim back at once
+        // (`SideQueue`) instead of after its 15-minute lease.
+        """
+        ALTER TABLE apple_finishes ADD COLUMN claim_host TEXT;
+        ALTER TABLE apple_finishes ADD COLUMN claim_pid INTEGER;
+        ALTER TABLE apple_finishes ADD COLUMN claim_start TEXT;
+        ALTER TABLE revocations ADD COLUMN claim_host TEXT;
+        ALTER TABLE revocations ADD COLUMN claim_pid INTEGER;
+        ALTER TABLE revocations ADD COLUMN claim_start TEXT;
+        ALTER TABLE consumption_answers ADD COLUMN claim_host TEXT;
+        ALTER TABLE consumption_answers ADD COLUMN claim_pid INTEGER;
+        ALTER TABLE consumption_answers ADD COLUMN claim_start TEXT;
+        ALTER TABLE account_token_updates ADD COLUMN claim_host TEXT;
+        ALTER TABLE account_token_updates ADD COLUMN claim_pid INTEGER;
+        ALTER TABLE account_token_updates ADD COLUMN claim_start TEXT;
+        ALTER TABLE support_actions ADD COLUMN claim_host TEXT;
+        ALTER TABLE support_actions ADD COLUMN claim_pid INTEGER;
+        ALTER TABLE support_actions ADD COLUMN claim_start TEXT;
+        ALTER TABLE play_notifications ADD COLUMN claim_host TEXT;
+        ALTER TABLE play_notifications ADD COLUMN claim_pid INTEGER;
+        ALTER TABLE play_notifications ADD COLUMN claim_start TEXT;
         """,
     ]
 }

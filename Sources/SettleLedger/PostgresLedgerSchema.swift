@@ -441,6 +441,26 @@ package enum PostgresLedgerSchema {
         // index; without it every hour was a scan of the table (188 ms at 20,000 orders).
         """
         CREATE INDEX orders_state_updated ON orders(state, updated_at);
+        // 13: as the SQLite ledger's migration 16: who holds a side queue's claim.
+        """
+        ALTER TABLE apple_finishes ADD COLUMN claim_host TEXT;
+        ALTER TABLE apple_finishes ADD COLUMN claim_pid BIGINT;
+        ALTER TABLE apple_finishes ADD COLUMN claim_start TEXT;
+        ALTER TABLE revocations ADD COLUMN claim_host TEXT;
+        ALTER TABLE revocations ADD COLUMN claim_pid BIGINT;
+        ALTER TABLE revocations ADD COLUMN claim_start TEXT;
+        ALTER TABLE consumption_answers ADD COLUMN claim_host TEXT;
+        ALTER TABLE consumption_answers ADD COLUMN claim_pid BIGINT;
+        ALTER TABLE consumption_answers ADD COLUMN claim_start TEXT;
+        ALTER TABLE account_token_updates ADD COLUMN claim_host TEXT;
+        ALTER TABLE account_token_updates ADD COLUMN claim_pid BIGINT;
+        ALTER TABLE account_token_updates ADD COLUMN claim_start TEXT;
+        ALTER TABLE support_actions ADD COLUMN claim_host TEXT;
+        ALTER TABLE support_actions ADD COLUMN claim_pid BIGINT;
+        ALTER TABLE support_actions ADD COLUMN claim_start TEXT;
+        ALTER TABLE play_notifications ADD COLUMN claim_host TEXT;
+        ALTER TABLE play_notifications ADD COLUMN claim_pid BIGINT;
+        ALTER TABLE play_notifications ADD COLUMN claim_start TEXT;
         """,
     ]
 
@@ -456,4 +476,6 @@ package enum PostgresLedgerSchema {
     package static let pacerBucketsVersion = 10
     /// The migration that records support's transfers and redeliveries (`support_actions`).
     package static let supportActionsVersion = 11
+    /// The migration that names a side queue's claim's owner (`SideQueue`).
+    package static let sideClaimOwnersVersion = 13
 }
