@@ -441,6 +441,7 @@ package enum PostgresLedgerSchema {
         // index; without it every hour was a scan of the table (188 ms at 20,000 orders).
         """
         CREATE INDEX orders_state_updated ON orders(state, updated_at);
+        """,
         // 13: as the SQLite ledger's migration 16: who holds a side queue's claim.
         """
         ALTER TABLE apple_finishes ADD COLUMN claim_host TEXT;
