@@ -45,7 +45,9 @@ extension LedgerTransaction {
                 """, [.text(rescuer.host), .integer(now)])
             for row in owners {
                 guard let host = row.string("claim_host"), let pid = row.int("claim_pid"), let start = row.string("claim_start"),
-                      let pid32 = Int32(exactly: pid) else { continue }
+                      // kill(2) reads 0 and negative pids as process groups: such a row was not
+                      // written by settle, and its claim waits for its expiry.
+                      let pid32 = Int32(exactly: pid), pid32 > 0 else { continue }
                 let holder = LeaseOwner(host: host, pid: pid32, leaseStart: start)
                 guard holder != rescuer, holder.isKnownDead(comparedWith: rescuer) else { continue }
                 taken += try query("""
