@@ -90,3 +90,17 @@ extension LedgerContractTests {
         }
     }
 }
+
+extension LedgerContractTests {
+    /// A row naming pid 0 or a negative pid was not written by settle: kill(2) would read it as a
+    /// process group, so its claim is never judged by it and waits for its expiry.
+    func testSideQueueClaim_namingANonPositivePid_waitsForItsExpiry() throws {
+        try onEachBackEnd { b in
+            try finishedAppStoreOrder(b.store, "o-1", transaction: "1")
+            let forged = LeaseOwner(host: me.host, pid: -999_999, startTime: "1", bootId: me.bootId, pidNamespace: me.pidNamespace)
+            XCTAssertEqual(try b.store.claimDueAppleFinishes(limit: 1, leaseSeconds: 900, owner: forged).count, 1, b.name)
+            XCTAssertEqual(try b.store.rescue(owner: me).sideJobsTakenBack, 0, b.name)
+            XCTAssertTrue(try b.store.claimDueAppleFinishes(limit: 1, leaseSeconds: 900).isEmpty, b.name)
+        }
+    }
+}
