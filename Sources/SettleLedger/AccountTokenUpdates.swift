@@ -45,9 +45,9 @@ extension TransactionalLedger {
                 """, [.integer(now), .integer(Int64(limit))]).compactMap { $0.string("order_id") }
             return try due.compactMap { orderId in
                 guard let job = try db.query("""
-                    UPDATE account_token_updates SET claim = claim + 1, next_attempt_at = ?, updated_at = ?, \(SideQueue.owner(owner).sql)
+                    UPDATE account_token_updates SET claim = claim + 1, next_attempt_at = ?, updated_at = ?, \(SideQueue.owner(owner, until: now + leaseSeconds).sql)
                     WHERE order_id = ? RETURNING *
-                    """, [.integer(now + leaseSeconds), .integer(now)] + SideQueue.owner(owner).values + [.text(orderId)]).first.map(AccountTokenJob.init(row:)),
+                    """, [.integer(now + leaseSeconds), .integer(now)] + SideQueue.owner(owner, until: now + leaseSeconds).values + [.text(orderId)]).first.map(AccountTokenJob.init(row:)),
                     let order = try db.query("SELECT * FROM orders WHERE order_id = ?", [.text(orderId)]).first.map({ Order(row: $0) })
                 else { return nil }
                 return (job, order)

@@ -39,9 +39,9 @@ extension TransactionalLedger {
                 """, [.integer(now), .integer(Int64(limit))]).compactMap { $0.string("transaction_id") }
             return try due.compactMap { id in
                 try db.query("""
-                    UPDATE apple_finishes SET claim = claim + 1, next_attempt_at = ?, updated_at = ?, \(SideQueue.owner(owner).sql)
+                    UPDATE apple_finishes SET claim = claim + 1, next_attempt_at = ?, updated_at = ?, \(SideQueue.owner(owner, until: now + leaseSeconds).sql)
                     WHERE transaction_id = ? RETURNING *
-                    """, [.integer(now + leaseSeconds), .integer(now)] + SideQueue.owner(owner).values + [.text(id)]).first.map { row in
+                    """, [.integer(now + leaseSeconds), .integer(now)] + SideQueue.owner(owner, until: now + leaseSeconds).values + [.text(id)]).first.map { row in
                     AppleFinishJob(transactionId: id, orderId: row.string("order_id") ?? "", storedEnvironment: row.string("environment") ?? "",
                                    attempts: Int(row.int("attempts") ?? 0), claim: row.int("claim") ?? 0)
                 }

@@ -551,21 +551,27 @@ package enum LedgerSchema {
         ALTER TABLE apple_finishes ADD COLUMN claim_host TEXT;
         ALTER TABLE apple_finishes ADD COLUMN claim_pid INTEGER;
         ALTER TABLE apple_finishes ADD COLUMN claim_start TEXT;
+        ALTER TABLE apple_finishes ADD COLUMN claim_expires_at INTEGER;
         ALTER TABLE revocations ADD COLUMN claim_host TEXT;
         ALTER TABLE revocations ADD COLUMN claim_pid INTEGER;
         ALTER TABLE revocations ADD COLUMN claim_start TEXT;
+        ALTER TABLE revocations ADD COLUMN claim_expires_at INTEGER;
         ALTER TABLE consumption_answers ADD COLUMN claim_host TEXT;
         ALTER TABLE consumption_answers ADD COLUMN claim_pid INTEGER;
         ALTER TABLE consumption_answers ADD COLUMN claim_start TEXT;
+        ALTER TABLE consumption_answers ADD COLUMN claim_expires_at INTEGER;
         ALTER TABLE account_token_updates ADD COLUMN claim_host TEXT;
         ALTER TABLE account_token_updates ADD COLUMN claim_pid INTEGER;
         ALTER TABLE account_token_updates ADD COLUMN claim_start TEXT;
+        ALTER TABLE account_token_updates ADD COLUMN claim_expires_at INTEGER;
         ALTER TABLE support_actions ADD COLUMN claim_host TEXT;
         ALTER TABLE support_actions ADD COLUMN claim_pid INTEGER;
         ALTER TABLE support_actions ADD COLUMN claim_start TEXT;
+        ALTER TABLE support_actions ADD COLUMN claim_expires_at INTEGER;
         ALTER TABLE play_notifications ADD COLUMN claim_host TEXT;
         ALTER TABLE play_notifications ADD COLUMN claim_pid INTEGER;
         ALTER TABLE play_notifications ADD COLUMN claim_start TEXT;
+        ALTER TABLE play_notifications ADD COLUMN claim_expires_at INTEGER;
         """,
     ]
 }

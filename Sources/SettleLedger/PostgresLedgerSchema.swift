@@ -447,21 +447,27 @@ package enum PostgresLedgerSchema {
         ALTER TABLE apple_finishes ADD COLUMN claim_host TEXT;
         ALTER TABLE apple_finishes ADD COLUMN claim_pid BIGINT;
         ALTER TABLE apple_finishes ADD COLUMN claim_start TEXT;
+        ALTER TABLE apple_finishes ADD COLUMN claim_expires_at BIGINT;
         ALTER TABLE revocations ADD COLUMN claim_host TEXT;
         ALTER TABLE revocations ADD COLUMN claim_pid BIGINT;
         ALTER TABLE revocations ADD COLUMN claim_start TEXT;
+        ALTER TABLE revocations ADD COLUMN claim_expires_at BIGINT;
         ALTER TABLE consumption_answers ADD COLUMN claim_host TEXT;
         ALTER TABLE consumption_answers ADD COLUMN claim_pid BIGINT;
         ALTER TABLE consumption_answers ADD COLUMN claim_start TEXT;
+        ALTER TABLE consumption_answers ADD COLUMN claim_expires_at BIGINT;
         ALTER TABLE account_token_updates ADD COLUMN claim_host TEXT;
         ALTER TABLE account_token_updates ADD COLUMN claim_pid BIGINT;
         ALTER TABLE account_token_updates ADD COLUMN claim_start TEXT;
+        ALTER TABLE account_token_updates ADD COLUMN claim_expires_at BIGINT;
         ALTER TABLE support_actions ADD COLUMN claim_host TEXT;
         ALTER TABLE support_actions ADD COLUMN claim_pid BIGINT;
         ALTER TABLE support_actions ADD COLUMN claim_start TEXT;
+        ALTER TABLE support_actions ADD COLUMN claim_expires_at BIGINT;
         ALTER TABLE play_notifications ADD COLUMN claim_host TEXT;
         ALTER TABLE play_notifications ADD COLUMN claim_pid BIGINT;
         ALTER TABLE play_notifications ADD COLUMN claim_start TEXT;
+        ALTER TABLE play_notifications ADD COLUMN claim_expires_at BIGINT;
         """,
     ]
 

@@ -26,9 +26,14 @@ package struct SideQueue: Sendable {
         SideQueue(table: "play_notifications", expiry: "claimed_until"),
     ]
 
-    /// The assignments that name `owner` as a claim's owner, for a claim's `UPDATE ... SET`.
-    package static func owner(_ owner: LeaseOwner) -> (sql: String, values: [LedgerValue]) {
-        ("claim_host = ?, claim_pid = ?, claim_start = ?", [.text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart)])
+    /// The assignments that name `owner` as the owner of a claim that expires at `until` (the
+    /// job's new due time), for a claim's `UPDATE ... SET`. The expiry is kept apart so rescue
+    /// can tell a claim still in flight (its due time is still the claim's expiry) from a job
+    /// whose outcome was recorded with a backoff (a due time of its own): only the first is
+    /// taken back, so a dead process's backoffs are kept.
+    package static func owner(_ owner: LeaseOwner, until: Int64) -> (sql: String, values: [LedgerValue]) {
+        ("claim_host = ?, claim_pid = ?, claim_start = ?, claim_expires_at = ?",
+         [.text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart), .integer(until)])
     }
 }
 
@@ -41,7 +46,7 @@ extension LedgerTransaction {
         for queue in SideQueue.all {
             let owners = try query("""
                 SELECT DISTINCT claim_host, claim_pid, claim_start FROM \(queue.table)
-                WHERE state = 'pending' AND claim_host = ? AND \(queue.expiry) > ?
+                WHERE state = 'pending' AND claim_host = ? AND \(queue.expiry) > ? AND \(queue.expiry) = claim_expires_at
                 """, [.text(rescuer.host), .integer(now)])
             for row in owners {
                 guard let host = row.string("claim_host"), let pid = row.int("claim_pid"), let start = row.string("claim_start"),
@@ -51,8 +56,10 @@ extension LedgerTransaction {
                 let holder = LeaseOwner(host: host, pid: pid32, leaseStart: start)
                 guard holder != rescuer, holder.isKnownDead(comparedWith: rescuer) else { continue }
                 taken += try query("""
-                    UPDATE \(queue.table) SET claim = claim + 1, \(queue.expiry) = ?, claim_host = NULL, claim_pid = NULL, claim_start = NULL
+                    UPDATE \(queue.table) SET claim = claim + 1, \(queue.expiry) = ?, claim_host = NULL, claim_pid = NULL, claim_start = NULL,
+                           claim_expires_at = NULL
                     WHERE state = 'pending' AND claim_host = ? AND claim_pid = ? AND claim_start = ? AND \(queue.expiry) > ?
+                      AND \(queue.expiry) = claim_expires_at
                     RETURNING claim
                     """, [.integer(now), .text(host), .integer(pid), .text(start), .integer(now)]).count
             }

@@ -52,9 +52,9 @@ extension TransactionalLedger {
                 """, [.integer(now), .integer(Int64(limit))]).compactMap { $0.string("message_id") }
             return try due.compactMap { id in
                 try db.query("""
-                    UPDATE play_notifications SET claim = claim + 1, claimed_until = ?, \(SideQueue.owner(owner).sql)
+                    UPDATE play_notifications SET claim = claim + 1, claimed_until = ?, \(SideQueue.owner(owner, until: now + leaseSeconds).sql)
                     WHERE message_id = ? RETURNING *
-                    """, [.integer(now + leaseSeconds)] + SideQueue.owner(owner).values + [.text(id)]).first.map { PlayNotificationRecord(row: $0) }
+                    """, [.integer(now + leaseSeconds)] + SideQueue.owner(owner, until: now + leaseSeconds).values + [.text(id)]).first.map { PlayNotificationRecord(row: $0) }
             }
         }
     }

@@ -137,9 +137,9 @@ extension TransactionalLedger {
             return try due.compactMap { row in
                 guard let orderId = row.string("order_id"), let kind = row.string("kind"), let number = row.int("number") else { return nil }
                 guard let claimed = try db.query("""
-                    UPDATE support_actions SET claim = claim + 1, next_attempt_at = ?, updated_at = ?, \(SideQueue.owner(owner).sql)
+                    UPDATE support_actions SET claim = claim + 1, next_attempt_at = ?, updated_at = ?, \(SideQueue.owner(owner, until: now + leaseSeconds).sql)
                     WHERE order_id = ? AND kind = ? AND number = ? RETURNING *
-                    """, [.integer(now + leaseSeconds), .integer(now)] + SideQueue.owner(owner).values + [.text(orderId), .text(kind), .integer(number)]).first,
+                    """, [.integer(now + leaseSeconds), .integer(now)] + SideQueue.owner(owner, until: now + leaseSeconds).values + [.text(orderId), .text(kind), .integer(number)]).first,
                       let action = SupportAction(row: claimed),
                       let order = try db.query("SELECT * FROM orders WHERE order_id = ?", [.text(orderId)]).first.map({ Order(row: $0) })
                 else { return nil }

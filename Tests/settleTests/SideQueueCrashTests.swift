@@ -45,7 +45,7 @@ final class SideQueueCrashTests: EndToEndTestCase {
         let now = Int64(Date().timeIntervalSince1970)
         try SQLiteDatabase(path: world.ledgerPath, mode: .readWrite).execute("""
             UPDATE apple_finishes SET claim = claim + 1, next_attempt_at = \(now + 900), claim_host = '\(dead.host)',
-                   claim_pid = \(dead.pid), claim_start = '\(dead.leaseStart)'
+                   claim_pid = \(dead.pid), claim_start = '\(dead.leaseStart)', claim_expires_at = \(now + 900)
             """)
         _ = try settle(expecting: 0, ["reconcile"])
         XCTAssertEqual(world.simulator.finishRequests.map(\.transactionId), ["2000000950000021", "2000000950000021"],

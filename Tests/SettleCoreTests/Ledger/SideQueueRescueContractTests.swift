@@ -55,15 +55,15 @@ extension LedgerContractTests {
             let deadPid = LeaseOwner(host: me.host, pid: Int32.max - 1, startTime: "1", bootId: me.bootId, pidNamespace: me.pidNamespace)
             let now = world.time.unixSeconds
             let far = now + 900
-            let owner = "claim_host = '\(me.host)', claim_pid = \(deadPid.pid), claim_start = '\(deadPid.leaseStart)'"
+            let owner = "claim_host = '\(me.host)', claim_pid = \(deadPid.pid), claim_start = '\(deadPid.leaseStart)', claim_expires_at = \(far)"
             // Rows as a dead daemon of this host left them, claimed for 15 minutes; one per queue.
             try finishedAppStoreOrder(b.store, "o-1", transaction: "1")
             try b.execute("UPDATE apple_finishes SET claim = 1, next_attempt_at = \(far), \(owner)")
             try b.execute("""
                 INSERT INTO revocations(transaction_id, order_id, kind, state, attempts, next_attempt_at, claim, created_at, updated_at,
-                                        claim_host, claim_pid, claim_start)
+                                        claim_host, claim_pid, claim_start, claim_expires_at)
                 VALUES ('r-1', 'o-1', 'REFUND', 'pending', 0, \(far), 1, \(now), \(now), '\(me.host)', \(deadPid.pid),
-                        '\(deadPid.leaseStart)')
+                        '\(deadPid.leaseStart)', \(far))
                 """)
             let rescued = try b.store.rescue(owner: me)
             XCTAssertEqual(rescued.sideJobsTakenBack, 2, b.name)
@@ -101,6 +101,22 @@ extension LedgerContractTests {
             XCTAssertEqual(try b.store.claimDueAppleFinishes(limit: 1, leaseSeconds: 900, owner: forged).count, 1, b.name)
             XCTAssertEqual(try b.store.rescue(owner: me).sideJobsTakenBack, 0, b.name)
             XCTAssertTrue(try b.store.claimDueAppleFinishes(limit: 1, leaseSeconds: 900).isEmpty, b.name)
+        }
+    }
+}
+
+extension LedgerContractTests {
+    /// A job whose outcome a process recorded with a backoff before it died keeps its backoff:
+    /// only a claim still in flight (its due time still the claim's expiry) is taken back.
+    func testSideQueueJob_whoseDeadOwnerRecordedABackoff_keepsItsBackoff() throws {
+        try onEachBackEnd { b in
+            try finishedAppStoreOrder(b.store, "o-1", transaction: "1")
+            let deadPid = LeaseOwner(host: me.host, pid: Int32.max - 1, startTime: "1", bootId: me.bootId, pidNamespace: me.pidNamespace)
+            let job = try XCTUnwrap(try b.store.claimDueAppleFinishes(limit: 1, leaseSeconds: 900, owner: deadPid).first, b.name)
+            XCTAssertTrue(try b.store.recordAppleFinish(job, state: "pending", error: "503", nextAttemptAt: world.time.unixSeconds + 3600,
+                                                        countsAttempt: false, history: HistoryEntry(at: 0, kind: .delivery, outcome: "x")))
+            XCTAssertEqual(try b.store.rescue(owner: me).sideJobsTakenBack, 0, b.name)
+            XCTAssertTrue(try b.store.claimDueAppleFinishes(limit: 1, leaseSeconds: 900).isEmpty, "\(b.name): still backing off")
         }
     }
 }
