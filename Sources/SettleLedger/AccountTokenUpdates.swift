@@ -21,7 +21,7 @@ package struct AccountTokenJob: Sendable, Equatable {
 /// the binding granted it), so a token is never set on a purchase settle did not give the user.
 /// A failure never undoes the assignment: it is recorded in the order's history.
 extension TransactionalLedger {
-    package func claimDueAccountTokens(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(AccountTokenJob, Order)] {
+    package func claimDueAccountTokens(limit: Int, leaseSeconds: Int64, owner: LeaseOwner) throws(LedgerError) -> [(AccountTokenJob, Order)] {
         let now = time.unixSeconds
         return try writing { db in
             // An assigned purchase that ended rejected is not the user's: nothing to tell Apple.
@@ -45,9 +45,9 @@ extension TransactionalLedger {
                 """, [.integer(now), .integer(Int64(limit))]).compactMap { $0.string("order_id") }
             return try due.compactMap { orderId in
                 guard let job = try db.query("""
-                    UPDATE account_token_updates SET claim = claim + 1, next_attempt_at = ?, updated_at = ? WHERE order_id = ?
-                    RETURNING *
-                    """, [.integer(now + leaseSeconds), .integer(now), .text(orderId)]).first.map(AccountTokenJob.init(row:)),
+                    UPDATE account_token_updates SET claim = claim + 1, next_attempt_at = ?, updated_at = ?, \(SideQueue.owner(owner, until: now + leaseSeconds).sql)
+                    WHERE order_id = ? RETURNING *
+                    """, [.integer(now + leaseSeconds), .integer(now)] + SideQueue.owner(owner, until: now + leaseSeconds).values + [.text(orderId)]).first.map(AccountTokenJob.init(row:)),
                     let order = try db.query("SELECT * FROM orders WHERE order_id = ?", [.text(orderId)]).first.map({ Order(row: $0) })
                 else { return nil }
                 return (job, order)

@@ -29,7 +29,7 @@ package struct AppleFinishRecord: Sendable, Equatable {
 extension TransactionalLedger {
     /// Due Finish Transaction calls, each claimed for `leaseSeconds` (a host that dies holding
     /// one leaves it to the others that much later).
-    package func claimDueAppleFinishes(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [AppleFinishJob] {
+    package func claimDueAppleFinishes(limit: Int, leaseSeconds: Int64, owner: LeaseOwner = .current) throws(LedgerError) -> [AppleFinishJob] {
         guard try knowsAppleFinishes() else { return [] }
         let now = time.unixSeconds
         return try writing { db in
@@ -39,9 +39,9 @@ extension TransactionalLedger {
                 """, [.integer(now), .integer(Int64(limit))]).compactMap { $0.string("transaction_id") }
             return try due.compactMap { id in
                 try db.query("""
-                    UPDATE apple_finishes SET claim = claim + 1, next_attempt_at = ?, updated_at = ? WHERE transaction_id = ?
-                    RETURNING *
-                    """, [.integer(now + leaseSeconds), .integer(now), .text(id)]).first.map { row in
+                    UPDATE apple_finishes SET claim = claim + 1, next_attempt_at = ?, updated_at = ?, \(SideQueue.owner(owner, until: now + leaseSeconds).sql)
+                    WHERE transaction_id = ? RETURNING *
+                    """, [.integer(now + leaseSeconds), .integer(now)] + SideQueue.owner(owner, until: now + leaseSeconds).values + [.text(id)]).first.map { row in
                     AppleFinishJob(transactionId: id, orderId: row.string("order_id") ?? "", storedEnvironment: row.string("environment") ?? "",
                                    attempts: row.count("attempts"), claim: row.int("claim") ?? 0)
                 }

@@ -86,7 +86,7 @@ extension TransactionalLedger {
     /// whose delivery is in flight waits for it, and one whose order is being transferred waits
     /// for the transfer to see the refund (it then cancels itself, or this revoke when it took
     /// the goods back already), so the goods are taken back once, from whoever holds them. Each returned job is claimed for `leaseSeconds`.
-    package func claimDueRevocations(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(RevocationJob, Order)] {
+    package func claimDueRevocations(limit: Int, leaseSeconds: Int64, owner: LeaseOwner) throws(LedgerError) -> [(RevocationJob, Order)] {
         let now = time.unixSeconds
         return try writing { db in
             try db.query("""
@@ -106,11 +106,12 @@ extension TransactionalLedger {
                 """, [.integer(now), .integer(Int64(limit))]).compactMap { $0.string("job_transaction") }
             return try due.compactMap { transactionId in
                 try db.query("""
-                    UPDATE revocations SET claim = claim + 1, next_attempt_at = ?, updated_at = ? WHERE transaction_id = ?
+                    UPDATE revocations SET claim = claim + 1, next_attempt_at = ?, updated_at = ?, \(SideQueue.owner(owner, until: now + leaseSeconds).sql)
+                    WHERE transaction_id = ?
                     RETURNING claim AS job_claim, kind AS job_kind, attempts AS job_attempts, round AS job_round,
                               last_error AS job_error, order_id AS job_order, quantity AS job_quantity,
                               revocation_type AS job_revocation_type, revocation_percentage AS job_revocation_percentage
-                    """, [.integer(now + leaseSeconds), .integer(now), .text(transactionId)]).first.flatMap { job in
+                    """, [.integer(now + leaseSeconds), .integer(now)] + SideQueue.owner(owner, until: now + leaseSeconds).values + [.text(transactionId)]).first.flatMap { job in
                     try db.query("SELECT * FROM orders WHERE order_id = ?", [.from(job.string("job_order"))]).first.map { row in
                         let order = Order(row: row)
                         return (RevocationJob(transactionId: transactionId, orderId: order.orderId, kind: job.string("job_kind") ?? "REFUND",
@@ -190,7 +191,8 @@ extension TransactionalLedger {
     }
 
     /// Due refund-request answers, each claimed for `leaseSeconds` as revokes are.
-    package func claimDueConsumptionAnswers(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(ConsumptionJob, Order?)] {
+    package func claimDueConsumptionAnswers(limit: Int, leaseSeconds: Int64,
+                                           owner: LeaseOwner) throws(LedgerError) -> [(ConsumptionJob, Order?)] {
         let now = time.unixSeconds
         return try writing { db in
             let due = try db.query("""
@@ -199,9 +201,9 @@ extension TransactionalLedger {
                 """, [.integer(now), .integer(Int64(limit))]).compactMap { $0.string("notification_uuid") }
             return try due.compactMap { uuid in
                 try db.query("""
-                    UPDATE consumption_answers SET claim = claim + 1, next_attempt_at = ?, updated_at = ? WHERE notification_uuid = ?
-                    RETURNING *
-                    """, [.integer(now + leaseSeconds), .integer(now), .text(uuid)]).first.map { row in
+                    UPDATE consumption_answers SET claim = claim + 1, next_attempt_at = ?, updated_at = ?, \(SideQueue.owner(owner, until: now + leaseSeconds).sql)
+                    WHERE notification_uuid = ? RETURNING *
+                    """, [.integer(now + leaseSeconds), .integer(now)] + SideQueue.owner(owner, until: now + leaseSeconds).values + [.text(uuid)]).first.map { row in
                     let job = ConsumptionJob(notificationUUID: uuid, transactionId: row.string("transaction_id") ?? "",
                                              storedEnvironment: row.string("environment") ?? "", orderId: row.string("order_id"),
                                              attempts: row.count("attempts"), deadlineAt: row.int("deadline_at") ?? 0,

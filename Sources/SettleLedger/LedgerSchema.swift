@@ -14,6 +14,8 @@ package enum LedgerSchema {
     package static let supportActionsVersion = 15
     /// The migration that tells one voiding of a Google order from another (`voided_time_ms`).
     package static let playVoidingsVersion = 16
+    /// The migration that names a side queue's claim's owner (`SideQueue`).
+    package static let sideClaimOwnersVersion = 17
 
     package static let migrations: [String] = [
         // 1: orders, deduplicated receipts, history, grants.
@@ -548,6 +550,35 @@ package enum LedgerSchema {
         // voiding is told apart by Google's `voidedTimeMillis`, so each is revoked once.
         """
         ALTER TABLE play_voided ADD COLUMN voided_time_ms INTEGER;
+        """,
+        // 17: who holds a side queue's claim (issue 32): host, pid and process start as an
+        // order's lease has them, so rescue takes a dead predecessor's claim back at once
+        // (`SideQueue`) instead of after its 15-minute lease.
+        """
+        ALTER TABLE apple_finishes ADD COLUMN claim_host TEXT;
+        ALTER TABLE apple_finishes ADD COLUMN claim_pid INTEGER;
+        ALTER TABLE apple_finishes ADD COLUMN claim_start TEXT;
+        ALTER TABLE apple_finishes ADD COLUMN claim_expires_at INTEGER;
+        ALTER TABLE revocations ADD COLUMN claim_host TEXT;
+        ALTER TABLE revocations ADD COLUMN claim_pid INTEGER;
+        ALTER TABLE revocations ADD COLUMN claim_start TEXT;
+        ALTER TABLE revocations ADD COLUMN claim_expires_at INTEGER;
+        ALTER TABLE consumption_answers ADD COLUMN claim_host TEXT;
+        ALTER TABLE consumption_answers ADD COLUMN claim_pid INTEGER;
+        ALTER TABLE consumption_answers ADD COLUMN claim_start TEXT;
+        ALTER TABLE consumption_answers ADD COLUMN claim_expires_at INTEGER;
+        ALTER TABLE account_token_updates ADD COLUMN claim_host TEXT;
+        ALTER TABLE account_token_updates ADD COLUMN claim_pid INTEGER;
+        ALTER TABLE account_token_updates ADD COLUMN claim_start TEXT;
+        ALTER TABLE account_token_updates ADD COLUMN claim_expires_at INTEGER;
+        ALTER TABLE support_actions ADD COLUMN claim_host TEXT;
+        ALTER TABLE support_actions ADD COLUMN claim_pid INTEGER;
+        ALTER TABLE support_actions ADD COLUMN claim_start TEXT;
+        ALTER TABLE support_actions ADD COLUMN claim_expires_at INTEGER;
+        ALTER TABLE play_notifications ADD COLUMN claim_host TEXT;
+        ALTER TABLE play_notifications ADD COLUMN claim_pid INTEGER;
+        ALTER TABLE play_notifications ADD COLUMN claim_start TEXT;
+        ALTER TABLE play_notifications ADD COLUMN claim_expires_at INTEGER;
         """,
     ]
 }

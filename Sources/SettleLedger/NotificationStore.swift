@@ -9,20 +9,20 @@ package protocol NotificationStore: LedgerStore {
     func recordUnapplied(_ notification: AppleNotification, source: String, error: String) throws(LedgerError)
     func quarantineReservedOrderIds() throws(LedgerError) -> [String]
 
-    func claimDueRevocations(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(RevocationJob, Order)]
+    func claimDueRevocations(limit: Int, leaseSeconds: Int64, owner: LeaseOwner) throws(LedgerError) -> [(RevocationJob, Order)]
     func holds(_ job: RevocationJob) throws(LedgerError) -> Bool
     func recordRevocationWaiting(_ job: RevocationJob, reason: String, history: HistoryEntry) throws(LedgerError)
     func releaseRevocation(_ job: RevocationJob) throws(LedgerError)
     @discardableResult
     func recordRevocation(_ job: RevocationJob, state: String, error: String?, nextAttemptAt: Int64,
                           history: HistoryEntry) throws(LedgerError) -> Bool
-    func claimDueAccountTokens(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(AccountTokenJob, Order)]
+    func claimDueAccountTokens(limit: Int, leaseSeconds: Int64, owner: LeaseOwner) throws(LedgerError) -> [(AccountTokenJob, Order)]
     @discardableResult
     func recordAccountToken(_ job: AccountTokenJob, state: String, appleStatus: Int?, error: String?, nextAttemptAt: Int64,
                             history: HistoryEntry) throws(LedgerError) -> Bool
     func accountTokenUpdate(orderId: String) throws(LedgerError) -> AccountTokenJob?
     func deferAccountToken(_ job: AccountTokenJob, why: String, history: HistoryEntry) throws(LedgerError)
-    func claimDueConsumptionAnswers(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(ConsumptionJob, Order?)]
+    func claimDueConsumptionAnswers(limit: Int, leaseSeconds: Int64, owner: LeaseOwner) throws(LedgerError) -> [(ConsumptionJob, Order?)]
     func holds(_ job: ConsumptionJob) throws(LedgerError) -> Bool
     func deliveryEvidence(transactionId: String) throws(LedgerError) -> DeliveryEvidence
     func postponeConsumptionAnswer(_ job: ConsumptionJob, until: Int64, why: String) throws(LedgerError)
@@ -152,5 +152,20 @@ extension TransactionalLedger {
     package func newestNotificationAt() throws(LedgerError) -> Int64? {
         guard try hasNotificationTables() else { return nil }
         return try reading { db in try db.query("SELECT max(received_at) AS newest FROM notifications").first?.int("newest") }
+    }
+}
+
+extension NotificationStore {
+    /// Claims for this process (`LeaseOwner.current`): the owner rescue checks (`SideQueue`).
+    package func claimDueRevocations(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(RevocationJob, Order)] {
+        try claimDueRevocations(limit: limit, leaseSeconds: leaseSeconds, owner: .current)
+    }
+
+    package func claimDueAccountTokens(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(AccountTokenJob, Order)] {
+        try claimDueAccountTokens(limit: limit, leaseSeconds: leaseSeconds, owner: .current)
+    }
+
+    package func claimDueConsumptionAnswers(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(ConsumptionJob, Order?)] {
+        try claimDueConsumptionAnswers(limit: limit, leaseSeconds: leaseSeconds, owner: .current)
     }
 }

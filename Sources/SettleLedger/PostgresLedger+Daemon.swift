@@ -36,6 +36,15 @@ extension PostgresLedger {
                 ON CONFLICT (host, pid, process_start) DO UPDATE SET started_at = excluded.started_at,
                     heartbeat_at = excluded.heartbeat_at, stopped_at = NULL
                 """, [.text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart), .integer(now)])
+            // A restart replaces this host's registrations whose process is provably gone (a
+            // daemon killed with -9 never said it stopped): each would count as one more live
+            // host in the pacer's share for the whole live window.
+            let ours = try db.run("SELECT host, pid, process_start FROM daemons WHERE host = ? AND stopped_at IS NULL",
+                                  [.text(owner.host)]).map(PostgresLedger.daemonOwner)
+            for dead in ours where dead != owner && dead.isKnownDead(comparedWith: owner) {
+                try db.run("UPDATE daemons SET stopped_at = ? WHERE host = ? AND pid = ? AND process_start = ?",
+                           [.integer(now), .text(dead.host), .integer(Int64(dead.pid)), .text(dead.leaseStart)])
+            }
         }
     }
 
@@ -72,6 +81,8 @@ extension PostgresLedger {
                 SELECT * FROM daemons WHERE stopped_at IS NULL AND heartbeat_at > \(PostgresLedger.databaseNow) - ?::bigint
                 ORDER BY heartbeat_at DESC, host, pid
                 """, [.integer(PostgresLedger.liveWindowSeconds)]).map(PostgresLedger.daemon)
+                // A registration of this host whose process is gone is not live, whatever its heartbeat.
+                .filter { !$0.owner.isKnownDead }
         }
     }
 
@@ -84,9 +95,13 @@ extension PostgresLedger {
         return live.count + (live.contains { $0.owner == owner } ? 0 : 1)
     }
 
+    private static func daemonOwner(_ row: PostgresRow) -> LeaseOwner {
+        LeaseOwner(host: row.string("host") ?? "", pid: Int32(truncatingIfNeeded: row.int("pid") ?? 0),
+                   leaseStart: row.string("process_start") ?? "")
+    }
+
     private static func daemon(_ row: PostgresRow) -> DaemonRecord {
-        var record = DaemonRecord(owner: LeaseOwner(host: row.string("host") ?? "", pid: Int32(truncatingIfNeeded: row.int("pid") ?? 0),
-                                                    leaseStart: row.string("process_start") ?? ""),
+        var record = DaemonRecord(owner: daemonOwner(row),
                                   startedAt: row.int("started_at") ?? 0, lastPassAt: row.int("last_pass_at"),
                                   lastPassSummary: row.string("last_pass_summary"), stoppedAt: row.int("stopped_at"))
         record.heartbeatAt = row.int("heartbeat_at")

@@ -446,6 +446,33 @@ package enum PostgresLedgerSchema {
         """
         ALTER TABLE play_voided ADD COLUMN voided_time_ms BIGINT;
         """,
+        // 14: as the SQLite ledger's migration 17: who holds a side queue's claim.
+        """
+        ALTER TABLE apple_finishes ADD COLUMN claim_host TEXT;
+        ALTER TABLE apple_finishes ADD COLUMN claim_pid BIGINT;
+        ALTER TABLE apple_finishes ADD COLUMN claim_start TEXT;
+        ALTER TABLE apple_finishes ADD COLUMN claim_expires_at BIGINT;
+        ALTER TABLE revocations ADD COLUMN claim_host TEXT;
+        ALTER TABLE revocations ADD COLUMN claim_pid BIGINT;
+        ALTER TABLE revocations ADD COLUMN claim_start TEXT;
+        ALTER TABLE revocations ADD COLUMN claim_expires_at BIGINT;
+        ALTER TABLE consumption_answers ADD COLUMN claim_host TEXT;
+        ALTER TABLE consumption_answers ADD COLUMN claim_pid BIGINT;
+        ALTER TABLE consumption_answers ADD COLUMN claim_start TEXT;
+        ALTER TABLE consumption_answers ADD COLUMN claim_expires_at BIGINT;
+        ALTER TABLE account_token_updates ADD COLUMN claim_host TEXT;
+        ALTER TABLE account_token_updates ADD COLUMN claim_pid BIGINT;
+        ALTER TABLE account_token_updates ADD COLUMN claim_start TEXT;
+        ALTER TABLE account_token_updates ADD COLUMN claim_expires_at BIGINT;
+        ALTER TABLE support_actions ADD COLUMN claim_host TEXT;
+        ALTER TABLE support_actions ADD COLUMN claim_pid BIGINT;
+        ALTER TABLE support_actions ADD COLUMN claim_start TEXT;
+        ALTER TABLE support_actions ADD COLUMN claim_expires_at BIGINT;
+        ALTER TABLE play_notifications ADD COLUMN claim_host TEXT;
+        ALTER TABLE play_notifications ADD COLUMN claim_pid BIGINT;
+        ALTER TABLE play_notifications ADD COLUMN claim_start TEXT;
+        ALTER TABLE play_notifications ADD COLUMN claim_expires_at BIGINT;
+        """,
     ]
 
     /// The first schema with App Store Server Notifications' tables.
@@ -462,4 +489,6 @@ package enum PostgresLedgerSchema {
     package static let supportActionsVersion = 11
     /// The migration that tells one voiding of a Google order from another (`voided_time_ms`).
     package static let playVoidingsVersion = 13
+    /// The migration that names a side queue's claim's owner (`SideQueue`).
+    package static let sideClaimOwnersVersion = 14
 }

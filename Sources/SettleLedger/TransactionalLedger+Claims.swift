@@ -7,6 +7,8 @@ package struct RescueResult: Sendable, Equatable {
     package var requeued: [String] = []
     /// Orders in `delivering` to be delivered again with the same key, once leased.
     package var redeliver: [String] = []
+    /// Side-queue jobs (Finish Transaction, revokes, ...) taken back from a dead owner of this host.
+    package var sideJobsTakenBack = 0
 }
 
 /// Claims: who works on an order right now, until when, and taking claims back from the dead,
@@ -70,6 +72,9 @@ extension TransactionalLedger {
                     result.redeliver.append(order.orderId)
                 }
             }
+            // The side queues' claims, by the same rule: a dead owner of this host's at once
+            // (only writers, on a migrated ledger, rescue).
+            result.sideJobsTakenBack = try db.rescueSideQueueClaims(by: owner, now: now)
             return result
         }
     }

@@ -43,7 +43,7 @@ extension TransactionalLedger {
     /// Claims up to `limit` stored notifications not yet worked on, oldest first, that no other
     /// host holds (or whose claim lapsed), for `leaseSeconds`: with several hosts each push is
     /// worked by one (`FOR UPDATE SKIP LOCKED` on PostgreSQL, as orders are claimed).
-    package func claimPlayNotifications(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [PlayNotificationRecord] {
+    package func claimPlayNotifications(limit: Int, leaseSeconds: Int64, owner: LeaseOwner = .current) throws(LedgerError) -> [PlayNotificationRecord] {
         let now = time.unixSeconds
         return try writing { db in
             let due = try db.query("""
@@ -52,8 +52,9 @@ extension TransactionalLedger {
                 """, [.integer(now), .integer(Int64(limit))]).compactMap { $0.string("message_id") }
             return try due.compactMap { id in
                 try db.query("""
-                    UPDATE play_notifications SET claim = claim + 1, claimed_until = ? WHERE message_id = ? RETURNING *
-                    """, [.integer(now + leaseSeconds), .text(id)]).first.map { PlayNotificationRecord(row: $0) }
+                    UPDATE play_notifications SET claim = claim + 1, claimed_until = ?, \(SideQueue.owner(owner, until: now + leaseSeconds).sql)
+                    WHERE message_id = ? RETURNING *
+                    """, [.integer(now + leaseSeconds)] + SideQueue.owner(owner, until: now + leaseSeconds).values + [.text(id)]).first.map { PlayNotificationRecord(row: $0) }
             }
         }
     }

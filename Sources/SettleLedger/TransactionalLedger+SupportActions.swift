@@ -126,7 +126,8 @@ extension TransactionalLedger {
 
     /// Due transfers and redeliveries (of `orderIds` only, when named), each claimed for
     /// `leaseSeconds` with the order as it is now.
-    package func claimDueSupportActions(limit: Int, leaseSeconds: Int64, orderIds: [String] = []) throws(LedgerError) -> [(SupportAction, Order)] {
+    package func claimDueSupportActions(limit: Int, leaseSeconds: Int64, orderIds: [String] = [],
+                                        owner: LeaseOwner = .current) throws(LedgerError) -> [(SupportAction, Order)] {
         guard try knowsSupportActions() else { return [] }
         let now = time.unixSeconds
         var named = ""
@@ -145,9 +146,9 @@ extension TransactionalLedger {
             return try due.compactMap { row in
                 guard let orderId = row.string("order_id"), let kind = row.string("kind"), let number = row.int("number") else { return nil }
                 guard let claimed = try db.query("""
-                    UPDATE support_actions SET claim = claim + 1, next_attempt_at = ?, updated_at = ?
+                    UPDATE support_actions SET claim = claim + 1, next_attempt_at = ?, updated_at = ?, \(SideQueue.owner(owner, until: now + leaseSeconds).sql)
                     WHERE order_id = ? AND kind = ? AND number = ? RETURNING *
-                    """, [.integer(now + leaseSeconds), .integer(now), .text(orderId), .text(kind), .integer(number)]).first,
+                    """, [.integer(now + leaseSeconds), .integer(now)] + SideQueue.owner(owner, until: now + leaseSeconds).values + [.text(orderId), .text(kind), .integer(number)]).first,
                       let action = SupportAction(row: claimed),
                       let order = try db.query("SELECT * FROM orders WHERE order_id = ?", [.text(orderId)]).first.map({ Order(row: $0) })
                 else { return nil }

@@ -102,6 +102,37 @@ final class PostgresLedgerTests: EndToEndTestCase {
         }, (try? settle(["status"]))?.stdout ?? "")
     }
 
+    /// Issue 32, item 22: 30 daemons killed with -9 and restarted on one host leave one live
+    /// registration, so the host's pacer share is the whole rate, not a 31st of it.
+    func testDaemonKilled30TimesAndRestarted_leavesOneLiveRegistration_andTheFullPacerShare() throws {
+        try settle(expecting: 0, ["migrate"])
+        func registered(_ pid: Int32) -> Bool {
+            guard let connection = try? PostgresConnection(url: url) else { return false }
+            defer { connection.close() }
+            return ((try? connection.query("SELECT 1 AS n FROM daemons WHERE pid = $1", [.integer(Int64(pid))]))?.count ?? 0) == 1
+        }
+        for _ in 0..<30 {
+            let daemon = try SettleBinary.start(["run", "--config", world.configPath], outputFolder: world.folder)
+            XCTAssertTrue(eventually(within: 20) { registered(daemon.pid) }, "the daemon registered")
+            daemon.send(SIGKILL)
+            _ = daemon.wait()
+        }
+        let last = try SettleBinary.start(["run", "--config", world.configPath], outputFolder: world.folder)
+        daemons.append(last)
+        XCTAssertTrue(eventually(within: 20) { registered(last.pid) })
+        let connection = try PostgresConnection(url: url)
+        defer { connection.close() }
+        let unstopped = try connection.query("SELECT count(*) AS n FROM daemons WHERE stopped_at IS NULL").first?.int("n")
+        XCTAssertEqual(unstopped, 1, "the restart replaced its killed predecessors' registrations")
+        let ledger = try PostgresLedger(url: url, access: .readOnly)
+        let live = try ledger.liveDaemons()
+        XCTAssertEqual(live.map(\.owner.pid), [last.pid])
+        XCTAssertEqual(try ledger.pacerHosts(besides: try XCTUnwrap(live.first).owner), 1, "the whole rate is this host's")
+        XCTAssertTrue(eventually(within: 10) {
+            ((try? settle(["status"]))?.stdout ?? "").contains("workers: 1 live")
+        }, (try? settle(["status"]))?.stdout ?? "")
+    }
+
     func testLedgerCopy_movesASQLiteLedgerIntoPostgreSQL_withMatchingCounts_andSettleCarriesOnThere() throws {
         let sqlite = try world.ledger()
         for i in 0..<3 {

@@ -156,6 +156,7 @@ package final class Reconciler: Sendable {
         let rescued = try ledger.rescue(owner: owner)
         for id in rescued.requeued { log.warning("order.rescued", ["order": id, "to": "pending"]) }
         for id in rescued.redeliver { log.warning("order.rescued", ["order": id, "to": "redeliver"]) }
+        if rescued.sideJobsTakenBack > 0 { log.warning("side_work.rescued", ["jobs": "\(rescued.sideJobsTakenBack)"]) }
         let pass = Pass(redeliver: rescued.redeliver, named: orderIds.isEmpty ? nil : orderIds, breakers: breakers,
                         policy: policy, time: ledger.time, deliveryCapacity: deliveryCapacity,
                         shouldStop: shouldStop, progress: progress)

@@ -84,6 +84,42 @@ class FinishTransactionTests: XCTestCase {
         XCTAssertEqual(try ledger.appleFinish(orderId: "o-2")?.state, "finished")
     }
 
+    /// Issue 32, item 18: a daemon of this host killed while it held a Finish Transaction call
+    /// (claimed for 15 minutes) is proven dead by its pid; the next pass takes the call back at
+    /// once and sends it, on the same clock instant, not 899 s later.
+    func testFinishClaimedByADaemonThatDied_isSentByTheNextPassAtOnce() throws {
+        let ledger = try makeLedger()
+        world.simulator.script(finish: [.error(status: 503, code: 5000000)])
+        try enqueue(ledger, "o-9", "2000000950000009")
+        try pass(ledger)
+        XCTAssertEqual(try ledger.appleFinish(orderId: "o-9")?.state, "pending")
+        world.time.advance(by: 3600)
+        let me = LeaseOwner.current
+        let killed = LeaseOwner(host: me.host, pid: Int32.max - 1, startTime: "1", bootId: me.bootId, pidNamespace: me.pidNamespace)
+        XCTAssertEqual(try ledger.claimDueAppleFinishes(limit: 10, leaseSeconds: 900, owner: killed).count, 1)
+        try pass(ledger)
+        XCTAssertEqual(world.simulator.finishRequests.count, 2, "the dead daemon's call went out in the next pass")
+        XCTAssertEqual(try ledger.appleFinish(orderId: "o-9")?.state, "finished")
+    }
+
+    /// The same call held by a daemon of another host waits for its claim to expire: that host
+    /// may only be cut off from us.
+    func testFinishClaimedByAnotherHost_waitsForItsClaimToExpire() throws {
+        let ledger = try makeLedger()
+        world.simulator.script(finish: [.error(status: 503, code: 5000000)])
+        try enqueue(ledger, "o-8", "2000000950000008")
+        try pass(ledger)
+        world.time.advance(by: 3600)
+        let remote = LeaseOwner(host: "other-host", pid: 4242, startTime: "77", bootId: "b", pidNamespace: 1)
+        XCTAssertEqual(try ledger.claimDueAppleFinishes(limit: 10, leaseSeconds: 900, owner: remote).count, 1)
+        try pass(ledger)
+        XCTAssertEqual(world.simulator.finishRequests.count, 1, "not taken from a host that may be alive")
+        world.time.advance(by: 901)
+        try pass(ledger)
+        XCTAssertEqual(world.simulator.finishRequests.count, 2)
+        XCTAssertEqual(try ledger.appleFinish(orderId: "o-8")?.state, "finished")
+    }
+
     /// Apple refusing Finish Transaction even at an eighth of its rate (the bucket at its floor).
     func testFinishRateLimited_opensTheAppStoreBreaker_andTheOtherCallsWaitUntried() throws {
         let ledger = try makeLedger()
