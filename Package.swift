@@ -30,8 +30,10 @@ let package = Package(
         .target(name: "SettleConfig", dependencies: ["SettleBase", "SettleModel"]),
         // Store clients: the App Store (receipts, decoding and verifying signed transactions and
         // notifications, the Server API) and Google Play.
-        .target(name: "SettleAppStore", dependencies: ["SettleBase", "SettleModel", "SettleConfig"]),
-        .target(name: "SettleGooglePlay", dependencies: ["SettleBase", "SettleModel", "SettleConfig"]),
+        .target(name: "SettleAppStore", dependencies: ["SettleBase", "SettleModel", "SettleConfig"],
+                path: "Sources/Stores/AppStore/Client"),
+        .target(name: "SettleGooglePlay", dependencies: ["SettleBase", "SettleModel", "SettleConfig"],
+                path: "Sources/Stores/GooglePlay/Client"),
         // The ledger on SQLite and PostgreSQL: every state transition of an order, in one place. It
         // knows the stores only through the model's values, never their clients; the one target
         // that links SQLite and libpq (which also shows a PostgreSQL URL without its password).

@@ -130,7 +130,7 @@ extension ConfigurationDecoder {
                 throw ConfigError("\(review.name("respond")): Google asks for refund reviews by notification: set google_play.notifications_path")
             }
         }
-        play.rateLimits = try rateLimits(&o, groups: StoreRateLimits.googleGroups)
+        play.rateLimits = try rateLimits(&o, groups: StoreDescriptor.googlePlay.publishedRates)
         try o.rejectUnknownKeys()
         return play
     }

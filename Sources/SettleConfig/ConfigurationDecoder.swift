@@ -126,7 +126,7 @@ package struct ConfigurationDecoder {
         let roots = try paths(&o, "root_certificates", default: "AppleRootCA-G3.pem")
         let receiptRoots = try paths(&o, "receipt_root_certificates", default: "AppleIncRootCA.pem")
         let finish = try o.bool("finish_transactions", default: true)
-        let limits = try rateLimits(&o, groups: StoreRateLimits.appleGroups)
+        let limits = try rateLimits(&o, groups: StoreDescriptor.appStore.publishedRates)
         try o.rejectUnknownKeys()
         return .init(productionURL: production, sandboxURL: sandbox, issuerId: issuer, keyId: keyId, privateKeyFile: key,
                      appAppleId: appAppleId, rootCertificates: roots, receiptRootCertificates: receiptRoots, finishTransactions: finish,

@@ -230,8 +230,8 @@ extension TransactionalLedger {
             let counted = countsKept ? try db.query("SELECT store, state, n FROM order_counts")
                 : try db.query("SELECT \(store), state, count(*) AS n FROM orders WHERE \(subject) GROUP BY 1, 2", arguments)
             for row in counted {
-                guard let state = OrderState(rawValue: row.string("state") ?? ""),
-                      let store = Store(rawValue: row.string("store") ?? "") else { continue }
+                guard let state = OrderState(rawValue: row.string("state") ?? ""), let name = row.string("store") else { continue }
+                let store = Store(rawValue: name)
                 let n = Int(row.int("n") ?? 0)
                 counts[state, default: 0] += n
                 storeCounts[store, default: [:]][state, default: 0] += n

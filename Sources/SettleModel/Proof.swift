@@ -28,6 +28,8 @@ extension Order {
             return .appStore(receiptSHA256: receiptSHA256, signedTransaction: signedTransaction, transactionId: requestedTransactionId)
         case .googlePlay:
             return purchaseToken.map(Proof.googlePlay)
+        default:
+            return nil
         }
     }
 }

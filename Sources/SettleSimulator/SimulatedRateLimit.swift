@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import SettleBase
 import SettleModel
+import SettleAppStore
 
 /// A store's rate limit as the simulators enforce it (issue 27's benchmark): a token bucket per
 /// endpoint group, refilled at `rate` requests a second up to one second's worth, and what it
@@ -130,7 +131,7 @@ package final class SimulatedRateLimit: Sendable {
     /// what Apple publishes no limit for (verifyReceipt). Sandbox groups are their own buckets.
     package static func appleGroup(method: String, path: String) -> String? {
         for (prefix, suffix) in [("/production", ""), ("/sandbox", " (sandbox)")] where path.hasPrefix(prefix + "/inApps/") {
-            return StoreRateLimits.appleGroup(method: method, path: String(path.dropFirst(prefix.count))) + suffix
+            return AppStoreRateGroups.group(method: method, path: String(path.dropFirst(prefix.count))) + suffix
         }
         return nil
     }

@@ -111,8 +111,8 @@ enum CheckConfigCommand {
                       "server_api.private_key_file: \(s.privateKeyFile.path) (contents redacted)",
                       "server_api.root_certificates: \(s.rootCertificates.joined(separator: ", "))",
                       "server_api.receipt_root_certificates: \(s.receiptRootCertificates.joined(separator: ", "))",
-                      "server_api.rate_limits: " + rates(StoreRateLimits.appleGroups, s.rateLimits)
-                        + " (requests a second in production; sandbox at \(CommandHook.format(StoreRateLimits.appleSandboxFraction * 100)) %)"]
+                      "server_api.rate_limits: " + rates(StoreDescriptor.appStore.publishedRates, s.rateLimits)
+                        + " (requests a second in production; sandbox at \(CommandHook.format((StoreDescriptor.appStore.environmentRateFractions[AppleEnvironment.sandbox.rawValue] ?? 1) * 100)) %)"]
         }
         if c.serverAPI == nil {
             lines.append("StoreKit 2 root: \((c.sourcePath as NSString).deletingLastPathComponent)/AppleRootCA-G3.pem")
@@ -157,7 +157,7 @@ enum CheckConfigCommand {
         if let play = c.googlePlay {
             lines.append("google_play: package \(play.packageName), service account key \(play.serviceAccountFile.path) (contents redacted), "
                          + "api \(displayURL(play.apiURL)), token \(displayURL(play.tokenURL)), voided purchases every \(n(play.voidedPollIntervalSeconds)) s")
-            lines.append("google_play.rate_limits: " + rates(StoreRateLimits.googleGroups, play.rateLimits) + " (requests a second)")
+            lines.append("google_play.rate_limits: " + rates(StoreDescriptor.googlePlay.publishedRates, play.rateLimits) + " (requests a second)")
             if let path = play.notificationsPath, let push = play.push {
                 lines.append("google_play notifications: POST \(path), audience \(push.audience), push account \(push.serviceAccountEmail), keys \(displayURL(push.jwksURL))"
                              + (push.jwksFile.map { ", else \($0)" } ?? ""))

@@ -163,7 +163,7 @@ extension Reconciler {
     package static func storeRates(_ configuration: Configuration) -> @Sendable (PacerKey) -> Double? {
         let apple = configuration.serverAPI?.rateLimits ?? [:]
         let google = configuration.googlePlay?.rateLimits ?? [:]
-        return { key in StoreRateLimits.rate(key, apple: apple, google: google) }
+        return { key in StoreRateLimits.rate(key, configured: [.appStore: apple, .googlePlay: google]) }
     }
 
     private static func appleObserver(_ metrics: Metrics?) -> (@Sendable (AppleEnvironment, String, Double) -> Void)? {

@@ -101,7 +101,7 @@ final class TransactionHistoryTests: XCTestCase {
     func pacedClient(rate: Double, waits: PacerWaits) -> AppStoreServerClient {
         var paced = client
         let time = world.time
-        paced.pacer = Pacer(time: time, rates: { StoreRateLimits.rate($0, apple: ["transaction_history": rate], google: [:]) },
+        paced.pacer = Pacer(time: time, rates: { StoreRateLimits.rate($0, configured: [.appStore: ["transaction_history": rate]]) },
                             sleep: { seconds in waits.seconds.withLock { $0.append(seconds) }; time.advance(by: seconds) })
         return paced
     }

@@ -115,7 +115,7 @@ final class PlayDeveloperClientTests: XCTestCase {
         let world = try PlayTestWorld()
         var client = world.client
         let time = world.time
-        client.pacer = Pacer(time: time, rates: { StoreRateLimits.rate($0, apple: [:], google: [:]) },
+        client.pacer = Pacer(time: time, rates: { StoreRateLimits.rate($0, configured: [:]) },
                              sleep: { time.advance(by: $0) })
         world.fake.script(product: PlayTestWorld.tokenText, purchased())
         world.fake.failNextAPICalls(.status(429, reason: "rateLimitExceeded", retryAfter: "60"))

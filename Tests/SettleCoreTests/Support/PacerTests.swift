@@ -3,6 +3,8 @@ import Synchronization
 import XCTest
 @testable import SettleBase
 @testable import SettleModel
+import SettleAppStore
+import SettleGooglePlay
 
 /// The token bucket alone, on an injected clock: rate, burst, priorities and the support
 /// reserve, a 429's lowered rate and `Retry-After`, and the slow restore.
@@ -103,7 +105,7 @@ final class PacerTests: XCTestCase {
     }
 
     func pacer(_ clock: ManualTimeSource, slept: Sleeps = Sleeps()) -> Pacer {
-        Pacer(time: clock, rates: { StoreRateLimits.rate($0, apple: [:], google: [:]) },
+        Pacer(time: clock, rates: { StoreRateLimits.rate($0, configured: [:]) },
               sleep: { seconds in slept.waits.withLock { $0.append(seconds) }; clock.advance(by: seconds) })
     }
 
@@ -132,15 +134,15 @@ final class PacerTests: XCTestCase {
         let play = PacerKey(store: "google_play", group: "one_time_purchases", environment: "production")
         var history = 0
         PacerPriority.$work.withValue(.historyCatchUp) {
-            while pacer.take(play, priority: StoreRateLimits.googlePriority(call: "products.get")) == .granted { history += 1 }
+            while pacer.take(play, priority: PlayRateGroups.priority(call: "products.get")) == .granted { history += 1 }
         }
         XCTAssertEqual(history, 30, "products.get for the history catch-up stops where history does (20 of 50 left)")
         var due = 0
-        while pacer.take(play, priority: StoreRateLimits.googlePriority(call: "products.get")) == .granted { due += 1 }
+        while pacer.take(play, priority: PlayRateGroups.priority(call: "products.get")) == .granted { due += 1 }
         XCTAssertEqual(due, 5, "unbound, products.get is due work: it leaves 15 of 50 to those above it")
         var deadline = 0
         PacerPriority.$work.withValue(.refundDeadline) {
-            while pacer.take(play, priority: StoreRateLimits.googlePriority(call: "products.get")) == .granted { deadline += 1 }
+            while pacer.take(play, priority: PlayRateGroups.priority(call: "products.get")) == .granted { deadline += 1 }
         }
         XCTAssertEqual(deadline, 10, "an order near its refund deadline reads its purchase at .refundDeadline, down to the reserve")
         XCTAssertEqual(PacerPriority.$work.withValue(.historyCatchUp) { PacerPriority.forCall(.supportLookup) }, .supportLookup)
@@ -179,13 +181,13 @@ final class PacerTests: XCTestCase {
 
     func testConfiguredRates_replaceThePublishedOnes() {
         let key = PacerKey(store: "google_play", group: "orders", environment: "production")
-        XCTAssertEqual(StoreRateLimits.rate(key, apple: [:], google: [:]), 50, "3,000 a minute")
-        XCTAssertEqual(StoreRateLimits.rate(key, apple: [:], google: ["orders": 200]), 200)
-        XCTAssertEqual(StoreRateLimits.rate(apple, apple: ["order_lookup": 30], google: [:]), 30)
-        XCTAssertEqual(StoreRateLimits.appleGroup(method: "GET", path: "/inApps/v2/history/1?sort=ASCENDING"), "transaction_history")
-        XCTAssertEqual(StoreRateLimits.appleGroup(method: "PUT", path: "/inApps/v2/transactions/consumption/1"), "consumption")
-        XCTAssertEqual(StoreRateLimits.appleGroup(method: "POST", path: "/inApps/v1/transactions/1/finish"), "finish_transaction")
-        XCTAssertEqual(StoreRateLimits.googleGroup(call: "productsv2.get"), "one_time_purchases")
-        XCTAssertEqual(StoreRateLimits.googlePriority(call: "products.acknowledge"), .refundDeadline)
+        XCTAssertEqual(StoreRateLimits.rate(key, configured: [:]), 50, "3,000 a minute")
+        XCTAssertEqual(StoreRateLimits.rate(key, configured: [.googlePlay: ["orders": 200]]), 200)
+        XCTAssertEqual(StoreRateLimits.rate(apple, configured: [.appStore: ["order_lookup": 30]]), 30)
+        XCTAssertEqual(AppStoreRateGroups.group(method: "GET", path: "/inApps/v2/history/1?sort=ASCENDING"), "transaction_history")
+        XCTAssertEqual(AppStoreRateGroups.group(method: "PUT", path: "/inApps/v2/transactions/consumption/1"), "consumption")
+        XCTAssertEqual(AppStoreRateGroups.group(method: "POST", path: "/inApps/v1/transactions/1/finish"), "finish_transaction")
+        XCTAssertEqual(PlayRateGroups.group(call: "productsv2.get"), "one_time_purchases")
+        XCTAssertEqual(PlayRateGroups.priority(call: "products.acknowledge"), .refundDeadline)
     }
 }

@@ -186,9 +186,9 @@ package struct PlayDeveloperClient: Sendable {
         if call.body != nil { headers.append(HTTPHeader("Content-Type", "application/json")) }
         let request = HTTPRequest(method: call.method, url: url(call), headers: headers, body: call.body?.data ?? Data())
         let what = call.token.map { "\(call.name) for \($0.fingerprint)" } ?? call.orderId.map { "\(call.name) for order \($0)" } ?? call.name
-        let key = PacerKey(store: Store.googlePlay.rawValue, group: StoreRateLimits.googleGroup(call: call.name), environment: "production")
+        let key = PacerKey(store: Store.googlePlay.rawValue, group: PlayRateGroups.group(call: call.name), environment: "production")
         do {
-            try pacer?.acquire(key, priority: StoreRateLimits.googlePriority(call: call.name), budget: client.configuration.totalTimeout)
+            try pacer?.acquire(key, priority: PlayRateGroups.priority(call: call.name), budget: client.configuration.totalTimeout)
         } catch {
             return .failure(.failed(PlayAPIError(.paced, "\(error) (\(what) not sent)", retryAfter: error.waitSeconds)))
         }

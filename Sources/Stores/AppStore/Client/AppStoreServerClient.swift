@@ -212,7 +212,7 @@ package struct AppStoreServerClient: Sendable {
 
     /// The pacer's bucket for a request: Apple limits each endpoint per environment.
     package func pacerKey(_ method: String, _ path: String, environment: AppleEnvironment) -> PacerKey {
-        PacerKey(store: Store.appStore.rawValue, group: StoreRateLimits.appleGroup(method: method, path: path),
+        PacerKey(store: Store.appStore.rawValue, group: AppStoreRateGroups.group(method: method, path: path),
                  environment: environment.rawValue)
     }
 
@@ -220,7 +220,7 @@ package struct AppStoreServerClient: Sendable {
     /// refusal when the wait would be longer.
     package func pace(_ key: PacerKey) -> Pacer.Exhausted? {
         do {
-            try pacer?.acquire(key, priority: StoreRateLimits.applePriority(group: key.group), budget: client.configuration.totalTimeout)
+            try pacer?.acquire(key, priority: AppStoreRateGroups.priority(group: key.group), budget: client.configuration.totalTimeout)
             return nil
         } catch {
             return error

@@ -1,0 +1,72 @@
+import SettleBase
+
+/// What a store is by nature, whatever the configuration: its names, how it must hear of a
+/// delivery, and its published rate limits. A store module declares one and registers it
+/// (`StoreRegistry.register`); the core reads it and never asks which store it is.
+package struct StoreDescriptor: Sendable {
+    /// How a store hears that an order's goods were granted.
+    package enum DeliveryNotice: Sendable, Equatable {
+        /// It needs to hear nothing.
+        case nothing
+        /// It must hear of it before settle may call the order finished: it stays `delivering`
+        /// until then. With a refund window, the store refunds a purchase it was not told of
+        /// within that many seconds (Google: three days).
+        case beforeFinished(refundWindowSeconds: Int64?)
+        /// It is told after the order is finished, from a queue of its own (Apple's Finish
+        /// Transaction, where configured).
+        case afterFinished
+
+        package var beforeFinished: Bool {
+            if case .beforeFinished = self { return true }
+            return false
+        }
+
+        package var refundWindowSeconds: Int64? {
+            if case let .beforeFinished(window) = self { return window }
+            return nil
+        }
+    }
+
+    package var store: Store
+    /// "App Store", "Google Play".
+    package var displayName: String
+    /// "Apple", "Google": who did or did not confirm.
+    package var owner: String
+    /// The first part of its log events: `apple.breaker_open`.
+    package var logName: String
+    /// What is missing from the configuration while its orders cannot be verified.
+    package var unconfiguredHint: String
+    package var deliveryNotice: DeliveryNotice
+    /// Requests a second per endpoint group, as the store publishes them (production).
+    package var publishedRates: [String: Double]
+    /// A rate's fraction in another environment (Apple's sandbox: a tenth).
+    package var environmentRateFractions: [String: Double]
+
+    package init(store: Store, displayName: String, owner: String, logName: String, unconfiguredHint: String,
+                 deliveryNotice: DeliveryNotice, publishedRates: [String: Double] = [:],
+                 environmentRateFractions: [String: Double] = [:]) {
+        self.store = store
+        self.displayName = displayName
+        self.owner = owner
+        self.logName = logName
+        self.unconfiguredHint = unconfiguredHint
+        self.deliveryNotice = deliveryNotice
+        self.publishedRates = publishedRates
+        self.environmentRateFractions = environmentRateFractions
+    }
+
+    /// The requests a second `group` may make in `environment`: the configured rate, else the
+    /// published one, scaled for the environment. Nil for a group the store does not publish
+    /// (and was not configured): such calls are not paced.
+    package func rate(group: String, environment: String, configured: [String: Double] = [:]) -> Double? {
+        guard let rate = configured[group] ?? publishedRates[group] else { return nil }
+        return rate * (environmentRateFractions[environment] ?? 1)
+    }
+
+    /// What settle shows for a store no module registered (an order of a store this build does
+    /// not know): it waits, named by its raw value.
+    static func unregistered(_ store: Store) -> StoreDescriptor {
+        StoreDescriptor(store: store, displayName: store.rawValue, owner: "the store \(store.rawValue)", logName: store.rawValue,
+                        unconfiguredHint: "this build of settle has no module for \(store.rawValue)", deliveryNotice: .nothing)
+    }
+}
