@@ -49,7 +49,9 @@ package final class Daemon: @unchecked Sendable {
     private var watchdog: Watchdog?
     private var exitCode = ExitCode.success
     private var endpoint: NotificationEndpoint?
-    private var historyTimer: DispatchSourceTimer?
+    /// The stores' own timers (Apple's history catch-up), by task event, and their intervals.
+    private var taskTimers: [DispatchSourceTimer] = []
+    private var taskSchedule: [String: Double] = [:]
     /// Each store's listener routes, which the endpoint's threads hand requests to; replaced on
     /// reload (the paths stay those the endpoint started with).
     private let routes = Mutex<[String: ListenerRoute]>([:])
@@ -149,7 +151,7 @@ package final class Daemon: @unchecked Sendable {
         workQueue.sync {
             startWatchdog(configuration)
             scheduleTimer(interval: configuration.schedule.intervalSeconds)
-            if let notifications = configuration.notifications { scheduleHistorySync(interval: notifications.historyIntervalSeconds) }
+            scheduleStoreTasks(reconciler.storeTasks)
         }
         log.info("daemon.started", ["pid": owner.pid, "ledger": configuration.ledgerLocation,
                                     "interval_seconds": configuration.schedule.intervalSeconds,
@@ -213,27 +215,34 @@ package final class Daemon: @unchecked Sendable {
                                              "port": endpoint?.port, "paths": paths.joined(separator: ",")])
     }
 
-    /// Get Notification History at start and every `notifications.history_interval_seconds`.
-    private func scheduleHistorySync(interval: Double) {
-        historyTimer?.cancel()
-        let source = DispatchSource.makeTimerSource(queue: workQueue)
-        source.schedule(deadline: .now(), repeating: interval, leeway: .seconds(1))
-        source.setEventHandler { [unowned self] in syncHistory() }
-        source.resume()
-        historyTimer = source
+    /// Each store's timers (Apple's Get Notification History), at start and every interval;
+    /// scheduled again only when a reload changes which tasks there are or how often they run.
+    private func scheduleStoreTasks(_ tasks: [StoreTask]) {
+        let schedule = Dictionary(tasks.map { ($0.event, $0.intervalSeconds) }) { first, _ in first }
+        guard schedule != taskSchedule else { return }
+        taskTimers.forEach { $0.cancel() }
+        taskSchedule = schedule
+        taskTimers = schedule.keys.sorted().map { event in
+            let source = DispatchSource.makeTimerSource(queue: workQueue)
+            source.schedule(deadline: .now(), repeating: schedule[event]!, leeway: .seconds(1))
+            source.setEventHandler { [unowned self] in runStoreTask(event) }
+            source.resume()
+            return source
+        }
     }
 
-    private func syncHistory() {
-        guard !isStopping, let inbox = current?.reconciler.inbox else { return }
+    /// Runs the current reconciler's task of that name (a reload may have made it anew).
+    private func runStoreTask(_ event: String) {
+        guard !isStopping, let task = current?.reconciler.storeTasks.first(where: { $0.event == event }) else { return }
         do {
-            // The catch-up runs on the work queue, where the idle watchdog timer cannot fire: it
-            // kicks the watchdog itself after each page, as a pass does after each order.
+            // The task runs on the work queue, where the idle watchdog timer cannot fire: it
+            // kicks the watchdog itself after each piece, as a pass does after each order.
             let dog = watchdog
-            let report = try inbox.syncHistory(progress: { dog?.kick() })
-            log.info("notifications.history_synced", ["stored": report.stored, "pages": report.pages, "stopped": report.stoppedBecause])
+            let report = try task.run { dog?.kick() }
+            log.log(.info, task.event, pairs: report.fields)
             if report.needsPass { requestPass(force: true) }
         } catch {
-            log.error("notifications.history_failed", ["error": "\(error)"])
+            log.error(task.failedEvent, ["error": "\(error)"])
         }
     }
 
@@ -409,10 +418,7 @@ package final class Daemon: @unchecked Sendable {
             if fresh.notifications?.listen != configuration.notifications?.listen || fresh.notifications?.path != configuration.notifications?.path {
                 log.warning("daemon.reload_partial", ["kept": "the notifications endpoint as it was; restart settle to move it"])
             }
-            if let interval = fresh.notifications?.historyIntervalSeconds, interval != configuration.notifications?.historyIntervalSeconds,
-               configuration.notifications != nil {
-                scheduleHistorySync(interval: interval)
-            }
+            scheduleStoreTasks(reconciler.storeTasks)
             // running -> running: the new configuration and reconciler replace the old in place.
             _ = state.withLock { $0.reload { $0.configuration = fresh; $0.reconciler = reconciler } }
             configurationFaultDelay = 0
@@ -447,7 +453,7 @@ package final class Daemon: @unchecked Sendable {
         guard let running = state.withLock({ $0.finish() }) else { return }
         timer?.cancel()
         watchdogTimer?.cancel()
-        historyTimer?.cancel()
+        taskTimers.forEach { $0.cancel() }
         // Stop taking notifications before the ledger closes; answers in flight finish first.
         endpoint?.stop()
         if clean {

@@ -56,6 +56,11 @@ package final class Log: Sendable {
     }
 
     package func log(_ level: Level, _ event: String, _ fields: KeyValuePairs<String, Any?> = [:]) {
+        log(level, event, pairs: fields.map { ($0.key, $0.value) })
+    }
+
+    /// A line whose fields are made at run time (a store task's report); nil values are left out.
+    package func log(_ level: Level, _ event: String, pairs fields: [(String, Any?)]) {
         guard level >= minimumLevel else { return }
         var line = journal ? "<\(level.syslogPriority)>" + event
             : Timestamp.rfc3339(unixSeconds: time.unixSeconds) + " " + level.rawValue + " " + event

@@ -4,8 +4,8 @@ import SettleModel
 import SettleLedger
 import SettleDelivery
 
-/// What notifications leave for a pass to do: revokes through the operator's hook and answers
-/// to Apple's refund requests, each retried with the order backoff until done.
+/// What Apple's notifications leave for a pass to do: answers to its refund requests, each
+/// retried with the order backoff until done. (Revokes are the core's: `Revoker`.)
 extension NotificationInbox {
     /// Most revokes or answers done in one pass; the rest wait for the next.
     package static let batch = 100
@@ -13,62 +13,12 @@ extension NotificationInbox {
     /// takes. A host that dies holding one leaves it to the others this much later.
     package static let claimSeconds: Int64 = 900
 
-    /// Runs every due revoke and refund-request answer. Returns how many of each finished.
-    /// An answer about a purchase still being settled looks again `recheckSeconds` later: a run
-    /// before the pass's deliveries passes 0, so the run after them answers what they delivered.
+    /// Answers every due refund request. Returns how many were answered. An answer about a
+    /// purchase still being settled looks again `recheckSeconds` later: a run before the pass's
+    /// deliveries passes 0, so the run after them answers what they delivered.
     @discardableResult
-    package func settleObligations(recheckSeconds: Int64 = evidenceRecheckSeconds) throws(LedgerError) -> (revoked: Int, answered: Int) {
-        (try runRevocations(), try answerConsumptionRequests(recheckSeconds: recheckSeconds))
-    }
-
-    /// Why a revoke waits when no route for revokes is configured.
-    package static let noRevokeRoute = "no revoke route configured (delivery.revoke_command, or delivery.webhook.revoke_url for a webhook)"
-
-    private func runRevocations() throws(LedgerError) -> Int {
-        var done = 0
-        for (job, order) in try ledger.claimDueRevocations(limit: Self.batch, leaseSeconds: Self.claimSeconds) {
-            let now = ledger.time.unixSeconds
-            let key = RevokeHook.idempotencyKey(transactionId: job.transactionId, round: job.round)
-            guard let revokeHook else {
-                // Never to the grant route: the revoke waits, pending, and runs once a route is configured.
-                guard job.lastError != Self.noRevokeRoute else {
-                    try ledger.releaseRevocation(job)
-                    continue
-                }
-                try ledger.recordRevocationWaiting(job, reason: Self.noRevokeRoute, history: HistoryEntry(
-                    at: now, kind: .revoke, outcome: "waiting",
-                    detail: "Apple took transaction \(job.transactionId) back; the revoke (key \(key)) waits: \(Self.noRevokeRoute)"))
-                log.error("order.revoke_waiting", ["order": order.orderId, "transaction": job.transactionId, "why": Self.noRevokeRoute])
-                continue
-            }
-            // The claim is re-checked at the last moment: once it lapsed, another host may run this revoke.
-            guard try ledger.holds(job) else {
-                log.warning("order.revoke_lease_lost", ["order": order.orderId, "transaction": job.transactionId])
-                continue
-            }
-            let report = revokeHook.revoke(order: order, transactionId: job.transactionId, round: job.round, quantity: job.quantity,
-                                           revocation: (job.revocationType, job.revocationPercentage))
-            var entry = HistoryEntry(at: now, kind: .revoke, outcome: "", hookExit: report.exitCode, durationMs: report.durationMs,
-                                     detail: report.output.isEmpty ? "key \(key)" : report.output)
-            switch report.outcome {
-            case .delivered, .alreadyGranted:
-                entry.outcome = "revoked"
-                try ledger.recordRevocation(job, state: "revoked", error: nil, nextAttemptAt: now, history: entry)
-                log.info("order.revoked", ["order": order.orderId, "transaction": job.transactionId, "idempotency_key": key])
-                done += 1
-            case let .retry(message), let .cannotStart(message), let .unconfirmed(message):
-                entry.outcome = "retry"
-                let exhausted = job.attempts + 1 >= policy.maxAttempts
-                try ledger.recordRevocation(job, state: exhausted ? "needs_attention" : "pending", error: message,
-                                            nextAttemptAt: now + Int64(policy.delay(afterAttempt: job.attempts + 1)), history: entry)
-                log.warning("order.revoke_failed", ["order": order.orderId, "attempt": job.attempts + 1, "error": message])
-            case let .refused(message):
-                entry.outcome = "needs_attention"
-                try ledger.recordRevocation(job, state: "needs_attention", error: message, nextAttemptAt: now, history: entry)
-                log.error("order.revoke_refused", ["order": order.orderId, "error": message])
-            }
-        }
-        return done
+    package func answerRefundRequests(recheckSeconds: Int64 = evidenceRecheckSeconds) throws(LedgerError) -> Int {
+        try answerConsumptionRequests(recheckSeconds: recheckSeconds)
     }
 
     /// The Send Consumption Information v2 body for a purchase the ledger shows delivered: the

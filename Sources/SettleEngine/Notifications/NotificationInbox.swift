@@ -8,15 +8,13 @@ import SettleDelivery
 
 /// Where App Store Server Notifications come in, from the endpoint or from Get Notification
 /// History: verified, stored once by UUID with their effect on orders, then answered. Also does
-/// the work they leave (revokes, refund-request answers) and the history catch-up.
+/// the work they leave (refund-request answers) and the history catch-up.
 package final class NotificationInbox: Sendable {
     package let ledger: any SettleLedger
     package let verifier: SignedDataVerifier
     package let rules: NotificationRules
     /// The Server API, for history and consumption answers (nil without `server_api`).
     package let api: AppStoreServerClient?
-    /// nil when refunds can only be recorded (a command delivery without `revoke_command`).
-    package let revokeHook: RevokeHook?
     package let consumption: Configuration.ConsumptionConfiguration
     package let acceptSandbox: Bool
     /// `notifications.backfill_since` (ms): where the first history catch-up starts; nil: at the first start.
@@ -25,7 +23,7 @@ package final class NotificationInbox: Sendable {
     package let log: Log
     package let metrics: Metrics?
 
-    package init(ledger: any SettleLedger, verifier: SignedDataVerifier, rules: NotificationRules, api: AppStoreServerClient?, revokeHook: RevokeHook?,
+    package init(ledger: any SettleLedger, verifier: SignedDataVerifier, rules: NotificationRules, api: AppStoreServerClient?,
                 consumption: Configuration.ConsumptionConfiguration, acceptSandbox: Bool,
                 policy: RetryPolicy, log: Log, metrics: Metrics?, backfillSinceMs: Int64? = nil) {
         self.backfillSinceMs = backfillSinceMs
@@ -33,7 +31,6 @@ package final class NotificationInbox: Sendable {
         self.verifier = verifier
         self.rules = rules
         self.api = api
-        self.revokeHook = revokeHook
         self.consumption = consumption
         self.acceptSandbox = acceptSandbox
         self.policy = policy

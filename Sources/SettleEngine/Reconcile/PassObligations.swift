@@ -3,21 +3,23 @@ import Synchronization
 import SettleBase
 import SettleLedger
 
-/// What notifications leave to do (revokes through the operator's hook, answers to Apple's
-/// refund requests), run with a pass so that no backlog holds them back: once before the pass
+/// What notifications leave to do (the core's revokes through the operator's hook, and each
+/// store's own: answers to Apple's refund requests), run with a pass so that no backlog holds them back: once before the pass
 /// claims anything, every `interval` seconds while its workers drain, and once at its end. An
 /// answer has Apple's 12-hour deadline and a backlog drained at a store's rate limit can take
 /// longer than that; a pass that ran them only at its end would answer nothing until the
 /// backlog was gone. Each run claims what it does in the ledger, so runs never do a job twice.
 final class PassObligations: Sendable {
-    private let inbox: NotificationInbox
+    private let revoker: Revoker
+    private let stores: [any StoreAdapter]
     private let log: Log
     private let totals = Mutex((revoked: 0, answered: 0))
     private let finished = DispatchSemaphore(value: 0)
     private let alongside = DispatchGroup()
 
-    init(inbox: NotificationInbox, log: Log) {
-        self.inbox = inbox
+    init(revoker: Revoker, stores: [any StoreAdapter], log: Log) {
+        self.revoker = revoker
+        self.stores = stores
         self.log = log
     }
 
@@ -27,8 +29,10 @@ final class PassObligations: Sendable {
     /// Runs every due revoke and answer now. Before the pass ends (`final` false), an answer
     /// about a purchase still being settled stays due, so the run after the deliveries sees it.
     func run(final: Bool = false) throws(LedgerError) {
-        let settled = try inbox.settleObligations(recheckSeconds: final ? NotificationInbox.evidenceRecheckSeconds : 0)
-        totals.withLock { $0.revoked += settled.revoked; $0.answered += settled.answered }
+        let revoked = try revoker.run()
+        var answered = 0
+        for store in stores { answered += try store.obligations(final: final) }
+        totals.withLock { [answered] in $0.revoked += revoked; $0.answered += answered }
     }
 
     /// Runs them every `interval` seconds on a thread of their own until `stop()`, unless

@@ -92,7 +92,7 @@ extension Reconciler {
             verifier: SignedDataVerifier(rootCertificates: roots, bundleId: configuration.bundleId, acceptSandbox: configuration.acceptSandbox,
                                          appAppleId: configuration.serverAPI?.appAppleId),
             rules: NotificationRules(eligibility: eligibility, answerConsumptionRequests: configuration.consumption.respond),
-            api: api, revokeHook: revokeHook, consumption: configuration.consumption,
+            api: api, consumption: configuration.consumption,
             acceptSandbox: configuration.acceptSandbox, policy: policy, log: log, metrics: metrics,
             backfillSinceMs: configuration.notifications?.backfillSinceMs)
         // The stores, each from its own section: where a third store's adapter would be made.
@@ -105,6 +105,7 @@ extension Reconciler {
                 policy: policy, log: log)
             var appStore = AppStoreAdapter(receipts: receipts, storeKit: storeKit, products: products, inbox: inbox,
                                            notificationsPath: configuration.notifications?.path, finishes: finishes)
+            appStore.historyIntervalSeconds = configuration.notifications?.historyIntervalSeconds
             appStore.accountTokens = api.map { AppAccountTokens(ledger: ledger, api: $0, policy: policy, log: log) }
             stores[.appStore] = appStore
         }
@@ -128,7 +129,7 @@ extension Reconciler {
                 voided: PlayVoidedPoll(ledger: ledger, client: play.client, intervalSeconds: settings.voidedPollIntervalSeconds, log: log))
         }
         return Reconciler(configuration: configuration, ledger: ledger, deliverer: deliverer, policy: policy, log: log, metrics: metrics,
-                          inbox: inbox, stores: stores, pacer: pacer)
+                          revokeHook: revokeHook, stores: stores, pacer: pacer)
     }
 
     /// The Google Play verifier a `google_play` section describes: the service account key is

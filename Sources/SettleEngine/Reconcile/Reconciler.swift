@@ -18,13 +18,15 @@ package final class Reconciler: Sendable {
     package let log: Log
     /// Support's transfers and redeliveries, carried out at each pass.
     package var supportActions: SupportActionRunner {
-        SupportActionRunner(ledger: ledger, grants: deliverer, revokes: inbox?.revokeHook, products: configuration.products,
+        SupportActionRunner(ledger: ledger, grants: deliverer, revokes: revokeHook, products: configuration.products,
                             policy: policy, log: log)
     }
     /// Counters for the metrics file, when the daemon keeps one.
     package let metrics: Metrics?
-    /// App Store Server Notifications: a pass also does the revokes and refund-request answers they leave.
-    package let inbox: NotificationInbox?
+    /// What takes goods back (nil when refunds can only be recorded: a command delivery without
+    /// `revoke_command`): a pass runs every revoke any store enqueued.
+    package let revokeHook: RevokeHook?
+    package var revoker: Revoker { Revoker(ledger: ledger, hook: revokeHook, policy: policy, log: log) }
     /// Renews the leases of the orders being verified or delivered.
     private let leases: LeaseKeeper
     /// Every configured store, by store: what verifies its orders, what tells it of a delivery,
@@ -40,10 +42,10 @@ package final class Reconciler: Sendable {
 
     /// `verifier` defaults to the stores' own (`StoreRouter`); a test may put another in.
     package init(configuration: Configuration, ledger: any SettleLedger, verifier: (any OrderVerifier)? = nil, deliverer: any Deliverer,
-                policy: RetryPolicy, owner: LeaseOwner = .current, log: Log, metrics: Metrics? = nil, inbox: NotificationInbox? = nil,
+                policy: RetryPolicy, owner: LeaseOwner = .current, log: Log, metrics: Metrics? = nil, revokeHook: RevokeHook? = nil,
                 stores: [Store: any StoreAdapter] = [:], pacer: Pacer? = nil) {
         self.pacer = pacer
-        self.inbox = inbox
+        self.revokeHook = revokeHook
         self.stores = stores
         self.verifier = verifier ?? StoreRouter(adapters: stores)
         self.configuration = configuration
@@ -103,6 +105,9 @@ package final class Reconciler: Sendable {
     package var listenerRoutes: [String: ListenerRoute] {
         adapters.reduce(into: [:]) { routes, adapter in routes.merge(adapter.listenerRoutes) { first, _ in first } }
     }
+
+    /// Every configured store's timers, which the daemon runs without knowing what they are.
+    package var storeTasks: [StoreTask] { adapters.flatMap(\.tasks) }
 
     package var verifyLeaseSeconds: Int64 {
         // Two hops (production then sandbox), each bounded by the HTTP timeouts, plus margin.
@@ -174,7 +179,7 @@ package final class Reconciler: Sendable {
         }
         // Revokes and answers to refund requests go first and go on alongside: a backlog
         // drained at a store's rate can outlast Apple's 12-hour deadline for an answer.
-        let obligations = inbox.flatMap { orderIds.isEmpty && !shouldStop() ? PassObligations(inbox: $0, log: log) : nil }
+        let obligations = orderIds.isEmpty && !shouldStop() ? PassObligations(revoker: revoker, stores: adapters, log: log) : nil
         try obligations?.run()
         // A transfer or redelivery support asked for does not wait for the backlog either.
         if !shouldStop() { try supportActions.run(orderIds: orderIds) }

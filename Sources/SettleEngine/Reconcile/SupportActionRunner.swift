@@ -203,7 +203,7 @@ package struct SupportActionRunner: Sendable {
 
     /// Never to the grant route: the step waits, due, and runs once a revoke route is configured.
     private func waitForRoute(_ action: SupportAction, _ order: Order) throws(LedgerError) {
-        let why = NotificationInbox.noRevokeRoute
+        let why = Revoker.noRevokeRoute
         guard action.lastError != why else { return try ledger.releaseSupportAction(action) }
         let now = ledger.time.unixSeconds
         try ledger.recordSupportStep(action, .waitingForRoute(why), history: HistoryEntry(

@@ -34,6 +34,24 @@ package protocol StoreAdapter: Sendable {
     /// Its paths on the notifications listener, each answering one request; `needsPass` asks
     /// for a pass now (a purchase to deliver, a refund to take back).
     var listenerRoutes: [String: ListenerRoute] { get }
+
+    /// Work its notifications leave that runs with the core's revokes, before, during and after
+    /// a pass's deliveries (Apple's answers to refund requests). Returns how many were done.
+    /// `final`: the run after the deliveries, which may answer what they delivered.
+    func obligations(final: Bool) throws(LedgerError) -> Int
+
+    /// Timers of its own the daemon runs between passes (Apple's history catch-up).
+    var tasks: [StoreTask] { get }
+}
+
+/// What a store that needs none of it writes nothing for: a store module writes what differs.
+extension StoreAdapter {
+    package var finisher: (any StoreFinisher)? { nil }
+    package func beforeClaims(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome { .idle }
+    package func afterPass(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome { .idle }
+    package var listenerRoutes: [String: ListenerRoute] { [:] }
+    package func obligations(final: Bool) throws(LedgerError) -> Int { 0 }
+    package var tasks: [StoreTask] { [] }
 }
 
 /// One path of the notifications listener.

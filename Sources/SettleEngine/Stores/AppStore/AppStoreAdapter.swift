@@ -6,8 +6,8 @@ import SettleAppStore
 /// The App Store: verifyReceipt (`receipt_api`), StoreKit 2's signed data and the App Store
 /// Server API (`server_api`), and App Store Server Notifications on the listener. An order is
 /// finished without a word to Apple; Apple is told after the pass (Finish Transaction, the
-/// `finishes` queue). Its notifications' work (revokes, refund-request answers, the history
-/// catch-up) is the notification inbox's.
+/// `finishes` queue). Its notifications' work (refund-request answers, the history catch-up) is
+/// the notification inbox's; the revokes they enqueue are the core's.
 package struct AppStoreAdapter: StoreAdapter {
     package var store: Store { .appStore }
     /// verifyReceipt, when `receipt_api` is configured.
@@ -23,6 +23,9 @@ package struct AppStoreAdapter: StoreAdapter {
     package var accountTokens: AppAccountTokens?
     /// Finish Transaction for every finished App Store order (nil: nothing is done with them).
     package var finishes: FinishTransactionQueue?
+    /// `notifications.history_interval_seconds` when the listener is configured: how often the
+    /// daemon reads Get Notification History (nil: never).
+    package var historyIntervalSeconds: Double?
 
     package init(receipts: ReceiptVerifier?, storeKit: StoreKitVerifier, products: Set<String>, inbox: NotificationInbox? = nil,
                  notificationsPath: String? = nil, finishes: FinishTransactionQueue? = nil) {
@@ -33,8 +36,6 @@ package struct AppStoreAdapter: StoreAdapter {
         self.inbox = inbox
         self.notificationsPath = notificationsPath
     }
-
-    package var finisher: (any StoreFinisher)? { nil }
 
     /// A product missing from `products` is a gap on settle's side, sent to a person without
     /// asking Apple (no answer of Apple's could make it grantable).
@@ -66,8 +67,6 @@ package struct AppStoreAdapter: StoreAdapter {
         }
     }
 
-    package func beforeClaims(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome { .idle }
-
     package func afterPass(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome {
         // Finish Transaction first (StoreKit keeps offering an unfinished transaction to the
         // app); the account tokens then share what is left of the same lent time.
@@ -82,6 +81,26 @@ package struct AppStoreAdapter: StoreAdapter {
         guard let inbox, let notificationsPath else { return [:] }
         return [notificationsPath: { request in inbox.answer(request.body) }]
     }
+
+    package func obligations(final: Bool) throws(LedgerError) -> Int {
+        try inbox?.answerRefundRequests(recheckSeconds: final ? NotificationInbox.evidenceRecheckSeconds : 0) ?? 0
+    }
+
+    /// Get Notification History at start and every `notifications.history_interval_seconds`.
+    package var tasks: [StoreTask] {
+        guard let inbox, let historyIntervalSeconds else { return [] }
+        return [StoreTask(event: "notifications.history_synced", failedEvent: "notifications.history_failed",
+                          intervalSeconds: historyIntervalSeconds) { progress in
+            let report = try inbox.syncHistory(progress: progress)
+            return StoreTaskReport(fields: [("stored", report.stored), ("pages", report.pages), ("stopped", report.stoppedBecause)],
+                                   needsPass: report.needsPass)
+        }]
+    }
+}
+
+extension Reconciler {
+    /// App Store Server Notifications' inbox, when the App Store is configured.
+    package var inbox: NotificationInbox? { (stores[.appStore] as? AppStoreAdapter)?.inbox }
 }
 
 /// A stored legacy receipt that is not a PKCS#7 app receipt.
