@@ -40,10 +40,20 @@ let package = Package(
         .target(name: "SettleLedger", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "CSQLite", "CPostgres"]),
         // The operator's delivery and revoke hooks: commands and webhooks.
         .target(name: "SettleDelivery", dependencies: ["SettleBase", "SettleModel", "SettleConfig"]),
-        // The engine: the reconciler (claim, verify, deliver, finish) and the notification inboxes
-        // (App Store Server Notifications, Google Play's pushes and voided purchases), and their metrics.
-        .target(name: "SettleEngine", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
-                                                     "SettleGooglePlay", "SettleLedger", "SettleDelivery"]),
+        // The engine: the reconciler (claim, verify, deliver, finish), revokes, support actions and
+        // metrics, and the store contract (StoreModule, StoreAdapter, SideWork, StoreTask). Names no store.
+        .target(name: "SettleEngine", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleLedger", "SettleDelivery"]),
+        // The store modules: everything settle knows about one store above the core, in
+        // Sources/Stores/<Store>/ (its client above, its module here: descriptor, adapter,
+        // inboxes, side queues), registered by one line in SettleApp's StoreModules.
+        .target(name: "SettleAppStoreModule",
+                dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleLedger", "SettleDelivery",
+                               "SettleEngine"],
+                path: "Sources/Stores/AppStore/Module"),
+        .target(name: "SettleGooglePlayModule",
+                dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleGooglePlay", "SettleLedger", "SettleDelivery",
+                               "SettleEngine"],
+                path: "Sources/Stores/GooglePlay/Module"),
         // The project's stand-ins for Apple and Google Play (`settle simulator`, the demo, the tests):
         // it signs what it serves with its own chain, so nothing here reaches a real store.
         .target(name: "SettleSimulator", dependencies: ["SettleBase", "SettleModel", "SettleAppStore", "SettleGooglePlay"]),
@@ -51,7 +61,7 @@ let package = Package(
         // subcommand, status views and support lookups.
         .target(name: "SettleApp", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
                                                    "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine",
-                                                   "SettleSimulator"]),
+                                                   "SettleSimulator", "SettleAppStoreModule", "SettleGooglePlayModule"]),
         // The thin executable: `SettleCommand.run` and nothing else.
         .executableTarget(name: "settle", dependencies: ["SettleApp"]),
         // The project's benchmark: every row of issue 11, side by side with a hand-written Python
@@ -59,27 +69,27 @@ let package = Package(
         // SQLiteDatabase.
         .executableTarget(name: "settle-bench",
                           dependencies: ["SettleApp", "SettleBase", "SettleConfig", "SettleAppStore", "SettleLedger",
-                                         "SettleEngine", "SettleSimulator", "SettleGooglePlay"],
+                                         "SettleEngine", "SettleSimulator", "SettleGooglePlay", "SettleAppStoreModule"],
                           path: "Benchmarks/settle-bench"),
         // Notifications/s the endpoint takes while passes run (scripts/notify-bench.sh).
         .executableTarget(name: "settle-notify-bench",
                           dependencies: ["SettleApp", "SettleBase", "SettleConfig", "SettleLedger", "SettleEngine",
-                                         "SettleSimulator"],
+                                         "SettleSimulator", "SettleAppStoreModule"],
                           path: "Benchmarks/settle-notify-bench"),
         // Shared test fixtures: a throwaway folder with a configuration, hooks and an Apple simulator.
         .target(name: "SettleTesting",
                 dependencies: ["SettleApp", "SettleBase", "SettleConfig", "SettleAppStore", "SettleLedger", "SettleEngine",
-                               "SettleSimulator"],
+                               "SettleSimulator", "SettleAppStoreModule", "SettleGooglePlayModule"],
                 path: "Tests/SettleTesting"),
         // Unit and contract tests of every target (folders mirror the targets).
         .testTarget(name: "SettleCoreTests",
                     dependencies: ["SettleApp", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
                                    "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator",
-                                   "SettleTesting"],
+                                   "SettleTesting", "SettleAppStoreModule", "SettleGooglePlayModule"],
                     exclude: ["Fixtures"]),
         // The built binary, end to end.
         .testTarget(name: "settleTests",
                     dependencies: ["SettleApp", "SettleBase", "SettleModel", "SettleGooglePlay", "SettleLedger",
-                                   "SettleSimulator", "SettleTesting", "settle"]),
+                                   "SettleSimulator", "SettleTesting", "settle", "SettleAppStoreModule", "SettleGooglePlayModule"]),
     ]
 )

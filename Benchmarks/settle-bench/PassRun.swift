@@ -56,7 +56,7 @@ enum PassChild {
         }
         // Lines are formatted as the daemon's are, then dropped instead of written to stderr.
         let log = Log(environment: [:], sink: { _ in })
-        let reconciler = try Reconciler.configured(configuration, ledger: ledger, environment: [:], log: log)
+        let reconciler = try Reconciler.configured(configuration, ledger: ledger, environment: [:], log: log, modules: StoreModules.all)
         let cpuStart = ownCPUSeconds()
         let ioStart = IOCounters.now()
         let switchesStart = ownContextSwitches()

@@ -52,7 +52,7 @@ let config = JSONValue.object([
 _ = FileManager.default.createFile(atPath: folder + "/settle.json", contents: config.data)
 let configuration = try Configuration.load(path: folder + "/settle.json", environment: [:])
 let ledger = try SQLiteLedger(path: configuration.ledgerPath)
-let reconciler = try Reconciler.configured(configuration, ledger: ledger, environment: ProcessInfo.processInfo.environment, log: .silent)
+let reconciler = try Reconciler.configured(configuration, ledger: ledger, environment: ProcessInfo.processInfo.environment, log: .silent, modules: StoreModules.all)
 let inbox = reconciler.inbox!
 
 // Signed up front, so the clock measures settle, not the simulator's signing.

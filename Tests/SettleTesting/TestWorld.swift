@@ -186,13 +186,13 @@ package final class TestWorld: @unchecked Sendable {
     /// `pacer` nil: the process's own (on the wall clock, new with each reconciler).
     package func reconciler(ledger: any SettleLedger, log: Log = .silent, pacer: Pacer? = nil) throws -> Reconciler {
         try Reconciler.configured(try configuration(), ledger: ledger, environment: ProcessInfo.processInfo.environment,
-                                  log: log, random: { 0.5 }, pacer: pacer)
+                                  log: log, random: { 0.5 }, pacer: pacer, modules: TestStores.modules)
     }
 
     /// A pacer at the configured rates on the world's clock: a wait moves the clock, never sleeps.
     package func pacer() throws -> Pacer {
         let time = self.time
-        return Reconciler.storePacer(try configuration(), time: time, sleep: { time.advance(by: $0) })
+        return Reconciler.storePacer(try configuration(), modules: TestStores.modules, time: time, sleep: { time.advance(by: $0) })
     }
 
     /// A pacer whose buckets of `keys` are at their floor rate (three 429s) and full again (the

@@ -68,7 +68,7 @@ enum DemoCommand {
         let ledger = try SQLiteLedger(path: configuration.ledgerPath, time: time)
         for order in orders { _ = try ledger.enqueue(order) }
         let reconciler = try Reconciler.configured(configuration, ledger: ledger, environment: context.environment,
-                                                   log: Log(environment: [:], time: time, sink: { _ in }))
+                                                   log: Log(environment: [:], time: time, sink: { _ in }), modules: StoreModules.all)
         context.print("settle demo: Apple simulator at \(simulator.productionURL.replacingOccurrences(of: "/production/verifyReceipt", with: "")), ledger in \(folder)")
         context.print("enqueued \(orders.count) orders: \(orders.map(\.orderId).joined(separator: ", "))\n")
         let first = try reconciler.runPass()

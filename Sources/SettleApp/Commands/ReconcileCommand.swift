@@ -39,7 +39,7 @@ enum ReconcileCommand {
         let metrics = Metrics()
         do {
             reconciler = try Reconciler.configured(configuration, ledger: ledger, environment: context.environment,
-                                                   log: context.log, metrics: metrics)
+                                                   log: context.log, metrics: metrics, modules: StoreModules.all)
         } catch {
             throw CommandFailure.from(error)
         }

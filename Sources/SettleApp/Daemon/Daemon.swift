@@ -127,7 +127,7 @@ package final class Daemon: @unchecked Sendable {
         }
         let reconciler: Reconciler
         do {
-            reconciler = try Reconciler.configured(configuration, ledger: ledger, environment: environment, log: log, metrics: metrics)
+            reconciler = try Reconciler.configured(configuration, ledger: ledger, environment: environment, log: log, metrics: metrics, modules: StoreModules.all)
         } catch {
             throw CommandFailure(.config, error.message)
         }
@@ -194,7 +194,7 @@ package final class Daemon: @unchecked Sendable {
             var served: [String: @Sendable (HTTPServerRequest) -> HTTPServerResponse] = [:]
             for path in paths {
                 served[path] = { [workQueue, unowned self] request in
-                    guard let route = self.routes.withLock({ $0[path] }) else { return NotificationInbox.reply(503, "starting") }
+                    guard let route = self.routes.withLock({ $0[path] }) else { return HTTPServerResponse.listenerReply(503, "starting") }
                     let (response, needsPass) = route(request)
                     if needsPass { workQueue.async { self.requestPass(force: true) } }
                     return response
@@ -203,7 +203,7 @@ package final class Daemon: @unchecked Sendable {
             endpoint = try NotificationEndpoint(address: notifications.listen, listenDescriptor: passed, path: notifications.path,
                                                 limits: notifications.limits, log: log, routes: served) { _ in
                 // notifications.path with no store behind it (no App Store section is configured).
-                NotificationInbox.reply(404, "no store is configured to take notifications at this path")
+                HTTPServerResponse.listenerReply(404, "no store is configured to take notifications at this path")
             }
         } catch {
             // Serving on another address than the configured one (every interface, another port)
@@ -407,7 +407,7 @@ package final class Daemon: @unchecked Sendable {
             }
             let reconciler: Reconciler
             do {
-                reconciler = try Reconciler.configured(fresh, ledger: running.ledger, environment: environment, log: log, metrics: metrics)
+                reconciler = try Reconciler.configured(fresh, ledger: running.ledger, environment: environment, log: log, metrics: metrics, modules: StoreModules.all)
             } catch {
                 return failed("\(error)")
             }

@@ -44,7 +44,7 @@ package struct AppleOrderLookup: Sendable {
             connectTimeout: configuration.http.connectTimeoutSeconds, totalTimeout: configuration.http.timeoutSeconds))
         var api = AppStoreServerClient(productionURL: serverAPI.productionURL, sandboxURL: serverAPI.sandboxURL, tokens: tokens, client: client)
         // This process's own pacer: a support lookup runs in `settle status`, not in the daemon.
-        api.pacer = Reconciler.storePacer(configuration)
+        api.pacer = Reconciler.storePacer(configuration, modules: StoreModules.all)
         return AppleOrderLookup(
             api: api,
             verifier: SignedDataVerifier(rootCertificates: try serverAPI.loadRoots(), bundleId: configuration.bundleId,

@@ -3,6 +3,7 @@ import SettleModel
 import SettleConfig
 import SettleGooglePlay
 import SettleEngine
+import SettleGooglePlayModule
 
 /// Finds the purchase behind a Google order id (the `GPA.…` in the customer's Google Play
 /// receipt e-mail) for `settle status --transaction`, through `orders.get`, and whose it is:
@@ -29,7 +30,8 @@ package struct GooglePlayOrderLookup: Sendable {
     package static func configured(_ configuration: Configuration, time: any TimeSource) throws(ConfigError) -> GooglePlayOrderLookup? {
         let http = HTTPClient(configuration: HTTPClientConfiguration(
             connectTimeout: configuration.http.connectTimeoutSeconds, totalTimeout: configuration.http.timeoutSeconds))
-        return try Reconciler.googlePlay(configuration, client: http, time: time, metrics: nil, pacer: Reconciler.storePacer(configuration))
+        return try GooglePlayModule.verifier(configuration, client: http, time: time, metrics: nil,
+                                                pacer: Reconciler.storePacer(configuration, modules: StoreModules.all))
             .map { GooglePlayOrderLookup(client: $0.client) }
     }
 

@@ -57,6 +57,13 @@ extension StoreAdapter {
 /// One path of the notifications listener.
 package typealias ListenerRoute = @Sendable (HTTPServerRequest) -> (response: HTTPServerResponse, needsPass: Bool)
 
+extension HTTPServerResponse {
+    /// What a listener route answers a store: `{"result": text}`.
+    package static func listenerReply(_ status: Int, _ text: String) -> HTTPServerResponse {
+        .json(status, JSONValue.object([("result", .string(text))]).data)
+    }
+}
+
 /// Sends each order to its store's adapter; an order of a store that is not configured waits,
 /// using no attempt, until it is (that is not the order's fault).
 package struct StoreRouter: OrderVerifier {

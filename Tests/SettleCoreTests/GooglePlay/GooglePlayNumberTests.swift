@@ -7,6 +7,7 @@ import XCTest
 @testable import SettleLedger
 @testable import SettleGooglePlay
 @testable import SettleEngine
+@testable import SettleGooglePlayModule
 
 /// The ledger's rows are numbers from outside too (issue 32, item 16): a backend's SQL may put
 /// anything settle never writes in them, and a pass computing from them must not trap. Each

@@ -9,6 +9,7 @@ import XCTest
 @testable import SettleEngine
 @testable import SettleGooglePlay
 @testable import SettleSimulator
+@testable import SettleGooglePlayModule
 
 /// Google Play orders through whole passes, in process on the test clock: the reconciler as
 /// `settle reconcile` builds it, Google's pushes stored as the listener stores them, the fake
@@ -551,7 +552,7 @@ class GooglePlayReconcileTests: XCTestCase {
         let ledger = try makeLedger()
         let metrics = Metrics()
         let reconciler = try Reconciler.configured(try world.configuration(), ledger: ledger, environment: [:], log: .silent,
-                                                   metrics: metrics)
+                                                   metrics: metrics, modules: TestStores.modules)
         let inbox = try XCTUnwrap((reconciler.stores[.googlePlay] as? GooglePlayAdapter)?.inbox)
         // A key the operator's file does not hold: only Google's published set has it.
         fake.rotateIn(pushKey: PlayTestKeys.stranger.publicKey, id: "rotated-in")

@@ -300,7 +300,7 @@ final class LedgerContractTests: XCTestCase {
             }
             let lines = LineCollector()
             let reconciler = try Reconciler.configured(try world.configuration(), ledger: b.store, environment: [:],
-                                                       log: Log(environment: [:], time: world.time, sink: { lines.append($0) }))
+                                                       log: Log(environment: [:], time: world.time, sink: { lines.append($0) }), modules: TestStores.modules)
             let pass = DispatchGroup()
             DispatchQueue.global().async(group: pass) { _ = try? reconciler.runPass() }
             XCTAssertTrue(try eventually { try state(b.store, "o-1") == .delivering }, b.name)
@@ -331,7 +331,7 @@ final class LedgerContractTests: XCTestCase {
             let receipt = world.scriptReceipt("\(b.name)-v", [SimulatedTransaction(productId: world.coins, transactionId: "\(b.name)-v")])
             _ = try b.store.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins, transactionId: "\(b.name)-v",
                                              receipt: receipt))
-            let base = try Reconciler.configured(try world.configuration(), ledger: b.store, environment: [:], log: .silent)
+            let base = try Reconciler.configured(try world.configuration(), ledger: b.store, environment: [:], log: .silent, modules: TestStores.modules)
             // Apple's answer is held back (a long history, many pages) until the test lets it go.
             let started = DispatchSemaphore(value: 0), answer = DispatchSemaphore(value: 0)
             let verifier = ObservedVerifier(inner: base.verifier) { _ in

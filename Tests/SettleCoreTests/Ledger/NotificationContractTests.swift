@@ -6,6 +6,7 @@ import XCTest
 @testable import SettleModel
 @testable import SettleAppStore
 @testable import SettleLedger
+import SettleAppStoreModule
 
 /// The notification transitions' contract on every back end, as several `settle run` see it:
 /// each opens the ledger on its own connection(s) (`LedgerBackEnd.another`), as another host

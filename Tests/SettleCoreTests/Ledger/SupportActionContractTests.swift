@@ -7,6 +7,7 @@ import XCTest
 @testable import SettleLedger
 @testable import SettleDelivery
 @testable import SettleEngine
+@testable import SettleAppStoreModule
 
 /// Transfers and redeliveries on every back end (issue 26): what the ledger records and refuses,
 /// and what the pass's runner sends through real command hooks, step by step.

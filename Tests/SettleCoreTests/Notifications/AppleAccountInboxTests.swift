@@ -8,6 +8,7 @@ import XCTest
 @testable import SettleLedger
 @testable import SettleEngine
 @testable import SettleSimulator
+@testable import SettleAppStoreModule
 
 /// Purchases Apple reports without the user's appAccountToken, bound by the Apple Account's
 /// `appTransactionId`, and Set App Account Token after a person assigns one: through the inbox

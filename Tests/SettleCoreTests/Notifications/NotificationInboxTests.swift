@@ -6,6 +6,7 @@ import XCTest
 @testable import SettleLedger
 @testable import SettleEngine
 @testable import SettleSimulator
+@testable import SettleAppStoreModule
 
 /// What Apple's notifications do to orders, revokes and refund-request answers, and how the
 /// history catch-up moves, driven through the inbox in process on the test clock, with the

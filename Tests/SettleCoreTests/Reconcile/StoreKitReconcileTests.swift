@@ -7,6 +7,7 @@ import XCTest
 @testable import SettleLedger
 @testable import SettleEngine
 @testable import SettleSimulator
+@testable import SettleAppStoreModule
 
 /// StoreKit 2 orders through whole passes: a real ledger, the simulated App Store Server API
 /// over loopback (which checks every bearer token), real hooks.

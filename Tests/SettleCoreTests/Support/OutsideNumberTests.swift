@@ -8,6 +8,7 @@ import XCTest
 @testable import SettleEngine
 @testable import SettleAppStore
 @testable import SettleDelivery
+@testable import SettleGooglePlayModule
 
 /// Every number that came from outside (a store's answer, a push, a header, a ledger row a
 /// backend wrote) fed to what reads and computes with it (issue 32, item 16): Int64.min and

@@ -1,6 +1,7 @@
 import SettleBase
 import SettleModel
 import SettleLedger
+import SettleEngine
 import SettleAppStore
 
 /// Set App Account Token for purchases a person assigned (`settle assign`), once the pass

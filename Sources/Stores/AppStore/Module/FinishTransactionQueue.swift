@@ -1,6 +1,7 @@
 import SettleBase
 import SettleModel
 import SettleLedger
+import SettleEngine
 import SettleAppStore
 
 /// Tells Apple that delivered App Store transactions are finished (Finish Transaction, API

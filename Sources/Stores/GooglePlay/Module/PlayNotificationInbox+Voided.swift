@@ -2,6 +2,7 @@ import SettleBase
 import SettleModel
 import SettleGooglePlay
 import SettleLedger
+import SettleEngine
 
 /// Voided purchase pushes: applied only once Google itself confirms them.
 extension PlayNotificationInbox {

@@ -4,6 +4,7 @@ import SettleModel
 import SettleConfig
 import SettleAppStore
 import SettleLedger
+import SettleEngine
 import SettleDelivery
 
 /// Where App Store Server Notifications come in, from the endpoint or from Get Notification
@@ -103,18 +104,15 @@ package final class NotificationInbox: Sendable {
             log.warning("notifications.bad_request", ["status": 400, "why": "body is not JSON with a signedPayload string",
                                                       "bytes": body.count])
             metrics?.observeNotification(type: "unverified", outcome: "body_invalid", at: nil)
-            return (Self.reply(400, "body is not JSON with a signedPayload string"), false)
+            return (HTTPServerResponse.listenerReply(400, "body is not JSON with a signedPayload string"), false)
         }
         switch receive(signedPayload: signed, source: "endpoint") {
-        case let .stored(result): return (Self.reply(200, result.outcome), result.needsPass)
+        case let .stored(result): return (HTTPServerResponse.listenerReply(200, result.outcome), result.needsPass)
         case let .refused(failure):
             let status = failure.code == "jws_malformed" || failure.code == "payload_invalid" ? 400 : 403
-            return (Self.reply(status, failure.code), false)
-        case .notStored: return (Self.reply(503, "not stored; send it again"), false)
+            return (HTTPServerResponse.listenerReply(status, failure.code), false)
+        case .notStored: return (HTTPServerResponse.listenerReply(503, "not stored; send it again"), false)
         }
     }
 
-    package static func reply(_ status: Int, _ text: String) -> HTTPServerResponse {
-        .json(status, JSONValue.object([("result", .string(text))]).data)
-    }
 }

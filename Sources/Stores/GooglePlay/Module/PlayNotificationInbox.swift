@@ -4,6 +4,7 @@ import SettleModel
 import SettleConfig
 import SettleGooglePlay
 import SettleLedger
+import SettleEngine
 
 extension Order {
     /// Not settled yet: an order that may still take a purchase.
@@ -56,14 +57,14 @@ package struct PlayNotificationInbox: Sendable {
             if refusal == .unknownKey { metrics?.observePushUnknownKey() }
             // Keys that cannot be read now are settle's trouble: Pub/Sub delivers the push again.
             let status = refusal == .missingToken ? 401 : refusal == .keysUnavailable ? 503 : 403
-            return (NotificationInbox.reply(status, "refused: \(refusal.rawValue)"), false)
+            return (HTTPServerResponse.listenerReply(status, "refused: \(refusal.rawValue)"), false)
         }
         let push: PubSubPush
         do {
             push = try PubSubPush(body: request.body)
         } catch {
             log.warning("google_play.push_unreadable", ["why": error.rawValue])
-            return (NotificationInbox.reply(400, "unreadable: \(error.rawValue)"), false)
+            return (HTTPServerResponse.listenerReply(400, "unreadable: \(error.rawValue)"), false)
         }
         let (kind, token) = Self.describe(push.notification)
         do {
@@ -72,11 +73,11 @@ package struct PlayNotificationInbox: Sendable {
             log.info("google_play.push_stored", ["message": push.messageId, "kind": kind, "duplicate": !stored])
             metrics?.observeNotification(type: "google_play_\(kind)", outcome: stored ? "stored" : "duplicate",
                                          at: stored ? ledger.time.unixSeconds : nil)
-            return (NotificationInbox.reply(200, stored ? "stored" : "duplicate"), stored)
+            return (HTTPServerResponse.listenerReply(200, stored ? "stored" : "duplicate"), stored)
         } catch {
             log.error("google_play.push_not_stored", ["message": push.messageId, "error": "\(error)"])
             // Not stored: Pub/Sub keeps it and delivers it again.
-            return (NotificationInbox.reply(503, "not stored"), false)
+            return (HTTPServerResponse.listenerReply(503, "not stored"), false)
         }
     }
 

@@ -2,6 +2,7 @@ import SettleBase
 import SettleModel
 import SettleGooglePlay
 import SettleLedger
+import SettleEngine
 
 /// Google's pending refund reviews (`pendingRefundReviewNotification`), answered with
 /// `orders.reviewrefund` under the App Store's consumption answer rule: only from evidence the

@@ -2,6 +2,7 @@ import Foundation
 import SettleBase
 import SettleModel
 import SettleLedger
+import SettleEngine
 
 /// What one Get Notification History catch-up did.
 package struct HistorySyncReport: Sendable, Equatable {

@@ -1,6 +1,7 @@
 import SettleModel
 import SettleGooglePlay
 import SettleLedger
+import SettleEngine
 
 /// The ledger's answers to the Play verifier's questions (`PlayGrantRecords`): the store target
 /// names them, the ledger holds them, and this is where the two meet.

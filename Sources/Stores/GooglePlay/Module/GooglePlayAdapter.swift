@@ -1,6 +1,7 @@
 import SettleBase
 import SettleModel
 import SettleLedger
+import SettleEngine
 import SettleGooglePlay
 
 /// Google Play: the Play Developer API (`google_play`), acknowledge or consume after every

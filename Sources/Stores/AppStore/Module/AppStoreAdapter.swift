@@ -1,6 +1,7 @@
 import SettleBase
 import SettleModel
 import SettleLedger
+import SettleEngine
 import SettleAppStore
 
 /// The App Store: verifyReceipt (`receipt_api`), StoreKit 2's signed data and the App Store

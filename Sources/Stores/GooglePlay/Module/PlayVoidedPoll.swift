@@ -3,6 +3,7 @@ import SettleBase
 import SettleModel
 import SettleGooglePlay
 import SettleLedger
+import SettleEngine
 
 /// Reads Google Play's voided purchases (`purchases.voidedpurchases.list`: refunds, chargebacks,
 /// revocations of the last 30 days) every `google_play.voided_poll_interval_seconds`, paged, with

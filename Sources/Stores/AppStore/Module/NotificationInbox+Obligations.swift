@@ -2,6 +2,7 @@ import Foundation
 import SettleBase
 import SettleModel
 import SettleLedger
+import SettleEngine
 import SettleDelivery
 
 /// What Apple's notifications leave for a pass to do: answers to its refund requests, each

@@ -1,0 +1,54 @@
+import SettleBase
+import SettleModel
+import SettleConfig
+import SettleLedger
+
+/// A store, as the application registers it: what it is (its descriptor) and how its
+/// configuration becomes an adapter. Everything settle knows about the store lives in the
+/// module's folder, `Sources/Stores/<Store>/`; the core loops over the registered modules and
+/// never names one.
+package protocol StoreModule {
+    static var descriptor: StoreDescriptor { get }
+
+    /// The adapter its configuration describes, with its secrets read and keys loaded now (a bad
+    /// key is a configuration fault at start, not at the store's first order); nil when the
+    /// configuration has no section for the store.
+    static func adapter(_ context: StoreContext) throws(ConfigError) -> (any StoreAdapter)?
+
+    /// Its configured `rate_limits` (requests a second by endpoint group), over the published ones.
+    static func configuredRates(_ configuration: Configuration) -> [String: Double]
+}
+
+extension StoreModule {
+    package static func configuredRates(_ configuration: Configuration) -> [String: Double] { [:] }
+}
+
+/// What every module's adapter is made from: the one HTTP client and pacer of a process, the
+/// ledger, the retry policy, the log and metrics.
+package struct StoreContext: Sendable {
+    package var configuration: Configuration
+    package var ledger: any SettleLedger
+    package var client: HTTPClient
+    package var pacer: Pacer
+    package var policy: RetryPolicy
+    package var log: Log
+    package var metrics: Metrics?
+
+    package init(configuration: Configuration, ledger: any SettleLedger, client: HTTPClient, pacer: Pacer, policy: RetryPolicy,
+                 log: Log, metrics: Metrics?) {
+        self.configuration = configuration
+        self.ledger = ledger
+        self.client = client
+        self.pacer = pacer
+        self.policy = policy
+        self.log = log
+        self.metrics = metrics
+    }
+}
+
+extension Array where Element == any StoreModule.Type {
+    /// Registers every module's descriptor (`StoreRegistry`), in this order.
+    package func register() {
+        for module in self { StoreRegistry.register(module.descriptor) }
+    }
+}
