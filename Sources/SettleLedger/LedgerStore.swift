@@ -94,6 +94,8 @@ package protocol SupportLedger: LedgerBase {
     func assign(orderId: String, userId: String, note: String?, accountToken: String?, by: Operator?) throws(LedgerError)
 
     func summary(_ filter: OrderFilter) throws(LedgerError) -> LedgerSummary
+    /// The orders closest to their store's refund deadline, soonest first (at most `limit`).
+    func refundDeadlines(limit: Int) throws(LedgerError) -> [RefundDeadline]
     func orderRecord(_ orderId: String) throws(LedgerError) -> (order: Order, history: [HistoryEntry])?
     func dueOrders(limit: Int) throws(LedgerError) -> [Order]
     @discardableResult
@@ -185,7 +187,7 @@ extension OrderLedger {
 
 extension Order {
     /// Claim order among urgent Google Play orders: nearest refund deadline first (`claimDue`).
-    package static func beforeInPlayDeadlineOrder(_ a: Order, _ b: Order) -> Bool {
+    package static func beforeInRefundDeadlineOrder(_ a: Order, _ b: Order) -> Bool {
         let (x, y) = (a.verified?.purchaseDateMs.map { $0 / 1000 } ?? a.createdAt, b.verified?.purchaseDateMs.map { $0 / 1000 } ?? b.createdAt)
         return x != y ? x < y : a.orderId < b.orderId
     }

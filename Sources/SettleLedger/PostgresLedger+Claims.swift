@@ -39,14 +39,14 @@ extension PostgresLedger {
             }
             // An order less than a day from its store's refund deadline (Google's) goes first.
             var claimed: [Order] = []
-            for (store, urgentAfter) in PlayDeadline.deadlineStores(only) where claimed.count < limit {
+            for (store, urgentAfter) in RefundDeadline.deadlineStores(only) where claimed.count < limit {
                 claimed += try claim("""
                     SELECT order_id FROM orders
                     WHERE state = 'pending' AND store = '\(store.rawValue)'
                       AND coalesce(purchase_date_ms / 1000, created_at) <= ? AND next_attempt_at <= ?
                     ORDER BY coalesce(purchase_date_ms / 1000, created_at), order_id LIMIT ?
                     """, [.integer(now - urgentAfter), .integer(now), .integer(Int64(limit - claimed.count))],
-                    order: Order.beforeInPlayDeadlineOrder)
+                    order: Order.beforeInRefundDeadlineOrder)
             }
             guard let only else {
                 guard claimed.count < limit else { return claimed }

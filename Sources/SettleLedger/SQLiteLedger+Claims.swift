@@ -25,14 +25,14 @@ extension SQLiteLedger {
             // orders less than a day from that deadline go before everything else
             // (orders_play_pending; the store is written into the SQL so the partial index applies).
             var claimed: [Order] = []
-            for (store, urgentAfter) in PlayDeadline.deadlineStores(only) where claimed.count < limit {
+            for (store, urgentAfter) in RefundDeadline.deadlineStores(only) where claimed.count < limit {
                 claimed += try claim("""
                     SELECT order_id FROM orders
                     WHERE state = 'pending' AND store = '\(store.rawValue)' AND coalesce(purchase_date_ms / 1000, created_at) <= ?
                       AND next_attempt_at <= ? AND \(SQLiteLedger.wellFormed)
                     ORDER BY coalesce(purchase_date_ms / 1000, created_at), order_id LIMIT ?
                     """, [.integer(now - urgentAfter), .integer(now), .integer(Int64(limit - claimed.count))],
-                    order: Order.beforeInPlayDeadlineOrder)
+                    order: Order.beforeInRefundDeadlineOrder)
             }
             guard let only else {
                 // Pinned to the partial index that is already in claim order: without it the planner

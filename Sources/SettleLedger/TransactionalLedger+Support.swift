@@ -54,7 +54,7 @@ package struct LedgerSummary: Sendable, Equatable {
     /// Counts by store and state of the orders counted (`counts` is their sum over the stores).
     package var storeCounts: [Store: [OrderState: Int]] = [:]
     /// Google Play orders not yet finished, closest to Google's refund deadline first.
-    package var playDeadlines: [PlayDeadline] = []
+    package var refundDeadlines: [RefundDeadline] = []
     /// Orders whose transfer or redelivery waits for a person (its hook refused, or its attempts
     /// ran out), of the whole ledger, first few by order id; and how many there are.
     package var supportActionsWaiting: [String] = []
@@ -187,6 +187,24 @@ extension TransactionalLedger {
 
     /// Counts by state, the oldest undelivered order's age and the matching orders, newest
     /// activity first, read in one snapshot.
+    /// The orders closest to their store's refund deadline (stores whose descriptor has a refund
+    /// window), soonest first: one indexed read a store, without the rest of the summary.
+    package func refundDeadlines(limit: Int) throws(LedgerError) -> [RefundDeadline] {
+        guard try knowsGooglePlay() else { return [] }
+        let now = time.unixSeconds
+        return try reading { db in try Self.refundDeadlines(db, now: now, limit: limit) }
+    }
+
+    private static func refundDeadlines(_ db: any LedgerTransaction, now: Int64, limit: Int) throws -> [RefundDeadline] {
+        var deadlines: [RefundDeadline] = []
+        for store in Store.allCases {
+            guard let window = store.refundWindowSeconds else { continue }
+            deadlines += try db.query(RefundDeadline.query(store, window: window), [.integer(now), .integer(Int64(limit))])
+                .compactMap { RefundDeadline(row: $0, store: store) }
+        }
+        return Array(deadlines.sorted { ($0.refundAt, $0.orderId) < ($1.refundAt, $1.orderId) }.prefix(limit))
+    }
+
     package func summary(_ filter: OrderFilter) throws(LedgerError) -> LedgerSummary {
         let now = time.unixSeconds
         // Counts and the oldest age follow the subject of the question (a user, a transaction),
@@ -265,9 +283,7 @@ extension TransactionalLedger {
             var summary = LedgerSummary(counts: counts, oldestUndeliveredSeconds: oldest.map { max(0, now.saturatingSubtracting($0)) },
                                         orders: rows.map { Order(row: $0) }, matching: matching, filtered: !conditions.isEmpty)
             summary.storeCounts = storeCounts
-            if playColumns {
-                summary.playDeadlines = try db.query(PlayDeadline.query, [.integer(now), .integer(20)]).compactMap { PlayDeadline(row: $0) }
-            }
+            if playColumns { summary.refundDeadlines = try Self.refundDeadlines(db, now: now, limit: 20) }
             if supportActions {
                 let waiting = try db.query("SELECT order_id FROM support_actions WHERE state = 'waiting' ORDER BY order_id")
                 summary.supportActionsWaitingCount = waiting.count

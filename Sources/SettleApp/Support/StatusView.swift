@@ -10,7 +10,7 @@ package enum StatusView {
     /// `breakers`: each store's (a store without one is closed). `apple` repeats the App
     /// Store's health under the name it had before there were two stores.
     package static func json(_ summary: LedgerSummary, breakers: [Store: StoreBreaker] = [:], daemon: DaemonRecord? = nil) -> JSONValue {
-        .object([
+        let head: [(String, JSONValue)] = [
             ("counts", .object(OrderState.allCases.map { ($0.rawValue, .number(summary.counts[$0] ?? 0)) })),
             ("oldest_undelivered_seconds", summary.oldestUndeliveredSeconds.map { .number($0) } ?? .null),
             ("apple", health(breakers[.appStore] ?? StoreBreaker())),
@@ -28,15 +28,20 @@ package enum StatusView {
             ("stores", .object(Store.allCases.map { store in
                 (store.rawValue, .object(OrderState.allCases.map { ($0.rawValue, .number(storeCount(summary, store, $0))) }))
             })),
-            ("google_play", .object([
-                ("unacknowledged", .array(summary.playDeadlines.map { d in
-                    .object([("order_id", .string(d.orderId)), ("state", .string(d.state.rawValue)),
-                             ("refund_at", time(d.refundAt)), ("refund_at_estimated", .bool(!d.exact)),
-                             ("delivered", .bool(d.delivered))])
-                })),
-            ])),
-            ("support_actions_waiting", .number(summary.supportActionsWaitingCount)),
-        ])
+        ]
+        return .object(head + refundClocks(summary) + [("support_actions_waiting", .number(summary.supportActionsWaitingCount))])
+    }
+
+    /// Each store with a refund window: its orders not yet told of, soonest first.
+    static func refundClocks(_ summary: LedgerSummary) -> [(String, JSONValue)] {
+        Store.allCases.filter { $0.refundWindowSeconds != nil }.map { store in
+            let clocks: [JSONValue] = summary.refundDeadlines.filter { $0.store == store }.map { d in
+                .object([("order_id", .string(d.orderId)), ("state", .string(d.state.rawValue)),
+                         ("refund_at", time(d.refundAt)), ("refund_at_estimated", .bool(!d.exact)),
+                         ("delivered", .bool(d.delivered))])
+            }
+            return (store.rawValue, .object([("unacknowledged", .array(clocks))]))
+        }
     }
 
     /// One store's breaker as status shows it.
@@ -123,7 +128,7 @@ package enum StatusView {
             }
             out += line + "\n" + pacerText(store, summary: summary, buckets: pacer)
         }
-        for d in summary.playDeadlines {
+        for d in summary.refundDeadlines {
             out += "  unacknowledged \(PrintableText.escape(d.orderId)) " + deadlineText(d, now: now) + "\n"
         }
         out += "daemon: " + daemonText(daemon, now: now) + "\n"
@@ -148,11 +153,12 @@ package enum StatusView {
         return breaker.lastError != nil ? "breaker closed" + lastError(breaker, now: now) : "answering"
     }
 
-    /// A Play order's refund clock: "(delivered, acknowledge pending): Google refunds it in 2 d".
-    package static func deadlineText(_ d: PlayDeadline, now: Int64) -> String {
+    /// An order's refund clock: "(delivered, acknowledge pending): Google refunds it in 2 d".
+    package static func deadlineText(_ d: RefundDeadline, now: Int64) -> String {
         let left = d.refundAt.saturatingSubtracting(now)
-        let when = left > 0 ? "Google refunds it in \(Timestamp.age(left))"
-            : "Google's 3-day deadline passed \(Timestamp.age(now.saturatingSubtracting(d.refundAt))) ago"
+        let days = (d.store.refundWindowSeconds ?? 0) / 86_400
+        let when = left > 0 ? "\(d.store.owner) refunds it in \(Timestamp.age(left))"
+            : "\(d.store.owner)'s \(days)-day deadline passed \(Timestamp.age(now.saturatingSubtracting(d.refundAt))) ago"
         return "(\(d.delivered ? "delivered, acknowledge pending" : d.state.rawValue)): " + when
             + (d.exact ? "" : " (at most; purchase time not confirmed yet)") + (d.isUrgent(now: now) ? "  ** under 24 h **" : "")
     }

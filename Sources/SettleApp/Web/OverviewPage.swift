@@ -17,7 +17,7 @@ enum OverviewPage {
         let hours = try console.ledger.settlementsPerHour(since: now - 7 * 86400)
         let newest = try console.ledger.newestNotificationAt()
         var first = [counts(summary), attention(waiting, summary: summary, console: console, now: now)]
-        if !summary.playDeadlines.isEmpty { first.append(refundClocks(summary, now: now)) }
+        if !summary.refundDeadlines.isEmpty { first.append(refundClocks(summary, now: now)) }
         let body: Markup = """
             <div class="grid">\(first)</div>
             <div class="grid">\(health(report, now: now))\(daemon(report, newest: newest, now: now))</div>
@@ -69,10 +69,11 @@ enum OverviewPage {
     }
 
     static func refundClocks(_ summary: LedgerSummary, now: Int64) -> Markup {
-        let rows = summary.playDeadlines.map { d -> [Markup] in
+        let rows = summary.refundDeadlines.map { d -> [Markup] in
             [WebPage.orderLink(d.orderId), "\(StatusView.deadlineText(d, now: now))"]
         }
-        return WebPage.section("Google Play refund clocks, soonest first", id: "refund-clocks",
+        let stores = Set(summary.refundDeadlines.map(\.store)).sorted().map(\.displayName).joined(separator: ", ")
+        return WebPage.section("\(stores) refund clocks, soonest first", id: "refund-clocks",
                                WebPage.table(["order", "clock"], rows, id: "deadlines"))
     }
 

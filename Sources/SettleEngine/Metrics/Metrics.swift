@@ -151,8 +151,11 @@ package final class Metrics: Sendable {
             }
         }
         family("settle_play_ack_deadline_soon", "gauge",
-               "Google Play orders not yet acknowledged with less than 24 h before Google refunds them.")
-        out += "settle_play_ack_deadline_soon{\(app),store=\"google_play\"} \(summary.playDeadlines.filter { $0.isUrgent(now: now) }.count)\n"
+               "Orders their store was not yet told of (Google: acknowledged) with less than 24 h before it refunds them.")
+        for store in Store.allCases where store.refundWindowSeconds != nil {
+            let urgent = summary.refundDeadlines.filter { $0.store == store && $0.isUrgent(now: now) }.count
+            out += "settle_play_ack_deadline_soon{\(app),store=\"\(store.rawValue)\"} \(urgent)\n"
+        }
         family("settle_support_actions_waiting", "gauge",
                "Transfers and redeliveries waiting for a person (their hook refused, or their attempts ran out).")
         out += "settle_support_actions_waiting{\(app)} \(summary.supportActionsWaitingCount)\n"

@@ -82,10 +82,10 @@ package final class Reconciler: Sendable {
     }
 
     /// The pacer's priority for every call made for `order`: an order whose store refunds it
-    /// within the deadline-warning window (`PlayDeadline.urgentSeconds`) goes before all but
+    /// within the deadline-warning window (`RefundDeadline.urgentSeconds`) goes before all but
     /// support's lookups, for its reads as well as its acknowledgement; any other order is due work.
     package static func pacerPriority(of order: Order, now: Int64) -> PacerPriority {
-        guard let deadline = order.refundDeadline, deadline.saturatingSubtracting(now) < PlayDeadline.urgentSeconds else {
+        guard let deadline = order.refundDeadline, deadline.saturatingSubtracting(now) < RefundDeadline.urgentSeconds else {
             return .dueOrders
         }
         return .refundDeadline
@@ -230,7 +230,7 @@ package final class Reconciler: Sendable {
             // A store that refunds unacknowledged purchases is probed again before the first of
             // its orders would be refunded, however long its cool-down (or Retry-After) says.
             if breaker.state == .open, store.refundWindowSeconds != nil, let retryAt = breaker.retryAt,
-               let first = try ledger.summary(OrderFilter(limit: 0)).playDeadlines.first?.refundAt {
+               let first = try ledger.refundDeadlines(limit: 20).first(where: { $0.store == store })?.refundAt {
                 breaker.retryAt = min(retryAt, max(ledger.time.unixSeconds, first.saturatingSubtracting(Self.refundDeadlineMargin)))
             }
             try ledger.saveBreaker(breaker, of: store)
@@ -251,20 +251,21 @@ package final class Reconciler: Sendable {
                 savedBuckets.withLock { $0 = (buckets, now) }
             }
         }
-        // Deadlines of the stores that must hear of a delivery (Google refunds after three days).
-        if stores.keys.contains(where: \.mustBeToldOfDelivery) { try warnOfPlayDeadlines() }
+        // Deadlines of the stores that refund what they were not told of (Google, after three days).
+        if stores.keys.contains(where: { $0.refundWindowSeconds != nil }) { try warnOfRefundDeadlines() }
         return report
     }
 
-    /// Google refunds a Play purchase not acknowledged within three days: each one with less than
-    /// a day left is a warning (and `settle_play_ack_deadline_soon` in the metrics file).
-    private func warnOfPlayDeadlines() throws(LedgerError) {
+    /// A store with a refund window (Google: three days) refunds a purchase it was not told of:
+    /// each one with less than a day left is a warning (and `settle_play_ack_deadline_soon`).
+    private func warnOfRefundDeadlines() throws(LedgerError) {
         let now = ledger.time.unixSeconds
-        for deadline in try ledger.summary(OrderFilter(limit: 0)).playDeadlines where deadline.isUrgent(now: now) {
-            log.warning("google_play.ack_deadline_soon", [
+        for deadline in try ledger.refundDeadlines(limit: 20) where deadline.isUrgent(now: now) {
+            let store = deadline.store
+            log.warning("\(store.logName).ack_deadline_soon", [
                 "order": deadline.orderId, "state": deadline.state.rawValue, "delivered": deadline.delivered,
                 "refund_at": Timestamp.rfc3339(unixSeconds: deadline.refundAt), "estimated": !deadline.exact,
-                "why": "Google refunds a purchase not acknowledged within three days",
+                "why": "\(store.owner) refunds a purchase it was not told of within \(Timestamp.age(store.refundWindowSeconds ?? 0))",
             ])
         }
     }

@@ -43,7 +43,7 @@ extension GooglePlayReconcileTests {
         XCTAssertNotEqual(try order(ledger, "o-voided")?.state, .finished)
         XCTAssertFalse(deliveries.contains { $0.hasPrefix("GPA.VOIDED") }, "a purchase voided whole was granted")
         let status = try ledger.summary(OrderFilter())
-        XCTAssertTrue(status.playDeadlines.allSatisfy { $0.refundAt <= PlausibleTime.latestSeconds + PlayDeadline.windowSeconds })
+        XCTAssertTrue(status.refundDeadlines.allSatisfy { $0.refundAt <= PlausibleTime.latestSeconds + Store.googlePlay.refundWindowSeconds! })
         XCTAssertNoThrow(try pass(ledger))
     }
 

@@ -484,9 +484,9 @@ final class LedgerContractTests: XCTestCase {
     func testClaimDue_takesTheUrgentPlayOrdersFirst_thenTheDueOnes_upToTheLimit() throws {
         try onEachBackEnd { b in
             for id in ["a-1", "a-2", "a-3"] { try enqueue(b.store, id) }
-            world.time.advance(by: -Double(PlayDeadline.urgentAfterSeconds + 3600))
+            world.time.advance(by: -Double(RefundDeadline.urgentAfterSeconds(.googlePlay)! + 3600))
             try enqueuePlay(b.store, "p-late", token: PlayPurchaseToken("tok-late-batch")!)
-            world.time.advance(by: Double(PlayDeadline.urgentAfterSeconds + 3600))
+            world.time.advance(by: Double(RefundDeadline.urgentAfterSeconds(.googlePlay)! + 3600))
             try b.execute("UPDATE orders SET next_attempt_at = next_attempt_at + 1 WHERE order_id = 'p-late'")
             world.time.advance(by: 5)
             XCTAssertEqual(try b.store.claimDue(owner: me, leaseSeconds: 60, limit: 3).map(\.orderId), ["p-late", "a-1", "a-2"], b.name)

@@ -117,7 +117,7 @@ extension LedgerContractTests {
             XCTAssertEqual(order.reason, AttentionReason.storeFinishRefused.rawValue, b.name)
             XCTAssertEqual(order.attempts, 2, b.name)
             XCTAssertEqual(try b.store.grantHolder(transactionId: "GPA.1"), "p-1", "\(b.name): the grant stays, so a revoke can run")
-            XCTAssertEqual(try b.store.summary(OrderFilter(limit: 0)).playDeadlines.map(\.orderId), ["p-1"],
+            XCTAssertEqual(try b.store.summary(OrderFilter(limit: 0)).refundDeadlines.map(\.orderId), ["p-1"],
                            "\(b.name): the refund clock is still shown while a person decides")
         }
     }
@@ -126,13 +126,13 @@ extension LedgerContractTests {
         try onEachBackEnd { b in
             try enqueue(b.store, "a-1")
             try enqueuePlay(b.store, "p-fresh", token: PlayPurchaseToken("tok-fresh")!)
-            world.time.advance(by: -Double(PlayDeadline.urgentAfterSeconds + 3600))
+            world.time.advance(by: -Double(RefundDeadline.urgentAfterSeconds(.googlePlay)! + 3600))
             try enqueuePlay(b.store, "p-late", token: PlayPurchaseToken("tok-late")!)
-            world.time.advance(by: Double(PlayDeadline.urgentAfterSeconds + 3600))
+            world.time.advance(by: Double(RefundDeadline.urgentAfterSeconds(.googlePlay)! + 3600))
             // Due last of all by next_attempt_at and id; first by Google's deadline.
             try b.execute("UPDATE orders SET next_attempt_at = next_attempt_at + 1 WHERE order_id = 'p-late'")
             world.time.advance(by: 5)
-            let deadlines = try b.store.summary(OrderFilter()).playDeadlines
+            let deadlines = try b.store.summary(OrderFilter()).refundDeadlines
             XCTAssertEqual(deadlines.map(\.orderId), ["p-late", "p-fresh"], b.name)
             XCTAssertTrue(deadlines[0].isUrgent(now: world.time.unixSeconds), b.name)
             XCTAssertFalse(deadlines[1].isUrgent(now: world.time.unixSeconds), b.name)

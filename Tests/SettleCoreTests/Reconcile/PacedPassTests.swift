@@ -119,7 +119,7 @@ class PacedPassTests: FinishTransactionTests {
             Order(orderId: "p", userId: "u", productId: "gems", state: .pending, attempts: 0, nextAttemptAt: now,
                   createdAt: now - boughtAgo, updatedAt: now, store: .googlePlay)
         }
-        XCTAssertEqual(Reconciler.pacerPriority(of: play(boughtAgo: PlayDeadline.urgentAfterSeconds + 60), now: now), .refundDeadline)
+        XCTAssertEqual(Reconciler.pacerPriority(of: play(boughtAgo: RefundDeadline.urgentAfterSeconds(.googlePlay)! + 60), now: now), .refundDeadline)
         XCTAssertEqual(Reconciler.pacerPriority(of: play(boughtAgo: 3600), now: now), .dueOrders, "two days and more left: due work")
         let apple = Order(orderId: "a", userId: "u", productId: "coins", state: .pending, attempts: 0, nextAttemptAt: now,
                           createdAt: now - 10 * 86_400, updatedAt: now)

@@ -202,7 +202,7 @@ final class OutsideNumberTests: XCTestCase {
                     let next = Reconciler.nextAttempt(order, now: now, after: policy.delay(afterAttempt: order.attempts + 1))
                     XCTAssertGreaterThanOrEqual(next, min(now, order.refundDeadline!), "\(created) \(String(describing: bought)) \(now)")
                     _ = Reconciler.pacerPriority(of: order, now: now)
-                    let deadline = PlayDeadline(orderId: "o", state: .pending, refundAt: created, exact: false, delivered: false)
+                    let deadline = RefundDeadline(store: .googlePlay, orderId: "o", state: .pending, refundAt: created, exact: false, delivered: false)
                     _ = deadline.isUrgent(now: now)
                     XCTAssertFalse(StatusView.deadlineText(deadline, now: now).isEmpty)
                 }
