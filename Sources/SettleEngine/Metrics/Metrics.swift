@@ -151,7 +151,7 @@ package final class Metrics: Sendable {
             }
         }
         family("settle_play_ack_deadline_soon", "gauge",
-               "Orders their store was not yet told of (Google: acknowledged) with less than 24 h before it refunds them.")
+               "Orders their store was not yet told of (acknowledged) with less than 24 h before it refunds them.")
         for store in Store.allCases where store.refundWindowSeconds != nil {
             let urgent = summary.refundDeadlines.filter { $0.store == store && $0.isUrgent(now: now) }.count
             out += "settle_play_ack_deadline_soon{\(app),store=\"\(store.rawValue)\"} \(urgent)\n"

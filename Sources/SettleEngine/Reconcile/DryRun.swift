@@ -72,7 +72,7 @@ extension Reconciler {
                 report.lines.append("\(order.orderId): would retry later: \(message)")
             case let .storeUnavailable(message, _):
                 report.wouldRetry += 1
-                report.lines.append("\(order.orderId): Apple unavailable: \(message)")
+                report.lines.append("\(order.orderId): \(order.store.owner) unavailable: \(message)")
             case let .paced(message):
                 report.wouldRetry += 1
                 report.lines.append("\(order.orderId): would wait for the store's rate limit: \(message)")

@@ -1,0 +1,70 @@
+import Foundation
+import XCTest
+
+/// A store is a module (issue 33): everything settle knows about one store lives in
+/// `Sources/Stores/<Store>/`, and the core names no store. This counts the code lines outside
+/// that folder that do (comments excluded) and fails, listing them, when a target names stores
+/// more often than its budget allows. Each budget is what is left to move; lower it as code
+/// moves into the store modules, never raise it. The goal is the registration list alone.
+final class CoreNamesNoStoreTests: XCTestCase {
+    /// The pattern of issue 33's measure.
+    static let storeName = try! NSRegularExpression(pattern: "googlePlay|appStore|Google|Apple|Play[A-Z]|google_play|app_store")
+
+    /// Code lines naming a store that each target outside Sources/Stores may still hold.
+    static let budgets: [String: Int] = [
+        "SettleBase": 0,
+        "SettleDelivery": 0,
+        "settle": 0,
+        "SettleEngine": 7,
+        "SettleModel": 50,
+        "SettleConfig": 40,
+        "SettleLedger": 142,
+        "SettleSimulator": 79,
+        "SettleApp": 206,
+    ]
+
+    static var sources: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Sources")
+    }
+
+    /// Every code line outside Sources/Stores that names a store, by target, as "path:line: text".
+    static func offenders() throws -> [String: [String]] {
+        var found: [String: [String]] = [:]
+        let files = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)!
+        for case let url as URL in files where url.pathExtension == "swift" {
+            let relative = String(url.path.dropFirst(sources.path.count + 1))
+            guard !relative.hasPrefix("Stores/") else { continue }
+            let target = String(relative.split(separator: "/").first ?? "")
+            for (index, line) in try String(contentsOf: url, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let text = line.trimmingCharacters(in: .whitespaces)
+                guard !text.hasPrefix("//") else { continue }
+                let range = NSRange(text.startIndex..., in: text)
+                if storeName.firstMatch(in: text, range: range) != nil {
+                    found[target, default: []].append("Sources/\(relative):\(index + 1): \(text)")
+                }
+            }
+        }
+        return found
+    }
+
+    func testTheCore_namesNoStoreBeyondWhatIsLeftToMove() throws {
+        let found = try Self.offenders()
+        XCTAssertFalse(found.isEmpty || (found["SettleApp"] ?? []).isEmpty, "the scan read no source: \(Self.sources.path)")
+        for (target, lines) in found.sorted(by: { $0.key < $1.key }) {
+            let budget = Self.budgets[target] ?? 0
+            XCTAssertLessThanOrEqual(lines.count, budget, """
+                \(target) names a store on \(lines.count) code lines (budget \(budget)); move store code into \
+                Sources/Stores/<Store>/ instead:
+                \(lines.joined(separator: "\n"))
+                """)
+        }
+    }
+
+    func testTheScan_findsAStoreNamedInCode_butNotInAComment() throws {
+        let line = "let store = Store.googlePlay"
+        XCTAssertNotNil(Self.storeName.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)))
+        let found = try Self.offenders()
+        XCTAssertTrue(found.values.joined().allSatisfy { !$0.split(separator: ":", maxSplits: 2).last!.hasPrefix(" //") })
+    }
+}
