@@ -81,15 +81,18 @@ let package = Package(
                 dependencies: ["SettleApp", "SettleBase", "SettleConfig", "SettleAppStore", "SettleLedger", "SettleEngine",
                                "SettleSimulator", "SettleAppStoreModule", "SettleGooglePlayModule"],
                 path: "Tests/SettleTesting"),
+        // Registers the test stores as the test process loads (a C constructor), before any test.
+        .target(name: "CSettleTestStores", dependencies: ["SettleTesting"], path: "Tests/CSettleTestStores"),
         // Unit and contract tests of every target (folders mirror the targets).
         .testTarget(name: "SettleCoreTests",
                     dependencies: ["SettleApp", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
                                    "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator",
-                                   "SettleTesting", "SettleAppStoreModule", "SettleGooglePlayModule"],
+                                   "SettleTesting", "SettleAppStoreModule", "SettleGooglePlayModule", "CSettleTestStores"],
                     exclude: ["Fixtures"]),
         // The built binary, end to end.
         .testTarget(name: "settleTests",
                     dependencies: ["SettleApp", "SettleBase", "SettleModel", "SettleGooglePlay", "SettleLedger",
-                                   "SettleSimulator", "SettleTesting", "settle", "SettleAppStoreModule", "SettleGooglePlayModule"]),
+                                   "SettleSimulator", "SettleTesting", "settle", "SettleAppStoreModule", "SettleGooglePlayModule",
+                                   "CSettleTestStores"]),
     ]
 )

@@ -16,6 +16,26 @@ package enum LedgerSchema {
     package static let playVoidingsVersion = 16
     /// The migration that names a side queue's claim's owner (`SideQueue`).
     package static let sideClaimOwnersVersion = 17
+    /// The migration after which the schema names no store: any registered store's orders fit.
+    package static let openStoresVersion = 18
+
+    /// What a migration needs beyond its SQL, run after it in the same transaction.
+    static let afterMigration: [Int: @Sendable (SQLiteDatabase) throws -> Void] = [openStoresVersion: dropStoreLists]
+
+    /// Removes the `CHECK (store IN (...))` lists from `orders` and `store_breakers`, as SQLite
+    /// documents for removing a CHECK constraint without rebuilding a table (a million orders):
+    /// the stored CREATE TABLE text is edited and the schema version raised, in the migration's
+    /// transaction. https://www.sqlite.org/lang_altertable.html#otheralter
+    static func dropStoreLists(_ database: SQLiteDatabase) throws {
+        let version = try database.query("PRAGMA schema_version").first?.int("schema_version") ?? 0
+        try database.execute("PRAGMA writable_schema = ON")
+        try database.execute("""
+            UPDATE sqlite_schema SET sql = replace(sql, ' CHECK (store IN (''app_store'',''google_play''))', '')
+            WHERE type = 'table' AND name IN ('orders', 'store_breakers')
+            """)
+        try database.execute("PRAGMA schema_version = \(version + 1)")
+        try database.execute("PRAGMA writable_schema = OFF")
+    }
 
     package static let migrations: [String] = [
         // 1: orders, deduplicated receipts, history, grants.
@@ -579,6 +599,23 @@ package enum LedgerSchema {
         ALTER TABLE play_notifications ADD COLUMN claim_pid INTEGER;
         ALTER TABLE play_notifications ADD COLUMN claim_start TEXT;
         ALTER TABLE play_notifications ADD COLUMN claim_expires_at INTEGER;
+        """,
+        // 18: a store is a module (issue 33): the schema names no store. The store lists leave
+        // `orders` and `store_breakers` (`dropStoreLists`, after this SQL), and the counts kept by
+        // trigger gain a row for a store the first time one of its orders arrives.
+        """
+        DROP TRIGGER orders_counted_insert;
+        DROP TRIGGER orders_counted_update;
+        CREATE TRIGGER orders_counted_insert AFTER INSERT ON orders BEGIN
+            INSERT INTO order_counts(store, state, n) VALUES (NEW.store, NEW.state, 1)
+                ON CONFLICT(store, state) DO UPDATE SET n = n + 1;
+        END;
+        CREATE TRIGGER orders_counted_update AFTER UPDATE OF state, store ON orders
+        WHEN OLD.state IS NOT NEW.state OR OLD.store IS NOT NEW.store BEGIN
+            UPDATE order_counts SET n = n - 1 WHERE store = OLD.store AND state = OLD.state;
+            INSERT INTO order_counts(store, state, n) VALUES (NEW.store, NEW.state, 1)
+                ON CONFLICT(store, state) DO UPDATE SET n = n + 1;
+        END;
         """,
     ]
 }

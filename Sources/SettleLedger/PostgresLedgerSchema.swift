@@ -473,6 +473,12 @@ package enum PostgresLedgerSchema {
         ALTER TABLE play_notifications ADD COLUMN claim_start TEXT;
         ALTER TABLE play_notifications ADD COLUMN claim_expires_at BIGINT;
         """,
+        // 15: a store is a module (issue 33): the schema names no store, so any registered
+        // store's orders fit (the store lists were the columns' own CHECKs).
+        """
+        ALTER TABLE orders DROP CONSTRAINT IF EXISTS orders_store_check;
+        ALTER TABLE store_breakers DROP CONSTRAINT IF EXISTS store_breakers_store_check;
+        """,
     ]
 
     /// The first schema with App Store Server Notifications' tables.
@@ -491,4 +497,6 @@ package enum PostgresLedgerSchema {
     package static let playVoidingsVersion = 13
     /// The migration that names a side queue's claim's owner (`SideQueue`).
     package static let sideClaimOwnersVersion = 14
+    /// The migration after which the schema names no store.
+    package static let openStoresVersion = 15
 }

@@ -226,6 +226,7 @@ package final class SQLiteLedger: @unchecked Sendable {
                 let version = Int(try database.query("PRAGMA user_version").first?.int("user_version") ?? 0)
                 for (index, sql) in LedgerSchema.migrations.enumerated() where index >= version {
                     try database.execute(sql)
+                    try LedgerSchema.afterMigration[index + 1]?(database)
                 }
                 try database.execute("PRAGMA user_version = \(target)")
             }

@@ -1,0 +1,2 @@
+// Registers the test stores (SettleTesting's TestStores) before any test runs.
+#pragma once

@@ -1,0 +1,94 @@
+import Foundation
+import SettleTesting
+import XCTest
+@testable import SettleApp
+@testable import SettleBase
+@testable import SettleModel
+@testable import SettleLedger
+@testable import SettleEngine
+@testable import SettleSimulator
+
+/// The bogus store (SettleTesting) through the whole core, on both engines: a store the core
+/// has never heard of settles, waits out its own outage without holding the others, and shows
+/// its refund clock, with no line of the core naming it.
+extension LedgerContractTests {
+    private func bogusOrder(_ b: LedgerBackEnd, _ id: String, transaction: String, user: String = "u-1") throws {
+        _ = try b.store.enqueue(NewOrder(orderId: id, userId: user, productId: world.coins, transactionId: transaction, store: .bogus))
+    }
+
+    private func reconciler(_ b: LedgerBackEnd, log: Log = .silent) throws -> Reconciler {
+        try Reconciler.configured(try world.configuration(), ledger: b.store, environment: [:], log: log, modules: TestStores.modules)
+    }
+
+    func testABogusStoreOrder_settlesThroughThePass_andItsStoreIsToldOnce_onBothEngines() throws {
+        try onEachBackEnd { b in
+            let shop = BogusStoreModule.shop
+            shop.reset()
+            try world.writeConfig(hook: try world.hook("bogus-ok-\(b.name).sh", exit: 0))
+            shop.sell("\(b.name)-B1", productId: world.coins, to: "u-1")
+            try bogusOrder(b, "b-1", transaction: "\(b.name)-B1")
+            let report = try reconciler(b).runPass()
+            XCTAssertEqual(report.finished, 1, b.name)
+            let order = try XCTUnwrap(try b.store.orderRecord("b-1")?.order, b.name)
+            XCTAssertEqual(order.state, .finished, b.name)
+            XCTAssertEqual(order.store, .bogus, b.name)
+            XCTAssertEqual(order.verified?.transactionId, "\(b.name)-B1", b.name)
+            XCTAssertEqual(world.deliveries.filter { $0.hasPrefix("\(b.name)-B1") }, ["\(b.name)-B1 b-1"], b.name)
+            XCTAssertEqual(shop.sale("\(b.name)-B1")?.acknowledged, true, "\(b.name): the store was told of the delivery")
+            XCTAssertEqual(try b.store.summary(OrderFilter(limit: 0)).storeCounts[.bogus]?[.finished], 1, b.name)
+            _ = try reconciler(b).runPass()
+            XCTAssertEqual(world.deliveries.filter { $0.hasPrefix("\(b.name)-B1") }.count, 1, "\(b.name): granted once")
+            XCTAssertEqual(shop.acknowledgements, 1, "\(b.name): told once")
+        }
+    }
+
+    func testABogusStoreOutage_holdsOnlyItsOwnOrders_andItsRefundClockShows_onBothEngines() throws {
+        try onEachBackEnd { b in
+            let shop = BogusStoreModule.shop
+            shop.reset()
+            try world.writeConfig(hook: try world.hook("bogus-outage-\(b.name).sh", exit: 0))
+            shop.sell("\(b.name)-B2", productId: world.coins, to: "u-1")
+            shop.setDown(true)
+            try bogusOrder(b, "b-2", transaction: "\(b.name)-B2")
+            let receipt = world.scriptReceipt("\(b.name)-a", [SimulatedTransaction(productId: world.coins, transactionId: "\(b.name)-A2")])
+            _ = try b.store.enqueue(NewOrder(orderId: "a-2", userId: "u-1", productId: world.coins, transactionId: "\(b.name)-A2",
+                                             receipt: receipt))
+            _ = try reconciler(b).runPass()
+            XCTAssertEqual(try state(b.store, "a-2"), .finished, "\(b.name): the App Store order is not held by the bogus store's outage")
+            let waiting = try XCTUnwrap(try b.store.orderRecord("b-2")?.order, b.name)
+            XCTAssertEqual(waiting.state, .pending, b.name)
+            XCTAssertEqual(waiting.attempts, 0, "\(b.name): a store's outage uses none of its orders' attempts")
+            XCTAssertEqual(try b.store.breakers()[.bogus]?.lastError, "the bogus store is down", b.name)
+            let clocks = try b.store.refundDeadlines(limit: 20)
+            XCTAssertEqual(clocks.map(\.orderId), ["b-2"], b.name)
+            XCTAssertEqual(clocks.first?.store, .bogus, b.name)
+            let status = StatusView.json(try b.store.summary(OrderFilter(limit: 0)))
+            XCTAssertEqual(status["bogus"]?["unacknowledged"]?.arrayValue?.count, 1, "\(b.name): \(status)")
+            XCTAssertEqual(StatusView.deadlineText(try XCTUnwrap(clocks.first), now: world.time.unixSeconds).contains("Bogus refunds it in"), true)
+            shop.setDown(false)
+            world.time.advance(by: 3600)
+            try b.store.saveBreaker(StoreBreaker(), of: .bogus)
+            _ = try reconciler(b).runPass()
+            XCTAssertEqual(try state(b.store, "b-2"), .finished, "\(b.name): settled once its store is back")
+            XCTAssertTrue(try b.store.refundDeadlines(limit: 20).isEmpty, b.name)
+        }
+    }
+
+    func testWhatTheBogusStoreDenies_isRejectedWithItsReason_onBothEngines() throws {
+        try onEachBackEnd { b in
+            let shop = BogusStoreModule.shop
+            shop.reset()
+            try world.writeConfig(hook: try world.hook("bogus-deny-\(b.name).sh", exit: 0))
+            shop.sell("\(b.name)-R", productId: world.coins, to: "u-1")
+            shop.refund("\(b.name)-R")
+            shop.sell("\(b.name)-O", productId: world.coins, to: "someone-else")
+            try bogusOrder(b, "b-refunded", transaction: "\(b.name)-R")
+            try bogusOrder(b, "b-other-buyer", transaction: "\(b.name)-O")
+            try bogusOrder(b, "b-unknown", transaction: "\(b.name)-U")
+            _ = try reconciler(b).runPass()
+            let reasons = try ["b-refunded", "b-other-buyer", "b-unknown"].map { try b.store.orderRecord($0)?.order.reason }
+            XCTAssertEqual(reasons, ["refunded", "user_mismatch", "transaction_not_found"], b.name)
+            XCTAssertTrue(world.deliveries.filter { $0.hasPrefix("\(b.name)-") }.isEmpty, "\(b.name): nothing granted")
+        }
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import Synchronization
+import SettleBase
+import SettleModel
+import SettleConfig
+import SettleLedger
+import SettleEngine
+
+/// A third store that exists only in the tests, as active_merchant's bogus gateway does: a
+/// descriptor, a proof (the order's transaction id), an adapter and a tiny in-process store. It
+/// keeps the core honest: every pass, ledger, notification and console test runs with it
+/// configured beside the App Store and Google Play, and the core cannot name it.
+///
+/// It is told of a delivery before an order is finished and refunds what it was not told of
+/// within two days (as Google does within three), so the core's deadline machinery serves it too.
+extension Store {
+    package static let bogus = Store(rawValue: "bogus")
+}
+
+package enum BogusStoreModule: StoreModule {
+    package static var descriptor: StoreDescriptor {
+        StoreDescriptor(store: .bogus, displayName: "Bogus Store", owner: "Bogus", logName: "bogus",
+                        unconfiguredHint: "no bogus store is configured", deliveryNotice: .beforeFinished(refundWindowSeconds: 2 * 86_400),
+                        publishedRates: ["purchases": 100])
+    }
+
+    /// The shop every reconciler a test builds sells through; a test stocks it.
+    package static let shop = BogusShop()
+
+    package static func adapter(_ context: StoreContext) throws(ConfigError) -> (any StoreAdapter)? {
+        BogusStoreAdapter(shop: shop, products: Set(context.configuration.products.keys), pacer: context.pacer)
+    }
+}
+
+/// The bogus store's own record of what it sold: purchases by transaction id, whom to, whether
+/// it was refunded, whether it was told of the delivery; and an outage switch.
+package final class BogusShop: Sendable {
+    package struct Sale: Sendable, Equatable {
+        package var productId: String
+        package var buyer: String
+        package var quantity = 1
+        package var purchasedAtMs: Int64 = 1_700_000_000_000
+        package var refunded = false
+        package var acknowledged = false
+    }
+
+    private let state = Mutex((sales: [String: Sale](), down: false, verifications: 0, acknowledgements: 0))
+
+    package init() {}
+
+    package func sell(_ transactionId: String, productId: String, to buyer: String, quantity: Int = 1) {
+        state.withLock { $0.sales[transactionId] = Sale(productId: productId, buyer: buyer, quantity: quantity) }
+    }
+
+    package func refund(_ transactionId: String) { state.withLock { $0.sales[transactionId]?.refunded = true } }
+    package func setDown(_ down: Bool) { state.withLock { $0.down = down } }
+    package func reset() { state.withLock { $0 = ([:], false, 0, 0) } }
+    package func sale(_ transactionId: String) -> Sale? { state.withLock { $0.sales[transactionId] } }
+    package var verifications: Int { state.withLock { $0.verifications } }
+    package var acknowledgements: Int { state.withLock { $0.acknowledgements } }
+
+    /// What the store says of a transaction: nil when it is down.
+    func lookUp(_ transactionId: String) -> Sale?? {
+        state.withLock { s in
+            s.verifications += 1
+            return s.down ? nil : .some(s.sales[transactionId])
+        }
+    }
+
+    func acknowledge(_ transactionId: String) -> Bool? {
+        state.withLock { s in
+            guard !s.down else { return nil }
+            guard s.sales[transactionId] != nil else { return false }
+            s.sales[transactionId]?.acknowledged = true
+            s.acknowledgements += 1
+            return true
+        }
+    }
+}
+
+/// The bogus store's adapter: its proof is the order's transaction id.
+package struct BogusStoreAdapter: StoreAdapter {
+    package let shop: BogusShop
+    package let products: Set<String>
+    package let pacer: Pacer?
+
+    package var store: Store { .bogus }
+
+    package func verify(_ order: Order) throws -> Verification {
+        guard let transactionId = order.requestedTransactionId else {
+            return Verification(outcome: .needsAttention(reason: .proofMissing, detail: "a bogus store order needs its transaction id"))
+        }
+        guard products.contains(order.productId) else {
+            return Verification(outcome: .needsAttention(reason: .unknownProduct, detail: "product \(order.productId) is not configured"))
+        }
+        guard let answer = shop.lookUp(transactionId) else {
+            return Verification(outcome: .storeUnavailable("the bogus store is down", retryAfter: nil))
+        }
+        var verification = Verification(outcome: .retry(""), environment: "production", storeAnswered: true)
+        guard let sale = answer else {
+            verification.outcome = .rejected(reason: .transactionNotFound, detail: "the bogus store sold no \(transactionId)")
+            return verification
+        }
+        if sale.refunded {
+            verification.outcome = .rejected(reason: .refunded, detail: "the bogus store refunded \(transactionId)")
+        } else if sale.productId != order.productId {
+            verification.outcome = .rejected(reason: .productMismatch, detail: "\(transactionId) is \(sale.productId)")
+        } else if sale.buyer != order.userId {
+            verification.outcome = .rejected(reason: .userMismatch, detail: "\(transactionId) was bought by another account")
+        } else {
+            verification.outcome = .verified(.only(VerifiedPurchase(
+                transactionId: transactionId, originalTransactionId: transactionId, productId: sale.productId,
+                environment: "production", quantity: sale.quantity, purchaseDateMs: sale.purchasedAtMs, expiresDateMs: nil)))
+        }
+        return verification
+    }
+
+    package var finisher: (any StoreFinisher)? { BogusFinisher(shop: shop) }
+}
+
+/// Tells the bogus store an order was delivered.
+struct BogusFinisher: StoreFinisher {
+    let shop: BogusShop
+
+    func finish(_ order: Order) -> StoreFinishOutcome {
+        guard let transactionId = order.verified?.transactionId ?? order.requestedTransactionId else {
+            return .refused("no transaction to acknowledge")
+        }
+        switch shop.acknowledge(transactionId) {
+        case nil: return .failed("the bogus store is down", configuration: false)
+        case false?: return .refused("the bogus store does not know \(transactionId)")
+        case true?: return .finished("acknowledged")
+        }
+    }
+}
