@@ -223,11 +223,14 @@ package struct ConfigurationDecoder {
             }
             var stores: Set<Store> = [.appStore]
             if let store = try product.string("store") {
-                switch store {
-                case Store.appStore.rawValue: stores = [.appStore]
-                case Store.googlePlay.rawValue: stores = [.googlePlay]
-                case "both": stores = [.appStore, .googlePlay]
-                default: throw ConfigError("\(product.name("store")): \"\(store)\" is not one of \"app_store\", \"google_play\", \"both\"")
+                // A registered store's name; "both" is the App Store and Google Play, as before there were more.
+                if let one = Store.registered(store) {
+                    stores = [one]
+                } else if store == "both" {
+                    stores = [.appStore, .googlePlay]
+                } else {
+                    let names = (Store.allCases.map(\.rawValue) + ["both"]).map { "\"\($0)\"" }.joined(separator: ", ")
+                    throw ConfigError("\(product.name("store")): \"\(store)\" is not one of \(names)")
                 }
             }
             var result = Configuration.Product(kind: kind, grant: grant, stores: stores)

@@ -181,6 +181,9 @@ final class GooglePlayNotificationTests: GooglePlayTestCase {
         XCTAssertEqual(try push(port, renewed, token: try fake.pushToken(audience: Self.audience, email: Self.pushEmail)), 200)
         XCTAssertTrue(eventually(within: 20) { (try? ledger()?.playNotification(messageId: "m-unv-1"))??.outcome == "order_created" },
                       log(daemon))
+        // The order is made pending by the push and set aside by the pass it asks for.
+        XCTAssertTrue(eventually(within: 20) { (try? ledger()?.orderRecord("play-GPA.U..1"))??.order.state == .needsAttention },
+                      log(daemon))
         let renewal = try XCTUnwrap(try ledger()?.orderRecord("play-GPA.U..1"))
         XCTAssertEqual(renewal.order.state, .needsAttention)
         XCTAssertEqual(renewal.order.reason, "unclaimed_purchase")

@@ -17,8 +17,8 @@ final class CoreNamesNoStoreTests: XCTestCase {
         "settle": 0,
         "SettleEngine": 7,
         "SettleModel": 50,
-        "SettleConfig": 40,
-        "SettleLedger": 142,
+        "SettleConfig": 37,
+        "SettleLedger": 143,
         "SettleSimulator": 79,
         "SettleApp": 206,
     ]
