@@ -33,6 +33,9 @@ package struct Configuration: Sendable {
     package var consumption = ConsumptionConfiguration()
     /// Google Play (absent: App Store only).
     package var googlePlay: GooglePlayConfiguration?
+    /// Each registered store module's own section, by its descriptor's `configurationKey`,
+    /// as written: the module decodes it (`StoreModule.adapter`, `settle check-config`).
+    package var storeSections: [String: JSONValue] = [:]
     /// The support console, `settle web` (absent: every default).
     package var web = WebConfiguration()
     /// The file this was read from; relative paths in it are resolved against its folder.

@@ -29,8 +29,12 @@ package struct ConfigurationDecoder {
         let googlePlay = collect(nil) { () throws(ConfigError) in
             try root.object("google_play").map { (o) throws(ConfigError) in try decodeGooglePlay(o) }
         }
+        var storeSections: [String: JSONValue] = [:]
+        for key in StoreRegistry.descriptors.compactMap(\.configurationKey) {
+            if let section = root.value(key) { storeSections[key] = section }
+        }
         if receiptAPI == nil && serverAPI == nil && root.value("receipt_api") == nil && root.value("server_api") == nil
-            && root.value("google_play") == nil {
+            && root.value("google_play") == nil && storeSections.isEmpty {
             problems.append("receipt_api: required key is missing (configure receipt_api and/or server_api to verify with Apple)")
         }
         let products: [String: Configuration.Product] = collect([:]) { () throws(ConfigError) in
@@ -77,6 +81,7 @@ package struct ConfigurationDecoder {
                                           serverAPI: serverAPI, products: products, delivery: delivery, schedule: schedule, http: http,
                                           metricsFile: metricsFile, shutdownGraceSeconds: grace, sourcePath: path)
         configuration.userBinding = binding
+        configuration.storeSections = storeSections
         configuration.postgresLedger = postgresLedger
         configuration.logLevel = logLevel
         configuration.historyRetentionDays = retentionDays

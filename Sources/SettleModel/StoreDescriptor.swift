@@ -41,10 +41,15 @@ package struct StoreDescriptor: Sendable {
     package var publishedRates: [String: Double]
     /// A rate's fraction in another environment (Apple's sandbox: a tenth).
     package var environmentRateFractions: [String: Double]
+    /// The top-level configuration section the store's module reads (`huawei`), kept raw by
+    /// the core's configuration and decoded by the module, which names its keys in its errors.
+    /// Nil for a store whose sections the core still decodes itself.
+    package var configurationKey: String? = nil
 
     package init(store: Store, displayName: String, owner: String, logName: String, unconfiguredHint: String,
                  deliveryNotice: DeliveryNotice, publishedRates: [String: Double] = [:],
-                 environmentRateFractions: [String: Double] = [:]) {
+                 environmentRateFractions: [String: Double] = [:], configurationKey: String? = nil) {
+        self.configurationKey = configurationKey
         self.store = store
         self.displayName = displayName
         self.owner = owner

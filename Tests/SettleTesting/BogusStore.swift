@@ -21,14 +21,27 @@ package enum BogusStoreModule: StoreModule {
     package static var descriptor: StoreDescriptor {
         StoreDescriptor(store: .bogus, displayName: "Bogus Store", owner: "Bogus", logName: "bogus",
                         unconfiguredHint: "no bogus store is configured", deliveryNotice: .beforeFinished(refundWindowSeconds: 2 * 86_400),
-                        publishedRates: ["purchases": 100])
+                        publishedRates: ["purchases": 100], configurationKey: "bogus")
     }
 
     /// The shop every reconciler a test builds sells through; a test stocks it.
     package static let shop = BogusShop()
 
+    /// Configured in every test unless its section (`"bogus": {"enabled": false}`) says otherwise.
     package static func adapter(_ context: StoreContext) throws(ConfigError) -> (any StoreAdapter)? {
-        BogusStoreAdapter(shop: shop, products: Set(context.configuration.products.keys), pacer: context.pacer)
+        guard try enabled(context.configuration) else { return nil }
+        return BogusStoreAdapter(shop: shop, products: Set(context.configuration.products.keys), pacer: context.pacer)
+    }
+
+    package static func validate(_ configuration: Configuration) throws(ConfigError) {
+        _ = try enabled(configuration)
+    }
+
+    private static func enabled(_ configuration: Configuration) throws(ConfigError) -> Bool {
+        guard var section = try section(configuration) else { return true }
+        let enabled = try section.bool("enabled", default: true)
+        try section.rejectUnknownKeys()
+        return enabled
     }
 }
 

@@ -29,6 +29,7 @@ enum CheckConfigCommand {
             _ = try c.googlePlay?.loadServiceAccountKey()
             _ = try c.googlePlay?.loadPushKeyFile()
             if case let .webhook(_, secret) = c.delivery.method { _ = try secret.read() }
+            for module in StoreModules.all { try module.validate(c) }
         } catch {
             throw CommandFailure.from(error)
         }

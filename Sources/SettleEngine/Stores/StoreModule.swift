@@ -17,10 +17,21 @@ package protocol StoreModule {
 
     /// Its configured `rate_limits` (requests a second by endpoint group), over the published ones.
     static func configuredRates(_ configuration: Configuration) -> [String: Double]
+
+    /// Checks its section (`descriptor.configurationKey`) without reading secrets or calling
+    /// anyone, for `settle check-config`; errors name each key ("huawei.app_id: ...").
+    static func validate(_ configuration: Configuration) throws(ConfigError)
 }
 
 extension StoreModule {
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] { [:] }
+    package static func validate(_ configuration: Configuration) throws(ConfigError) {}
+
+    /// Its section as written, to decode with `ConfigObject` (nil when absent).
+    package static func section(_ configuration: Configuration) throws(ConfigError) -> ConfigObject? {
+        guard let key = descriptor.configurationKey, let value = configuration.storeSections[key] else { return nil }
+        return try ConfigObject(value, path: key)
+    }
 }
 
 /// What every module's adapter is made from: the one HTTP client and pacer of a process, the

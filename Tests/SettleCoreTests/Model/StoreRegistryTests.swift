@@ -2,6 +2,10 @@ import XCTest
 import SettleBase
 @testable import SettleModel
 import SettleTesting
+import Foundation
+@testable import SettleConfig
+@testable import SettleLedger
+@testable import SettleEngine
 
 final class StoreRegistryTests: XCTestCase {
     func testEveryTestStore_isRegisteredBeforeAnyTestRuns_inRegistrationOrder() {
@@ -21,5 +25,32 @@ final class StoreRegistryTests: XCTestCase {
                        "a store with no descriptor publishes no rate")
         XCTAssertEqual(StoreRateLimits.rate(PacerKey(store: "bogus", group: "purchases", environment: "production"), configured: [:]), 100,
                        "a registered store is paced at its descriptor's published rate")
+    }
+}
+
+/// A module's configuration section is the module's: the core keeps it raw, the module decodes
+/// it and names its keys in its errors.
+final class StoreSectionTests: XCTestCase {
+    func testAModulesSection_isKeptForTheModule_whichDecodesItAndNamesItsKeys() throws {
+        let world = try TestWorld()
+        try world.writeConfig(hook: try world.hook("ok.sh", exit: 0))
+        func configuration(_ bogus: String) throws -> Configuration {
+            var json = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: world.configPath)))
+            if case let .object(members) = json { json = .object(members + [("bogus", try JSONValue.parse(Data(bogus.utf8)))]) }
+            return try ConfigurationDecoder(path: world.configPath, environment: [:]).decode(json)
+        }
+        let off = try configuration(#"{"enabled": false}"#)
+        XCTAssertEqual(off.storeSections["bogus"]?["enabled"], .bool(false))
+        XCTAssertNoThrow(try BogusStoreModule.validate(off))
+        let reconciler = try Reconciler.configured(off, ledger: try SQLiteLedger(path: world.ledgerPath, time: world.time),
+                                                   environment: [:], log: .silent, modules: TestStores.modules)
+        XCTAssertNil(reconciler.stores[.bogus], "a module whose section turns it off makes no adapter")
+        XCTAssertNotNil(reconciler.stores[.appStore])
+        XCTAssertThrowsError(try BogusStoreModule.validate(try configuration(#"{"enabled": "yes"}"#))) { error in
+            XCTAssertTrue("\(error)".contains("bogus.enabled"), "\(error)")
+        }
+        XCTAssertThrowsError(try BogusStoreModule.validate(try configuration(#"{"enabld": true}"#))) { error in
+            XCTAssertTrue("\(error)".contains("bogus.enabld"), "\(error)")
+        }
     }
 }
