@@ -21,7 +21,7 @@ package enum LedgerCopy {
                     "original_transaction_id", "verified_product_id", "quantity", "purchase_date_ms", "expires_date_ms",
                     "lease_host", "lease_pid", "lease_start", "lease_expires_at", "created_at", "updated_at", "finished_at",
                     "grant_key", "app_account_token", "origin", "refunded_at", "refund_kind", "refund_reason", "store",
-                    "purchase_token", "delivered_at", "replaces", "app_transaction"]),
+                    "purchase_token", "delivered_at", "replaces", "app_transaction", "proof_kind", "proof", "proof_key"]),
         ("history", ["id", "order_id", "at", "kind", "outcome", "apple_status", "hook_exit", "environment", "duration_ms", "detail"]),
         ("grants", ["grant_key", "transaction_id", "order_id", "source", "granted_at", "note"]),
         ("notifications", ["uuid", "type", "subtype", "environment", "signed_date_ms", "transaction_id", "original_transaction_id",

@@ -18,9 +18,13 @@ package enum LedgerSchema {
     package static let sideClaimOwnersVersion = 17
     /// The migration after which the schema names no store: any registered store's orders fit.
     package static let openStoresVersion = 18
+    /// The migration that keeps a store module's proof as data (`proof_kind`, `proof`, `proof_key`).
+    package static let storeProofVersion = 19
 
     /// What a migration needs beyond its SQL, run after it in the same transaction.
-    static let afterMigration: [Int: @Sendable (SQLiteDatabase) throws -> Void] = [openStoresVersion: dropStoreLists]
+    static let afterMigration: [Int: @Sendable (SQLiteDatabase) throws -> Void] = [
+        openStoresVersion: dropStoreLists, storeProofVersion: acceptStoreProofs,
+    ]
 
     /// Removes the `CHECK (store IN (...))` lists from `orders` and `store_breakers`, as SQLite
     /// documents for removing a CHECK constraint without rebuilding a table (a million orders):
@@ -32,6 +36,19 @@ package enum LedgerSchema {
         try database.execute("""
             UPDATE sqlite_schema SET sql = replace(sql, ' CHECK (store IN (''app_store'',''google_play''))', '')
             WHERE type = 'table' AND name IN ('orders', 'store_breakers')
+            """)
+        try database.execute("PRAGMA schema_version = \(version + 1)")
+        try database.execute("PRAGMA writable_schema = OFF")
+    }
+
+    /// An order's proof may be a module's (`proof`): the proof CHECK of `orders` accepts it, by
+    /// the same documented edit of the stored table text as `dropStoreLists`.
+    static func acceptStoreProofs(_ database: SQLiteDatabase) throws {
+        let version = try database.query("PRAGMA schema_version").first?.int("schema_version") ?? 0
+        try database.execute("PRAGMA writable_schema = ON")
+        try database.execute("""
+            UPDATE sqlite_schema SET sql = replace(sql, 'OR transaction_id IS NOT NULL END', 'OR transaction_id IS NOT NULL OR proof IS NOT NULL END')
+            WHERE type = 'table' AND name = 'orders'
             """)
         try database.execute("PRAGMA schema_version = \(version + 1)")
         try database.execute("PRAGMA writable_schema = OFF")
@@ -616,6 +633,15 @@ package enum LedgerSchema {
             INSERT INTO order_counts(store, state, n) VALUES (NEW.store, NEW.state, 1)
                 ON CONFLICT(store, state) DO UPDATE SET n = n + 1;
         END;
+        """,
+        // 19: a store module's proof is data the core does not interpret (issue 33): its kind,
+        // the proof as the module wrote it, and the key the order is found by. The proof CHECK
+        // accepts it (`acceptStoreProofs`, after this SQL).
+        """
+        ALTER TABLE orders ADD COLUMN proof_kind TEXT;
+        ALTER TABLE orders ADD COLUMN proof TEXT;
+        ALTER TABLE orders ADD COLUMN proof_key TEXT;
+        CREATE INDEX orders_proof_key ON orders(store, proof_key) WHERE proof_key IS NOT NULL;
         """,
     ]
 }

@@ -479,6 +479,17 @@ package enum PostgresLedgerSchema {
         ALTER TABLE orders DROP CONSTRAINT IF EXISTS orders_store_check;
         ALTER TABLE store_breakers DROP CONSTRAINT IF EXISTS store_breakers_store_check;
         """,
+        // 16: a store module's proof is data the core does not interpret (issue 33): its kind,
+        // the proof as the module wrote it, and the key the order is found by.
+        """
+        ALTER TABLE orders ADD COLUMN proof_kind TEXT;
+        ALTER TABLE orders ADD COLUMN proof TEXT;
+        ALTER TABLE orders ADD COLUMN proof_key TEXT;
+        CREATE INDEX orders_proof_key ON orders(store, proof_key) WHERE proof_key IS NOT NULL;
+        ALTER TABLE orders DROP CONSTRAINT orders_proof_check;
+        ALTER TABLE orders ADD CONSTRAINT orders_proof_check CHECK (CASE store WHEN 'google_play' THEN purchase_token IS NOT NULL
+            ELSE receipt_sha256 IS NOT NULL OR signed_transaction IS NOT NULL OR transaction_id IS NOT NULL OR proof IS NOT NULL END);
+        """,
     ]
 
     /// The first schema with App Store Server Notifications' tables.
@@ -499,4 +510,6 @@ package enum PostgresLedgerSchema {
     package static let sideClaimOwnersVersion = 14
     /// The migration after which the schema names no store.
     package static let openStoresVersion = 15
+    /// The migration that keeps a store module's proof as data.
+    package static let storeProofVersion = 16
 }

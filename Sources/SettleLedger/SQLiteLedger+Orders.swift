@@ -19,6 +19,8 @@ extension SQLiteLedger {
         AND settle_clean_text(order_id) AND settle_clean_text(user_id) AND settle_clean_text(product_id)
         AND settle_clean_text(transaction_id) AND settle_clean_text(receipt_sha256)
         AND settle_clean_text(signed_transaction) AND settle_clean_text(app_account_token)
+        AND typeof(proof_kind) IN ('text','null') AND typeof(proof) IN ('text','null') AND typeof(proof_key) IN ('text','null')
+        AND settle_clean_text(proof_kind) AND settle_clean_text(proof) AND settle_clean_text(proof_key)
         """
 
     /// How a column of a malformed row reads in its `last_error`.
@@ -45,7 +47,7 @@ extension SQLiteLedger {
     package func quarantineMalformedRows() throws(LedgerError) -> [String] {
         let now = time.unixSeconds
         let columns = ["order_id", "user_id", "product_id", "transaction_id", "receipt_sha256", "signed_transaction", "app_account_token",
-                       "purchase_token"]
+                       "purchase_token", "proof_kind", "proof", "proof_key"]
         return try locked { () throws(LedgerError) in
             try write {
                 let malformed = try database.query("""
@@ -127,5 +129,6 @@ extension Order {
         purchaseToken = row.string("purchase_token").flatMap(PlayPurchaseToken.init)
         deliveredAt = row.int("delivered_at")
         appTransaction = row.string("app_transaction")
+        storeProof = row.string("proof").map { StoreProof(kind: row.string("proof_kind") ?? "proof", proof: $0, key: row.string("proof_key")) }
     }
 }

@@ -25,12 +25,14 @@ extension TransactionalLedger {
             if let receipt = new.receipt, let hash = receiptHash { try db.storeReceipt(receipt, sha256: hash, now: now) }
             let created = try db.query("""
                 INSERT INTO orders(order_id, user_id, product_id, transaction_id, receipt_sha256, signed_transaction,
-                                   app_account_token, store, purchase_token, app_transaction, next_attempt_at, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                   app_account_token, store, purchase_token, app_transaction, proof_kind, proof, proof_key,
+                                   next_attempt_at, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (order_id) DO NOTHING RETURNING order_id
                 """, [.text(new.orderId), .text(new.userId), .text(new.productId), .from(new.transactionId),
                       .from(receiptHash), .from(new.signedTransaction), .from(new.appAccountToken),
-                      .text(new.store.rawValue), .from(new.purchaseToken?.value), .from(new.appTransaction), .integer(now),
+                      .text(new.store.rawValue), .from(new.purchaseToken?.value), .from(new.appTransaction),
+                      .from(new.storeProof?.kind), .from(new.storeProof?.proof), .from(new.storeProof?.key), .integer(now),
                       .integer(now), .integer(now)])
             if created.isEmpty {
                 guard let row = try db.query("SELECT * FROM orders WHERE order_id = ?", [.text(new.orderId)]).first else {
@@ -42,7 +44,7 @@ extension TransactionalLedger {
                     && existing.receiptSHA256 == receiptHash && existing.signedTransaction == new.signedTransaction
                     && existing.appAccountToken == new.appAccountToken
                     && existing.store == new.store && existing.purchaseToken == new.purchaseToken
-                    && existing.appTransaction == new.appTransaction
+                    && existing.appTransaction == new.appTransaction && existing.storeProof == new.storeProof
                 guard same else { throw LedgerError.conflictingOrder(new.orderId) }
                 return .unchanged
             }

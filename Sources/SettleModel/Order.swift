@@ -87,6 +87,9 @@ package struct Order: Sendable, Equatable {
     /// The signed AppTransaction (JWS) the backend gave with the order (`app_transaction`):
     /// verified, it links its `appTransactionId` to the order's user.
     package var appTransaction: String? = nil
+    /// A store module's proof, as its module wrote it and alone reads (`StoreProof`): the core
+    /// stores it, compares it and never shows it (it may be a bearer secret).
+    package var storeProof: StoreProof? = nil
 
     /// Whether the order names the one purchase it claims (a transaction id or a signed
     /// transaction), rather than "a purchase of this product" in a receipt.
@@ -202,6 +205,9 @@ package struct NewOrder: Sendable, Equatable {
     package var purchaseToken: PlayPurchaseToken?
     /// The signed AppTransaction the user's app read (`AppTransaction.shared`), if the backend has it.
     package var appTransaction: String?
+    /// A store module's proof (kind, proof, lookup key), for a store whose proof has no
+    /// columns of its own.
+    package var storeProof: StoreProof? = nil
 
     package init(orderId: String, userId: String, productId: String, transactionId: String? = nil,
                 receipt: String? = nil, signedTransaction: String? = nil, appAccountToken: String? = nil,

@@ -7,11 +7,14 @@ package enum Proof: Sendable, Equatable {
     case appStore(receiptSHA256: String?, signedTransaction: String?, transactionId: String?)
     /// A Google Play purchase token: a bearer secret, only ever shown by its fingerprint.
     case googlePlay(PlayPurchaseToken)
+    /// A store module's own proof, which the core does not interpret.
+    case module(StoreProof)
 
     /// How status names it: `receipt`, `signed_transaction`, `transaction_id`, `purchase_token`.
     package var kind: String {
         switch self {
         case .googlePlay: "purchase_token"
+        case let .module(proof): proof.kind
         case let .appStore(receipt, signed, _):
             receipt != nil ? "receipt" : signed != nil ? "signed_transaction" : "transaction_id"
         }
@@ -29,7 +32,23 @@ extension Order {
         case .googlePlay:
             return purchaseToken.map(Proof.googlePlay)
         default:
-            return nil
+            return storeProof.map(Proof.module)
         }
+    }
+}
+
+/// What proves an order of a store whose module keeps its proof as data: a kind its module
+/// names (`purchase_order`), the proof as the module wrote it (it may hold a bearer secret:
+/// never shown, logged or compared outside the ledger's own same-content check), and a lookup
+/// key the order is found by (an order id the store shows the buyer; never secret).
+package struct StoreProof: Sendable, Equatable {
+    package var kind: String
+    package var proof: String
+    package var key: String?
+
+    package init(kind: String, proof: String, key: String? = nil) {
+        self.kind = kind
+        self.proof = proof
+        self.key = key
     }
 }

@@ -7,7 +7,8 @@ import SettleLedger
 import SettleEngine
 
 /// A third store that exists only in the tests, as active_merchant's bogus gateway does: a
-/// descriptor, a proof (the order's transaction id), an adapter and a tiny in-process store. It
+/// descriptor, a proof kept as data (`StoreProof`: its sale's id), an adapter and a tiny
+/// in-process store. It
 /// keeps the core honest: every pass, ledger, notification and console test runs with it
 /// configured beside the App Store and Google Play, and the core cannot name it.
 ///
@@ -99,10 +100,14 @@ package struct BogusStoreAdapter: StoreAdapter {
 
     package var store: Store { .bogus }
 
+    /// The proof of a bogus order: its sale's id, also the key it is found by.
+    package static func proof(sale: String) -> StoreProof { StoreProof(kind: "bogus_sale", proof: "sale:" + sale, key: sale) }
+
     package func verify(_ order: Order) throws -> Verification {
-        guard let transactionId = order.requestedTransactionId else {
-            return Verification(outcome: .needsAttention(reason: .proofMissing, detail: "a bogus store order needs its transaction id"))
+        guard case let .module(proof)? = order.proof, proof.kind == "bogus_sale", proof.proof.hasPrefix("sale:") else {
+            return Verification(outcome: .needsAttention(reason: .proofMissing, detail: "a bogus store order needs its sale's proof"))
         }
+        let transactionId = String(proof.proof.dropFirst("sale:".count))
         guard products.contains(order.productId) else {
             return Verification(outcome: .needsAttention(reason: .unknownProduct, detail: "product \(order.productId) is not configured"))
         }
@@ -136,7 +141,7 @@ struct BogusFinisher: StoreFinisher {
     let shop: BogusShop
 
     func finish(_ order: Order) -> StoreFinishOutcome {
-        guard let transactionId = order.verified?.transactionId ?? order.requestedTransactionId else {
+        guard let transactionId = order.verified?.transactionId ?? order.storeProof?.key else {
             return .refused("no transaction to acknowledge")
         }
         switch shop.acknowledge(transactionId) {

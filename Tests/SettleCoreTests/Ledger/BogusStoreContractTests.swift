@@ -13,7 +13,9 @@ import XCTest
 /// its refund clock, with no line of the core naming it.
 extension LedgerContractTests {
     private func bogusOrder(_ b: LedgerBackEnd, _ id: String, transaction: String, user: String = "u-1") throws {
-        _ = try b.store.enqueue(NewOrder(orderId: id, userId: user, productId: world.coins, transactionId: transaction, store: .bogus))
+        var order = NewOrder(orderId: id, userId: user, productId: world.coins, store: .bogus)
+        order.storeProof = BogusStoreAdapter.proof(sale: transaction)
+        _ = try b.store.enqueue(order)
     }
 
     private func reconciler(_ b: LedgerBackEnd, log: Log = .silent) throws -> Reconciler {
@@ -36,6 +38,10 @@ extension LedgerContractTests {
             XCTAssertEqual(world.deliveries.filter { $0.hasPrefix("\(b.name)-B1") }, ["\(b.name)-B1 b-1"], b.name)
             XCTAssertEqual(shop.sale("\(b.name)-B1")?.acknowledged, true, "\(b.name): the store was told of the delivery")
             XCTAssertEqual(try b.store.summary(OrderFilter(limit: 0)).storeCounts[.bogus]?[.finished], 1, b.name)
+            XCTAssertEqual(order.storeProof, BogusStoreAdapter.proof(sale: "\(b.name)-B1"), "\(b.name): the proof reads back as written")
+            XCTAssertEqual(order.proof?.kind, "bogus_sale", b.name)
+            let shown = StatusView.json(try b.store.summary(OrderFilter(limit: 10))).serialized(pretty: false)
+            XCTAssertFalse(shown.contains("sale:"), "\(b.name): status never shows a module's proof")
             _ = try reconciler(b).runPass()
             XCTAssertEqual(world.deliveries.filter { $0.hasPrefix("\(b.name)-B1") }.count, 1, "\(b.name): granted once")
             XCTAssertEqual(shop.acknowledgements, 1, "\(b.name): told once")

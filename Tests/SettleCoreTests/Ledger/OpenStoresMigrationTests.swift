@@ -33,11 +33,18 @@ final class OpenStoresMigrationTests: XCTestCase {
         XCTAssertEqual(try ledger.orderRecord("o-old")?.order.state, .rejected)
         XCTAssertEqual(try ledger.enqueue(NewOrder(orderId: "o-bogus", userId: "u-1", productId: world.coins, transactionId: "B-1",
                                                    store: .bogus)), .created)
+        var proven = NewOrder(orderId: "o-proof", userId: "u-1", productId: world.coins, store: .bogus)
+        proven.storeProof = StoreProof(kind: "bogus_sale", proof: "sale:S-1", key: "S-1")
+        XCTAssertEqual(try ledger.enqueue(proven), .created, "a module's proof alone proves an order (migration 19)")
+        XCTAssertEqual(try ledger.orderRecord("o-proof")?.order.storeProof, proven.storeProof)
+        var changed = proven
+        changed.storeProof?.proof = "sale:S-2"
+        XCTAssertThrowsError(try ledger.enqueue(changed), "the same order with another proof is refused, never overwritten")
         try ledger.saveBreaker(StoreBreaker(state: .open, consecutiveFailures: 1, cooldownSeconds: 30, retryAt: 99, lastError: "down",
                                             lastErrorAt: 1), of: .bogus)
         XCTAssertEqual(try ledger.breakers()[.bogus]?.state, .open)
         let summary = try ledger.summary(OrderFilter())
-        XCTAssertEqual(summary.storeCounts[.bogus]?[.pending], 1, "the counts kept by trigger gained the new store's row")
+        XCTAssertEqual(summary.storeCounts[.bogus]?[.pending], 2, "the counts kept by trigger gained the new store's row")
         XCTAssertEqual(summary.storeCounts[.appStore]?[.rejected], 1)
 
         let check = try SQLiteDatabase(path: path, mode: .readWrite)
