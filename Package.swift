@@ -54,14 +54,23 @@ let package = Package(
                 dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleGooglePlay", "SettleLedger", "SettleDelivery",
                                "SettleEngine"],
                 path: "Sources/Stores/GooglePlay/Module"),
-        // The project's stand-ins for Apple and Google Play (`settle simulator`, the demo, the tests):
-        // it signs what it serves with its own chain, so nothing here reaches a real store.
-        .target(name: "SettleSimulator", dependencies: ["SettleBase", "SettleModel", "SettleAppStore", "SettleGooglePlay"]),
+        // The simulators' core (`settle simulator`, the demo, the tests): rate limits, holds and the
+        // plans file's shared settings, with `StoreScript` for a store's part. Names no store.
+        .target(name: "SettleSimulator", dependencies: ["SettleBase"]),
+        // Each store's stand-in, over the core and its own client, never the other store's: the App
+        // Store's signs what it serves with its own chain, so nothing here reaches a real store.
+        .target(name: "SettleAppStoreSimulator",
+                dependencies: ["SettleBase", "SettleModel", "SettleAppStore", "SettleSimulator"],
+                path: "Sources/Stores/AppStore/Simulator"),
+        .target(name: "SettleGooglePlaySimulator",
+                dependencies: ["SettleBase", "SettleModel", "SettleGooglePlay", "SettleSimulator"],
+                path: "Sources/Stores/GooglePlay/Simulator"),
         // The application: `settle run` (the daemon's lifecycle, signals, sd_notify, the lock), every
         // subcommand, status views and support lookups.
         .target(name: "SettleApp", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
                                                    "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine",
-                                                   "SettleSimulator", "SettleAppStoreModule", "SettleGooglePlayModule"]),
+                                                   "SettleSimulator", "SettleAppStoreModule", "SettleGooglePlayModule",
+                                                   "SettleAppStoreSimulator", "SettleGooglePlaySimulator"]),
         // The thin executable: `SettleCommand.run` and nothing else.
         .executableTarget(name: "settle", dependencies: ["SettleApp"]),
         // The project's benchmark: every row of issue 11, side by side with a hand-written Python
@@ -69,27 +78,30 @@ let package = Package(
         // SQLiteDatabase.
         .executableTarget(name: "settle-bench",
                           dependencies: ["SettleApp", "SettleBase", "SettleConfig", "SettleAppStore", "SettleLedger",
-                                         "SettleEngine", "SettleSimulator", "SettleGooglePlay", "SettleAppStoreModule"],
+                                         "SettleEngine", "SettleSimulator", "SettleGooglePlay", "SettleAppStoreModule",
+                                         "SettleAppStoreSimulator", "SettleGooglePlaySimulator"],
                           path: "Benchmarks/settle-bench"),
         // Notifications/s the endpoint takes while passes run (scripts/notify-bench.sh).
         .executableTarget(name: "settle-notify-bench",
                           dependencies: ["SettleApp", "SettleBase", "SettleConfig", "SettleLedger", "SettleEngine",
-                                         "SettleSimulator", "SettleAppStoreModule"],
+                                         "SettleAppStoreSimulator", "SettleAppStoreModule"],
                           path: "Benchmarks/settle-notify-bench"),
         // Shared test fixtures: a throwaway folder with a configuration, hooks and an Apple simulator.
         .target(name: "SettleTesting",
                 dependencies: ["SettleApp", "SettleBase", "SettleConfig", "SettleAppStore", "SettleLedger", "SettleEngine",
-                               "SettleSimulator", "SettleAppStoreModule", "SettleGooglePlayModule"],
+                               "SettleAppStoreSimulator", "SettleAppStoreModule", "SettleGooglePlayModule"],
                 path: "Tests/SettleTesting"),
         // Unit and contract tests of every target (folders mirror the targets).
         .testTarget(name: "SettleCoreTests",
                     dependencies: ["SettleApp", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
                                    "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator",
-                                   "SettleTesting", "SettleAppStoreModule", "SettleGooglePlayModule"],
+                                   "SettleTesting", "SettleAppStoreModule", "SettleGooglePlayModule",
+                                   "SettleAppStoreSimulator", "SettleGooglePlaySimulator"],
                     exclude: ["Fixtures"]),
         // The built binary, end to end.
         .testTarget(name: "settleTests",
                     dependencies: ["SettleApp", "SettleBase", "SettleModel", "SettleGooglePlay", "SettleLedger",
-                                   "SettleSimulator", "SettleTesting", "settle", "SettleAppStoreModule", "SettleGooglePlayModule"]),
+                                   "SettleTesting", "settle", "SettleAppStoreModule", "SettleGooglePlayModule",
+                                   "SettleAppStoreSimulator", "SettleGooglePlaySimulator"]),
     ]
 )

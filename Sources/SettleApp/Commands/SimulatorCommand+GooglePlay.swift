@@ -2,7 +2,7 @@ import Foundation
 import SettleBase
 import SettleConfig
 import SettleGooglePlay
-import SettleSimulator
+import SettleGooglePlaySimulator
 
 /// `settle simulator`'s Google Play: the fake Google (token endpoint, purchases, acknowledge,
 /// consume, voided purchases) on a loopback port of its own, plus two helpers for testing

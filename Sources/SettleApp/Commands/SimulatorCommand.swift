@@ -3,6 +3,8 @@ import SettleBase
 import SettleModel
 import SettleConfig
 import SettleSimulator
+import SettleAppStoreSimulator
+import SettleGooglePlaySimulator
 
 /// `settle simulator`: the local Apple and the fake Google Play of the tests and the demo,
 /// standalone, so integrators can run their hook and backend against scripted store answers
@@ -84,13 +86,14 @@ enum SimulatorCommand {
                 ?? "no Server API key (no server_api), so Server API requests are refused"
             accepts = "configuration: \(context.configPath(parsed))\nbundle_id: \(bundleId)\naccepts: \(receipts); \(server)"
         }
-        var script = SimulatorScript()
+        var script = SimulatorScript(bundleId: bundleId)
         if let path = parsed.value("--script") {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw CommandFailure(.dataError, "cannot read the script \(path)")
             }
             do {
-                script = try SimulatorScript(json: try JSONValue.parse(data), bundleId: bundleId)
+                script = try SimulatorScript(json: try JSONValue.parse(data), bundleId: bundleId,
+                                             parts: [AppStoreScript.self, GooglePlayScript.self])
             } catch {
                 throw CommandFailure(.dataError, "script \(path): \(error)")
             }
@@ -120,13 +123,14 @@ enum SimulatorCommand {
         google.map { script.googlePlay.apply(to: $0.fake) }
         defer { google?.server.stop() }
         let base = simulator.baseURL
+        let apple = script.part(AppStoreScript.self)
         context.print("""
             settle simulator listening on \(base)
             receipt_api.production_url: \(base)/production/verifyReceipt
             receipt_api.sandbox_url: \(base)/sandbox/verifyReceipt
             server_api.production_url: \(base)/production
             server_api.sandbox_url: \(base)/sandbox
-            scripted: \(script.receipts.count) receipts, \(script.transactions.count) transactions, \(script.customers.count) customers, \(script.appleOrders.count) Apple orders
+            scripted: \(apple.receipts.count) receipts, \(apple.transactions.count) transactions, \(apple.customers.count) customers, \(apple.appleOrders.count) Apple orders
             \(accepts)
             """)
         if let google {
