@@ -54,16 +54,17 @@ let package = Package(
                 dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleGooglePlay", "SettleLedger", "SettleDelivery",
                                "SettleEngine"],
                 path: "Sources/Stores/GooglePlay/Module"),
-        // The simulators' core (`settle simulator`, the demo, the tests): rate limits, holds and the
-        // plans file's shared settings, with `StoreScript` for a store's part. Names no store.
-        .target(name: "SettleSimulator", dependencies: ["SettleBase"]),
+        // The simulators' core (`settle simulator`, the demo, the tests): rate limits, holds, the
+        // plans file's shared settings, and the contract a store's stand-in keeps (`StoreSimulator`,
+        // `StoreScript`). Names no store.
+        .target(name: "SettleSimulator", dependencies: ["SettleBase", "SettleConfig"]),
         // Each store's stand-in, over the core and its own client, never the other store's: the App
         // Store's signs what it serves with its own chain, so nothing here reaches a real store.
         .target(name: "SettleAppStoreSimulator",
-                dependencies: ["SettleBase", "SettleModel", "SettleAppStore", "SettleSimulator"],
+                dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleSimulator"],
                 path: "Sources/Stores/AppStore/Simulator"),
         .target(name: "SettleGooglePlaySimulator",
-                dependencies: ["SettleBase", "SettleModel", "SettleGooglePlay", "SettleSimulator"],
+                dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleGooglePlay", "SettleSimulator"],
                 path: "Sources/Stores/GooglePlay/Simulator"),
         // The application: `settle run` (the daemon's lifecycle, signals, sd_notify, the lock), every
         // subcommand, status views and support lookups.
