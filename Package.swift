@@ -54,14 +54,24 @@ let package = Package(
                 dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleGooglePlay", "SettleLedger", "SettleDelivery",
                                "SettleEngine"],
                 path: "Sources/Stores/GooglePlay/Module"),
-        // The project's stand-ins for Apple and Google Play (`settle simulator`, the demo, the tests):
-        // it signs what it serves with its own chain, so nothing here reaches a real store.
-        .target(name: "SettleSimulator", dependencies: ["SettleBase", "SettleModel", "SettleAppStore", "SettleGooglePlay"]),
+        // The simulators' core (`settle simulator`, the demo, the tests): rate limits, holds, the
+        // plans file's shared settings, and the contract a store's stand-in keeps (`StoreSimulator`,
+        // `StoreScript`). Names no store.
+        .target(name: "SettleSimulator", dependencies: ["SettleBase", "SettleConfig"]),
+        // Each store's stand-in, over the core and its own client, never the other store's: the App
+        // Store's signs what it serves with its own chain, so nothing here reaches a real store.
+        .target(name: "SettleAppStoreSimulator",
+                dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore", "SettleSimulator"],
+                path: "Sources/Stores/AppStore/Simulator"),
+        .target(name: "SettleGooglePlaySimulator",
+                dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleGooglePlay", "SettleSimulator"],
+                path: "Sources/Stores/GooglePlay/Simulator"),
         // The application: `settle run` (the daemon's lifecycle, signals, sd_notify, the lock), every
         // subcommand, status views and support lookups.
         .target(name: "SettleApp", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
                                                    "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine",
-                                                   "SettleSimulator", "SettleAppStoreModule", "SettleGooglePlayModule"]),
+                                                   "SettleSimulator", "SettleAppStoreModule", "SettleGooglePlayModule",
+                                                   "SettleAppStoreSimulator", "SettleGooglePlaySimulator"]),
         // The thin executable: `SettleCommand.run` and nothing else.
         .executableTarget(name: "settle", dependencies: ["SettleApp"]),
         // The project's benchmark: every row of issue 11, side by side with a hand-written Python
@@ -69,17 +79,18 @@ let package = Package(
         // SQLiteDatabase.
         .executableTarget(name: "settle-bench",
                           dependencies: ["SettleApp", "SettleBase", "SettleConfig", "SettleAppStore", "SettleLedger",
-                                         "SettleEngine", "SettleSimulator", "SettleGooglePlay", "SettleAppStoreModule"],
+                                         "SettleEngine", "SettleSimulator", "SettleGooglePlay", "SettleAppStoreModule",
+                                         "SettleAppStoreSimulator", "SettleGooglePlaySimulator"],
                           path: "Benchmarks/settle-bench"),
         // Notifications/s the endpoint takes while passes run (scripts/notify-bench.sh).
         .executableTarget(name: "settle-notify-bench",
                           dependencies: ["SettleApp", "SettleBase", "SettleConfig", "SettleLedger", "SettleEngine",
-                                         "SettleSimulator", "SettleAppStoreModule"],
+                                         "SettleAppStoreSimulator", "SettleAppStoreModule"],
                           path: "Benchmarks/settle-notify-bench"),
         // Shared test fixtures: a throwaway folder with a configuration, hooks and an Apple simulator.
         .target(name: "SettleTesting",
                 dependencies: ["SettleApp", "SettleBase", "SettleConfig", "SettleAppStore", "SettleLedger", "SettleEngine",
-                               "SettleSimulator", "SettleAppStoreModule", "SettleGooglePlayModule"],
+                               "SettleAppStoreSimulator", "SettleAppStoreModule", "SettleGooglePlayModule"],
                 path: "Tests/SettleTesting"),
         // Registers the test stores as the test process loads (a C constructor), before any test.
         .target(name: "CSettleTestStores", dependencies: ["SettleTesting"], path: "Tests/CSettleTestStores"),
@@ -87,12 +98,13 @@ let package = Package(
         .testTarget(name: "SettleCoreTests",
                     dependencies: ["SettleApp", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
                                    "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator",
-                                   "SettleTesting", "SettleAppStoreModule", "SettleGooglePlayModule", "CSettleTestStores"],
+                                   "SettleTesting", "SettleAppStoreModule", "SettleGooglePlayModule",
+                                   "SettleAppStoreSimulator", "SettleGooglePlaySimulator", "CSettleTestStores"],
                     exclude: ["Fixtures"]),
         // The built binary, end to end.
         .testTarget(name: "settleTests",
                     dependencies: ["SettleApp", "SettleBase", "SettleModel", "SettleGooglePlay", "SettleLedger",
-                                   "SettleSimulator", "SettleTesting", "settle", "SettleAppStoreModule", "SettleGooglePlayModule",
-                                   "CSettleTestStores"]),
+                                   "SettleTesting", "settle", "SettleAppStoreModule", "SettleGooglePlayModule",
+                                   "SettleAppStoreSimulator", "SettleGooglePlaySimulator", "CSettleTestStores"]),
     ]
 )

@@ -96,7 +96,7 @@ import re, sys
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives import serialization
 work = sys.argv[1]
-chain = open("Sources/SettleSimulator/SimulatorSigningChain.swift").read()
+chain = open("Sources/Stores/AppStore/Simulator/SimulatorSigningChain.swift").read()
 open(f"{work}/sim-root.pem", "w").write(re.search(r'rootPEM = """\n(.*?)"""', chain, re.S).group(1))
 key = ec.generate_private_key(ec.SECP256R1())
 open(f"{work}/appstore-key.p8", "wb").write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
@@ -116,7 +116,7 @@ import base64, json, re, sys, threading, time, uuid, urllib.error, urllib.reques
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, utils
 work, kind, pace = sys.argv[1], sys.argv[2], float(sys.argv[3])
-chain = open("Sources/SettleSimulator/SimulatorSigningChain.swift").read()
+chain = open("Sources/Stores/AppStore/Simulator/SimulatorSigningChain.swift").read()
 def pem(name): return re.search(name + r' = """\n(.*?)"""', chain, re.S).group(1)
 x5c = ["".join(l for l in pem(n).splitlines() if not l.startswith("-----")) for n in ("leafPEM", "intermediatePEM", "rootPEM")]
 key = serialization.load_pem_private_key(pem("leafKeyPEM").encode(), None)

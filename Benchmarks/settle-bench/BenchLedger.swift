@@ -2,7 +2,7 @@ import Foundation
 import SettleApp
 import SettleBase
 import SettleLedger
-import SettleSimulator
+import SettleAppStoreSimulator
 
 /// A folder with what a settle configuration needs (shared secret, webhook secret, hook
 /// script, the StoreKit root), and ledgers seeded straight with SQL: enqueueing 100 k orders

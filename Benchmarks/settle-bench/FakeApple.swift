@@ -1,7 +1,7 @@
 import Foundation
 import SettleApp
 import SettleBase
-import SettleSimulator
+import SettleAppStoreSimulator
 
 /// The orders every benchmark ledger holds: order i pays for one "coins" with transaction
 /// 3,000,000,000 + i in the receipt "bench receipt i" (base64).

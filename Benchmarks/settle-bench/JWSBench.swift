@@ -2,7 +2,7 @@ import Foundation
 import SettleApp
 import SettleBase
 import SettleAppStore
-import SettleSimulator
+import SettleAppStoreSimulator
 
 /// StoreKit 2 JWS verification cost: settle against Apple's Python library on the same token,
 /// offline, on the genuine Apple chain (P-384 certificates) and on a P-256 test chain.

@@ -3,6 +3,8 @@ import SettleApp
 import SettleBase
 import SettleGooglePlay
 import SettleSimulator
+import SettleAppStoreSimulator
+import SettleGooglePlaySimulator
 
 /// The orders of the rate-limit rows (issue 27): App Store orders carrying only a StoreKit 2
 /// transaction id (each one Get Transaction Info, a paced Server API call) and Google Play

@@ -10,7 +10,7 @@ import SettleBase
 import SettleConfig
 import SettleLedger
 import SettleEngine
-import SettleSimulator
+import SettleAppStoreSimulator
 
 var count = 2000, clients = 8, maxSeconds = 60
 var arguments = CommandLine.arguments.dropFirst().makeIterator()

@@ -1,8 +1,6 @@
 import Foundation
 import Synchronization
 import SettleBase
-import SettleModel
-import SettleAppStore
 
 /// A store's rate limit as the simulators enforce it (issue 27's benchmark): a token bucket per
 /// endpoint group, refilled at `rate` requests a second up to one second's worth, and what it
@@ -54,11 +52,12 @@ package final class SimulatedRateLimit: Sendable {
     package static let countsPath = "/simulator/rate_limits"
 
     package let rate: Double
-    /// Per-group rates that differ from `rate` (as a store's own table would: Apple's 10/s groups).
+    /// Per-group rates that differ from `rate` (as a store's own table would, for groups it limits lower).
     package let groupRates: [String: Double]
     /// Seconds after the first request during which the store is down, `[from, to)`.
     package let outage: Range<Double>?
-    private let time: any TimeSource
+    /// The clock the buckets refill by; a store's refusal reads it too (a `Retry-After` in clock time).
+    package let time: any TimeSource
     private let state = Mutex(State())
 
     package init(rate: Double, groupRates: [String: Double] = [:], outage: Range<Double>? = nil, time: any TimeSource) {
@@ -123,72 +122,5 @@ package final class SimulatedRateLimit: Sendable {
             ]))
         }
         return .object([("rate", .number(rate)), ("groups", .object(groups))])
-    }
-
-    // MARK: The stores' answers
-
-    /// The Server API endpoint group of a simulator path (`/production/inApps/...`), nil for
-    /// what Apple publishes no limit for (verifyReceipt). Sandbox groups are their own buckets.
-    package static func appleGroup(method: String, path: String) -> String? {
-        for (prefix, suffix) in [("/production", ""), ("/sandbox", " (sandbox)")] where path.hasPrefix(prefix + "/inApps/") {
-            return AppStoreRateGroups.group(method: method, path: String(path.dropFirst(prefix.count))) + suffix
-        }
-        return nil
-    }
-
-    /// The Play Developer API quota bucket of a request path, nil for the OAuth token endpoint
-    /// and anything else Google does not count against the app's buckets.
-    package static func googleGroup(path: String, packageName: String) -> String? {
-        let application = "/androidpublisher/v3/applications/\(packageName)/"
-        guard path.hasPrefix(application) else { return nil }
-        let rest = path.dropFirst(application.count)
-        if rest.hasPrefix("orders/") { return "orders" }
-        guard rest.hasPrefix("purchases/") else { return nil }
-        let kind = rest.dropFirst("purchases/".count).prefix { $0 != "/" && $0 != "?" }
-        switch kind {
-        case "products", "productsv2": return "one_time_purchases"
-        case "subscriptions", "subscriptionsv2": return "subscriptions"
-        case "voidedpurchases": return "voided_purchases"
-        default: return nil
-        }
-    }
-
-    /// Apple's answer over the limit: 429 with RateLimitExceededError and `Retry-After` as
-    /// Apple documents it, the UNIX time in milliseconds of the next allowed request. In an
-    /// outage: 500 GeneralInternalRetryableError.
-    package func appleRefusal(_ decision: Decision) -> HTTPServerResponse? {
-        switch decision {
-        case .granted:
-            return nil
-        case let .limited(retryAfter):
-            var response = AppleSimulatorCore.apiError(429, 4290000, "Rate limit exceeded.")
-            let next = ((time.now.timeIntervalSince1970 + retryAfter) * 1000).rounded(.up)
-            response.headers.append(HTTPHeader("Retry-After", String(Int64(next))))
-            return response
-        case .outage:
-            return AppleSimulatorCore.apiError(500, 5000001, "An unknown error occurred. Please try again.")
-        }
-    }
-
-    /// Google's answer over a bucket's quota: 429 RESOURCE_EXHAUSTED with reason
-    /// `rateLimitExceeded` (Google sends no Retry-After). In an outage: 503 backendError.
-    package static func googleRefusal(_ decision: Decision, group: String) -> HTTPServerResponse? {
-        switch decision {
-        case .granted:
-            return nil
-        case .limited:
-            let message = "Quota exceeded for quota metric 'Queries' and limit 'Queries per minute' of service "
-                + "'androidpublisher.googleapis.com' (bucket \(group))."
-            let error = JSONValue.object([
-                ("code", .number(429)), ("message", .string(message)),
-                ("errors", .array([.object([("message", .string(message)), ("domain", .string("global")),
-                                            ("reason", .string("rateLimitExceeded"))])])),
-                ("status", .string("RESOURCE_EXHAUSTED")),
-            ])
-            return HTTPServerResponse(status: 429, headers: [HTTPHeader("Content-Type", "application/json")],
-                                      body: JSONValue.object([("error", error)]).data)
-        case .outage:
-            return FakeGooglePlay.error(503, reason: "backendError", "The service is currently unavailable.")
-        }
     }
 }

@@ -1,151 +1,55 @@
-import Foundation
 import SettleBase
 
 /// What the standalone `settle simulator` answers, read from a JSON plans file, so integrators
-/// can test their hook and backend against scripted Apple answers:
+/// can test their hook and backend against scripted store answers (docs/testing.md). The file
+/// is one object: the settings every store shares, here, and each store's own part, read by
+/// that store's `StoreScript`.
 ///
-/// ```json
-/// {
-///   "receipts": [{"receipt_data": "<base64 exactly as sent>", "bundle_id": "com.example.game",
-///                 "environment": "Production",
-///                 "in_app": [{"product_id": "coins", "transaction_id": "1000", "purchase_date_ms": 1764410645000}],
-///                 "answers": [{"status": 21005}, {"http": 503}, "receipt"]}],
-///   "transactions": [{"transaction_id": "2000", "product_id": "coins", "environment": "Sandbox",
-///                     "app_account_token": "6f1e4c2a-5b3d-4e8f-9a0b-1c2d3e4f5a6b",
-///                     "answers": ["not_found", {"http": 500, "error_code": 5000001}, "transaction"]}],
-///   "customers": [["2000", "2001"]],
-///   "apple_orders": {"MQ5Q8W3X2Z": ["2000"]},
-///   "rate_limit": 200
-/// }
-/// ```
-///
-/// `rate_limit` (requests a second): each Server API endpoint group and each Play Developer
-/// API quota bucket answers 429 past it, as the stores do (`SimulatedRateLimit`).
-///
-/// Receipt answers: `"receipt"` (answer from the receipt), `{"status": N}`, `{"http": N}`,
-/// `"garbage"`. Transaction answers: `"transaction"`, `"not_found"`, `"unauthorized"`,
-/// `{"http": N, "error_code": M}`, `{"rate_limited": "<Retry-After>"}`. Every answer is used
-/// once, in order; then the normal answer for ever.
+/// `rate_limit` (requests a second): each store's endpoint groups answer 429 past it, as the
+/// stores do (`SimulatedRateLimit`).
 package struct SimulatorScript: Sendable {
     package struct Failure: Error, CustomStringConvertible {
         package var message: String
         package var description: String { message }
+
+        package init(message: String) { self.message = message }
     }
 
-    package var receipts: [(receiptData: String, script: ReceiptScript)] = []
-    package var transactions: [TransactionScript] = []
-    package var customers: [[SimulatedSignedTransaction]] = []
-    package var appleOrders: [(String, [SimulatedSignedTransaction])] = []
-    /// What the fake Google Play answers (`google_play`; see `GooglePlayScript`).
-    package var googlePlay = GooglePlayScript()
+    /// The app a store's part scripts when an entry names none (its bundle id or package name).
+    package var bundleId: String
     /// Requests a second per endpoint group (`rate_limit`), nil for no limit.
     package var rateLimit: Double?
+    /// Each store's part as read, by its type.
+    private var parts: [ObjectIdentifier: any StoreScript] = [:]
 
-    package init() {}
+    package init(bundleId: String) { self.bundleId = bundleId }
 
-    /// Reads and checks a plans file; every mistake names its place.
-    package init(json: JSONValue, bundleId: String) throws(Failure) {
+    /// Reads and checks a plans file, the shared settings first, then each of `parts` in
+    /// order; every mistake names its place.
+    package init(json: JSONValue, bundleId: String, parts: [any StoreScript.Type] = []) throws(Failure) {
         guard json.objectMembers != nil else { throw Failure(message: "the script must be a JSON object") }
-        if let play = json["google_play"] { googlePlay = try GooglePlayScript(json: play) }
+        self.bundleId = bundleId
         if let limit = json["rate_limit"] {
             guard let rate = limit.looseString.flatMap(Double.init), rate > 0, rate.isFinite else {
                 throw Failure(message: "rate_limit: expected requests a second, a positive number")
             }
             rateLimit = rate
-            googlePlay.rateLimit = rate
         }
-        for (i, entry) in (json["receipts"]?.arrayValue ?? []).enumerated() {
-            let at = "receipts[\(i)]"
-            guard let data = entry["receipt_data"]?.looseString, !data.isEmpty else { throw Failure(message: "\(at).receipt_data: required") }
-            let inApp = try (entry["in_app"]?.arrayValue ?? []).enumerated().map { (j, t) throws(Failure) in
-                try Self.receiptTransaction(t, at: "\(at).in_app[\(j)]")
-            }
-            let receipt = SimulatedReceipt(bundleId: entry["bundle_id"]?.looseString ?? bundleId,
-                                           environment: entry["environment"]?.looseString ?? "Production", inApp: inApp)
-            let answers = try (entry["answers"]?.arrayValue ?? []).enumerated().map { (j, a) throws(Failure) in
-                try Self.receiptAnswer(a, at: "\(at).answers[\(j)]")
-            }
-            receipts.append((data, ReceiptScript(receipt: receipt, answers: answers)))
-        }
-        var byId: [String: SimulatedSignedTransaction] = [:]
-        for (i, entry) in (json["transactions"]?.arrayValue ?? []).enumerated() {
-            let at = "transactions[\(i)]"
-            guard let id = entry["transaction_id"]?.looseString, let product = entry["product_id"]?.looseString else {
-                throw Failure(message: "\(at): transaction_id and product_id are required")
-            }
-            let purchased = entry["purchase_date_ms"]?.looseInt64 ?? 1_764_410_645_000
-            let transaction = SimulatedSignedTransaction(
-                transactionId: id, originalTransactionId: entry["original_transaction_id"]?.looseString, productId: product,
-                bundleId: entry["bundle_id"]?.looseString ?? bundleId, environment: entry["environment"]?.looseString ?? "Production",
-                purchaseDateMs: purchased, quantity: Int(entry["quantity"]?.looseInt64 ?? 1),
-                revocationDateMs: entry["revoked"]?.looseBool == true ? purchased + 60_000 : nil,
-                appAccountToken: entry["app_account_token"]?.looseString, isUpgraded: entry["is_upgraded"]?.looseBool ?? false)
-            let answers = try (entry["answers"]?.arrayValue ?? []).enumerated().map { (j, a) throws(Failure) in
-                try Self.serverAnswer(a, at: "\(at).answers[\(j)]")
-            }
-            byId[id] = transaction
-            transactions.append(TransactionScript(transaction: transaction, answers: answers))
-        }
-        func resolve(_ ids: [JSONValue], at: String) throws(Failure) -> [SimulatedSignedTransaction] {
-            var found: [SimulatedSignedTransaction] = []
-            for id in ids {
-                guard let text = id.looseString, let t = byId[text] else {
-                    throw Failure(message: "\(at): \(id.looseString ?? "?") is not one of the script's transactions")
-                }
-                found.append(t)
-            }
-            return found
-        }
-        for (i, ids) in (json["customers"]?.arrayValue ?? []).enumerated() {
-            customers.append(try resolve(ids.arrayValue ?? [], at: "customers[\(i)]"))
-        }
-        for (orderId, ids) in json["apple_orders"]?.objectMembers ?? [] {
-            appleOrders.append((orderId, try resolve(ids.arrayValue ?? [], at: "apple_orders.\(orderId)")))
-        }
+        for part in parts { self.parts[ObjectIdentifier(part)] = try part.init(json: json, script: self) }
     }
 
-    /// Loads everything into `simulator`.
-    package func apply(to simulator: AppleSimulator) {
-        for (data, script) in receipts { simulator.script(data, script) }
-        for script in transactions {
-            if let id = script.transaction?.transactionId { simulator.script(transaction: id, script) }
-        }
-        for customer in customers { simulator.script(customer: customer) }
-        for (orderId, purchases) in appleOrders { simulator.script(appleOrder: orderId, purchases) }
-        if let rateLimit { simulator.limit(SimulatedRateLimit(rate: rateLimit, time: simulator.core.time)) }
+    /// A store's part as the file scripts it; for a part the file was not read with, nothing
+    /// scripted but the shared settings.
+    package func part<Part: StoreScript>(_ type: Part.Type) -> Part {
+        parts[ObjectIdentifier(type)] as? Part ?? Part(script: self)
     }
+}
 
-    private static func receiptTransaction(_ t: JSONValue, at: String) throws(Failure) -> SimulatedTransaction {
-        guard let product = t["product_id"]?.looseString, let id = t["transaction_id"]?.looseString else {
-            throw Failure(message: "\(at): product_id and transaction_id are required")
-        }
-        return SimulatedTransaction(productId: product, transactionId: id, originalTransactionId: t["original_transaction_id"]?.looseString,
-                                    purchaseDateMs: t["purchase_date_ms"]?.looseInt64 ?? 1_764_410_645_000,
-                                    quantity: Int(t["quantity"]?.looseInt64 ?? 1), cancellationDateMs: t["cancellation_date_ms"]?.looseInt64,
-                                    expiresDateMs: t["expires_date_ms"]?.looseInt64, isUpgraded: t["is_upgraded"]?.looseBool ?? false,
-                                    appAccountToken: t["app_account_token"]?.looseString)
-    }
-
-    private static func receiptAnswer(_ a: JSONValue, at: String) throws(Failure) -> SimulatedAnswer {
-        switch a {
-        case .string("receipt"): return .receipt
-        case .string("garbage"): return .garbage
-        default:
-            if let status = a["status"]?.looseInt64 { return .status(Int(status), retryable: a["is_retryable"]?.looseBool) }
-            if let code = a["http"]?.looseInt64 { return .http(Int(code), retryAfter: a["retry_after"]?.looseString) }
-            throw Failure(message: "\(at): expected \"receipt\", \"garbage\", {\"status\": N} or {\"http\": N}")
-        }
-    }
-
-    private static func serverAnswer(_ a: JSONValue, at: String) throws(Failure) -> SimulatedServerAnswer {
-        switch a {
-        case .string("transaction"): return .transaction
-        case .string("not_found"): return .notFound
-        case .string("unauthorized"): return .unauthorized
-        default:
-            if let retryAfter = a["rate_limited"]?.looseString { return .rateLimited(retryAfter: retryAfter) }
-            if let code = a["http"]?.looseInt64 { return .error(status: Int(code), code: Int(a["error_code"]?.looseInt64 ?? 0)) }
-            throw Failure(message: "\(at): expected \"transaction\", \"not_found\", \"unauthorized\", {\"http\": N, \"error_code\": M} or {\"rate_limited\": \"S\"}")
-        }
-    }
+/// One store's part of a plans file, which its simulator target reads and applies to its fake.
+package protocol StoreScript: Sendable {
+    /// Nothing scripted for the store but what `script` sets for every store.
+    init(script: SimulatorScript)
+    /// Reads the store's part of `json`, the whole plans file, with the shared settings in
+    /// `script`; every mistake names its place.
+    init(json: JSONValue, script: SimulatorScript) throws(SimulatorScript.Failure)
 }

@@ -5,7 +5,7 @@ import SettleBase
 import SettleConfig
 import SettleLedger
 import SettleEngine
-import SettleSimulator
+import SettleAppStoreSimulator
 
 /// A throwaway installation of settle for one test: a folder with a configuration, a shared
 /// secret, hook scripts and a ledger, and a local Apple simulator on loopback.

@@ -1,7 +1,7 @@
 import Foundation
 import SettleApp
 import SettleBase
-import SettleSimulator
+import SettleAppStoreSimulator
 import SettleTesting
 import XCTest
 

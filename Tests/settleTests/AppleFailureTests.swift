@@ -2,7 +2,7 @@ import Foundation
 import SettleApp
 import SettleTesting
 import XCTest
-import SettleSimulator
+import SettleAppStoreSimulator
 
 /// When Apple as a whole fails, or refuses our shared secret, the pass stops without using up
 /// any order's attempts (SPEC sections 3, 4, 7).

@@ -2,7 +2,7 @@ import Foundation
 import SettleApp
 import SettleTesting
 import XCTest
-import SettleSimulator
+import SettleAppStoreSimulator
 
 /// Support looks a customer up by the order id in Apple's receipt email.
 final class AppleOrderLookupTests: EndToEndTestCase {

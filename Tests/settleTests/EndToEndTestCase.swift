@@ -6,7 +6,7 @@ import SettleBase
 #if canImport(Glibc)
 import Glibc
 import SettleLedger
-import SettleSimulator
+import SettleAppStoreSimulator
 #endif
 
 /// A test that drives the real `settle` binary against a throwaway installation (`world`):

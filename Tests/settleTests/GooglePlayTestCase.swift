@@ -7,7 +7,7 @@ import SettleBase
 #if canImport(Glibc)
 import Glibc
 import SettleGooglePlay
-import SettleSimulator
+import SettleGooglePlaySimulator
 #endif
 
 /// End-to-end tests of Google Play orders: the built `settle` against a fake Google

@@ -3,7 +3,7 @@ import SettleApp
 import SettleTesting
 import XCTest
 import SettleBase
-import SettleSimulator
+import SettleAppStoreSimulator
 
 /// The endpoint of a running `settle run`, over real HTTP: what is Apple's and ours is stored
 /// once and answered 200; everything else gets a 4xx and a log line, and the daemon lives on.

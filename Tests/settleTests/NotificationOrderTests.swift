@@ -3,7 +3,7 @@ import SettleApp
 import SettleTesting
 import XCTest
 import SettleBase
-import SettleSimulator
+import SettleAppStoreSimulator
 
 /// What notifications do to orders, through a running `settle run`: purchases found and granted
 /// once whichever side tells first, refunds, refund requests, and history catching up.

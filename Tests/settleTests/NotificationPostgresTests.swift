@@ -4,7 +4,7 @@ import SettleTesting
 import Synchronization
 import XCTest
 import SettleLedger
-import SettleSimulator
+import SettleAppStoreSimulator
 
 // Linux test discovery lists only the methods a class declares: each inherited test is named in
 // these subclasses, and their `...alsoRunsOnPostgreSQL` test fails when one is missing.

@@ -7,7 +7,7 @@ import SettleModel
 #if canImport(Glibc)
 import Glibc
 import SettleLedger
-import SettleSimulator
+import SettleAppStoreSimulator
 #endif
 
 /// A running `settle run` with the notifications endpoint on a kernel-chosen loopback port, the

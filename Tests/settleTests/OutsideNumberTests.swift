@@ -4,7 +4,7 @@ import SettleTesting
 import XCTest
 import SettleBase
 import SettleLedger
-import SettleSimulator
+import SettleAppStoreSimulator
 
 /// Numbers from outside through the binary (issue 32, item 16): a store's Retry-After of
 /// Int64.max, and a ledger whose rows a backend wrote by SQL with numbers settle never writes.

@@ -1,7 +1,7 @@
 import Foundation
 import SettleLedger
 import SettleModel
-import SettleSimulator
+import SettleAppStoreSimulator
 import SettleTesting
 import XCTest
 #if canImport(Glibc)

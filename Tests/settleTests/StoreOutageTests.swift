@@ -3,7 +3,7 @@ import SettleApp
 import SettleTesting
 import XCTest
 import SettleBase
-import SettleSimulator
+import SettleAppStoreSimulator
 
 /// Each store has its own breaker: an outage of one never holds back the other's orders, in the
 /// pass where it starts nor in the passes it lasts (the breaker, kept in the ledger, holds back

@@ -3,7 +3,7 @@ import SettleApp
 import SettleTesting
 import XCTest
 import SettleLedger
-import SettleSimulator
+import SettleAppStoreSimulator
 
 /// Issue 7 through the built binary: orders are never lost to races, long receipts or bad rows,
 /// and purchases granted outside settle are recorded and skipped.

@@ -3,7 +3,7 @@ import SettleBase
 import SettleModel
 import SettleLedger
 import SettleEngine
-import SettleSimulator
+import SettleAppStoreSimulator
 
 /// The demo's third act: a family member's copy of a shared purchase, which never carries the
 /// member's token (at most the buyer's), bound to the member by their Apple Account's

@@ -2,7 +2,7 @@ import Foundation
 import SettleBase
 import SettleModel
 import SettleGooglePlay
-import SettleSimulator
+import SettleGooglePlaySimulator
 
 /// The demo's Google Play: a fake Google (token endpoint, purchases, acknowledge, consume) on
 /// loopback, a throwaway service account key, and Play orders of each kind.

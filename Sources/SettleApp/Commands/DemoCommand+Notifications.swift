@@ -3,7 +3,7 @@ import SettleBase
 import SettleModel
 import SettleLedger
 import SettleEngine
-import SettleSimulator
+import SettleAppStoreSimulator
 
 /// The demo's second act: Apple tells settle (App Store Server Notifications V2 to a real
 /// endpoint on loopback) of a purchase no backend enqueued, of a refund, and of a refund request.

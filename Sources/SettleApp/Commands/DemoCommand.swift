@@ -3,7 +3,7 @@ import SettleBase
 import SettleModel
 import SettleLedger
 import SettleEngine
-import SettleSimulator
+import SettleAppStoreSimulator
 
 /// `settle demo`: settle end to end on a fresh machine with no Apple account.
 enum DemoCommand {

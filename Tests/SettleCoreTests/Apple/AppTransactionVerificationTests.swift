@@ -3,7 +3,7 @@ import XCTest
 @testable import SettleBase
 @testable import SettleModel
 @testable import SettleAppStore
-@testable import SettleSimulator
+@testable import SettleAppStoreSimulator
 
 /// A signed AppTransaction is verified like a signed transaction: Apple's chain at its
 /// `receiptCreationDate`, the bundle, then `receiptType` as the environment (apple-protocol.md 3.4).

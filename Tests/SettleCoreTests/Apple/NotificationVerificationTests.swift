@@ -3,7 +3,7 @@ import XCTest
 @testable import SettleApp
 @testable import SettleBase
 @testable import SettleAppStore
-@testable import SettleSimulator
+@testable import SettleAppStoreSimulator
 
 /// `SignedDataVerifier.verifyNotification`: the outer JWS as any signed data, then the
 /// notification's own rules (apple-protocol.md 4).

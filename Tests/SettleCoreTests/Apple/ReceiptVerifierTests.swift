@@ -5,7 +5,7 @@ import XCTest
 @testable import SettleModel
 @testable import SettleConfig
 @testable import SettleAppStore
-@testable import SettleSimulator
+@testable import SettleAppStoreSimulator
 
 /// The verifyReceipt client against the simulator over real loopback HTTP.
 final class ReceiptVerifierTests: XCTestCase {

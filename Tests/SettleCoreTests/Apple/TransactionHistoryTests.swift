@@ -6,7 +6,7 @@ import XCTest
 @testable import SettleBase
 @testable import SettleModel
 @testable import SettleAppStore
-@testable import SettleSimulator
+@testable import SettleAppStoreSimulator
 
 /// Get Transaction History v2 through libcurl against the simulator over loopback: paging,
 /// Apple's environment rule and the error classes of Get Transaction Info.

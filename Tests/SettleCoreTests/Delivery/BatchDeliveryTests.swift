@@ -3,7 +3,7 @@ import XCTest
 @testable import SettleApp
 @testable import SettleModel
 @testable import SettleDelivery
-@testable import SettleSimulator
+@testable import SettleAppStoreSimulator
 
 /// `delivery.batch_size`: one run of the command for several orders, one answer line each, and
 /// exactly-once per order as with one process per order.

@@ -7,7 +7,7 @@ import XCTest
 @testable import SettleConfig
 @testable import SettleLedger
 @testable import SettleDelivery
-@testable import SettleSimulator
+@testable import SettleAppStoreSimulator
 
 /// Webhook delivery through whole passes, against a receiver on loopback.
 final class WebhookHookTests: XCTestCase {

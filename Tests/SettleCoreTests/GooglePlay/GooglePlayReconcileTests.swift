@@ -8,7 +8,8 @@ import XCTest
 @testable import SettleLedger
 @testable import SettleEngine
 @testable import SettleGooglePlay
-@testable import SettleSimulator
+@testable import SettleAppStoreSimulator
+@testable import SettleGooglePlaySimulator
 @testable import SettleGooglePlayModule
 
 /// Google Play orders through whole passes, in process on the test clock: the reconciler as

@@ -3,7 +3,7 @@ import XCTest
 @testable import SettleBase
 @testable import SettleModel
 @testable import SettleGooglePlay
-@testable import SettleSimulator
+@testable import SettleGooglePlaySimulator
 
 final class PlayDeveloperClientTests: XCTestCase {
     private let token = PlayTestWorld.token(PlayTestWorld.tokenText)

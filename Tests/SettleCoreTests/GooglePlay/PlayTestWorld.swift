@@ -3,7 +3,7 @@ import Foundation
 @testable import SettleBase
 @testable import SettleModel
 @testable import SettleGooglePlay
-@testable import SettleSimulator
+@testable import SettleGooglePlaySimulator
 
 /// Keys generated once per test run with OpenSSL (never committed): the service account's and
 /// the fake Google's push signer, plus a stranger's for forgeries.

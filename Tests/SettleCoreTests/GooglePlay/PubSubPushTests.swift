@@ -2,7 +2,7 @@ import XCTest
 @testable import SettleApp
 @testable import SettleBase
 @testable import SettleGooglePlay
-@testable import SettleSimulator
+@testable import SettleGooglePlaySimulator
 
 final class PubSubPushTests: XCTestCase {
     private let token = PlayTestWorld.token(PlayTestWorld.tokenText)

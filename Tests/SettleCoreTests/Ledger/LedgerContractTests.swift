@@ -7,7 +7,7 @@ import XCTest
 @testable import SettleModel
 @testable import SettleLedger
 @testable import SettleEngine
-@testable import SettleSimulator
+@testable import SettleAppStoreSimulator
 
 /// One back end under test: a fresh ledger and a way to write rows as a backend would.
 struct LedgerBackEnd {

@@ -7,7 +7,7 @@ import XCTest
 @testable import SettleModel
 @testable import SettleLedger
 @testable import SettleEngine
-@testable import SettleSimulator
+@testable import SettleAppStoreSimulator
 @testable import SettleAppStoreModule
 
 /// Purchases Apple reports without the user's appAccountToken, bound by the Apple Account's

@@ -5,7 +5,6 @@ import XCTest
 @testable import SettleBase
 @testable import SettleModel
 @testable import SettleLedger
-@testable import SettleSimulator
 
 /// Apple's signed numbers (issue 32, item 16): purchase, revocation and signed dates of
 /// Int64.min, Int64.max, -1 and 0 in genuinely signed notifications and transactions, and a

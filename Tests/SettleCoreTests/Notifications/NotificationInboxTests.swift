@@ -5,7 +5,7 @@ import XCTest
 @testable import SettleModel
 @testable import SettleLedger
 @testable import SettleEngine
-@testable import SettleSimulator
+@testable import SettleAppStoreSimulator
 @testable import SettleAppStoreModule
 
 /// What Apple's notifications do to orders, revokes and refund-request answers, and how the

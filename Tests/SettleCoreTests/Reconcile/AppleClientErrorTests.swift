@@ -4,7 +4,7 @@ import XCTest
 @testable import SettleModel
 @testable import SettleLedger
 @testable import SettleEngine
-@testable import SettleSimulator
+@testable import SettleAppStoreSimulator
 
 /// An HTTP 4xx from Apple about one order's request fails that order (an attempt, retried with
 /// backoff) and the pass goes on; only the credentials' 401/403 are a configuration fault. Whole

@@ -7,7 +7,7 @@ import XCTest
 @testable import SettleModel
 @testable import SettleLedger
 @testable import SettleEngine
-@testable import SettleSimulator
+@testable import SettleAppStoreSimulator
 
 /// The delivery queue holds at most one round of deliveries: verification waits for the hooks.
 final class DeliveryQueueTests: XCTestCase {

@@ -5,7 +5,6 @@ import XCTest
 @testable import SettleModel
 @testable import SettleLedger
 @testable import SettleEngine
-@testable import SettleSimulator
 
 /// Finish Transaction after delivery: whole passes on the test clock, the simulated App Store
 /// Server API over loopback, real hooks. On SQLite here and on PostgreSQL in

@@ -6,7 +6,7 @@ import XCTest
 @testable import SettleModel
 @testable import SettleLedger
 @testable import SettleEngine
-@testable import SettleSimulator
+@testable import SettleAppStoreSimulator
 
 /// A delivery keeps its claim while the hook runs, and a transition refused because the claim
 /// was lost is said out loud.

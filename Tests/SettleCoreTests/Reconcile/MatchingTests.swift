@@ -5,7 +5,7 @@ import XCTest
 @testable import SettleModel
 @testable import SettleLedger
 @testable import SettleEngine
-@testable import SettleSimulator
+@testable import SettleAppStoreSimulator
 
 /// Which purchase an order gets is chosen in the same write that reserves it: concurrent
 /// workers, and concurrent processes, never pick the same one, and a race never rejects an order.

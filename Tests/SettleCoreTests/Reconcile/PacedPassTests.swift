@@ -5,7 +5,7 @@ import XCTest
 @testable import SettleModel
 @testable import SettleLedger
 @testable import SettleEngine
-@testable import SettleSimulator
+@testable import SettleAppStoreSimulator
 
 /// Passes that meet a store's rate limit (issue 27), on the test clock with a pacer on it: a
 /// 429 above the bucket's floor defers the order (due, no attempt, no backoff, no breaker) and

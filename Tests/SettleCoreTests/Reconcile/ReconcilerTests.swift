@@ -6,7 +6,7 @@ import XCTest
 @testable import SettleModel
 @testable import SettleLedger
 @testable import SettleEngine
-@testable import SettleSimulator
+@testable import SettleAppStoreSimulator
 
 /// Whole passes through a real ledger file, the simulator over loopback and real hook processes.
 final class ReconcilerTests: XCTestCase {

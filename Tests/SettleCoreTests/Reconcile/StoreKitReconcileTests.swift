@@ -6,7 +6,7 @@ import XCTest
 @testable import SettleAppStore
 @testable import SettleLedger
 @testable import SettleEngine
-@testable import SettleSimulator
+@testable import SettleAppStoreSimulator
 @testable import SettleAppStoreModule
 
 /// StoreKit 2 orders through whole passes: a real ledger, the simulated App Store Server API

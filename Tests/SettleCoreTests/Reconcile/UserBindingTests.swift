@@ -6,7 +6,7 @@ import XCTest
 @testable import SettleAppStore
 @testable import SettleLedger
 @testable import SettleEngine
-@testable import SettleSimulator
+@testable import SettleAppStoreSimulator
 
 /// Purchases are granted only to the customer who made them: StoreKit's appAccountToken against
 /// the order's user, and a policy for proofs that bind the purchase to nobody. Whole passes

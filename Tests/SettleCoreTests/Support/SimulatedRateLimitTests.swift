@@ -3,6 +3,8 @@ import XCTest
 @testable import SettleBase
 @testable import SettleModel
 @testable import SettleSimulator
+@testable import SettleAppStoreSimulator
+@testable import SettleGooglePlaySimulator
 
 /// The simulators' rate limit (issue 27's benchmark), on an injected clock: the bucket, its
 /// counts, the outage window, and the stores' answers over real loopback HTTP.

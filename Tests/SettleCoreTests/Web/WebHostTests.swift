@@ -5,7 +5,7 @@ import XCTest
 @testable import SettleBase
 @testable import SettleConfig
 @testable import SettleLedger
-import SettleSimulator
+import SettleAppStoreSimulator
 
 /// DNS rebinding: a page on another site whose name re-resolves to the console's address is
 /// same-origin with it in the browser, but its requests carry its own name in `Host`. The

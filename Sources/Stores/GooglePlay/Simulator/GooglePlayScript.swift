@@ -2,6 +2,7 @@ import Foundation
 import SettleBase
 import SettleModel
 import SettleGooglePlay
+import SettleSimulator
 
 /// The `google_play` part of a `settle simulator` plans file: what the fake Google answers,
 /// each purchase in Google's own JSON (the answers of `purchases.products.get`,
@@ -17,16 +18,18 @@ import SettleGooglePlay
 ///   "voided": [{"purchaseToken": "tok-1", "orderId": "GPA.1", "voidedTimeMillis": "1764410700000", "voidedQuantity": 1}]
 /// }}
 /// ```
-package struct GooglePlayScript: Sendable {
+package struct GooglePlayScript: StoreScript {
     package var products: [(token: String, purchase: ProductPurchase)] = []
     package var subscriptions: [(token: String, purchase: SubscriptionPurchaseV2)] = []
     package var voided: [VoidedPurchase] = []
     /// The plans file's `rate_limit`: requests a second per quota bucket, nil for none.
     package var rateLimit: Double?
 
-    package init() {}
+    package init(script: SimulatorScript) { rateLimit = script.rateLimit }
 
-    package init(json: JSONValue) throws(SimulatorScript.Failure) {
+    package init(json plans: JSONValue, script: SimulatorScript) throws(SimulatorScript.Failure) {
+        self.init(script: script)
+        guard let json = plans["google_play"] else { return }
         for (i, entry) in (json["products"]?.arrayValue ?? []).enumerated() {
             guard let token = entry["purchase_token"]?.looseString, PlayPurchaseToken(token) != nil,
                   let purchase = entry["purchase"].flatMap(ProductPurchase.init(json:)) else {
@@ -55,4 +58,10 @@ package struct GooglePlayScript: Sendable {
         if !voided.isEmpty { fake.script(voided: voided, pageSize: 100) }
         if let rateLimit { fake.limit(SimulatedRateLimit(rate: rateLimit, time: fake.time)) }
     }
+}
+
+extension SimulatorScript {
+    /// What the fake Google answers (nothing but the rate limit unless the script was read
+    /// with `GooglePlayScript`).
+    package var googlePlay: GooglePlayScript { part(GooglePlayScript.self) }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import SettleBase
 import SettleGooglePlay
+import SettleSimulator
 
 /// A local stand-in for Google on loopback, for tests and (later) `settle simulator`/`demo`:
 /// the OAuth token endpoint (`POST /token`) and the purchases calls of the Google Play Developer

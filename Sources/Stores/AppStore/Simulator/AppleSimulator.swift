@@ -3,6 +3,7 @@ import Synchronization
 import SettleBase
 import SettleModel
 import SettleAppStore
+import SettleSimulator
 
 /// A local stand-in for Apple on loopback, for tests and `settle demo`.
 ///
