@@ -34,6 +34,16 @@ package enum BogusStoreModule: StoreModule {
         return BogusStoreAdapter(shop: shop, products: Set(context.configuration.products.keys), pacer: context.pacer)
     }
 
+    /// `settle enqueue --store bogus --proof-file F`: the file holds the sale's id.
+    package static var proofFormat: ProofFormat? {
+        ProofFormat(what: "a bogus sale id (letters, digits, '-', at most 64)") { text in
+            guard !text.isEmpty, text.count <= 64, text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) else {
+                return .failure(ProofError("a sale id has 1 to 64 letters, digits or '-'"))
+            }
+            return .success(BogusStoreAdapter.proof(sale: text))
+        }
+    }
+
     package static func validate(_ configuration: Configuration) throws(ConfigError) {
         _ = try enabled(configuration)
     }

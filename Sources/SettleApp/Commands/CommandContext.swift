@@ -1,6 +1,7 @@
 import Foundation
 import SettleBase
 import SettleConfig
+import SettleEngine
 
 /// What a command runs with: its arguments, the environment and where its output goes.
 /// The executable passes the real ones; tests and the demo pass their own.
@@ -10,11 +11,14 @@ package struct CommandContext: Sendable {
     package var standardOutput: @Sendable (String) -> Void
     package var standardError: @Sendable (String) -> Void
     package var time: any TimeSource
+    /// The stores the command knows (the application's; a test adds its own).
+    package var modules: [any StoreModule.Type]
 
     package init(arguments: [String], environment: [String: String],
                 standardOutput: @escaping @Sendable (String) -> Void = { StandardStream.output.write($0) },
                 standardError: @escaping @Sendable (String) -> Void = { StandardStream.error.write($0) },
-                time: any TimeSource = SystemTimeSource()) {
+                time: any TimeSource = SystemTimeSource(), modules: [any StoreModule.Type] = StoreModules.all) {
+        self.modules = modules
         self.arguments = arguments
         self.environment = environment
         self.standardOutput = standardOutput

@@ -1,6 +1,8 @@
 import Foundation
 import SettleModel
 import SettleLedger
+import SettleBase
+import SettleEngine
 
 /// `settle enqueue`: records a paid order and its proof of purchase.
 enum EnqueueCommand {
@@ -10,6 +12,7 @@ enum EnqueueCommand {
         .init(name: "--receipt-file", takesValue: true), .init(name: "--signed-transaction-file", takesValue: true),
         .init(name: "--app-account-token", takesValue: true), .init(name: "--store", takesValue: true),
         .init(name: "--purchase-token-file", takesValue: true), .init(name: "--app-transaction-file", takesValue: true),
+        .init(name: "--proof-file", takesValue: true),
     ])
 
     static let help = """
@@ -18,6 +21,8 @@ enum EnqueueCommand {
                           [--app-account-token UUID] [--app-transaction-file FILE|-]
            settle enqueue --store google_play --order ID --user USER --product PRODUCT
                           --purchase-token-file FILE|- [--app-account-token ACCOUNT_ID]
+           settle enqueue --store STORE --order ID --user USER --product PRODUCT
+                          --proof-file FILE|- [--app-account-token ACCOUNT_ID]
 
     Records a paid order and its proof of purchase: a base64 app receipt, a StoreKit 2 signed
     transaction (JWS), or only the Apple transaction id (which needs server_api). The same
@@ -33,6 +38,9 @@ enum EnqueueCommand {
     file or standard input, never from the command line (a token is a bearer secret and argv
     is visible to every user of the host). There --app-account-token is the
     obfuscatedExternalAccountId the app passed to Play Billing for this user.
+
+    An order of any other store is proven by --proof-file, in the form that store's
+    documentation gives, read from a file or standard input, never from the command line.
     """
 
     /// Proofs larger than this are refused: no genuine receipt comes near it.
@@ -54,11 +62,17 @@ enum EnqueueCommand {
         guard !orderId.hasPrefix(NotificationTransitions.appleOrderIdPrefix) else {
             throw CommandFailure(.dataError, "--order: ids starting with \(NotificationTransitions.appleOrderIdPrefix) are settle's own, for purchases Apple reports; use an id of the backend's")
         }
-        let store: Store
-        switch parsed.value("--store") ?? Store.appStore.rawValue {
-        case Store.appStore.rawValue: store = .appStore
-        case Store.googlePlay.rawValue: store = .googlePlay
-        case let other: throw UsageError(command: "enqueue", message: "--store: '\(other.prefix(40))' is not app_store or google_play")
+        let name = parsed.value("--store") ?? Store.appStore.rawValue
+        guard let module = context.modules.first(where: { $0.descriptor.store.rawValue == name }) else {
+            let names = context.modules.map { $0.descriptor.store.rawValue }.joined(separator: ", ")
+            throw UsageError(command: "enqueue", message: "--store: '\(PrintableText.escape(String(name.prefix(40))))' is not one of \(names)")
+        }
+        let store = module.descriptor.store
+        if let format = module.proofFormat {
+            return try enqueueProof(context, parsed, store: store, format: format, orderId: orderId, userId: userId, productId: productId)
+        }
+        if parsed.value("--proof-file") != nil {
+            throw UsageError(command: "enqueue", message: "--proof-file is the proof of a store with no options of its own; \(store.rawValue) orders have theirs")
         }
         if store == .googlePlay {
             return try enqueuePlay(context, parsed, orderId: orderId, userId: userId, productId: productId)
@@ -147,6 +161,47 @@ enum EnqueueCommand {
         }
     }
 
+    /// A store module's proof (`--proof-file`), read by its module's `ProofFormat`, stored as
+    /// data and never printed; the core's own proof options do not apply.
+    private static func enqueueProof(_ context: CommandContext, _ parsed: ParsedArguments, store: Store, format: ProofFormat,
+                                     orderId: String, userId: String, productId: String) throws {
+        let others = ["--receipt-file", "--signed-transaction-file", "--transaction", "--app-transaction-file", "--purchase-token-file"]
+        for option in others where parsed.value(option) != nil {
+            throw UsageError(command: "enqueue", message: "\(option) is not a proof of a \(store.displayName) order; it is proven by --proof-file")
+        }
+        guard let path = parsed.value("--proof-file") else {
+            throw UsageError(command: "enqueue", message: "a \(store.displayName) order needs --proof-file FILE|- (\(format.what); never on the command line)")
+        }
+        let text = try read(path, what: "proof", keepingInnerSpace: true)
+        let proof: StoreProof
+        switch format.read(text) {
+        case let .success(read): proof = read
+        case let .failure(error):
+            throw CommandFailure(.dataError, "proof in \(path == "-" ? "standard input" : path) is not \(format.what): \(error.message)")
+        }
+        let configuration = try context.loadConfiguration(parsed)
+        if let key = store.descriptor.configurationKey, configuration.storeSections[key] == nil {
+            context.printError("settle enqueue: warning: \(store.unconfiguredHint); reconcile cannot verify this order until it is")
+        }
+        if !(configuration.products[productId]?.stores.contains(store) ?? false) {
+            context.printError("settle enqueue: warning: product \(productId) is not a \(store.rawValue) product in the configuration; reconcile will set the order aside as unknown_product")
+        }
+        let account = parsed.value("--app-account-token")
+        if let account, account.isEmpty || account.count > 200 {
+            throw CommandFailure(.dataError, "--app-account-token: an account id has 1 to 200 characters")
+        }
+        var order = NewOrder(orderId: orderId, userId: userId, productId: productId, appAccountToken: account, store: store)
+        order.storeProof = proof
+        do {
+            let ledger = try configuration.openLedger(.existing, time: context.time)
+            let result = try ledger.enqueue(order)
+            context.print(result == .created ? "enqueued \(orderId) (\(store.rawValue), \(proof.kind))"
+                                             : "\(orderId) is already enqueued with the same content; nothing changed")
+        } catch {
+            throw CommandFailure.from(error)
+        }
+    }
+
     /// A purchase token from a file or standard input. Errors never quote it.
     static func readPurchaseToken(_ path: String) throws(CommandFailure) -> PlayPurchaseToken {
         let text = try read(path, what: "purchase token")
@@ -156,7 +211,9 @@ enum EnqueueCommand {
         return token
     }
 
-    static func read(_ path: String, what: String) throws(CommandFailure) -> String {
+    /// `keepingInnerSpace`: only the ends are trimmed (a module's proof may be JSON); otherwise
+    /// every space goes (base64 wrapped over lines).
+    static func read(_ path: String, what: String, keepingInnerSpace: Bool = false) throws(CommandFailure) -> String {
         let data: Data?
         if path == "-" {
             data = FileHandle.standardInput.readDataToEndOfFile()
@@ -170,7 +227,7 @@ enum EnqueueCommand {
         guard let text = String(data: data, encoding: .utf8) else {
             throw CommandFailure(.dataError, "\(what) in \(path) is not text (a \(what) is uploaded as base64 text)")
         }
-        return text.filter { !$0.isWhitespace }
+        return keepingInnerSpace ? text.trimmingCharacters(in: .whitespacesAndNewlines) : text.filter { !$0.isWhitespace }
     }
 
     /// A receipt must be base64 (the form devices upload and verifyReceipt takes).

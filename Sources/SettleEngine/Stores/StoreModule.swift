@@ -21,11 +21,39 @@ package protocol StoreModule {
     /// Checks its section (`descriptor.configurationKey`) without reading secrets or calling
     /// anyone, for `settle check-config`; errors name each key ("huawei.app_id: ...").
     static func validate(_ configuration: Configuration) throws(ConfigError)
+
+    /// How `settle enqueue --store <store> --proof-file FILE|-` reads its proof, kept as data
+    /// (`StoreProof`); nil for a store whose proofs have options of their own in the core.
+    static var proofFormat: ProofFormat? { get }
+}
+
+/// How a module's proof is read from the file `settle enqueue --proof-file` names (never from
+/// argv: a proof may be a bearer secret).
+package struct ProofFormat: Sendable {
+    /// What the file holds, for help and errors: "a Huawei purchase (JSON: purchaseOrderId, purchaseToken)".
+    package var what: String
+    /// The proof the text (trimmed) is; a failure's message never quotes the text.
+    package var read: @Sendable (String) -> Result<StoreProof, ProofError>
+
+    package init(what: String, read: @escaping @Sendable (String) -> Result<StoreProof, ProofError>) {
+        self.what = what
+        self.read = read
+    }
+}
+
+/// Why a proof file is not a proof of the store's; never quotes the proof.
+package struct ProofError: Error, Sendable {
+    package var message: String
+
+    package init(_ message: String) {
+        self.message = message
+    }
 }
 
 extension StoreModule {
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] { [:] }
     package static func validate(_ configuration: Configuration) throws(ConfigError) {}
+    package static var proofFormat: ProofFormat? { nil }
 
     /// Its section as written, to decode with `ConfigObject` (nil when absent).
     package static func section(_ configuration: Configuration) throws(ConfigError) -> ConfigObject? {

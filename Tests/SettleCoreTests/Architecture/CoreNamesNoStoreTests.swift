@@ -18,9 +18,9 @@ final class CoreNamesNoStoreTests: XCTestCase {
         "SettleEngine": 7,
         "SettleModel": 50,
         "SettleConfig": 37,
-        "SettleLedger": 143,
-        "SettleSimulator": 79,
-        "SettleApp": 206,
+        "SettleLedger": 144,
+        "SettleSimulator": 0,
+        "SettleApp": 181,
     ]
 
     static var sources: URL {

@@ -7,6 +7,7 @@ import XCTest
 @testable import SettleLedger
 @testable import SettleEngine
 @testable import SettleSimulator
+@testable import SettleAppStoreSimulator
 
 /// The bogus store (SettleTesting) through the whole core, on both engines: a store the core
 /// has never heard of settles, waits out its own outage without holding the others, and shows
