@@ -55,6 +55,8 @@ package enum LedgerCopy {
         let source = try SQLiteLedger(readOnlyPath: path)
         let version = try source.schemaVersion()
         guard version >= 4 else { throw .olderSchema(found: version, needed: 4) }
+        // The core's tables, then each store module's.
+        let tables = Self.tables + LedgerMigrations.all.flatMap { $0.copied.map { ($0.name, $0.columns) } }
         do {
             return try source.database.readTransaction {
                 var report = Report(counts: [])

@@ -97,6 +97,8 @@ package protocol TransactionalLedger: LedgerStore {
     func knowsPacerBuckets() throws(LedgerError) -> Bool
     /// Whether the schema records support's transfers and redeliveries (`support_actions`).
     func knowsSupportActions() throws(LedgerError) -> Bool
+    /// Whether a store module's named migration was applied (its tables are there).
+    func hasMigration(_ name: String) throws(LedgerError) -> Bool
 }
 
 /// The SQLite connection of `SQLiteLedger`, inside one of its transactions.

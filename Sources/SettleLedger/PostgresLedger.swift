@@ -84,7 +84,35 @@ package final class PostgresLedger: LedgerStore, @unchecked Sendable {
             }
             if ran { applied.append(version) }
         }
+        try applyStoreMigrations()
         return applied
+    }
+
+    /// The store modules' named migrations not applied yet, each once in its own transaction
+    /// under the migrations' advisory lock.
+    private func applyStoreMigrations() throws(LedgerError) {
+        for migration in LedgerMigrations.all {
+            try write { connection in
+                try connection.query("SELECT pg_advisory_xact_lock($1)", [.integer(PostgresLedgerSchema.migrationLock)])
+                try connection.execute(LedgerMigrations.postgresTable)
+                guard try connection.query("SELECT 1 AS one FROM ledger_migrations WHERE name = $1", [.text(migration.name)]).isEmpty else {
+                    return
+                }
+                try connection.execute(migration.postgres)
+                try connection.query("INSERT INTO ledger_migrations(name, applied_at) VALUES ($1, $2)",
+                                     [.text(migration.name), .integer(time.unixSeconds)])
+            }
+        }
+    }
+
+    /// Whether the store migration `name` was applied to this ledger.
+    package func hasMigration(_ name: String) throws(LedgerError) -> Bool {
+        try read { connection in
+            guard try connection.query("SELECT to_regclass('ledger_migrations') IS NOT NULL AS present").first?.bool("present") ?? false else {
+                return false
+            }
+            return !(try connection.query("SELECT 1 AS one FROM ledger_migrations WHERE name = $1", [.text(name)]).isEmpty)
+        }
     }
 
     // MARK: - Transactions

@@ -213,6 +213,38 @@ package final class SQLiteLedger: @unchecked Sendable {
     }
 
     private func migrate(backingUp: Bool) throws(LedgerError) {
+        try migrateCore(backingUp: backingUp)
+        try applyStoreMigrations()
+    }
+
+    /// The store modules' named migrations not applied yet, each once, in one transaction.
+    private func applyStoreMigrations() throws(LedgerError) {
+        let migrations = LedgerMigrations.all
+        guard !migrations.isEmpty else { return }
+        try locked { () throws(LedgerError) in
+            try write {
+                try database.execute(LedgerMigrations.sqliteTable)
+                let applied = Set(try database.query("SELECT name FROM ledger_migrations").compactMap { $0.string("name") })
+                for migration in migrations where !applied.contains(migration.name) {
+                    try database.execute(migration.sqlite)
+                    try database.query("INSERT INTO ledger_migrations(name, applied_at) VALUES (?, ?)",
+                                       [.text(migration.name), .integer(time.unixSeconds)])
+                }
+            }
+        }
+    }
+
+    /// Whether the store migration `name` was applied to this ledger.
+    package func hasMigration(_ name: String) throws(LedgerError) -> Bool {
+        try reading { db in
+            guard try db.query("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'ledger_migrations'").first != nil else {
+                return false
+            }
+            return try db.query("SELECT 1 FROM ledger_migrations WHERE name = ?", [.text(name)]).first != nil
+        }
+    }
+
+    private func migrateCore(backingUp: Bool) throws(LedgerError) {
         let current = try schemaVersion()
         let target = LedgerSchema.migrations.count
         guard current <= target else { throw .newerSchema(found: current, supported: target) }

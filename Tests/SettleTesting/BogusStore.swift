@@ -31,7 +31,17 @@ package enum BogusStoreModule: StoreModule {
     /// Configured in every test unless its section (`"bogus": {"enabled": false}`) says otherwise.
     package static func adapter(_ context: StoreContext) throws(ConfigError) -> (any StoreAdapter)? {
         guard try enabled(context.configuration) else { return nil }
-        return BogusStoreAdapter(shop: shop, products: Set(context.configuration.products.keys), pacer: context.pacer)
+        return BogusStoreAdapter(shop: shop, products: Set(context.configuration.products.keys), pacer: context.pacer,
+                                 ledger: context.ledger)
+    }
+
+    /// A table of its own: the sales it confirmed, by the order that holds each (so a test sees
+    /// a module's migration applied once, and its code use it, on both engines).
+    package static var migrations: [LedgerMigration] {
+        [LedgerMigration(name: "bogus.sales_seen",
+                         sqlite: "CREATE TABLE bogus_sales_seen (sale TEXT PRIMARY KEY NOT NULL, order_id TEXT NOT NULL, seen_at INTEGER NOT NULL)",
+                         postgres: "CREATE TABLE bogus_sales_seen (sale TEXT PRIMARY KEY, order_id TEXT NOT NULL, seen_at BIGINT NOT NULL)",
+                         copied: [CopiedTable("bogus_sales_seen", columns: ["sale", "order_id", "seen_at"])])]
     }
 
     /// `settle enqueue --store bogus --proof-file F`: the file holds the sale's id.
@@ -107,8 +117,18 @@ package struct BogusStoreAdapter: StoreAdapter {
     package let shop: BogusShop
     package let products: Set<String>
     package let pacer: Pacer?
+    package let ledger: any SettleLedger
 
     package var store: Store { .bogus }
+
+    /// The orders each sale it confirmed went to, from its own table (`bogus.sales_seen`).
+    package static func salesSeen(_ ledger: any SettleLedger) throws -> [String: String] {
+        guard try ledger.hasMigration("bogus.sales_seen") else { return [:] }
+        return try ledger.reading { db in
+            Dictionary(try db.query("SELECT sale, order_id FROM bogus_sales_seen", []).map { ($0.string("sale") ?? "", $0.string("order_id") ?? "") },
+                       uniquingKeysWith: { first, _ in first })
+        }
+    }
 
     /// The proof of a bogus order: its sale's id, also the key it is found by.
     package static func proof(sale: String) -> StoreProof { StoreProof(kind: "bogus_sale", proof: "sale:" + sale, key: sale) }
@@ -136,6 +156,11 @@ package struct BogusStoreAdapter: StoreAdapter {
         } else if sale.buyer != order.userId {
             verification.outcome = .rejected(reason: .userMismatch, detail: "\(transactionId) was bought by another account")
         } else {
+            let now = ledger.time.unixSeconds
+            try ledger.writing { db in
+                try db.query("INSERT INTO bogus_sales_seen(sale, order_id, seen_at) VALUES (?, ?, ?) ON CONFLICT (sale) DO NOTHING",
+                             [.text(transactionId), .text(order.orderId), .integer(now)])
+            }
             verification.outcome = .verified(.only(VerifiedPurchase(
                 transactionId: transactionId, originalTransactionId: transactionId, productId: sale.productId,
                 environment: "production", quantity: sale.quantity, purchaseDateMs: sale.purchasedAtMs, expiresDateMs: nil)))

@@ -90,6 +90,8 @@ package enum SettleCommand {
     /// Runs settle with `context.arguments` (without the program name) and returns the exit code.
     package static func run(_ context: CommandContext) -> Int32 {
         StandardStream.ignoreSIGPIPE()
+        // The stores this run knows, before any configuration is read or ledger opened.
+        context.modules.register()
         let invocation: Invocation
         do {
             invocation = try Invocation(context.arguments, commands: subcommands.map(\.name))

@@ -25,6 +25,10 @@ package protocol StoreModule {
     /// How `settle enqueue --store <store> --proof-file FILE|-` reads its proof, kept as data
     /// (`StoreProof`); nil for a store whose proofs have options of their own in the core.
     static var proofFormat: ProofFormat? { get }
+
+    /// Its own tables, by name (`<store>.<what>`), applied once each after the core's
+    /// migrations; its code asks `ledger.hasMigration(name)` before reading them.
+    static var migrations: [LedgerMigration] { get }
 }
 
 /// How a module's proof is read from the file `settle enqueue --proof-file` names (never from
@@ -54,6 +58,7 @@ extension StoreModule {
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] { [:] }
     package static func validate(_ configuration: Configuration) throws(ConfigError) {}
     package static var proofFormat: ProofFormat? { nil }
+    package static var migrations: [LedgerMigration] { [] }
 
     /// Its section as written, to decode with `ConfigObject` (nil when absent).
     package static func section(_ configuration: Configuration) throws(ConfigError) -> ConfigObject? {
@@ -86,8 +91,12 @@ package struct StoreContext: Sendable {
 }
 
 extension Array where Element == any StoreModule.Type {
-    /// Registers every module's descriptor (`StoreRegistry`), in this order.
+    /// Registers every module's descriptor (`StoreRegistry`) and migrations (`LedgerMigrations`),
+    /// in this order: before any configuration is read or ledger opened.
     package func register() {
-        for module in self { StoreRegistry.register(module.descriptor) }
+        for module in self {
+            StoreRegistry.register(module.descriptor)
+            LedgerMigrations.register(module.migrations)
+        }
     }
 }

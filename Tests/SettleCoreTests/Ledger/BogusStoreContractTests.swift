@@ -41,6 +41,11 @@ extension LedgerContractTests {
             XCTAssertEqual(try b.store.summary(OrderFilter(limit: 0)).storeCounts[.bogus]?[.finished], 1, b.name)
             XCTAssertEqual(order.storeProof, BogusStoreAdapter.proof(sale: "\(b.name)-B1"), "\(b.name): the proof reads back as written")
             XCTAssertEqual(order.proof?.kind, "bogus_sale", b.name)
+            XCTAssertTrue(try b.store.hasMigration("bogus.sales_seen"), "\(b.name): the module's named migration was applied")
+            XCTAssertEqual(try BogusStoreAdapter.salesSeen(b.store), ["\(b.name)-B1": "b-1"], "\(b.name): its own table, in use")
+            let reopened = try b.another()
+            XCTAssertTrue(try reopened.hasMigration("bogus.sales_seen"), "\(b.name): reopening applies nothing twice")
+            XCTAssertFalse(try reopened.hasMigration("bogus.never_registered"), b.name)
             let shown = StatusView.json(try b.store.summary(OrderFilter(limit: 10))).serialized(pretty: false)
             XCTAssertFalse(shown.contains("sale:"), "\(b.name): status never shows a module's proof")
             _ = try reconciler(b).runPass()
@@ -97,5 +102,31 @@ extension LedgerContractTests {
             XCTAssertEqual(reasons, ["refunded", "user_mismatch", "transaction_not_found"], b.name)
             XCTAssertTrue(world.deliveries.filter { $0.hasPrefix("\(b.name)-") }.isEmpty, "\(b.name): nothing granted")
         }
+    }
+}
+
+extension LedgerContractTests {
+    func testLedgerCopy_carriesAStoreModulesProofsAndTables_intoPostgreSQL() throws {
+        let shop = BogusStoreModule.shop
+        shop.reset()
+        try world.writeConfig(hook: try world.hook("bogus-copy.sh", exit: 0))
+        let path = world.folder + "/copy-source.sqlite3"
+        let source = try SQLiteLedger(path: path, time: world.time)
+        shop.sell("COPY-1", productId: world.coins, to: "u-1")
+        var order = NewOrder(orderId: "b-copy", userId: "u-1", productId: world.coins, store: .bogus)
+        order.storeProof = BogusStoreAdapter.proof(sale: "COPY-1")
+        _ = try source.enqueue(order)
+        _ = try Reconciler.configured(try world.configuration(), ledger: source, environment: [:], log: .silent,
+                                      modules: TestStores.modules).runPass()
+        try source.close()
+        let fresh = try TestPostgres.freshSchema()
+        schemas.append(fresh.schema)
+        let destination = try PostgresLedger(url: fresh.url, time: world.time)
+        let report = try LedgerCopy.copy(fromSQLite: path, to: destination)
+        XCTAssertTrue(report.counts.contains { $0 == ("bogus_sales_seen", 1) }, "\(report.counts)")
+        let copied = try XCTUnwrap(try destination.orderRecord("b-copy")?.order)
+        XCTAssertEqual(copied.state, .finished)
+        XCTAssertEqual(copied.storeProof, order.storeProof, "the module's proof moves as written")
+        XCTAssertEqual(try BogusStoreAdapter.salesSeen(destination), ["COPY-1": "b-copy"], "the module's table moves with the ledger")
     }
 }
