@@ -10,7 +10,31 @@ extension Reconciler {
     /// (a quarter of `schedule.concurrency`, at most 16).
     package var claimBatchSize: Int { max(1, min(16, configuration.schedule.concurrency / 4)) }
 
-    func runWorkers(count: Int, _ body: @escaping @Sendable () -> Void) {
+    /// The verification workers claim and verify until nothing is left to claim or the pass stops.
+    func claimAndVerify(_ pass: Pass) {
+        runWorkers(count: configuration.schedule.concurrency) { self.work(pass) }
+        // A store whose probe closed its breaker once the other workers had run out of work:
+        // its due orders are claimed now, not a pass later.
+        let reopened = pass.takeReopened()
+        for store in reopened.sorted(by: { $0.rawValue < $1.rawValue }) {
+            log.info("\(store.logName).breaker_closed", ["store": store.rawValue])
+        }
+        if !reopened.isEmpty { runWorkers(count: configuration.schedule.concurrency) { self.work(pass) } }
+    }
+
+    /// A stop (the breaker, a fault, shutdown) may leave claims of a batch unworked: put back
+    /// as they were. One that cannot be is rescued, as a leftover of this process, next pass.
+    func releaseUnworkedClaims(_ pass: Pass) {
+        for order in pass.unworkedClaims() {
+            do {
+                try ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
+            } catch {
+                log.warning("order.release_failed", ["order": order.orderId, "error": "\(error)", "why": "rescued at the next pass"])
+            }
+        }
+    }
+
+    private func runWorkers(count: Int, _ body: @escaping @Sendable () -> Void) {
         guard count > 1 else { return body() }
         let group = DispatchGroup()
         for _ in 0..<count {
@@ -24,7 +48,7 @@ extension Reconciler {
         group.wait()
     }
 
-    func work(_ pass: Pass) {
+    private func work(_ pass: Pass) {
         // Each worker has a home store: a slow store holds its own workers, never another's orders.
         let home = pass.enlist(workers: configuration.schedule.concurrency)
         do {

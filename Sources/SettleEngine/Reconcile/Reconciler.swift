@@ -36,7 +36,7 @@ package final class Reconciler: Sendable {
     package let pacer: Pacer?
     /// The buckets as last saved, and when: an idle pass (nothing sent, nothing changed) writes
     /// nothing, but a save is never older than half the live window status reads them within.
-    private let savedBuckets = Mutex<(buckets: [PacerSnapshot], at: Int64)>(([], 0))
+    let savedBuckets = Mutex<(buckets: [PacerSnapshot], at: Int64)>(([], 0))
 
     /// `verifier` defaults to the stores' own (`StoreRouter`); a test may put another in.
     package init(configuration: Configuration, ledger: any SettleLedger, verifier: (any OrderVerifier)? = nil, deliverer: any Deliverer,
@@ -123,16 +123,7 @@ package final class Reconciler: Sendable {
     /// `progress` is called after each order, from the thread that worked on it.
     package func runPass(orderIds: [String] = [], shouldStop: @escaping @Sendable () -> Bool = { false },
                         progress: @escaping @Sendable () -> Void = {}) throws(LedgerError) -> PassReport {
-        if let days = configuration.historyRetentionDays {
-            let pruned = try ledger.pruneHistory(olderThanDays: days)
-            if pruned > 0 { log.info("history.pruned", ["rows": pruned, "older_than_days": days]) }
-        }
-        for id in try ledger.quarantineMalformedRows() {
-            log.error("order.needs_attention", ["order": id, "reason": AttentionReason.rowInvalid.rawValue])
-        }
-        for id in try ledger.quarantineReservedOrderIds() {
-            log.error("order.needs_attention", ["order": id, "reason": AttentionReason.rowInvalid.rawValue, "why": "reserved order id"])
-        }
+        try tidyLedger()
         let breakers = try ledger.breakersForPass()
         // Hosts on one ledger each take their share of every store's rate, refreshed each pass.
         let hosts = try ledger.pacerHosts(besides: owner)
@@ -153,25 +144,12 @@ package final class Reconciler: Sendable {
         for adapter in adapters where sideWorkAllowed(adapter.store) {
             sideWork[adapter.store] = try adapter.beforeClaims(lent())
         }
-        let rescued = try ledger.rescue(owner: owner)
-        for id in rescued.requeued { log.warning("order.rescued", ["order": id, "to": "pending"]) }
-        for id in rescued.redeliver { log.warning("order.rescued", ["order": id, "to": "redeliver"]) }
-        if rescued.sideJobsTakenBack > 0 { log.warning("side_work.rescued", ["jobs": "\(rescued.sideJobsTakenBack)"]) }
+        let rescued = try rescueLeftovers()
         let pass = Pass(redeliver: rescued.redeliver, named: orderIds.isEmpty ? nil : orderIds, breakers: breakers,
                         policy: policy, time: ledger.time, deliveryCapacity: deliveryCapacity,
                         shouldStop: shouldStop, progress: progress)
         for (store, outcome) in sideWork { pass.recordSideWork(store, outcome) }
-        for (store, breaker) in breakers.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where orderIds.isEmpty {
-            switch breaker.permission(now: now) {
-            case .claim: break
-            case let .wait(until):
-                // Its rescued deliveries need no store, so they still happen; the other store's orders go on.
-                log.info("\(store.logName).breaker_open", ["store": store.rawValue, "retry_at": Timestamp.rfc3339(unixSeconds: until),
-                                                          "last_error": breaker.lastError])
-            case .probe:
-                log.info("\(store.logName).breaker_probe", ["store": store.rawValue, "last_error": breaker.lastError])
-            }
-        }
+        if orderIds.isEmpty { logBreakers(breakers, now: now) }
         // Revokes and answers to refund requests go first and go on alongside: a backlog
         // drained at a store's rate can outlast Apple's 12-hour deadline for an answer.
         let obligations = inbox.flatMap { orderIds.isEmpty && !shouldStop() ? PassObligations(inbox: $0, log: log) : nil }
@@ -185,23 +163,8 @@ package final class Reconciler: Sendable {
         }
         defer { obligations?.stop() }
         let delivering = startDeliveryWorkers(pass)
-        runWorkers(count: configuration.schedule.concurrency) { self.work(pass) }
-        // A store whose probe closed its breaker once the other workers had run out of work:
-        // its due orders are claimed now, not a pass later.
-        let reopened = pass.takeReopened()
-        for store in reopened.sorted(by: { $0.rawValue < $1.rawValue }) {
-            log.info("\(store.logName).breaker_closed", ["store": store.rawValue])
-        }
-        if !reopened.isEmpty { runWorkers(count: configuration.schedule.concurrency) { self.work(pass) } }
-        // A stop (the breaker, a fault, shutdown) may leave claims of a batch unworked: put back
-        // as they were. One that cannot be is rescued, as a leftover of this process, next pass.
-        for order in pass.unworkedClaims() {
-            do {
-                try ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
-            } catch {
-                log.warning("order.release_failed", ["order": order.orderId, "error": "\(error)", "why": "rescued at the next pass"])
-            }
-        }
+        claimAndVerify(pass)
+        releaseUnworkedClaims(pass)
         pass.deliveries.producersFinished()
         delivering.wait()
         var report = try pass.finish()
@@ -220,48 +183,12 @@ package final class Reconciler: Sendable {
         // refund's own revoke has run before a transfer is asked for, and of the named orders
         // only in a pass over them.
         if !shouldStop() { try supportActions.run(orderIds: orderIds) }
-        for (store, opened) in pass.breakers where opened != breakers[store] {
-            var breaker = opened
-            // A store that refunds unacknowledged purchases is probed again before the first of
-            // its orders would be refunded, however long its cool-down (or Retry-After) says.
-            if breaker.state == .open, store.refundWindowSeconds != nil, let retryAt = breaker.retryAt,
-               let first = try ledger.summary(OrderFilter(limit: 0)).playDeadlines.first?.refundAt {
-                breaker.retryAt = min(retryAt, max(ledger.time.unixSeconds, first.saturatingSubtracting(Self.refundDeadlineMargin)))
-            }
-            try ledger.saveBreaker(breaker, of: store)
-            if breaker.state == .open && breakers[store]?.state == .closed {
-                log.error("\(store.logName).breaker_opened", ["store": store.rawValue,
-                                                             "retry_at": breaker.retryAt.map { Timestamp.rfc3339(unixSeconds: $0) },
-                                                             "last_error": breaker.lastError])
-            }
-        }
+        try saveBreakers(pass.breakers, openedFrom: breakers)
         metrics?.observePass(openBreakers: Set(pass.breakers.filter { $0.value.state == .open }.keys), at: ledger.time.unixSeconds)
-        if let pacer {
-            // Once a pass, for `settle status` and the metrics: what each bucket of this host did.
-            let buckets = pacer.snapshots()
-            metrics?.observePacer(buckets)
-            let now = ledger.time.unixSeconds
-            if savedBuckets.withLock({ $0.buckets != buckets || now - $0.at >= PostgresLedger.liveWindowSeconds / 2 }) {
-                try ledger.savePacerBuckets(host: owner.host, hosts: hosts, buckets)
-                savedBuckets.withLock { $0 = (buckets, now) }
-            }
-        }
+        try savePacerBuckets(hosts: hosts)
         // Deadlines of the stores that must hear of a delivery (Google refunds after three days).
         if stores.keys.contains(where: \.mustBeToldOfDelivery) { try warnOfPlayDeadlines() }
         return report
-    }
-
-    /// Google refunds a Play purchase not acknowledged within three days: each one with less than
-    /// a day left is a warning (and `settle_play_ack_deadline_soon` in the metrics file).
-    private func warnOfPlayDeadlines() throws(LedgerError) {
-        let now = ledger.time.unixSeconds
-        for deadline in try ledger.summary(OrderFilter(limit: 0)).playDeadlines where deadline.isUrgent(now: now) {
-            log.warning("google_play.ack_deadline_soon", [
-                "order": deadline.orderId, "state": deadline.state.rawValue, "delivered": deadline.delivered,
-                "refund_at": Timestamp.rfc3339(unixSeconds: deadline.refundAt), "estimated": !deadline.exact,
-                "why": "Google refunds a purchase not acknowledged within three days",
-            ])
-        }
     }
 
     /// A write about one order failed a constraint: that order goes to `needs_attention`
