@@ -37,7 +37,9 @@ extension Reconciler {
             if pass.isShuttingDown {
                 // No new hook once asked to stop: each order stays `delivering` under its lease, and
                 // the next start (or, after the lease, another host) delivers it with the same key.
-                for order in batch { log.info("order.delivery_deferred", ["order": order.order.orderId, "why": "shutting down"]) }
+                for order in batch {
+                    log.info("order.delivery_deferred", ["order": order.order.orderId, "why": "shutting down"])
+                }
                 continue
             }
             do {
@@ -64,40 +66,16 @@ extension Reconciler {
                 throw LedgerError.invalid("order \(order.orderId) is delivering without verified facts")
             }
             if order.deliveredAt != nil {
-                // The hook said delivered before (a crash, a failed acknowledgement): never again;
-                // only the store is still to be told.
-                guard stores[order.store]?.finisher != nil else {
-                    // Left under its claim, rescued at the next pass, finished once the store is configured again.
-                    log.error("order.store_finish_waiting", ["order": order.orderId, "store": order.store.rawValue,
-                                                             "why": "delivered, and no \(order.store.rawValue) section is configured to tell the store"])
-                    continue
-                }
-                // Refused before (a backoff): the store is asked again only once it is due.
-                if order.nextAttemptAt > ledger.time.unixSeconds {
-                    log.debug("order.store_finish_waiting", ["order": order.orderId, "store": order.store.rawValue,
-                                                             "retry_at": Timestamp.rfc3339(unixSeconds: order.nextAttemptAt)])
-                    continue
-                }
-                // Taken again whatever its age: telling the store runs outside the lease keeper,
-                // so it starts with a whole lease.
-                guard try ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken, state: .delivering,
-                                            leaseSeconds: deliveryLeaseSeconds) else {
-                    leaseLost(order, "store_finish")
-                    continue
-                }
-                do {
-                    try finishWithStore(order, purchase: purchase, pass: pass)
-                } catch let error as LedgerError {
-                    guard let violation = error.constraintViolation else { throw error }
-                    try setAside(order, violation: violation, pass: pass)
-                }
+                // Delivered before: never again, only the store is still to be told.
+                try finishDelivered(order, purchase: purchase, pass: pass)
                 continue
             }
             guard !order.userId.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
                 // Verification never lets such an order through: only a row written in `delivering` gets here.
                 let detail = "the order is delivering with an empty user_id; settle never delivers to nobody"
                 try ledger.quarantine(orderId: order.orderId, detail: detail)
-                log.error("order.needs_attention", ["order": order.orderId, "reason": AttentionReason.rowInvalid.rawValue, "error": detail])
+                log.error("order.needs_attention", ["order": order.orderId, "reason": AttentionReason.rowInvalid.rawValue,
+                                                    "error": detail])
                 pass.count(.needsAttention)
                 continue
             }

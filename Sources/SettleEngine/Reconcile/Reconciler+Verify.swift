@@ -9,18 +9,7 @@ extension Reconciler {
     /// that is now `delivering` is handed off (to the delivery queue, or to the delivery worker
     /// that re-matched it).
     func verify(_ order: Order, pass: Pass, handOff: (DeliveryQueue.Leased) throws -> Void) throws {
-        let verification: Verification
-        do {
-            // A long history (up to the page cap) may take longer than the lease: renewed like a
-            // running hook's, so no other host rescues a verification that is still working.
-            let priority = Reconciler.pacerPriority(of: order, now: ledger.time.unixSeconds)
-            verification = try withLeasesRenewed([order], state: .verifying, leaseSeconds: verifyLeaseSeconds) {
-                try PacerPriority.$work.withValue(priority) { try Reconciler.verification(of: order, by: verifier) }
-            }
-        } catch let error as LedgerError {
-            try? ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
-            throw error
-        }
+        let verification = try askStore(about: order)
         let now = ledger.time.unixSeconds
         var entry = HistoryEntry(at: now, kind: .verification, outcome: "", appleStatus: verification.appleStatus,
                                  environment: verification.environment, durationMs: verification.durationMs)
@@ -33,39 +22,13 @@ extension Reconciler {
         switch verification.outcome {
         case let .verified(match):
             entry.outcome = "verified"
-            switch try ledger.recordVerified(orderId: order.orderId, owner: owner, fence: order.fencingToken, match: match,
-                                             deliveryLeaseSeconds: deliveryLeaseSeconds, history: entry) {
-            case let .delivering(verified):
-                log.info("order.verified", ["order": order.orderId, "transaction": verified.verified?.transactionId,
-                                            "environment": verified.verified?.environment, "apple_status": verification.appleStatus,
-                                            "duration_ms": verification.durationMs])
-                // Its start is durable: the hook runs on a delivery worker, this one goes back to the store.
-                try handOff(DeliveryQueue.Leased(verified, leasedAt: now))
-            case let .alreadyGranted(detail):
-                log.warning("order.rejected", ["order": order.orderId, "reason": "already_granted", "detail": detail])
-                pass.count(.rejected)
-            case let .alreadyDelivered(detail):
-                log.info("order.finished", ["order": order.orderId, "outcome": "already_delivered", "detail": detail])
-                pass.count(.finished)
-            case let .deliveredOutside(delivered, detail):
-                log.info("order.delivered", ["order": order.orderId, "store": order.store.rawValue, "outcome": "already_delivered",
-                                             "detail": detail])
-                // No hook: only the store is still to be told.
-                if let purchase = delivered.verified { try finishWithStore(delivered, purchase: purchase, pass: pass) }
-            case let .rejected(reason, detail):
-                log.warning("order.rejected", ["order": order.orderId, "reason": reason.rawValue, "detail": detail])
-                pass.count(.rejected)
-            case let .grantConflict(message):
-                log.error("order.needs_attention", ["order": order.orderId, "reason": AttentionReason.grantConflict.rawValue,
-                                                    "error": message])
-                pass.count(.needsAttention)
-            case .leaseLost:
-                leaseLost(order, "verified")
-            }
+            try recordVerified(order, match: match, verification: verification, entry: entry, now: now, pass: pass,
+                               handOff: handOff)
         case let .rejected(reason, detail):
             entry.outcome = "rejected"
             entry.detail = "\(reason.rawValue): \(detail)"
-            if try ledger.recordRejected(orderId: order.orderId, owner: owner, fence: order.fencingToken, reason: reason.rawValue, detail: detail,
+            if try ledger.recordRejected(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                         reason: reason.rawValue, detail: detail,
                                          environment: verification.environment, history: entry) {
                 log.warning("order.rejected", ["order": order.orderId, "reason": reason.rawValue, "detail": detail,
                                                "apple_status": verification.appleStatus])
@@ -76,20 +39,91 @@ extension Reconciler {
         case let .needsAttention(reason, detail):
             entry.outcome = "needs_attention"
             entry.detail = "\(reason.rawValue): \(detail)"
-            if try ledger.recordNeedsAttention(orderId: order.orderId, owner: owner, fence: order.fencingToken, reason: reason, detail: detail,
+            if try ledger.recordNeedsAttention(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                               reason: reason, detail: detail,
                                                environment: verification.environment, history: entry) {
                 log.error("order.needs_attention", ["order": order.orderId, "reason": reason.rawValue, "detail": detail])
                 pass.count(.needsAttention)
             } else {
                 leaseLost(order, "needs_attention")
             }
+        case .retry, .storeUnavailable, .paced:
+            try retryLater(order, after: verification, entry: entry, now: now, pass: pass)
+        case let .configurationFault(message):
+            // That store stops (its breaker opened in `recordStore`); the other's orders go on.
+            try ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
+            log.error("\(order.store.logName).configuration_fault", ["order": order.orderId, "store": order.store.rawValue,
+                                                                     "error": message])
+        }
+    }
+
+    /// The store's answer about `order`, asked while the order's lease is renewed. A ledger
+    /// failure (renewing the lease) puts the claim back before it is thrown.
+    private func askStore(about order: Order) throws -> Verification {
+        do {
+            // A long history (up to the page cap) may take longer than the lease: renewed like a
+            // running hook's, so no other host rescues a verification that is still working.
+            let priority = Reconciler.pacerPriority(of: order, now: ledger.time.unixSeconds)
+            return try withLeasesRenewed([order], state: .verifying, leaseSeconds: verifyLeaseSeconds) {
+                try PacerPriority.$work.withValue(priority) { try Reconciler.verification(of: order, by: verifier) }
+            }
+        } catch let error as LedgerError {
+            try? ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
+            throw error
+        }
+    }
+
+    /// The store confirmed the purchase: the ledger records it against the order (or finds it
+    /// granted, delivered or taken already), and an order now `delivering` is handed off.
+    private func recordVerified(_ order: Order, match: Match, verification: Verification, entry: HistoryEntry,
+                                now: Int64, pass: Pass, handOff: (DeliveryQueue.Leased) throws -> Void) throws {
+        switch try ledger.recordVerified(orderId: order.orderId, owner: owner, fence: order.fencingToken, match: match,
+                                         deliveryLeaseSeconds: deliveryLeaseSeconds, history: entry) {
+        case let .delivering(verified):
+            log.info("order.verified", ["order": order.orderId, "transaction": verified.verified?.transactionId,
+                                        "environment": verified.verified?.environment,
+                                        "apple_status": verification.appleStatus,
+                                        "duration_ms": verification.durationMs])
+            // Its start is durable: the hook runs on a delivery worker, this one goes back to the store.
+            try handOff(DeliveryQueue.Leased(verified, leasedAt: now))
+        case let .alreadyGranted(detail):
+            log.warning("order.rejected", ["order": order.orderId, "reason": "already_granted", "detail": detail])
+            pass.count(.rejected)
+        case let .alreadyDelivered(detail):
+            log.info("order.finished", ["order": order.orderId, "outcome": "already_delivered", "detail": detail])
+            pass.count(.finished)
+        case let .deliveredOutside(delivered, detail):
+            log.info("order.delivered", ["order": order.orderId, "store": order.store.rawValue,
+                                         "outcome": "already_delivered", "detail": detail])
+            // No hook: only the store is still to be told.
+            if let purchase = delivered.verified { try finishWithStore(delivered, purchase: purchase, pass: pass) }
+        case let .rejected(reason, detail):
+            log.warning("order.rejected", ["order": order.orderId, "reason": reason.rawValue, "detail": detail])
+            pass.count(.rejected)
+        case let .grantConflict(message):
+            log.error("order.needs_attention", ["order": order.orderId, "reason": AttentionReason.grantConflict.rawValue,
+                                                "error": message])
+            pass.count(.needsAttention)
+        case .leaseLost:
+            leaseLost(order, "verified")
+        }
+    }
+
+    /// The store gave no final word (it asked to be asked again, it was unavailable, or settle's
+    /// own pace held the call back): the order goes back to pending, due again later.
+    private func retryLater(_ order: Order, after verification: Verification, entry: HistoryEntry, now: Int64,
+                            pass: Pass) throws {
+        var entry = entry
+        switch verification.outcome {
         case let .retry(message) where verification.keepsAttempt:
             // Nothing wrong with the order (a Play purchase pending payment, Google unavailable): no attempt used.
             entry.outcome = "wait"
             entry.detail = message
-            let next = Reconciler.nextAttempt(order, now: now, after: policy.appleDelay(retryAfter: verification.retryAfterSeconds))
-            let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .verifying, error: message,
-                                                 countsAttempt: false, permanent: false, nextAttemptAt: next, maxAttempts: policy.maxAttempts,
+            let delay = policy.appleDelay(retryAfter: verification.retryAfterSeconds)
+            let next = Reconciler.nextAttempt(order, now: now, after: delay)
+            let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                                 from: .verifying, error: message, countsAttempt: false, permanent: false,
+                                                 nextAttemptAt: next, maxAttempts: policy.maxAttempts,
                                                  environment: verification.environment, history: entry)
             log.info("order.waiting", ["order": order.orderId, "store": order.store.rawValue, "why": message,
                                        "retry_at": Timestamp.rfc3339(unixSeconds: next)])
@@ -99,8 +133,9 @@ extension Reconciler {
             entry.outcome = "retry"
             entry.detail = message
             let next = Reconciler.nextAttempt(order, now: now, after: policy.delay(afterAttempt: order.attempts + 1))
-            let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .verifying, error: message,
-                                                 countsAttempt: true, permanent: false, nextAttemptAt: next, maxAttempts: policy.maxAttempts,
+            let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                                 from: .verifying, error: message, countsAttempt: true, permanent: false,
+                                                 nextAttemptAt: next, maxAttempts: policy.maxAttempts,
                                                  environment: verification.environment, history: entry)
             log.warning("order.verify_failed", ["order": order.orderId, "attempt": order.attempts + 1, "error": message,
                                                 "apple_status": verification.appleStatus])
@@ -110,11 +145,12 @@ extension Reconciler {
             entry.outcome = "\(order.store.logName)_unavailable"
             entry.detail = message
             let next = Reconciler.nextAttempt(order, now: now, after: policy.appleDelay(retryAfter: retryAfter))
-            let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .verifying, error: message,
-                                                 countsAttempt: false, permanent: false, nextAttemptAt: next, maxAttempts: policy.maxAttempts,
+            let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                                 from: .verifying, error: message, countsAttempt: false, permanent: false,
+                                                 nextAttemptAt: next, maxAttempts: policy.maxAttempts,
                                                  environment: verification.environment, history: entry)
-            log.warning("\(order.store.logName).unavailable", ["order": order.orderId, "store": order.store.rawValue, "error": message,
-                                                              "apple_status": verification.appleStatus])
+            log.warning("\(order.store.logName).unavailable", ["order": order.orderId, "store": order.store.rawValue,
+                                                              "error": message, "apple_status": verification.appleStatus])
             if state == nil { leaseLost(order, "retry") }
             pass.count(state)
         case let .paced(message):
@@ -122,16 +158,16 @@ extension Reconciler {
             // attempt, no backoff), and this pass claims no more of its store's orders.
             entry.outcome = "paced"
             entry.detail = message
-            let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .verifying, error: message,
-                                                 countsAttempt: false, permanent: false, nextAttemptAt: min(order.nextAttemptAt, now),
-                                                 maxAttempts: policy.maxAttempts, environment: verification.environment, history: entry)
+            let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                                 from: .verifying, error: message, countsAttempt: false, permanent: false,
+                                                 nextAttemptAt: min(order.nextAttemptAt, now), maxAttempts: policy.maxAttempts,
+                                                 environment: verification.environment, history: entry)
             log.info("order.paced", ["order": order.orderId, "store": order.store.rawValue, "why": message])
             if state == nil { leaseLost(order, "paced") }
             pass.count(state)
-        case let .configurationFault(message):
-            // That store stops (its breaker opened in `recordStore`); the other's orders go on.
-            try ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
-            log.error("\(order.store.logName).configuration_fault", ["order": order.orderId, "store": order.store.rawValue, "error": message])
+        case .verified, .rejected, .needsAttention, .configurationFault:
+            // The store's final words, and a fault of its configuration: `verify` records them.
+            break
         }
     }
 
