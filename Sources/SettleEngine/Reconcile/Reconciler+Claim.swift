@@ -29,7 +29,8 @@ extension Reconciler {
             do {
                 try ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
             } catch {
-                log.warning("order.release_failed", ["order": order.orderId, "error": "\(error)", "why": "rescued at the next pass"])
+                log.warning("order.release_failed", ["order": order.orderId, "error": "\(error)",
+                                                     "why": "rescued at the next pass"])
             }
         }
     }
@@ -80,13 +81,15 @@ extension Reconciler {
             case .stop: return nil
             case let .redeliver(id):
                 // Leased only now, when work on it starts: a queue of rescued deliveries never expires while it waits.
-                guard let order = try ledger.claimRedelivery(orderId: id, owner: owner, leaseSeconds: deliveryLeaseSeconds) else {
+                guard let order = try ledger.claimRedelivery(orderId: id, owner: owner,
+                                                             leaseSeconds: deliveryLeaseSeconds) else {
                     log.info("order.rescue_skipped", ["order": id, "why": "another process took it or it moved on"])
                     continue
                 }
                 return order
             case let .named(id):
-                guard let (order, claimed) = try ledger.claim(orderId: id, owner: owner, leaseSeconds: verifyLeaseSeconds) else {
+                guard let (order, claimed) = try ledger.claim(orderId: id, owner: owner,
+                                                              leaseSeconds: verifyLeaseSeconds) else {
                     pass.skip(id, why: "no such order", exists: false)
                     continue
                 }
@@ -108,7 +111,9 @@ extension Reconciler {
                 pass.keepClaimed(Array(batch.dropFirst()))
                 if let kept = try keepUnlessStopped(order, pass) { return kept }
             case let .probe(store):
-                guard let order = try ledger.claimDue(owner: owner, leaseSeconds: verifyLeaseSeconds, limit: 1, stores: [store]).first else {
+                let probe = try ledger.claimDue(owner: owner, leaseSeconds: verifyLeaseSeconds, limit: 1,
+                                                stores: [store])
+                guard let order = probe.first else {
                     pass.noMoreDue([store])
                     continue
                 }

@@ -74,8 +74,9 @@ extension Reconciler {
                 // Verification never lets such an order through: only a row written in `delivering` gets here.
                 let detail = "the order is delivering with an empty user_id; settle never delivers to nobody"
                 try ledger.quarantine(orderId: order.orderId, detail: detail)
-                log.error("order.needs_attention", ["order": order.orderId, "reason": AttentionReason.rowInvalid.rawValue,
-                                                    "error": detail])
+                log.error("order.needs_attention", [
+                    "order": order.orderId, "reason": AttentionReason.rowInvalid.rawValue, "error": detail,
+                ])
                 pass.count(.needsAttention)
                 continue
             }
@@ -111,7 +112,7 @@ extension Reconciler {
         let interval = Int64(Double(deliveryLeaseSeconds) * min(leaseRenewalFraction, 1.0 / 3))
         if leased.age(now: ledger.time.unixSeconds) < interval { return true }
         let order = leased.order
-        return try ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken, state: .delivering,
-                                     leaseSeconds: deliveryLeaseSeconds)
+        return try ledger.renewLease(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                     state: .delivering, leaseSeconds: deliveryLeaseSeconds)
     }
 }

@@ -58,11 +58,13 @@ extension Reconciler {
         let priority = Reconciler.pacerPriority(of: order, now: now)
         switch PacerPriority.$work.withValue(priority, operation: { finisher.finish(order) }) {
         case let .finished(how):
-            let entry = HistoryEntry(at: now, kind: .delivery, outcome: how, environment: purchase.environment,
-                                     detail: "\(order.store.rawValue): the store was told the purchase is delivered (\(how))")
-            if try ledger.markFinished(orderId: order.orderId, owner: owner, fence: order.fencingToken, history: entry) {
-                log.info("order.finished", ["order": order.orderId, "store": order.store.rawValue, "idempotency_key": key,
-                                            "store_finish": how])
+            let entry = HistoryEntry(
+                at: now, kind: .delivery, outcome: how, environment: purchase.environment,
+                detail: "\(order.store.rawValue): the store was told the purchase is delivered (\(how))")
+            if try ledger.markFinished(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                       history: entry) {
+                log.info("order.finished", ["order": order.orderId, "store": order.store.rawValue,
+                                            "idempotency_key": key, "store_finish": how])
                 metrics?.observeStoreFinish(store: order.store.rawValue, outcome: how)
                 pass.count(.finished)
             } else {
@@ -75,11 +77,12 @@ extension Reconciler {
             let entry = HistoryEntry(at: now, kind: .delivery, outcome: "paced", environment: purchase.environment,
                                      detail: message)
             _ = try ledger.recordDelivered(orderId: order.orderId, owner: owner, fence: order.fencingToken,
-                                           error: "delivered; telling \(order.store.owner) waits: \(message)", history: entry)
+                                           error: "delivered; telling \(order.store.owner) waits: \(message)",
+                                           history: entry)
             metrics?.observeStoreFinish(store: order.store.rawValue, outcome: "paced")
             pass.recordStore(order.store, Verification(outcome: .paced(message)))
-            log.info("order.store_finish_paced", ["order": order.orderId, "store": order.store.rawValue, "idempotency_key": key,
-                                                  "why": message])
+            log.info("order.store_finish_paced", ["order": order.orderId, "store": order.store.rawValue,
+                                                  "idempotency_key": key, "why": message])
             pass.count(.delivering)
         case let .refused(message):
             try storeFinishRefused(order, purchase: purchase, message: message, key: key, now: now, pass: pass)
@@ -94,19 +97,21 @@ extension Reconciler {
         // product kind (a 5xx, a 403, a subscription's 400/409 used to be asked every pass);
         // a person decides at max_attempts, with the store's refund clock shown.
         let next = Reconciler.nextAttempt(order, now: now, after: policy.delay(afterAttempt: order.attempts + 1))
-        let entry = HistoryEntry(at: now, kind: .delivery, outcome: "store_finish_failed", environment: purchase.environment,
-                                 detail: message)
-        let state = try ledger.recordStoreFinishRefused(orderId: order.orderId, owner: owner, fence: order.fencingToken,
-                                                        error: "delivered; telling \(order.store.owner) failed: \(message)",
-                                                        nextAttemptAt: next, maxAttempts: policy.maxAttempts, history: entry)
+        let entry = HistoryEntry(at: now, kind: .delivery, outcome: "store_finish_failed",
+                                 environment: purchase.environment, detail: message)
+        let state = try ledger.recordStoreFinishRefused(
+            orderId: order.orderId, owner: owner, fence: order.fencingToken,
+            error: "delivered; telling \(order.store.owner) failed: \(message)",
+            nextAttemptAt: next, maxAttempts: policy.maxAttempts, history: entry)
         metrics?.observeStoreFinish(store: order.store.rawValue, outcome: configuration ? "configuration" : "failed")
         if !configuration {
             // The store as a whole did not answer: its breaker hears of it, as of a verification.
             pass.recordStore(order.store, Verification(outcome: .storeUnavailable(message, retryAfter: nil)))
         }
         if configuration {
-            log.error("\(order.store.logName).configuration_fault", ["order": order.orderId, "store": order.store.rawValue,
-                                                                     "error": message])
+            log.error("\(order.store.logName).configuration_fault", [
+                "order": order.orderId, "store": order.store.rawValue, "error": message,
+            ])
             pass.stop(order.store, configurationFault: message)
         }
         switch state {
@@ -117,10 +122,12 @@ extension Reconciler {
                                                 "reason": AttentionReason.storeFinishRefused.rawValue,
                                                 "idempotency_key": key, "error": message])
         default:
-            log.warning("order.store_finish_failed", ["order": order.orderId, "store": order.store.rawValue,
-                                                      "idempotency_key": key, "attempt": order.attempts + 1, "error": message,
-                                                      "why": "delivered; told the store after the backoff, never delivered again",
-                                                      "retry_at": Timestamp.rfc3339(unixSeconds: next)])
+            log.warning("order.store_finish_failed", [
+                "order": order.orderId, "store": order.store.rawValue, "idempotency_key": key,
+                "attempt": order.attempts + 1, "error": message,
+                "why": "delivered; told the store after the backoff, never delivered again",
+                "retry_at": Timestamp.rfc3339(unixSeconds: next),
+            ])
         }
         pass.count(state)
     }
@@ -130,11 +137,13 @@ extension Reconciler {
     private func storeFinishRefused(_ order: Order, purchase: VerifiedPurchase, message: String, key: String,
                                     now: Int64, pass: Pass) throws {
         let next = Reconciler.nextAttempt(order, now: now, after: policy.delay(afterAttempt: order.attempts + 1))
-        let entry = HistoryEntry(at: now, kind: .delivery, outcome: "store_finish_refused", environment: purchase.environment,
+        let entry = HistoryEntry(at: now, kind: .delivery, outcome: "store_finish_refused",
+                                 environment: purchase.environment,
                                  detail: "\(order.store.owner) refused to hear the purchase is delivered: \(message)")
-        let state = try ledger.recordStoreFinishRefused(orderId: order.orderId, owner: owner, fence: order.fencingToken,
-                                                        error: "delivered; \(order.store.owner) refused: \(message)",
-                                                        nextAttemptAt: next, maxAttempts: policy.maxAttempts, history: entry)
+        let state = try ledger.recordStoreFinishRefused(
+            orderId: order.orderId, owner: owner, fence: order.fencingToken,
+            error: "delivered; \(order.store.owner) refused: \(message)",
+            nextAttemptAt: next, maxAttempts: policy.maxAttempts, history: entry)
         metrics?.observeStoreFinish(store: order.store.rawValue, outcome: "refused")
         pass.recordStore(order.store, Verification(outcome: .retry(message), storeAnswered: true))
         switch state {
@@ -145,9 +154,10 @@ extension Reconciler {
                                                 "reason": AttentionReason.storeFinishRefused.rawValue,
                                                 "idempotency_key": key, "error": message])
         default:
-            log.warning("order.store_finish_refused", ["order": order.orderId, "store": order.store.rawValue,
-                                                       "idempotency_key": key, "attempt": order.attempts + 1,
-                                                       "error": message, "retry_at": Timestamp.rfc3339(unixSeconds: next)])
+            log.warning("order.store_finish_refused", [
+                "order": order.orderId, "store": order.store.rawValue, "idempotency_key": key,
+                "attempt": order.attempts + 1, "error": message, "retry_at": Timestamp.rfc3339(unixSeconds: next),
+            ])
         }
         pass.count(state)
     }

@@ -18,8 +18,8 @@ extension Reconciler {
             entry.outcome = "delivered"
             entry.detail = ["store finish pending", entry.detail].compactMap { $0 }.joined(separator: "\n")
             // Durable before Google hears of it: a crash from here on acknowledges, never re-delivers.
-            guard try ledger.recordDelivered(orderId: order.orderId, owner: owner, fence: order.fencingToken, error: nil,
-                                             history: entry) else {
+            guard try ledger.recordDelivered(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                             error: nil, history: entry) else {
                 log.warning("order.lease_lost", [
                     "order": order.orderId, "refused": "delivered", "idempotency_key": key,
                     "why": "delivered, but the claim expired and another process took the order over",
@@ -33,9 +33,10 @@ extension Reconciler {
             try finishWithStore(delivered, purchase: purchase, pass: pass)
         case .delivered:
             entry.outcome = "delivered"
-            if try ledger.markFinished(orderId: order.orderId, owner: owner, fence: order.fencingToken, history: entry) {
-                log.info("order.finished", ["order": order.orderId, "idempotency_key": key, "hook_exit": report.exitCode,
-                                            "duration_ms": report.durationMs])
+            if try ledger.markFinished(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                       history: entry) {
+                log.info("order.finished", ["order": order.orderId, "idempotency_key": key,
+                                            "hook_exit": report.exitCode, "duration_ms": report.durationMs])
                 pass.count(.finished)
             } else {
                 // The hook granted, but another process holds the order now: it will deliver it
@@ -50,10 +51,11 @@ extension Reconciler {
             // it): evidence it was granted, so the store is told, as after a delivery. Google
             // would refund a purchase left unacknowledged while the customer keeps the goods.
             entry.outcome = "already_granted"
-            entry.detail = ["the hook answered already granted: \(message)", report.output.isEmpty ? nil : report.output,
+            entry.detail = ["the hook answered already granted: \(message)",
+                            report.output.isEmpty ? nil : report.output,
                             "store finish pending"].compactMap { $0 }.joined(separator: "\n")
-            guard try ledger.recordDelivered(orderId: order.orderId, owner: owner, fence: order.fencingToken, error: nil,
-                                             history: entry) else {
+            guard try ledger.recordDelivered(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                             error: nil, history: entry) else {
                 leaseLost(order, "already_granted")
                 return
             }
@@ -116,17 +118,18 @@ extension Reconciler {
         entry.detail = message + (report.output.isEmpty ? "" : "\n" + report.output)
         let next = Reconciler.nextAttempt(order, now: now, after: policy.delay(afterAttempt: order.attempts + 1))
         let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken,
-                                             from: .delivering, error: message, countsAttempt: true, permanent: permanent,
-                                             nextAttemptAt: next, maxAttempts: policy.maxAttempts,
+                                             from: .delivering, error: message, countsAttempt: true,
+                                             permanent: permanent, nextAttemptAt: next, maxAttempts: policy.maxAttempts,
                                              exhaustedReason: exhausted, environment: nil, history: entry)
         let output = report.output.isEmpty ? nil : DeliveryReport.tail(report.output)
         log.warning("order.delivery_failed", ["order": order.orderId, "attempt": order.attempts + 1,
                                               "idempotency_key": key, "hook_exit": report.exitCode, "error": message,
                                               "hook_output": output])
         if state == .needsAttention {
-            log.error("order.needs_attention", ["order": order.orderId,
-                                                "reason": permanent ? AttentionReason.hookRefused.rawValue : exhausted.rawValue,
-                                                "hook_exit": report.exitCode, "hook_output": output])
+            log.error("order.needs_attention", [
+                "order": order.orderId, "reason": permanent ? AttentionReason.hookRefused.rawValue : exhausted.rawValue,
+                "hook_exit": report.exitCode, "hook_output": output,
+            ])
         }
         if state == nil { leaseLost(order, "delivery_failed") }
         pass.count(state)

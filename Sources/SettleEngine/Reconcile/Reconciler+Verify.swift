@@ -42,7 +42,8 @@ extension Reconciler {
             if try ledger.recordNeedsAttention(orderId: order.orderId, owner: owner, fence: order.fencingToken,
                                                reason: reason, detail: detail,
                                                environment: verification.environment, history: entry) {
-                log.error("order.needs_attention", ["order": order.orderId, "reason": reason.rawValue, "detail": detail])
+                log.error("order.needs_attention", ["order": order.orderId, "reason": reason.rawValue,
+                                                    "detail": detail])
                 pass.count(.needsAttention)
             } else {
                 leaseLost(order, "needs_attention")
@@ -52,8 +53,9 @@ extension Reconciler {
         case let .configurationFault(message):
             // That store stops (its breaker opened in `recordStore`); the other's orders go on.
             try ledger.release(orderId: order.orderId, owner: owner, fence: order.fencingToken)
-            log.error("\(order.store.logName).configuration_fault", ["order": order.orderId, "store": order.store.rawValue,
-                                                                     "error": message])
+            log.error("\(order.store.logName).configuration_fault", [
+                "order": order.orderId, "store": order.store.rawValue, "error": message,
+            ])
         }
     }
 
@@ -101,8 +103,9 @@ extension Reconciler {
             log.warning("order.rejected", ["order": order.orderId, "reason": reason.rawValue, "detail": detail])
             pass.count(.rejected)
         case let .grantConflict(message):
-            log.error("order.needs_attention", ["order": order.orderId, "reason": AttentionReason.grantConflict.rawValue,
-                                                "error": message])
+            log.error("order.needs_attention", [
+                "order": order.orderId, "reason": AttentionReason.grantConflict.rawValue, "error": message,
+            ])
             pass.count(.needsAttention)
         case .leaseLost:
             leaseLost(order, "verified")
@@ -121,10 +124,10 @@ extension Reconciler {
             entry.detail = message
             let delay = policy.appleDelay(retryAfter: verification.retryAfterSeconds)
             let next = Reconciler.nextAttempt(order, now: now, after: delay)
-            let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken,
-                                                 from: .verifying, error: message, countsAttempt: false, permanent: false,
-                                                 nextAttemptAt: next, maxAttempts: policy.maxAttempts,
-                                                 environment: verification.environment, history: entry)
+            let state = try ledger.recordFailure(
+                orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .verifying, error: message,
+                countsAttempt: false, permanent: false, nextAttemptAt: next, maxAttempts: policy.maxAttempts,
+                environment: verification.environment, history: entry)
             log.info("order.waiting", ["order": order.orderId, "store": order.store.rawValue, "why": message,
                                        "retry_at": Timestamp.rfc3339(unixSeconds: next)])
             if state == nil { leaseLost(order, "wait") }
@@ -133,10 +136,10 @@ extension Reconciler {
             entry.outcome = "retry"
             entry.detail = message
             let next = Reconciler.nextAttempt(order, now: now, after: policy.delay(afterAttempt: order.attempts + 1))
-            let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken,
-                                                 from: .verifying, error: message, countsAttempt: true, permanent: false,
-                                                 nextAttemptAt: next, maxAttempts: policy.maxAttempts,
-                                                 environment: verification.environment, history: entry)
+            let state = try ledger.recordFailure(
+                orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .verifying, error: message,
+                countsAttempt: true, permanent: false, nextAttemptAt: next, maxAttempts: policy.maxAttempts,
+                environment: verification.environment, history: entry)
             log.warning("order.verify_failed", ["order": order.orderId, "attempt": order.attempts + 1, "error": message,
                                                 "apple_status": verification.appleStatus])
             if state == nil { leaseLost(order, "retry") }
@@ -145,12 +148,14 @@ extension Reconciler {
             entry.outcome = "\(order.store.logName)_unavailable"
             entry.detail = message
             let next = Reconciler.nextAttempt(order, now: now, after: policy.appleDelay(retryAfter: retryAfter))
-            let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken,
-                                                 from: .verifying, error: message, countsAttempt: false, permanent: false,
-                                                 nextAttemptAt: next, maxAttempts: policy.maxAttempts,
-                                                 environment: verification.environment, history: entry)
-            log.warning("\(order.store.logName).unavailable", ["order": order.orderId, "store": order.store.rawValue,
-                                                              "error": message, "apple_status": verification.appleStatus])
+            let state = try ledger.recordFailure(
+                orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .verifying, error: message,
+                countsAttempt: false, permanent: false, nextAttemptAt: next, maxAttempts: policy.maxAttempts,
+                environment: verification.environment, history: entry)
+            log.warning("\(order.store.logName).unavailable", [
+                "order": order.orderId, "store": order.store.rawValue, "error": message,
+                "apple_status": verification.appleStatus,
+            ])
             if state == nil { leaseLost(order, "retry") }
             pass.count(state)
         case let .paced(message):
@@ -158,10 +163,10 @@ extension Reconciler {
             // attempt, no backoff), and this pass claims no more of its store's orders.
             entry.outcome = "paced"
             entry.detail = message
-            let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken,
-                                                 from: .verifying, error: message, countsAttempt: false, permanent: false,
-                                                 nextAttemptAt: min(order.nextAttemptAt, now), maxAttempts: policy.maxAttempts,
-                                                 environment: verification.environment, history: entry)
+            let state = try ledger.recordFailure(
+                orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .verifying, error: message,
+                countsAttempt: false, permanent: false, nextAttemptAt: min(order.nextAttemptAt, now),
+                maxAttempts: policy.maxAttempts, environment: verification.environment, history: entry)
             log.info("order.paced", ["order": order.orderId, "store": order.store.rawValue, "why": message])
             if state == nil { leaseLost(order, "paced") }
             pass.count(state)
@@ -177,8 +182,9 @@ extension Reconciler {
         guard !order.userId.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
             return Verification(outcome: .needsAttention(
                 reason: .unclaimedPurchase,
-                detail: "the order names no user (user_id is empty): settle never verifies or delivers a purchase for nobody; "
-                    + "find the buyer and run: settle assign \(Verdict.shellWord(order.orderId)) --user USER_ID"))
+                detail: "the order names no user (user_id is empty): settle never verifies or delivers "
+                    + "a purchase for nobody; find the buyer and run: "
+                    + "settle assign \(Verdict.shellWord(order.orderId)) --user USER_ID"))
         }
         var verification = try verifier.verify(order)
         verification.outcome = classify(verification.outcome, of: order)
@@ -194,15 +200,18 @@ extension Reconciler {
     package static func classify(_ outcome: VerificationOutcome, of order: Order) -> VerificationOutcome {
         guard case let .rejected(reason, detail) = outcome else { return outcome }
         if reason == .unknownProduct {
-            return .needsAttention(reason: .unknownProduct, detail: "\(detail): add it to products, then settle retry \(Verdict.shellWord(order.orderId))")
+            let retry = "settle retry \(Verdict.shellWord(order.orderId))"
+            return .needsAttention(reason: .unknownProduct, detail: "\(detail): add it to products, then \(retry)")
         }
         guard let held = order.verified, reason != .refunded else { return outcome }
         if reason == .transactionNotFound {
-            return .retry("\(detail); the order holds purchase \(held.transactionId), which \(order.store.owner) confirmed before: retrying")
+            return .retry("\(detail); the order holds purchase \(held.transactionId), which \(order.store.owner) "
+                              + "confirmed before: retrying")
         }
-        return .needsAttention(reason: .grantConflict,
-                               detail: "the order holds purchase \(held.transactionId), which \(order.store.owner) confirmed before, and "
-                                   + "\(order.store.owner)'s answer now says \(reason.rawValue): \(detail); only a refund or revocation "
-                                   + "takes a held purchase away")
+        return .needsAttention(
+            reason: .grantConflict,
+            detail: "the order holds purchase \(held.transactionId), which \(order.store.owner) confirmed before, and "
+                + "\(order.store.owner)'s answer now says \(reason.rawValue): \(detail); only a refund or revocation "
+                + "takes a held purchase away")
     }
 }

@@ -18,8 +18,8 @@ package final class Reconciler: Sendable {
     package let log: Log
     /// Support's transfers and redeliveries, carried out at each pass.
     package var supportActions: SupportActionRunner {
-        SupportActionRunner(ledger: ledger, grants: deliverer, revokes: inbox?.revokeHook, products: configuration.products,
-                            policy: policy, log: log)
+        SupportActionRunner(ledger: ledger, grants: deliverer, revokes: inbox?.revokeHook,
+                            products: configuration.products, policy: policy, log: log)
     }
     /// Counters for the metrics file, when the daemon keeps one.
     package let metrics: Metrics?
@@ -39,9 +39,10 @@ package final class Reconciler: Sendable {
     let savedBuckets = Mutex<(buckets: [PacerSnapshot], at: Int64)>(([], 0))
 
     /// `verifier` defaults to the stores' own (`StoreRouter`); a test may put another in.
-    package init(configuration: Configuration, ledger: any SettleLedger, verifier: (any OrderVerifier)? = nil, deliverer: any Deliverer,
-                policy: RetryPolicy, owner: LeaseOwner = .current, log: Log, metrics: Metrics? = nil, inbox: NotificationInbox? = nil,
-                stores: [Store: any StoreAdapter] = [:], pacer: Pacer? = nil) {
+    package init(configuration: Configuration, ledger: any SettleLedger, verifier: (any OrderVerifier)? = nil,
+                deliverer: any Deliverer, policy: RetryPolicy, owner: LeaseOwner = .current, log: Log,
+                metrics: Metrics? = nil, inbox: NotificationInbox? = nil, stores: [Store: any StoreAdapter] = [:],
+                pacer: Pacer? = nil) {
         self.pacer = pacer
         self.inbox = inbox
         self.stores = stores
@@ -83,9 +84,8 @@ package final class Reconciler: Sendable {
     /// within the deadline-warning window (`PlayDeadline.urgentSeconds`) goes before all but
     /// support's lookups, for its reads as well as its acknowledgement; any other order is due work.
     package static func pacerPriority(of order: Order, now: Int64) -> PacerPriority {
-        guard let deadline = order.refundDeadline, deadline.saturatingSubtracting(now) < PlayDeadline.urgentSeconds else {
-            return .dueOrders
-        }
+        guard let deadline = order.refundDeadline,
+              deadline.saturatingSubtracting(now) < PlayDeadline.urgentSeconds else { return .dueOrders }
         return .refundDeadline
     }
 
@@ -152,7 +152,9 @@ package final class Reconciler: Sendable {
         if orderIds.isEmpty { logBreakers(breakers, now: now) }
         // Revokes and answers to refund requests go first and go on alongside: a backlog
         // drained at a store's rate can outlast Apple's 12-hour deadline for an answer.
-        let obligations = inbox.flatMap { orderIds.isEmpty && !shouldStop() ? PassObligations(inbox: $0, log: log) : nil }
+        let obligations = inbox.flatMap {
+            orderIds.isEmpty && !shouldStop() ? PassObligations(inbox: $0, log: log) : nil
+        }
         try obligations?.run()
         // A transfer or redelivery support asked for does not wait for the backlog either.
         if !shouldStop() { try supportActions.run(orderIds: orderIds) }
@@ -184,7 +186,8 @@ package final class Reconciler: Sendable {
         // only in a pass over them.
         if !shouldStop() { try supportActions.run(orderIds: orderIds) }
         try saveBreakers(pass.breakers, openedFrom: breakers)
-        metrics?.observePass(openBreakers: Set(pass.breakers.filter { $0.value.state == .open }.keys), at: ledger.time.unixSeconds)
+        metrics?.observePass(openBreakers: Set(pass.breakers.filter { $0.value.state == .open }.keys),
+                             at: ledger.time.unixSeconds)
         try savePacerBuckets(hosts: hosts)
         // Deadlines of the stores that must hear of a delivery (Google refunds after three days).
         if stores.keys.contains(where: \.mustBeToldOfDelivery) { try warnOfPlayDeadlines() }
@@ -197,13 +200,16 @@ package final class Reconciler: Sendable {
     /// row never ends the pass; only a failure of the ledger itself does.
     func setAside(_ order: Order, violation: String, pass: Pass) throws(LedgerError) {
         do {
-            try ledger.quarantine(orderId: order.orderId, detail: "a ledger write about this order failed: \(violation)")
+            try ledger.quarantine(orderId: order.orderId,
+                                  detail: "a ledger write about this order failed: \(violation)")
         } catch {
             guard let again = error.constraintViolation else { throw error }
-            log.error("order.quarantine_failed", ["order": order.orderId, "error": violation, "quarantine_error": again])
+            log.error("order.quarantine_failed", ["order": order.orderId, "error": violation,
+                                                  "quarantine_error": again])
             return
         }
-        log.error("order.needs_attention", ["order": order.orderId, "reason": AttentionReason.rowInvalid.rawValue, "error": violation])
+        log.error("order.needs_attention", ["order": order.orderId, "reason": AttentionReason.rowInvalid.rawValue,
+                                            "error": violation])
         pass.count(.needsAttention)
     }
 
