@@ -8,6 +8,9 @@ import SettleDelivery
 
 /// One reconcile pass: rescue -> claim -> verify -> record -> deliver -> finish, with at most
 /// `schedule.concurrency` orders in flight. `settle reconcile` and the daemon both run this.
+/// `runPass` keeps the order of work; each phase has a file of its own: Reconciler+Claim,
+/// +Verify, +Deliver, +Record (the hook's answers), +Finish (telling the store), and
+/// +Bookkeeping for what a pass does before its claims and after its orders.
 package final class Reconciler: Sendable {
     package let configuration: Configuration
     package let ledger: any SettleLedger
