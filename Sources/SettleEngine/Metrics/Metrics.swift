@@ -106,90 +106,146 @@ package final class Metrics: Sendable {
     }
 
     /// The whole file, in the Prometheus text exposition format (version 0.0.4).
-    package func render(summary: LedgerSummary, bundleId: String, now: Int64 = Int64(Date().timeIntervalSince1970)) -> String {
+    package func render(summary: LedgerSummary, bundleId: String,
+                        now: Int64 = Int64(Date().timeIntervalSince1970)) -> String {
         let s = state.withLock { $0 }
         let app = "bundle_id=\"\(Metrics.labelValue(bundleId))\""
-        var out = ""
-        func family(_ name: String, _ type: String, _ help: String) {
-            out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+        var out = Metrics.passFamilies(s, summary, app: app)
+        out += Metrics.notificationFamilies(s, app: app, now: now)
+        out += Metrics.ledgerFamilies(summary, app: app, now: now)
+        out += Metrics.storeFamilies(s, app: app)
+        out += Metrics.pacerFamilies(s.pacer, app: app)
+        out += Metrics.family("settle_build_info", "gauge", "The running settle's version.")
+        out += "settle_build_info{\(app),version=\"\(SettleVersion.number)\"} 1\n"
+        return out
+    }
+
+    /// A family's HELP and TYPE lines, which come before its series.
+    private static func family(_ name: String, _ type: String, _ help: String) -> String {
+        "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+    }
+
+    /// What the passes did: the orders by state, Apple's requests, the hook's answers, the breakers.
+    private static func passFamilies(_ s: State, _ summary: LedgerSummary, app: String) -> String {
+        var out = family("settle_orders", "gauge", "Orders in the ledger by state.")
+        for state in OrderState.allCases {
+            out += "settle_orders{\(app),state=\"\(state.rawValue)\"} \(summary.counts[state] ?? 0)\n"
         }
-        family("settle_orders", "gauge", "Orders in the ledger by state.")
-        for state in OrderState.allCases { out += "settle_orders{\(app),state=\"\(state.rawValue)\"} \(summary.counts[state] ?? 0)\n" }
-        family("settle_oldest_undelivered_seconds", "gauge", "Age of the oldest paid order not yet delivered (0 when none).")
+        out += family("settle_oldest_undelivered_seconds", "gauge",
+                      "Age of the oldest paid order not yet delivered (0 when none).")
         out += "settle_oldest_undelivered_seconds{\(app)} \(summary.oldestUndeliveredSeconds ?? 0)\n"
-        family("settle_apple_requests_total", "counter", "HTTP requests to Apple by environment and outcome.")
+        out += family("settle_apple_requests_total", "counter", "HTTP requests to Apple by environment and outcome.")
         for key in s.appleRequests.keys.sorted() {
             let parts = key.split(separator: "|", maxSplits: 1).map(String.init)
-            out += "settle_apple_requests_total{\(app),environment=\"\(parts[0])\",outcome=\"\(parts[1])\"} \(s.appleRequests[key] ?? 0)\n"
+            let labels = "environment=\"\(parts[0])\",outcome=\"\(parts[1])\""
+            out += "settle_apple_requests_total{\(app),\(labels)} \(s.appleRequests[key] ?? 0)\n"
         }
-        family("settle_apple_request_duration_seconds", "histogram", "Duration of HTTP requests to Apple.")
-        for (i, bound) in Metrics.buckets.enumerated() {
-            out += "settle_apple_request_duration_seconds_bucket{\(app),le=\"\(Metrics.format(bound))\"} \(s.durationBuckets[i])\n"
+        out += family("settle_apple_request_duration_seconds", "histogram", "Duration of HTTP requests to Apple.")
+        for (i, bound) in buckets.enumerated() {
+            let le = "le=\"\(format(bound))\""
+            out += "settle_apple_request_duration_seconds_bucket{\(app),\(le)} \(s.durationBuckets[i])\n"
         }
         out += "settle_apple_request_duration_seconds_bucket{\(app),le=\"+Inf\"} \(s.durationCount)\n"
-        out += "settle_apple_request_duration_seconds_sum{\(app)} \(Metrics.format(s.durationSum))\n"
+        out += "settle_apple_request_duration_seconds_sum{\(app)} \(format(s.durationSum))\n"
         out += "settle_apple_request_duration_seconds_count{\(app)} \(s.durationCount)\n"
-        family("settle_deliveries_total", "counter", "Delivery hook calls by result.")
-        for key in s.deliveries.keys.sorted() { out += "settle_deliveries_total{\(app),result=\"\(key)\"} \(s.deliveries[key] ?? 0)\n" }
-        family("settle_breaker_open", "gauge", "1 while the store's breaker is open (its orders are not claimed; the other store's go on).")
+        out += family("settle_deliveries_total", "counter", "Delivery hook calls by result.")
+        for key in s.deliveries.keys.sorted() {
+            out += "settle_deliveries_total{\(app),result=\"\(key)\"} \(s.deliveries[key] ?? 0)\n"
+        }
+        out += family("settle_breaker_open", "gauge",
+                      "1 while the store's breaker is open (its orders are not claimed; the other store's go on).")
         for store in Store.allCases {
             out += "settle_breaker_open{\(app),store=\"\(store.rawValue)\"} \(s.openBreakers.contains(store) ? 1 : 0)\n"
         }
-        family("settle_last_pass_timestamp_seconds", "gauge", "When the last reconcile pass ended (Unix time).")
+        out += family("settle_last_pass_timestamp_seconds", "gauge", "When the last reconcile pass ended (Unix time).")
         out += "settle_last_pass_timestamp_seconds{\(app)} \(s.lastPassAt ?? 0)\n"
-        family("settle_notifications_total", "counter", "App Store Server Notifications received, by type and outcome.")
+        return out
+    }
+
+    /// The notifications received, and how old the newest is.
+    private static func notificationFamilies(_ s: State, app: String, now: Int64) -> String {
+        var out = family("settle_notifications_total", "counter",
+                         "App Store Server Notifications received, by type and outcome.")
         for key in s.notifications.keys.sorted() {
             let parts = key.split(separator: "|", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
-            out += "settle_notifications_total{\(app),type=\"\(Metrics.labelValue(parts[0]))\",outcome=\"\(Metrics.labelValue(parts[1]))\"} \(s.notifications[key] ?? 0)\n"
+            let labels = "type=\"\(labelValue(parts[0]))\",outcome=\"\(labelValue(parts[1]))\""
+            out += "settle_notifications_total{\(app),\(labels)} \(s.notifications[key] ?? 0)\n"
         }
-        family("settle_newest_notification_age_seconds", "gauge", "Seconds since the newest notification was stored (-1 when none).")
-        out += "settle_newest_notification_age_seconds{\(app)} \(s.newestNotificationAt.map { max(0, now - $0) } ?? -1)\n"
-        family("settle_store_orders", "gauge", "Orders in the ledger by store and state.")
+        out += family("settle_newest_notification_age_seconds", "gauge",
+                      "Seconds since the newest notification was stored (-1 when none).")
+        let age = s.newestNotificationAt.map { max(0, now - $0) } ?? -1
+        out += "settle_newest_notification_age_seconds{\(app)} \(age)\n"
+        return out
+    }
+
+    /// What the ledger holds by store, and what waits for a deadline or a person.
+    private static func ledgerFamilies(_ summary: LedgerSummary, app: String, now: Int64) -> String {
+        var out = family("settle_store_orders", "gauge", "Orders in the ledger by store and state.")
         for state in OrderState.allCases {
             for store in Store.allCases {
-                out += "settle_store_orders{\(app),store=\"\(store.rawValue)\",state=\"\(state.rawValue)\"} \(summary.storeCounts[store]?[state] ?? 0)\n"
+                let labels = "store=\"\(store.rawValue)\",state=\"\(state.rawValue)\""
+                out += "settle_store_orders{\(app),\(labels)} \(summary.storeCounts[store]?[state] ?? 0)\n"
             }
         }
-        family("settle_play_ack_deadline_soon", "gauge",
-               "Orders their store was not yet told of (acknowledged) with less than 24 h before it refunds them.")
+        out += family("settle_play_ack_deadline_soon", "gauge",
+                      "Orders their store was not yet told of (acknowledged) with less than 24 h before it refunds them.")
         for store in Store.allCases where store.refundWindowSeconds != nil {
             let urgent = summary.refundDeadlines.filter { $0.store == store && $0.isUrgent(now: now) }.count
             out += "settle_play_ack_deadline_soon{\(app),store=\"\(store.rawValue)\"} \(urgent)\n"
         }
-        family("settle_support_actions_waiting", "gauge",
-               "Transfers and redeliveries waiting for a person (their hook refused, or their attempts ran out).")
+        out += family("settle_support_actions_waiting", "gauge",
+                      "Transfers and redeliveries waiting for a person "
+                          + "(their hook refused, or their attempts ran out).")
         out += "settle_support_actions_waiting{\(app)} \(summary.supportActionsWaitingCount)\n"
-        family("settle_store_requests_total", "counter", "HTTP requests to stores other than Apple, by store, call and outcome.")
+        return out
+    }
+
+    /// Requests to stores other than Apple, stores told of deliveries, and Google's push keys.
+    private static func storeFamilies(_ s: State, app: String) -> String {
+        var out = family("settle_store_requests_total", "counter",
+                         "HTTP requests to stores other than Apple, by store, call and outcome.")
         for key in s.storeRequests.keys.sorted() {
             let parts = key.split(separator: "|", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
-            out += "settle_store_requests_total{\(app),store=\"\(parts[0])\",call=\"\(Metrics.labelValue(parts[1]))\",outcome=\"\(Metrics.labelValue(parts[2]))\"} \(s.storeRequests[key] ?? 0)\n"
+            let labels = "store=\"\(parts[0])\",call=\"\(labelValue(parts[1]))\",outcome=\"\(labelValue(parts[2]))\""
+            out += "settle_store_requests_total{\(app),\(labels)} \(s.storeRequests[key] ?? 0)\n"
         }
-        family("settle_store_finish_total", "counter", "Stores told an order was delivered (acknowledge, consume), by store and outcome.")
+        out += family("settle_store_finish_total", "counter",
+                      "Stores told an order was delivered (acknowledge, consume), by store and outcome.")
         for key in s.storeFinishes.keys.sorted() {
             let parts = key.split(separator: "|", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
-            out += "settle_store_finish_total{\(app),store=\"\(parts[0])\",outcome=\"\(Metrics.labelValue(parts[1]))\"} \(s.storeFinishes[key] ?? 0)\n"
+            let labels = "store=\"\(parts[0])\",outcome=\"\(labelValue(parts[1]))\""
+            out += "settle_store_finish_total{\(app),\(labels)} \(s.storeFinishes[key] ?? 0)\n"
         }
-        family("settle_google_play_push_unknown_key_total", "counter",
-               "Pub/Sub push tokens signed under a key id that no Google push key settle could read holds.")
+        out += family("settle_google_play_push_unknown_key_total", "counter",
+                      "Pub/Sub push tokens signed under a key id that no Google push key settle could read holds.")
         out += "settle_google_play_push_unknown_key_total{\(app)} \(s.pushUnknownKeys)\n"
+        return out
+    }
+
+    /// What each of this host's pacer buckets did, by store, endpoint group and environment.
+    private static func pacerFamilies(_ pacer: [PacerSnapshot], app: String) -> String {
         func bucket(_ b: PacerSnapshot) -> String {
-            "\(app),store=\"\(Metrics.labelValue(b.key.store))\",group=\"\(Metrics.labelValue(b.key.group))\",environment=\"\(Metrics.labelValue(b.key.environment))\""
+            "\(app),store=\"\(labelValue(b.key.store))\",group=\"\(labelValue(b.key.group))\","
+                + "environment=\"\(labelValue(b.key.environment))\""
         }
-        family("settle_pacer_rate", "gauge", "Requests a second this host's pacer grants now, by store, endpoint group and environment.")
-        for b in s.pacer { out += "settle_pacer_rate{\(bucket(b))} \(Metrics.format(b.rate))\n" }
-        family("settle_pacer_ceiling_rate", "gauge", "This host's share of the store's published or configured rate.")
-        for b in s.pacer { out += "settle_pacer_ceiling_rate{\(bucket(b))} \(Metrics.format(b.ceilingRate))\n" }
-        family("settle_pacer_requests_total", "counter", "Requests the pacer let through to the store.")
-        for b in s.pacer { out += "settle_pacer_requests_total{\(bucket(b))} \(b.granted)\n" }
-        family("settle_pacer_throttled_total", "counter", "HTTP 429 answers from the store (each lowers the bucket's rate).")
-        for b in s.pacer { out += "settle_pacer_throttled_total{\(bucket(b))} \(b.throttles)\n" }
-        family("settle_pacer_floor_throttled_total", "counter",
-               "HTTP 429 answers at the bucket's floor rate: the store refusing below its published rate (its breaker hears of them).")
-        for b in s.pacer { out += "settle_pacer_floor_throttled_total{\(bucket(b))} \(b.floorThrottles)\n" }
-        family("settle_pacer_waits_total", "counter", "Times a request waited for its bucket (or was deferred to a later pass).")
-        for b in s.pacer { out += "settle_pacer_waits_total{\(bucket(b))} \(b.waits)\n" }
-        family("settle_build_info", "gauge", "The running settle's version.")
-        out += "settle_build_info{\(app),version=\"\(SettleVersion.number)\"} 1\n"
+        var out = family("settle_pacer_rate", "gauge",
+                         "Requests a second this host's pacer grants now, by store, endpoint group and environment.")
+        for b in pacer { out += "settle_pacer_rate{\(bucket(b))} \(format(b.rate))\n" }
+        out += family("settle_pacer_ceiling_rate", "gauge",
+                      "This host's share of the store's published or configured rate.")
+        for b in pacer { out += "settle_pacer_ceiling_rate{\(bucket(b))} \(format(b.ceilingRate))\n" }
+        out += family("settle_pacer_requests_total", "counter", "Requests the pacer let through to the store.")
+        for b in pacer { out += "settle_pacer_requests_total{\(bucket(b))} \(b.granted)\n" }
+        out += family("settle_pacer_throttled_total", "counter",
+                      "HTTP 429 answers from the store (each lowers the bucket's rate).")
+        for b in pacer { out += "settle_pacer_throttled_total{\(bucket(b))} \(b.throttles)\n" }
+        out += family("settle_pacer_floor_throttled_total", "counter",
+                      "HTTP 429 answers at the bucket's floor rate: the store refusing below its published rate "
+                          + "(its breaker hears of them).")
+        for b in pacer { out += "settle_pacer_floor_throttled_total{\(bucket(b))} \(b.floorThrottles)\n" }
+        out += family("settle_pacer_waits_total", "counter",
+                      "Times a request waited for its bucket (or was deferred to a later pass).")
+        for b in pacer { out += "settle_pacer_waits_total{\(bucket(b))} \(b.waits)\n" }
         return out
     }
 
@@ -197,7 +253,8 @@ package final class Metrics: Sendable {
     /// over the old one, so a scraper never reads half a file.
     package func write(to path: String, summary: LedgerSummary, bundleId: String) throws {
         let folder = (path as NSString).deletingLastPathComponent
-        let temporary = (folder as NSString).appendingPathComponent(".\((path as NSString).lastPathComponent).\(getpid()).tmp")
+        let name = (path as NSString).lastPathComponent
+        let temporary = (folder as NSString).appendingPathComponent(".\(name).\(getpid()).tmp")
         let data = Data(render(summary: summary, bundleId: bundleId).utf8)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary]) }

@@ -1,0 +1,137 @@
+import SettleModel
+import SettleLedger
+import SettleDelivery
+
+/// What the hook said about each order it was given, recorded in the ledger.
+extension Reconciler {
+    /// What the hook said about one order, recorded: finished, already granted, or a failure.
+    func record(_ report: DeliveryReport, of order: Order, purchase: VerifiedPurchase, pass: Pass) throws {
+        metrics?.observeDelivery(report.outcome)
+        defer { pass.progress() }
+        let now = ledger.time.unixSeconds
+        var entry = HistoryEntry(at: now, kind: .delivery, outcome: "", hookExit: report.exitCode,
+                                 environment: purchase.environment, durationMs: report.durationMs,
+                                 detail: report.output.isEmpty ? nil : report.output)
+        let key = HookPayload.idempotencyKey(purchase)
+        switch report.outcome {
+        case .delivered where order.store.mustBeToldOfDelivery:
+            entry.outcome = "delivered"
+            entry.detail = ["store finish pending", entry.detail].compactMap { $0 }.joined(separator: "\n")
+            // Durable before Google hears of it: a crash from here on acknowledges, never re-delivers.
+            guard try ledger.recordDelivered(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                             error: nil, history: entry) else {
+                log.warning("order.lease_lost", [
+                    "order": order.orderId, "refused": "delivered", "idempotency_key": key,
+                    "why": "delivered, but the claim expired and another process took the order over",
+                ])
+                return
+            }
+            log.info("order.delivered", ["order": order.orderId, "store": order.store.rawValue, "idempotency_key": key,
+                                         "hook_exit": report.exitCode, "duration_ms": report.durationMs])
+            var delivered = order
+            delivered.deliveredAt = now
+            try finishWithStore(delivered, purchase: purchase, pass: pass)
+        case .delivered:
+            entry.outcome = "delivered"
+            if try ledger.markFinished(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                       history: entry) {
+                log.info("order.finished", ["order": order.orderId, "idempotency_key": key,
+                                            "hook_exit": report.exitCode, "duration_ms": report.durationMs])
+                pass.count(.finished)
+            } else {
+                // The hook granted, but another process holds the order now: it will deliver it
+                // again with the same key, which the receiver must answer as a duplicate.
+                log.warning("order.lease_lost", [
+                    "order": order.orderId, "refused": "finished", "idempotency_key": key,
+                    "why": "delivered, but the claim expired and another process took the order over",
+                ])
+            }
+        case let .alreadyGranted(message) where order.store.mustBeToldOfDelivery:
+            // The backend holds this very purchase's grant (its key is the store's own id for
+            // it): evidence it was granted, so the store is told, as after a delivery. Google
+            // would refund a purchase left unacknowledged while the customer keeps the goods.
+            entry.outcome = "already_granted"
+            entry.detail = ["the hook answered already granted: \(message)",
+                            report.output.isEmpty ? nil : report.output,
+                            "store finish pending"].compactMap { $0 }.joined(separator: "\n")
+            guard try ledger.recordDelivered(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                             error: nil, history: entry) else {
+                leaseLost(order, "already_granted")
+                return
+            }
+            log.info("order.delivered", ["order": order.orderId, "store": order.store.rawValue, "idempotency_key": key,
+                                         "outcome": "already_granted", "hook_exit": report.exitCode])
+            var delivered = order
+            delivered.deliveredAt = now
+            try finishWithStore(delivered, purchase: purchase, pass: pass)
+        case let .alreadyGranted(message):
+            entry.outcome = "already_granted"
+            entry.detail = message + (report.output.isEmpty ? "" : "\n" + report.output)
+            try recordGrantedOutside(order, key: key, entry: entry, pass: pass)
+        case let .retry(message), let .refused(message), let .unconfirmed(message):
+            try recordHookFailure(report, message: message, of: order, key: key, entry: entry, now: now, pass: pass)
+        case let .cannotStart(message):
+            entry.outcome = "cannot_start"
+            entry.detail = message
+            try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken, from: .delivering,
+                                     error: message, countsAttempt: false, permanent: false, nextAttemptAt: now,
+                                     maxAttempts: policy.maxAttempts, environment: nil, history: entry)
+            log.error("delivery.configuration_fault", ["order": order.orderId, "error": message])
+            pass.stop(deliveryConfigurationFault: message)
+        }
+    }
+
+    /// The hook answered "already granted" and the store need not hear of it: finished when the
+    /// order named that purchase; one matched by product is matched again (the purchase now
+    /// granted outside settle) and delivered on this worker, or left to a person when unclear.
+    private func recordGrantedOutside(_ order: Order, key: String, entry: HistoryEntry, pass: Pass) throws {
+        switch try ledger.recordGrantedOutside(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                               history: entry) {
+        case .finished:
+            log.info("order.finished", ["order": order.orderId, "outcome": "already_delivered", "idempotency_key": key])
+            pass.count(.finished)
+        case let .rematch(again):
+            log.info("order.rematch", ["order": order.orderId, "granted_outside": key,
+                                       "why": "the hook answered already granted; trying the next purchase"])
+            // Delivered on this worker, not queued: a delivery worker waiting for room in the
+            // queue it drains would wait for ever.
+            try verify(again, pass: pass) { verified in try deliver([verified], pass: pass) }
+        case let .unclear(message):
+            log.error("order.needs_attention", ["order": order.orderId,
+                                                "reason": AttentionReason.alreadyGrantedUnclear.rawValue,
+                                                "idempotency_key": key, "detail": message])
+            pass.count(.needsAttention)
+        case .leaseLost:
+            leaseLost(order, "already_granted")
+        }
+    }
+
+    /// The hook failed, refused or could not confirm the grant: tried again after the backoff
+    /// (an attempt used), or left to a person once refused or out of attempts.
+    private func recordHookFailure(_ report: DeliveryReport, message: String, of order: Order, key: String,
+                                   entry: HistoryEntry, now: Int64, pass: Pass) throws {
+        var entry = entry
+        let permanent = report.outcome == .refused(message)
+        let unconfirmed = report.outcome == .unconfirmed(message)
+        let exhausted: AttentionReason = unconfirmed ? .hookUnconfirmed : .attemptsExhausted
+        entry.outcome = permanent ? "refused" : unconfirmed ? "unconfirmed" : "failed"
+        entry.detail = message + (report.output.isEmpty ? "" : "\n" + report.output)
+        let next = Reconciler.nextAttempt(order, now: now, after: policy.delay(afterAttempt: order.attempts + 1))
+        let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                             from: .delivering, error: message, countsAttempt: true,
+                                             permanent: permanent, nextAttemptAt: next, maxAttempts: policy.maxAttempts,
+                                             exhaustedReason: exhausted, environment: nil, history: entry)
+        let output = report.output.isEmpty ? nil : DeliveryReport.tail(report.output)
+        log.warning("order.delivery_failed", ["order": order.orderId, "attempt": order.attempts + 1,
+                                              "idempotency_key": key, "hook_exit": report.exitCode, "error": message,
+                                              "hook_output": output])
+        if state == .needsAttention {
+            log.error("order.needs_attention", [
+                "order": order.orderId, "reason": permanent ? AttentionReason.hookRefused.rawValue : exhausted.rawValue,
+                "hook_exit": report.exitCode, "hook_output": output,
+            ])
+        }
+        if state == nil { leaseLost(order, "delivery_failed") }
+        pass.count(state)
+    }
+}
