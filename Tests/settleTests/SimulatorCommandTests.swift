@@ -52,6 +52,23 @@ final class SimulatorCommandTests: EndToEndTestCase {
         XCTAssertTrue(ended.stdout.contains("settle simulator stopped after"), ended.stdout)
     }
 
+    /// A SIGTERM sent the moment the simulator says it listens stops it cleanly: the signal is
+    /// caught before that line is printed (it was ignored for a moment, and a test waited 40 min).
+    func testSimulator_stoppedTheMomentItSaysItListens_stopsEveryTime() throws {
+        try world.writeConfig(serverAPI: true)
+        for round in 0..<8 {
+            let simulator = try SettleBinary.start(["simulator", "--listen", "127.0.0.1:0", "--config", world.configPath],
+                                                   outputFolder: world.folder)
+            defer { if simulator.isRunning { simulator.send(SIGKILL); _ = simulator.wait() } }
+            XCTAssertTrue(eventually(within: 20) {
+                ((try? String(contentsOfFile: simulator.stdoutPath, encoding: .utf8)) ?? "").hasPrefix("settle simulator listening on ")
+            })
+            simulator.send(SIGTERM)
+            XCTAssertTrue(eventually(within: 10) { !simulator.isRunning }, "round \(round): SIGTERM was lost")
+            XCTAssertEqual(simulator.wait().status, 0, "round \(round)")
+        }
+    }
+
     func testSimulator_refusesToListenBeyondLoopback_andABrokenScript() throws {
         let wide = try settle(["simulator", "--listen", "0.0.0.0:8080"])
         XCTAssertEqual(wide.status, 64)

@@ -71,6 +71,8 @@ enum SimulatorCommand {
                 throw CommandFailure.from(error)
             }
         }
+        // Caught before the banner: whoever reads it may stop the simulator at once.
+        StopSignal.install()
         for (i, store) in running.enumerated() {
             context.print((i == 0 ? "settle simulator listening on \(store.baseURL)\n" : "") + store.banner)
         }

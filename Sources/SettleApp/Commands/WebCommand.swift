@@ -57,6 +57,8 @@ enum WebCommand {
         } catch {
             throw CommandFailure(.unavailable, "\(error)")
         }
+        // Caught before the line that says it listens: whoever reads it may stop it at once.
+        StopSignal.install()
         let shown = console.boundAddress.map(String.init(describing:)) ?? listen
         log.info("web.listening", ["address": shown, "actions": web.actions, "users": users?.names.count ?? 0])
         context.print("settle web listening on http://\(shown)/ (" + (web.actions ? "actions on" : "read-only")
