@@ -77,10 +77,8 @@ extension LedgerTransaction {
 }
 
 extension AccountTokenJob: SideQueueJob {
-    package static let queue = SideQueue(table: "account_token_updates", key: [.text("order_id")],
-                                         order: ["next_attempt_at"])
+    package static let queue = SideQueue(table: "account_token_updates", key: ["order_id"], order: ["next_attempt_at"])
     package var queueKey: [LedgerValue] { [.text(orderId)] }
-    package var historyOrderId: String? { orderId }
 
     package init(row: any LedgerRow) {
         self.init(orderId: row.string("order_id") ?? "", token: row.string("app_account_token") ?? "", state: row.string("state") ?? "",

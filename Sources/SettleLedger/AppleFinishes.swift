@@ -18,10 +18,9 @@ package struct AppleFinishJob: Sendable, Equatable {
 }
 
 extension AppleFinishJob: SideQueueJob {
-    package static let queue = SideQueue(table: "apple_finishes", key: [.text("transaction_id")],
+    package static let queue = SideQueue(table: "apple_finishes", key: ["transaction_id"],
                                          order: ["next_attempt_at", "transaction_id"])
     package var queueKey: [LedgerValue] { [.text(transactionId)] }
-    package var historyOrderId: String? { orderId }
 
     package init(row: any LedgerRow) {
         self.init(transactionId: row.string("transaction_id") ?? "", orderId: row.string("order_id") ?? "",

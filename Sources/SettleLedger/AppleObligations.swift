@@ -41,10 +41,8 @@ package struct ConsumptionJob: Sendable, Equatable {
 }
 
 extension RevocationJob: SideQueueJob {
-    package static let queue = SideQueue(table: "revocations", key: [.text("transaction_id")],
-                                         order: ["next_attempt_at"])
+    package static let queue = SideQueue(table: "revocations", key: ["transaction_id"], order: ["next_attempt_at"])
     package var queueKey: [LedgerValue] { [.text(transactionId)] }
-    package var historyOrderId: String? { orderId }
 
     package init(row: any LedgerRow) {
         self.init(transactionId: row.string("transaction_id") ?? "", orderId: row.string("order_id") ?? "",
@@ -56,10 +54,9 @@ extension RevocationJob: SideQueueJob {
 }
 
 extension ConsumptionJob: SideQueueJob {
-    package static let queue = SideQueue(table: "consumption_answers", key: [.text("notification_uuid")],
+    package static let queue = SideQueue(table: "consumption_answers", key: ["notification_uuid"],
                                          order: ["next_attempt_at"])
     package var queueKey: [LedgerValue] { [.text(notificationUUID)] }
-    package var historyOrderId: String? { orderId }
 
     package init(row: any LedgerRow) {
         self.init(notificationUUID: row.string("notification_uuid") ?? "",

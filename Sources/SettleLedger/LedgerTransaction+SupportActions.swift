@@ -21,10 +21,9 @@ package enum SupportActionRules {
 }
 
 extension SupportAction: SideQueueJob {
-    package static let queue = SideQueue(table: "support_actions", key: [.text("order_id"), .text("kind"), .integer("number")],
+    package static let queue = SideQueue(table: "support_actions", key: ["order_id", "kind", "number"],
                                          order: ["next_attempt_at", "order_id"])
     package var queueKey: [LedgerValue] { [.text(orderId), .text(kind.rawValue), .integer(Int64(number))] }
-    package var historyOrderId: String? { orderId }
 
     /// The action stored in a `support_actions` row.
     package init?(row: any LedgerRow) {

@@ -13,29 +13,10 @@ import SettleModel
 /// not after its lease; a live owner's claim, and one of another host (its pid means nothing
 /// here), wait for their expiry.
 package struct SideQueue: Sendable {
-    /// A column of a queue's key, and how its values are bound.
-    package enum KeyColumn: Sendable {
-        case text(String)
-        case integer(String)
-
-        var name: String {
-            switch self {
-            case let .text(name), let .integer(name): name
-            }
-        }
-
-        func value(in row: any LedgerRow) -> LedgerValue {
-            switch self {
-            case let .text(name): .from(row.string(name))
-            case let .integer(name): .from(row.int(name))
-            }
-        }
-    }
-
     /// The table that holds the queue.
     package var table: String
     /// The columns that name one job (`SideQueueJob.queueKey` holds their values).
-    package var key: [KeyColumn]
+    package var key: [String]
     /// The column the claim's expiry is kept in (a job is due again once it is past).
     package var expiry = "next_attempt_at"
     /// Whether `expiry` is also the job's due time (a claim moves it a lease ahead, a backoff
@@ -66,7 +47,7 @@ package struct SideQueue: Sendable {
     }
 
     /// `column = ?` for each key column, for the values of `SideQueueJob.queueKey`.
-    var matchesKey: String { key.map { "\($0.name) = ?" }.joined(separator: " AND ") }
+    var matchesKey: String { key.map { "\($0) = ?" }.joined(separator: " AND ") }
 
     /// The assignment stamping a job written at `now`, with its value.
     func stamp(_ now: Int64) -> (sql: String, values: [LedgerValue]) {
@@ -103,8 +84,6 @@ package protocol SideQueueJob {
     /// The claim it was handed out under: it is written to only under that claim, so a host
     /// whose claim lapsed (and another host took the job) changes nothing.
     var claim: Int64 { get }
-    /// The order whose history tells of it; nil when none does.
-    var historyOrderId: String? { get }
     /// The job a row of its queue holds; nil for a row that is not one.
     init?(row: any LedgerRow)
 }
@@ -118,9 +97,8 @@ extension LedgerTransaction {
                                      joining: String = "", where condition: String = "",
                                      _ values: [LedgerValue] = []) throws -> [Job] {
         let queue = Job.queue
-        let keys = queue.key.map { "q.\($0.name) AS \($0.name)" }.joined(separator: ", ")
         let due = try query("""
-            SELECT \(keys) FROM \(queue.table) q\(joining)
+            SELECT q.* FROM \(queue.table) q\(joining)
             WHERE q.state = 'pending' AND \(queue.isDue)\(condition)
             ORDER BY \(queue.order.map { "q.\($0)" }.joined(separator: ", ")) LIMIT ?\(dialect.claimRows("q"))
             """, [.integer(now)] + values + [.integer(Int64(limit))])
@@ -129,14 +107,14 @@ extension LedgerTransaction {
         // The expiry is kept apart as `claim_expires_at` too, so rescue can tell a claim still in
         // flight (its due time is still the claim's expiry) from a job whose outcome was recorded
         // with a backoff (a due time of its own): only the first is taken back.
-        return try due.compactMap { row in
+        return try due.compactMap(Job.init(row:)).compactMap { job in
             try query("""
                 UPDATE \(queue.table) SET claim = claim + 1, \(queue.expiry) = ?\(stamp.sql),
                        claim_host = ?, claim_pid = ?, claim_start = ?, claim_expires_at = ?
                 WHERE \(queue.matchesKey) RETURNING *
                 """, [.integer(until)] + stamp.values
                     + [.text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart), .integer(until)]
-                    + queue.key.map { $0.value(in: row) }).first.flatMap(Job.init(row:))
+                    + job.queueKey).first.flatMap(Job.init(row:))
         }
     }
 
@@ -160,15 +138,16 @@ extension LedgerTransaction {
             """, job.queueKey + [.integer(job.claim), .integer(now)] + values).isEmpty
     }
 
-    /// Writes `change` to `job` while it is pending under its claim; false, and nothing changes,
-    /// once it was claimed again since.
-    func write<Job: SideQueueJob>(_ change: SideQueue.Change, to job: Job, now: Int64) throws -> Bool {
+    /// Writes `change` to `job` while it is pending under its claim, and returns its row's
+    /// `order_id` (the order whose history tells of the job); nil, and nothing changes, once
+    /// the job was claimed again since.
+    func write<Job: SideQueueJob>(_ change: SideQueue.Change, to job: Job, now: Int64) throws -> (any LedgerRow)? {
         let queue = Job.queue
         let set = queue.assignments(change, now: now)
-        return try !query("""
+        return try query("""
             UPDATE \(queue.table) SET \(set.sql)
-            WHERE \(queue.matchesKey) AND state = 'pending' AND claim = ? RETURNING claim
-            """, set.values + job.queueKey + [.integer(job.claim)]).isEmpty
+            WHERE \(queue.matchesKey) AND state = 'pending' AND claim = ? RETURNING order_id
+            """, set.values + job.queueKey + [.integer(job.claim)]).first
     }
 
     /// Takes back every side-queue claim that `rescuer` can prove dead (see `SideQueue`): the
@@ -228,8 +207,8 @@ extension TransactionalLedger {
     }
 
     /// Writes `change` to `job` under the claim it was handed out under at `now` (nil: the
-    /// ledger's clock) and, when it changed, runs `effect` and adds `history` to the job's
-    /// order, all in one transaction. False, and nothing changes, once the job was claimed again since.
+    /// ledger's clock) and, when it changed, runs `effect` and adds `history` to the order the
+    /// job is about (none for a job about no order), all in one transaction. False, and nothing changes, once the job was claimed again since.
     @discardableResult
     func record<Job: SideQueueJob>(_ job: Job, _ change: SideQueue.Change, at now: Int64? = nil,
                                    history: HistoryEntry? = nil,
@@ -237,9 +216,9 @@ extension TransactionalLedger {
         throws(LedgerError) -> Bool {
         let now = now ?? time.unixSeconds
         return try writing { db in
-            guard try db.write(change, to: job, now: now) else { return false }
+            guard let written = try db.write(change, to: job, now: now) else { return false }
             try effect(db)
-            if let history, let orderId = job.historyOrderId { try db.appendHistory(orderId, history) }
+            if let history, let orderId = written.string("order_id") { try db.appendHistory(orderId, history) }
             return true
         }
     }

@@ -128,11 +128,9 @@ extension TransactionalLedger {
 
 extension PlayNotificationRecord: SideQueueJob {
     /// Every pending push is due; `claimed_until` is only a claim's lease.
-    package static let queue = SideQueue(table: "play_notifications", key: [.text("message_id")], expiry: "claimed_until",
+    package static let queue = SideQueue(table: "play_notifications", key: ["message_id"], expiry: "claimed_until",
                                          expiryIsDueTime: false, updatedAt: nil, order: ["received_at", "message_id"])
     package var queueKey: [LedgerValue] { [.text(messageId)] }
-    /// Its outcome is the notification's own; an effect on an order writes that order's history itself.
-    package var historyOrderId: String? { nil }
 
     package init(row: any LedgerRow) {
         self.init(messageId: row.string("message_id") ?? "", kind: row.string("kind") ?? "", receivedAt: row.int("received_at") ?? 0,
