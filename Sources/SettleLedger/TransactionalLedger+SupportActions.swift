@@ -17,12 +17,8 @@ extension TransactionalLedger {
     package func requestTransfer(orderId: String, toUser: String, note: String, by person: Operator) throws(LedgerError) -> TransferRequest {
         let target = toUser
         guard !target.trimmingCharacters(in: .whitespaces).isEmpty else { throw .invalid("a transfer needs the user to move the purchase to (--to-user)") }
-        guard !note.trimmingCharacters(in: .whitespaces).isEmpty else { throw .invalid("a transfer needs a note: say why (a ticket number)") }
-        guard try knowsSupportActions() else { throw .olderSchema(found: try schemaVersion(), needed: supportActionsSchema) }
-        let now = time.unixSeconds
-        return try writing { db in
-            let order = try db.lockedOrder(orderId)
-            if let open = try db.openSupportAction(orderId) {
+        return try supportRequest("transfer", orderId: orderId, note: note) { db, order, open, now in
+            if let open {
                 guard open.kind == .transfer, open.state == .waiting, open.toUser == target else {
                     throw LedgerError.invalid(SupportActionRules.busy(open))
                 }
@@ -60,12 +56,8 @@ extension TransactionalLedger {
     /// a person is due again now.
     @discardableResult
     package func requestRedelivery(orderId: String, note: String, by person: Operator) throws(LedgerError) -> RedeliveryRequest {
-        guard !note.trimmingCharacters(in: .whitespaces).isEmpty else { throw .invalid("a redelivery needs a note: say why (a ticket number)") }
-        guard try knowsSupportActions() else { throw .olderSchema(found: try schemaVersion(), needed: supportActionsSchema) }
-        let now = time.unixSeconds
-        return try writing { db in
-            let order = try db.lockedOrder(orderId)
-            if let open = try db.openSupportAction(orderId) {
+        try supportRequest("redelivery", orderId: orderId, note: note) { db, order, open, now in
+            if let open {
                 guard open.kind == .redeliver, open.state == .waiting, let target = open.target, let key = open.targetKey else {
                     throw LedgerError.invalid(SupportActionRules.busy(open))
                 }
@@ -112,6 +104,17 @@ extension TransactionalLedger {
                 detail: "redeliver \(number) of \(request.what) (key \(last.key)) requested by \(person.label): \(note)"))
             return request
         }
+    }
+
+    /// What every support request does first: it is refused without a note, or on a ledger older
+    /// than the table; then `body` runs in one transaction, with the order locked, its open
+    /// action (nil when none is open) and the time.
+    private func supportRequest<T>(_ noun: String, orderId: String, note: String,
+                                   _ body: (any LedgerTransaction, Order, SupportAction?, Int64) throws -> T) throws(LedgerError) -> T {
+        guard !note.trimmingCharacters(in: .whitespaces).isEmpty else { throw .invalid("a \(noun) needs a note: say why (a ticket number)") }
+        guard try knowsSupportActions() else { throw .olderSchema(found: try schemaVersion(), needed: supportActionsSchema) }
+        let now = time.unixSeconds
+        return try writing { db in try body(db, try db.lockedOrder(orderId), try db.openSupportAction(orderId), now) }
     }
 
     /// Every transfer and redelivery of an order, oldest first (for `settle status`); none on a
