@@ -32,7 +32,7 @@ package struct SideQueue: Sendable {
                                            AccountTokenJob.queue, SupportAction.queue, PlayNotificationRecord.queue]
 
     /// What a write under a claim does to a job. Every write but a release stamps it.
-    package enum Change {
+    enum Change {
         /// Given back untouched: due again at once.
         case release
         /// Not worked on now (held back by a rate limit, waiting for a route or for an order), no
@@ -179,11 +179,6 @@ extension LedgerTransaction {
             }
         }
         return taken
-    }
-
-    /// The order named, as it is now; nil when the ledger holds none.
-    func order(_ id: String) throws -> Order? {
-        try query("SELECT * FROM orders WHERE order_id = ?", [.text(id)]).first.map { Order(row: $0) }
     }
 }
 
