@@ -37,35 +37,16 @@ extension TransactionalLedger {
                                                           detail: "Set App Account Token not sent: the order was rejected"))
                 }
             }
-            let due = try db.query("""
-                SELECT a.order_id FROM account_token_updates a JOIN orders o ON o.order_id = a.order_id
-                WHERE a.state = 'pending' AND a.next_attempt_at <= ? AND o.state IN ('delivering','finished')
-                  AND o.original_transaction_id IS NOT NULL
-                ORDER BY a.next_attempt_at LIMIT ?\(db.dialect.claimRows("a"))
-                """, [.integer(now), .integer(Int64(limit))]).compactMap { $0.string("order_id") }
-            return try due.compactMap { orderId in
-                guard let job = try db.query("""
-                    UPDATE account_token_updates SET claim = claim + 1, next_attempt_at = ?, updated_at = ?, \(SideQueue.owner(owner, until: now + leaseSeconds).sql)
-                    WHERE order_id = ? RETURNING *
-                    """, [.integer(now + leaseSeconds), .integer(now)] + SideQueue.owner(owner, until: now + leaseSeconds).values + [.text(orderId)]).first.map(AccountTokenJob.init(row:)),
-                    let order = try db.query("SELECT * FROM orders WHERE order_id = ?", [.text(orderId)]).first.map({ Order(row: $0) })
-                else { return nil }
-                return (job, order)
-            }
+            let verified = " AND o.state IN ('delivering','finished') AND o.original_transaction_id IS NOT NULL"
+            return try db.claimDue(AccountTokenJob.self, limit: limit, leaseSeconds: leaseSeconds, owner: owner, now: now,
+                                   joining: " JOIN orders o ON o.order_id = q.order_id", where: verified)
+                .compactMap { job in try db.order(job.orderId).map { (job, $0) } }
         }
     }
 
     /// The call was held back to stay within Apple's rate limit: due again now, no attempt used.
     package func deferAccountToken(_ job: AccountTokenJob, why: String, history: HistoryEntry) throws(LedgerError) {
-        let now = time.unixSeconds
-        try writing { db in
-            let changed = try db.query("""
-                UPDATE account_token_updates SET next_attempt_at = ?, last_error = ?, updated_at = ?
-                WHERE order_id = ? AND state = 'pending' AND claim = ?
-                RETURNING order_id
-                """, [.integer(now), .text(why), .integer(now), .text(job.orderId), .integer(job.claim)])
-            if !changed.isEmpty { try db.appendHistory(job.orderId, history) }
-        }
+        try record(job, .hold(why: why), history: history)
     }
 
     /// What an attempt concluded: `set`, `refused`, `failed`, or `pending` (again at
@@ -73,19 +54,8 @@ extension TransactionalLedger {
     @discardableResult
     package func recordAccountToken(_ job: AccountTokenJob, state: String, appleStatus: Int?, error: String?, nextAttemptAt: Int64,
                                     history: HistoryEntry) throws(LedgerError) -> Bool {
-        let now = time.unixSeconds
-        return try writing { db in
-            let changed = try db.query("""
-                UPDATE account_token_updates SET state = ?, attempts = attempts + 1, next_attempt_at = ?, apple_status = ?,
-                       last_error = ?, updated_at = ?
-                WHERE order_id = ? AND state = 'pending' AND claim = ?
-                RETURNING order_id
-                """, [.text(state), .integer(nextAttemptAt), .from(appleStatus), .from(error), .integer(now), .text(job.orderId),
-                      .integer(job.claim)])
-            guard !changed.isEmpty else { return false }
-            try db.appendHistory(job.orderId, history)
-            return true
-        }
+        try record(job, .outcome(state: state, nextAttemptAt: nextAttemptAt, error: error,
+                                 also: [("apple_status", .from(appleStatus))]), history: history)
     }
 
     package func accountTokenUpdate(orderId: String) throws(LedgerError) -> AccountTokenJob? {
@@ -106,8 +76,11 @@ extension LedgerTransaction {
     }
 }
 
-extension AccountTokenJob {
-    init(row: any LedgerRow) {
+extension AccountTokenJob: SideQueueJob {
+    package static let queue = SideQueue(table: "account_token_updates", key: ["order_id"], order: ["next_attempt_at"])
+    package var queueKey: [LedgerValue] { [.text(orderId)] }
+
+    package init(row: any LedgerRow) {
         self.init(orderId: row.string("order_id") ?? "", token: row.string("app_account_token") ?? "", state: row.string("state") ?? "",
                   attempts: row.count("attempts"), appleStatus: row.int("apple_status").map { Int($0) },
                   lastError: row.string("last_error"), claim: row.int("claim") ?? 0)

@@ -17,6 +17,18 @@ package struct AppleFinishJob: Sendable, Equatable {
     package var environment: AppleEnvironment? { AppleEnvironment(rawValue: storedEnvironment) }
 }
 
+extension AppleFinishJob: SideQueueJob {
+    package static let queue = SideQueue(table: "apple_finishes", key: ["transaction_id"],
+                                         order: ["next_attempt_at", "transaction_id"])
+    package var queueKey: [LedgerValue] { [.text(transactionId)] }
+
+    package init(row: any LedgerRow) {
+        self.init(transactionId: row.string("transaction_id") ?? "", orderId: row.string("order_id") ?? "",
+                  storedEnvironment: row.string("environment") ?? "", attempts: row.count("attempts"),
+                  claim: row.int("claim") ?? 0)
+    }
+}
+
 /// What became of an order's Finish Transaction, for `settle status`.
 package struct AppleFinishRecord: Sendable, Equatable {
     /// `pending`, `finished`, `refused` (Apple's final 4xx, or attempts exhausted) or `not_sent`.
@@ -33,40 +45,12 @@ extension TransactionalLedger {
         guard try knowsAppleFinishes() else { return [] }
         let now = time.unixSeconds
         return try writing { db in
-            let due = try db.query("""
-                SELECT transaction_id FROM apple_finishes WHERE state = 'pending' AND next_attempt_at <= ?
-                ORDER BY next_attempt_at, transaction_id LIMIT ?\(db.dialect.claimRows("apple_finishes"))
-                """, [.integer(now), .integer(Int64(limit))]).compactMap { $0.string("transaction_id") }
-            return try due.compactMap { id in
-                try db.query("""
-                    UPDATE apple_finishes SET claim = claim + 1, next_attempt_at = ?, updated_at = ?, \(SideQueue.owner(owner, until: now + leaseSeconds).sql)
-                    WHERE transaction_id = ? RETURNING *
-                    """, [.integer(now + leaseSeconds), .integer(now)] + SideQueue.owner(owner, until: now + leaseSeconds).values + [.text(id)]).first.map { row in
-                    AppleFinishJob(transactionId: id, orderId: row.string("order_id") ?? "", storedEnvironment: row.string("environment") ?? "",
-                                   attempts: row.count("attempts"), claim: row.int("claim") ?? 0)
-                }
-            }
-        }
-    }
-
-    /// Whether this call's claim is still this one's and unexpired: checked just before Apple is called.
-    package func holds(_ job: AppleFinishJob) throws(LedgerError) -> Bool {
-        let now = time.unixSeconds
-        return try reading { db in
-            try !db.query("""
-                SELECT 1 AS held FROM apple_finishes WHERE transaction_id = ? AND state = 'pending' AND claim = ? AND next_attempt_at > ?
-                """, [.text(job.transactionId), .integer(job.claim), .integer(now)]).isEmpty
+            try db.claimDue(AppleFinishJob.self, limit: limit, leaseSeconds: leaseSeconds, owner: owner, now: now)
         }
     }
 
     /// Gives a claimed call back untouched (the pass's time ran out, or Apple is down): due again at once.
-    package func releaseAppleFinish(_ job: AppleFinishJob) throws(LedgerError) {
-        let now = time.unixSeconds
-        try writing { db in
-            try db.query("UPDATE apple_finishes SET next_attempt_at = ? WHERE transaction_id = ? AND state = 'pending' AND claim = ?",
-                         [.integer(now), .text(job.transactionId), .integer(job.claim)])
-        }
-    }
+    package func releaseAppleFinish(_ job: AppleFinishJob) throws(LedgerError) { try release([job]) }
 
     /// What one call concluded (`finished`, `pending` again at `nextAttemptAt`, `refused`,
     /// `not_sent`), with its line in the order's history. Nothing changes when the call was
@@ -74,18 +58,8 @@ extension TransactionalLedger {
     @discardableResult
     package func recordAppleFinish(_ job: AppleFinishJob, state: String, error: String?, nextAttemptAt: Int64, countsAttempt: Bool,
                                    history: HistoryEntry) throws(LedgerError) -> Bool {
-        let now = time.unixSeconds
-        return try writing { db in
-            let changed = try db.query("""
-                UPDATE apple_finishes SET state = ?, attempts = attempts + ?, next_attempt_at = ?, last_error = ?, updated_at = ?
-                WHERE transaction_id = ? AND state = 'pending' AND claim = ?
-                RETURNING transaction_id
-                """, [.text(state), .integer(countsAttempt ? 1 : 0), .integer(nextAttemptAt), .from(error), .integer(now),
-                      .text(job.transactionId), .integer(job.claim)])
-            guard !changed.isEmpty else { return false }
-            try db.appendHistory(job.orderId, history)
-            return true
-        }
+        try record(job, .outcome(state: state, nextAttemptAt: nextAttemptAt, error: error, attempts: countsAttempt ? 1 : 0),
+                   history: history)
     }
 
     /// With Finish Transaction off (or no Server API), what is owed is set aside as `not_sent`,

@@ -40,6 +40,32 @@ package struct ConsumptionJob: Sendable, Equatable {
     package var environment: AppleEnvironment? { AppleEnvironment(rawValue: storedEnvironment) }
 }
 
+extension RevocationJob: SideQueueJob {
+    package static let queue = SideQueue(table: "revocations", key: ["transaction_id"], order: ["next_attempt_at"])
+    package var queueKey: [LedgerValue] { [.text(transactionId)] }
+
+    package init(row: any LedgerRow) {
+        self.init(transactionId: row.string("transaction_id") ?? "", orderId: row.string("order_id") ?? "",
+                  kind: row.string("kind") ?? "REFUND", attempts: row.count("attempts"),
+                  round: row.count("round", default: 1), lastError: row.string("last_error"), claim: row.int("claim") ?? 0,
+                  quantity: row.int("quantity").map { Int($0) }, revocationType: row.string("revocation_type"),
+                  revocationPercentage: row.int("revocation_percentage"))
+    }
+}
+
+extension ConsumptionJob: SideQueueJob {
+    package static let queue = SideQueue(table: "consumption_answers", key: ["notification_uuid"],
+                                         order: ["next_attempt_at"])
+    package var queueKey: [LedgerValue] { [.text(notificationUUID)] }
+
+    package init(row: any LedgerRow) {
+        self.init(notificationUUID: row.string("notification_uuid") ?? "",
+                  transactionId: row.string("transaction_id") ?? "", storedEnvironment: row.string("environment") ?? "",
+                  orderId: row.string("order_id"), attempts: row.count("attempts"), deadlineAt: row.int("deadline_at") ?? 0,
+                  claim: row.int("claim") ?? 0)
+    }
+}
+
 /// What the ledger shows about a purchase's delivery, for an answer to a refund request.
 package enum DeliveryEvidence: Sendable, Equatable {
     /// Delivered: settle finished it, or a grant is recorded outside settle.
@@ -95,80 +121,31 @@ extension TransactionalLedger {
                     SELECT order_id FROM orders o WHERE o.state IN ('rejected','pending','needs_attention')
                     AND NOT EXISTS (SELECT 1 FROM grants g WHERE g.order_id = o.order_id))
                 """, [.integer(now)])
-            let due = try db.query("""
-                SELECT r.transaction_id AS job_transaction FROM revocations r JOIN orders o ON o.order_id = r.order_id
-                WHERE r.state = 'pending' AND r.next_attempt_at <= ?
-                  AND (o.state = 'finished' OR (o.state NOT IN ('verifying','delivering')
-                                                AND EXISTS (SELECT 1 FROM grants g WHERE g.order_id = o.order_id)))
-                  AND NOT EXISTS (SELECT 1 FROM support_actions s WHERE s.order_id = o.order_id AND s.kind = 'transfer'
-                                  AND s.state IN ('pending','waiting'))
-                ORDER BY r.next_attempt_at LIMIT ?\(db.dialect.claimRows("r"))
-                """, [.integer(now), .integer(Int64(limit))]).compactMap { $0.string("job_transaction") }
-            return try due.compactMap { transactionId in
-                try db.query("""
-                    UPDATE revocations SET claim = claim + 1, next_attempt_at = ?, updated_at = ?, \(SideQueue.owner(owner, until: now + leaseSeconds).sql)
-                    WHERE transaction_id = ?
-                    RETURNING claim AS job_claim, kind AS job_kind, attempts AS job_attempts, round AS job_round,
-                              last_error AS job_error, order_id AS job_order, quantity AS job_quantity,
-                              revocation_type AS job_revocation_type, revocation_percentage AS job_revocation_percentage
-                    """, [.integer(now + leaseSeconds), .integer(now)] + SideQueue.owner(owner, until: now + leaseSeconds).values + [.text(transactionId)]).first.flatMap { job in
-                    try db.query("SELECT * FROM orders WHERE order_id = ?", [.from(job.string("job_order"))]).first.map { row in
-                        let order = Order(row: row)
-                        return (RevocationJob(transactionId: transactionId, orderId: order.orderId, kind: job.string("job_kind") ?? "REFUND",
-                                              attempts: job.count("job_attempts"), round: job.count("job_round", default: 1),
-                                              lastError: job.string("job_error"), claim: job.int("job_claim") ?? 0,
-                                              quantity: job.int("job_quantity").map { Int($0) },
-                                              revocationType: job.string("job_revocation_type"),
-                                              revocationPercentage: job.int("job_revocation_percentage")), order)
-                    }
-                }
-            }
-        }
-    }
-
-    /// Whether this job's claim is still this one's and unexpired: checked just before the hook runs.
-    package func holds(_ job: RevocationJob) throws(LedgerError) -> Bool {
-        let now = time.unixSeconds
-        return try reading { db in
-            try !db.query("""
-                SELECT 1 AS held FROM revocations WHERE transaction_id = ? AND state = 'pending' AND claim = ? AND next_attempt_at > ?
-                """, [.text(job.transactionId), .integer(job.claim), .integer(now)]).isEmpty
+            return try db.claimDue(RevocationJob.self, limit: limit, leaseSeconds: leaseSeconds, owner: owner, now: now,
+                                   joining: " JOIN orders o ON o.order_id = q.order_id", where: """
+                 AND (o.state = 'finished' OR (o.state NOT IN ('verifying','delivering')
+                                              AND EXISTS (SELECT 1 FROM grants g WHERE g.order_id = o.order_id)))
+                 AND NOT EXISTS (SELECT 1 FROM support_actions s WHERE s.order_id = o.order_id AND s.kind = 'transfer'
+                                 AND s.state IN ('pending','waiting'))
+                """).compactMap { job in try db.order(job.orderId).map { (job, $0) } }
         }
     }
 
     /// A revoke that cannot run yet because no route for revokes is configured: it stays
     /// `pending` and due (so it runs once one is) with the reason as its last error, without using an attempt.
     package func recordRevocationWaiting(_ job: RevocationJob, reason: String, history: HistoryEntry) throws(LedgerError) {
-        let now = time.unixSeconds
-        try writing { db in
-            let changed = try db.query("""
-                UPDATE revocations SET last_error = ?, next_attempt_at = ?, updated_at = ?
-                WHERE transaction_id = ? AND state = 'pending' AND claim = ?
-                RETURNING transaction_id
-                """, [.text(reason), .integer(now), .integer(now), .text(job.transactionId), .integer(job.claim)])
-            if !changed.isEmpty { try db.appendHistory(job.orderId, history) }
-        }
+        try record(job, .hold(why: reason), history: history)
     }
 
     /// Gives a claimed revoke back untouched: due again at once.
-    package func releaseRevocation(_ job: RevocationJob) throws(LedgerError) {
-        let now = time.unixSeconds
-        try writing { db in
-            try db.query("UPDATE revocations SET next_attempt_at = ? WHERE transaction_id = ? AND state = 'pending' AND claim = ?",
-                         [.integer(now), .text(job.transactionId), .integer(job.claim)])
-        }
-    }
+    package func releaseRevocation(_ job: RevocationJob) throws(LedgerError) { try release([job]) }
 
     /// The revoke owed for one order, for `settle status`: nil when none was ever owed.
     package func revocation(orderId: String) throws(LedgerError) -> (state: String, job: RevocationJob)? {
         guard try hasNotificationTables() else { return nil }
         return try reading { db in
             try db.query("SELECT * FROM revocations WHERE order_id = ? ORDER BY updated_at DESC LIMIT 1", [.text(orderId)]).first
-                .map { row in
-                    (row.string("state") ?? "", RevocationJob(transactionId: row.string("transaction_id") ?? "", orderId: orderId,
-                                                              kind: row.string("kind") ?? "REFUND", attempts: row.count("attempts"),
-                                                              round: row.count("round", default: 1), lastError: row.string("last_error")))
-                }
+                .map { row in (row.string("state") ?? "", RevocationJob(row: row)) }
         }
     }
 
@@ -177,17 +154,7 @@ extension TransactionalLedger {
     @discardableResult
     package func recordRevocation(_ job: RevocationJob, state: String, error: String?, nextAttemptAt: Int64,
                                  history: HistoryEntry) throws(LedgerError) -> Bool {
-        let now = time.unixSeconds
-        return try writing { db in
-            let changed = try db.query("""
-                UPDATE revocations SET state = ?, attempts = attempts + 1, next_attempt_at = ?, last_error = ?, updated_at = ?
-                WHERE transaction_id = ? AND state = 'pending' AND claim = ?
-                RETURNING transaction_id
-                """, [.text(state), .integer(nextAttemptAt), .from(error), .integer(now), .text(job.transactionId), .integer(job.claim)])
-            guard !changed.isEmpty else { return false }
-            try db.appendHistory(job.orderId, history)
-            return true
-        }
+        try record(job, .outcome(state: state, nextAttemptAt: nextAttemptAt, error: error), history: history)
     }
 
     /// Due refund-request answers, each claimed for `leaseSeconds` as revokes are.
@@ -195,35 +162,8 @@ extension TransactionalLedger {
                                            owner: LeaseOwner) throws(LedgerError) -> [(ConsumptionJob, Order?)] {
         let now = time.unixSeconds
         return try writing { db in
-            let due = try db.query("""
-                SELECT notification_uuid FROM consumption_answers WHERE state = 'pending' AND next_attempt_at <= ?
-                ORDER BY next_attempt_at LIMIT ?\(db.dialect.claimRows("consumption_answers"))
-                """, [.integer(now), .integer(Int64(limit))]).compactMap { $0.string("notification_uuid") }
-            return try due.compactMap { uuid in
-                try db.query("""
-                    UPDATE consumption_answers SET claim = claim + 1, next_attempt_at = ?, updated_at = ?, \(SideQueue.owner(owner, until: now + leaseSeconds).sql)
-                    WHERE notification_uuid = ? RETURNING *
-                    """, [.integer(now + leaseSeconds), .integer(now)] + SideQueue.owner(owner, until: now + leaseSeconds).values + [.text(uuid)]).first.map { row in
-                    let job = ConsumptionJob(notificationUUID: uuid, transactionId: row.string("transaction_id") ?? "",
-                                             storedEnvironment: row.string("environment") ?? "", orderId: row.string("order_id"),
-                                             attempts: row.count("attempts"), deadlineAt: row.int("deadline_at") ?? 0,
-                                             claim: row.int("claim") ?? 0)
-                    let order = try job.orderId.flatMap { id in
-                        try db.query("SELECT * FROM orders WHERE order_id = ?", [.text(id)]).first.map { Order(row: $0) }
-                    }
-                    return (job, order)
-                }
-            }
-        }
-    }
-
-    /// Whether this answer's claim is still this one's and unexpired: checked just before Apple is called.
-    package func holds(_ job: ConsumptionJob) throws(LedgerError) -> Bool {
-        let now = time.unixSeconds
-        return try reading { db in
-            try !db.query("""
-                SELECT 1 AS held FROM consumption_answers WHERE notification_uuid = ? AND state = 'pending' AND claim = ? AND next_attempt_at > ?
-                """, [.text(job.notificationUUID), .integer(job.claim), .integer(now)]).isEmpty
+            try db.claimDue(ConsumptionJob.self, limit: limit, leaseSeconds: leaseSeconds, owner: owner, now: now)
+                .map { job in (job, try job.orderId.flatMap(db.order)) }
         }
     }
 
@@ -269,12 +209,7 @@ extension TransactionalLedger {
 
     /// An answer that waits for an order still being settled: looked at again at `until`, no attempt used.
     package func postponeConsumptionAnswer(_ job: ConsumptionJob, until: Int64, why: String) throws(LedgerError) {
-        let now = time.unixSeconds
-        try writing { db in
-            try db.query("""
-                UPDATE consumption_answers SET next_attempt_at = ?, last_error = ?, updated_at = ? WHERE notification_uuid = ? AND claim = ?
-                """, [.integer(until), .text("waiting: \(why)"), .integer(now), .text(job.notificationUUID), .integer(job.claim)])
-        }
+        try record(job, .hold(why: "waiting: \(why)", until: until))
     }
 
     /// What an answer attempt concluded: `sent`, `pending` (retry at `nextAttemptAt`) or `failed`.
@@ -282,19 +217,8 @@ extension TransactionalLedger {
     @discardableResult
     package func recordConsumptionAnswer(_ job: ConsumptionJob, state: String, body: String, appleStatus: Int?, error: String?,
                                         nextAttemptAt: Int64, history: HistoryEntry) throws(LedgerError) -> Bool {
-        let now = time.unixSeconds
-        return try writing { db in
-            let changed = try db.query("""
-                UPDATE consumption_answers SET state = ?, attempts = attempts + 1, next_attempt_at = ?, body = ?, apple_status = ?,
-                       last_error = ?, updated_at = ?
-                WHERE notification_uuid = ? AND state = 'pending' AND claim = ?
-                RETURNING notification_uuid
-                """, [.text(state), .integer(nextAttemptAt), .text(body), .from(appleStatus), .from(error), .integer(now),
-                      .text(job.notificationUUID), .integer(job.claim)])
-            guard !changed.isEmpty else { return false }
-            if let orderId = job.orderId { try db.appendHistory(orderId, history) }
-            return true
-        }
+        try record(job, .outcome(state: state, nextAttemptAt: nextAttemptAt, error: error,
+                                 also: [("body", .text(body)), ("apple_status", .from(appleStatus))]), history: history)
     }
 
     // MARK: - The history cursor, shared by every host

@@ -34,6 +34,11 @@ extension LedgerTransaction {
                           [.text(orderId), .text(state.rawValue)] + claim.values).isEmpty
     }
 
+    /// The order named, as it is now; nil when the ledger holds none.
+    func order(_ id: String) throws -> Order? {
+        try query("SELECT * FROM orders WHERE order_id = ?", [.text(id)]).first.map { Order(row: $0) }
+    }
+
     package func appendHistory(_ orderId: String, _ entry: HistoryEntry) throws {
         try query("""
             INSERT INTO history(order_id, at, kind, outcome, apple_status, hook_exit, environment, duration_ms, detail)

@@ -20,9 +20,13 @@ package enum SupportActionRules {
     }
 }
 
-extension SupportAction {
+extension SupportAction: SideQueueJob {
+    package static let queue = SideQueue(table: "support_actions", key: ["order_id", "kind", "number"],
+                                         order: ["next_attempt_at", "order_id"])
+    package var queueKey: [LedgerValue] { [.text(orderId), .text(kind.rawValue), .integer(Int64(number))] }
+
     /// The action stored in a `support_actions` row.
-    init?(row: any LedgerRow) {
+    package init?(row: any LedgerRow) {
         guard let orderId = row.string("order_id"), let kind = Kind(rawValue: row.string("kind") ?? ""),
               let state = State(rawValue: row.string("state") ?? ""), let step = Step(rawValue: row.string("step") ?? "") else { return nil }
         self.init(orderId: orderId, kind: kind, number: Int(row.int("number") ?? 0), state: state, step: step,
@@ -33,8 +37,6 @@ extension SupportAction {
                   doneAt: row.int("done_at"), attempts: row.count("attempts"), nextAttemptAt: row.int("next_attempt_at") ?? 0,
                   lastError: row.string("last_error"), claim: row.int("claim") ?? 0)
     }
-
-    var keyValues: [LedgerValue] { [.text(orderId), .text(kind.rawValue), .integer(Int64(number))] }
 }
 
 extension LedgerTransaction {
@@ -61,7 +63,7 @@ extension LedgerTransaction {
         try query("""
             UPDATE support_actions SET state = 'pending', attempts = 0, next_attempt_at = ?, updated_at = ?
             WHERE order_id = ? AND kind = ? AND number = ?
-            """, [.integer(now), .integer(now)] + action.keyValues)
+            """, [.integer(now), .integer(now)] + action.queueKey)
         try appendHistory(action.orderId, HistoryEntry(
             at: now, kind: .retry, outcome: "\(action.kind.rawValue)_resumed",
             detail: "\(action.name) resumed at step \(action.step.rawValue) by \(person.label): \(note)"

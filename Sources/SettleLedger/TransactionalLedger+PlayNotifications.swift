@@ -46,16 +46,7 @@ extension TransactionalLedger {
     package func claimPlayNotifications(limit: Int, leaseSeconds: Int64, owner: LeaseOwner = .current) throws(LedgerError) -> [PlayNotificationRecord] {
         let now = time.unixSeconds
         return try writing { db in
-            let due = try db.query("""
-                SELECT message_id FROM play_notifications WHERE state = 'pending' AND (claimed_until IS NULL OR claimed_until <= ?)
-                ORDER BY received_at, message_id LIMIT ?\(db.dialect.claimRows("play_notifications"))
-                """, [.integer(now), .integer(Int64(limit))]).compactMap { $0.string("message_id") }
-            return try due.compactMap { id in
-                try db.query("""
-                    UPDATE play_notifications SET claim = claim + 1, claimed_until = ?, \(SideQueue.owner(owner, until: now + leaseSeconds).sql)
-                    WHERE message_id = ? RETURNING *
-                    """, [.integer(now + leaseSeconds)] + SideQueue.owner(owner, until: now + leaseSeconds).values + [.text(id)]).first.map { PlayNotificationRecord(row: $0) }
-            }
+            try db.claimDue(PlayNotificationRecord.self, limit: limit, leaseSeconds: leaseSeconds, owner: owner, now: now)
         }
     }
 
@@ -64,23 +55,13 @@ extension TransactionalLedger {
     @discardableResult
     package func finishPlayNotification(_ record: PlayNotificationRecord, outcome: String, detail: String?,
                                         orderId: String?) throws(LedgerError) -> Bool {
-        try writing { db in
-            try !db.query("""
-                UPDATE play_notifications SET state = 'done', outcome = ?, detail = ?, order_id = ?, claimed_until = NULL
-                WHERE message_id = ? AND state = 'pending' AND claim = ? RETURNING message_id
-                """, [.text(outcome), .from(detail), .from(orderId), .text(record.messageId), .integer(record.claim)]).isEmpty
-        }
+        try self.record(record, .set("state = 'done', outcome = ?, detail = ?, order_id = ?, claimed_until = NULL",
+                                     [.text(outcome), .from(detail), .from(orderId)]))
     }
 
     /// Gives claimed notifications back untouched, for the next pass of any host.
     package func releasePlayNotifications(_ records: [PlayNotificationRecord]) throws(LedgerError) {
-        guard !records.isEmpty else { return }
-        try writing { db in
-            for record in records {
-                try db.query("UPDATE play_notifications SET claimed_until = NULL WHERE message_id = ? AND state = 'pending' AND claim = ?",
-                             [.text(record.messageId), .integer(record.claim)])
-            }
-        }
+        try release(records)
     }
 
     package func playNotification(messageId: String) throws(LedgerError) -> PlayNotificationRecord? {
@@ -145,8 +126,13 @@ extension TransactionalLedger {
     }
 }
 
-extension PlayNotificationRecord {
-    package init(row: some LedgerRow) {
+extension PlayNotificationRecord: SideQueueJob {
+    /// Every pending push is due; `claimed_until` is only a claim's lease.
+    package static let queue = SideQueue(table: "play_notifications", key: ["message_id"], expiry: "claimed_until",
+                                         expiryIsDueTime: false, updatedAt: nil, order: ["received_at", "message_id"])
+    package var queueKey: [LedgerValue] { [.text(messageId)] }
+
+    package init(row: any LedgerRow) {
         self.init(messageId: row.string("message_id") ?? "", kind: row.string("kind") ?? "", receivedAt: row.int("received_at") ?? 0,
                   outcome: row.string("outcome") ?? "", detail: row.string("detail"), orderId: row.string("order_id"),
                   payload: row.string("payload") ?? "", claim: row.int("claim") ?? 0)

@@ -17,12 +17,8 @@ extension TransactionalLedger {
     package func requestTransfer(orderId: String, toUser: String, note: String, by person: Operator) throws(LedgerError) -> TransferRequest {
         let target = toUser
         guard !target.trimmingCharacters(in: .whitespaces).isEmpty else { throw .invalid("a transfer needs the user to move the purchase to (--to-user)") }
-        guard !note.trimmingCharacters(in: .whitespaces).isEmpty else { throw .invalid("a transfer needs a note: say why (a ticket number)") }
-        guard try knowsSupportActions() else { throw .olderSchema(found: try schemaVersion(), needed: supportActionsSchema) }
-        let now = time.unixSeconds
-        return try writing { db in
-            let order = try db.lockedOrder(orderId)
-            if let open = try db.openSupportAction(orderId) {
+        return try supportRequest("transfer", orderId: orderId, note: note) { db, order, open, now in
+            if let open {
                 guard open.kind == .transfer, open.state == .waiting, open.toUser == target else {
                     throw LedgerError.invalid(SupportActionRules.busy(open))
                 }
@@ -60,12 +56,8 @@ extension TransactionalLedger {
     /// a person is due again now.
     @discardableResult
     package func requestRedelivery(orderId: String, note: String, by person: Operator) throws(LedgerError) -> RedeliveryRequest {
-        guard !note.trimmingCharacters(in: .whitespaces).isEmpty else { throw .invalid("a redelivery needs a note: say why (a ticket number)") }
-        guard try knowsSupportActions() else { throw .olderSchema(found: try schemaVersion(), needed: supportActionsSchema) }
-        let now = time.unixSeconds
-        return try writing { db in
-            let order = try db.lockedOrder(orderId)
-            if let open = try db.openSupportAction(orderId) {
+        try supportRequest("redelivery", orderId: orderId, note: note) { db, order, open, now in
+            if let open {
                 guard open.kind == .redeliver, open.state == .waiting, let target = open.target, let key = open.targetKey else {
                     throw LedgerError.invalid(SupportActionRules.busy(open))
                 }
@@ -114,6 +106,17 @@ extension TransactionalLedger {
         }
     }
 
+    /// What every support request does first: it is refused without a note, or on a ledger older
+    /// than the table; then `body` runs in one transaction, with the order locked, its open
+    /// action (nil when none is open) and the time.
+    private func supportRequest<T>(_ noun: String, orderId: String, note: String,
+                                   _ body: (any LedgerTransaction, Order, SupportAction?, Int64) throws -> T) throws(LedgerError) -> T {
+        guard !note.trimmingCharacters(in: .whitespaces).isEmpty else { throw .invalid("a \(noun) needs a note: say why (a ticket number)") }
+        guard try knowsSupportActions() else { throw .olderSchema(found: try schemaVersion(), needed: supportActionsSchema) }
+        let now = time.unixSeconds
+        return try writing { db in try body(db, try db.lockedOrder(orderId), try db.openSupportAction(orderId), now) }
+    }
+
     /// Every transfer and redelivery of an order, oldest first (for `settle status`); none on a
     /// ledger older than the table.
     package func supportActions(orderId: String) throws(LedgerError) -> [SupportAction] {
@@ -130,30 +133,14 @@ extension TransactionalLedger {
                                         owner: LeaseOwner = .current) throws(LedgerError) -> [(SupportAction, Order)] {
         guard try knowsSupportActions() else { return [] }
         let now = time.unixSeconds
-        var named = ""
-        if !orderIds.isEmpty { named = " AND order_id IN (\(Array(repeating: "?", count: orderIds.count).joined(separator: ",")))" }
+        let named = orderIds.isEmpty ? "" : " AND q.order_id IN (\(orderIds.map { _ in "?" }.joined(separator: ",")))"
+        let values = orderIds.map(LedgerValue.text)
         // Nearly every pass has none: one read (the partial index), and no write transaction.
-        let anyDue = try reading { db in
-            try !db.query("SELECT 1 AS due FROM support_actions WHERE state = 'pending' AND next_attempt_at <= ?\(named) LIMIT 1",
-                          [.integer(now)] + orderIds.map(LedgerValue.text)).isEmpty
-        }
-        guard anyDue else { return [] }
+        guard try reading({ db in try db.hasDue(SupportAction.self, now: now, where: named, values) }) else { return [] }
         return try writing { db in
-            let due = try db.query("""
-                SELECT order_id, kind, number FROM support_actions WHERE state = 'pending' AND next_attempt_at <= ?\(named)
-                ORDER BY next_attempt_at, order_id LIMIT ?\(db.dialect.claimRows("support_actions"))
-                """, [.integer(now)] + orderIds.map(LedgerValue.text) + [.integer(Int64(limit))])
-            return try due.compactMap { row in
-                guard let orderId = row.string("order_id"), let kind = row.string("kind"), let number = row.int("number") else { return nil }
-                guard let claimed = try db.query("""
-                    UPDATE support_actions SET claim = claim + 1, next_attempt_at = ?, updated_at = ?, \(SideQueue.owner(owner, until: now + leaseSeconds).sql)
-                    WHERE order_id = ? AND kind = ? AND number = ? RETURNING *
-                    """, [.integer(now + leaseSeconds), .integer(now)] + SideQueue.owner(owner, until: now + leaseSeconds).values + [.text(orderId), .text(kind), .integer(number)]).first,
-                      let action = SupportAction(row: claimed),
-                      let order = try db.query("SELECT * FROM orders WHERE order_id = ?", [.text(orderId)]).first.map({ Order(row: $0) })
-                else { return nil }
-                return (action, order)
-            }
+            try db.claimDue(SupportAction.self, limit: limit, leaseSeconds: leaseSeconds, owner: owner, now: now,
+                            where: named, values)
+                .compactMap { action in try db.order(action.orderId).map { (action, $0) } }
         }
     }
 
@@ -163,12 +150,9 @@ extension TransactionalLedger {
     package func holds(_ action: SupportAction) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
         let grantStep = action.kind == .transfer ? action.step == .grant : !(action.target?.isRevoke ?? false)
+        let unrefunded = " AND NOT EXISTS (SELECT 1 FROM orders WHERE order_id = ? AND refunded_at IS NOT NULL)"
         return try reading { db in
-            try !db.query("""
-                SELECT 1 AS held FROM support_actions
-                WHERE order_id = ? AND kind = ? AND number = ? AND state = 'pending' AND claim = ? AND next_attempt_at > ?
-                """ + (grantStep ? " AND NOT EXISTS (SELECT 1 FROM orders WHERE order_id = ? AND refunded_at IS NOT NULL)" : ""),
-                action.keyValues + [.integer(action.claim), .integer(now)] + (grantStep ? [.text(action.orderId)] : [])).isEmpty
+            try db.holds(action, now: now, and: grantStep ? unrefunded : "", grantStep ? [.text(action.orderId)] : [])
         }
     }
 
@@ -177,77 +161,53 @@ extension TransactionalLedger {
     @discardableResult
     package func recordSupportStep(_ action: SupportAction, _ outcome: SupportStepOutcome, history: HistoryEntry) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
-        return try writing { db in
-            let claim = " WHERE order_id = ? AND kind = ? AND number = ? AND state = 'pending' AND claim = ?"
-            let held = action.keyValues + [.integer(action.claim)]
-            let changed: Int
-            switch outcome {
-            case .revoked:
-                changed = try db.changedRows("""
-                    UPDATE support_actions SET step = 'grant', revoked_at = ?, attempts = 0, last_error = NULL, updated_at = ?\(claim)
-                    """, [.integer(now), .integer(now)] + held)
-            case .granted:
-                changed = try db.changedRows("""
-                    UPDATE support_actions SET state = 'done', step = 'done', granted_at = ?, done_at = ?, last_error = NULL,
-                           updated_at = ?\(claim)
-                    """, [.integer(now), .integer(now), .integer(now)] + held)
-                if changed > 0, let to = action.toUser {
+        let done = "state = 'done', step = 'done', done_at = ?, last_error = NULL"
+        let change: SideQueue.Change
+        var effect: (any LedgerTransaction) throws -> Void = { _ in }
+        switch outcome {
+        case .revoked:
+            change = .set("step = 'grant', revoked_at = ?, attempts = 0, last_error = NULL", [.integer(now)])
+        case .granted:
+            change = .set(done + ", granted_at = ?", [.integer(now), .integer(now)])
+            if let to = action.toUser {
+                effect = { db in
                     // The purchase is the new holder's: a later refund revokes it from them.
                     try db.query("UPDATE orders SET user_id = ?, updated_at = ? WHERE order_id = ?",
                                  [.text(to), .integer(now), .text(action.orderId)])
                     try db.query("UPDATE grants SET note = ? WHERE order_id = ?",
-                                 [.text("held by \(to) since transfer \(action.number) from \(action.fromUser ?? "?")"), .text(action.orderId)])
+                                 [.text("held by \(to) since transfer \(action.number) from \(action.fromUser ?? "?")"),
+                                  .text(action.orderId)])
                 }
-            case .resent:
-                changed = try db.changedRows("""
-                    UPDATE support_actions SET state = 'done', step = 'done', done_at = ?, last_error = NULL, updated_at = ?\(claim)
-                    """, [.integer(now), .integer(now)] + held)
-            case let .failed(error, waiting, nextAttemptAt):
-                changed = try db.changedRows("""
-                    UPDATE support_actions SET state = ?, attempts = attempts + 1, next_attempt_at = ?, last_error = ?, updated_at = ?\(claim)
-                    """, [.text(waiting ? "waiting" : "pending"), .integer(nextAttemptAt), .text(error), .integer(now)] + held)
-            case let .waitingForRoute(why):
-                changed = try db.changedRows("""
-                    UPDATE support_actions SET next_attempt_at = ?, last_error = ?, updated_at = ?\(claim)
-                    """, [.integer(now), .text(why), .integer(now)] + held)
-            case let .cancelled(why, revokeAlreadyDone):
-                changed = try db.changedRows("""
-                    UPDATE support_actions SET state = 'cancelled', last_error = ?, updated_at = ?\(claim)
-                    """, [.text(why), .integer(now)] + held)
-                if changed > 0, let revokeAlreadyDone {
+            }
+        case .resent:
+            change = .set(done, [.integer(now)])
+        case let .failed(error, waiting, nextAttemptAt):
+            change = .outcome(state: waiting ? "waiting" : "pending", nextAttemptAt: nextAttemptAt, error: error)
+        case let .waitingForRoute(why):
+            change = .hold(why: why)
+        case let .cancelled(why, revokeAlreadyDone):
+            change = .set("state = 'cancelled', last_error = ?", [.text(why)])
+            if let revokeAlreadyDone {
+                effect = { db in
                     // The transfer took the goods back already: the refund's revoke would take them twice.
                     try db.query("""
-                        UPDATE revocations SET state = 'cancelled', last_error = ?, updated_at = ? WHERE order_id = ? AND state = 'pending'
+                        UPDATE revocations SET state = 'cancelled', last_error = ?, updated_at = ?
+                        WHERE order_id = ? AND state = 'pending'
                         """, [.text(revokeAlreadyDone), .integer(now), .text(action.orderId)])
                 }
             }
-            guard changed > 0 else { return false }
-            try db.appendHistory(action.orderId, history)
-            return true
         }
+        return try record(action, change, at: now, history: history, effect: effect)
     }
 
     /// Gives a claimed action back untouched: due again at once.
-    package func releaseSupportAction(_ action: SupportAction) throws(LedgerError) {
-        let now = time.unixSeconds
-        try writing { db in
-            try db.query("""
-                UPDATE support_actions SET next_attempt_at = ?
-                WHERE order_id = ? AND kind = ? AND number = ? AND state = 'pending' AND claim = ?
-                """, [.integer(now)] + action.keyValues + [.integer(action.claim)])
-        }
-    }
+    package func releaseSupportAction(_ action: SupportAction) throws(LedgerError) { try release([action]) }
 
     /// The refund's revoke settle finished for an order (for a redelivery that re-sends it).
     package func finishedRevocation(orderId: String) throws(LedgerError) -> RevocationJob? {
         try reading { db in
             try db.query("SELECT * FROM revocations WHERE order_id = ? AND state = 'revoked' ORDER BY updated_at DESC LIMIT 1",
-                         [.text(orderId)]).first.map { row in
-                RevocationJob(transactionId: row.string("transaction_id") ?? "", orderId: orderId, kind: row.string("kind") ?? "REFUND",
-                              attempts: row.count("attempts"), round: row.count("round", default: 1),
-                              quantity: row.int("quantity").map { Int($0) }, revocationType: row.string("revocation_type"),
-                              revocationPercentage: row.int("revocation_percentage"))
-            }
+                         [.text(orderId)]).first.map(RevocationJob.init(row:))
         }
     }
 
