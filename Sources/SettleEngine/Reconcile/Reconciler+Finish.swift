@@ -114,22 +114,28 @@ extension Reconciler {
             ])
             pass.stop(order.store, configurationFault: message)
         }
+        logStoreFinish(state, "store_finish_failed", order, message: message, key: key, next: next,
+                       why: "delivered; told the store after the backoff, never delivered again")
+        pass.count(state)
+    }
+
+    /// How an order the store was not told of ended: its lease lost, a person's, or a backoff.
+    private func logStoreFinish(_ state: OrderState?, _ outcome: String, _ order: Order, message: String, key: String, next: Int64,
+                                why: String? = nil) {
         switch state {
         case nil:
-            leaseLost(order, "store_finish_failed")
+            leaseLost(order, outcome)
         case .needsAttention:
             log.error("order.needs_attention", ["order": order.orderId, "store": order.store.rawValue,
                                                 "reason": AttentionReason.storeFinishRefused.rawValue,
                                                 "idempotency_key": key, "error": message])
         default:
-            log.warning("order.store_finish_failed", [
+            log.warning("order.\(outcome)", [
                 "order": order.orderId, "store": order.store.rawValue, "idempotency_key": key,
-                "attempt": order.attempts + 1, "error": message,
-                "why": "delivered; told the store after the backoff, never delivered again",
+                "attempt": order.attempts + 1, "error": message, "why": why,
                 "retry_at": Timestamp.rfc3339(unixSeconds: next),
             ])
         }
-        pass.count(state)
     }
 
     /// The store refused to hear the purchase is delivered: the order backs off and uses an
@@ -146,19 +152,7 @@ extension Reconciler {
             nextAttemptAt: next, maxAttempts: policy.maxAttempts, history: entry)
         metrics?.observeStoreFinish(store: order.store.rawValue, outcome: "refused")
         pass.recordStore(order.store, Verification(outcome: .retry(message), storeAnswered: true))
-        switch state {
-        case nil:
-            leaseLost(order, "store_finish_refused")
-        case .needsAttention:
-            log.error("order.needs_attention", ["order": order.orderId, "store": order.store.rawValue,
-                                                "reason": AttentionReason.storeFinishRefused.rawValue,
-                                                "idempotency_key": key, "error": message])
-        default:
-            log.warning("order.store_finish_refused", [
-                "order": order.orderId, "store": order.store.rawValue, "idempotency_key": key,
-                "attempt": order.attempts + 1, "error": message, "retry_at": Timestamp.rfc3339(unixSeconds: next),
-            ])
-        }
+        logStoreFinish(state, "store_finish_refused", order, message: message, key: key, next: next)
         pass.count(state)
     }
 }

@@ -18,7 +18,7 @@ final class CoreNamesNoStoreTests: XCTestCase {
         "SettleEngine": 7,
         "SettleModel": 50,
         "SettleConfig": 37,
-        "SettleLedger": 144,
+        "SettleLedger": 146,
         "SettleSimulator": 0,
         "SettleApp": 181,
     ]
