@@ -64,12 +64,8 @@ extension NotificationInbox {
             // Only a verified notification writes the row, in Apple's spelling; other text was
             // put there by something else, and Apple hears nothing sent to a guessed environment.
             guard let environment = job.environment else {
-                let why = "the ledger holds environment '\(job.storedEnvironment)', which is not Apple's"
-                entry.outcome = "not_answered"
-                entry.detail = (entry.detail ?? "") + ": no answer sent: \(why)"
-                try ledger.recordConsumptionAnswer(job, state: "failed", body: "", appleStatus: nil, error: "no answer sent: \(why)",
-                                                   nextAttemptAt: now, history: entry)
-                log.warning("consumption.not_answered", ["transaction": job.transactionId, "order": job.orderId, "why": why])
+                try leaveUnanswered(job, why: "the ledger holds environment '\(job.storedEnvironment)', which is not Apple's",
+                                    entry: entry, now: now)
                 continue
             }
             let evidence = try ledger.deliveryEvidence(transactionId: job.transactionId)
@@ -82,11 +78,7 @@ extension NotificationInbox {
             case let .unknown(why):
                 // Settle cannot show whether it was delivered: no answer is better than a wrong one
                 // (Apple weighs "undelivered" toward a refund).
-                entry.outcome = "not_answered"
-                entry.detail = (entry.detail ?? "") + ": no answer sent: \(why)"
-                try ledger.recordConsumptionAnswer(job, state: "failed", body: "", appleStatus: nil, error: "no answer sent: \(why)",
-                                                   nextAttemptAt: now, history: entry)
-                log.warning("consumption.not_answered", ["transaction": job.transactionId, "order": job.orderId, "why": why])
+                try leaveUnanswered(job, why: why, entry: entry, now: now)
                 continue
             case .delivered:
                 break
@@ -137,5 +129,16 @@ extension NotificationInbox {
         case let .configurationFault(message): return (false, message)
         case .verified: return (false, "unexpected answer")
         }
+    }
+
+    /// No answer is better than a wrong one (Apple weighs "undelivered" toward a refund): the
+    /// request is closed unanswered, saying why.
+    private func leaveUnanswered(_ job: ConsumptionJob, why: String, entry: HistoryEntry, now: Int64) throws(LedgerError) {
+        var entry = entry
+        entry.outcome = "not_answered"
+        entry.detail = (entry.detail ?? "") + ": no answer sent: \(why)"
+        try ledger.recordConsumptionAnswer(job, state: "failed", body: "", appleStatus: nil, error: "no answer sent: \(why)",
+                                           nextAttemptAt: now, history: entry)
+        log.warning("consumption.not_answered", ["transaction": job.transactionId, "order": job.orderId, "why": why])
     }
 }

@@ -56,29 +56,27 @@ package struct PlayDeveloperClient: Sendable {
     }
 
     package func productPurchase(productId: String, token: PlayPurchaseToken) throws(PlayAPIError) -> ProductPurchase {
-        let call = Call(name: "products.get", method: "GET", segments: ["purchases", "products", productId, "tokens", token.value],
-                        permission: .viewFinancialData, token: token)
-        let json = try send(call)
-        guard let purchase = ProductPurchase(json: json) else { throw garbage(call) }
-        return purchase
+        try read(Call(name: "products.get", method: "GET", segments: ["purchases", "products", productId, "tokens", token.value],
+                      permission: .viewFinancialData, token: token), as: ProductPurchase.init(json:))
     }
 
     /// A one-time purchase with the purchase option and offer it was bought under (rentals and
     /// pre-orders included): `purchases.productsv2.getproductpurchasev2`, which needs no product id.
     package func productPurchaseV2(token: PlayPurchaseToken) throws(PlayAPIError) -> ProductPurchaseV2 {
-        let call = Call(name: "productsv2.get", method: "GET", segments: ["purchases", "productsv2", "tokens", token.value],
-                        permission: .viewFinancialData, token: token)
-        let json = try send(call)
-        guard let purchase = ProductPurchaseV2(json: json) else { throw garbage(call) }
-        return purchase
+        try read(Call(name: "productsv2.get", method: "GET", segments: ["purchases", "productsv2", "tokens", token.value],
+                      permission: .viewFinancialData, token: token), as: ProductPurchaseV2.init(json:))
     }
 
     package func subscriptionPurchase(token: PlayPurchaseToken) throws(PlayAPIError) -> SubscriptionPurchaseV2 {
-        let call = Call(name: "subscriptionsv2.get", method: "GET", segments: ["purchases", "subscriptionsv2", "tokens", token.value],
-                        permission: .viewFinancialData, token: token)
+        try read(Call(name: "subscriptionsv2.get", method: "GET", segments: ["purchases", "subscriptionsv2", "tokens", token.value],
+                      permission: .viewFinancialData, token: token), as: SubscriptionPurchaseV2.init(json:))
+    }
+
+    /// One read: the answer as `T`, or garbage when it is not one.
+    private func read<T>(_ call: Call, as parse: (JSONValue) -> T?) throws(PlayAPIError) -> T {
         let json = try send(call)
-        guard let purchase = SubscriptionPurchaseV2(json: json) else { throw garbage(call) }
-        return purchase
+        guard let value = parse(json) else { throw garbage(call) }
+        return value
     }
 
     /// Acknowledges a one-time product (non-consumables): what keeps Google from refunding it after three days.
