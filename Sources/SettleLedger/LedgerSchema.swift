@@ -26,29 +26,29 @@ package enum LedgerSchema {
         openStoresVersion: dropStoreLists, storeProofVersion: acceptStoreProofs,
     ]
 
-    /// Removes the `CHECK (store IN (...))` lists from `orders` and `store_breakers`, as SQLite
-    /// documents for removing a CHECK constraint without rebuilding a table (a million orders):
-    /// the stored CREATE TABLE text is edited and the schema version raised, in the migration's
-    /// transaction. https://www.sqlite.org/lang_altertable.html#otheralter
+    /// Removes the `CHECK (store IN (...))` lists from `orders` and `store_breakers`.
     static func dropStoreLists(_ database: SQLiteDatabase) throws {
-        let version = try database.query("PRAGMA schema_version").first?.int("schema_version") ?? 0
-        try database.execute("PRAGMA writable_schema = ON")
-        try database.execute("""
-            UPDATE sqlite_schema SET sql = replace(sql, ' CHECK (store IN (''app_store'',''google_play''))', '')
-            WHERE type = 'table' AND name IN ('orders', 'store_breakers')
-            """)
-        try database.execute("PRAGMA schema_version = \(version + 1)")
-        try database.execute("PRAGMA writable_schema = OFF")
+        try editStoredTables(database, ["orders", "store_breakers"],
+                             replacing: " CHECK (store IN (''app_store'',''google_play''))", with: "")
     }
 
-    /// An order's proof may be a module's (`proof`): the proof CHECK of `orders` accepts it, by
-    /// the same documented edit of the stored table text as `dropStoreLists`.
+    /// An order's proof may be a module's (`proof`): the proof CHECK of `orders` accepts it.
     static func acceptStoreProofs(_ database: SQLiteDatabase) throws {
+        try editStoredTables(database, ["orders"], replacing: "OR transaction_id IS NOT NULL END",
+                             with: "OR transaction_id IS NOT NULL OR proof IS NOT NULL END")
+    }
+
+    /// Changes a CHECK of `tables` as SQLite documents for it without rebuilding a table (a
+    /// million orders): the stored CREATE TABLE text is edited and the schema version raised, in
+    /// the migration's transaction. `text` and `replacement` are SQL string literals' contents.
+    /// https://www.sqlite.org/lang_altertable.html#otheralter
+    private static func editStoredTables(_ database: SQLiteDatabase, _ tables: [String], replacing text: String,
+                                         with replacement: String) throws {
         let version = try database.query("PRAGMA schema_version").first?.int("schema_version") ?? 0
         try database.execute("PRAGMA writable_schema = ON")
         try database.execute("""
-            UPDATE sqlite_schema SET sql = replace(sql, 'OR transaction_id IS NOT NULL END', 'OR transaction_id IS NOT NULL OR proof IS NOT NULL END')
-            WHERE type = 'table' AND name = 'orders'
+            UPDATE sqlite_schema SET sql = replace(sql, '\(text)', '\(replacement)')
+            WHERE type = 'table' AND name IN (\(tables.map { "'\($0)'" }.joined(separator: ", ")))
             """)
         try database.execute("PRAGMA schema_version = \(version + 1)")
         try database.execute("PRAGMA writable_schema = OFF")

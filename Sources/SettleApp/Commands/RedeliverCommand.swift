@@ -30,9 +30,7 @@ enum RedeliverCommand {
     static func run(_ context: CommandContext) throws {
         let parsed = try ParsedArguments(context.arguments, spec: spec)
         if parsed.wantsHelp { return context.print(help) }
-        guard let note = parsed.value("--note"), !note.trimmingCharacters(in: .whitespaces).isEmpty else {
-            throw UsageError(command: "redeliver", message: "--note is required: say why (a ticket number)")
-        }
+        let note = try parsed.supportNote(command: "redeliver")
         let configuration = try context.loadConfiguration(parsed)
         let orderId = parsed.positionals[0]
         let request: RedeliveryRequest

@@ -38,9 +38,7 @@ enum TransferCommand {
         guard let user = parsed.value("--to-user"), !user.trimmingCharacters(in: .whitespaces).isEmpty else {
             throw UsageError(command: "transfer", message: "--to-user USER_ID is required")
         }
-        guard let note = parsed.value("--note"), !note.trimmingCharacters(in: .whitespaces).isEmpty else {
-            throw UsageError(command: "transfer", message: "--note is required: say why (a ticket number)")
-        }
+        let note = try parsed.supportNote(command: "transfer")
         let configuration = try context.loadConfiguration(parsed)
         let orderId = parsed.positionals[0]
         let request: TransferRequest
@@ -64,5 +62,15 @@ enum TransferCommand {
     /// Whether revokes have somewhere to go.
     static func hasRevokeRoute(_ configuration: Configuration) -> Bool {
         configuration.delivery.revokeCommand != nil || configuration.delivery.revokeURL != nil
+    }
+}
+
+extension ParsedArguments {
+    /// A support action's `--note` (transfer, redeliver): required, and not blank.
+    func supportNote(command: String) throws(UsageError) -> String {
+        guard let note = value("--note"), !note.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw UsageError(command: command, message: "--note is required: say why (a ticket number)")
+        }
+        return note
     }
 }

@@ -61,26 +61,26 @@ extension Reconciler {
                     report.wouldReject += 1
                     report.lines.append("\(order.orderId): would not grant: every matching purchase is already granted")
                 }
-            case let .needsAttention(reason, detail):
-                report.wouldRetry += 1
-                report.lines.append("\(order.orderId): would need attention: \(reason.rawValue) (\(detail))")
             case let .rejected(reason, detail):
                 report.wouldReject += 1
                 report.lines.append("\(order.orderId): would reject: \(reason.rawValue) (\(detail))")
-            case let .retry(message):
+            default:
                 report.wouldRetry += 1
-                report.lines.append("\(order.orderId): would retry later: \(message)")
-            case let .storeUnavailable(message, _):
-                report.wouldRetry += 1
-                report.lines.append("\(order.orderId): \(order.store.owner) unavailable: \(message)")
-            case let .paced(message):
-                report.wouldRetry += 1
-                report.lines.append("\(order.orderId): would wait for the store's rate limit: \(message)")
-            case let .configurationFault(message):
-                report.wouldRetry += 1
-                report.lines.append("\(order.orderId): configuration fault: \(message)")
+                report.lines.append("\(order.orderId): " + Self.waiting(verification.outcome, of: order))
             }
         }
         return report
+    }
+
+    /// What the dry run says of an order that would not be settled this pass.
+    private static func waiting(_ outcome: VerificationOutcome, of order: Order) -> String {
+        switch outcome {
+        case let .needsAttention(reason, detail): "would need attention: \(reason.rawValue) (\(detail))"
+        case let .retry(message): "would retry later: \(message)"
+        case let .storeUnavailable(message, _): "\(order.store.owner) unavailable: \(message)"
+        case let .paced(message): "would wait for the store's rate limit: \(message)"
+        case let .configurationFault(message): "configuration fault: \(message)"
+        case .verified, .rejected: ""
+        }
     }
 }
