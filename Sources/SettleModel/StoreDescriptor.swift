@@ -45,11 +45,17 @@ package struct StoreDescriptor: Sendable {
     /// the core's configuration and decoded by the module, which names its keys in its errors.
     /// Nil for a store whose sections the core still decodes itself.
     package var configurationKey: String? = nil
+    /// What the store's own reasons (`purchase_not_found`) mean, in a support agent's words,
+    /// and what makes a retry worthwhile; a reason every store may give (`refunded`) in the
+    /// store's own words where they say more.
+    package var reasons: [String: StoreReasonWords] = [:]
 
     package init(store: Store, displayName: String, owner: String, logName: String, unconfiguredHint: String,
                  deliveryNotice: DeliveryNotice, publishedRates: [String: Double] = [:],
-                 environmentRateFractions: [String: Double] = [:], configurationKey: String? = nil) {
+                 environmentRateFractions: [String: Double] = [:], configurationKey: String? = nil,
+                 reasons: [String: StoreReasonWords] = [:]) {
         self.configurationKey = configurationKey
+        self.reasons = reasons
         self.store = store
         self.displayName = displayName
         self.owner = owner

@@ -26,4 +26,10 @@ package enum StoreRegistry {
     package static func descriptor(_ store: Store) -> StoreDescriptor {
         registered.withLock { list in list.first { $0.store == store } } ?? .unregistered(store)
     }
+
+    /// The first registered store's words for one of its own reasons (a list across stores,
+    /// grouped by reason).
+    package static func words(for reason: String) -> StoreReasonWords? {
+        registered.withLock { list in list.lazy.compactMap { $0.reasons[reason] }.first }
+    }
 }

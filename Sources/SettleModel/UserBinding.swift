@@ -87,7 +87,7 @@ package struct UserBinding: Sendable, Equatable {
             return .mismatch("the purchase's appTransactionId \(appTransactionId) is linked to user \(names), not \(order.userId)")
         }
         return .unverifiable("the purchase's appTransactionId \(appTransactionId) is linked to more than one user (\(names)): "
-                             + "one Apple Account signed in to several of the app's accounts")
+                             + "one store account signed in to several of the app's accounts")
     }
 
     private func tokenVerdict(_ purchaseToken: String?, order: Order, proofSigned: Bool) -> Verdict {

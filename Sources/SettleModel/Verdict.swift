@@ -60,19 +60,25 @@ package struct Verdict: Sendable, Equatable {
         case .delivering: return "settle is running the delivery hook right now"
         case .rejected, .needsAttention:
             guard let reason = order.reason else { return order.lastError }
-            return explanation(reason) + (order.lastError.map { " (\($0))" } ?? "")
+            return explanation(reason, store: order.store) + (order.lastError.map { " (\($0))" } ?? "")
         }
     }
 
-    /// What each reason means for the customer, in a support agent's words.
-    package static func explanation(_ reason: String) -> String {
+    /// What each reason means for the customer, in a support agent's words: the store's own
+    /// words where its descriptor has them (`store`'s, else the first registered store's that
+    /// does), else the core's.
+    package static func explanation(_ reason: String, store: Store? = nil) -> String {
+        if let store, let words = store.descriptor.reasons[reason] { return words.explanation }
+        return coreExplanation(reason) ?? StoreRegistry.words(for: reason)?.explanation ?? reason
+    }
+
+    /// The core's words for a reason every store may give; nil for a store's own reason.
+    static func coreExplanation(_ reason: String) -> String? {
         switch reason {
-        case "receipt_invalid": return "Apple says the receipt is not genuine or is malformed"
+        case "refunded": return "the store refunded or revoked the purchase"
         case "bundle_mismatch": return "the proof is for another app"
-        case "transaction_not_found": return "Apple does not know this purchase in the proof"
         case "product_mismatch": return "the proof is for another product than the order"
         case "unknown_product": return "the product is not in settle's configuration"
-        case "refunded": return "Apple refunded or revoked the purchase"
         case "already_granted": return "this purchase was already granted to another order"
         case "sandbox_not_accepted": return "a sandbox (test) purchase, and this server does not accept sandbox"
         case "signature_invalid": return "the signed transaction is forged or altered"
@@ -81,29 +87,20 @@ package struct Verdict: Sendable, Equatable {
         case "upgraded": return "the subscription was upgraded; the new one is what is granted"
         case "proof_unbound": return "the proof does not say which user bought it"
         case "token_unverifiable": return "the purchase names its buyer (appAccountToken), and the order's user's token is unknown"
-        case "payload_invalid": return "Apple's signed data lacks a field settle needs"
         case "attempts_exhausted": return "every attempt failed; settle stopped trying"
         case "hook_refused": return "your delivery hook refused the grant (exit 65 or HTTP 4xx)"
         case "hook_unconfirmed":
             return "your delivery hook answered success without confirming the grant (no idempotency_key or Settle-Granted naming this order's key)"
-        case "grant_conflict": return "the order holds a purchase Apple no longer lists"
         case "proof_missing": return "the order's receipt is missing from the ledger"
         case "row_invalid": return "a backend wrote this row with wrong types"
         case "server_api_required": return "only a transaction id, and no server_api is configured to look it up"
         case "receipt_format_unsupported": return "an old iOS 6 receipt, which needs receipt_api"
-        case "history_incomplete": return "Apple's answer for this customer could not be read in full"
         case "unclaimed_purchase": return "the order names no user: settle does not know who bought it"
         case "already_granted_unclear": return "the hook said the purchase was granted before, maybe by settle's own earlier call for this order"
-        case "backfilled_purchase": return "a purchase made before settle first read Apple's history; the app may have granted it"
-        case "canceled": return "Google Play says the purchase was canceled before it was paid"
-        case "purchase_not_found": return "Google Play does not know this purchase token (or no longer honours it)"
-        case "purchase_state_unclear": return "Google Play answered with a purchase state settle has no rule for"
         case "store_finish_refused": return "delivered, and the store refused every attempt to acknowledge or consume it"
-        case "finished_elsewhere":
-            return "Google Play says the purchase was already consumed or acknowledged, which settle never did: the app or another backend finished it"
         case Resolution.grantedByHand.rawValue: return "a person granted it by hand"
         case Resolution.wontGrant.rawValue: return "a person decided not to grant it"
-        default: return reason
+        default: return nil
         }
     }
 
@@ -121,18 +118,23 @@ package struct Verdict: Sendable, Equatable {
                 return "find the buyer, then settle assign \(id) --user USER_ID --note TICKET; "
                     + "or settle resolve \(id) --as wont_grant --note TICKET"
             }
-            if let reason = order.reason, let advice = retryAdvice(reason) {
+            if let reason = order.reason, let advice = retryAdvice(reason, store: order.store) {
                 return advice + "; or settle resolve \(id) --as wont_grant --note TICKET"
             }
             return "fix the cause, then settle retry \(id) --note TICKET; or settle resolve \(id) --as granted_by_hand|wont_grant --note TICKET"
         }
     }
 
-    /// For reasons a plain retry reproduces (Apple's answer will not change), what would make a
+    /// For reasons a plain retry reproduces (the store's answer will not change), what would make a
     /// retry worthwhile; nil when a plain retry may well succeed.
-    package static func retryAdvice(_ reason: String) -> String? {
+    package static func retryAdvice(_ reason: String, store: Store? = nil) -> String? {
+        if let store, let advice = store.descriptor.reasons[reason]?.retryAdvice { return advice }
+        return coreRetryAdvice(reason) ?? StoreRegistry.words(for: reason)?.retryAdvice
+    }
+
+    static func coreRetryAdvice(_ reason: String) -> String? {
         switch reason {
-        case "refunded": return "nothing to grant: Apple refunded it (a retry is rejected the same way)"
+        case "refunded": return "nothing to grant: the store refunded it (a retry is rejected the same way)"
         case "bundle_mismatch", "receipt_invalid", "signature_invalid", "product_mismatch", "environment_mismatch",
              "transaction_not_found", "payload_invalid":
             return "ask the customer for a fresh receipt and attach it: settle retry ID --receipt-file FILE (a plain retry is rejected the same way)"
@@ -140,7 +142,6 @@ package struct Verdict: Sendable, Equatable {
         case "already_granted": return "check the order that holds the purchase (settle status --transaction TXN)"
         case "sandbox_not_accepted": return "set accept_sandbox if sandbox purchases should be granted, then settle retry ID"
         case "user_mismatch", "proof_unbound", "upgraded": return "check the customer's account; a plain retry is rejected the same way"
-        case "canceled", "purchase_not_found": return "nothing to grant: Google Play says nothing was paid for this token (a retry ends the same way)"
         case "token_unverifiable":
             return "check the token is the customer's, then store it with the order (app_account_token) and settle retry ID; a plain retry ends the same way"
         case "already_granted_unclear":

@@ -22,7 +22,10 @@ package enum BogusStoreModule: StoreModule {
     package static var descriptor: StoreDescriptor {
         StoreDescriptor(store: .bogus, displayName: "Bogus Store", owner: "Bogus", logName: "bogus",
                         unconfiguredHint: "no bogus store is configured", deliveryNotice: .beforeFinished(refundWindowSeconds: 2 * 86_400),
-                        publishedRates: ["purchases": 100], configurationKey: "bogus")
+                        publishedRates: ["purchases": 100], configurationKey: "bogus",
+                        reasons: ["sale_voided": StoreReasonWords("the bogus shop voided the sale",
+                                                                  retryAdvice: "nothing to grant: the shop voided it"),
+                                  "refunded": StoreReasonWords("the bogus shop took the money back")])
     }
 
     /// The shop every reconciler a test builds sells through; a test stocks it.

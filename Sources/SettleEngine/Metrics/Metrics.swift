@@ -10,14 +10,10 @@ import SettleDelivery
 /// `bundle_id`, so the files of several settle instances on one machine never collide. No
 /// per-order labels.
 package final class Metrics: Sendable {
-    /// Upper bounds of the Apple request duration histogram, in seconds.
+    /// Upper bounds of request duration histograms, in seconds.
     package static let buckets: [Double] = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
     private struct State {
-        var appleRequests: [String: Int] = [:]          // "environment|outcome" -> count
-        var durationBuckets = [Int](repeating: 0, count: Metrics.buckets.count)
-        var durationCount = 0
-        var durationSum = 0.0
         var deliveries: [String: Int] = ["delivered": 0, "retry": 0, "refused": 0]
         var openBreakers: Set<Store> = []
         var lastPassAt: Int64?
@@ -25,23 +21,14 @@ package final class Metrics: Sendable {
         var newestNotificationAt: Int64?
         var storeRequests: [String: Int] = [:]     // "store|call|outcome" -> count
         var storeFinishes: [String: Int] = [:]     // "store|outcome" -> count
-        var pushUnknownKeys = 0
         var pacer: [PacerSnapshot] = []
     }
 
     private let state = Mutex(State())
+    /// The store modules' own families' counters (`family(_:)`), by type.
+    let storeFamilies = Mutex<[ObjectIdentifier: any StoreMetricFamilies]>([:])
 
     package init() {}
-
-    /// One HTTP request to Apple: where it went, how it ended (a short, bounded label), how long it took.
-    package func observeAppleRequest(environment: AppleEnvironment, outcome: String, seconds: Double) {
-        state.withLock { s in
-            s.appleRequests["\(environment.rawValue)|\(outcome)", default: 0] += 1
-            for (i, bound) in Metrics.buckets.enumerated() where seconds <= bound { s.durationBuckets[i] += 1 }
-            s.durationCount += 1
-            s.durationSum += seconds
-        }
-    }
 
     package func observeDelivery(_ outcome: DeliveryOutcome) {
         let label: String
@@ -75,7 +62,7 @@ package final class Metrics: Sendable {
         state.withLock { s in s.newestNotificationAt = max(s.newestNotificationAt ?? at, at) }
     }
 
-    /// One HTTP request to a store other than Apple (Google Play): the call and a short outcome label.
+    /// One HTTP request to a store: the call and a short outcome label.
     package func observeStoreRequest(store: String, call: String, outcome: String) {
         state.withLock { $0.storeRequests["\(store)|\(call)|\(outcome)", default: 0] += 1 }
     }
@@ -84,12 +71,6 @@ package final class Metrics: Sendable {
     package func observeStoreFinish(store: String, outcome: String) {
         let label = String(outcome.prefix(while: { $0 != ":" }))
         state.withLock { $0.storeFinishes["\(store)|\(label)", default: 0] += 1 }
-    }
-
-    /// A Pub/Sub push token signed under a key id none of Google's keys settle could read has:
-    /// a forgery, or keys settle cannot refresh (check `google_play.push.jwks_url`).
-    package func observePushUnknownKey() {
-        state.withLock { $0.pushUnknownKeys += 1 }
     }
 
     /// This process's pacer buckets as a pass left them.
@@ -115,17 +96,16 @@ package final class Metrics: Sendable {
         out += Metrics.ledgerFamilies(summary, app: app, now: now)
         out += Metrics.storeFamilies(s, app: app)
         out += Metrics.pacerFamilies(s.pacer, app: app)
+        out += renderStoreFamilies(app: app)
         out += Metrics.family("settle_build_info", "gauge", "The running settle's version.")
         out += "settle_build_info{\(app),version=\"\(SettleVersion.number)\"} 1\n"
         return out
     }
 
     /// A family's HELP and TYPE lines, which come before its series.
-    private static func family(_ name: String, _ type: String, _ help: String) -> String {
-        "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
-    }
+    private static func family(_ name: String, _ type: String, _ help: String) -> String { header(name, type, help) }
 
-    /// What the passes did: the orders by state, Apple's requests, the hook's answers, the breakers.
+    /// What the passes did: the orders by state, the hook's answers, the breakers.
     private static func passFamilies(_ s: State, _ summary: LedgerSummary, app: String) -> String {
         var out = family("settle_orders", "gauge", "Orders in the ledger by state.")
         for state in OrderState.allCases {
@@ -134,20 +114,6 @@ package final class Metrics: Sendable {
         out += family("settle_oldest_undelivered_seconds", "gauge",
                       "Age of the oldest paid order not yet delivered (0 when none).")
         out += "settle_oldest_undelivered_seconds{\(app)} \(summary.oldestUndeliveredSeconds ?? 0)\n"
-        out += family("settle_apple_requests_total", "counter", "HTTP requests to Apple by environment and outcome.")
-        for key in s.appleRequests.keys.sorted() {
-            let parts = key.split(separator: "|", maxSplits: 1).map(String.init)
-            let labels = "environment=\"\(parts[0])\",outcome=\"\(parts[1])\""
-            out += "settle_apple_requests_total{\(app),\(labels)} \(s.appleRequests[key] ?? 0)\n"
-        }
-        out += family("settle_apple_request_duration_seconds", "histogram", "Duration of HTTP requests to Apple.")
-        for (i, bound) in buckets.enumerated() {
-            let le = "le=\"\(format(bound))\""
-            out += "settle_apple_request_duration_seconds_bucket{\(app),\(le)} \(s.durationBuckets[i])\n"
-        }
-        out += "settle_apple_request_duration_seconds_bucket{\(app),le=\"+Inf\"} \(s.durationCount)\n"
-        out += "settle_apple_request_duration_seconds_sum{\(app)} \(format(s.durationSum))\n"
-        out += "settle_apple_request_duration_seconds_count{\(app)} \(s.durationCount)\n"
         out += family("settle_deliveries_total", "counter", "Delivery hook calls by result.")
         for key in s.deliveries.keys.sorted() {
             out += "settle_deliveries_total{\(app),result=\"\(key)\"} \(s.deliveries[key] ?? 0)\n"
@@ -200,10 +166,10 @@ package final class Metrics: Sendable {
         return out
     }
 
-    /// Requests to stores other than Apple, stores told of deliveries, and Google's push keys.
+    /// Requests to stores, and stores told of deliveries.
     private static func storeFamilies(_ s: State, app: String) -> String {
         var out = family("settle_store_requests_total", "counter",
-                         "HTTP requests to stores other than Apple, by store, call and outcome.")
+                         "HTTP requests to stores other than those with families of their own, by store, call and outcome.")
         for key in s.storeRequests.keys.sorted() {
             let parts = key.split(separator: "|", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
             let labels = "store=\"\(parts[0])\",call=\"\(labelValue(parts[1]))\",outcome=\"\(labelValue(parts[2]))\""
@@ -216,9 +182,6 @@ package final class Metrics: Sendable {
             let labels = "store=\"\(parts[0])\",outcome=\"\(labelValue(parts[1]))\""
             out += "settle_store_finish_total{\(app),\(labels)} \(s.storeFinishes[key] ?? 0)\n"
         }
-        out += family("settle_google_play_push_unknown_key_total", "counter",
-                      "Pub/Sub push tokens signed under a key id that no Google push key settle could read holds.")
-        out += "settle_google_play_push_unknown_key_total{\(app)} \(s.pushUnknownKeys)\n"
         return out
     }
 

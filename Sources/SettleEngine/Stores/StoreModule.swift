@@ -29,6 +29,8 @@ package protocol StoreModule {
     /// Its own tables, by name (`<store>.<what>`), applied once each after the core's
     /// migrations; its code asks `ledger.hasMigration(name)` before reading them.
     static var migrations: [LedgerMigration] { get }
+    /// Metric families of its own, in every metrics file (`Metrics.family(_:)` counts them).
+    static var metricFamilies: [any StoreMetricFamilies.Type] { get }
 }
 
 /// How a module's proof is read from the file `settle enqueue --proof-file` names (never from
@@ -59,6 +61,7 @@ extension StoreModule {
     package static func validate(_ configuration: Configuration) throws(ConfigError) {}
     package static var proofFormat: ProofFormat? { nil }
     package static var migrations: [LedgerMigration] { [] }
+    package static var metricFamilies: [any StoreMetricFamilies.Type] { [] }
 
     /// Its section as written, to decode with `ConfigObject` (nil when absent).
     package static func section(_ configuration: Configuration) throws(ConfigError) -> ConfigObject? {
@@ -97,6 +100,7 @@ extension Array where Element == any StoreModule.Type {
         for module in self {
             StoreRegistry.register(module.descriptor)
             LedgerMigrations.register(module.migrations)
+            StoreMetricRegistry.register(module.metricFamilies)
         }
     }
 }

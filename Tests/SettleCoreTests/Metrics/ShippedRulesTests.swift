@@ -5,6 +5,7 @@ import XCTest
 @testable import SettleLedger
 @testable import SettleEngine
 @testable import SettleDelivery
+import SettleAppStoreModule
 
 /// The alert rules and the Grafana dashboard shipped in config/ read only what the metrics file
 /// holds: every metric they name is one settle writes, with the labels they select on, and every
@@ -18,7 +19,7 @@ final class ShippedRulesTests: XCTestCase {
     /// names its series carry (a histogram's also under its _bucket, _sum and _count names).
     static func writtenFamilies() -> [String: Set<String>] {
         let metrics = Metrics()
-        metrics.observeAppleRequest(environment: .production, outcome: "ok", seconds: 0.1)
+        metrics.family(AppleRequestMetrics.self).observe(environment: .production, outcome: "ok", seconds: 0.1)
         metrics.observeDelivery(.delivered)
         metrics.observeNotification(type: "ONE_TIME_CHARGE", outcome: "order_created", at: 1)
         metrics.observeStoreRequest(store: "google_play", call: "products.get", outcome: "ok")

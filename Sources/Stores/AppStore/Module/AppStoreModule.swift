@@ -9,7 +9,12 @@ import SettleEngine
 /// The App Store as a module: its descriptor, and the adapter its configuration sections
 /// (`receipt_api`, `server_api`, `notifications`) describe.
 package enum AppStoreModule: StoreModule {
-    package static var descriptor: StoreDescriptor { .appStore }
+    package static var descriptor: StoreDescriptor {
+        var descriptor = StoreDescriptor.appStore
+        descriptor.reasons = AppStoreReasons.words
+        return descriptor
+    }
+    package static var metricFamilies: [any StoreMetricFamilies.Type] { [AppleRequestMetrics.self] }
 
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
         configuration.serverAPI?.rateLimits ?? [:]
@@ -85,7 +90,7 @@ package enum AppStoreModule: StoreModule {
     private static func appleObserver(_ metrics: Metrics?) -> (@Sendable (AppleEnvironment, String, Double) -> Void)? {
         guard let metrics else { return nil }
         return { environment, outcome, seconds in
-            metrics.observeAppleRequest(environment: environment, outcome: outcome, seconds: seconds)
+            metrics.family(AppleRequestMetrics.self).observe(environment: environment, outcome: outcome, seconds: seconds)
         }
     }
 

@@ -8,7 +8,12 @@ import SettleEngine
 
 /// Google Play as a module: its descriptor, and the adapter its `google_play` section describes.
 package enum GooglePlayModule: StoreModule {
-    package static var descriptor: StoreDescriptor { .googlePlay }
+    package static var descriptor: StoreDescriptor {
+        var descriptor = StoreDescriptor.googlePlay
+        descriptor.reasons = GooglePlayReasons.words
+        return descriptor
+    }
+    package static var metricFamilies: [any StoreMetricFamilies.Type] { [PushKeyMetrics.self] }
 
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
         configuration.googlePlay?.rateLimits ?? [:]

@@ -54,7 +54,7 @@ package struct PlayNotificationInbox: Sendable {
         if case let .failure(refusal) = authenticator.authenticate(authorization: request.header("Authorization")) {
             log.warning("google_play.push_refused", ["why": refusal.rawValue])
             metrics?.observeNotification(type: "google_play_push", outcome: "refused_\(refusal.rawValue)", at: nil)
-            if refusal == .unknownKey { metrics?.observePushUnknownKey() }
+            if refusal == .unknownKey { metrics?.family(PushKeyMetrics.self).observeUnknownKey() }
             // Keys that cannot be read now are settle's trouble: Pub/Sub delivers the push again.
             let status = refusal == .missingToken ? 401 : refusal == .keysUnavailable ? 503 : 403
             return (HTTPServerResponse.listenerReply(status, "refused: \(refusal.rawValue)"), false)
