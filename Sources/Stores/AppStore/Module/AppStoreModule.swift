@@ -14,6 +14,7 @@ package enum AppStoreModule: StoreModule {
         descriptor.reasons = AppStoreReasons.words
         return descriptor
     }
+    package static var migrations: [LedgerMigration] { [AppStoreMigrations.finishQueue] }
     package static var metricFamilies: [any StoreMetricFamilies.Type] { [AppleRequestMetrics.self] }
 
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
