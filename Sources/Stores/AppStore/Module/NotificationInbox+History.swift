@@ -1,6 +1,7 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleAppStore
 import SettleLedger
 import SettleEngine
 
@@ -46,6 +47,9 @@ extension NotificationInbox {
         return try read.get()
     }
 
+    /// Where a catch-up goes after one environment: on to the next, or it stops.
+    private enum AfterEnvironment { case next, stop }
+
     private func readHistory(progress: () -> Void) throws(LedgerError) -> HistorySyncReport {
         var report = HistorySyncReport()
         guard let api else { return report }
@@ -56,115 +60,144 @@ extension NotificationInbox {
             report.stoppedBecause = "the Apple breaker is open until \(Timestamp.rfc3339(unixSeconds: until))"
             return report
         }
-        environments: for environment: AppleEnvironment in [.production] + (acceptSandbox ? [.sandbox] : []) {
-            // One host at a time reads an environment's history; the others find it held and
-            // leave it (the UUIDs would make a second reader harmless, but not cheap).
-            let owner = Self.historyOwner
-            guard var cursor = try ledger.claimNotificationHistory(environment: environment, owner: owner,
-                                                                   leaseSeconds: Self.historyLeaseSeconds) else {
-                log.info("notifications.history_held", ["environment": environment, "by": "another settle"])
-                continue environments
-            }
-            defer { try? ledger.releaseNotificationHistory(environment: environment, owner: owner) }
-            /// Saves the place; false once another host took the catch-up over (this one's lease lapsed).
-            func save(_ cursor: NotificationCursor) throws(LedgerError) -> Bool {
-                try ledger.saveNotificationCursor(cursor, environment: environment, owner: owner, leaseSeconds: Self.historyLeaseSeconds)
-            }
-            let nowMs = ledger.time.unixSeconds * 1000
-            if cursor == NotificationCursor() {
-                // The first start: history begins now (what the app granted before settle is not
-                // settle's), or at notifications.backfill_since; purchases older than now that
-                // catch-up finds are reported for a person, never delivered.
-                let since = backfillSinceMs.map { min($0, nowMs) } ?? nowMs
-                cursor = NotificationCursor(syncedUntilMs: since, startedAtMs: nowMs)
-                guard try save(cursor) else { continue environments }
-                log.info("notifications.history_started", ["environment": environment, "since": Timestamp.rfc3339(milliseconds: since),
-                                                           "backfill": backfillSinceMs != nil])
-                if since >= nowMs { continue environments }
-                cursor.windowStartMs = max(nowMs - Self.retentionMs(environment), since)
-                cursor.windowEndMs = nowMs
-            }
-            if cursor.windowStartMs == nil || cursor.windowEndMs == nil {
-                let oldest = nowMs - Self.retentionMs(environment)
-                // Saturating: the cursor is a ledger row, and a backend may have written Int64.min there.
-                cursor.windowStartMs = max(oldest, (cursor.syncedUntilMs ?? oldest).saturatingSubtracting(Self.overlapMs))
-                cursor.windowEndMs = nowMs
-                cursor.paginationToken = nil
-            }
-            var restarted = false
-            for _ in 0..<Self.maxPagesPerSync {
-                let result = api.notificationHistory(environment: environment, startMs: cursor.windowStartMs!, endMs: cursor.windowEndMs!,
-                                                     paginationToken: cursor.paginationToken)
-                report.pages += 1
-                progress()
-                switch result {
-                case let .ok(page):
-                    breaker.recordAnswer()
-                    for payload in page.signedPayloads {
-                        switch receive(signedPayload: payload, source: "history") {
-                        case let .stored(result):
-                            if !result.duplicate { report.stored += 1 }
-                            report.needsPass = report.needsPass || result.needsPass
-                        case let .refused(failure):
-                            // Apple's own history, read over its authenticated API: a refusal means
-                            // our verifier is wrong (roots, clock, configuration). Skipping would lose
-                            // the notification for ever, so the cursor stays and the next interval
-                            // reads this page again.
-                            report.stoppedBecause = "settle's verifier refused a notification from Apple's history (\(failure.code)); "
-                                + "the catch-up stops here and tries again next interval"
-                            log.error("notifications.history_refused", ["environment": environment, "reason": failure.code,
-                                                                        "detail": "\(failure)",
-                                                                        "effect": "catch-up stopped, its place kept; check the roots and the clock"])
-                            continue environments
-                        case let .notStored(message):
-                            // Not even a record of it could be written: the ledger is failing. Keep
-                            // the place; the next interval tries again.
-                            report.stoppedBecause = "a notification from history could not be stored: \(message)"
-                            log.error("notifications.history_not_stored", ["environment": environment, "error": message,
-                                                                           "effect": "catch-up stopped, its place kept"])
-                            break environments
-                        }
-                    }
-                    if page.hasMore, let token = page.paginationToken {
-                        cursor.paginationToken = token
-                        guard try save(cursor) else {
-                            report.stoppedBecause = "another settle took the history catch-up over"
-                            continue environments
-                        }
-                        continue
-                    }
-                    cursor = NotificationCursor(syncedUntilMs: cursor.windowEndMs, startedAtMs: cursor.startedAtMs)
-                    _ = try save(cursor)
-                    continue environments
-                case .paginationExpired where !restarted:
-                    restarted = true
-                    cursor.paginationToken = nil
-                case .paginationExpired:
-                    report.stoppedBecause = "Apple refused the pagination token twice"
-                    continue environments
-                case let .failed(outcome, _):
-                    if case let .paced(message) = outcome {
-                        // settle's own pace: the place is kept, the rest waits for the next interval.
-                        log.info("notifications.history_paced", ["environment": environment, "why": message])
-                        report.stoppedBecause = message
-                        break environments
-                    }
-                    if case let .storeUnavailable(message, retryAfter) = outcome {
-                        let opened = breaker.recordFailure(message, retryAfter: retryAfter, now: ledger.time.unixSeconds,
-                                                           baseSeconds: policy.baseSeconds, maxSeconds: policy.maxSeconds)
-                        log.warning("notifications.history_unavailable", ["environment": environment, "error": message,
-                                                                          "breaker": opened ? "opened" : breaker.state.rawValue])
-                        report.stoppedBecause = message
-                        break environments
-                    }
-                    let message = Self.failure(outcome).message
-                    log.error("notifications.history_failed", ["environment": environment, "error": message])
-                    report.stoppedBecause = message
-                    continue environments
-                }
-            }
-            _ = try save(cursor)
+        for environment: AppleEnvironment in [.production] + (acceptSandbox ? [.sandbox] : []) {
+            let after = try readHistory(environment, api: api, breaker: &breaker, report: &report, progress: progress)
+            if after == .stop { break }
         }
         return report
+    }
+
+    /// One environment's catch-up, under this host's hold on it: one host at a time reads an
+    /// environment's history; the others find it held and leave it (the UUIDs would make a second
+    /// reader harmless, but not cheap).
+    private func readHistory(_ environment: AppleEnvironment, api: AppStoreServerClient, breaker: inout StoreBreaker,
+                             report: inout HistorySyncReport, progress: () -> Void) throws(LedgerError) -> AfterEnvironment {
+        let owner = Self.historyOwner
+        guard var cursor = try ledger.claimNotificationHistory(environment: environment, owner: owner,
+                                                               leaseSeconds: Self.historyLeaseSeconds) else {
+            log.info("notifications.history_held", ["environment": environment, "by": "another settle"])
+            return .next
+        }
+        defer { try? ledger.releaseNotificationHistory(environment: environment, owner: owner) }
+        /// Saves the place; false once another host took the catch-up over (this one's lease lapsed).
+        func save(_ cursor: NotificationCursor) throws(LedgerError) -> Bool {
+            try ledger.saveNotificationCursor(cursor, environment: environment, owner: owner, leaseSeconds: Self.historyLeaseSeconds)
+        }
+        guard try openWindow(&cursor, environment: environment, save: save) else { return .next }
+        var restarted = false
+        for _ in 0..<Self.maxPagesPerSync {
+            let result = api.notificationHistory(environment: environment, startMs: cursor.windowStartMs!, endMs: cursor.windowEndMs!,
+                                                 paginationToken: cursor.paginationToken)
+            report.pages += 1
+            progress()
+            switch result {
+            case let .ok(page):
+                breaker.recordAnswer()
+                if let after = store(page.signedPayloads, environment: environment, report: &report) { return after }
+                if page.hasMore, let token = page.paginationToken {
+                    cursor.paginationToken = token
+                    guard try save(cursor) else {
+                        report.stoppedBecause = "another settle took the history catch-up over"
+                        return .next
+                    }
+                    continue
+                }
+                cursor = NotificationCursor(syncedUntilMs: cursor.windowEndMs, startedAtMs: cursor.startedAtMs)
+                _ = try save(cursor)
+                return .next
+            case .paginationExpired where !restarted:
+                restarted = true
+                cursor.paginationToken = nil
+            case .paginationExpired:
+                report.stoppedBecause = "Apple refused the pagination token twice"
+                return .next
+            case let .failed(outcome, _):
+                return failed(outcome, environment: environment, breaker: &breaker, report: &report)
+            }
+        }
+        _ = try save(cursor)
+        return .next
+    }
+
+    /// Sets the window the catch-up reads: on the first start, from now (what the app granted
+    /// before settle is not settle's) or from notifications.backfill_since (purchases older than
+    /// now that catch-up finds are reported for a person, never delivered); after a finished
+    /// window, from where it ended, a little overlapped. False when there is nothing to read now.
+    private func openWindow(_ cursor: inout NotificationCursor, environment: AppleEnvironment,
+                            save: (NotificationCursor) throws(LedgerError) -> Bool) throws(LedgerError) -> Bool {
+        let nowMs = ledger.time.unixSeconds * 1000
+        if cursor == NotificationCursor() {
+            let since = backfillSinceMs.map { min($0, nowMs) } ?? nowMs
+            cursor = NotificationCursor(syncedUntilMs: since, startedAtMs: nowMs)
+            guard try save(cursor) else { return false }
+            log.info("notifications.history_started", ["environment": environment, "since": Timestamp.rfc3339(milliseconds: since),
+                                                       "backfill": backfillSinceMs != nil])
+            if since >= nowMs { return false }
+            cursor.windowStartMs = max(nowMs - Self.retentionMs(environment), since)
+            cursor.windowEndMs = nowMs
+        }
+        if cursor.windowStartMs == nil || cursor.windowEndMs == nil {
+            let oldest = nowMs - Self.retentionMs(environment)
+            // Saturating: the cursor is a ledger row, and a backend may have written Int64.min there.
+            cursor.windowStartMs = max(oldest, (cursor.syncedUntilMs ?? oldest).saturatingSubtracting(Self.overlapMs))
+            cursor.windowEndMs = nowMs
+            cursor.paginationToken = nil
+        }
+        return true
+    }
+
+    /// Stores one page's notifications; where the catch-up goes when one could not be, nil when
+    /// every one was.
+    private func store(_ payloads: [String], environment: AppleEnvironment, report: inout HistorySyncReport) -> AfterEnvironment? {
+        for payload in payloads {
+            switch receive(signedPayload: payload, source: "history") {
+            case let .stored(result):
+                if !result.duplicate { report.stored += 1 }
+                report.needsPass = report.needsPass || result.needsPass
+            case let .refused(failure):
+                // Apple's own history, read over its authenticated API: a refusal means our
+                // verifier is wrong (roots, clock, configuration). Skipping would lose the
+                // notification for ever, so the cursor stays and the next interval reads this
+                // page again.
+                report.stoppedBecause = "settle's verifier refused a notification from Apple's history (\(failure.code)); "
+                    + "the catch-up stops here and tries again next interval"
+                log.error("notifications.history_refused", ["environment": environment, "reason": failure.code,
+                                                            "detail": "\(failure)",
+                                                            "effect": "catch-up stopped, its place kept; check the roots and the clock"])
+                return .next
+            case let .notStored(message):
+                // Not even a record of it could be written: the ledger is failing. Keep the place;
+                // the next interval tries again.
+                report.stoppedBecause = "a notification from history could not be stored: \(message)"
+                log.error("notifications.history_not_stored", ["environment": environment, "error": message,
+                                                               "effect": "catch-up stopped, its place kept"])
+                return .stop
+            }
+        }
+        return nil
+    }
+
+    /// A page Apple did not serve: settle's own pace and Apple's outage stop the catch-up (the
+    /// place is kept, the rest waits for the next interval); any other failure ends this
+    /// environment's.
+    private func failed(_ outcome: VerificationOutcome, environment: AppleEnvironment, breaker: inout StoreBreaker,
+                        report: inout HistorySyncReport) -> AfterEnvironment {
+        if case let .paced(message) = outcome {
+            log.info("notifications.history_paced", ["environment": environment, "why": message])
+            report.stoppedBecause = message
+            return .stop
+        }
+        if case let .storeUnavailable(message, retryAfter) = outcome {
+            let opened = breaker.recordFailure(message, retryAfter: retryAfter, now: ledger.time.unixSeconds,
+                                               baseSeconds: policy.baseSeconds, maxSeconds: policy.maxSeconds)
+            log.warning("notifications.history_unavailable", ["environment": environment, "error": message,
+                                                              "breaker": opened ? "opened" : breaker.state.rawValue])
+            report.stoppedBecause = message
+            return .stop
+        }
+        let message = Self.failure(outcome).message
+        log.error("notifications.history_failed", ["environment": environment, "error": message])
+        report.stoppedBecause = message
+        return .next
     }
 }
