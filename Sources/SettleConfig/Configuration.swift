@@ -31,8 +31,9 @@ package struct Configuration: Sendable {
     /// The notifications endpoint and history catch-up (absent: off).
     package var notifications: NotificationsConfiguration?
     package var consumption = ConsumptionConfiguration()
-    /// Google Play (absent: App Store only).
-    package var googlePlay: GooglePlayConfiguration?
+    /// Each store module's decoded sections (`ConfigurationSection`), by top-level key: the
+    /// module reads its own through an accessor of its own.
+    package var storeSettings: [String: any Sendable] = [:]
     /// Each registered store module's own section, by its descriptor's `configurationKey`,
     /// as written: the module decodes it (`StoreModule.adapter`, `settle check-config`).
     package var storeSections: [String: JSONValue] = [:]

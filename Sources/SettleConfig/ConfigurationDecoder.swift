@@ -26,15 +26,19 @@ package struct ConfigurationDecoder {
         let serverAPI = collect(nil) { () throws(ConfigError) in
             try root.object("server_api").map { (o) throws(ConfigError) in try decodeServerAPI(o) }
         }
-        let googlePlay = collect(nil) { () throws(ConfigError) in
-            try root.object("google_play").map { (o) throws(ConfigError) in try decodeGooglePlay(o) }
+        let sections = ConfigurationSections.all
+        var storeSettings: [String: any Sendable] = [:]
+        for section in sections {
+            storeSettings[section.key] = collect(nil) { () throws(ConfigError) in
+                try root.object(section.key).map { (o) throws(ConfigError) in try section.decode(o, self) }
+            }
         }
         var storeSections: [String: JSONValue] = [:]
         for key in StoreRegistry.descriptors.compactMap(\.configurationKey) {
             if let section = root.value(key) { storeSections[key] = section }
         }
         if receiptAPI == nil && serverAPI == nil && root.value("receipt_api") == nil && root.value("server_api") == nil
-            && root.value("google_play") == nil && storeSections.isEmpty {
+            && sections.allSatisfy({ root.value($0.key) == nil }) && storeSections.isEmpty {
             problems.append("receipt_api: required key is missing (configure receipt_api and/or server_api to verify with Apple)")
         }
         let products: [String: Configuration.Product] = collect([:]) { () throws(ConfigError) in
@@ -87,19 +91,9 @@ package struct ConfigurationDecoder {
         configuration.historyRetentionDays = retentionDays
         configuration.notifications = notifications
         if let consumption { configuration.consumption = consumption }
-        configuration.googlePlay = googlePlay
+        configuration.storeSettings = storeSettings
         if let web { configuration.web = web }
-        if googlePlay == nil, let play = products.first(where: { $0.value.stores.contains(.googlePlay) }) {
-            throw ConfigError("products.\(play.key).store: a google_play product needs the google_play section")
-        }
-        if let path = googlePlay?.notificationsPath {
-            if notifications == nil {
-                throw ConfigError("google_play.notifications_path: pushes arrive on the notifications listener; configure notifications.listen")
-            }
-            if path == notifications?.path {
-                throw ConfigError("google_play.notifications_path: must differ from notifications.path (Apple's)")
-            }
-        }
+        for section in sections { try section.check?(configuration) }
         return configuration
     }
 

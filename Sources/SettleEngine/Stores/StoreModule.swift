@@ -29,6 +29,10 @@ package protocol StoreModule {
     /// Its own tables, by name (`<store>.<what>`), applied once each after the core's
     /// migrations; its code asks `ledger.hasMigration(name)` before reading them.
     static var migrations: [LedgerMigration] { get }
+
+    /// The top-level configuration sections it decodes itself, registered with it
+    /// (`ConfigurationSections`) before any configuration is read.
+    static var configurationSections: [ConfigurationSection] { get }
 }
 
 /// How a module's proof is read from the file `settle enqueue --proof-file` names (never from
@@ -91,12 +95,14 @@ package struct StoreContext: Sendable {
 }
 
 extension Array where Element == any StoreModule.Type {
-    /// Registers every module's descriptor (`StoreRegistry`) and migrations (`LedgerMigrations`),
-    /// in this order: before any configuration is read or ledger opened.
+    /// Registers every module's descriptor (`StoreRegistry`), migrations (`LedgerMigrations`) and
+    /// configuration sections (`ConfigurationSections`), in this order: before any configuration
+    /// is read or ledger opened.
     package func register() {
         for module in self {
             StoreRegistry.register(module.descriptor)
             LedgerMigrations.register(module.migrations)
+            ConfigurationSections.register(module.configurationSections)
         }
     }
 }

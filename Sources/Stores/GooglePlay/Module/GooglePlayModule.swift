@@ -10,6 +10,8 @@ import SettleEngine
 package enum GooglePlayModule: StoreModule {
     package static var descriptor: StoreDescriptor { .googlePlay }
 
+    package static var configurationSections: [ConfigurationSection] { [.googlePlay] }
+
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
         configuration.googlePlay?.rateLimits ?? [:]
     }
