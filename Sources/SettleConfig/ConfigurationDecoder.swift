@@ -20,12 +20,6 @@ package struct ConfigurationDecoder {
         let (ledger, postgresLedger) = collect(("", nil)) { () throws(ConfigError) in try decodeLedger(&root) }
         let bundleId = collect("") { () throws(ConfigError) in try root.requireString("bundle_id") }
         let acceptSandbox = collect(true) { () throws(ConfigError) in try root.bool("accept_sandbox", default: true) }
-        let receiptAPI = collect(nil) { () throws(ConfigError) in
-            try root.object("receipt_api").map { (o) throws(ConfigError) in try decodeReceiptAPI(o) }
-        }
-        let serverAPI = collect(nil) { () throws(ConfigError) in
-            try root.object("server_api").map { (o) throws(ConfigError) in try decodeServerAPI(o) }
-        }
         let sections = ConfigurationSections.all
         var storeSettings: [String: any Sendable] = [:]
         for section in sections {
@@ -37,9 +31,9 @@ package struct ConfigurationDecoder {
         for key in StoreRegistry.descriptors.compactMap(\.configurationKey) {
             if let section = root.value(key) { storeSections[key] = section }
         }
-        if receiptAPI == nil && serverAPI == nil && root.value("receipt_api") == nil && root.value("server_api") == nil
-            && sections.allSatisfy({ root.value($0.key) == nil }) && storeSections.isEmpty {
-            problems.append("receipt_api: required key is missing (configure receipt_api and/or server_api to verify with Apple)")
+        if sections.allSatisfy({ root.value($0.key) == nil }) && storeSections.isEmpty,
+           let missing = sections.lazy.compactMap(\.whenNoStoreIsConfigured).first {
+            problems.append(missing)
         }
         let products: [String: Configuration.Product] = collect([:]) { () throws(ConfigError) in
             guard let productsObject = try root.object("products") else { throw ConfigError("products: required key is missing") }
@@ -76,13 +70,8 @@ package struct ConfigurationDecoder {
         let web = collect(nil) { () throws(ConfigError) in
             try root.object("web").map { (o) throws(ConfigError) in try decodeWeb(o) }
         }
-        if let consumption, consumption.respond, serverAPI == nil {
-            problems.append("consumption.respond: answering refund requests needs server_api")
-        }
-        if let unknown = root.unknownKeys() { problems.append(unknown) }
-        guard problems.isEmpty else { throw ConfigError(problems.joined(separator: "\n")) }
-        var configuration = Configuration(ledgerPath: ledger, bundleId: bundleId, acceptSandbox: acceptSandbox, receiptAPI: receiptAPI,
-                                          serverAPI: serverAPI, products: products, delivery: delivery, schedule: schedule, http: http,
+        var configuration = Configuration(ledgerPath: ledger, bundleId: bundleId, acceptSandbox: acceptSandbox,
+                                          products: products, delivery: delivery, schedule: schedule, http: http,
                                           metricsFile: metricsFile, shutdownGraceSeconds: grace, sourcePath: path)
         configuration.userBinding = binding
         configuration.storeSections = storeSections
@@ -93,43 +82,11 @@ package struct ConfigurationDecoder {
         if let consumption { configuration.consumption = consumption }
         configuration.storeSettings = storeSettings
         if let web { configuration.web = web }
+        for section in sections { problems += section.problems?(configuration) ?? [] }
+        if let unknown = root.unknownKeys() { problems.append(unknown) }
+        guard problems.isEmpty else { throw ConfigError(problems.joined(separator: "\n")) }
         for section in sections { try section.check?(configuration) }
         return configuration
-    }
-
-    private func decodeReceiptAPI(_ object: ConfigObject) throws(ConfigError) -> Configuration.ReceiptAPIConfiguration {
-        var o = object
-        let production = try url(&o, "production_url", default: "https://buy.itunes.apple.com/verifyReceipt")
-        let sandbox = try url(&o, "sandbox_url", default: "https://sandbox.itunes.apple.com/verifyReceipt")
-        let secret = try secretFile(&o, "shared_secret_file")
-        try o.rejectUnknownKeys()
-        return .init(productionURL: production, sandboxURL: sandbox, sharedSecretFile: secret)
-    }
-
-    private func decodeServerAPI(_ object: ConfigObject) throws(ConfigError) -> Configuration.ServerAPIConfiguration {
-        var o = object
-        let production = try url(&o, "production_url", default: "https://api.storekit.apple.com")
-        let sandbox = try url(&o, "sandbox_url", default: "https://api.storekit-sandbox.apple.com")
-        let issuer = try o.requireString("issuer_id")
-        let keyId = try o.requireString("key_id")
-        let key = try secretFile(&o, "private_key_file")
-        var appAppleId: String? = nil
-        if let value = o.value("app_apple_id") {
-            guard let text = value.looseString, !text.isEmpty else {
-                throw ConfigError("\(o.name("app_apple_id")): expected a number or string, got \(value.typeName)")
-            }
-            appAppleId = text
-        }
-        // Apple Root CA - G3 and Apple Inc. Root CA ship in config/; installed next to the
-        // configuration they are the default anchors for signed data and for app receipts.
-        let roots = try paths(&o, "root_certificates", default: "AppleRootCA-G3.pem")
-        let receiptRoots = try paths(&o, "receipt_root_certificates", default: "AppleIncRootCA.pem")
-        let finish = try o.bool("finish_transactions", default: true)
-        let limits = try rateLimits(&o, groups: StoreDescriptor.appStore.publishedRates)
-        try o.rejectUnknownKeys()
-        return .init(productionURL: production, sandboxURL: sandbox, issuerId: issuer, keyId: keyId, privateKeyFile: key,
-                     appAppleId: appAppleId, rootCertificates: roots, receiptRootCertificates: receiptRoots, finishTransactions: finish,
-                     rateLimits: limits)
     }
 
     /// `rate_limits`: an object of endpoint group to requests a second, each group one the store
@@ -148,7 +105,7 @@ package struct ConfigurationDecoder {
     }
 
     /// A non-empty array of certificate paths, each resolved from the configuration's folder.
-    private func paths(_ o: inout ConfigObject, _ key: String, default name: String) throws(ConfigError) -> [String] {
+    package func paths(_ o: inout ConfigObject, _ key: String, default name: String) throws(ConfigError) -> [String] {
         guard let value = o.value(key) else { return [resolve(name)] }
         guard let items = value.arrayValue, !items.isEmpty else {
             throw ConfigError("\(o.name(key)): expected a non-empty array of paths")
@@ -399,7 +356,7 @@ package struct ConfigurationDecoder {
 
     // MARK: - Values
 
-    private func url(_ o: inout ConfigObject, _ key: String, default fallback: String) throws(ConfigError) -> String {
+    package func url(_ o: inout ConfigObject, _ key: String, default fallback: String) throws(ConfigError) -> String {
         let value = try o.string(key) ?? fallback
         try checkURL(value, name: o.name(key))
         return value
@@ -445,7 +402,7 @@ package struct ConfigurationDecoder {
         return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
-    private func secretFile(_ o: inout ConfigObject, _ key: String) throws(ConfigError) -> SecretFile {
+    package func secretFile(_ o: inout ConfigObject, _ key: String) throws(ConfigError) -> SecretFile {
         let name = try o.requireString(key)
         return SecretFile(key: o.name(key), path: SecretFile.resolve(name, relativeTo: folder, environment: environment),
                           searched: SecretFile.candidates(name, relativeTo: folder, environment: environment))

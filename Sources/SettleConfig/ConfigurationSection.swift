@@ -8,11 +8,16 @@ import SettleBase
 package struct ConfigurationSection: Sendable {
     package typealias Decode = @Sendable (ConfigObject, ConfigurationDecoder) throws(ConfigError) -> any Sendable
     package typealias Check = @Sendable (Configuration) throws(ConfigError) -> Void
+    package typealias Problems = @Sendable (Configuration) -> [String]
 
     /// The top-level key (`receipt_api`).
     package var key: String
     /// The section's settings, every key checked; its errors name the keys (`google_play.api_url: ...`).
     package var decode: Decode
+    /// What is wrong with the rest of the configuration given this section (`consumption.respond`
+    /// needs `server_api`), listed with every other problem; `Configuration` is as decoded so far
+    /// (a section that failed is absent). Nil: nothing.
+    package var problems: Problems?
     /// What must hold of the whole decoded configuration for this section (a product sold on the
     /// store needs the section), run once every section decoded cleanly; nil: nothing.
     package var check: Check?
@@ -20,9 +25,11 @@ package struct ConfigurationSection: Sendable {
     /// store settle verified with before there were more (nil for every other).
     package var whenNoStoreIsConfigured: String?
 
-    package init(key: String, decode: @escaping Decode, check: Check? = nil, whenNoStoreIsConfigured: String? = nil) {
+    package init(key: String, decode: @escaping Decode, problems: Problems? = nil, check: Check? = nil,
+                 whenNoStoreIsConfigured: String? = nil) {
         self.key = key
         self.decode = decode
+        self.problems = problems
         self.check = check
         self.whenNoStoreIsConfigured = whenNoStoreIsConfigured
     }

@@ -11,6 +11,8 @@ import SettleEngine
 package enum AppStoreModule: StoreModule {
     package static var descriptor: StoreDescriptor { .appStore }
 
+    package static var configurationSections: [ConfigurationSection] { [.receiptAPI, .serverAPI] }
+
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
         configuration.serverAPI?.rateLimits ?? [:]
     }
