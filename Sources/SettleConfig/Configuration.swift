@@ -46,8 +46,9 @@ package struct Configuration: Sendable {
         package var kind: Kind
         /// Free-form, passed to the hook unchanged.
         package var grant: JSONValue?
-        /// The stores that sell it under this product id (`"store"`; the App Store by default).
-        package var stores: Set<Store> = [.appStore]
+        /// The stores that sell it under this product id (`"store"`; by default the ones whose
+        /// descriptors say so, `StoreDescriptor.isDefaultForProducts`).
+        package var stores: Set<Store> = StoreRegistry.defaultProductStores
         /// A Google Play one-time product's purchase option this product is (`"purchase_option"`):
         /// a purchase of the product under another option is not this product. Nil: any option
         /// that is not a rental.

@@ -177,22 +177,26 @@ package struct ConfigurationDecoder {
                 guard value.objectMembers != nil else { throw ConfigError("\(product.name("grant")): expected an object, got \(value.typeName)") }
                 grant = value
             }
-            var stores: Set<Store> = [.appStore]
+            var stores = StoreRegistry.defaultProductStores
             if let store = try product.string("store") {
-                // A registered store's name; "both" is the App Store and Google Play, as before there were more.
+                // A registered store's name, or an alias the stores' descriptors give for several ("both").
                 if let one = Store.registered(store) {
                     stores = [one]
-                } else if store == "both" {
-                    stores = [.appStore, .googlePlay]
+                } else if let several = StoreRegistry.productStores(alias: store) {
+                    stores = several
                 } else {
-                    let names = (Store.allCases.map(\.rawValue) + ["both"]).map { "\"\($0)\"" }.joined(separator: ", ")
+                    let names = (Store.allCases.map(\.rawValue) + StoreRegistry.productStoreAliases).map { "\"\($0)\"" }
+                        .joined(separator: ", ")
                     throw ConfigError("\(product.name("store")): \"\(store)\" is not one of \(names)")
                 }
             }
             var result = Configuration.Product(kind: kind, grant: grant, stores: stores)
             if let option = try product.string("purchase_option") {
-                guard stores.contains(.googlePlay), kind != .autoRenewable, !option.isEmpty else {
-                    throw ConfigError("\(product.name("purchase_option")): only a Google Play one-time product has purchase options")
+                let optionStores = StoreRegistry.purchaseOptionStores
+                guard stores.contains(where: { store in optionStores.contains { $0.store == store } }), kind != .autoRenewable,
+                      !option.isEmpty else {
+                    let names = optionStores.map { $0.displayName }.joined(separator: " or ")
+                    throw ConfigError("\(product.name("purchase_option")): only a \(names) one-time product has purchase options")
                 }
                 result.purchaseOption = option
             }

@@ -45,11 +45,23 @@ package struct StoreDescriptor: Sendable {
     /// the core's configuration and decoded by the module, which names its keys in its errors.
     /// Nil for a store whose sections the core still decodes itself.
     package var configurationKey: String? = nil
+    /// Whether a product without `store` is sold on it: the store settle sold through before
+    /// there were more, so that configurations written then mean what they meant.
+    package var isDefaultForProducts = false
+    /// The names a product's `store` may give for several stores at once, this one among them
+    /// (`both`, from the days of two stores).
+    package var productStoreAliases: [String] = []
+    /// Whether its one-time products come in purchase options (`purchase_option`, `rental_period`).
+    package var hasPurchaseOptions = false
 
     package init(store: Store, displayName: String, owner: String, logName: String, unconfiguredHint: String,
                  deliveryNotice: DeliveryNotice, publishedRates: [String: Double] = [:],
-                 environmentRateFractions: [String: Double] = [:], configurationKey: String? = nil) {
+                 environmentRateFractions: [String: Double] = [:], configurationKey: String? = nil,
+                 isDefaultForProducts: Bool = false, productStoreAliases: [String] = [], hasPurchaseOptions: Bool = false) {
         self.configurationKey = configurationKey
+        self.isDefaultForProducts = isDefaultForProducts
+        self.productStoreAliases = productStoreAliases
+        self.hasPurchaseOptions = hasPurchaseOptions
         self.store = store
         self.displayName = displayName
         self.owner = owner
