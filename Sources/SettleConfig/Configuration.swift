@@ -28,7 +28,6 @@ package struct Configuration: Sendable {
     package var historyRetentionDays: Int?
     /// The notifications endpoint and history catch-up (absent: off).
     package var notifications: NotificationsConfiguration?
-    package var consumption = ConsumptionConfiguration()
     /// Each store module's decoded sections (`ConfigurationSection`), by top-level key: the
     /// module reads its own through an accessor of its own.
     package var storeSettings: [String: any Sendable] = [:]

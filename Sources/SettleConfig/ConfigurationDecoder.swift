@@ -31,7 +31,7 @@ package struct ConfigurationDecoder {
         for key in StoreRegistry.descriptors.compactMap(\.configurationKey) {
             if let section = root.value(key) { storeSections[key] = section }
         }
-        if sections.allSatisfy({ root.value($0.key) == nil }) && storeSections.isEmpty,
+        if sections.allSatisfy({ !$0.configuresStore || root.value($0.key) == nil }) && storeSections.isEmpty,
            let missing = sections.lazy.compactMap(\.whenNoStoreIsConfigured).first {
             problems.append(missing)
         }
@@ -64,9 +64,6 @@ package struct ConfigurationDecoder {
         let notifications = collect(nil) { () throws(ConfigError) in
             try root.object("notifications").map { (o) throws(ConfigError) in try decodeNotifications(o) }
         }
-        let consumption = collect(nil) { () throws(ConfigError) in
-            try root.object("consumption").map { (o) throws(ConfigError) in try decodeConsumption(o) }
-        }
         let web = collect(nil) { () throws(ConfigError) in
             try root.object("web").map { (o) throws(ConfigError) in try decodeWeb(o) }
         }
@@ -79,7 +76,6 @@ package struct ConfigurationDecoder {
         configuration.logLevel = logLevel
         configuration.historyRetentionDays = retentionDays
         configuration.notifications = notifications
-        if let consumption { configuration.consumption = consumption }
         configuration.storeSettings = storeSettings
         if let web { configuration.web = web }
         for section in sections { problems += section.problems?(configuration) ?? [] }

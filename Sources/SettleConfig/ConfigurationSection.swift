@@ -21,16 +21,20 @@ package struct ConfigurationSection: Sendable {
     /// What must hold of the whole decoded configuration for this section (a product sold on the
     /// store needs the section), run once every section decoded cleanly; nil: nothing.
     package var check: Check?
+    /// Whether the section alone configures its store (`receipt_api` does; `consumption`, how
+    /// refund requests are answered, does not): a configuration with none is missing a store.
+    package var configuresStore: Bool
     /// The problem reported when no store's section is configured at all, for the sections of the
     /// store settle verified with before there were more (nil for every other).
     package var whenNoStoreIsConfigured: String?
 
     package init(key: String, decode: @escaping Decode, problems: Problems? = nil, check: Check? = nil,
-                 whenNoStoreIsConfigured: String? = nil) {
+                 configuresStore: Bool = true, whenNoStoreIsConfigured: String? = nil) {
         self.key = key
         self.decode = decode
         self.problems = problems
         self.check = check
+        self.configuresStore = configuresStore
         self.whenNoStoreIsConfigured = whenNoStoreIsConfigured
     }
 }

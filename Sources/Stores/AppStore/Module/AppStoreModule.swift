@@ -11,7 +11,7 @@ import SettleEngine
 package enum AppStoreModule: StoreModule {
     package static var descriptor: StoreDescriptor { .appStore }
 
-    package static var configurationSections: [ConfigurationSection] { [.receiptAPI, .serverAPI] }
+    package static var configurationSections: [ConfigurationSection] { [.receiptAPI, .serverAPI, .consumption] }
 
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
         configuration.serverAPI?.rateLimits ?? [:]
