@@ -17,7 +17,7 @@ final class CoreNamesNoStoreTests: XCTestCase {
         "settle": 0,
         "SettleEngine": 7,
         "SettleModel": 50,
-        "SettleConfig": 37,
+        "SettleConfig": 0,
         "SettleLedger": 146,
         "SettleSimulator": 0,
         "SettleApp": 180,
