@@ -43,7 +43,7 @@ package struct StoreDescriptor: Sendable {
     package var environmentRateFractions: [String: Double]
     /// The top-level configuration section the store's module reads (`huawei`), kept raw by
     /// the core's configuration and decoded by the module, which names its keys in its errors.
-    /// Nil for a store whose sections the core still decodes itself.
+    /// Nil for a store whose module registers decoded sections instead (`ConfigurationSection`).
     package var configurationKey: String? = nil
     /// Whether a product without `store` is sold on it: the store settle sold through before
     /// there were more, so that configurations written then mean what they meant.

@@ -64,10 +64,11 @@ enum DemoCommand {
         let second = try reconciler.runPass()
         context.print("pass 2 (an hour later): \(second.summaryLine)\n")
         context.print(StatusView.text(try ledger.summary(OrderFilter(limit: 50)), now: time.unixSeconds))
-        let stage = DemoStage(folder: folder, time: time, ledger: ledger, reconciler: reconciler, print: { context.print($0) },
-                              orderText: { orderId, withNotifications in
-                                  try orderText(orderId, withNotifications: withNotifications, ledger: ledger, time: time)
-                              })
+        let stage = DemoStage(
+            folder: folder, time: time, ledger: ledger, reconciler: reconciler, print: { context.print($0) },
+            orderText: { orderId, notifications in
+                try orderText(orderId, withNotifications: notifications, ledger: ledger, time: time)
+            })
         for chapter in chapters { try chapter.afterPasses(stage) }
         let granted = (try? String(contentsOfFile: folder + "/granted.log", encoding: .utf8)) ?? ""
         context.print("the demo hook was called \(granted.split(separator: "\n").count) times (idempotency key, order):\n" + granted)
@@ -92,9 +93,9 @@ enum DemoCommand {
     static func orderText(_ orderId: String, withNotifications: Bool, ledger: SQLiteLedger,
                           time: ManualTimeSource) throws -> String? {
         guard let record = try ledger.orderRecord(orderId) else { return nil }
-        guard withNotifications else { return StatusView.text(record.order, history: record.history, now: time.unixSeconds) }
-        return StatusView.text(record.order, history: record.history, notifications: try ledger.notifications(orderId: orderId),
-                               now: time.unixSeconds)
+        let (order, history, now) = (record.order, record.history, time.unixSeconds)
+        guard withNotifications else { return StatusView.text(order, history: history, now: now) }
+        return StatusView.text(order, history: history, notifications: try ledger.notifications(orderId: orderId), now: now)
     }
 
     static func makeFolder() throws(CommandFailure) -> String {

@@ -61,7 +61,8 @@ package struct DemoStage {
     package var reconciler: Reconciler
     /// Prints a line (or lines) of the story.
     package var print: (String) -> Void
-    /// An order as `settle status --order` shows it, with the notifications it was told of when asked; nil when unknown.
+    /// An order as `settle status --order` shows it, with the notifications it was told of when
+    /// asked; nil when unknown.
     package var orderText: (_ orderId: String, _ withNotifications: Bool) throws -> String?
 
     package init(folder: String, time: ManualTimeSource, ledger: SQLiteLedger, reconciler: Reconciler,

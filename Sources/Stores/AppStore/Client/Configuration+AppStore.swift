@@ -95,8 +95,8 @@ extension ConfigurationDecoder {
         let finish = try o.bool("finish_transactions", default: true)
         let limits = try rateLimits(&o, groups: StoreDescriptor.appStore.publishedRates)
         try o.rejectUnknownKeys()
-        return .init(productionURL: production, sandboxURL: sandbox, issuerId: issuer, keyId: keyId, privateKeyFile: key,
-                     appAppleId: appAppleId, rootCertificates: roots, receiptRootCertificates: receiptRoots,
-                     finishTransactions: finish, rateLimits: limits)
+        return .init(productionURL: production, sandboxURL: sandbox, issuerId: issuer, keyId: keyId,
+                     privateKeyFile: key, appAppleId: appAppleId, rootCertificates: roots,
+                     receiptRootCertificates: receiptRoots, finishTransactions: finish, rateLimits: limits)
     }
 }

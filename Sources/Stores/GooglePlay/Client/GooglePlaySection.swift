@@ -23,7 +23,8 @@ extension ConfigurationSection {
 
     private static func checkGooglePlay(_ configuration: Configuration) throws(ConfigError) {
         let googlePlay = configuration.googlePlay
-        if googlePlay == nil, let play = configuration.products.first(where: { $0.value.stores.contains(.googlePlay) }) {
+        let products = configuration.products
+        if googlePlay == nil, let play = products.first(where: { $0.value.stores.contains(.googlePlay) }) {
             throw ConfigError("products.\(play.key).store: a google_play product needs the google_play section")
         }
         if let path = googlePlay?.notificationsPath {
