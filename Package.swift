@@ -66,12 +66,21 @@ let package = Package(
         .target(name: "SettleGooglePlaySimulator",
                 dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleGooglePlay", "SettleSimulator"],
                 path: "Sources/Stores/GooglePlay/Simulator"),
+        // Each store's part of `settle demo` (`DemoChapter`): its stand-in, files, orders and acts.
+        .target(name: "SettleAppStoreDemo",
+                dependencies: ["SettleBase", "SettleModel", "SettleLedger", "SettleEngine", "SettleAppStoreModule",
+                               "SettleAppStoreSimulator"],
+                path: "Sources/Stores/AppStore/Demo"),
+        .target(name: "SettleGooglePlayDemo",
+                dependencies: ["SettleBase", "SettleModel", "SettleEngine", "SettleGooglePlay", "SettleGooglePlaySimulator"],
+                path: "Sources/Stores/GooglePlay/Demo"),
         // The application: `settle run` (the daemon's lifecycle, signals, sd_notify, the lock), every
         // subcommand, status views and support lookups.
         .target(name: "SettleApp", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
                                                    "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine",
                                                    "SettleSimulator", "SettleAppStoreModule", "SettleGooglePlayModule",
-                                                   "SettleAppStoreSimulator", "SettleGooglePlaySimulator"]),
+                                                   "SettleAppStoreSimulator", "SettleGooglePlaySimulator",
+                                                   "SettleAppStoreDemo", "SettleGooglePlayDemo"]),
         // The thin executable: `SettleCommand.run` and nothing else.
         .executableTarget(name: "settle", dependencies: ["SettleApp"]),
         // The project's benchmark: every row of issue 11, side by side with a hand-written Python

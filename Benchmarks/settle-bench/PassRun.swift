@@ -44,6 +44,8 @@ struct PassResult {
 /// pass takes its host's share of every store's rate from its start, as running daemons do.
 enum PassChild {
     static func run(configurationPath: String, daemons: Int = 0) throws -> Never {
+        // The stores, as `settle` registers them: their configuration sections are theirs to decode.
+        StoreModules.all.register()
         let configuration = try Configuration.load(path: configurationPath, environment: [:])
         let ledger = try configuration.openLedger(.migrating, time: SystemTimeSource())
         if daemons > 0 {

@@ -50,6 +50,8 @@ let config = JSONValue.object([
     ("notifications", .object([("listen", .string("127.0.0.1:0")), ("max_connections", .number(clients * 2))])),
 ])
 _ = FileManager.default.createFile(atPath: folder + "/settle.json", contents: config.data)
+// The stores, as `settle` registers them: their configuration sections are theirs to decode.
+StoreModules.all.register()
 let configuration = try Configuration.load(path: folder + "/settle.json", environment: [:])
 let ledger = try SQLiteLedger(path: configuration.ledgerPath)
 let reconciler = try Reconciler.configured(configuration, ledger: ledger, environment: ProcessInfo.processInfo.environment, log: .silent, modules: StoreModules.all)

@@ -16,19 +16,6 @@ extension Configuration {
         /// person (`backfilled_purchase`), never delivered.
         package var backfillSinceMs: Int64? = nil
     }
-
-    /// Answers to `CONSUMPTION_REQUEST` (Send Consumption Information v2), opt-in.
-    package struct ConsumptionConfiguration: Sendable, Equatable {
-        /// Apple's refund preference values (ConsumptionRequest.refundPreference).
-        package enum RefundPreference: String, Sendable, CaseIterable {
-            case decline = "DECLINE"
-            case grantFull = "GRANT_FULL"
-            case grantProrated = "GRANT_PRORATED"
-        }
-        package var respond = false
-        package var refundPreference: RefundPreference?
-        package var sampleContentProvided = false
-    }
 }
 
 extension ConfigurationDecoder {
@@ -69,26 +56,5 @@ extension ConfigurationDecoder {
             if let date = formatter.date(from: text) { return Int64(saturating: (date.timeIntervalSince1970 * 1000).rounded(.down)) }
         }
         return nil
-    }
-
-    package func decodeConsumption(_ object: ConfigObject) throws(ConfigError) -> Configuration.ConsumptionConfiguration {
-        var o = object
-        var consumption = Configuration.ConsumptionConfiguration()
-        consumption.respond = try o.bool("respond", default: false)
-        // Apple accepts consumption data only with the customer's consent; the operator states it.
-        let consented = try o.bool("customer_consented", default: false)
-        if consumption.respond && !consented {
-            throw ConfigError("\(o.name("customer_consented")): must be true when respond is true (Apple requires the customer's consent)")
-        }
-        if let text = try o.string("refund_preference") {
-            guard let preference = Configuration.ConsumptionConfiguration.RefundPreference(rawValue: text) else {
-                let allowed = Configuration.ConsumptionConfiguration.RefundPreference.allCases.map { "\"\($0.rawValue)\"" }
-                throw ConfigError("\(o.name("refund_preference")): \"\(text)\" is not one of \(allowed.joined(separator: ", "))")
-            }
-            consumption.refundPreference = preference
-        }
-        consumption.sampleContentProvided = try o.bool("sample_content_provided", default: false)
-        try o.rejectUnknownKeys()
-        return consumption
     }
 }

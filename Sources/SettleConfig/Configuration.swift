@@ -11,8 +11,6 @@ package struct Configuration: Sendable {
     package var postgresLedger: PostgresLedgerConfiguration? = nil
     package var bundleId: String
     package var acceptSandbox: Bool
-    package var receiptAPI: ReceiptAPIConfiguration?
-    package var serverAPI: ServerAPIConfiguration?
     package var products: [String: Product]
     /// How purchases are bound to the order's user (appAccountToken) and which proofs are trusted.
     package var userBinding = UserBinding()
@@ -30,9 +28,9 @@ package struct Configuration: Sendable {
     package var historyRetentionDays: Int?
     /// The notifications endpoint and history catch-up (absent: off).
     package var notifications: NotificationsConfiguration?
-    package var consumption = ConsumptionConfiguration()
-    /// Google Play (absent: App Store only).
-    package var googlePlay: GooglePlayConfiguration?
+    /// Each store module's decoded sections (`ConfigurationSection`), by top-level key: the
+    /// module reads its own through an accessor of its own.
+    package var storeSettings: [String: any Sendable] = [:]
     /// Each registered store module's own section, by its descriptor's `configurationKey`,
     /// as written: the module decodes it (`StoreModule.adapter`, `settle check-config`).
     package var storeSections: [String: JSONValue] = [:]
@@ -47,8 +45,9 @@ package struct Configuration: Sendable {
         package var kind: Kind
         /// Free-form, passed to the hook unchanged.
         package var grant: JSONValue?
-        /// The stores that sell it under this product id (`"store"`; the App Store by default).
-        package var stores: Set<Store> = [.appStore]
+        /// The stores that sell it under this product id (`"store"`; by default the ones whose
+        /// descriptors say so, `StoreDescriptor.isDefaultForProducts`).
+        package var stores: Set<Store> = StoreRegistry.defaultProductStores
         /// A Google Play one-time product's purchase option this product is (`"purchase_option"`):
         /// a purchase of the product under another option is not this product. Nil: any option
         /// that is not a rental.
@@ -56,33 +55,6 @@ package struct Configuration: Sendable {
         /// How long a rental option lasts (`"rental_period"`, ISO 8601): the hook's `expires_date`
         /// is the purchase's completion plus this. A rental is never granted without one.
         package var rentalPeriodSeconds: Int64? = nil
-    }
-
-    /// The legacy verifyReceipt endpoints.
-    package struct ReceiptAPIConfiguration: Sendable {
-        package var productionURL: String
-        package var sandboxURL: String
-        package var sharedSecretFile: SecretFile
-    }
-
-    /// The App Store Server API (StoreKit 2) and the roots StoreKit 2 signed data must chain to.
-    package struct ServerAPIConfiguration: Sendable {
-        package var productionURL: String
-        package var sandboxURL: String
-        package var issuerId: String
-        package var keyId: String
-        package var privateKeyFile: SecretFile
-        package var appAppleId: String?
-        package var rootCertificates: [String]
-        /// The roots legacy app receipts' PKCS#7 signatures must chain to when settle reads
-        /// receipts itself (no `receipt_api`): Apple Inc. Root CA by default.
-        package var receiptRootCertificates: [String]
-        /// `finish_transactions` (default true): after a delivery, tell Apple the transaction is
-        /// finished (Finish Transaction), so StoreKit stops offering it to the app again.
-        package var finishTransactions: Bool = true
-        /// `rate_limits`: requests a second per Server API endpoint group in production, for an
-        /// app Apple granted more; absent groups keep `StoreRateLimits`'. Sandbox gets a tenth.
-        package var rateLimits: [String: Double] = [:]
     }
 
     /// How goods are granted.

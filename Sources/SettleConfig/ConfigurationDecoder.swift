@@ -20,22 +20,20 @@ package struct ConfigurationDecoder {
         let (ledger, postgresLedger) = collect(("", nil)) { () throws(ConfigError) in try decodeLedger(&root) }
         let bundleId = collect("") { () throws(ConfigError) in try root.requireString("bundle_id") }
         let acceptSandbox = collect(true) { () throws(ConfigError) in try root.bool("accept_sandbox", default: true) }
-        let receiptAPI = collect(nil) { () throws(ConfigError) in
-            try root.object("receipt_api").map { (o) throws(ConfigError) in try decodeReceiptAPI(o) }
-        }
-        let serverAPI = collect(nil) { () throws(ConfigError) in
-            try root.object("server_api").map { (o) throws(ConfigError) in try decodeServerAPI(o) }
-        }
-        let googlePlay = collect(nil) { () throws(ConfigError) in
-            try root.object("google_play").map { (o) throws(ConfigError) in try decodeGooglePlay(o) }
+        let sections = ConfigurationSections.all
+        var storeSettings: [String: any Sendable] = [:]
+        for section in sections {
+            storeSettings[section.key] = collect(nil) { () throws(ConfigError) in
+                try root.object(section.key).map { (o) throws(ConfigError) in try section.decode(o, self) }
+            }
         }
         var storeSections: [String: JSONValue] = [:]
         for key in StoreRegistry.descriptors.compactMap(\.configurationKey) {
             if let section = root.value(key) { storeSections[key] = section }
         }
-        if receiptAPI == nil && serverAPI == nil && root.value("receipt_api") == nil && root.value("server_api") == nil
-            && root.value("google_play") == nil && storeSections.isEmpty {
-            problems.append("receipt_api: required key is missing (configure receipt_api and/or server_api to verify with Apple)")
+        if sections.allSatisfy({ !$0.configuresStore || root.value($0.key) == nil }) && storeSections.isEmpty,
+           let missing = sections.lazy.compactMap(\.whenNoStoreIsConfigured).first {
+            problems.append(missing)
         }
         let products: [String: Configuration.Product] = collect([:]) { () throws(ConfigError) in
             guard let productsObject = try root.object("products") else { throw ConfigError("products: required key is missing") }
@@ -66,19 +64,11 @@ package struct ConfigurationDecoder {
         let notifications = collect(nil) { () throws(ConfigError) in
             try root.object("notifications").map { (o) throws(ConfigError) in try decodeNotifications(o) }
         }
-        let consumption = collect(nil) { () throws(ConfigError) in
-            try root.object("consumption").map { (o) throws(ConfigError) in try decodeConsumption(o) }
-        }
         let web = collect(nil) { () throws(ConfigError) in
             try root.object("web").map { (o) throws(ConfigError) in try decodeWeb(o) }
         }
-        if let consumption, consumption.respond, serverAPI == nil {
-            problems.append("consumption.respond: answering refund requests needs server_api")
-        }
-        if let unknown = root.unknownKeys() { problems.append(unknown) }
-        guard problems.isEmpty else { throw ConfigError(problems.joined(separator: "\n")) }
-        var configuration = Configuration(ledgerPath: ledger, bundleId: bundleId, acceptSandbox: acceptSandbox, receiptAPI: receiptAPI,
-                                          serverAPI: serverAPI, products: products, delivery: delivery, schedule: schedule, http: http,
+        var configuration = Configuration(ledgerPath: ledger, bundleId: bundleId, acceptSandbox: acceptSandbox,
+                                          products: products, delivery: delivery, schedule: schedule, http: http,
                                           metricsFile: metricsFile, shutdownGraceSeconds: grace, sourcePath: path)
         configuration.userBinding = binding
         configuration.storeSections = storeSections
@@ -86,56 +76,13 @@ package struct ConfigurationDecoder {
         configuration.logLevel = logLevel
         configuration.historyRetentionDays = retentionDays
         configuration.notifications = notifications
-        if let consumption { configuration.consumption = consumption }
-        configuration.googlePlay = googlePlay
+        configuration.storeSettings = storeSettings
         if let web { configuration.web = web }
-        if googlePlay == nil, let play = products.first(where: { $0.value.stores.contains(.googlePlay) }) {
-            throw ConfigError("products.\(play.key).store: a google_play product needs the google_play section")
-        }
-        if let path = googlePlay?.notificationsPath {
-            if notifications == nil {
-                throw ConfigError("google_play.notifications_path: pushes arrive on the notifications listener; configure notifications.listen")
-            }
-            if path == notifications?.path {
-                throw ConfigError("google_play.notifications_path: must differ from notifications.path (Apple's)")
-            }
-        }
+        for section in sections { problems += section.problems?(configuration) ?? [] }
+        if let unknown = root.unknownKeys() { problems.append(unknown) }
+        guard problems.isEmpty else { throw ConfigError(problems.joined(separator: "\n")) }
+        for section in sections { try section.check?(configuration) }
         return configuration
-    }
-
-    private func decodeReceiptAPI(_ object: ConfigObject) throws(ConfigError) -> Configuration.ReceiptAPIConfiguration {
-        var o = object
-        let production = try url(&o, "production_url", default: "https://buy.itunes.apple.com/verifyReceipt")
-        let sandbox = try url(&o, "sandbox_url", default: "https://sandbox.itunes.apple.com/verifyReceipt")
-        let secret = try secretFile(&o, "shared_secret_file")
-        try o.rejectUnknownKeys()
-        return .init(productionURL: production, sandboxURL: sandbox, sharedSecretFile: secret)
-    }
-
-    private func decodeServerAPI(_ object: ConfigObject) throws(ConfigError) -> Configuration.ServerAPIConfiguration {
-        var o = object
-        let production = try url(&o, "production_url", default: "https://api.storekit.apple.com")
-        let sandbox = try url(&o, "sandbox_url", default: "https://api.storekit-sandbox.apple.com")
-        let issuer = try o.requireString("issuer_id")
-        let keyId = try o.requireString("key_id")
-        let key = try secretFile(&o, "private_key_file")
-        var appAppleId: String? = nil
-        if let value = o.value("app_apple_id") {
-            guard let text = value.looseString, !text.isEmpty else {
-                throw ConfigError("\(o.name("app_apple_id")): expected a number or string, got \(value.typeName)")
-            }
-            appAppleId = text
-        }
-        // Apple Root CA - G3 and Apple Inc. Root CA ship in config/; installed next to the
-        // configuration they are the default anchors for signed data and for app receipts.
-        let roots = try paths(&o, "root_certificates", default: "AppleRootCA-G3.pem")
-        let receiptRoots = try paths(&o, "receipt_root_certificates", default: "AppleIncRootCA.pem")
-        let finish = try o.bool("finish_transactions", default: true)
-        let limits = try rateLimits(&o, groups: StoreDescriptor.appStore.publishedRates)
-        try o.rejectUnknownKeys()
-        return .init(productionURL: production, sandboxURL: sandbox, issuerId: issuer, keyId: keyId, privateKeyFile: key,
-                     appAppleId: appAppleId, rootCertificates: roots, receiptRootCertificates: receiptRoots, finishTransactions: finish,
-                     rateLimits: limits)
     }
 
     /// `rate_limits`: an object of endpoint group to requests a second, each group one the store
@@ -154,7 +101,7 @@ package struct ConfigurationDecoder {
     }
 
     /// A non-empty array of certificate paths, each resolved from the configuration's folder.
-    private func paths(_ o: inout ConfigObject, _ key: String, default name: String) throws(ConfigError) -> [String] {
+    package func paths(_ o: inout ConfigObject, _ key: String, default name: String) throws(ConfigError) -> [String] {
         guard let value = o.value(key) else { return [resolve(name)] }
         guard let items = value.arrayValue, !items.isEmpty else {
             throw ConfigError("\(o.name(key)): expected a non-empty array of paths")
@@ -226,22 +173,26 @@ package struct ConfigurationDecoder {
                 guard value.objectMembers != nil else { throw ConfigError("\(product.name("grant")): expected an object, got \(value.typeName)") }
                 grant = value
             }
-            var stores: Set<Store> = [.appStore]
+            var stores = StoreRegistry.defaultProductStores
             if let store = try product.string("store") {
-                // A registered store's name; "both" is the App Store and Google Play, as before there were more.
+                // A registered store's name, or an alias the stores' descriptors give for several ("both").
                 if let one = Store.registered(store) {
                     stores = [one]
-                } else if store == "both" {
-                    stores = [.appStore, .googlePlay]
+                } else if let several = StoreRegistry.productStores(alias: store) {
+                    stores = several
                 } else {
-                    let names = (Store.allCases.map(\.rawValue) + ["both"]).map { "\"\($0)\"" }.joined(separator: ", ")
+                    let names = (Store.allCases.map(\.rawValue) + StoreRegistry.productStoreAliases).map { "\"\($0)\"" }
+                        .joined(separator: ", ")
                     throw ConfigError("\(product.name("store")): \"\(store)\" is not one of \(names)")
                 }
             }
             var result = Configuration.Product(kind: kind, grant: grant, stores: stores)
             if let option = try product.string("purchase_option") {
-                guard stores.contains(.googlePlay), kind != .autoRenewable, !option.isEmpty else {
-                    throw ConfigError("\(product.name("purchase_option")): only a Google Play one-time product has purchase options")
+                let optionStores = StoreRegistry.purchaseOptionStores
+                guard stores.contains(where: { store in optionStores.contains { $0.store == store } }), kind != .autoRenewable,
+                      !option.isEmpty else {
+                    let names = optionStores.map { $0.displayName }.joined(separator: " or ")
+                    throw ConfigError("\(product.name("purchase_option")): only a \(names) one-time product has purchase options")
                 }
                 result.purchaseOption = option
             }
@@ -405,7 +356,7 @@ package struct ConfigurationDecoder {
 
     // MARK: - Values
 
-    private func url(_ o: inout ConfigObject, _ key: String, default fallback: String) throws(ConfigError) -> String {
+    package func url(_ o: inout ConfigObject, _ key: String, default fallback: String) throws(ConfigError) -> String {
         let value = try o.string(key) ?? fallback
         try checkURL(value, name: o.name(key))
         return value
@@ -451,7 +402,7 @@ package struct ConfigurationDecoder {
         return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
-    private func secretFile(_ o: inout ConfigObject, _ key: String) throws(ConfigError) -> SecretFile {
+    package func secretFile(_ o: inout ConfigObject, _ key: String) throws(ConfigError) -> SecretFile {
         let name = try o.requireString(key)
         return SecretFile(key: o.name(key), path: SecretFile.resolve(name, relativeTo: folder, environment: environment),
                           searched: SecretFile.candidates(name, relativeTo: folder, environment: environment))

@@ -27,7 +27,8 @@ extension StoreDescriptor {
             "app_account_token": 20, "extend_renewal_date": 20,
             "order_lookup": 10, "refund_history": 10,
         ],
-        environmentRateFractions: [AppleEnvironment.sandbox.rawValue: 0.1])
+        environmentRateFractions: [AppleEnvironment.sandbox.rawValue: 0.1],
+        isDefaultForProducts: true, productStoreAliases: ["both"])
 
     /// Google refunds a purchase not acknowledged (or consumed) within three days, so a Play
     /// order stays `delivering` until Google was told.
@@ -38,5 +39,6 @@ extension StoreDescriptor {
     package static let googlePlay = StoreDescriptor(
         store: .googlePlay, displayName: "Google Play", owner: "Google", logName: "google_play",
         unconfiguredHint: "no google_play section is configured", deliveryNotice: .beforeFinished(refundWindowSeconds: 3 * 86_400),
-        publishedRates: ["one_time_purchases": 50, "subscriptions": 50, "orders": 50, "voided_purchases": 1])
+        publishedRates: ["one_time_purchases": 50, "subscriptions": 50, "orders": 50, "voided_purchases": 1],
+        productStoreAliases: ["both"], hasPurchaseOptions: true)
 }

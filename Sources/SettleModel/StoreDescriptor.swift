@@ -43,19 +43,31 @@ package struct StoreDescriptor: Sendable {
     package var environmentRateFractions: [String: Double]
     /// The top-level configuration section the store's module reads (`huawei`), kept raw by
     /// the core's configuration and decoded by the module, which names its keys in its errors.
-    /// Nil for a store whose sections the core still decodes itself.
+    /// Nil for a store whose module registers decoded sections instead (`ConfigurationSection`).
     package var configurationKey: String? = nil
     /// What the store's own reasons (`purchase_not_found`) mean, in a support agent's words,
     /// and what makes a retry worthwhile; a reason every store may give (`refunded`) in the
     /// store's own words where they say more.
     package var reasons: [String: StoreReasonWords] = [:]
+    /// Whether a product without `store` is sold on it: the store settle sold through before
+    /// there were more, so that configurations written then mean what they meant.
+    package var isDefaultForProducts = false
+    /// The names a product's `store` may give for several stores at once, this one among them
+    /// (`both`, from the days of two stores).
+    package var productStoreAliases: [String] = []
+    /// Whether its one-time products come in purchase options (`purchase_option`, `rental_period`).
+    package var hasPurchaseOptions = false
 
     package init(store: Store, displayName: String, owner: String, logName: String, unconfiguredHint: String,
                  deliveryNotice: DeliveryNotice, publishedRates: [String: Double] = [:],
                  environmentRateFractions: [String: Double] = [:], configurationKey: String? = nil,
-                 reasons: [String: StoreReasonWords] = [:]) {
+                 reasons: [String: StoreReasonWords] = [:],
+                 isDefaultForProducts: Bool = false, productStoreAliases: [String] = [], hasPurchaseOptions: Bool = false) {
         self.configurationKey = configurationKey
         self.reasons = reasons
+        self.isDefaultForProducts = isDefaultForProducts
+        self.productStoreAliases = productStoreAliases
+        self.hasPurchaseOptions = hasPurchaseOptions
         self.store = store
         self.displayName = displayName
         self.owner = owner

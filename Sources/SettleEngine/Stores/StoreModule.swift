@@ -31,6 +31,10 @@ package protocol StoreModule {
     static var migrations: [LedgerMigration] { get }
     /// Metric families of its own, in every metrics file (`Metrics.family(_:)` counts them).
     static var metricFamilies: [any StoreMetricFamilies.Type] { get }
+
+    /// The top-level configuration sections it decodes itself, registered with it
+    /// (`ConfigurationSections`) before any configuration is read.
+    static var configurationSections: [ConfigurationSection] { get }
 }
 
 /// How a module's proof is read from the file `settle enqueue --proof-file` names (never from
@@ -94,13 +98,15 @@ package struct StoreContext: Sendable {
 }
 
 extension Array where Element == any StoreModule.Type {
-    /// Registers every module's descriptor (`StoreRegistry`) and migrations (`LedgerMigrations`),
-    /// in this order: before any configuration is read or ledger opened.
+    /// Registers every module's descriptor (`StoreRegistry`), migrations (`LedgerMigrations`) and
+    /// configuration sections (`ConfigurationSections`), in this order: before any configuration
+    /// is read or ledger opened.
     package func register() {
         for module in self {
             StoreRegistry.register(module.descriptor)
             LedgerMigrations.register(module.migrations)
             StoreMetricRegistry.register(module.metricFamilies)
+            ConfigurationSections.register(module.configurationSections)
         }
     }
 }

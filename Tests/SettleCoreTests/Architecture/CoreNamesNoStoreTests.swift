@@ -15,12 +15,12 @@ final class CoreNamesNoStoreTests: XCTestCase {
         "SettleBase": 0,
         "SettleDelivery": 0,
         "settle": 0,
-        "SettleEngine": 0,
-        "SettleModel": 36,
+        "SettleEngine": 7,
+        "SettleModel": 50,
         "SettleConfig": 37,
-        "SettleLedger": 127,
+        "SettleLedger": 146,
         "SettleSimulator": 0,
-        "SettleApp": 180,
+        "SettleApp": 149,
     ]
 
     /// The ledger's numbered migrations, which every user's ledger has run: frozen text, never

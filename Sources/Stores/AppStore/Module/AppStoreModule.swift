@@ -17,6 +17,8 @@ package enum AppStoreModule: StoreModule {
     package static var migrations: [LedgerMigration] { [AppStoreMigrations.finishQueue] }
     package static var metricFamilies: [any StoreMetricFamilies.Type] { [AppleRequestMetrics.self] }
 
+    package static var configurationSections: [ConfigurationSection] { [.receiptAPI, .serverAPI, .consumption] }
+
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
         configuration.serverAPI?.rateLimits ?? [:]
     }

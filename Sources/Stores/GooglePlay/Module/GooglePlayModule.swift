@@ -15,6 +15,8 @@ package enum GooglePlayModule: StoreModule {
     }
     package static var metricFamilies: [any StoreMetricFamilies.Type] { [PushKeyMetrics.self] }
 
+    package static var configurationSections: [ConfigurationSection] { [.googlePlay] }
+
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
         configuration.googlePlay?.rateLimits ?? [:]
     }

@@ -1,6 +1,7 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleConfig
 
 extension Configuration {
     /// The Google Play Developer API and real-time developer notifications (`google_play`);

@@ -1,12 +1,18 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleEngine
 import SettleGooglePlay
 import SettleGooglePlaySimulator
 
-/// The demo's Google Play: a fake Google (token endpoint, purchases, acknowledge, consume) on
-/// loopback, a throwaway service account key, and Play orders of each kind.
-struct DemoGooglePlay {
+/// Google Play's part of `settle demo`: a fake Google (token endpoint, purchases, acknowledge,
+/// consume) on loopback, a throwaway service account key, and Play orders of each kind.
+package final class GooglePlayDemo: DemoChapter {
+    package static let synopsis = """
+    Google Play: a fake Google Play with a throwaway service account key; purchases consumed,
+    already acknowledged and pending.
+    """
+
     static let packageName = "com.example.game"
     static let serviceAccountEmail = "settle-demo@example-project.iam.gserviceaccount.com"
     static let gems = "gems_100"
@@ -20,21 +26,30 @@ struct DemoGooglePlay {
     /// Starts the fake Google, writes the service account key next to the configuration and
     /// scripts a consumable bought by u-60, a non-consumable already acknowledged by the app
     /// (u-61), and a purchase still pending payment (u-62).
-    static func start(folder: String, time: any TimeSource) throws -> DemoGooglePlay {
-        let pem = try RSAPrivateKey.generatePEM()
-        let document = ServiceAccountKey.document(clientEmail: serviceAccountEmail, privateKeyId: "demo-key",
-                                                  privateKeyPEM: pem, tokenURI: "https://oauth2.googleapis.com/token")
-        guard FileManager.default.createFile(atPath: folder + "/play-service-account.json", contents: document.data,
-                                             attributes: [.posixPermissions: 0o600]) else {
-            throw CommandFailure(.ioError, "cannot write the demo's service account key in \(folder)")
-        }
-        let fake = FakeGooglePlay(packageName: packageName, serviceAccount: try ServiceAccountKey(json: document.data),
+    package init(_ setting: DemoSetting) throws(DemoFailure) {
+        let (folder, time) = (setting.folder, setting.time)
+        let packageName = Self.packageName, gems = Self.gems, unlock = Self.unlock
+        let fake: FakeGooglePlay
+        do {
+            let pem = try RSAPrivateKey.generatePEM()
+            let document = ServiceAccountKey.document(clientEmail: Self.serviceAccountEmail, privateKeyId: "demo-key",
+                                                      privateKeyPEM: pem, tokenURI: "https://oauth2.googleapis.com/token")
+            guard FileManager.default.createFile(atPath: folder + "/play-service-account.json", contents: document.data,
+                                                 attributes: [.posixPermissions: 0o600]) else {
+                throw DemoFailure(.io, "cannot write the demo's service account key in \(folder)")
+            }
+            fake = FakeGooglePlay(packageName: packageName, serviceAccount: try ServiceAccountKey(json: document.data),
                                   pushKey: try RSAPrivateKey(pem: RSAPrivateKey.generatePEM()), time: time)
+        } catch let failure as DemoFailure {
+            throw failure
+        } catch {
+            throw DemoFailure(.io, "cannot make the demo's service account key: \(error)")
+        }
         let server: LoopbackHTTPServer
         do {
             server = try LoopbackHTTPServer { fake.handle($0) }
         } catch {
-            throw CommandFailure(.unavailable, "cannot start the fake Google Play on 127.0.0.1: \(error)")
+            throw DemoFailure(.unavailable, "cannot start the fake Google Play on 127.0.0.1: \(error)")
         }
         fake.expectTokenURL(server.baseURL + "/token")
         let bought = (time.unixSeconds - 600) * 1000
@@ -49,36 +64,45 @@ struct DemoGooglePlay {
         script("o-3001", product: gems, googleOrder: "GPA.3301-0001-0001-00001", state: 0, account: "u-60")
         script("o-3002", product: unlock, googleOrder: "GPA.3301-0002-0002-00002", state: 0, account: "u-61", acknowledged: true)
         script("o-3003", product: gems, googleOrder: "GPA.3301-0003-0003-00003", state: 2, account: "u-62")
-        return DemoGooglePlay(fake: fake, server: server, tokens: tokens)
+        self.fake = fake
+        self.server = server
+        self.tokens = tokens
     }
 
-    /// The configuration's `google_play` section and Play products, added to the demo's file.
-    func addToConfiguration(_ path: String) throws {
-        guard let data = FileManager.default.contents(atPath: path), case var .object(members) = try JSONValue.parse(data),
-              let products = members.firstIndex(where: { $0.0 == "products" }), case var .object(list) = members[products].1 else {
-            throw CommandFailure(.ioError, "cannot read back the demo's configuration")
-        }
-        list.append((Self.gems, .object([("type", .string("consumable")), ("store", .string("google_play")),
-                                         ("grant", .object([("gems", .number(100))]))])))
-        list.append((Self.unlock, .object([("type", .string("non_consumable")), ("store", .string("google_play"))])))
-        members[products].1 = .object(list)
-        members.append(("google_play", .object([
+    package var files: [String] { ["play-service-account.json"] }
+
+    /// The configuration's `google_play` section.
+    package var sections: [(String, JSONValue)] {
+        [("google_play", .object([
             ("package_name", .string(Self.packageName)),
             ("service_account_file", .string("play-service-account.json")),
             ("api_url", .string(server.baseURL)),
             ("token_url", .string(server.baseURL + "/token")),
-        ])))
-        guard FileManager.default.createFile(atPath: path, contents: Data(JSONValue.object(members).serialized(pretty: true).utf8)) else {
-            throw CommandFailure(.ioError, "cannot write the demo's configuration")
-        }
+        ]))]
+    }
+
+    /// Its products, sold on Google Play only.
+    package var products: [(String, JSONValue)] {
+        [(Self.gems, .object([("type", .string("consumable")), ("store", .string("google_play")),
+                              ("grant", .object([("gems", .number(100))]))])),
+         (Self.unlock, .object([("type", .string("non_consumable")), ("store", .string("google_play"))]))]
     }
 
     /// The backend stores each user's account id with the order (`user_binding.app_account_token: "order"`).
-    var orders: [NewOrder] {
+    package func orders(now: Date) -> [NewOrder] {
         [("o-3001", "u-60", Self.gems), ("o-3002", "u-61", Self.unlock), ("o-3003", "u-62", Self.gems)].map { id, user, product in
             NewOrder(orderId: id, userId: user, productId: product, appAccountToken: user, store: .googlePlay,
                      purchaseToken: PlayPurchaseToken(tokens[id]!))
         }
+    }
+
+    /// What Google was told, in words, once the orders were reconciled.
+    package func afterPasses(_ stage: DemoStage) {
+        stage.print(summary() + "\n")
+    }
+
+    package func stop() {
+        server.stop()
     }
 
     /// What Google was told, in words.

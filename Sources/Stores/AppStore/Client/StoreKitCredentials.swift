@@ -1,6 +1,7 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleConfig
 
 extension Configuration.ServerAPIConfiguration {
     /// The `.p8` key, refused unless it is private to its owner and an EC P-256 key.
