@@ -77,7 +77,7 @@ struct DemoGooglePlay {
     var orders: [NewOrder] {
         [("o-3001", "u-60", Self.gems), ("o-3002", "u-61", Self.unlock), ("o-3003", "u-62", Self.gems)].map { id, user, product in
             NewOrder(orderId: id, userId: user, productId: product, appAccountToken: user, store: .googlePlay,
-                     purchaseToken: PlayPurchaseToken(tokens[id]!))
+                     purchaseToken: PurchaseToken(tokens[id]!))
         }
     }
 
@@ -89,7 +89,7 @@ struct DemoGooglePlay {
             let finish = purchase.consumptionState == .consumed ? "consumed"
                 : purchase.acknowledgementState == .acknowledged ? "acknowledged" : "not acknowledged"
             let state = purchase.purchaseState == .pending ? "pending payment" : "purchased"
-            lines.append("  \(order) \(purchase.orderId ?? "-") (\(PlayPurchaseToken(token)!.fingerprint)): \(state), \(finish)")
+            lines.append("  \(order) \(purchase.orderId ?? "-") (\(PurchaseToken(token)!.fingerprint)): \(state), \(finish)")
         }
         return lines.joined(separator: "\n")
     }

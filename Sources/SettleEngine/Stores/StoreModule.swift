@@ -29,6 +29,14 @@ package protocol StoreModule {
     /// Its own tables, by name (`<store>.<what>`), applied once each after the core's
     /// migrations; its code asks `ledger.hasMigration(name)` before reading them.
     static var migrations: [LedgerMigration] { get }
+
+    /// Its side queues (work owed to the store outside an order's settling), which rescue visits
+    /// after the core's.
+    static var sideQueues: [SideQueue] { get }
+
+    /// What it voided of a purchase while its order was verified, taken from what the order may
+    /// be granted; nil for a store whose voidings arrive otherwise.
+    static var voidedPurchaseFilter: VoidedPurchaseFilter? { get }
 }
 
 /// How a module's proof is read from the file `settle enqueue --proof-file` names (never from
@@ -59,6 +67,8 @@ extension StoreModule {
     package static func validate(_ configuration: Configuration) throws(ConfigError) {}
     package static var proofFormat: ProofFormat? { nil }
     package static var migrations: [LedgerMigration] { [] }
+    package static var sideQueues: [SideQueue] { [] }
+    package static var voidedPurchaseFilter: VoidedPurchaseFilter? { nil }
 
     /// Its section as written, to decode with `ConfigObject` (nil when absent).
     package static func section(_ configuration: Configuration) throws(ConfigError) -> ConfigObject? {
@@ -97,6 +107,8 @@ extension Array where Element == any StoreModule.Type {
         for module in self {
             StoreRegistry.register(module.descriptor)
             LedgerMigrations.register(module.migrations)
+            SideQueue.register(module.sideQueues)
+            VoidedPurchaseFilter.register(module.voidedPurchaseFilter, for: module.descriptor.store)
         }
     }
 }

@@ -10,6 +10,8 @@ import SettleEngine
 /// (`receipt_api`, `server_api`, `notifications`) describe.
 package enum AppStoreModule: StoreModule {
     package static var descriptor: StoreDescriptor { .appStore }
+    /// Its side queues, which rescue visits after the core's.
+    package static var sideQueues: [SideQueue] { [AppleFinishJob.queue, AccountTokenJob.queue] }
 
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
         configuration.serverAPI?.rateLimits ?? [:]
