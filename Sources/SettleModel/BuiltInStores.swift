@@ -27,7 +27,7 @@ extension StoreDescriptor {
             "app_account_token": 20, "extend_renewal_date": 20,
             "order_lookup": 10, "refund_history": 10,
         ],
-        environmentRateFractions: [AppleEnvironment.sandbox.rawValue: 0.1])
+        environmentRateFractions: [AppleEnvironment.sandbox.rawValue: 0.1], heldUnnamedOrders: true)
 
     /// Google refunds a purchase not acknowledged (or consumed) within three days, so a Play
     /// order stays `delivering` until Google was told.

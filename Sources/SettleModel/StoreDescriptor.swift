@@ -45,11 +45,16 @@ package struct StoreDescriptor: Sendable {
     /// the core's configuration and decoded by the module, which names its keys in its errors.
     /// Nil for a store whose sections the core still decodes itself.
     package var configurationKey: String? = nil
+    /// Whether it is the store settle served alone before orders named their store: a row that
+    /// names none (an older ledger, or an order made without a store) is its (`Store.ofUnnamedOrders`).
+    package var heldUnnamedOrders = false
 
     package init(store: Store, displayName: String, owner: String, logName: String, unconfiguredHint: String,
                  deliveryNotice: DeliveryNotice, publishedRates: [String: Double] = [:],
-                 environmentRateFractions: [String: Double] = [:], configurationKey: String? = nil) {
+                 environmentRateFractions: [String: Double] = [:], configurationKey: String? = nil,
+                 heldUnnamedOrders: Bool = false) {
         self.configurationKey = configurationKey
+        self.heldUnnamedOrders = heldUnnamedOrders
         self.store = store
         self.displayName = displayName
         self.owner = owner

@@ -16,9 +16,9 @@ final class CoreNamesNoStoreTests: XCTestCase {
         "SettleDelivery": 0,
         "settle": 0,
         "SettleEngine": 7,
-        "SettleModel": 41,
+        "SettleModel": 38,
         "SettleConfig": 37,
-        "SettleLedger": 92,
+        "SettleLedger": 88,
         "SettleSimulator": 0,
         "SettleApp": 180,
     ]
