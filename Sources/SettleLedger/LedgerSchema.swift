@@ -2,8 +2,8 @@
 /// The ledger's migrations. Each runs once, in one transaction, and is recorded in
 /// `PRAGMA user_version`. The tables and columns that backends write only ever grow.
 package enum LedgerSchema {
-    /// The migration that adds Google Play's columns and tables.
-    package static let googlePlayVersion = 8
+    /// The migration that names each order's store (`store`, `purchase_token`; with Google Play's tables).
+    package static let storeColumnVersion = 8
     /// The migration that gives each store a breaker of its own.
     package static let storeBreakersVersion = 9
     /// The migration that adds Apple's revocation type and the Finish Transaction queue.
@@ -12,8 +12,6 @@ package enum LedgerSchema {
     package static let pacerBucketsVersion = 14
     /// The migration that records support's transfers and redeliveries (`support_actions`).
     package static let supportActionsVersion = 15
-    /// The migration that tells one voiding of a Google order from another (`voided_time_ms`).
-    package static let playVoidingsVersion = 16
     /// The migration that names a side queue's claim's owner (`SideQueue`).
     package static let sideClaimOwnersVersion = 17
     /// The migration after which the schema names no store: any registered store's orders fit.

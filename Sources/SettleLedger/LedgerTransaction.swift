@@ -89,8 +89,6 @@ package protocol TransactionalLedger: LedgerStore {
     /// Whether the schema keeps the counts by store and state in `order_counts` (SQLite's schema
     /// 9, kept by triggers, so status does not count a million rows); PostgreSQL counts them.
     func keepsOrderCounts() throws(LedgerError) -> Bool
-    /// Whether the schema has the Google Play columns (a read-only status of an older ledger may not).
-    func knowsGooglePlay() throws(LedgerError) -> Bool
     /// Whether the schema has the Finish Transaction queue (`apple_finishes`).
     func knowsAppleFinishes() throws(LedgerError) -> Bool
     /// Whether the schema keeps each host's pacer buckets (`pacer_buckets`).
@@ -144,8 +142,6 @@ extension SQLiteLedger: TransactionalLedger {
 
     package func keepsOrderCounts() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.storeBreakersVersion }
 
-    package func knowsGooglePlay() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.googlePlayVersion }
-
     package func knowsAppleFinishes() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.appleFinishesVersion }
     package func knowsPacerBuckets() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.pacerBucketsVersion }
     package func knowsSupportActions() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.supportActionsVersion }
@@ -166,8 +162,6 @@ extension PostgresLedger: TransactionalLedger {
     package func keepsOrderCounts() throws(LedgerError) -> Bool { false }
 
     package func hasNotificationTables() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.notificationsVersion }
-
-    package func knowsGooglePlay() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.googlePlayVersion }
 
     package func knowsAppleFinishes() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.appleFinishesVersion }
     package func knowsPacerBuckets() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.pacerBucketsVersion }

@@ -10,8 +10,8 @@ package enum PostgresLedgerSchema {
 
     /// The first schema with App Store Server Notifications' tables.
     package static let notificationsVersion = 3
-    /// The migration that adds Google Play's columns and tables.
-    package static let googlePlayVersion = 4
+    /// The migration that names each order's store (`store`, `purchase_token`; with Google Play's tables).
+    package static let storeColumnVersion = 4
     /// The migration that gives each store a breaker of its own.
     package static let storeBreakersVersion = 5
     /// The migration that adds Apple's revocation type and the Finish Transaction queue.
@@ -20,8 +20,6 @@ package enum PostgresLedgerSchema {
     package static let pacerBucketsVersion = 10
     /// The migration that records support's transfers and redeliveries (`support_actions`).
     package static let supportActionsVersion = 11
-    /// The migration that tells one voiding of a Google order from another (`voided_time_ms`).
-    package static let playVoidingsVersion = 13
     /// The migration that names a side queue's claim's owner (`SideQueue`).
     package static let sideClaimOwnersVersion = 14
     /// The migration after which the schema names no store.

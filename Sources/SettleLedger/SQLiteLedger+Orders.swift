@@ -125,8 +125,8 @@ extension Order {
                   refund: row.int("refunded_at").map { Refund(at: $0, kind: row.string("refund_kind") ?? "REFUND",
                                                               reason: row.string("refund_reason")) })
         fencingToken = row.int("fencing_token")
-        store = row.string("store").flatMap(Store.init(rawValue:)) ?? .appStore
-        purchaseToken = row.string("purchase_token").flatMap(PlayPurchaseToken.init)
+        store = row.string("store").flatMap(Store.init(rawValue:)) ?? .ofUnnamedOrders
+        purchaseToken = row.string("purchase_token").flatMap(PurchaseToken.init)
         deliveredAt = row.int("delivered_at")
         appTransaction = row.string("app_transaction")
         storeProof = row.string("proof").map { StoreProof(kind: row.string("proof_kind") ?? "proof", proof: $0, key: row.string("proof_key")) }

@@ -91,10 +91,11 @@ extension TransactionalLedger {
                 try end(.rejected, RejectionReason.refunded.rawValue, message)
                 return .rejected(.refunded, message)
             }
-            // Google voided the purchase while we verified (the voided purchases poll or a confirmed push, on any host).
-            let offered = claimed.string("store") == Store.googlePlay.rawValue ? try db.removingPlayVoided(match) : match
-            if offered.candidates.isEmpty && !match.candidates.isEmpty {
-                let message = "Google Play voided this purchase (refunded, charged back or revoked) before delivery"
+            // The store voided the purchase while we verified (a poll or a confirmed push, on any host).
+            let voided = VoidedPurchaseFilter.of(claimed.string("store"))
+            let offered = try voided.map { try $0.removingVoided(db, match) } ?? match
+            if let voided, offered.candidates.isEmpty && !match.candidates.isEmpty {
+                let message = voided.rejection
                 try end(.rejected, RejectionReason.refunded.rawValue, message)
                 return .rejected(.refunded, message)
             }

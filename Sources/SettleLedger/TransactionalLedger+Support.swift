@@ -13,11 +13,12 @@ package struct OrderFilter: Sendable, Equatable {
     package var transactionIds: [String] = []
     /// Orders whose backend stored this StoreKit appAccountToken.
     package var appAccountToken: String?
-    /// Google Play orders with this purchase token (`status --purchase-token-file`).
-    package var purchaseToken: PlayPurchaseToken?
-    /// A Google order id looked up with Google (`orders.get`), used instead of `transactionId`:
-    /// the orders holding that purchase (verified as it), or holding its token and not yet verified.
-    package var googleOrder: GoogleOrderMatch?
+    /// Orders with this purchase token (`status --purchase-token-file`).
+    package var purchaseToken: PurchaseToken?
+    /// An order id a store shows the buyer, looked up with the store, used instead of
+    /// `transactionId`: the orders holding that purchase (verified as it), or holding its token
+    /// and not yet verified.
+    package var storeOrder: StoreOrderMatch?
     package var limit: Int
 
     package init(state: OrderState? = nil, userId: String? = nil, transactionId: String? = nil, appAccountToken: String? = nil,
@@ -30,12 +31,13 @@ package struct OrderFilter: Sendable, Equatable {
     }
 }
 
-/// A Google order id with the purchase token Google says is behind it.
-package struct GoogleOrderMatch: Sendable, Equatable {
+/// An order id a store shows the buyer (in its receipt email), with the purchase token the
+/// store says is behind it.
+package struct StoreOrderMatch: Sendable, Equatable {
     package var orderId: String
-    package var token: PlayPurchaseToken
+    package var token: PurchaseToken
 
-    package init(orderId: String, token: PlayPurchaseToken) {
+    package init(orderId: String, token: PurchaseToken) {
         self.orderId = orderId
         self.token = token
     }
@@ -190,7 +192,7 @@ extension TransactionalLedger {
     /// The orders closest to their store's refund deadline (stores whose descriptor has a refund
     /// window), soonest first: one indexed read a store, without the rest of the summary.
     package func refundDeadlines(limit: Int) throws(LedgerError) -> [RefundDeadline] {
-        guard try knowsGooglePlay() else { return [] }
+        guard try namesOrderStores() else { return [] }
         let now = time.unixSeconds
         return try reading { db in try Self.refundDeadlines(db, now: now, limit: limit) }
     }
@@ -215,11 +217,11 @@ extension TransactionalLedger {
         // An Apple order id (from the customer's receipt email) is looked up with Apple first and
         // arrives here as the transactions behind it.
         let transactions = filter.transactionIds.isEmpty ? filter.transactionId.map { [$0] } ?? [] : filter.transactionIds
-        if let google = filter.googleOrder {
+        if let match = filter.storeOrder {
             // A token names every period of a subscription: an order verified as another period is not this one's.
             conditions.append("(transaction_id = ? OR verified_transaction_id = ? OR original_transaction_id = ?"
                               + " OR (purchase_token = ? AND verified_transaction_id IS NULL))")
-            arguments += [.text(google.orderId), .text(google.orderId), .text(google.orderId), .text(google.token.value)]
+            arguments += [.text(match.orderId), .text(match.orderId), .text(match.orderId), .text(match.token.value)]
         } else if !transactions.isEmpty {
             let marks = Array(repeating: "?", count: transactions.count).joined(separator: ",")
             conditions.append("(transaction_id IN (\(marks)) OR verified_transaction_id IN (\(marks)) OR original_transaction_id IN (\(marks)))")
@@ -235,7 +237,7 @@ extension TransactionalLedger {
         }
         let subject = conditions.isEmpty ? "TRUE" : conditions.joined(separator: " AND ")
         let countsKept = conditions.isEmpty ? try keepsOrderCounts() : false
-        let playColumns = try knowsGooglePlay()
+        let storeColumn = try namesOrderStores()
         let supportActions = try knowsSupportActions()
         return try reading { db in
             var counts = Dictionary(uniqueKeysWithValues: OrderState.allCases.map { ($0, 0) })
@@ -244,7 +246,7 @@ extension TransactionalLedger {
             })
             // One read for every store and state. Kept by triggers where the schema has them
             // (SQLite's schema 9): a GROUP BY over a million rows is what made status slow.
-            let store = playColumns ? "store" : "'app_store' AS store"
+            let store = storeColumn ? "store" : "'\(Store.ofUnnamedOrders.rawValue)' AS store"
             let counted = countsKept ? try db.query("SELECT store, state, n FROM order_counts")
                 : try db.query("SELECT \(store), state, count(*) AS n FROM orders WHERE \(subject) GROUP BY 1, 2", arguments)
             for row in counted {
@@ -283,7 +285,7 @@ extension TransactionalLedger {
             var summary = LedgerSummary(counts: counts, oldestUndeliveredSeconds: oldest.map { max(0, now.saturatingSubtracting($0)) },
                                         orders: rows.map { Order(row: $0) }, matching: matching, filtered: !conditions.isEmpty)
             summary.storeCounts = storeCounts
-            if playColumns { summary.refundDeadlines = try Self.refundDeadlines(db, now: now, limit: 20) }
+            if storeColumn { summary.refundDeadlines = try Self.refundDeadlines(db, now: now, limit: 20) }
             if supportActions {
                 let waiting = try db.query("SELECT order_id FROM support_actions WHERE state = 'waiting' ORDER BY order_id")
                 summary.supportActionsWaitingCount = waiting.count

@@ -28,7 +28,7 @@ extension StoreDescriptor {
             "order_lookup": 10, "refund_history": 10,
         ],
         environmentRateFractions: [AppleEnvironment.sandbox.rawValue: 0.1],
-        isDefaultForProducts: true, productStoreAliases: ["both"])
+        isDefaultForProducts: true, productStoreAliases: ["both"], heldUnnamedOrders: true)
 
     /// Google refunds a purchase not acknowledged (or consumed) within three days, so a Play
     /// order stays `delivering` until Google was told.

@@ -78,9 +78,9 @@ package struct Order: Sendable, Equatable {
     /// Set once Apple refunded or revoked the purchase.
     package var refund: Refund? = nil
     /// Which store sold the purchase.
-    package var store: Store = .appStore
+    package var store: Store
     /// A Google Play order's proof: a bearer secret, shown only by its fingerprint.
-    package var purchaseToken: PlayPurchaseToken? = nil
+    package var purchaseToken: PurchaseToken? = nil
     /// A Google Play order whose hook said delivered, while Google is not yet told (acknowledge
     /// or consume): it is never handed to the hook again, only finished with Google.
     package var deliveredAt: Int64? = nil
@@ -107,7 +107,7 @@ package struct Order: Sendable, Equatable {
     /// What support and the hook see as the order's transaction: Apple's, once verified.
     package var transactionId: String? { verified?.transactionId ?? requestedTransactionId }
 
-    package init(orderId: String, userId: String, productId: String, requestedTransactionId: String? = nil, receiptSHA256: String? = nil, signedTransaction: String? = nil, state: OrderState, attempts: Int, nextAttemptAt: Int64, reason: String? = nil, lastError: String? = nil, environment: String? = nil, verified: VerifiedPurchase? = nil, createdAt: Int64, updatedAt: Int64, finishedAt: Int64? = nil, lease: Lease? = nil, appAccountToken: String? = nil, fencingToken: Int64? = nil, origin: String = "", refund: Refund? = nil, store: Store = .appStore, purchaseToken: PlayPurchaseToken? = nil, deliveredAt: Int64? = nil) {
+    package init(orderId: String, userId: String, productId: String, requestedTransactionId: String? = nil, receiptSHA256: String? = nil, signedTransaction: String? = nil, state: OrderState, attempts: Int, nextAttemptAt: Int64, reason: String? = nil, lastError: String? = nil, environment: String? = nil, verified: VerifiedPurchase? = nil, createdAt: Int64, updatedAt: Int64, finishedAt: Int64? = nil, lease: Lease? = nil, appAccountToken: String? = nil, fencingToken: Int64? = nil, origin: String = "", refund: Refund? = nil, store: Store = .ofUnnamedOrders, purchaseToken: PurchaseToken? = nil, deliveredAt: Int64? = nil) {
         self.orderId = orderId
         self.userId = userId
         self.productId = productId
@@ -202,7 +202,7 @@ package struct NewOrder: Sendable, Equatable {
     package var appAccountToken: String?
     package var store: Store
     /// A Google Play order's purchase token (its proof; required for `.googlePlay`).
-    package var purchaseToken: PlayPurchaseToken?
+    package var purchaseToken: PurchaseToken?
     /// The signed AppTransaction the user's app read (`AppTransaction.shared`), if the backend has it.
     package var appTransaction: String?
     /// A store module's proof (kind, proof, lookup key), for a store whose proof has no
@@ -211,7 +211,7 @@ package struct NewOrder: Sendable, Equatable {
 
     package init(orderId: String, userId: String, productId: String, transactionId: String? = nil,
                 receipt: String? = nil, signedTransaction: String? = nil, appAccountToken: String? = nil,
-                store: Store = .appStore, purchaseToken: PlayPurchaseToken? = nil, appTransaction: String? = nil) {
+                store: Store = .ofUnnamedOrders, purchaseToken: PurchaseToken? = nil, appTransaction: String? = nil) {
         self.appTransaction = appTransaction
         self.store = store
         self.purchaseToken = purchaseToken

@@ -57,17 +57,22 @@ package struct StoreDescriptor: Sendable {
     package var productStoreAliases: [String] = []
     /// Whether its one-time products come in purchase options (`purchase_option`, `rental_period`).
     package var hasPurchaseOptions = false
+    /// Whether it is the store settle served alone before orders named their store: a row that
+    /// names none (an older ledger, or an order made without a store) is its (`Store.ofUnnamedOrders`).
+    package var heldUnnamedOrders = false
 
     package init(store: Store, displayName: String, owner: String, logName: String, unconfiguredHint: String,
                  deliveryNotice: DeliveryNotice, publishedRates: [String: Double] = [:],
                  environmentRateFractions: [String: Double] = [:], configurationKey: String? = nil,
                  reasons: [String: StoreReasonWords] = [:],
-                 isDefaultForProducts: Bool = false, productStoreAliases: [String] = [], hasPurchaseOptions: Bool = false) {
+                 isDefaultForProducts: Bool = false, productStoreAliases: [String] = [], hasPurchaseOptions: Bool = false,
+                 heldUnnamedOrders: Bool = false) {
         self.configurationKey = configurationKey
         self.reasons = reasons
         self.isDefaultForProducts = isDefaultForProducts
         self.productStoreAliases = productStoreAliases
         self.hasPurchaseOptions = hasPurchaseOptions
+        self.heldUnnamedOrders = heldUnnamedOrders
         self.store = store
         self.displayName = displayName
         self.owner = owner

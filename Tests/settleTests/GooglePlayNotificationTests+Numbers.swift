@@ -8,6 +8,7 @@ import SettleGooglePlay
 import SettleLedger
 #if canImport(Glibc)
 import Glibc
+@testable import SettleGooglePlayModule
 #endif
 
 /// Numbers from outside on a running `settle run` (issue 32, item 16): an authenticated push
@@ -32,7 +33,7 @@ extension GooglePlayNotificationTests {
         for (id, time) in [("m-min", Int64.min), ("m-max", Int64.max), ("m-neg", -1), ("m-zero", 0)] {
             let voided = DeveloperNotification(packageName: Self.packageName, eventTimeMillis: time,
                                                kind: .voidedPurchase(VoidedPurchaseNotification(
-                                                   purchaseToken: PlayPurchaseToken(token)!, orderId: "GPA.AB", rawProductType: 2, rawRefundType: 1)))
+                                                   purchaseToken: PurchaseToken(token)!, orderId: "GPA.AB", rawProductType: 2, rawRefundType: 1)))
             XCTAssertEqual(try push(port, PubSubPush.body(messageId: id, notification: voided), token: good), 200, id)
         }
         daemon.send(SIGUSR1)
@@ -53,7 +54,7 @@ extension GooglePlayNotificationTests {
         _ = daemon.wait()
         let voided = DeveloperNotification(packageName: Self.packageName, eventTimeMillis: nil,
                                            kind: .voidedPurchase(VoidedPurchaseNotification(
-                                               purchaseToken: PlayPurchaseToken(token)!, orderId: "GPA.AB", rawProductType: 2, rawRefundType: 1)))
+                                               purchaseToken: PurchaseToken(token)!, orderId: "GPA.AB", rawProductType: 2, rawRefundType: 1)))
         let database = try SQLiteDatabase(path: world.ledgerPath, mode: .readWrite)
         for (id, received) in [("m-row-min", Int64.min), ("m-row-max", Int64.max)] {
             try database.query("""

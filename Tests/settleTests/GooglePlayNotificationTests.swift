@@ -8,6 +8,7 @@ import SettleModel
 import Glibc
 import SettleGooglePlay
 import SettleLedger
+@testable import SettleGooglePlayModule
 #endif
 
 /// Google Play real-time developer notifications on a running `settle run`: Pub/Sub pushes to
@@ -74,7 +75,7 @@ final class GooglePlayNotificationTests: GooglePlayTestCase {
 
     func purchaseNotification(_ token: String, sku: String? = nil) -> DeveloperNotification {
         DeveloperNotification(packageName: Self.packageName, eventTimeMillis: world.time.unixSeconds * 1000,
-                              kind: .oneTimeProduct(OneTimeProductNotification(rawNotificationType: 1, purchaseToken: PlayPurchaseToken(token)!,
+                              kind: .oneTimeProduct(OneTimeProductNotification(rawNotificationType: 1, purchaseToken: PurchaseToken(token)!,
                                                                                sku: sku ?? gems)))
     }
 
@@ -131,7 +132,7 @@ final class GooglePlayNotificationTests: GooglePlayTestCase {
         func renewed(_ messageId: String) -> Data {
             PubSubPush.body(messageId: messageId, notification: DeveloperNotification(
                 packageName: Self.packageName, eventTimeMillis: world.time.unixSeconds * 1000,
-                kind: .subscription(SubscriptionNotification(rawNotificationType: 2, purchaseToken: PlayPurchaseToken(subscription)!,
+                kind: .subscription(SubscriptionNotification(rawNotificationType: 2, purchaseToken: PurchaseToken(subscription)!,
                                                              subscriptionId: pro))))
         }
         let good = try fake.pushToken(audience: Self.audience, email: Self.pushEmail)
@@ -176,7 +177,7 @@ final class GooglePlayNotificationTests: GooglePlayTestCase {
         script(latest: "GPA.U..1")
         let renewed = PubSubPush.body(messageId: "m-unv-1", notification: DeveloperNotification(
             packageName: Self.packageName, eventTimeMillis: world.time.unixSeconds * 1000,
-            kind: .subscription(SubscriptionNotification(rawNotificationType: 2, purchaseToken: PlayPurchaseToken(subscription)!,
+            kind: .subscription(SubscriptionNotification(rawNotificationType: 2, purchaseToken: PurchaseToken(subscription)!,
                                                          subscriptionId: pro))))
         XCTAssertEqual(try push(port, renewed, token: try fake.pushToken(audience: Self.audience, email: Self.pushEmail)), 200)
         XCTAssertTrue(eventually(within: 20) { (try? ledger()?.playNotification(messageId: "m-unv-1"))??.outcome == "order_created" },
@@ -222,10 +223,10 @@ final class GooglePlayNotificationTests: GooglePlayTestCase {
         XCTAssertTrue(eventually(within: 20) { (try? SQLiteLedger(readOnlyPath: world.ledgerPath).orderRecord("o-rv"))??.order.state == .finished },
                       log(daemon))
         // Google's voided purchases list confirms what the push says.
-        fake.script(voided: [VoidedPurchase(purchaseToken: PlayPurchaseToken(token)!, orderId: "GPA.RV",
+        fake.script(voided: [VoidedPurchase(purchaseToken: PurchaseToken(token)!, orderId: "GPA.RV",
                                             voidedTimeMillis: world.time.unixSeconds * 1000, rawVoidedSource: 0, rawVoidedReason: 1)])
         let voided = DeveloperNotification(packageName: Self.packageName, eventTimeMillis: world.time.unixSeconds * 1000,
-                                           kind: .voidedPurchase(VoidedPurchaseNotification(purchaseToken: PlayPurchaseToken(token)!, orderId: "GPA.RV",
+                                           kind: .voidedPurchase(VoidedPurchaseNotification(purchaseToken: PurchaseToken(token)!, orderId: "GPA.RV",
                                                                                             rawProductType: 2, rawRefundType: 1)))
         let good = try fake.pushToken(audience: Self.audience, email: Self.pushEmail)
         XCTAssertEqual(try push(port, PubSubPush.body(messageId: "m-v1", notification: voided), token: good), 200)

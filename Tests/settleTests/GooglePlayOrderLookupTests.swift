@@ -11,13 +11,13 @@ import SettleModel
 class GooglePlayOrderLookupTests: GooglePlayTestCase {
     func testStatusByGoogleOrderId_findsTheOrderHoldingItsToken_beforeSettleVerifiedIt_andNeverPrintsTheToken() throws {
         let token = scriptProduct("lk", orderId: "GPA.1111-2222-3333-44444", account: "u-1")
-        fake.script(order: PlayOrder(orderId: "GPA.1111-2222-3333-44444", purchaseToken: PlayPurchaseToken(token)!, state: "PROCESSED",
+        fake.script(order: PlayOrder(orderId: "GPA.1111-2222-3333-44444", purchaseToken: PurchaseToken(token)!, state: "PROCESSED",
                                      createTime: "2026-12-01T10:00:00Z", lineItems: [.init(productId: gems, quantity: 1)]))
         try enqueuePlay("o-1", token: token)
         try enqueuePlay("o-other", token: scriptProduct("other", orderId: "GPA.9999-0000-0000-00000"))
         let text = try settle(expecting: 0, ["status", "--transaction", "GPA.1111-2222-3333-44444"])
         XCTAssertTrue(text.stdout.contains("Google Play order GPA.1111-2222-3333-44444 (PROCESSED)"), text.stdout)
-        XCTAssertTrue(text.stdout.contains(PlayPurchaseToken(token)!.fingerprint), text.stdout)
+        XCTAssertTrue(text.stdout.contains(PurchaseToken(token)!.fingerprint), text.stdout)
         XCTAssertTrue(text.stdout.contains("obfuscatedExternalAccountId u-1"), text.stdout)
         XCTAssertTrue(text.stdout.contains("o-1"), text.stdout)
         XCTAssertFalse(text.stdout.contains("no order in the ledger holds"), text.stdout)
@@ -35,7 +35,7 @@ class GooglePlayOrderLookupTests: GooglePlayTestCase {
 
     func testStatusByAGoogleOrderIdNoOrderHolds_saysWhosePurchaseItIs_andThatNoOrderHoldsIt() throws {
         let token = scriptProduct("lost", product: unlock, orderId: "GPA.2222-3333-4444-55555", account: "u-7")
-        fake.script(order: PlayOrder(orderId: "GPA.2222-3333-4444-55555", purchaseToken: PlayPurchaseToken(token)!, state: "PROCESSED",
+        fake.script(order: PlayOrder(orderId: "GPA.2222-3333-4444-55555", purchaseToken: PurchaseToken(token)!, state: "PROCESSED",
                                      lineItems: [.init(productId: unlock, purchaseOptionId: "buy", quantity: 1)]))
         try enqueuePlay("o-unrelated", token: scriptProduct("unrelated"))
         let text = try settle(expecting: 0, ["status", "--transaction", "GPA.2222-3333-4444-55555"])

@@ -84,7 +84,7 @@ class GooglePlayRefundReviewTests: GooglePlayTestCase {
     /// A consumable bought by u-1 and known to Google's Orders API, enqueued as `orderId`.
     func deliveredPurchase(_ name: String, googleOrderId: String, orderId: String) throws -> (SettleBinary.Running, Int) {
         let token = scriptProduct(name, orderId: googleOrderId, account: "u-1")
-        fake.script(order: PlayOrder(orderId: googleOrderId, purchaseToken: PlayPurchaseToken(token)!, state: "PROCESSED",
+        fake.script(order: PlayOrder(orderId: googleOrderId, purchaseToken: PurchaseToken(token)!, state: "PROCESSED",
                                      lineItems: [.init(productId: gems, quantity: 1)]))
         try enqueuePlay(orderId, token: token)
         let (daemon, port) = try startDaemon()
@@ -125,7 +125,7 @@ class GooglePlayRefundReviewTests: GooglePlayTestCase {
     func testRefundReviewOfAPurchaseSettleNeverDelivered_sendsNothing_andSaysWhy() throws {
         try world.hook("fail.sh", exit: 65)
         let token = scriptProduct("nd", orderId: "GPA.7777-0000-0000-00002", account: "u-1")
-        fake.script(order: PlayOrder(orderId: "GPA.7777-0000-0000-00002", purchaseToken: PlayPurchaseToken(token)!, state: "PROCESSED",
+        fake.script(order: PlayOrder(orderId: "GPA.7777-0000-0000-00002", purchaseToken: PurchaseToken(token)!, state: "PROCESSED",
                                      lineItems: [.init(productId: gems, quantity: 1)]))
         try writeReviewConfig(respond: true, hook: world.folder + "/fail.sh")
         try enqueuePlay("o-nd", token: token)
@@ -163,7 +163,7 @@ class GooglePlayRefundReviewTests: GooglePlayTestCase {
 
     func testRefundReviewOfAPurchaseStillBeingSettled_waitsForItsDelivery_thenIsAnswered() throws {
         let token = scriptProduct("wait", orderId: "GPA.7777-0000-0000-00004", state: 2, account: "u-1")
-        fake.script(order: PlayOrder(orderId: "GPA.7777-0000-0000-00004", purchaseToken: PlayPurchaseToken(token)!, state: "PENDING",
+        fake.script(order: PlayOrder(orderId: "GPA.7777-0000-0000-00004", purchaseToken: PurchaseToken(token)!, state: "PENDING",
                                      lineItems: [.init(productId: gems, quantity: 1)]))
         try enqueuePlay("o-wait", token: token)
         let (daemon, port) = try startDaemon()

@@ -199,7 +199,7 @@ final class GooglePlayTests: GooglePlayTestCase {
         let found = try settle(expecting: 0, ["status", "--purchase-token-file", "-", "--json"], stdin: Data(token.utf8))
         let orders = try JSONValue.parse(found.stdout)["orders"]?.arrayValue ?? []
         XCTAssertEqual(orders.compactMap { $0["order_id"]?.looseString }, ["o-s"])
-        let fingerprint = PlayPurchaseToken(token)!.fingerprint
+        let fingerprint = PurchaseToken(token)!.fingerprint
         XCTAssertEqual(orders.first?["purchase_token"], .string(fingerprint))
         XCTAssertEqual(orders.first?["store"], .string("google_play"))
         try settle(expecting: 0, ["status", "o-s"])

@@ -35,7 +35,7 @@ final class GooglePlayTransferTests: GooglePlayTestCase {
     }
 
     func void(_ token: String, orderId: String) throws {
-        fake.script(voided: [VoidedPurchase(purchaseToken: PlayPurchaseToken(token)!, orderId: orderId,
+        fake.script(voided: [VoidedPurchase(purchaseToken: PurchaseToken(token)!, orderId: orderId,
                                             purchaseTimeMillis: (world.time.unixSeconds - 600) * 1000,
                                             voidedTimeMillis: world.time.unixSeconds * 1000, rawVoidedSource: 0, rawVoidedReason: 1)])
         let database = try SQLiteDatabase(path: world.ledgerPath, mode: .readWrite)

@@ -30,7 +30,7 @@ final class GooglePlayVoidedTests: GooglePlayTestCase {
     }
 
     func voided(_ token: String, orderId: String) -> VoidedPurchase {
-        VoidedPurchase(purchaseToken: PlayPurchaseToken(token)!, orderId: orderId, purchaseTimeMillis: (world.time.unixSeconds - 600) * 1000,
+        VoidedPurchase(purchaseToken: PurchaseToken(token)!, orderId: orderId, purchaseTimeMillis: (world.time.unixSeconds - 600) * 1000,
                        voidedTimeMillis: world.time.unixSeconds * 1000, rawVoidedSource: 0, rawVoidedReason: 1)
     }
 

@@ -128,7 +128,7 @@ class PlayCrashFaultTestCase: GooglePlayTestCase {
         defer { try? ledger.close() }
         for p in purchases {
             _ = try ledger.enqueue(NewOrder(orderId: p.orderId, userId: p.userId, productId: p.productId,
-                                            store: .googlePlay, purchaseToken: PlayPurchaseToken(p.token)))
+                                            store: .googlePlay, purchaseToken: PurchaseToken(p.token)))
         }
 
         // Each kill waits for a random number of grants (sorted, so the kills spread over the

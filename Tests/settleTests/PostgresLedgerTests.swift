@@ -4,6 +4,7 @@ import SettleTesting
 import XCTest
 import SettleModel
 import SettleLedger
+@testable import SettleGooglePlayModule
 
 /// The `settle` binary on a PostgreSQL ledger: configuration, migrate, enqueue, reconcile,
 /// status, and two daemons sharing the work.
@@ -219,7 +220,7 @@ final class PostgresLedgerTests: EndToEndTestCase {
 
     func testLedgerCopy_ofALedgerWithGooglePlayOrders_carriesTheirStoreTokenDeliveryMarkPushesAndTheVoidedCursor() throws {
         let sqlite = try world.ledger()
-        let token = try XCTUnwrap(PlayPurchaseToken("tok-copy-AO-J1OxYz.SECRET"))
+        let token = try XCTUnwrap(PurchaseToken("tok-copy-AO-J1OxYz.SECRET"))
         _ = try sqlite.enqueue(NewOrder(orderId: "p-1", userId: "u-1", productId: "gems_100", appAccountToken: "u-1",
                                         store: .googlePlay, purchaseToken: token))
         XCTAssertTrue(try sqlite.storePlayNotification(messageId: "m-1", kind: "oneTimeProductNotification", token: token, payload: "{}"))

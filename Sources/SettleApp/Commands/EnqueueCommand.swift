@@ -203,9 +203,9 @@ enum EnqueueCommand {
     }
 
     /// A purchase token from a file or standard input. Errors never quote it.
-    static func readPurchaseToken(_ path: String) throws(CommandFailure) -> PlayPurchaseToken {
+    static func readPurchaseToken(_ path: String) throws(CommandFailure) -> PurchaseToken {
         let text = try read(path, what: "purchase token")
-        guard let token = PlayPurchaseToken(text) else {
+        guard let token = PurchaseToken(text) else {
             throw CommandFailure(.dataError, "purchase token in \(path == "-" ? "standard input" : path) is not a Google Play purchase token (printable ASCII, at most 4096 characters)")
         }
         return token

@@ -62,7 +62,7 @@ package struct StatusReport: Sendable {
         if let id = filter.transactionId, GooglePlayOrderLookup.isOrderId(id), let lookup = lookups.google {
             googleOrder = lookup.lookUp(id)
             if case let .found(order, _) = googleOrder {
-                filter.googleOrder = GoogleOrderMatch(orderId: order.orderId, token: order.purchaseToken)
+                filter.storeOrder = StoreOrderMatch(orderId: order.orderId, token: order.purchaseToken)
             }
         }
         // Buckets a host saved within the live window: a stopped host's are left out.

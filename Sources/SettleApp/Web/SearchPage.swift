@@ -18,7 +18,7 @@ enum SearchPage {
         if request.method == "POST" {
             guard !request.isCrossSite else { return WebActions.crossSite(request, console: console) }
             let text = (request.form["purchase_token"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-            guard let token = PlayPurchaseToken(text) else {
+            guard let token = PurchaseToken(text) else {
                 return page("<p class=\"refusal\">that is not a Google Play purchase token (printable ASCII, at most 4096 characters)</p>",
                             query: "", request, console: console, status: 400)
             }

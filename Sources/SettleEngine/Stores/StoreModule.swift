@@ -35,6 +35,14 @@ package protocol StoreModule {
     /// The top-level configuration sections it decodes itself, registered with it
     /// (`ConfigurationSections`) before any configuration is read.
     static var configurationSections: [ConfigurationSection] { get }
+
+    /// Its side queues (work owed to the store outside an order's settling), which rescue visits
+    /// after the core's.
+    static var sideQueues: [SideQueue] { get }
+
+    /// What it voided of a purchase while its order was verified, taken from what the order may
+    /// be granted; nil for a store whose voidings arrive otherwise.
+    static var voidedPurchaseFilter: VoidedPurchaseFilter? { get }
 }
 
 /// How a module's proof is read from the file `settle enqueue --proof-file` names (never from
@@ -66,6 +74,8 @@ extension StoreModule {
     package static var proofFormat: ProofFormat? { nil }
     package static var migrations: [LedgerMigration] { [] }
     package static var metricFamilies: [any StoreMetricFamilies.Type] { [] }
+    package static var sideQueues: [SideQueue] { [] }
+    package static var voidedPurchaseFilter: VoidedPurchaseFilter? { nil }
 
     /// Its section as written, to decode with `ConfigObject` (nil when absent).
     package static func section(_ configuration: Configuration) throws(ConfigError) -> ConfigObject? {
@@ -107,6 +117,8 @@ extension Array where Element == any StoreModule.Type {
             LedgerMigrations.register(module.migrations)
             StoreMetricRegistry.register(module.metricFamilies)
             ConfigurationSections.register(module.configurationSections)
+            SideQueue.register(module.sideQueues)
+            VoidedPurchaseFilter.register(module.voidedPurchaseFilter, for: module.descriptor.store)
         }
     }
 }

@@ -16,9 +16,9 @@ final class CoreNamesNoStoreTests: XCTestCase {
         "SettleDelivery": 0,
         "settle": 0,
         "SettleEngine": 7,
-        "SettleModel": 50,
+        "SettleModel": 38,
         "SettleConfig": 37,
-        "SettleLedger": 146,
+        "SettleLedger": 88,
         "SettleSimulator": 0,
         "SettleApp": 149,
     ]

@@ -97,11 +97,11 @@ class GooglePlayReconcileTests: XCTestCase {
 
     // MARK: - Helpers
 
-    func token(_ name: String) -> PlayPurchaseToken { PlayPurchaseToken("tok-\(name)-AO-J1OxYz.SECRETPLAYTOKEN_abcdefghijklmnopqrstuvwxyz")! }
+    func token(_ name: String) -> PurchaseToken { PurchaseToken("tok-\(name)-AO-J1OxYz.SECRETPLAYTOKEN_abcdefghijklmnopqrstuvwxyz")! }
 
     /// A one-time purchase as Google answers it: purchased, bought a minute ago.
     func product(_ name: String, product: String? = nil, orderId: String, account: String?, quantity: Int? = nil,
-                 consumed: Bool = false, acknowledged: Bool = false) -> PlayPurchaseToken {
+                 consumed: Bool = false, acknowledged: Bool = false) -> PurchaseToken {
         let token = token(name)
         fake.script(product: token.value, ProductPurchase(
             rawPurchaseState: 0, rawConsumptionState: consumed ? 1 : 0, rawAcknowledgementState: consumed || acknowledged ? 1 : 0,
@@ -112,8 +112,8 @@ class GooglePlayReconcileTests: XCTestCase {
 
     /// An active subscription whose latest successful period is `period`; Google's deprecated
     /// latestOrderId names a renewal whose charge was declined, as it may.
-    func subscription(_ token: PlayPurchaseToken, product: String? = nil, period: String, account: String?,
-                      linked: PlayPurchaseToken? = nil, acknowledged: Bool = false, expiry: String = "2099-01-01T00:00:00Z") {
+    func subscription(_ token: PurchaseToken, product: String? = nil, period: String, account: String?,
+                      linked: PurchaseToken? = nil, acknowledged: Bool = false, expiry: String = "2099-01-01T00:00:00Z") {
         fake.script(subscription: token.value, SubscriptionPurchaseV2(
             rawSubscriptionState: "SUBSCRIPTION_STATE_ACTIVE",
             rawAcknowledgementState: acknowledged ? "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED" : "ACKNOWLEDGEMENT_STATE_PENDING",
@@ -122,7 +122,7 @@ class GooglePlayReconcileTests: XCTestCase {
             startTime: "2026-12-01T10:00:00Z"))
     }
 
-    func enqueue(_ ledger: any SettleLedger, _ orderId: String, user: String, token: PlayPurchaseToken, product: String? = nil,
+    func enqueue(_ ledger: any SettleLedger, _ orderId: String, user: String, token: PurchaseToken, product: String? = nil,
                  account: String? = nil) throws {
         _ = try ledger.enqueue(NewOrder(orderId: orderId, userId: user, productId: product ?? gems, appAccountToken: account,
                                         store: .googlePlay, purchaseToken: token))
@@ -137,17 +137,17 @@ class GooglePlayReconcileTests: XCTestCase {
     }
 
     /// A subscription push as Google sends it today: without the deprecated subscriptionId.
-    func subscriptionPush(_ ledger: any SettleLedger, _ messageId: String, type: Int, _ token: PlayPurchaseToken) throws {
+    func subscriptionPush(_ ledger: any SettleLedger, _ messageId: String, type: Int, _ token: PurchaseToken) throws {
         try push(ledger, messageId, .subscription(SubscriptionNotification(rawNotificationType: type, purchaseToken: token,
                                                                            subscriptionId: nil)))
     }
 
-    func purchasePush(_ ledger: any SettleLedger, _ messageId: String, _ token: PlayPurchaseToken, sku: String? = nil) throws {
+    func purchasePush(_ ledger: any SettleLedger, _ messageId: String, _ token: PurchaseToken, sku: String? = nil) throws {
         try push(ledger, messageId, .oneTimeProduct(OneTimeProductNotification(rawNotificationType: 1, purchaseToken: token,
                                                                                sku: sku ?? gems)))
     }
 
-    func voidedPush(_ ledger: any SettleLedger, _ messageId: String, _ token: PlayPurchaseToken, orderId: String) throws {
+    func voidedPush(_ ledger: any SettleLedger, _ messageId: String, _ token: PurchaseToken, orderId: String) throws {
         try push(ledger, messageId, .voidedPurchase(VoidedPurchaseNotification(purchaseToken: token, orderId: orderId, rawProductType: 2,
                                                                                rawRefundType: 1)))
     }

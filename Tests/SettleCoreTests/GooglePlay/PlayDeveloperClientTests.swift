@@ -245,7 +245,7 @@ final class PlayDeveloperClientTests: XCTestCase {
             XCTAssertFalse(text.contains(PlayTestWorld.tokenText), text)
             XCTAssertTrue(text.contains(token.fingerprint), text)
         }
-        XCTAssertNil(PlayPurchaseToken("has space"))
-        XCTAssertNil(PlayPurchaseToken(""))
+        XCTAssertNil(PurchaseToken("has space"))
+        XCTAssertNil(PurchaseToken(""))
     }
 }

@@ -46,7 +46,7 @@ final class PlayTestWorld {
         PushAuthenticator(keys: fake.pushKeySet, audience: Self.audience, serviceAccountEmail: Self.pushEmail, time: time)
     }
 
-    static func token(_ text: String) -> PlayPurchaseToken { PlayPurchaseToken(text)! }
+    static func token(_ text: String) -> PurchaseToken { PurchaseToken(text)! }
 
     /// A realistic token: long, with the dots and dashes Google's have.
     static let tokenText = "opaque-token-up.AO-J1OxYz_abcdefghijklmnopqrstuvwxyz0123456789-ABCDEFGHIJ"

@@ -6,6 +6,7 @@ import XCTest
 @testable import SettleModel
 @testable import SettleLedger
 @testable import SettleEngine
+@testable import SettleGooglePlayModule
 
 /// One store's slowness never holds the other store's orders (issue 32, item 21): each store has
 /// its own share of the pass's workers. Google's answers are held open for as long as the test

@@ -485,7 +485,7 @@ final class LedgerContractTests: XCTestCase {
         try onEachBackEnd { b in
             for id in ["a-1", "a-2", "a-3"] { try enqueue(b.store, id) }
             world.time.advance(by: -Double(RefundDeadline.urgentAfterSeconds(.googlePlay)! + 3600))
-            try enqueuePlay(b.store, "p-late", token: PlayPurchaseToken("tok-late-batch")!)
+            try enqueuePlay(b.store, "p-late", token: PurchaseToken("tok-late-batch")!)
             world.time.advance(by: Double(RefundDeadline.urgentAfterSeconds(.googlePlay)! + 3600))
             try b.execute("UPDATE orders SET next_attempt_at = next_attempt_at + 1 WHERE order_id = 'p-late'")
             world.time.advance(by: 5)
@@ -573,7 +573,7 @@ final class LedgerContractTests: XCTestCase {
             for i in 0..<4 {
                 try b.store.enqueue(NewOrder(orderId: "apple-\(i)", userId: "u", productId: world.coins, transactionId: "\(4000 + i)"))
                 try b.store.enqueue(NewOrder(orderId: "play-\(i)", userId: "u", productId: world.coins, store: .googlePlay,
-                                             purchaseToken: PlayPurchaseToken("token-\(i)")!))
+                                             purchaseToken: PurchaseToken("token-\(i)")!))
                 world.time.advance(by: 1)
             }
             XCTAssertEqual(try b.store.claimDue(owner: me, leaseSeconds: 60, limit: 3, stores: [.googlePlay]).map(\.orderId),

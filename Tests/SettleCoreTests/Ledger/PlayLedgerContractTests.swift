@@ -4,13 +4,14 @@ import XCTest
 @testable import SettleApp
 @testable import SettleModel
 @testable import SettleLedger
+@testable import SettleGooglePlayModule
 
 /// Google Play's part of the ledger contract, on SQLite and on PostgreSQL: the store and the
 /// purchase token of an order, "delivered, store finish pending", the refund deadline.
 extension LedgerContractTests {
-    static let playToken = PlayPurchaseToken("tok-contract-AO-J1OxYz.SECRETPLAYTOKEN_abcdefghijklmnopqrstuvwxyz")!
+    static let playToken = PurchaseToken("tok-contract-AO-J1OxYz.SECRETPLAYTOKEN_abcdefghijklmnopqrstuvwxyz")!
 
-    func enqueuePlay(_ store: any LedgerStore, _ id: String, token: PlayPurchaseToken = LedgerContractTests.playToken) throws {
+    func enqueuePlay(_ store: any LedgerStore, _ id: String, token: PurchaseToken = LedgerContractTests.playToken) throws {
         _ = try store.enqueue(NewOrder(orderId: id, userId: "u-1", productId: "gems_100", appAccountToken: "u-1",
                                        store: .googlePlay, purchaseToken: token))
     }
@@ -25,7 +26,7 @@ extension LedgerContractTests {
             try enqueuePlay(b.store, "p-1")
             XCTAssertEqual(try b.store.enqueue(NewOrder(orderId: "p-1", userId: "u-1", productId: "gems_100", appAccountToken: "u-1",
                                                         store: .googlePlay, purchaseToken: Self.playToken)), .unchanged, b.name)
-            XCTAssertThrowsError(try enqueuePlay(b.store, "p-1", token: PlayPurchaseToken("another-token")!), b.name)
+            XCTAssertThrowsError(try enqueuePlay(b.store, "p-1", token: PurchaseToken("another-token")!), b.name)
             try enqueue(b.store, "a-1")
             let order = try XCTUnwrap(try b.store.orderRecord("p-1")?.order, b.name)
             XCTAssertEqual(order.store, .googlePlay, b.name)
@@ -125,9 +126,9 @@ extension LedgerContractTests {
     func testClaimOrder_aPlayOrderUnderADayFromGooglesRefund_goesFirst_andStatusListsItsDeadline() throws {
         try onEachBackEnd { b in
             try enqueue(b.store, "a-1")
-            try enqueuePlay(b.store, "p-fresh", token: PlayPurchaseToken("tok-fresh")!)
+            try enqueuePlay(b.store, "p-fresh", token: PurchaseToken("tok-fresh")!)
             world.time.advance(by: -Double(RefundDeadline.urgentAfterSeconds(.googlePlay)! + 3600))
-            try enqueuePlay(b.store, "p-late", token: PlayPurchaseToken("tok-late")!)
+            try enqueuePlay(b.store, "p-late", token: PurchaseToken("tok-late")!)
             world.time.advance(by: Double(RefundDeadline.urgentAfterSeconds(.googlePlay)! + 3600))
             // Due last of all by next_attempt_at and id; first by Google's deadline.
             try b.execute("UPDATE orders SET next_attempt_at = next_attempt_at + 1 WHERE order_id = 'p-late'")
@@ -149,8 +150,8 @@ extension LedgerContractTests {
         try onEachBackEnd { b in
             // Not verified yet: nothing says which of Google's orders it is, so it is left alone,
             // and the voiding is kept for the moment its grant is reserved.
-            try enqueuePlay(b.store, "p-early", token: PlayPurchaseToken("tok-early-voided")!)
-            XCTAssertEqual(try b.store.applyPlayVoided(token: PlayPurchaseToken("tok-early-voided")!, googleOrderId: "GPA.1",
+            try enqueuePlay(b.store, "p-early", token: PurchaseToken("tok-early-voided")!)
+            XCTAssertEqual(try b.store.applyPlayVoided(token: PurchaseToken("tok-early-voided")!, googleOrderId: "GPA.1",
                                                        reason: "1", source: "voided_poll"), [:], b.name)
             let early = try XCTUnwrap(try b.store.claim(orderId: "p-early", owner: me, leaseSeconds: 60), b.name)
             XCTAssertEqual(try b.store.recordVerified(orderId: "p-early", owner: me, fence: early.order.fencingToken,
@@ -162,8 +163,8 @@ extension LedgerContractTests {
             XCTAssertNil(try b.store.grantHolder(transactionId: "GPA.1"), "\(b.name): a voided purchase was reserved")
             // The order made for that very purchase (from a notification) is never delivered at once.
             _ = try b.store.createPlayOrder(orderId: "play-GPA.7", userId: "u-1", productId: "gems_100",
-                                            token: PlayPurchaseToken("tok-made")!, accountId: nil, detail: "test")
-            XCTAssertEqual(try b.store.applyPlayVoided(token: PlayPurchaseToken("tok-made")!, googleOrderId: "GPA.7", reason: nil,
+                                            token: PurchaseToken("tok-made")!, accountId: nil, detail: "test")
+            XCTAssertEqual(try b.store.applyPlayVoided(token: PurchaseToken("tok-made")!, googleOrderId: "GPA.7", reason: nil,
                                                        source: "voided_poll"), ["play-GPA.7": "never_delivered"], b.name)
 
             try enqueuePlay(b.store, "p-late")

@@ -8,6 +8,7 @@ import XCTest
 @testable import SettleDelivery
 @testable import SettleEngine
 @testable import SettleAppStoreModule
+@testable import SettleGooglePlayModule
 
 /// Transfers and redeliveries on every back end (issue 26): what the ledger records and refuses,
 /// and what the pass's runner sends through real command hooks, step by step.
@@ -220,7 +221,7 @@ extension LedgerContractTests {
             try runner(b.store, grantExit: 75).run()
             XCTAssertEqual(calls, ["grant 760 o-1"], b.name)
             try b.execute("UPDATE orders SET store = 'google_play', purchase_token = 'tok-760' WHERE order_id = 'o-1'")
-            let voided = try b.store.applyPlayVoided(token: XCTUnwrap(PlayPurchaseToken("tok-760")), googleOrderId: "760", reason: "1",
+            let voided = try b.store.applyPlayVoided(token: XCTUnwrap(PurchaseToken("tok-760")), googleOrderId: "760", reason: "1",
                                                      source: "voided purchases")
             XCTAssertEqual(voided["o-1"], "revoke_queued", b.name)
             let cancelled = try XCTUnwrap(try b.store.supportActions(orderId: "o-1").first)
@@ -277,7 +278,7 @@ extension LedgerContractTests {
         _ = try store.enqueue(NewOrder(orderId: id, userId: user, productId: play ? "gems_100" : world.coins,
                                        transactionId: play ? nil : transaction, receipt: play ? nil : world.receipt(id),
                                        appAccountToken: token, store: play ? .googlePlay : .appStore,
-                                       purchaseToken: play ? PlayPurchaseToken("tok-\(id)") : nil))
+                                       purchaseToken: play ? PurchaseToken("tok-\(id)") : nil))
         guard granted else { return }
         let claim = try XCTUnwrap(try store.claim(orderId: id, owner: me, leaseSeconds: 60)?.order)
         _ = try store.recordVerified(orderId: id, owner: me, fence: claim.fencingToken, match: .only(purchase(transaction)),

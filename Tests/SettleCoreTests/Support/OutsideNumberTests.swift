@@ -74,7 +74,7 @@ final class OutsideNumberTests: XCTestCase {
     // MARK: - Google: pushes, purchases, voided purchases, headers
 
     func testPushes_withAnyEventTime_areRead_andThoseAVoidingOrAReviewCountsFrom_areRefused() throws {
-        let token = PlayPurchaseToken("tok-fuzz-AO-J1OxYz.SECRETPLAYTOKEN_abcdefghijklmnopqrstuvwxyz")!
+        let token = PurchaseToken("tok-fuzz-AO-J1OxYz.SECRETPLAYTOKEN_abcdefghijklmnopqrstuvwxyz")!
         let record = PlayNotificationRecord(messageId: "m", kind: "voided_purchase", receivedAt: 1_764_410_645, outcome: "received",
                                             detail: nil, orderId: nil, payload: "")
         for text in Self.texts {

@@ -48,7 +48,7 @@ final class WebConsoleTests: WebConsoleTestCase {
             for secret in seed.secrets { XCTAssertFalse(body.contains(secret), "\(path) shows a secret") }
         }
         // The token's fingerprint is what support matches on.
-        XCTAssertTrue(text(try get(base, "/orders/o-play")).contains(PlayPurchaseToken(WebSeed.token)!.fingerprint))
+        XCTAssertTrue(text(try get(base, "/orders/o-play")).contains(PurchaseToken(WebSeed.token)!.fingerprint))
     }
 
     func testAScriptInAnOrderId_orAHookOutput_rendersAsText_onEveryPage() throws {

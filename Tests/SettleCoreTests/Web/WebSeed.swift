@@ -31,7 +31,7 @@ struct WebSeed {
         try test.enqueue(ledger, "o-rejected", user: "u-1", transaction: "102")
         try test.enqueue(ledger, "o-unclaimed", user: "u-3", transaction: "103")
         _ = try ledger.enqueue(NewOrder(orderId: "o-play", userId: "u-4", productId: test.world.coins, transactionId: "GPA.1234-5678-9012-34567",
-                                        store: .googlePlay, purchaseToken: PlayPurchaseToken(Self.token)))
+                                        store: .googlePlay, purchaseToken: PurchaseToken(Self.token)))
         _ = try ledger.enqueue(NewOrder(orderId: "o-signed", userId: "u-5", productId: test.world.coins, signedTransaction: Self.signed))
         let hostile = Self.hostile.replacingOccurrences(of: "'", with: "''")
         try engine.execute("""

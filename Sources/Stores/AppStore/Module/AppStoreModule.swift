@@ -18,6 +18,8 @@ package enum AppStoreModule: StoreModule {
     package static var metricFamilies: [any StoreMetricFamilies.Type] { [AppleRequestMetrics.self] }
 
     package static var configurationSections: [ConfigurationSection] { [.receiptAPI, .serverAPI, .consumption] }
+    /// Its side queues, which rescue visits after the core's.
+    package static var sideQueues: [SideQueue] { [AppleFinishJob.queue, AccountTokenJob.queue] }
 
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
         configuration.serverAPI?.rateLimits ?? [:]

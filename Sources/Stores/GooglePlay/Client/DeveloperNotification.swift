@@ -43,8 +43,8 @@ package struct DeveloperNotification: Sendable, Equatable {
 
     package init(json: JSONValue) throws(Problem) {
         guard let members = json.objectMembers else { throw .notAnObject }
-        func token(_ object: JSONValue) throws(Problem) -> PlayPurchaseToken {
-            guard case let .string(text)? = object["purchaseToken"], let token = PlayPurchaseToken(text) else { throw .missingPurchaseToken }
+        func token(_ object: JSONValue) throws(Problem) -> PurchaseToken {
+            guard case let .string(text)? = object["purchaseToken"], let token = PurchaseToken(text) else { throw .missingPurchaseToken }
             return token
         }
         func int(_ object: JSONValue, _ key: String) -> Int? { object[key]?.looseInt64.flatMap { Int(exactly: $0) } }
@@ -120,12 +120,12 @@ package struct OneTimeProductNotification: Sendable, Equatable {
     }
 
     package var rawNotificationType: Int?
-    package var purchaseToken: PlayPurchaseToken
+    package var purchaseToken: PurchaseToken
     /// The product id.
     package var sku: String?
     package var notificationType: NotificationType? { rawNotificationType.flatMap(NotificationType.init(rawValue:)) }
 
-    package init(rawNotificationType: Int?, purchaseToken: PlayPurchaseToken, sku: String?) {
+    package init(rawNotificationType: Int?, purchaseToken: PurchaseToken, sku: String?) {
         self.rawNotificationType = rawNotificationType
         self.purchaseToken = purchaseToken
         self.sku = sku
@@ -140,13 +140,13 @@ package struct SubscriptionNotification: Sendable, Equatable {
     }
 
     package var rawNotificationType: Int?
-    package var purchaseToken: PlayPurchaseToken
+    package var purchaseToken: PurchaseToken
     /// Deprecated by Google and absent from its current example: the product is read from
     /// `subscriptionsv2` (`lineItems[].productId`), never from here.
     package var subscriptionId: String?
     package var notificationType: NotificationType? { rawNotificationType.flatMap(NotificationType.init(rawValue:)) }
 
-    package init(rawNotificationType: Int?, purchaseToken: PlayPurchaseToken, subscriptionId: String?) {
+    package init(rawNotificationType: Int?, purchaseToken: PurchaseToken, subscriptionId: String?) {
         self.rawNotificationType = rawNotificationType
         self.purchaseToken = purchaseToken
         self.subscriptionId = subscriptionId
@@ -164,14 +164,14 @@ package struct VoidedPurchaseNotification: Sendable, Equatable {
         case quantityBasedPartial = 2
     }
 
-    package var purchaseToken: PlayPurchaseToken
+    package var purchaseToken: PurchaseToken
     package var orderId: String?
     package var rawProductType: Int?
     package var rawRefundType: Int?
     package var productType: ProductType? { rawProductType.flatMap(ProductType.init(rawValue:)) }
     package var refundType: RefundType? { rawRefundType.flatMap(RefundType.init(rawValue:)) }
 
-    package init(purchaseToken: PlayPurchaseToken, orderId: String?, rawProductType: Int?, rawRefundType: Int?) {
+    package init(purchaseToken: PurchaseToken, orderId: String?, rawProductType: Int?, rawRefundType: Int?) {
         self.purchaseToken = purchaseToken
         self.orderId = orderId
         self.rawProductType = rawProductType

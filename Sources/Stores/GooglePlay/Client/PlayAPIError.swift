@@ -53,7 +53,7 @@ package struct PlayAPIError: Error, Sendable, Equatable, CustomStringConvertible
     package var isStoreWide: Bool { kind == .configuration || kind == .unavailable || kind == .paced }
 
     /// `message` with every spelling of `token` cut out, for errors built while a token was in play.
-    package func redacting(_ token: PlayPurchaseToken?) -> PlayAPIError {
+    package func redacting(_ token: PurchaseToken?) -> PlayAPIError {
         guard let token else { return self }
         var copy = self
         let encoded = PlayPath.encode(token.value)

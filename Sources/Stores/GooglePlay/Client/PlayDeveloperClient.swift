@@ -48,26 +48,26 @@ package struct PlayDeveloperClient: Sendable {
         package var verb: String = ""
         package var query: [(String, String)] = []
         package var permission: Permission
-        package var token: PlayPurchaseToken?
+        package var token: PurchaseToken?
         /// The Google order id a call is about (the Orders API): a 404 then means Google knows no such order.
         package var orderId: String? = nil
         /// A JSON body (Review Refund); nil sends none.
         package var body: JSONValue? = nil
     }
 
-    package func productPurchase(productId: String, token: PlayPurchaseToken) throws(PlayAPIError) -> ProductPurchase {
+    package func productPurchase(productId: String, token: PurchaseToken) throws(PlayAPIError) -> ProductPurchase {
         try read(Call(name: "products.get", method: "GET", segments: ["purchases", "products", productId, "tokens", token.value],
                       permission: .viewFinancialData, token: token), as: ProductPurchase.init(json:))
     }
 
     /// A one-time purchase with the purchase option and offer it was bought under (rentals and
     /// pre-orders included): `purchases.productsv2.getproductpurchasev2`, which needs no product id.
-    package func productPurchaseV2(token: PlayPurchaseToken) throws(PlayAPIError) -> ProductPurchaseV2 {
+    package func productPurchaseV2(token: PurchaseToken) throws(PlayAPIError) -> ProductPurchaseV2 {
         try read(Call(name: "productsv2.get", method: "GET", segments: ["purchases", "productsv2", "tokens", token.value],
                       permission: .viewFinancialData, token: token), as: ProductPurchaseV2.init(json:))
     }
 
-    package func subscriptionPurchase(token: PlayPurchaseToken) throws(PlayAPIError) -> SubscriptionPurchaseV2 {
+    package func subscriptionPurchase(token: PurchaseToken) throws(PlayAPIError) -> SubscriptionPurchaseV2 {
         try read(Call(name: "subscriptionsv2.get", method: "GET", segments: ["purchases", "subscriptionsv2", "tokens", token.value],
                       permission: .viewFinancialData, token: token), as: SubscriptionPurchaseV2.init(json:))
     }
@@ -80,18 +80,18 @@ package struct PlayDeveloperClient: Sendable {
     }
 
     /// Acknowledges a one-time product (non-consumables): what keeps Google from refunding it after three days.
-    package func acknowledgeProduct(productId: String, token: PlayPurchaseToken) throws(PlayAPIError) {
+    package func acknowledgeProduct(productId: String, token: PurchaseToken) throws(PlayAPIError) {
         _ = try send(Call(name: "products.acknowledge", method: "POST", segments: ["purchases", "products", productId, "tokens", token.value],
                           verb: ":acknowledge", permission: .manageOrders, token: token))
     }
 
     /// Consumes a consumable, which also acknowledges it and lets the customer buy it again.
-    package func consumeProduct(productId: String, token: PlayPurchaseToken) throws(PlayAPIError) {
+    package func consumeProduct(productId: String, token: PurchaseToken) throws(PlayAPIError) {
         _ = try send(Call(name: "products.consume", method: "POST", segments: ["purchases", "products", productId, "tokens", token.value],
                           verb: ":consume", permission: .manageOrders, token: token))
     }
 
-    package func acknowledgeSubscription(subscriptionId: String, token: PlayPurchaseToken) throws(PlayAPIError) {
+    package func acknowledgeSubscription(subscriptionId: String, token: PurchaseToken) throws(PlayAPIError) {
         _ = try send(Call(name: "subscriptions.acknowledge", method: "POST",
                           segments: ["purchases", "subscriptions", subscriptionId, "tokens", token.value],
                           verb: ":acknowledge", permission: .manageOrders, token: token))

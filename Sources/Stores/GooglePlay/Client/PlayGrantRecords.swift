@@ -29,7 +29,7 @@ package enum PlayGrantHolder: Sendable, Equatable {
 /// adapts it); this target only names the questions, so it never depends on the ledger.
 package protocol PlayGrantRecords: Sendable {
     /// The grants held by orders of `token`, newest first.
-    func grants(token: PlayPurchaseToken) throws -> [PlayHeldGrant]
+    func grants(token: PurchaseToken) throws -> [PlayHeldGrant]
     func holder(grantKey: String) throws -> PlayGrantHolder?
     /// Whether settle set this order aside for `reason` before: it is verified again only
     /// because a person retried it since.

@@ -29,13 +29,13 @@ package struct PlayOrder: Sendable, Equatable {
     }
 
     package var orderId: String
-    package var purchaseToken: PlayPurchaseToken
+    package var purchaseToken: PurchaseToken
     package var state: String?
     /// RFC 3339, as Google sends it.
     package var createTime: String?
     package var lineItems: [LineItem]
 
-    package init(orderId: String, purchaseToken: PlayPurchaseToken, state: String?, createTime: String? = nil, lineItems: [LineItem]) {
+    package init(orderId: String, purchaseToken: PurchaseToken, state: String?, createTime: String? = nil, lineItems: [LineItem]) {
         self.orderId = orderId
         self.purchaseToken = purchaseToken
         self.state = state
@@ -46,7 +46,7 @@ package struct PlayOrder: Sendable, Equatable {
     /// Reads Google's answer; nil without an order id or a usable purchase token.
     package init?(json: JSONValue) {
         guard let orderId = json["orderId"]?.looseString, !orderId.isEmpty,
-              let token = json["purchaseToken"]?.looseString.flatMap(PlayPurchaseToken.init) else { return nil }
+              let token = json["purchaseToken"]?.looseString.flatMap(PurchaseToken.init) else { return nil }
         let items = (json["lineItems"]?.arrayValue ?? []).compactMap { item -> LineItem? in
             guard let productId = item["productId"]?.looseString, !productId.isEmpty else { return nil }
             let oneTime = item["oneTimePurchaseDetails"]

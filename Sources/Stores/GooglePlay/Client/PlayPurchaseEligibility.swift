@@ -52,7 +52,7 @@ package struct PlayPurchaseEligibility: Sendable {
     }
 
     /// `expectedAccountId`: the obfuscated account id the order's user must carry, nil when unknown.
-    package func decide(_ facts: PlayPurchaseFacts, token: PlayPurchaseToken, productId: String,
+    package func decide(_ facts: PlayPurchaseFacts, token: PurchaseToken, productId: String,
                        expectedAccountId: String?) -> PlayPurchaseDecision {
         let name = facts.orderId ?? token.fingerprint
         guard facts.productIds.contains(productId) else {

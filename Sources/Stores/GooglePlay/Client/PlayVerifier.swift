@@ -42,7 +42,7 @@ package final class PlayVerifier: OrderVerifier {
     }
 
     private func check(_ order: Order) throws -> Verification {
-        guard case let .googlePlay(token)? = order.proof else {
+        guard case let .purchaseToken(token)? = order.proof else {
             return Verification(outcome: .needsAttention(reason: .rowInvalid,
                 detail: "the google_play order has no usable purchase_token (missing, or not printable ASCII): store the token the app got from Play Billing, then settle retry \(order.orderId)"))
         }
@@ -53,7 +53,7 @@ package final class PlayVerifier: OrderVerifier {
         let facts: PlayPurchaseFacts
         var expiresMs: Int64? = nil
         var startMs: Int64? = nil
-        var linked: PlayPurchaseToken? = nil
+        var linked: PurchaseToken? = nil
         var kept = false
         do {
             if product.kind == .autoRenewable {
@@ -121,8 +121,8 @@ package final class PlayVerifier: OrderVerifier {
         }
     }
 
-    private func decide(_ order: Order, facts original: PlayPurchaseFacts, token: PlayPurchaseToken, expiresMs: Int64?,
-                        startMs: Int64?, linked: PlayPurchaseToken?, subscription: Bool) throws -> Verification {
+    private func decide(_ order: Order, facts original: PlayPurchaseFacts, token: PurchaseToken, expiresMs: Int64?,
+                        startMs: Int64?, linked: PurchaseToken?, subscription: Bool) throws -> Verification {
         var facts = original
         facts.accountId = facts.accountId.map(PlayVerifier.normalized)
         let expected = PlayVerifier.expectedAccountId(binding, order)
@@ -184,7 +184,7 @@ package final class PlayVerifier: OrderVerifier {
     /// ledger explains the state instead: another order or an outside grant holds the key (the
     /// ledger rejects or finishes the order for that), a subscription's acknowledgement is
     /// settle's own of an earlier period, or a person retried the order after it was set aside.
-    private func finishedElsewhere(_ order: Order, _ grant: PlayGrant, token: PlayPurchaseToken,
+    private func finishedElsewhere(_ order: Order, _ grant: PlayGrant, token: PurchaseToken,
                                    subscription: Bool) throws -> String? {
         guard grant.alreadyConsumed || grant.alreadyAcknowledged, let records else { return nil }
         switch try records.holder(grantKey: grant.grantKey) {

@@ -61,7 +61,7 @@ package struct SubscriptionPurchaseV2: Sendable, Equatable {
     /// `latestSuccessfulOrderId`. Kept so the fake Google can serve it as Google still does.
     package var latestOrderId: String?
     /// The token this purchase replaced (an upgrade, downgrade or resubscription): a bearer secret too.
-    package var linkedPurchaseToken: PlayPurchaseToken?
+    package var linkedPurchaseToken: PurchaseToken?
     /// Google marks a license tester's purchase with a `testPurchase` object.
     package var isTestPurchase: Bool
     package var obfuscatedExternalAccountId: String?
@@ -72,7 +72,7 @@ package struct SubscriptionPurchaseV2: Sendable, Equatable {
     package var acknowledgementState: AcknowledgementState? { rawAcknowledgementState.flatMap(AcknowledgementState.init(rawValue:)) }
 
     package init(rawSubscriptionState: String?, rawAcknowledgementState: String? = AcknowledgementState.pending.rawValue,
-                lineItems: [LineItem], latestOrderId: String?, linkedPurchaseToken: PlayPurchaseToken? = nil,
+                lineItems: [LineItem], latestOrderId: String?, linkedPurchaseToken: PurchaseToken? = nil,
                 isTestPurchase: Bool = false, obfuscatedExternalAccountId: String? = nil, regionCode: String? = nil,
                 startTime: String? = nil) {
         self.rawSubscriptionState = rawSubscriptionState
@@ -101,7 +101,7 @@ package struct SubscriptionPurchaseV2: Sendable, Equatable {
         self.init(rawSubscriptionState: string(json["subscriptionState"]),
                   rawAcknowledgementState: string(json["acknowledgementState"]), lineItems: items,
                   latestOrderId: string(json["latestOrderId"]),
-                  linkedPurchaseToken: string(json["linkedPurchaseToken"]).flatMap(PlayPurchaseToken.init),
+                  linkedPurchaseToken: string(json["linkedPurchaseToken"]).flatMap(PurchaseToken.init),
                   isTestPurchase: json["testPurchase"].map { $0 != .null } ?? false,
                   obfuscatedExternalAccountId: string(json["externalAccountIdentifiers"]?["obfuscatedExternalAccountId"]),
                   regionCode: string(json["regionCode"]), startTime: string(json["startTime"]))

@@ -23,7 +23,7 @@ package struct VoidedPurchase: Sendable, Equatable {
     }
 
     /// Finds the order; a bearer secret like every purchase token.
-    package var purchaseToken: PlayPurchaseToken
+    package var purchaseToken: PurchaseToken
     /// The grant key of what was voided (for subscriptions, the one renewal's order).
     package var orderId: String?
     package var purchaseTimeMillis: Int64?
@@ -36,7 +36,7 @@ package struct VoidedPurchase: Sendable, Equatable {
     package var voidedSource: Source? { rawVoidedSource.flatMap(Source.init(rawValue:)) }
     package var voidedReason: Reason? { rawVoidedReason.flatMap(Reason.init(rawValue:)) }
 
-    package init(purchaseToken: PlayPurchaseToken, orderId: String?, purchaseTimeMillis: Int64? = nil, voidedTimeMillis: Int64? = nil,
+    package init(purchaseToken: PurchaseToken, orderId: String?, purchaseTimeMillis: Int64? = nil, voidedTimeMillis: Int64? = nil,
                 rawVoidedSource: Int? = nil, rawVoidedReason: Int? = nil, voidedQuantity: Int? = nil) {
         self.purchaseToken = purchaseToken
         self.orderId = orderId
@@ -49,7 +49,7 @@ package struct VoidedPurchase: Sendable, Equatable {
 
     /// Nil when the entry has no usable purchase token: nothing could be matched with it.
     package init?(json: JSONValue) {
-        guard case let .string(text)? = json["purchaseToken"], let token = PlayPurchaseToken(text) else { return nil }
+        guard case let .string(text)? = json["purchaseToken"], let token = PurchaseToken(text) else { return nil }
         func int(_ key: String) -> Int? { json[key]?.looseInt64.flatMap { Int(exactly: $0) } }
         self.init(purchaseToken: token, orderId: json["orderId"]?.looseString.flatMap { $0.isEmpty ? nil : $0 },
                   purchaseTimeMillis: json["purchaseTimeMillis"]?.looseInt64, voidedTimeMillis: json["voidedTimeMillis"]?.looseInt64,

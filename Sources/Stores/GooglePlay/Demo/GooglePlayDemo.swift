@@ -92,7 +92,7 @@ package final class GooglePlayDemo: DemoChapter {
     package func orders(now: Date) -> [NewOrder] {
         [("o-3001", "u-60", Self.gems), ("o-3002", "u-61", Self.unlock), ("o-3003", "u-62", Self.gems)].map { id, user, product in
             NewOrder(orderId: id, userId: user, productId: product, appAccountToken: user, store: .googlePlay,
-                     purchaseToken: PlayPurchaseToken(tokens[id]!))
+                     purchaseToken: PurchaseToken(tokens[id]!))
         }
     }
 
@@ -113,7 +113,7 @@ package final class GooglePlayDemo: DemoChapter {
             let finish = purchase.consumptionState == .consumed ? "consumed"
                 : purchase.acknowledgementState == .acknowledged ? "acknowledged" : "not acknowledged"
             let state = purchase.purchaseState == .pending ? "pending payment" : "purchased"
-            lines.append("  \(order) \(purchase.orderId ?? "-") (\(PlayPurchaseToken(token)!.fingerprint)): \(state), \(finish)")
+            lines.append("  \(order) \(purchase.orderId ?? "-") (\(PurchaseToken(token)!.fingerprint)): \(state), \(finish)")
         }
         return lines.joined(separator: "\n")
     }

@@ -16,6 +16,13 @@ package enum GooglePlayModule: StoreModule {
     package static var metricFamilies: [any StoreMetricFamilies.Type] { [PushKeyMetrics.self] }
 
     package static var configurationSections: [ConfigurationSection] { [.googlePlay] }
+    /// Its side queues, which rescue visits after the core's.
+    package static var sideQueues: [SideQueue] { [PlayNotificationRecord.queue] }
+    /// What Google voided (the voided purchases poll, a confirmed push) is never granted.
+    package static var voidedPurchaseFilter: VoidedPurchaseFilter? {
+        VoidedPurchaseFilter(rejection: "Google Play voided this purchase (refunded, charged back or revoked) before delivery")
+            { try $0.removingPlayVoided($1) }
+    }
 
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
         configuration.googlePlay?.rateLimits ?? [:]

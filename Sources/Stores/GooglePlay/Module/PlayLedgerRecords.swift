@@ -12,7 +12,7 @@ package struct PlayLedgerRecords: PlayGrantRecords {
         self.ledger = ledger
     }
 
-    package func grants(token: PlayPurchaseToken) throws -> [PlayHeldGrant] {
+    package func grants(token: PurchaseToken) throws -> [PlayHeldGrant] {
         try ledger.playGrants(token: token).compactMap { order in
             order.verified.map { PlayHeldGrant(grantKey: $0.grantKey, orderId: order.orderId, userId: order.userId,
                                                expiresDateMs: $0.expiresDateMs) }

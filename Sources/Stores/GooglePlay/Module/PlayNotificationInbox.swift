@@ -81,7 +81,7 @@ package struct PlayNotificationInbox: Sendable {
         }
     }
 
-    package static func describe(_ notification: DeveloperNotification) -> (String, PlayPurchaseToken?) {
+    package static func describe(_ notification: DeveloperNotification) -> (String, PurchaseToken?) {
         switch notification.kind {
         case let .oneTimeProduct(n): return ("one_time_product", n.purchaseToken)
         case let .subscription(n): return ("subscription", n.purchaseToken)
@@ -243,7 +243,7 @@ package struct PlayNotificationInbox: Sendable {
     ///  - else nobody: `needs_attention` (`unclaimed_purchase`) for `settle assign`.
     /// A product missing from the configuration still becomes an order, which the pass sets aside
     /// as `unknown_product` (a paid purchase is never dropped for settle's gap).
-    private func purchase(token: PlayPurchaseToken, sku: String?, purchased: Bool, renewal: Bool) throws(LedgerError) -> Step {
+    private func purchase(token: PurchaseToken, sku: String?, purchased: Bool, renewal: Bool) throws(LedgerError) -> Step {
         let orders = try ledger.playOrders(token: token)
         guard purchased else {
             return .finished(("noted", "nothing to deliver for this notification type", orders.first?.orderId), answered: false)
@@ -264,7 +264,7 @@ package struct PlayNotificationInbox: Sendable {
     }
 
     /// The purchase as Google read it, applied: the order it goes to, made if need be.
-    private func purchase(_ read: Read, token: PlayPurchaseToken, orders: [Order], renewal: Bool) throws(LedgerError) -> Outcome {
+    private func purchase(_ read: Read, token: PurchaseToken, orders: [Order], renewal: Bool) throws(LedgerError) -> Outcome {
         let facts = read.facts
         let accountId = facts.accountId.map(PlayVerifier.normalized)
         // Positively another user's: the purchase names its buyer, and the order's user is someone else.
@@ -337,13 +337,13 @@ package struct PlayNotificationInbox: Sendable {
     private struct Read {
         var facts: PlayPurchaseFacts
         var productId: String
-        var linked: PlayPurchaseToken?
+        var linked: PurchaseToken?
     }
 
     /// Reads the purchase behind `token`: a one-time product by its notification's `sku`, a
     /// subscription (`sku` nil) from subscriptionsv2, whose line items name its product (the
     /// first a configured Play product, else the first). Nil: nothing names the product.
-    private func read(token: PlayPurchaseToken, sku: String?) throws(PlayAPIError) -> Read? {
+    private func read(token: PurchaseToken, sku: String?) throws(PlayAPIError) -> Read? {
         if let sku {
             return Read(facts: PlayPurchaseFacts(product: try client.productPurchase(productId: sku, token: token), productId: sku),
                         productId: sku)

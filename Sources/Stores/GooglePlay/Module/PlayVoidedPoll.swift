@@ -97,7 +97,7 @@ package struct PlayVoidedPoll: Sendable {
     /// Google's own entry for one voiding, read from the list since `since` (Unix ms): the entry
     /// naming `orderId` (with a matching token), or, for a purchase without an order id, the one
     /// of `token`. A page at a time while `work` lasts, kicking its progress after each.
-    package static func find(orderId: String?, token: PlayPurchaseToken, since: Int64, client: PlayDeveloperClient,
+    package static func find(orderId: String?, token: PurchaseToken, since: Int64, client: PlayDeveloperClient,
                              work: SideWork) throws(PlayAPIError) -> Search {
         var pageToken: String? = nil
         var pages = 0

@@ -31,14 +31,14 @@ package struct GooglePlayScript: StoreScript {
         self.init(script: script)
         guard let json = plans["google_play"] else { return }
         for (i, entry) in (json["products"]?.arrayValue ?? []).enumerated() {
-            guard let token = entry["purchase_token"]?.looseString, PlayPurchaseToken(token) != nil,
+            guard let token = entry["purchase_token"]?.looseString, PurchaseToken(token) != nil,
                   let purchase = entry["purchase"].flatMap(ProductPurchase.init(json:)) else {
                 throw SimulatorScript.Failure(message: "google_play.products[\(i)]: purchase_token (printable ASCII) and purchase (an object) are required")
             }
             products.append((token, purchase))
         }
         for (i, entry) in (json["subscriptions"]?.arrayValue ?? []).enumerated() {
-            guard let token = entry["purchase_token"]?.looseString, PlayPurchaseToken(token) != nil,
+            guard let token = entry["purchase_token"]?.looseString, PurchaseToken(token) != nil,
                   let purchase = entry["purchase"].flatMap(SubscriptionPurchaseV2.init(json:)) else {
                 throw SimulatorScript.Failure(message: "google_play.subscriptions[\(i)]: purchase_token (printable ASCII) and purchase (an object) are required")
             }

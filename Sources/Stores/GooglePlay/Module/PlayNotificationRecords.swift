@@ -1,6 +1,7 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleLedger
 
 /// One stored Google Play real-time developer notification.
 package struct PlayNotificationRecord: Sendable, Equatable {
@@ -21,7 +22,7 @@ package struct PlayNotificationRecord: Sendable, Equatable {
 /// 2xx, worked on by the next pass (reading the purchase from Google), each ending with an outcome.
 extension TransactionalLedger {
     /// Stores a push; false when this message id is stored already (Pub/Sub delivers at least once).
-    package func storePlayNotification(messageId: String, kind: String, token: PlayPurchaseToken?, payload: String) throws(LedgerError) -> Bool {
+    package func storePlayNotification(messageId: String, kind: String, token: PurchaseToken?, payload: String) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
         return try writing { db in
                 try !db.query("""
@@ -72,7 +73,7 @@ extension TransactionalLedger {
     }
 
     /// The orders that hold this purchase token, oldest first.
-    package func playOrders(token: PlayPurchaseToken) throws(LedgerError) -> [Order] {
+    package func playOrders(token: PurchaseToken) throws(LedgerError) -> [Order] {
         try reading { db in
             try db.query("SELECT * FROM orders WHERE store = 'google_play' AND purchase_token = ? ORDER BY created_at, order_id",
                          [.text(token.value)]).map { Order(row: $0) }
@@ -104,7 +105,7 @@ extension TransactionalLedger {
     /// now, for `userId` (empty: nobody known; the pass sets it aside as `unclaimed_purchase` for
     /// `settle assign`). Nothing when the order exists already.
     @discardableResult
-    package func createPlayOrder(orderId: String, userId: String, productId: String, token: PlayPurchaseToken, accountId: String?,
+    package func createPlayOrder(orderId: String, userId: String, productId: String, token: PurchaseToken, accountId: String?,
                                 detail: String) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
         return try writing { db in

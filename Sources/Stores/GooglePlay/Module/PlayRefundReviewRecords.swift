@@ -1,4 +1,5 @@
 import SettleModel
+import SettleLedger
 
 /// Google Play's pending refund reviews as the ledger keeps them: the order a review is about,
 /// and what settle answered (or why it answered nothing), recorded on the notification and in

@@ -1,35 +1,7 @@
 import Foundation
 import SettleBase
 import SettleModel
-
-/// Order ids settle makes for Google Play purchases nobody enqueued (found through RTDN):
-/// `play-` and Google's order id. Backends may not use the prefix.
-package enum PlayOrderId {
-    package static let prefix = "play-"
-}
-
-/// Google Play's part of the order store, written once for both engines: "delivered, store
-/// finish pending".
-extension TransactionalLedger {
-    /// The hook said delivered for a Google Play order, which Google has not been told yet: the
-    /// order stays `delivering` under its claim with `delivered_at` set, durably, before settle
-    /// calls Google. A crash from here on never runs the hook again: the rescued order is only
-    /// acknowledged (or consumed). Called again after a failed acknowledgement, it keeps the first
-    /// `delivered_at` and records the failure (`error`). False when the claim is gone.
-    @discardableResult
-    package func recordDelivered(orderId: String, owner: LeaseOwner, fence: Int64?, error: String?,
-                                history: HistoryEntry) throws(LedgerError) -> Bool {
-        let now = time.unixSeconds
-        return try transition { db in
-            guard try db.holds(orderId, state: .delivering, owner: owner, fence: fence) else { return false }
-            try db.query("""
-                UPDATE orders SET delivered_at = coalesce(delivered_at, ?), last_error = ?, updated_at = ? WHERE order_id = ?
-                """, [.integer(now), .from(error), .integer(now), .text(orderId)])
-            try db.appendHistory(orderId, history)
-            return true
-        }
-    }
-}
+import SettleLedger
 
 /// Where the voided purchases poll resumes.
 package struct PlayVoidedCursor: Sendable, Equatable {
@@ -80,7 +52,7 @@ extension TransactionalLedger {
     /// Other periods of the subscription and other orders of the token are left alone. Seeing the
     /// same voiding again changes nothing. Returns each changed order's outcome.
     @discardableResult
-    package func applyPlayVoided(token: PlayPurchaseToken, googleOrderId: String?, quantity: Int? = nil, voidedTimeMs: Int64? = nil,
+    package func applyPlayVoided(token: PurchaseToken, googleOrderId: String?, quantity: Int? = nil, voidedTimeMs: Int64? = nil,
                                 reason: String?, source: String) throws(LedgerError) -> [String: String] {
         let now = time.unixSeconds
         let key = googleOrderId ?? PlayVoided.tokenKey(token)
@@ -159,7 +131,7 @@ extension TransactionalLedger {
     }
 
     /// The Google Play orders of `token` that hold a grant, newest grant first.
-    package func playGrants(token: PlayPurchaseToken) throws(LedgerError) -> [Order] {
+    package func playGrants(token: PurchaseToken) throws(LedgerError) -> [Order] {
         try reading { db in
             try db.query("""
                 SELECT o.* FROM orders o JOIN grants g ON g.order_id = o.order_id
@@ -236,5 +208,5 @@ package enum PlayVoided {
 
     /// The grant key of a purchase Google gives no order id (some test purchases), as the
     /// eligibility rules make it: the SHA-256 of its token, as unique and not a secret.
-    package static func tokenKey(_ token: PlayPurchaseToken) -> String { "token-sha256:" + SHA256.hex(Data(token.value.utf8)) }
+    package static func tokenKey(_ token: PurchaseToken) -> String { "token-sha256:" + SHA256.hex(Data(token.value.utf8)) }
 }
