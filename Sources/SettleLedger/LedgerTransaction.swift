@@ -91,8 +91,6 @@ package protocol TransactionalLedger: LedgerStore {
     func keepsOrderCounts() throws(LedgerError) -> Bool
     /// Whether the schema has the Google Play columns (a read-only status of an older ledger may not).
     func knowsGooglePlay() throws(LedgerError) -> Bool
-    /// Whether the schema has the Finish Transaction queue (`apple_finishes`).
-    func knowsAppleFinishes() throws(LedgerError) -> Bool
     /// Whether the schema keeps each host's pacer buckets (`pacer_buckets`).
     func knowsPacerBuckets() throws(LedgerError) -> Bool
     /// Whether the schema records support's transfers and redeliveries (`support_actions`).
@@ -146,7 +144,6 @@ extension SQLiteLedger: TransactionalLedger {
 
     package func knowsGooglePlay() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.googlePlayVersion }
 
-    package func knowsAppleFinishes() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.appleFinishesVersion }
     package func knowsPacerBuckets() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.pacerBucketsVersion }
     package func knowsSupportActions() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.supportActionsVersion }
 }
@@ -169,7 +166,6 @@ extension PostgresLedger: TransactionalLedger {
 
     package func knowsGooglePlay() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.googlePlayVersion }
 
-    package func knowsAppleFinishes() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.appleFinishesVersion }
     package func knowsPacerBuckets() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.pacerBucketsVersion }
     package func knowsSupportActions() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.supportActionsVersion }
 }

@@ -1,4 +1,5 @@
 import SettleModel
+import Synchronization
 
 /// The ledger's side queues: work owed to a store or the hook outside an order's own settling
 /// (Finish Transaction calls, revokes, consumption answers, Set App Account Token calls, Play
@@ -27,12 +28,30 @@ package struct SideQueue: Sendable {
     /// The columns jobs are claimed in the order of.
     package var order: [String]
 
-    /// Every side queue, in the order rescue visits them.
-    package static let all: [SideQueue] = [AppleFinishJob.queue, RevocationJob.queue, ConsumptionJob.queue,
-                                           AccountTokenJob.queue, SupportAction.queue, PlayNotificationRecord.queue]
+    package init(table: String, key: [String], expiry: String = "next_attempt_at", expiryIsDueTime: Bool = true,
+                 updatedAt: String? = "updated_at", order: [String]) {
+        (self.table, self.key, self.expiry, self.expiryIsDueTime) = (table, key, expiry, expiryIsDueTime)
+        (self.updatedAt, self.order) = (updatedAt, order)
+    }
+
+    /// Every side queue, in the order rescue visits them: the core's, then each registered store's.
+    package static var all: [SideQueue] { core + registered.withLock { $0 } }
+    /// The core's own queues.
+    static let core: [SideQueue] = [RevocationJob.queue, ConsumptionJob.queue, SupportAction.queue,
+                                    PlayNotificationRecord.queue]
+    private static let registered = Mutex<[SideQueue]>([])
+
+    /// A store module's queues (`StoreModule.sideQueues`), added once each (by table) at registration.
+    package static func register(_ queues: [SideQueue]) {
+        registered.withLock { list in
+            for queue in queues where !(core + list).contains(where: { $0.table == queue.table }) {
+                list.append(queue)
+            }
+        }
+    }
 
     /// What a write under a claim does to a job. Every write but a release stamps it.
-    enum Change {
+    package enum Change {
         /// Given back untouched: due again at once.
         case release
         /// Not worked on now (held back by a rate limit, waiting for a route or for an order), no
@@ -93,7 +112,7 @@ extension LedgerTransaction {
     /// with `values`), up to `limit` in the queue's order, each claimed for `owner` until
     /// `leaseSeconds` from `now`. The due rows are read as claimed (`FOR UPDATE SKIP LOCKED` on
     /// PostgreSQL), so two hosts never take the same job.
-    func claimDue<Job: SideQueueJob>(_: Job.Type, limit: Int, leaseSeconds: Int64, owner: LeaseOwner, now: Int64,
+    package func claimDue<Job: SideQueueJob>(_: Job.Type, limit: Int, leaseSeconds: Int64, owner: LeaseOwner, now: Int64,
                                      joining: String = "", where condition: String = "",
                                      _ values: [LedgerValue] = []) throws -> [Job] {
         let queue = Job.queue
@@ -193,7 +212,7 @@ extension TransactionalLedger {
     }
 
     /// Gives claimed jobs back untouched, in one transaction: due again at once, for any host.
-    func release<Job: SideQueueJob>(_ jobs: [Job]) throws(LedgerError) {
+    package func release<Job: SideQueueJob>(_ jobs: [Job]) throws(LedgerError) {
         guard !jobs.isEmpty else { return }
         let now = time.unixSeconds
         try writing { db in
@@ -205,7 +224,7 @@ extension TransactionalLedger {
     /// ledger's clock) and, when it changed, runs `effect` and adds `history` to the order the
     /// job is about (none for a job about no order), all in one transaction. False, and nothing changes, once the job was claimed again since.
     @discardableResult
-    func record<Job: SideQueueJob>(_ job: Job, _ change: SideQueue.Change, at now: Int64? = nil,
+    package func record<Job: SideQueueJob>(_ job: Job, _ change: SideQueue.Change, at now: Int64? = nil,
                                    history: HistoryEntry? = nil,
                                    effect: (any LedgerTransaction) throws -> Void = { _ in })
         throws(LedgerError) -> Bool {

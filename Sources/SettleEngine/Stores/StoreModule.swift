@@ -29,6 +29,10 @@ package protocol StoreModule {
     /// Its own tables, by name (`<store>.<what>`), applied once each after the core's
     /// migrations; its code asks `ledger.hasMigration(name)` before reading them.
     static var migrations: [LedgerMigration] { get }
+
+    /// Its side queues (work owed to the store outside an order's settling), which rescue takes
+    /// dead hosts' claims back from with the core's own.
+    static var sideQueues: [SideQueue] { get }
 }
 
 /// How a module's proof is read from the file `settle enqueue --proof-file` names (never from
@@ -97,6 +101,7 @@ extension Array where Element == any StoreModule.Type {
         for module in self {
             StoreRegistry.register(module.descriptor)
             LedgerMigrations.register(module.migrations)
+            SideQueue.register(module.sideQueues)
         }
     }
 }

@@ -11,6 +11,9 @@ import SettleEngine
 package enum AppStoreModule: StoreModule {
     package static var descriptor: StoreDescriptor { .appStore }
 
+    /// Finish Transaction calls owed to Apple, rescued with the core's queues.
+    package static var sideQueues: [SideQueue] { [AppleFinishJob.queue] }
+
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
         configuration.serverAPI?.rateLimits ?? [:]
     }
