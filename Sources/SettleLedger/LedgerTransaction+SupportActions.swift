@@ -94,7 +94,7 @@ extension LedgerTransaction {
     /// grant) that has not run would hand it back after the refund's revoke, so it is cancelled,
     /// pending or waiting for a person, with a history row naming the refund. Called in the
     /// transaction that records the refund, on every store.
-    func cancelGrantRedeliveries(_ orderId: String, refund why: String, now: Int64) throws {
+    package func cancelGrantRedeliveries(_ orderId: String, refund why: String, now: Int64) throws {
         let cancelled = try query("""
             UPDATE support_actions SET state = 'cancelled', last_error = ?, updated_at = ?
             WHERE order_id = ? AND kind = 'redeliver' AND state IN ('pending','waiting') AND target IN ('grant','transfer_grant')

@@ -5,8 +5,6 @@ import SettleModel
 /// what support reads about them. Both ledgers are one (`SQLiteLedger` on SQLite, `PostgresLedger` on
 /// PostgreSQL): everything here is written once, over `TransactionalLedger`.
 package protocol NotificationStore: LedgerStore {
-    func ingest(_ notification: AppleNotification, source: String, rules: NotificationRules) throws(LedgerError) -> IngestResult
-    func recordUnapplied(_ notification: AppleNotification, source: String, error: String) throws(LedgerError)
     func quarantineReservedOrderIds() throws(LedgerError) -> [String]
 
     func claimDueRevocations(limit: Int, leaseSeconds: Int64, owner: LeaseOwner) throws(LedgerError) -> [(RevocationJob, Order)]
@@ -51,35 +49,6 @@ extension SQLiteLedger: NotificationStore {}
 extension PostgresLedger: NotificationStore {}
 
 extension TransactionalLedger {
-    /// Stores a verified notification once (by UUID) and applies it to the orders, in one write
-    /// transaction: when this returns, the row and its effects are committed (durable), and
-    /// Apple may be told 200. Whichever host stores a UUID first applies it; any other finds it
-    /// stored and changes nothing (`duplicate`).
-    package func ingest(_ notification: AppleNotification, source: String, rules: NotificationRules) throws(LedgerError) -> IngestResult {
-        let now = time.unixSeconds
-        return try writing { db in try db.ingest(notification, source: source, rules: rules, now: now) }
-    }
-
-    /// Stores a verified notification whose effect could not be applied (a write about it failed:
-    /// a row a backend broke, a constraint) without its effect, `not_applied` with the error, so
-    /// the history catch-up moves on and a person sees it (`settle status --notification UUID`).
-    /// Throws when even that cannot be written: the ledger itself is failing.
-    package func recordUnapplied(_ notification: AppleNotification, source: String, error: String) throws(LedgerError) {
-        let now = time.unixSeconds
-        try writing { db in
-            try db.query("""
-                INSERT INTO notifications(uuid, type, subtype, environment, signed_date_ms, transaction_id,
-                                          original_transaction_id, source, received_at, outcome, detail, payload)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'not_applied', ?, ?)
-                ON CONFLICT (uuid) DO NOTHING
-                """, [.text(notification.uuid), .text(notification.type), .from(notification.subtype), .text(notification.environment.rawValue),
-                      .from(notification.signedDateMs), .from(notification.transaction?.transactionId),
-                      .from(notification.transaction?.originalTransactionId), .text(source), .integer(now),
-                      .text("not applied: \(error); a person must apply it"),
-                      .text(notification.signedPayload)])
-        }
-    }
-
     /// Pending rows a backend wrote under an id settle keeps for Apple's notifications
     /// (`apple-...`, with no notification behind it): `needs_attention` (`row_invalid`), never
     /// verified, so they cannot squat the order a notification of that purchase creates.

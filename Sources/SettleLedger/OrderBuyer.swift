@@ -7,9 +7,9 @@ import SettleModel
 /// to whoever support moved an earlier grant to.
 ///
 /// SQL over an `orders` row named `o`, the same on both engines.
-enum OrderBuyer {
+package enum OrderBuyer {
     /// The order's buyer: the user the first transfer took the purchase from, else its user.
-    static let column = """
+    package static let column = """
         coalesce((SELECT s.from_user FROM support_actions s WHERE s.order_id = o.order_id AND s.kind = 'transfer' \
         AND s.from_user IS NOT NULL ORDER BY s.number LIMIT 1), o.user_id)
         """
@@ -17,5 +17,5 @@ enum OrderBuyer {
     /// Whether the order's binding to its user was verified: settle granted it (a verified
     /// purchase whose account token or id matched the user), so it may vouch for who the token
     /// stands for. An order that failed its binding, or was never verified, vouches for nobody.
-    static let verified = "EXISTS (SELECT 1 FROM grants g WHERE g.order_id = o.order_id AND g.source = 'settle')"
+    package static let verified = "EXISTS (SELECT 1 FROM grants g WHERE g.order_id = o.order_id AND g.source = 'settle')"
 }
