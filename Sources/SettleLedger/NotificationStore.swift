@@ -28,13 +28,6 @@ package protocol NotificationStore: LedgerStore {
     func recordConsumptionAnswer(_ job: ConsumptionJob, state: String, body: String, appleStatus: Int?, error: String?,
                                  nextAttemptAt: Int64, history: HistoryEntry) throws(LedgerError) -> Bool
 
-    func notificationCursor(environment: AppleEnvironment) throws(LedgerError) -> NotificationCursor
-    func claimNotificationHistory(environment: AppleEnvironment, owner: String, leaseSeconds: Int64) throws(LedgerError) -> NotificationCursor?
-    @discardableResult
-    func saveNotificationCursor(_ cursor: NotificationCursor, environment: AppleEnvironment, owner: String, leaseSeconds: Int64) throws(LedgerError) -> Bool
-    func releaseNotificationHistory(environment: AppleEnvironment, owner: String) throws(LedgerError)
-    func saveNotificationCursor(_ cursor: NotificationCursor, environment: AppleEnvironment) throws(LedgerError)
-
     func notification(uuid: String) throws(LedgerError) -> NotificationRecord?
     func notifications(orderId: String) throws(LedgerError) -> [NotificationRecord]
     func revocation(orderId: String) throws(LedgerError) -> (state: String, job: RevocationJob)?
