@@ -14,12 +14,6 @@ package protocol NotificationStore: LedgerStore {
     @discardableResult
     func recordRevocation(_ job: RevocationJob, state: String, error: String?, nextAttemptAt: Int64,
                           history: HistoryEntry) throws(LedgerError) -> Bool
-    func claimDueAccountTokens(limit: Int, leaseSeconds: Int64, owner: LeaseOwner) throws(LedgerError) -> [(AccountTokenJob, Order)]
-    @discardableResult
-    func recordAccountToken(_ job: AccountTokenJob, state: String, appleStatus: Int?, error: String?, nextAttemptAt: Int64,
-                            history: HistoryEntry) throws(LedgerError) -> Bool
-    func accountTokenUpdate(orderId: String) throws(LedgerError) -> AccountTokenJob?
-    func deferAccountToken(_ job: AccountTokenJob, why: String, history: HistoryEntry) throws(LedgerError)
     func claimDueConsumptionAnswers(limit: Int, leaseSeconds: Int64, owner: LeaseOwner) throws(LedgerError) -> [(ConsumptionJob, Order?)]
     func holds(_ job: ConsumptionJob) throws(LedgerError) -> Bool
     func deliveryEvidence(transactionId: String) throws(LedgerError) -> DeliveryEvidence
@@ -121,10 +115,6 @@ extension NotificationStore {
     /// Claims for this process (`LeaseOwner.current`): the owner rescue checks (`SideQueue`).
     package func claimDueRevocations(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(RevocationJob, Order)] {
         try claimDueRevocations(limit: limit, leaseSeconds: leaseSeconds, owner: .current)
-    }
-
-    package func claimDueAccountTokens(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(AccountTokenJob, Order)] {
-        try claimDueAccountTokens(limit: limit, leaseSeconds: leaseSeconds, owner: .current)
     }
 
     package func claimDueConsumptionAnswers(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(ConsumptionJob, Order?)] {

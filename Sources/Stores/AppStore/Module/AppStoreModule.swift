@@ -11,8 +11,8 @@ import SettleEngine
 package enum AppStoreModule: StoreModule {
     package static var descriptor: StoreDescriptor { .appStore }
 
-    /// Finish Transaction calls owed to Apple, rescued with the core's queues.
-    package static var sideQueues: [SideQueue] { [AppleFinishJob.queue] }
+    /// Finish Transaction and Set App Account Token calls owed to Apple, rescued with the core's queues.
+    package static var sideQueues: [SideQueue] { [AppleFinishJob.queue, AccountTokenJob.queue] }
 
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
         configuration.serverAPI?.rateLimits ?? [:]
