@@ -16,9 +16,9 @@ final class CoreNamesNoStoreTests: XCTestCase {
         "SettleDelivery": 0,
         "settle": 0,
         "SettleEngine": 7,
-        "SettleModel": 50,
+        "SettleModel": 47,
         "SettleConfig": 37,
-        "SettleLedger": 146,
+        "SettleLedger": 85,
         "SettleSimulator": 0,
         "SettleApp": 180,
     ]
