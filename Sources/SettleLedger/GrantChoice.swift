@@ -14,17 +14,18 @@ package enum GrantChoice {
         case conflict(String)
     }
 
-    package static func own(_ key: String, in match: Match) -> Own {
+    /// `owner` is who answered for the order's store ("Apple"), as its descriptor names it.
+    package static func own(_ key: String, in match: Match, owner: String) -> Own {
         if let mine = match.candidates.first(where: { $0.grantKey == key }) { return .keep(mine) }
         if let why = match.excluded[key] {
             guard why.reason == .refunded else {
-                return .conflict("order already holds \(key), which Apple confirmed before; Apple's answer now excludes it "
+                return .conflict("order already holds \(key), which \(owner) confirmed before; \(owner)'s answer now excludes it "
                                  + "(\(why.reason.rawValue): \(why.detail)), and only a refund or revocation takes a held purchase away")
             }
             return .reject(why)
         }
         let offered = match.candidates.map(\.transactionId).joined(separator: ", ")
-        return .conflict("order already holds \(key), Apple now matched \(offered.isEmpty ? "nothing" : offered)")
+        return .conflict("order already holds \(key), \(owner) now matched \(offered.isEmpty ? "nothing" : offered)")
     }
 
     /// What an order is when every candidate is held by someone.

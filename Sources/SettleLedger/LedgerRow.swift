@@ -13,7 +13,7 @@ extension LedgerRow {
     /// a backend's SQL, and `attempts + 1` on a row that holds 9223372036854775807 trapped the
     /// pass (and one more than PostgreSQL's largest `integer` cannot be written back). Settle
     /// gives up long before (`schedule.max_attempts` is at most 1000).
-    func count(_ column: String, default value: Int64 = 0) -> Int {
+    package func count(_ column: String, default value: Int64 = 0) -> Int {
         Int(Swift.min(Swift.max(int(column) ?? value, 0), 1_000_000))
     }
 }

@@ -6,8 +6,6 @@ package enum LedgerSchema {
     package static let storeColumnVersion = 8
     /// The migration that gives each store a breaker of its own.
     package static let storeBreakersVersion = 9
-    /// The migration that adds Apple's revocation type and the Finish Transaction queue.
-    package static let appleFinishesVersion = 13
     /// The migration that keeps each host's pacer buckets.
     package static let pacerBucketsVersion = 14
     /// The migration that records support's transfers and redeliveries (`support_actions`).

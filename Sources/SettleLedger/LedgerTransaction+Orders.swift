@@ -35,7 +35,7 @@ extension LedgerTransaction {
     }
 
     /// The order named, as it is now; nil when the ledger holds none.
-    func order(_ id: String) throws -> Order? {
+    package func order(_ id: String) throws -> Order? {
         try query("SELECT * FROM orders WHERE order_id = ?", [.text(id)]).first.map { Order(row: $0) }
     }
 

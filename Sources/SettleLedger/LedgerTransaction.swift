@@ -89,8 +89,6 @@ package protocol TransactionalLedger: LedgerStore {
     /// Whether the schema keeps the counts by store and state in `order_counts` (SQLite's schema
     /// 9, kept by triggers, so status does not count a million rows); PostgreSQL counts them.
     func keepsOrderCounts() throws(LedgerError) -> Bool
-    /// Whether the schema has the Finish Transaction queue (`apple_finishes`).
-    func knowsAppleFinishes() throws(LedgerError) -> Bool
     /// Whether the schema keeps each host's pacer buckets (`pacer_buckets`).
     func knowsPacerBuckets() throws(LedgerError) -> Bool
     /// Whether the schema records support's transfers and redeliveries (`support_actions`).
@@ -142,7 +140,6 @@ extension SQLiteLedger: TransactionalLedger {
 
     package func keepsOrderCounts() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.storeBreakersVersion }
 
-    package func knowsAppleFinishes() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.appleFinishesVersion }
     package func knowsPacerBuckets() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.pacerBucketsVersion }
     package func knowsSupportActions() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.supportActionsVersion }
 }
@@ -163,7 +160,6 @@ extension PostgresLedger: TransactionalLedger {
 
     package func hasNotificationTables() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.notificationsVersion }
 
-    package func knowsAppleFinishes() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.appleFinishesVersion }
     package func knowsPacerBuckets() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.pacerBucketsVersion }
     package func knowsSupportActions() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.supportActionsVersion }
 }

@@ -5,8 +5,6 @@ import SettleModel
 /// what support reads about them. Both ledgers are one (`SQLiteLedger` on SQLite, `PostgresLedger` on
 /// PostgreSQL): everything here is written once, over `TransactionalLedger`.
 package protocol NotificationStore: LedgerStore {
-    func ingest(_ notification: AppleNotification, source: String, rules: NotificationRules) throws(LedgerError) -> IngestResult
-    func recordUnapplied(_ notification: AppleNotification, source: String, error: String) throws(LedgerError)
     func quarantineReservedOrderIds() throws(LedgerError) -> [String]
 
     func claimDueRevocations(limit: Int, leaseSeconds: Int64, owner: LeaseOwner) throws(LedgerError) -> [(RevocationJob, Order)]
@@ -16,12 +14,6 @@ package protocol NotificationStore: LedgerStore {
     @discardableResult
     func recordRevocation(_ job: RevocationJob, state: String, error: String?, nextAttemptAt: Int64,
                           history: HistoryEntry) throws(LedgerError) -> Bool
-    func claimDueAccountTokens(limit: Int, leaseSeconds: Int64, owner: LeaseOwner) throws(LedgerError) -> [(AccountTokenJob, Order)]
-    @discardableResult
-    func recordAccountToken(_ job: AccountTokenJob, state: String, appleStatus: Int?, error: String?, nextAttemptAt: Int64,
-                            history: HistoryEntry) throws(LedgerError) -> Bool
-    func accountTokenUpdate(orderId: String) throws(LedgerError) -> AccountTokenJob?
-    func deferAccountToken(_ job: AccountTokenJob, why: String, history: HistoryEntry) throws(LedgerError)
     func claimDueConsumptionAnswers(limit: Int, leaseSeconds: Int64, owner: LeaseOwner) throws(LedgerError) -> [(ConsumptionJob, Order?)]
     func holds(_ job: ConsumptionJob) throws(LedgerError) -> Bool
     func deliveryEvidence(transactionId: String) throws(LedgerError) -> DeliveryEvidence
@@ -29,13 +21,6 @@ package protocol NotificationStore: LedgerStore {
     @discardableResult
     func recordConsumptionAnswer(_ job: ConsumptionJob, state: String, body: String, appleStatus: Int?, error: String?,
                                  nextAttemptAt: Int64, history: HistoryEntry) throws(LedgerError) -> Bool
-
-    func notificationCursor(environment: AppleEnvironment) throws(LedgerError) -> NotificationCursor
-    func claimNotificationHistory(environment: AppleEnvironment, owner: String, leaseSeconds: Int64) throws(LedgerError) -> NotificationCursor?
-    @discardableResult
-    func saveNotificationCursor(_ cursor: NotificationCursor, environment: AppleEnvironment, owner: String, leaseSeconds: Int64) throws(LedgerError) -> Bool
-    func releaseNotificationHistory(environment: AppleEnvironment, owner: String) throws(LedgerError)
-    func saveNotificationCursor(_ cursor: NotificationCursor, environment: AppleEnvironment) throws(LedgerError)
 
     func notification(uuid: String) throws(LedgerError) -> NotificationRecord?
     func notifications(orderId: String) throws(LedgerError) -> [NotificationRecord]
@@ -51,35 +36,6 @@ extension SQLiteLedger: NotificationStore {}
 extension PostgresLedger: NotificationStore {}
 
 extension TransactionalLedger {
-    /// Stores a verified notification once (by UUID) and applies it to the orders, in one write
-    /// transaction: when this returns, the row and its effects are committed (durable), and
-    /// Apple may be told 200. Whichever host stores a UUID first applies it; any other finds it
-    /// stored and changes nothing (`duplicate`).
-    package func ingest(_ notification: AppleNotification, source: String, rules: NotificationRules) throws(LedgerError) -> IngestResult {
-        let now = time.unixSeconds
-        return try writing { db in try db.ingest(notification, source: source, rules: rules, now: now) }
-    }
-
-    /// Stores a verified notification whose effect could not be applied (a write about it failed:
-    /// a row a backend broke, a constraint) without its effect, `not_applied` with the error, so
-    /// the history catch-up moves on and a person sees it (`settle status --notification UUID`).
-    /// Throws when even that cannot be written: the ledger itself is failing.
-    package func recordUnapplied(_ notification: AppleNotification, source: String, error: String) throws(LedgerError) {
-        let now = time.unixSeconds
-        try writing { db in
-            try db.query("""
-                INSERT INTO notifications(uuid, type, subtype, environment, signed_date_ms, transaction_id,
-                                          original_transaction_id, source, received_at, outcome, detail, payload)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'not_applied', ?, ?)
-                ON CONFLICT (uuid) DO NOTHING
-                """, [.text(notification.uuid), .text(notification.type), .from(notification.subtype), .text(notification.environment.rawValue),
-                      .from(notification.signedDateMs), .from(notification.transaction?.transactionId),
-                      .from(notification.transaction?.originalTransactionId), .text(source), .integer(now),
-                      .text("not applied: \(error); a person must apply it"),
-                      .text(notification.signedPayload)])
-        }
-    }
-
     /// Pending rows a backend wrote under an id settle keeps for Apple's notifications
     /// (`apple-...`, with no notification behind it): `needs_attention` (`row_invalid`), never
     /// verified, so they cannot squat the order a notification of that purchase creates.
@@ -159,10 +115,6 @@ extension NotificationStore {
     /// Claims for this process (`LeaseOwner.current`): the owner rescue checks (`SideQueue`).
     package func claimDueRevocations(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(RevocationJob, Order)] {
         try claimDueRevocations(limit: limit, leaseSeconds: leaseSeconds, owner: .current)
-    }
-
-    package func claimDueAccountTokens(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(AccountTokenJob, Order)] {
-        try claimDueAccountTokens(limit: limit, leaseSeconds: leaseSeconds, owner: .current)
     }
 
     package func claimDueConsumptionAnswers(limit: Int, leaseSeconds: Int64) throws(LedgerError) -> [(ConsumptionJob, Order?)] {

@@ -16,7 +16,7 @@ extension PostgresLedger {
                        last_error = 'this row was ' || state || ' without ' ||
                                     CASE WHEN lease_host IS NOT NULL AND lease_start IS NOT NULL AND lease_expires_at IS NOT NULL
                                          THEN 'the grant row settle reserves before any delivery' ELSE 'a claim of settle''s' END ||
-                                    ': settle moves orders out of pending itself, after Apple confirmed the purchase. ' ||
+                                    ': settle moves orders out of pending itself, after its store confirmed the purchase. ' ||
                                     'Check who wrote it; a backend writes new orders as pending',
                        updated_at = ?, delivered_at = NULL, lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
                 WHERE \(SQLiteLedger.inFlightWithoutClaim)

@@ -14,8 +14,6 @@ package enum PostgresLedgerSchema {
     package static let storeColumnVersion = 4
     /// The migration that gives each store a breaker of its own.
     package static let storeBreakersVersion = 5
-    /// The migration that adds Apple's revocation type and the Finish Transaction queue.
-    package static let appleFinishesVersion = 9
     /// The migration that keeps each host's pacer buckets.
     package static let pacerBucketsVersion = 10
     /// The migration that records support's transfers and redeliveries (`support_actions`).

@@ -66,7 +66,7 @@ extension SQLiteLedger {
                                         CASE WHEN state = 'delivering' AND lease_host IS NOT NULL AND lease_start IS NOT NULL
                                                   AND lease_expires_at IS NOT NULL
                                              THEN 'the grant row settle reserves before any delivery' ELSE 'a claim of settle''s' END ||
-                                        ': settle moves orders out of pending itself, after Apple confirmed the purchase. ' ||
+                                        ': settle moves orders out of pending itself, after its store confirmed the purchase. ' ||
                                         'Check who wrote it; a backend writes new orders as pending',
                            updated_at = ?, delivered_at = NULL, lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
                     WHERE \(SQLiteLedger.inFlightWithoutClaim)

@@ -95,7 +95,7 @@ extension LedgerTransaction {
     }
 
     /// The users each id is linked to; an id linked to nobody is absent.
-    func linkedUsers(_ ids: [String]) throws -> LinkedAppTransactions {
+    package func linkedUsers(_ ids: [String]) throws -> LinkedAppTransactions {
         var linked: LinkedAppTransactions = [:]
         for id in Set(ids) {
             let users = try query("SELECT user_id FROM app_transactions WHERE app_transaction_id = ?", [.text(id)])

@@ -87,7 +87,8 @@ extension TransactionalLedger {
             // Apple refunded it while we verified: never delivered (a REFUND notification, stored
             // on any host; the claim's row lock above orders the two).
             if claimed.int("refunded_at") != nil {
-                let message = "Apple reported a \(claimed.string("refund_kind") ?? "REFUND") of this purchase before delivery"
+                let message = "\(StoreOwner.of(claimed.string("store"))) reported a \(claimed.string("refund_kind") ?? "REFUND") "
+                    + "of this purchase before delivery"
                 try end(.rejected, RejectionReason.refunded.rawValue, message)
                 return .rejected(.refunded, message)
             }
@@ -102,7 +103,7 @@ extension TransactionalLedger {
             let own = claimed.string("own_grant")
             var chosen: VerifiedPurchase?
             if let own {
-                switch GrantChoice.own(own, in: offered) {
+                switch GrantChoice.own(own, in: offered, owner: StoreOwner.of(claimed.string("store"))) {
                 case let .keep(mine):
                     chosen = mine
                 case let .reject(why):

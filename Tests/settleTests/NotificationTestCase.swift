@@ -8,6 +8,7 @@ import SettleModel
 import Glibc
 import SettleLedger
 import SettleAppStoreSimulator
+import SettleAppStoreModule
 #endif
 
 /// A running `settle run` with the notifications endpoint on a kernel-chosen loopback port, the

@@ -2,6 +2,7 @@ import SettleBase
 import SettleModel
 import SettleConfig
 import SettleLedger
+import SettleAppStoreModule
 
 /// Everything `settle status` reads for the ledger (or the orders a filter names), read once:
 /// the command prints it as text or as JSON, and the support console renders the same value as

@@ -1,6 +1,7 @@
 import SettleBase
 import SettleModel
 import SettleLedger
+import SettleAppStoreModule
 import SettleDelivery
 
 /// What `settle status` shows about App Store Server Notifications: an order's refund and

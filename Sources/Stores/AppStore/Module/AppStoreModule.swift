@@ -18,7 +18,7 @@ package enum AppStoreModule: StoreModule {
     package static var metricFamilies: [any StoreMetricFamilies.Type] { [AppleRequestMetrics.self] }
 
     package static var configurationSections: [ConfigurationSection] { [.receiptAPI, .serverAPI, .consumption] }
-    /// Its side queues, which rescue visits after the core's.
+    /// Finish Transaction and Set App Account Token calls owed to Apple, rescued with the core's queues.
     package static var sideQueues: [SideQueue] { [AppleFinishJob.queue, AccountTokenJob.queue] }
 
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {

@@ -1,5 +1,6 @@
 import SettleBase
 import SettleModel
+import SettleLedger
 
 /// Set App Account Token owed to Apple for an order a person assigned (`settle assign`): the
 /// buyer's appAccountToken on the purchase, so its renewals and notifications bind by themselves.
@@ -21,7 +22,7 @@ package struct AccountTokenJob: Sendable, Equatable {
 /// the binding granted it), so a token is never set on a purchase settle did not give the user.
 /// A failure never undoes the assignment: it is recorded in the order's history.
 extension TransactionalLedger {
-    package func claimDueAccountTokens(limit: Int, leaseSeconds: Int64, owner: LeaseOwner) throws(LedgerError) -> [(AccountTokenJob, Order)] {
+    package func claimDueAccountTokens(limit: Int, leaseSeconds: Int64, owner: LeaseOwner = .current) throws(LedgerError) -> [(AccountTokenJob, Order)] {
         let now = time.unixSeconds
         return try writing { db in
             // An assigned purchase that ended rejected is not the user's: nothing to tell Apple.
@@ -62,17 +63,6 @@ extension TransactionalLedger {
         try reading { db in
             try db.query("SELECT * FROM account_token_updates WHERE order_id = ?", [.text(orderId)]).first.map(AccountTokenJob.init(row:))
         }
-    }
-}
-
-extension LedgerTransaction {
-    /// Owes Apple the token for this order's purchase, due now (it waits for the order's verification).
-    func queueAccountToken(_ orderId: String, token: String, now: Int64) throws {
-        try query("""
-            INSERT INTO account_token_updates(order_id, app_account_token, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
-            ON CONFLICT (order_id) DO UPDATE SET app_account_token = excluded.app_account_token, state = 'pending', attempts = 0,
-                next_attempt_at = excluded.next_attempt_at, apple_status = NULL, last_error = NULL, updated_at = excluded.updated_at
-            """, [.text(orderId), .text(token), .integer(now), .integer(now), .integer(now)])
     }
 }
 

@@ -1,6 +1,8 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleAppStore
+import SettleLedger
 
 /// What storing one notification did. `outcome` is a stable code (status, metrics).
 package struct IngestResult: Sendable, Equatable {
@@ -31,33 +33,6 @@ package struct NotificationRules: Sendable {
         self.eligibility = eligibility
         self.answerConsumptionRequests = answerConsumptionRequests
     }
-}
-
-/// A stored notification, for `settle status --notification`.
-package struct NotificationRecord: Sendable, Equatable {
-    package var uuid: String
-    package var type: String
-    package var subtype: String?
-    /// As stored (Apple's spelling), shown as it is.
-    package var environment: String
-    package var signedDateMs: Int64?
-    package var transactionId: String?
-    package var orderId: String?
-    package var source: String
-    package var receivedAt: Int64
-    package var outcome: String
-    package var detail: String?
-}
-
-/// Where the notification transitions' constants live (they are the same for every engine).
-package enum NotificationTransitions {
-    /// Apple answers refund requests only within 12 hours (apple-protocol.md 4).
-    package static let consumptionDeadlineSeconds: Int64 = 12 * 3600
-
-    /// Order ids settle makes from Apple's notifications; a backend may not use them.
-    package static let appleOrderIdPrefix = "apple-"
-
-    package static func appleOrderId(_ transactionId: String) -> String { appleOrderIdPrefix + transactionId }
 }
 
 /// What a notification does to the ledger, written once for both engines: each runs inside the
@@ -445,31 +420,34 @@ extension LedgerTransaction {
     }
 }
 
-extension Order {
-    /// The `transactionId` a signed transaction's payload claims, unverified: a lookup key only
-    /// (verification checks the signature, and that it agrees with the order).
-    package static func transactionId(namedIn jws: String) -> String? {
-        identifier("transactionId", namedIn: jws)
+/// A notification stored through the ledger, each in its own write transaction.
+extension TransactionalLedger {
+    /// Stores a verified notification once (by UUID) and applies it to the orders, in one write
+    /// transaction: when this returns, the row and its effects are committed (durable), and
+    /// Apple may be told 200. Whichever host stores a UUID first applies it; any other finds it
+    /// stored and changes nothing (`duplicate`).
+    package func ingest(_ notification: AppleNotification, source: String, rules: NotificationRules) throws(LedgerError) -> IngestResult {
+        let now = time.unixSeconds
+        return try writing { db in try db.ingest(notification, source: source, rules: rules, now: now) }
     }
 
-    /// The `appTransactionId` a signed transaction's payload claims, unverified: a lookup key only.
-    package static func appTransactionId(namedIn jws: String) -> String? {
-        identifier("appTransactionId", namedIn: jws)
-    }
-
-    private static func identifier(_ key: String, namedIn jws: String) -> String? {
-        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let payload = Base64URL.decode(parts[1]), let json = try? JSONValue.parse(payload),
-              case let .string(id)? = json[key], !id.isEmpty, id.count <= 64 else { return nil }
-        return id
-    }
-}
-
-extension NotificationRecord {
-    package init(row: any LedgerRow) {
-        self.init(uuid: row.string("uuid") ?? "", type: row.string("type") ?? "", subtype: row.string("subtype"),
-                  environment: row.string("environment") ?? "", signedDateMs: row.int("signed_date_ms"),
-                  transactionId: row.string("transaction_id"), orderId: row.string("order_id"), source: row.string("source") ?? "",
-                  receivedAt: row.int("received_at") ?? 0, outcome: row.string("outcome") ?? "", detail: row.string("detail"))
+    /// Stores a verified notification whose effect could not be applied (a write about it failed:
+    /// a row a backend broke, a constraint) without its effect, `not_applied` with the error, so
+    /// the history catch-up moves on and a person sees it (`settle status --notification UUID`).
+    /// Throws when even that cannot be written: the ledger itself is failing.
+    package func recordUnapplied(_ notification: AppleNotification, source: String, error: String) throws(LedgerError) {
+        let now = time.unixSeconds
+        try writing { db in
+            try db.query("""
+                INSERT INTO notifications(uuid, type, subtype, environment, signed_date_ms, transaction_id,
+                                          original_transaction_id, source, received_at, outcome, detail, payload)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'not_applied', ?, ?)
+                ON CONFLICT (uuid) DO NOTHING
+                """, [.text(notification.uuid), .text(notification.type), .from(notification.subtype), .text(notification.environment.rawValue),
+                      .from(notification.signedDateMs), .from(notification.transaction?.transactionId),
+                      .from(notification.transaction?.originalTransactionId), .text(source), .integer(now),
+                      .text("not applied: \(error); a person must apply it"),
+                      .text(notification.signedPayload)])
+        }
     }
 }

@@ -1,3 +1,5 @@
+import SettleModel
+
 /// A verified App Store Server Notification V2 (`ResponseBodyV2DecodedPayload`,
 /// https://developer.apple.com/documentation/appstoreservernotifications/responsebodyv2decodedpayload),
 /// with its nested signed transaction verified too. Types are kept as sent so a new one survives.

@@ -1,4 +1,6 @@
 import SettleModel
+import SettleAppStore
+import SettleLedger
 
 /// A Finish Transaction call Apple is owed: an App Store order was finished (delivered, granted
 /// outside settle, or resolved as granted by hand), so StoreKit should stop offering its
@@ -18,6 +20,9 @@ package struct AppleFinishJob: Sendable, Equatable {
 }
 
 extension AppleFinishJob: SideQueueJob {
+    /// The core's numbered migrations that created `apple_finishes`: SQLite 13, PostgreSQL 9.
+    static let sqliteVersion = 13, postgresVersion = 9
+
     package static let queue = SideQueue(table: "apple_finishes", key: ["transaction_id"],
                                          order: ["next_attempt_at", "transaction_id"])
     package var queueKey: [LedgerValue] { [.text(transactionId)] }
@@ -39,10 +44,18 @@ package struct AppleFinishRecord: Sendable, Equatable {
 }
 
 extension TransactionalLedger {
+    /// Whether the schema has the Finish Transaction queue (`apple_finishes`): a read-only status
+    /// of an older ledger may not.
+    var knowsAppleFinishes: Bool {
+        get throws(LedgerError) {
+            try schemaAtLeast(sqlite: AppleFinishJob.sqliteVersion, postgres: AppleFinishJob.postgresVersion)
+        }
+    }
+
     /// Due Finish Transaction calls, each claimed for `leaseSeconds` (a host that dies holding
     /// one leaves it to the others that much later).
     package func claimDueAppleFinishes(limit: Int, leaseSeconds: Int64, owner: LeaseOwner = .current) throws(LedgerError) -> [AppleFinishJob] {
-        guard try knowsAppleFinishes() else { return [] }
+        guard try knowsAppleFinishes else { return [] }
         let now = time.unixSeconds
         return try writing { db in
             try db.claimDue(AppleFinishJob.self, limit: limit, leaseSeconds: leaseSeconds, owner: owner, now: now)
@@ -66,7 +79,7 @@ extension TransactionalLedger {
     /// saying why, so it is neither shown as waiting nor sent later by surprise. Returns how many.
     @discardableResult
     package func setAsideAppleFinishes(why: String) throws(LedgerError) -> Int {
-        guard try knowsAppleFinishes() else { return 0 }
+        guard try knowsAppleFinishes else { return 0 }
         let now = time.unixSeconds
         return try writing { db in
             try db.query("""
@@ -78,7 +91,7 @@ extension TransactionalLedger {
 
     /// The Finish Transaction of one order, for `settle status`: nil when none was ever owed.
     package func appleFinish(orderId: String) throws(LedgerError) -> AppleFinishRecord? {
-        guard try knowsAppleFinishes() else { return nil }
+        guard try knowsAppleFinishes else { return nil }
         return try reading { db in
             try db.query("SELECT * FROM apple_finishes WHERE order_id = ? ORDER BY updated_at DESC LIMIT 1", [.text(orderId)]).first
                 .map { row in
@@ -90,7 +103,7 @@ extension TransactionalLedger {
 
     /// How many Finish Transaction calls Apple refused for good, for the status summary.
     package func refusedAppleFinishes() throws(LedgerError) -> Int {
-        guard try knowsAppleFinishes() else { return 0 }
+        guard try knowsAppleFinishes else { return 0 }
         return try reading { db in
             Int(try db.query("SELECT count(*) AS n FROM apple_finishes WHERE state = 'refused'").first?.int("n") ?? 0)
         }
