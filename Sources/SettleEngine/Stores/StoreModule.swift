@@ -29,6 +29,10 @@ package protocol StoreModule {
     /// Its own tables, by name (`<store>.<what>`), applied once each after the core's
     /// migrations; its code asks `ledger.hasMigration(name)` before reading them.
     static var migrations: [LedgerMigration] { get }
+
+    /// The rate groups (`publishedRates` keys) an order's verification calls: the slowest of
+    /// them binds how fast the store's backlog drains, as `settle status` shows it.
+    static var verificationRateGroups: Set<String> { get }
 }
 
 /// How a module's proof is read from the file `settle enqueue --proof-file` names (never from

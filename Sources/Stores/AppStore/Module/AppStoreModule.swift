@@ -11,6 +11,9 @@ import SettleEngine
 package enum AppStoreModule: StoreModule {
     package static var descriptor: StoreDescriptor { .appStore }
 
+    /// An order is verified by Get Transaction Info, its history by Get Transaction History.
+    package static var verificationRateGroups: Set<String> { ["transaction_info", "transaction_history"] }
+
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
         configuration.serverAPI?.rateLimits ?? [:]
     }

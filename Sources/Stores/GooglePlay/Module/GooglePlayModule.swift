@@ -10,6 +10,9 @@ import SettleEngine
 package enum GooglePlayModule: StoreModule {
     package static var descriptor: StoreDescriptor { .googlePlay }
 
+    /// An order is verified by the one-time purchases or the subscriptions endpoint.
+    package static var verificationRateGroups: Set<String> { ["one_time_purchases", "subscriptions"] }
+
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
         configuration.googlePlay?.rateLimits ?? [:]
     }
