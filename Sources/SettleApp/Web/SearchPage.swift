@@ -77,7 +77,7 @@ enum SearchPage {
                                    request: request, console: console)
         }
         guard storeName(of: q) != nil else {
-            return page("<p class=\"refusal\">\(q) is not an Apple order id or a Google order id (GPA.…)</p>", query: q, request,
+            return page("<p class=\"refusal\">\(q) is not an order id of \(StoreNames.owners())</p>", query: q, request,
                         console: console, status: 400)
         }
         if let wait = console.lookups.admit("\(request.operatorName)@\(request.client)") {
@@ -109,7 +109,7 @@ enum SearchPage {
         let forms: Markup = """
             <section class="card" id="search-forms">
             <form method="get" action="/search" class="action" id="search-form"><input type="text" name="q" value="\(query)" size="48" \
-            placeholder="order id, user, transaction, Apple order id, Google order id" aria-label="query">
+            placeholder="order id, user, transaction, \(StoreNames.owners()) order id" aria-label="query">
             <button type="submit">Search</button></form>
             <form method="post" action="/search" class="action" id="token-form"><input type="password" name="purchase_token" size="48" \
             autocomplete="off" placeholder="Google Play purchase token (sent in the form, never in the address)" aria-label="purchase token">
