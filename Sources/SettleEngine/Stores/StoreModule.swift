@@ -34,6 +34,10 @@ package protocol StoreModule {
     /// them binds how fast the store's backlog drains, as `settle status` shows it.
     static var verificationRateGroups: Set<String> { get }
 
+    /// Reads its secrets and keys as its adapter would, without calling anyone: `settle
+    /// check-config` fails on one that cannot be read.
+    static func readSecrets(_ configuration: Configuration) throws(ConfigError)
+
     /// Whether `text` looks like an order id of this store's receipts, which its `orderLookup` can look up.
     static func isOrderId(_ text: String) -> Bool
 

@@ -20,7 +20,7 @@ final class CoreNamesNoStoreTests: XCTestCase {
         "SettleConfig": 37,
         "SettleLedger": 146,
         "SettleSimulator": 0,
-        "SettleApp": 124,
+        "SettleApp": 122,
     ]
 
     static var sources: URL {
