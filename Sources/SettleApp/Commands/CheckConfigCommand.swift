@@ -23,11 +23,7 @@ enum CheckConfigCommand {
         if parsed.wantsHelp { return context.print(help) }
         let c = try context.loadConfiguration(parsed)
         do {
-            _ = try c.receiptAPI?.sharedSecretFile.read()
-            _ = try c.serverAPI?.loadPrivateKey()
-            if c.receiptAPI != nil || c.serverAPI != nil { _ = try c.storeKitRoots() }
-            _ = try c.googlePlay?.loadServiceAccountKey()
-            _ = try c.googlePlay?.loadPushKeyFile()
+            for module in StoreModules.all { try module.readSecrets(c) }
             if case let .webhook(_, secret) = c.delivery.method { _ = try secret.read() }
             for module in StoreModules.all { try module.validate(c) }
         } catch {

@@ -8,7 +8,7 @@ enum Manual {
         var page = """
         .TH SETTLE 1 "" "settle \(SettleVersion.number)" "User Commands"
         .SH NAME
-        settle \\- re-verify App Store and Google Play purchases and grant them exactly once
+        settle \\- re-verify \(StoreNames.displayNames()) purchases and grant them exactly once
         .SH SYNOPSIS
         .B settle
         [\\fB\\-\\-config\\fR \\fIPATH\\fR] \\fICOMMAND\\fR [\\fIoptions\\fR]

@@ -63,8 +63,8 @@ package enum SettleCommand {
 
     static var help: String {
         var text = """
-        settle \(SettleVersion.number): finds App Store and Google Play purchases that were paid but never delivered,
-        re-verifies them with Apple or Google, grants them through your delivery hook exactly once, and
+        settle \(SettleVersion.number): finds \(StoreNames.displayNames()) purchases that were paid but never delivered,
+        re-verifies them with \(StoreNames.owners()), grants them through your delivery hook exactly once, and
         marks them finished (a Google Play purchase acknowledged or consumed, before Google refunds it).
 
         Usage: settle [--config PATH] <command> [options]

@@ -11,7 +11,7 @@ enum WebCommand {
     Usage: settle web [--listen HOST:PORT]
 
     Serves the support console: the overview of the ledger, search (order, user, transaction,
-    Apple or Google order id; a purchase token through a form), each order's verdict and story,
+    \(StoreNames.owners()) order id; a purchase token through a form), each order's verdict and story,
     notifications, and /api/... with the JSON of settle status --json. Runs until SIGTERM or
     SIGINT; configured by the web section (docs/web.md).
 

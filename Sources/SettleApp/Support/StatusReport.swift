@@ -3,6 +3,7 @@ import SettleModel
 import SettleConfig
 import SettleLedger
 import SettleAppStoreModule
+import SettleEngine
 
 /// Everything `settle status` reads for the ledger (or the orders a filter names), read once:
 /// the command prints it as text or as JSON, and the support console renders the same value as
@@ -15,32 +16,35 @@ package struct StatusReport: Sendable {
     package var workers: [DaemonRecord]?
     package var finishesRefused: Int
     package var pacer: [StatusView.PacedBucket]
-    /// Apple's answer when the filter's transaction is an Apple order id and server_api is configured.
-    package var appleOrder: AppleOrderLookup.Result?
-    /// Google's answer when the filter's transaction is a Google order id and google_play is configured.
-    package var googleOrder: GooglePlayOrderLookup.Result?
+    /// Each store's answer when the filter's transaction is an order id of that store and the
+    /// configuration sets the store up for its lookup, in the modules' order.
+    package var storeOrders: [StoreOrderAnswer]
 
-    /// Reads the report. An Apple or Google order id in `filter.transactionId` is looked up with
-    /// the store first when it is configured for that (the purchases behind it are then listed),
-    /// else matched locally.
-    /// The stores' order lookups a report may use: nil ones are matched locally only.
+    /// Reads the report. A store's order id in `filter.transactionId` is looked up with the store
+    /// first when it is configured for that (the purchases behind it are then listed), else
+    /// matched locally.
+    /// The stores' order lookups a report may use: a store without one is matched locally only.
     package struct StoreLookups: Sendable {
-        package var apple: AppleOrderLookup?
-        package var google: GooglePlayOrderLookup?
+        package var byStore: [Store: any StoreOrderLookup]
 
-        package init(apple: AppleOrderLookup? = nil, google: GooglePlayOrderLookup? = nil) {
-            self.apple = apple
-            self.google = google
+        package init(_ byStore: [Store: any StoreOrderLookup] = [:]) {
+            self.byStore = byStore
         }
 
         /// No store is asked: what the console's GET pages and `/api/status` use (named so that it is
         /// never read as `Optional.none`, which would mean "the configured ones").
         package static let localOnly = StoreLookups()
 
-        /// Each store the configuration sets up for it (`server_api`, `google_play`).
-        package static func configured(_ configuration: Configuration, time: any TimeSource) throws(ConfigError) -> StoreLookups {
-            StoreLookups(apple: try AppleOrderLookup.configured(configuration, time: time),
-                         google: try GooglePlayOrderLookup.configured(configuration, time: time))
+        /// Each store the configuration sets up for it, among those whose order id `id` may be (all when nil).
+        package static func configured(_ configuration: Configuration, time: any TimeSource,
+                                       for id: String? = nil) throws(ConfigError) -> StoreLookups {
+            var byStore: [Store: any StoreOrderLookup] = [:]
+            for module in StoreModules.all where id.map({ module.isOrderId($0) }) ?? true {
+                // This process's own pacer: a support lookup runs in `settle status`, not in the daemon.
+                let pacer = Reconciler.storePacer(configuration, modules: StoreModules.all)
+                byStore[module.descriptor.store] = try module.orderLookup(configuration, time: time, pacer: pacer)
+            }
+            return StoreLookups(byStore)
         }
     }
 
@@ -49,29 +53,21 @@ package struct StatusReport: Sendable {
                              time: any TimeSource, lookups given: StoreLookups? = nil) throws -> StatusReport {
         var filter = filter
         let id = filter.transactionId ?? ""
-        let lookups = try given ?? StoreLookups(
-            apple: AppleOrderLookup.isOrderId(id) ? AppleOrderLookup.configured(configuration, time: time) : nil,
-            google: GooglePlayOrderLookup.isOrderId(id) ? GooglePlayOrderLookup.configured(configuration, time: time) : nil)
-        var appleOrder: AppleOrderLookup.Result?
-        if let id = filter.transactionId, AppleOrderLookup.isOrderId(id), let lookup = lookups.apple {
-            appleOrder = lookup.lookUp(id)
-            if case let .found(_, _, purchases) = appleOrder {
-                filter.transactionIds = purchases.flatMap { [$0.transactionId, $0.originalTransactionId] }
-            }
-        }
-        var googleOrder: GooglePlayOrderLookup.Result?
-        if let id = filter.transactionId, GooglePlayOrderLookup.isOrderId(id), let lookup = lookups.google {
-            googleOrder = lookup.lookUp(id)
-            if case let .found(order, _) = googleOrder {
-                filter.storeOrder = StoreOrderMatch(orderId: order.orderId, token: order.purchaseToken)
-            }
+        let lookups = try given ?? StoreLookups.configured(configuration, time: time, for: id)
+        var storeOrders: [StoreOrderAnswer] = []
+        for module in StoreModules.all {
+            guard let id = filter.transactionId, module.isOrderId(id),
+                  let lookup = lookups.byStore[module.descriptor.store] else { continue }
+            let answer = lookup.lookUp(id)
+            answer.narrow(&filter)
+            storeOrders.append(answer)
         }
         // Buckets a host saved within the live window: a stopped host's are left out.
         let pacer = StatusView.pacedBuckets(try ledger.pacerBuckets(since: time.unixSeconds - PostgresLedger.liveWindowSeconds))
         return StatusReport(summary: try ledger.summary(filter), breakers: try ledger.breakers(), daemon: try ledger.daemonRecord(),
                             workers: ledger.isShared ? try ledger.liveDaemons() : nil,
                             finishesRefused: try ledger.refusedAppleFinishes(), pacer: pacer,
-                            appleOrder: appleOrder, googleOrder: googleOrder)
+                            storeOrders: storeOrders)
     }
 
     /// `settle status --json` (SPEC section 6).
@@ -80,8 +76,8 @@ package struct StatusReport: Sendable {
         guard case var .object(members) = json else { return json }
         members.append(("apple_finishes_refused", .number(finishesRefused)))
         members.append(("pacer", StatusView.json(pacer: pacer, summary: summary)))
-        if let googleOrder { members.insert(("google_play_order", StatusView.json(googleOrder, held: summary.matching)), at: 0) }
-        if let appleOrder { members.insert(("apple_order", StatusView.json(appleOrder)), at: 0) }
+        let held = summary.matching
+        members.insert(contentsOf: storeOrders.map { ($0.jsonKey, $0.json(held)) }, at: 0)
         if let workers { members.append(("workers", StatusView.json(workers: workers))) }
         json = .object(members)
         return json
@@ -90,8 +86,7 @@ package struct StatusReport: Sendable {
     /// `settle status` for a person.
     package func text(now: Int64) -> String {
         var out = ""
-        if let appleOrder { out += StatusView.text(appleOrder).withLineEnd }
-        if let googleOrder { out += StatusView.text(googleOrder, held: summary.matching).withLineEnd }
+        for answer in storeOrders { out += answer.text(summary.matching).withLineEnd }
         out += StatusView.text(summary, breakers: breakers, daemon: daemon, pacer: pacer, now: now).withLineEnd
         if finishesRefused > 0 {
             // The orders are finished; StoreKit may still offer these transactions to the app.

@@ -27,10 +27,9 @@ extension StatusView {
 
     /// The groups an order's verification uses: the bucket among them with the least rate binds
     /// how fast the store's backlog drains.
-    static let verificationGroups: [Store: Set<String>] = [
-        .appStore: ["transaction_info", "transaction_history"],
-        .googlePlay: ["one_time_purchases", "subscriptions"],
-    ]
+    static func verificationGroups(_ store: Store) -> Set<String> {
+        StoreModules.all.first { $0.descriptor.store == store }?.verificationRateGroups ?? []
+    }
 
     package static func pacedBuckets(_ records: [PacerBucketRecord]) -> [PacedBucket] {
         var byKey: [PacerKey: PacedBucket] = [:]
@@ -58,7 +57,7 @@ extension StatusView {
     /// The bucket that binds `store`'s backlog: the slowest production verification bucket, else
     /// the slowest of any environment; nil when no host saved one.
     package static func bindingBucket(_ store: Store, _ buckets: [PacedBucket]) -> PacedBucket? {
-        let groups = verificationGroups[store] ?? []
+        let groups = verificationGroups(store)
         let mine = buckets.filter { $0.key.store == store.rawValue && groups.contains($0.key.group) }
         let production = mine.filter { $0.key.environment.lowercased() == "production" }
         return (production.isEmpty ? mine : production).min { $0.storeRate < $1.storeRate }

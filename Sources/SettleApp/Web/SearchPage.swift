@@ -1,6 +1,7 @@
 import SettleBase
 import SettleModel
 import SettleLedger
+import SettleEngine
 
 /// `/search?q=…`: an order id, a user, a transaction (Apple's, or a Google order id GPA.…), an
 /// Apple order id from the receipt email (looked up with Apple as `status --transaction` does,
@@ -62,9 +63,7 @@ enum SearchPage {
 
     /// The store whose order id `q` looks like, when the configuration can ask it.
     static func storeName(of q: String) -> String? {
-        if AppleOrderLookup.isOrderId(q) { return "Apple" }
-        if GooglePlayOrderLookup.isOrderId(q) { return "Google" }
-        return nil
+        StoreModules.all.first { $0.isOrderId(q) }?.descriptor.owner
     }
 
     /// `POST /search` with `lookup`: asks the store about its order id, with the same-site checks
@@ -78,7 +77,7 @@ enum SearchPage {
                                    request: request, console: console)
         }
         guard storeName(of: q) != nil else {
-            return page("<p class=\"refusal\">\(q) is not an Apple order id or a Google order id (GPA.…)</p>", query: q, request,
+            return page("<p class=\"refusal\">\(q) is not an order id of \(StoreNames.owners())</p>", query: q, request,
                         console: console, status: 400)
         }
         if let wait = console.lookups.admit("\(request.operatorName)@\(request.client)") {
@@ -95,10 +94,9 @@ enum SearchPage {
                                            lookups: lookups)
         console.log.info("web.store_lookup", ["user": request.operatorName, "order": q])
         var sections: [Markup] = []
-        if let apple = report.appleOrder { sections.append(WebPage.section("Apple order \(q)", id: "apple-order", WebPage.preformatted(StatusView.text(apple)))) }
-        if let google = report.googleOrder {
-            sections.append(WebPage.section("Google order \(q)", id: "google-order",
-                                            WebPage.preformatted(StatusView.text(google, held: report.summary.matching))))
+        for answer in report.storeOrders {
+            sections.append(WebPage.section("\(answer.title) \(q)", id: answer.sectionId,
+                                            WebPage.preformatted(answer.text(report.summary.matching))))
         }
         if sections.isEmpty { sections.append("<p class=\"muted\" id=\"lookup-none\">no store is configured to look up \(q)</p>") }
         let now = console.time.unixSeconds
@@ -111,7 +109,7 @@ enum SearchPage {
         let forms: Markup = """
             <section class="card" id="search-forms">
             <form method="get" action="/search" class="action" id="search-form"><input type="text" name="q" value="\(query)" size="48" \
-            placeholder="order id, user, transaction, Apple order id, Google order id" aria-label="query">
+            placeholder="order id, user, transaction, \(StoreNames.owners()) order id" aria-label="query">
             <button type="submit">Search</button></form>
             <form method="post" action="/search" class="action" id="token-form"><input type="password" name="purchase_token" size="48" \
             autocomplete="off" placeholder="Google Play purchase token (sent in the form, never in the address)" aria-label="purchase token">

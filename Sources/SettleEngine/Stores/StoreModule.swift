@@ -43,6 +43,22 @@ package protocol StoreModule {
     /// What it voided of a purchase while its order was verified, taken from what the order may
     /// be granted; nil for a store whose voidings arrive otherwise.
     static var voidedPurchaseFilter: VoidedPurchaseFilter? { get }
+
+    /// The rate groups (`publishedRates` keys) an order's verification calls: the slowest of
+    /// them binds how fast the store's backlog drains, as `settle status` shows it.
+    static var verificationRateGroups: Set<String> { get }
+
+    /// Reads its secrets and keys as its adapter would, without calling anyone: `settle
+    /// check-config` fails on one that cannot be read.
+    static func readSecrets(_ configuration: Configuration) throws(ConfigError)
+
+    /// Whether `text` looks like an order id of this store's receipts, which its `orderLookup` can look up.
+    static func isOrderId(_ text: String) -> Bool
+
+    /// Its support lookup of an order id, paced by this process's `pacer`; nil when the
+    /// configuration does not set the store up for it.
+    static func orderLookup(_ configuration: Configuration, time: any TimeSource,
+                            pacer: Pacer) throws(ConfigError) -> (any StoreOrderLookup)?
 }
 
 /// How a module's proof is read from the file `settle enqueue --proof-file` names (never from

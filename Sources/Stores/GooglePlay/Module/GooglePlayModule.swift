@@ -24,6 +24,9 @@ package enum GooglePlayModule: StoreModule {
             { try $0.removingPlayVoided($1) }
     }
 
+    /// An order is verified by the one-time purchases or the subscriptions endpoint.
+    package static var verificationRateGroups: Set<String> { ["one_time_purchases", "subscriptions"] }
+
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
         configuration.googlePlay?.rateLimits ?? [:]
     }

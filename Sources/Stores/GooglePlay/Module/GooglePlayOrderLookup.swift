@@ -2,14 +2,14 @@ import SettleBase
 import SettleModel
 import SettleConfig
 import SettleGooglePlay
+import SettleLedger
 import SettleEngine
-import SettleGooglePlayModule
 
 /// Finds the purchase behind a Google order id (the `GPA.…` in the customer's Google Play
 /// receipt e-mail) for `settle status --transaction`, through `orders.get`, and whose it is:
 /// the purchase's obfuscated account id, read from Google by the token the order names. The
 /// token itself is used, never shown: status prints its fingerprint.
-package struct GooglePlayOrderLookup: Sendable {
+package struct GooglePlayOrderLookup: StoreOrderLookup {
     package enum Result: Sendable, Equatable {
         /// `accountId`: the buyer's `obfuscatedExternalAccountId` (nil: the app set none, or it could not be read).
         case found(PlayOrder, accountId: String?)
@@ -27,15 +27,27 @@ package struct GooglePlayOrderLookup: Sendable {
     }
 
     /// Built from the configuration's `google_play`, or nil without one.
-    package static func configured(_ configuration: Configuration, time: any TimeSource) throws(ConfigError) -> GooglePlayOrderLookup? {
+    package static func configured(_ configuration: Configuration, time: any TimeSource,
+                                   pacer: Pacer) throws(ConfigError) -> GooglePlayOrderLookup? {
         let http = HTTPClient(configuration: HTTPClientConfiguration(
             connectTimeout: configuration.http.connectTimeoutSeconds, totalTimeout: configuration.http.timeoutSeconds))
         return try GooglePlayModule.verifier(configuration, client: http, time: time, metrics: nil,
-                                                pacer: Reconciler.storePacer(configuration, modules: StoreModules.all))
+                                                pacer: pacer)
             .map { GooglePlayOrderLookup(client: $0.client) }
     }
 
-    package func lookUp(_ orderId: String) -> Result {
+    /// Google's answer as `settle status` and the console show it; the order found narrows the
+    /// ledger's orders to those holding its purchase.
+    package func lookUp(_ orderId: String) -> StoreOrderAnswer {
+        let result: Result = lookUpOrder(orderId)
+        return StoreOrderAnswer(jsonKey: "google_play_order", title: "Google order", sectionId: "google-order", narrow: { filter in
+            if case let .found(order, _) = result {
+                filter.storeOrder = StoreOrderMatch(orderId: order.orderId, token: order.purchaseToken)
+            }
+        }, text: { held in result.text(held: held) }, json: { held in result.json(held: held) })
+    }
+
+    package func lookUpOrder(_ orderId: String) -> Result {
         let order: PlayOrder
         do throws(PlayAPIError) {
             order = try client.order(orderId)

@@ -1,9 +1,10 @@
 import SettleBase
+import SettleAppStore
 
 /// How an Apple order id lookup reads in `settle status --transaction ORDER_ID`.
-extension StatusView {
-    package static func text(_ result: AppleOrderLookup.Result) -> String {
-        switch result {
+extension AppleOrderLookup.Result {
+    package var text: String {
+        switch self {
         case let .found(orderId, environment, purchases):
             var lines = ["Apple order \(PrintableText.escape(orderId)) (\(environment)): \(purchases.count) purchase(s)"]
             for p in purchases {
@@ -19,8 +20,8 @@ extension StatusView {
         }
     }
 
-    package static func json(_ result: AppleOrderLookup.Result) -> JSONValue {
-        switch result {
+    package var json: JSONValue {
+        switch self {
         case let .found(orderId, environment, purchases):
             return .object([
                 ("order_id", .string(orderId)), ("found", .bool(true)), ("environment", .string(environment.rawValue)),

@@ -3,12 +3,13 @@ import SettleBase
 import SettleModel
 import SettleConfig
 import SettleAppStore
+import SettleLedger
 import SettleEngine
 
 /// Finds the purchases behind an Apple order id (the id in the customer's App Store receipt
 /// email, e.g. `MQ5Q8W3X2Z`) for `settle status --transaction`, through Look Up Order ID, and
 /// verifies each signed transaction Apple returns before anything of it is shown.
-package struct AppleOrderLookup: Sendable {
+package struct AppleOrderLookup: StoreOrderLookup {
     /// One purchase behind the order id, as Apple signed it.
     package struct Purchase: Sendable, Equatable {
         package var transactionId: String
@@ -36,7 +37,8 @@ package struct AppleOrderLookup: Sendable {
     }
 
     /// Built from the configuration's `server_api`, or nil without one.
-    package static func configured(_ configuration: Configuration, time: any TimeSource) throws(ConfigError) -> AppleOrderLookup? {
+    package static func configured(_ configuration: Configuration, time: any TimeSource,
+                                   pacer: Pacer) throws(ConfigError) -> AppleOrderLookup? {
         guard let serverAPI = configuration.serverAPI else { return nil }
         let tokens = BearerTokenSource(issuerId: serverAPI.issuerId, keyId: serverAPI.keyId, bundleId: configuration.bundleId,
                                        key: try serverAPI.loadPrivateKey(), time: time)
@@ -44,7 +46,7 @@ package struct AppleOrderLookup: Sendable {
             connectTimeout: configuration.http.connectTimeoutSeconds, totalTimeout: configuration.http.timeoutSeconds))
         var api = AppStoreServerClient(productionURL: serverAPI.productionURL, sandboxURL: serverAPI.sandboxURL, tokens: tokens, client: client)
         // This process's own pacer: a support lookup runs in `settle status`, not in the daemon.
-        api.pacer = Reconciler.storePacer(configuration, modules: StoreModules.all)
+        api.pacer = pacer
         return AppleOrderLookup(
             api: api,
             verifier: SignedDataVerifier(rootCertificates: try serverAPI.loadRoots(), bundleId: configuration.bundleId,
@@ -52,7 +54,17 @@ package struct AppleOrderLookup: Sendable {
             time: time)
     }
 
-    package func lookUp(_ orderId: String) -> Result {
+    /// Apple's answer as `settle status` and the console show it; the purchases found narrow the ledger's orders.
+    package func lookUp(_ orderId: String) -> StoreOrderAnswer {
+        let result: Result = lookUpOrder(orderId)
+        return StoreOrderAnswer(jsonKey: "apple_order", title: "Apple order", sectionId: "apple-order", narrow: { filter in
+            if case let .found(_, _, purchases) = result {
+                filter.transactionIds = purchases.flatMap { [$0.transactionId, $0.originalTransactionId] }
+            }
+        }, text: { _ in result.text }, json: { _ in result.json })
+    }
+
+    package func lookUpOrder(_ orderId: String) -> Result {
         switch api.lookUpOrder(orderId) {
         case let .found(jws, environment):
             var purchases: [Purchase] = []

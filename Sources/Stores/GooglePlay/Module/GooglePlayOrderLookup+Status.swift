@@ -3,9 +3,9 @@ import SettleGooglePlay
 
 /// How a Google order id lookup reads in `settle status --transaction GPA.…`: the order, whose
 /// purchase it is, and whether an order of the ledger holds it. Never the purchase token.
-extension StatusView {
-    package static func text(_ result: GooglePlayOrderLookup.Result, held: Int) -> String {
-        switch result {
+extension GooglePlayOrderLookup.Result {
+    package func text(held: Int) -> String {
+        switch self {
         case let .found(order, accountId):
             var lines = ["Google Play order \(PrintableText.escape(order.orderId)) (\(PrintableText.escape(order.state ?? "state unknown"))), "
                          + "purchase \(order.purchaseToken.fingerprint)"
@@ -29,8 +29,8 @@ extension StatusView {
         }
     }
 
-    package static func json(_ result: GooglePlayOrderLookup.Result, held: Int) -> JSONValue {
-        switch result {
+    package func json(held: Int) -> JSONValue {
+        switch self {
         case let .found(order, accountId):
             return .object([
                 ("order_id", .string(order.orderId)), ("found", .bool(true)), ("state", .string(order.state)),
