@@ -14,26 +14,9 @@ package final class ES256PrivateKey: @unchecked Sendable {
     /// issues) or SEC1 ("BEGIN EC PRIVATE KEY"). Anything that is not an unencrypted EC
     /// P-256 key is refused; error messages never quote the PEM.
     package init(pem: String) throws(CryptoError) {
-        guard pem.contains("-----BEGIN") else {
-            throw CryptoError("private key is not PEM (expected -----BEGIN PRIVATE KEY----- or -----BEGIN EC PRIVATE KEY-----)")
-        }
-        // PKCS#8 and legacy OpenSSL encryption markers: caught here to give a clear message
-        // rather than OpenSSL's "bad decrypt".
-        guard !pem.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----"), !pem.contains("Proc-Type: 4,ENCRYPTED") else {
-            throw CryptoError("private key is encrypted; settle needs the unencrypted .p8 key")
-        }
-        let bytes = Array(pem.utf8)
-        let loaded: OpaquePointer? = bytes.withUnsafeBytes { buffer in
-            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
-            defer { BIO_free(bio) }
-            // The password callback refuses to supply a passphrase. With a NULL callback
-            // OpenSSL would fall back to prompting on the controlling terminal, which must
-            // never happen inside a daemon.
-            return PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil)
-        }
-        guard let loaded else {
-            throw CryptoError.openSSL("private key is not a readable PKCS#8 or SEC1 PEM key")
-        }
+        let loaded = try PrivateKeyPEM.read(
+            pem, expected: "-----BEGIN PRIVATE KEY----- or -----BEGIN EC PRIVATE KEY-----",
+            unencrypted: "the unencrypted .p8 key", formats: "PKCS#8 or SEC1")
         if let problem = ES256KeyCheck.problem(with: loaded) {
             EVP_PKEY_free(loaded)
             throw CryptoError("private key is \(problem); ES256 needs an EC P-256 (prime256v1) key")
@@ -59,14 +42,7 @@ package final class ES256PrivateKey: @unchecked Sendable {
     package var publicKeyDER: Data {
         // i2d_PUBKEY writes only the public part (SubjectPublicKeyInfo), never the
         // private scalar.
-        let length = i2d_PUBKEY(handle, nil)
-        guard length > 0 else { return Data() }
-        var bytes = [UInt8](repeating: 0, count: Int(length))
-        bytes.withUnsafeMutableBufferPointer { buffer in
-            var cursor = buffer.baseAddress
-            _ = i2d_PUBKEY(handle, &cursor)
-        }
-        return Data(bytes)
+        Data(DEREncoding.bytes { i2d_PUBKEY(handle, $0) } ?? [])
     }
 
     /// The public half, for verifying what this key signed.
@@ -231,14 +207,6 @@ package enum ECDSASignature {
             BN_free(s)
             return nil
         }
-        // i2d_ECDSA_SIG with a NULL output returns the DER length; the second call writes.
-        let length = i2d_ECDSA_SIG(signature, nil)
-        guard length > 0 else { return nil }
-        var der = [UInt8](repeating: 0, count: Int(length))
-        let written = der.withUnsafeMutableBufferPointer { buffer in
-            var cursor = buffer.baseAddress
-            return i2d_ECDSA_SIG(signature, &cursor)
-        }
-        return written == length ? der : nil
+        return DEREncoding.bytes { i2d_ECDSA_SIG(signature, $0) }
     }
 }

@@ -54,17 +54,9 @@ extension PKCS7SignedData {
         }
         guard let signed else { throw CryptoError.openSSL("PKCS7_sign failed") }
         defer { PKCS7_free(signed) }
-        // "If *out is NULL ... returns the length": measure first, then encode into our own
-        // buffer, so nothing has to be released with OPENSSL_free, a macro Swift cannot call.
-        // https://docs.openssl.org/3.0/man3/d2i_X509/
-        let length = i2d_PKCS7(signed, nil)
-        guard length > 0 else { throw CryptoError.openSSL("cannot encode the PKCS#7 as DER") }
-        var der = [UInt8](repeating: 0, count: Int(length))
-        let encoded = der.withUnsafeMutableBufferPointer { buffer in
-            var cursor = buffer.baseAddress
-            return i2d_PKCS7(signed, &cursor)
+        guard let der = DEREncoding.bytes({ i2d_PKCS7(signed, $0) }) else {
+            throw CryptoError.openSSL("cannot encode the PKCS#7 as DER")
         }
-        guard encoded == length else { throw CryptoError.openSSL("cannot encode the PKCS#7 as DER") }
         return Data(der)
     }
 }

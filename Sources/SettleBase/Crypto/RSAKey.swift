@@ -16,20 +16,8 @@ package final class RSAPrivateKey: @unchecked Sendable {
     /// Loads a PEM private key: PKCS#8 ("BEGIN PRIVATE KEY", what Google's JSON key holds) or
     /// PKCS#1 ("BEGIN RSA PRIVATE KEY"). Errors never quote the PEM.
     package init(pem: String) throws(CryptoError) {
-        guard pem.contains("-----BEGIN") else {
-            throw CryptoError("private key is not PEM (expected -----BEGIN PRIVATE KEY-----)")
-        }
-        guard !pem.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----"), !pem.contains("Proc-Type: 4,ENCRYPTED") else {
-            throw CryptoError("private key is encrypted; settle needs the unencrypted key")
-        }
-        let bytes = Array(pem.utf8)
-        let loaded: OpaquePointer? = bytes.withUnsafeBytes { buffer in
-            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
-            defer { BIO_free(bio) }
-            // A callback that supplies no passphrase: with NULL OpenSSL would prompt on the terminal.
-            return PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil)
-        }
-        guard let loaded else { throw CryptoError.openSSL("private key is not a readable PKCS#8 or PKCS#1 PEM key") }
+        let loaded = try PrivateKeyPEM.read(pem, expected: "-----BEGIN PRIVATE KEY-----",
+                                            unencrypted: "the unencrypted key", formats: "PKCS#8 or PKCS#1")
         if let problem = RSAKeyCheck.problem(with: loaded) {
             EVP_PKEY_free(loaded)
             throw CryptoError("private key is \(problem)")

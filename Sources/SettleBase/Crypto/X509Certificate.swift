@@ -105,16 +105,7 @@ package final class X509Certificate: @unchecked Sendable {
 
     /// The certificate's DER encoding.
     package var der: Data {
-        // i2d_X509 with a NULL output returns the length; a second call writes the bytes
-        // and advances the pointer it is given.
-        let length = i2d_X509(handle, nil)
-        guard length > 0 else { return Data() }
-        var bytes = [UInt8](repeating: 0, count: Int(length))
-        bytes.withUnsafeMutableBufferPointer { buffer in
-            var cursor = buffer.baseAddress
-            _ = i2d_X509(handle, &cursor)
-        }
-        return Data(bytes)
+        Data(DEREncoding.bytes { i2d_X509(handle, $0) } ?? [])
     }
 
     /// The subject in the one-line form `openssl x509 -subject` prints

@@ -132,11 +132,7 @@ package final class Metrics: Sendable {
     private static func notificationFamilies(_ s: State, app: String, now: Int64) -> String {
         var out = family("settle_notifications_total", "counter",
                          "App Store Server Notifications received, by type and outcome.")
-        for key in s.notifications.keys.sorted() {
-            let parts = key.split(separator: "|", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
-            let labels = "type=\"\(labelValue(parts[0]))\",outcome=\"\(labelValue(parts[1]))\""
-            out += "settle_notifications_total{\(app),\(labels)} \(s.notifications[key] ?? 0)\n"
-        }
+        out += counterSamples("settle_notifications_total", s.notifications, app: app, labels: ["type", "outcome"])
         out += family("settle_newest_notification_age_seconds", "gauge",
                       "Seconds since the newest notification was stored (-1 when none).")
         let age = s.newestNotificationAt.map { max(0, now - $0) } ?? -1
@@ -170,18 +166,10 @@ package final class Metrics: Sendable {
     private static func storeFamilies(_ s: State, app: String) -> String {
         var out = family("settle_store_requests_total", "counter",
                          "HTTP requests to stores other than those with families of their own, by store, call and outcome.")
-        for key in s.storeRequests.keys.sorted() {
-            let parts = key.split(separator: "|", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
-            let labels = "store=\"\(parts[0])\",call=\"\(labelValue(parts[1]))\",outcome=\"\(labelValue(parts[2]))\""
-            out += "settle_store_requests_total{\(app),\(labels)} \(s.storeRequests[key] ?? 0)\n"
-        }
+        out += counterSamples("settle_store_requests_total", s.storeRequests, app: app, labels: ["store", "call", "outcome"])
         out += family("settle_store_finish_total", "counter",
                       "Stores told an order was delivered (acknowledge, consume), by store and outcome.")
-        for key in s.storeFinishes.keys.sorted() {
-            let parts = key.split(separator: "|", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
-            let labels = "store=\"\(parts[0])\",outcome=\"\(labelValue(parts[1]))\""
-            out += "settle_store_finish_total{\(app),\(labels)} \(s.storeFinishes[key] ?? 0)\n"
-        }
+        out += counterSamples("settle_store_finish_total", s.storeFinishes, app: app, labels: ["store", "outcome"])
         return out
     }
 

@@ -30,11 +30,7 @@ package final class AppleRequestMetrics: StoreMetricFamilies {
     package func render(app: String) -> String {
         let c = counts.withLock { $0 }
         var out = Metrics.header("settle_apple_requests_total", "counter", "HTTP requests to Apple by environment and outcome.")
-        for key in c.requests.keys.sorted() {
-            let parts = key.split(separator: "|", maxSplits: 1).map(String.init)
-            let labels = "environment=\"\(parts[0])\",outcome=\"\(parts[1])\""
-            out += "settle_apple_requests_total{\(app),\(labels)} \(c.requests[key] ?? 0)\n"
-        }
+        out += Metrics.counterSamples("settle_apple_requests_total", c.requests, app: app, labels: ["environment", "outcome"])
         let name = "settle_apple_request_duration_seconds"
         out += Metrics.header(name, "histogram", "Duration of HTTP requests to Apple.")
         for (i, bound) in Metrics.buckets.enumerated() {
