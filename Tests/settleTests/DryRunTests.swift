@@ -47,4 +47,21 @@ final class DryRunTests: EndToEndTestCase {
         XCTAssertEqual(try ledgerRows(), before)
         XCTAssertTrue(world.deliveries.isEmpty)
     }
+
+    /// Issue 36, bug 1: during a hook outage the runbook's first command must not call an order
+    /// that holds its own grant "already granted, would reject": a real pass delivers it again.
+    func testDryRun_anOrderHoldingItsOwnGrantWaitingForItsHook_wouldBeDeliveredAgain_notRejected() throws {
+        try world.hook("grant.sh", exit: 75)
+        try enqueueValid("o-1", transaction: "2000000000000001")
+        XCTAssertEqual(try settle(expecting: 0, ["reconcile"]).stdout,
+                       "reconciled 1: 0 finished, 0 rejected, 1 retrying, 0 needs attention\n")
+        XCTAssertEqual(try state("o-1"), "pending")
+        let before = try ledgerRows()
+
+        let result = try settle(expecting: 0, ["reconcile", "--dry-run", "--order", "o-1"])
+        XCTAssertTrue(result.stdout.contains("o-1: would deliver transaction 2000000000000001 again"), result.stdout)
+        XCTAssertFalse(result.stdout.contains("would not grant"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("1 would be granted, 0 rejected"), result.stdout)
+        XCTAssertEqual(try ledgerRows(), before, "a dry run changes nothing")
+    }
 }

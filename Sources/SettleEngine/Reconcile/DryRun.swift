@@ -48,19 +48,7 @@ extension Reconciler {
             }
             switch verification.outcome {
             case let .verified(match):
-                // The same choice the reserving write makes: the first candidate nobody holds.
-                var free: VerifiedPurchase?
-                for candidate in match.candidates where try ledger.grantHolder(of: candidate) == nil {
-                    free = candidate
-                    break
-                }
-                if let p = free {
-                    report.wouldGrant += 1
-                    report.lines.append("\(order.orderId): would grant transaction \(p.transactionId) (\(p.productId) x\(p.quantity), \(p.environment)) to user \(order.userId)")
-                } else {
-                    report.wouldReject += 1
-                    report.lines.append("\(order.orderId): would not grant: every matching purchase is already granted")
-                }
+                try predictGrant(of: order, among: match.candidates, into: &report)
             case let .rejected(reason, detail):
                 report.wouldReject += 1
                 report.lines.append("\(order.orderId): would reject: \(reason.rawValue) (\(detail))")
@@ -70,6 +58,33 @@ extension Reconciler {
             }
         }
         return report
+    }
+
+    /// The same choice the reserving write makes: a purchase this order already holds (its grant
+    /// was reserved and only its hook has yet to succeed) is delivered again; else the first
+    /// candidate nobody holds is granted; else every matching purchase is someone else's.
+    private func predictGrant(of order: Order, among candidates: [VerifiedPurchase],
+                              into report: inout DryRunReport) throws {
+        var free: VerifiedPurchase?
+        for candidate in candidates {
+            switch try ledger.grantHolder(of: candidate) {
+            case .order(order.orderId)?:
+                report.wouldGrant += 1
+                report.lines.append("\(order.orderId): would deliver transaction \(candidate.transactionId) again "
+                    + "(\(candidate.productId) x\(candidate.quantity)) to user \(order.userId): this order holds its grant "
+                    + "and waits for its hook")
+                return
+            case nil where free == nil: free = candidate
+            default: break
+            }
+        }
+        if let p = free {
+            report.wouldGrant += 1
+            report.lines.append("\(order.orderId): would grant transaction \(p.transactionId) (\(p.productId) x\(p.quantity), \(p.environment)) to user \(order.userId)")
+        } else {
+            report.wouldReject += 1
+            report.lines.append("\(order.orderId): would not grant: every matching purchase is already granted")
+        }
     }
 
     /// What the dry run says of an order that would not be settled this pass.
