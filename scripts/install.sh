@@ -66,7 +66,7 @@ install -m 644 config/AppleRootCA-G3.pem config/AppleIncRootCA.pem "$root/etc/se
 units="$root/etc/systemd/system"
 [ "$prefix" = /usr/local ] || units="$root/lib/systemd/system"
 install -d -m 755 "$units"
-for unit in systemd/*.service systemd/*.timer; do
+for unit in systemd/*.service systemd/*.timer systemd/*.socket; do
     sed "s#/usr/local/bin/settle#$prefix/bin/settle#g" "$unit" > "$units/$(basename "$unit")"
     chmod 644 "$units/$(basename "$unit")"
 done

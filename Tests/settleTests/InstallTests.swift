@@ -35,7 +35,7 @@ final class InstallTests: EndToEndTestCase {
         for path in ["/usr/local/bin/settle", "/usr/local/share/man/man1/settle.1", "/usr/local/share/bash-completion/completions/settle",
                      "/usr/local/share/zsh/site-functions/_settle", "/etc/settle/settle.json", "/etc/settle/AppleRootCA-G3.pem",
                      "/etc/settle/AppleIncRootCA.pem", "/etc/systemd/system/settle.service", "/etc/systemd/system/settle@.service",
-                     "/etc/systemd/system/settle-reconcile.timer", "/usr/share/doc/settle/README.md", "/usr/share/doc/settle/LICENSE",
+                     "/etc/systemd/system/settle-reconcile.timer", "/etc/systemd/system/settle.socket", "/usr/share/doc/settle/README.md", "/usr/share/doc/settle/LICENSE",
                      "/usr/share/doc/settle/docs/operations.md", "/usr/local/share/settle/settle.rules.yml",
                      "/usr/local/share/settle/settle.grafana.json"] {
             XCTAssertTrue(FileManager.default.fileExists(atPath: root + path), "missing \(path)")
