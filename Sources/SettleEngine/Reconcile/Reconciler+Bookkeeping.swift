@@ -65,6 +65,12 @@ extension Reconciler {
                     "store": store.rawValue, "retry_at": breaker.retryAt.map { Timestamp.rfc3339(unixSeconds: $0) },
                     "last_error": breaker.lastError,
                 ])
+            } else if breaker.state == .closed, let was = before[store], was.state == .open {
+                // The probe's answer closed it: the end of the outage, as plainly as its start.
+                log.info("\(store.logName).breaker_closed", [
+                    "store": store.rawValue, "open_since": was.lastErrorAt.map { Timestamp.rfc3339(unixSeconds: $0) },
+                    "last_error": was.lastError,
+                ])
             }
         }
     }

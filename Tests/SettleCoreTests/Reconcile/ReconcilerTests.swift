@@ -267,6 +267,22 @@ final class ReconcilerTests: XCTestCase {
         XCTAssertTrue((1...8).allSatisfy { (try? order("o-\($0)").attempts) == 0 })
     }
 
+    /// Issue 36, bug 5: the end of an outage is logged as plainly as its start.
+    func testAnsweredProbe_closesTheBreaker_andLogsBreakerClosed() throws {
+        try world.writeConfig(schedule: [("concurrency", .number(1))])
+        for i in 1...5 { try enqueueValid("o-\(i)", txn: "\(i)", answers: [.http(503)]) }
+        XCTAssertTrue(try pass().breakersOpened.contains(.appStore))
+        XCTAssertFalse(logLines.lines.contains { $0.contains("breaker_closed") }, logLines.lines.joined(separator: "\n"))
+        world.time.advance(by: 31)
+        _ = try pass()
+        XCTAssertEqual(try ledger.breakers()[.appStore]?.state, .closed)
+        let closed = logLines.lines.filter { $0.contains("apple.breaker_closed") }
+        XCTAssertEqual(closed.count, 1, logLines.lines.joined(separator: "\n"))
+        XCTAssertTrue(closed.first?.contains("503") == true, "names the error that opened it: \(closed)")
+        _ = try pass()
+        XCTAssertEqual(logLines.lines.filter { $0.contains("breaker_closed") }.count, 1, "logged once, when it closed")
+    }
+
     func testWrongSharedSecret_stopsThePass_keepingAttempts() throws {
         try world.write("shared-secret", "not-the-secret", mode: 0o600)
         for i in 1...3 { try enqueueValid("o-\(i)", txn: "\(i)") }
