@@ -20,6 +20,8 @@ package struct Verdict: Sendable, Equatable {
             charged = "refunded: \(store.owner) says the purchase was refunded or revoked"
         } else if order.state == .rejected {
             charged = "not confirmed: \(store.owner) did not confirm a purchase for this order"
+        } else if order.state == .needsAttention, let answered = Verdict.answeredUnclearly(order.reason, owner: store.owner) {
+            charged = answered
         } else {
             charged = "not yet confirmed: settle has not had \(store.owner)'s answer yet"
         }
@@ -40,6 +42,18 @@ package struct Verdict: Sendable, Equatable {
         }
         why = Verdict.why(order)
         next = Verdict.next(order, id: id, now: now)
+    }
+
+    /// For reasons that quote the store's answer, what it answered: "not yet" would contradict
+    /// the "why" below it. Nil for reasons given before the store was heard.
+    static func answeredUnclearly(_ reason: String?, owner: String) -> String? {
+        switch reason.flatMap(AttentionReason.init(rawValue:)) {
+        case .proofUnbound?, .tokenUnverifiable?:
+            "unclear: \(owner) answered with a purchase, but settle cannot show it is this buyer's (see why)"
+        case .purchaseStateUnclear?: "unclear: \(owner) answered, in a state settle has no rule for (see why)"
+        case .historyIncomplete?: "unclear: \(owner) answered only in part (see why)"
+        default: nil
+        }
     }
 
     package var lines: [(String, String)] {
