@@ -121,6 +121,10 @@ package struct Verdict: Sendable, Equatable {
     package static func next(_ order: Order, id: String, now: Int64) -> String? {
         switch order.state {
         case .finished: return nil
+        case .pending where order.nextAttemptAt <= now:
+            // Due already: "tries again … (27s ago)" would promise a past that did not happen.
+            return "nothing: settle tries it at its next pass (due since \(Timestamp.age(now.saturatingSubtracting(order.nextAttemptAt)))) "
+                + "(settle reconcile --order \(id) to try now)"
         case .pending:
             return "nothing: settle tries again \(Timestamp.relative(order.nextAttemptAt, now: now)) "
                 + "(settle reconcile --order \(id) to try now)"

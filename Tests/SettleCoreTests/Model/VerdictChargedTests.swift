@@ -23,4 +23,17 @@ final class VerdictChargedTests: XCTestCase {
             XCTAssertTrue(Verdict(order(reason), now: 10).charged.hasPrefix("not yet confirmed"), reason)
         }
     }
+
+    /// Issue 36, bug 5: a due order (a breaker held it past its time) is not "tried again … ago".
+    func testADueOrder_isTriedAtTheNextPass_neverAgainInThePast() {
+        var due = order("", state: .pending)
+        due.reason = nil
+        due.nextAttemptAt = 73
+        let next = Verdict(due, now: 100).next ?? ""
+        XCTAssertTrue(next.hasPrefix("nothing: settle tries it at its next pass (due since 27s)"), next)
+        XCTAssertFalse(next.contains("ago"), next)
+        due.nextAttemptAt = 130
+        XCTAssertTrue(Verdict(due, now: 100).next?.contains("tries again") == true)
+        XCTAssertTrue(Verdict(due, now: 100).next?.contains("(in 30s)") == true, Verdict(due, now: 100).next ?? "")
+    }
 }
