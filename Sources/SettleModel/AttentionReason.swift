@@ -58,4 +58,8 @@ package enum AttentionReason: String, Sendable, Equatable, CaseIterable {
     /// A person decides (`settle resolve --as granted_by_hand` if the customer has it, `settle
     /// retry` to deliver it; settle then leaves Google as it is).
     case finishedElsewhere = "finished_elsewhere"
+    /// The store refused for good to answer a lookup of this purchase, before anything was
+    /// delivered (Apple's 4000185 from Get Transaction Info for a family member's shared
+    /// transaction): a retry is refused the same way, and nothing says the goods were granted.
+    case storeRefused = "store_refused"
 }

@@ -112,6 +112,7 @@ package struct Verdict: Sendable, Equatable {
         case "unclaimed_purchase": return "the order names no user: settle does not know who bought it"
         case "already_granted_unclear": return "the hook said the purchase was granted before, maybe by settle's own earlier call for this order"
         case "store_finish_refused": return "delivered, and the store refused every attempt to acknowledge or consume it"
+        case "store_refused": return "the store refused for good to answer about this purchase; nothing was delivered"
         case Resolution.grantedByHand.rawValue: return "a person granted it by hand"
         case Resolution.wontGrant.rawValue: return "a person decided not to grant it"
         default: return nil
@@ -172,6 +173,9 @@ package struct Verdict: Sendable, Equatable {
             return "check whether the customer got it: if so settle resolve ID --as granted_by_hand; if not, settle retry ID delivers it"
         case "backfilled_purchase":
             return "check whether the app already granted it: if it did, settle resolve ID --as granted_by_hand; if not, settle retry ID delivers it"
+        case "store_refused":
+            return "a retry is refused the same way: check the purchase with the customer (a family member's shared purchase "
+                + "is granted through the family organizer's own order), then settle resolve ID"
         case "store_finish_refused":
             return "the goods were granted; read the store's answer in the history, fix its cause (the product's type, the service "
                 + "account's permissions), then settle retry ID: the idempotent hook answers already granted and settle tells the store again"

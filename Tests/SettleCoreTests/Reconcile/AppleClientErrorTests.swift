@@ -96,6 +96,24 @@ class AppleClientErrorTests: XCTestCase {
                        "production App Store Server API answered HTTP 403: check server_api.issuer_id, key_id, private_key_file and bundle_id")
         XCTAssertEqual(try order("refused").attempts, 0, "the order is not at fault")
     }
+
+    /// Issue 36, bug 11: Apple's final 4000185 from Get Transaction Info is about a purchase
+    /// nothing was delivered for: `store_refused`, never `store_finish_refused` (goods granted).
+    func testGetTransactionInfo4000185_endsNeedsAttentionStoreRefused_notStoreFinishRefused_andDeliversNothing() throws {
+        try world.writeConfig(receiptAPI: false, serverAPI: true)
+        let token = "6f1e4c2a-5b3d-4e8f-9a0b-1c2d3e4f5a6b"
+        world.scriptTransaction("2000000950000031", appAccountToken: token, answers: [.error(status: 400, code: 4000185)])
+        _ = try ledger.enqueue(NewOrder(orderId: "family", userId: "u-1", productId: world.coins, transactionId: "2000000950000031",
+                                        appAccountToken: token))
+        _ = try pass()
+        let family = try order("family")
+        XCTAssertEqual(family.state, .needsAttention)
+        XCTAssertEqual(family.reason, "store_refused")
+        XCTAssertTrue(family.lastError?.contains("4000185") == true, family.lastError ?? "")
+        XCTAssertNil(family.deliveredAt)
+        XCTAssertTrue(world.deliveries.isEmpty, "nothing was delivered")
+        XCTAssertTrue(Verdict(family, now: world.time.unixSeconds).why?.contains("nothing was delivered") == true)
+    }
 }
 
 /// The same passes on a PostgreSQL ledger.
@@ -106,6 +124,9 @@ final class AppleClientErrorPostgresTests: AppleClientErrorTests {
     }
 
     // Linux test discovery lists only the methods a class declares.
+    override func testGetTransactionInfo4000185_endsNeedsAttentionStoreRefused_notStoreFinishRefused_andDeliversNothing() throws {
+        try super.testGetTransactionInfo4000185_endsNeedsAttentionStoreRefused_notStoreFinishRefused_andDeliversNothing()
+    }
     override func testVerifyReceipt4xxAboutOneOrder_failsThatOrderWithAnAttempt_andThePassSettlesTheOthers() throws {
         try super.testVerifyReceipt4xxAboutOneOrder_failsThatOrderWithAnAttempt_andThePassSettlesTheOthers()
     }

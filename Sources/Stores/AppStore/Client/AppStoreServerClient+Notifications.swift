@@ -53,7 +53,7 @@ extension AppStoreServerClient {
                            storeAnswered: true)
         }
         return classify(send("PUT", "/inApps/v2/transactions/consumption/\(transactionId)", body: body.data, environment: environment,
-                             decode: { _ in true }), "consumption information")
+                             finalReason: .storeFinishRefused, decode: { _ in true }), "consumption information")
     }
 
     /// Finish Transaction: `POST /inApps/v1/transactions/{transactionId}/finish` in the
@@ -66,7 +66,7 @@ extension AppStoreServerClient {
                            storeAnswered: true)
         }
         return classify(send("POST", "/inApps/v1/transactions/\(transactionId)/finish", body: Data(), environment: environment,
-                             decode: { _ in true }), "Finish Transaction")
+                             finalReason: .storeFinishRefused, decode: { _ in true }), "Finish Transaction")
     }
 
     private func classify<Body>(_ answer: Answer<Body>, _ what: String) -> CallResult<Body> {

@@ -124,15 +124,19 @@ package struct AppStoreServerClient: Sendable {
     /// again. https://developer.apple.com/documentation/appstoreserverapi/familytransactionnotsupportederror
     package static let finalErrors: [Int: String] = [4000185: "FamilyTransactionNotSupportedError"]
 
-    package func send<Body>(_ method: String, _ path: String, body: Data, environment: AppleEnvironment, decode: (JSONValue) -> Body?) -> Answer<Body> {
+    /// `finalReason`: what Apple's final refusal of the call means for the order; a call about a
+    /// delivered purchase (Finish Transaction, consumption) says `store_finish_refused`, any other
+    /// (a lookup, before anything was delivered) `store_refused`.
+    package func send<Body>(_ method: String, _ path: String, body: Data, environment: AppleEnvironment,
+                            finalReason: AttentionReason = .storeRefused, decode: (JSONValue) -> Body?) -> Answer<Body> {
         let started = DispatchTime.now()
-        let (answer, label) = exchange(method, path, body: body, environment: environment, decode: decode)
+        let (answer, label) = exchange(method, path, body: body, environment: environment, finalReason: finalReason, decode: decode)
         observe?(environment, label, Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9)
         return answer
     }
 
     private func exchange<Body>(_ method: String, _ path: String, body: Data, environment: AppleEnvironment,
-                                decode: (JSONValue) -> Body?) -> (Answer<Body>, String) {
+                                finalReason: AttentionReason, decode: (JSONValue) -> Body?) -> (Answer<Body>, String) {
         let name = "\(environment.rawValue.lowercased()) App Store Server API"
         let key = pacerKey(method, path, environment: environment)
         if let refusal = pace(key) {
@@ -195,7 +199,7 @@ package struct AppStoreServerClient: Sendable {
         case 400...499 where errorCode.flatMap { Self.finalErrors[$0] } != nil:
             // Apple will never take this call for this transaction: no retry can change it.
             let code = errorCode!
-            return (.failed(.needsAttention(reason: .storeFinishRefused,
+            return (.failed(.needsAttention(reason: finalReason,
                                             detail: "\(name) answered HTTP \(response.status) (error \(code) \(Self.finalErrors[code]!)): final"),
                             answered: true), "final_\(code)")
         case 400 where errorCode == 4000006:
