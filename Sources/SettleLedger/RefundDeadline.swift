@@ -56,13 +56,16 @@ package struct RefundDeadline: Sendable, Equatable {
     /// still being worked on, and those waiting for a person while its deadline is still ahead
     /// (arguments: now, the limit). The store is written into the SQL (a registered store's
     /// name, never input) so a partial index on it applies.
-    static func query(_ store: Store, window: Int64) -> String {
+    /// `subject`: a condition on the orders (a user, a transaction), its arguments bound between
+    /// the time and the limit; `TRUE` for the whole ledger.
+    static func query(_ store: Store, window: Int64, subject: String = "TRUE") -> String {
         """
         SELECT order_id, state, \(bought) + \(window) AS refund_at,
                CASE WHEN purchase_date_ms IS NULL THEN 0 ELSE 1 END AS exact,
                CASE WHEN delivered_at IS NULL THEN 0 ELSE 1 END AS delivered
         FROM orders WHERE store = '\(store.rawValue.replacingOccurrences(of: "'", with: "''"))'
             AND (state IN ('pending','verifying','delivering') OR (state = 'needs_attention' AND \(bought) + \(window) > ?))
+            AND (\(subject))
         ORDER BY refund_at, order_id LIMIT ?
         """
     }

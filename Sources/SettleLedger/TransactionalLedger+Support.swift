@@ -197,23 +197,35 @@ extension TransactionalLedger {
         return try reading { db in try Self.refundDeadlines(db, now: now, limit: limit) }
     }
 
-    private static func refundDeadlines(_ db: any LedgerTransaction, now: Int64, limit: Int) throws -> [RefundDeadline] {
+    private static func refundDeadlines(_ db: any LedgerTransaction, now: Int64, limit: Int, subject: String = "TRUE",
+                                        _ subjectArguments: [LedgerValue] = []) throws -> [RefundDeadline] {
         var deadlines: [RefundDeadline] = []
         for store in Store.allCases {
             guard let window = store.refundWindowSeconds else { continue }
-            deadlines += try db.query(RefundDeadline.query(store, window: window), [.integer(now), .integer(Int64(limit))])
+            deadlines += try db.query(RefundDeadline.query(store, window: window, subject: subject),
+                                      [.integer(now)] + subjectArguments + [.integer(Int64(limit))])
                 .compactMap { RefundDeadline(row: $0, store: store) }
         }
         return Array(deadlines.sorted { ($0.refundAt, $0.orderId) < ($1.refundAt, $1.orderId) }.prefix(limit))
     }
 
-    package func summary(_ filter: OrderFilter) throws(LedgerError) -> LedgerSummary {
-        let now = time.unixSeconds
-        // Counts and the oldest age follow the subject of the question (a user, a transaction),
-        // not the state filter, so `--user u-42 --state rejected` still shows u-42's other orders.
+    /// The orders a question is about (a user, a transaction, a token) as SQL conditions and
+    /// their arguments; none for the whole ledger. Counts and the oldest age follow this subject,
+    /// not the state filter, so `--user u-42 --state rejected` still shows u-42's other orders.
+    private static func subject(of filter: OrderFilter, givenAway: [String]) -> (conditions: [String], arguments: [LedgerValue]) {
         var conditions: [String] = []
         var arguments: [LedgerValue] = []
-        if let user = filter.userId { conditions.append("user_id = ?"); arguments.append(.text(user)) }
+        if let user = filter.userId {
+            // A customer's orders survive a transfer: the ones they bought and gave away are still
+            // theirs to ask about (each one's history says who holds it now). Named by id, so each
+            // side of the OR is an index probe, never a scan of the ledger.
+            if givenAway.isEmpty {
+                conditions.append("user_id = ?")
+            } else {
+                conditions.append("(user_id = ? OR order_id IN (\(Array(repeating: "?", count: givenAway.count).joined(separator: ","))))")
+            }
+            arguments += [.text(user)] + givenAway.map(LedgerValue.text)
+        }
         // An Apple order id (from the customer's receipt email) is looked up with Apple first and
         // arrives here as the transactions behind it.
         let transactions = filter.transactionIds.isEmpty ? filter.transactionId.map { [$0] } ?? [] : filter.transactionIds
@@ -235,10 +247,28 @@ extension TransactionalLedger {
             conditions.append("purchase_token = ?")
             arguments.append(.text(token.value))
         }
+        return (conditions, arguments)
+    }
+
+    /// The orders `user` bought and support transferred to someone else (at most 1,000).
+    private func transferredAway(by user: String) throws(LedgerError) -> [String] {
+        try reading { db in
+            try db.query("""
+                SELECT DISTINCT order_id FROM support_actions WHERE kind = 'transfer' AND from_user = ? ORDER BY order_id LIMIT 1000
+                """, [.text(user)]).compactMap { $0.string("order_id") }
+        }
+    }
+
+    package func summary(_ filter: OrderFilter) throws(LedgerError) -> LedgerSummary {
+        let now = time.unixSeconds
+        let supportActions = try knowsSupportActions()
+        let givenAway = try filter.userId.map { user throws(LedgerError) in
+            supportActions ? try transferredAway(by: user) : []
+        } ?? []
+        let (conditions, arguments) = Self.subject(of: filter, givenAway: givenAway)
         let subject = conditions.isEmpty ? "TRUE" : conditions.joined(separator: " AND ")
         let countsKept = conditions.isEmpty ? try keepsOrderCounts() : false
         let storeColumn = try namesOrderStores()
-        let supportActions = try knowsSupportActions()
         return try reading { db in
             var counts = Dictionary(uniqueKeysWithValues: OrderState.allCases.map { ($0, 0) })
             var storeCounts = Dictionary(uniqueKeysWithValues: Store.allCases.map { store in
@@ -285,7 +315,10 @@ extension TransactionalLedger {
             var summary = LedgerSummary(counts: counts, oldestUndeliveredSeconds: oldest.map { max(0, now.saturatingSubtracting($0)) },
                                         orders: rows.map { Order(row: $0) }, matching: matching, filtered: !conditions.isEmpty)
             summary.storeCounts = storeCounts
-            if storeColumn { summary.refundDeadlines = try Self.refundDeadlines(db, now: now, limit: 20) }
+            if storeColumn {
+                // Only the subject's clocks: `--user u-42` shows no other customer's.
+                summary.refundDeadlines = try Self.refundDeadlines(db, now: now, limit: 20, subject: subject, arguments)
+            }
             if supportActions {
                 let waiting = try db.query("SELECT order_id FROM support_actions WHERE state = 'waiting' ORDER BY order_id")
                 summary.supportActionsWaitingCount = waiting.count

@@ -110,6 +110,18 @@ final class TransferTests: EndToEndTestCase {
         XCTAssertEqual(Array(calls.suffix(2)), ["transfer:o-1:2:revoke o-1 u-2", "transfer:o-1:2:grant o-1 u-3"])
     }
 
+    /// Issue 36, bug 10: a customer's order survives its transfer in a search by their user id.
+    func testStatusByUser_findsAnOrderTheUserGaveAway_aswellAsItsNewHolder_andNoStranger() throws {
+        try granted()
+        try settle(expecting: 0, ["transfer", "o-1", "--to-user", "u-2", "--note", "ticket 9"])
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(try listedOrderIds(["--user", "u-1"]), ["o-1"], "the buyer still finds what they bought")
+        XCTAssertEqual(try listedOrderIds(["--user", "u-2"]), ["o-1"])
+        XCTAssertEqual(try listedOrderIds(["--user", "u-9"]), [])
+        let text = try settle(expecting: 0, ["status", "--user", "u-1"]).stdout
+        XCTAssertTrue(text.contains("o-1"), text)
+    }
+
     func testTransfer_isRefused_forWhatWasNeverGranted_theSameUser_oneInProgress_andWithoutItsFlags() throws {
         try enqueueForged("forged")
         try enqueueValid("waiting", transaction: "2000000000000772")

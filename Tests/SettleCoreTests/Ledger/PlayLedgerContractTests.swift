@@ -266,4 +266,17 @@ extension LedgerContractTests {
             XCTAssertEqual(try b.store.pendingPlayNotifications(limit: 10).map(\.messageId), ["m-2", "m-3"], b.name)
         }
     }
+
+    /// Issue 36, bug 2: a customer's status shows their refund clocks only, never another's.
+    func testSummaryOfOneUser_listsOnlyThatUsersRefundClocks() throws {
+        try onEachBackEnd { b in
+            try enqueuePlay(b.store, "p-mine", token: PurchaseToken("tok-mine")!)
+            try enqueuePlay(b.store, "p-theirs", token: PurchaseToken("tok-theirs")!)
+            try b.execute("UPDATE orders SET user_id = 'u-other' WHERE order_id = 'p-theirs'")
+            let mine = try XCTUnwrap(try b.store.orderRecord("p-mine")?.order.userId)
+            XCTAssertEqual(try b.store.summary(OrderFilter(userId: mine)).refundDeadlines.map(\.orderId), ["p-mine"], b.name)
+            XCTAssertEqual(try b.store.summary(OrderFilter(userId: "u-other")).refundDeadlines.map(\.orderId), ["p-theirs"], b.name)
+            XCTAssertEqual(try b.store.summary(OrderFilter()).refundDeadlines.map(\.orderId).sorted(), ["p-mine", "p-theirs"], b.name)
+        }
+    }
 }
