@@ -5,7 +5,7 @@ import SettleBase
 /// tokenizer is registered, and nothing else keeps a list of stores. Registering the same
 /// store again replaces its descriptor (a test's variant); order is that of first registration.
 package enum StoreRegistry {
-    private static let registered = Mutex<[StoreDescriptor]>(BuiltInStores.descriptors)
+    private static let registered = Mutex<[StoreDescriptor]>([])
 
     package static func register(_ descriptor: StoreDescriptor) {
         registered.withLock { list in

@@ -4,6 +4,7 @@ import SettleModel
 import SettleConfig
 import SettleDelivery
 import SettleLedger
+import SettleEngine
 
 /// `settle check-config`: validates everything a pass would need and prints what it
 /// understood, secrets redacted.
@@ -67,7 +68,7 @@ enum CheckConfigCommand {
                 throw CommandFailure(.config, "ledger: folder \(folder) does not exist")
             }
         }
-        context.print(describe(c))
+        context.print(describe(c, modules: context.modules))
         if let ledgerNote { context.print(ledgerNote) }
         if !receiptRoots.isEmpty { context.print(receiptRoots) }
         context.print("configuration OK")
@@ -75,52 +76,25 @@ enum CheckConfigCommand {
 
     /// A URL without what may be a credential: user info (`user:password@`), the query (`?token=`)
     /// and the fragment are replaced by `<redacted>`, as `HTTPErrorRedaction` does for errors.
-    static func displayURL(_ url: String) -> String {
-        guard let schemeEnd = url.range(of: "://") else { return "<redacted: not a URL>" }
-        var rest = url[schemeEnd.upperBound...]
-        var shown = String(url[..<schemeEnd.upperBound])
-        let authority = rest.prefix(while: { $0 != "/" && $0 != "?" && $0 != "#" })
-        if let at = authority.lastIndex(of: "@") {
-            shown += "<redacted>@"
-            rest = rest[rest.index(after: at)...]
-        }
-        if let cut = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) {
-            return shown + rest[..<cut] + (rest[cut] == "?" ? "?<redacted>" : "#<redacted>")
-        }
-        return shown + rest
-    }
+    static func displayURL(_ url: String) -> String { ConfigurationText.url(url) }
 
     static func isRegularFile(_ path: String) -> Bool {
         var info = stat()
         return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
     }
 
-    static func describe(_ c: Configuration) -> String {
+    static func describe(_ c: Configuration, modules: [any StoreModule.Type]) -> String {
         var lines = ["configuration: \(c.sourcePath)", "ledger: \(c.ledgerLocation)", "bundle_id: \(c.bundleId)",
                      "accept_sandbox: \(c.acceptSandbox)"]
-        if let r = c.receiptAPI {
-            lines += ["receipt_api.production_url: \(r.productionURL)", "receipt_api.sandbox_url: \(r.sandboxURL)",
-                      "receipt_api.shared_secret_file: \(r.sharedSecretFile.path) (contents redacted)"]
-        }
-        if let s = c.serverAPI {
-            lines += ["server_api.production_url: \(s.productionURL)", "server_api.sandbox_url: \(s.sandboxURL)",
-                      "server_api.issuer_id: \(s.issuerId)", "server_api.key_id: \(s.keyId)",
-                      "server_api.private_key_file: \(s.privateKeyFile.path) (contents redacted)",
-                      "server_api.root_certificates: \(s.rootCertificates.joined(separator: ", "))",
-                      "server_api.receipt_root_certificates: \(s.receiptRootCertificates.joined(separator: ", "))",
-                      "server_api.rate_limits: " + rates(StoreDescriptor.appStore.publishedRates, s.rateLimits)
-                        + " (requests a second in production; sandbox at \(CommandHook.format((StoreDescriptor.appStore.environmentRateFractions[AppleEnvironment.sandbox.rawValue] ?? 1) * 100)) %)"]
-        }
-        if c.serverAPI == nil {
-            lines.append("StoreKit 2 root: \((c.sourcePath as NSString).deletingLastPathComponent)/AppleRootCA-G3.pem")
-        }
+        // Each store's own settings, in the order the stores are registered.
+        for module in modules { lines += module.describe(c) }
         let b = c.userBinding
         lines.append("user_binding: app_account_token from \(b.tokenSource.rawValue)"
                      + (b.namespace.map { " (namespace \($0.uuidString.lowercased()))" } ?? "")
                      + ", unsigned_proofs \(b.unsignedProofs.rawValue), tokenless_signed_proofs \(b.tokenlessSignedProofs.rawValue)")
         for (id, product) in c.products.sorted(by: { $0.key < $1.key }) {
             lines.append("product \(id): \(product.kind.rawValue)" + (product.grant.map { " grant \($0.serialized())" } ?? "")
-                         + (product.stores == [.appStore] ? "" : " store " + (product.stores.count > 1 ? "both" : Store.googlePlay.rawValue)))
+                         + storeText(product.stores))
         }
         switch c.delivery.method {
         case let .command(argv): lines.append("delivery.command: \(argv.joined(separator: " "))")
@@ -151,15 +125,6 @@ enum CheckConfigCommand {
                 lines.append("revokes: no revoke route configured; after a refund the revoke waits (settle status ORDER shows it) until one is")
             }
         }
-        if let play = c.googlePlay {
-            lines.append("google_play: package \(play.packageName), service account key \(play.serviceAccountFile.path) (contents redacted), "
-                         + "api \(displayURL(play.apiURL)), token \(displayURL(play.tokenURL)), voided purchases every \(n(play.voidedPollIntervalSeconds)) s")
-            lines.append("google_play.rate_limits: " + rates(StoreDescriptor.googlePlay.publishedRates, play.rateLimits) + " (requests a second)")
-            if let path = play.notificationsPath, let push = play.push {
-                lines.append("google_play notifications: POST \(path), audience \(push.audience), push account \(push.serviceAccountEmail), keys \(displayURL(push.jwksURL))"
-                             + (push.jwksFile.map { ", else \($0)" } ?? ""))
-            }
-        }
         if c.consumption.respond {
             lines.append("consumption: answer refund requests, refund_preference \(c.consumption.refundPreference?.rawValue ?? "none")")
         }
@@ -171,11 +136,14 @@ enum CheckConfigCommand {
         return lines.joined(separator: "\n")
     }
 
-    /// Each endpoint group's rate, the published one unless configured ("order_lookup 20 (configured)").
-    private static func rates(_ published: [String: Double], _ configured: [String: Double]) -> String {
-        published.keys.sorted().map { group in
-            configured[group].map { "\(group) \(CommandHook.format($0)) (configured)" }
-                ?? "\(group) \(CommandHook.format(published[group]!))"
-        }.joined(separator: ", ")
+    /// A product's stores, when they are not the default ones: its one store's name, or for
+    /// several the alias they share (`both`), else their names.
+    private static func storeText(_ stores: Set<Store>) -> String {
+        guard stores != StoreRegistry.defaultProductStores else { return "" }
+        let names = stores.map(\.rawValue).sorted()
+        guard names.count > 1 else { return " store " + (names.first ?? "") }
+        let descriptors = StoreRegistry.descriptors.filter { stores.contains($0.store) }
+        let shared = descriptors.first?.productStoreAliases.first { alias in descriptors.allSatisfy { $0.productStoreAliases.contains(alias) } }
+        return " store " + (shared ?? names.joined(separator: "+"))
     }
 }

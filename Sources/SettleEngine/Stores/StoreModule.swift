@@ -52,6 +52,10 @@ package protocol StoreModule {
     /// check-config` fails on one that cannot be read.
     static func readSecrets(_ configuration: Configuration) throws(ConfigError)
 
+    /// What `settle check-config` prints of its configuration: one line a setting, secrets
+    /// named by their file only ("(contents redacted)"), URLs without credentials.
+    static func describe(_ configuration: Configuration) -> [String]
+
     /// Whether `text` looks like an order id of this store's receipts, which its `orderLookup` can look up.
     static func isOrderId(_ text: String) -> Bool
 

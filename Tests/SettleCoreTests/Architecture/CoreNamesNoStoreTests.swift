@@ -16,11 +16,11 @@ final class CoreNamesNoStoreTests: XCTestCase {
         "SettleDelivery": 0,
         "settle": 0,
         "SettleEngine": 0,
-        "SettleModel": 21,
+        "SettleModel": 14,
         "SettleConfig": 0,
         "SettleLedger": 9,
         "SettleSimulator": 0,
-        "SettleApp": 88,
+        "SettleApp": 80,
     ]
 
     /// The ledger's numbered migrations, which every user's ledger has run: frozen text, never
