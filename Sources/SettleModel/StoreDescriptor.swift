@@ -60,6 +60,12 @@ package struct StoreDescriptor: Sendable {
     /// Whether it is the store settle served alone before orders named their store: a row that
     /// names none (an older ledger, or an order made without a store) is its (`Store.ofUnnamedOrders`).
     package var heldUnnamedOrders = false
+    /// What the store adds to the command line's help, by topic, in a sentence's middle:
+    /// `transaction` (what its transaction or order id is: "an Apple transaction id (or original
+    /// transaction id)"), `order_lookup` (how an order id the customer was shown is looked up),
+    /// `refunded` (what a refund is called there), `ledger` (its tables a copy carries),
+    /// `grant_recorded` (a sentence on recording its grants). The core joins every store's.
+    package var help: [String: String] = [:]
 
     package init(store: Store, displayName: String, owner: String, logName: String, unconfiguredHint: String,
                  deliveryNotice: DeliveryNotice, publishedRates: [String: Double] = [:],

@@ -69,7 +69,7 @@ final class CommandLineTests: EndToEndTestCase {
         let manual = try settleWithoutConfig(["--generate-manual"]).stdout
         XCTAssertTrue(manual.contains("settle \\- re-verify App Store and Google Play purchases"), manual)
         let zsh = try settleWithoutConfig(["--generate-completion-script", "zsh"]).stdout
-        XCTAssertTrue(zsh.contains("'simulator:local, scripted stand-ins for Apple and Google Play"), zsh)
+        XCTAssertTrue(zsh.contains("'simulator:local, scripted stand-ins for App Store and Google Play"), zsh)
     }
 
     func testCompletionScripts_bashParsesAndBothNameEveryCommand() throws {

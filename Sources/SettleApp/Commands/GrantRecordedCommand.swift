@@ -8,20 +8,19 @@ enum GrantRecordedCommand {
         .init(name: "--product", takesValue: true), .init(name: "--note", takesValue: true),
     ])
 
-    static let help = """
+    static var help: String { """
     Usage: settle grant-recorded --transaction TXN [--original-transaction TXN] [--product PRODUCT]
                                  [--note TEXT]
 
-    Records that your backend granted this Apple transaction, or this Google Play order,
-    itself (its own purchase flow), so settle never delivers it again and an order without a
-    transaction id moves on to the next purchase of its receipt. For a non-consumable, give
-    --product and --original-transaction: what is granted once is the original purchase (a
-    restore has a new transaction id). For a Google Play purchase, TXN is Google's order id
-    (GPA....), without --product; its order is still acknowledged or consumed with Google at
-    its next pass, never delivered.
+    \(StoreNames.wrap("Records that your backend granted this purchase itself (its own purchase flow): TXN is "
+        + "\(StoreNames.help("transaction")). settle never delivers it again, and an order without a transaction id moves on "
+        + "to the next purchase of its receipt. For a non-consumable, give --product and --original-transaction: what is "
+        + "granted once is the original purchase (a restore has a new transaction id). "
+        + StoreNames.sentences("grant_recorded")))
     Exit 0 when recorded or already recorded; 65 when settle itself granted the transaction to
     an order (the customer may then have received it twice: check that order).
     """
+    }
 
     static func run(_ context: CommandContext) throws {
         let parsed = try ParsedArguments(context.arguments, spec: spec)
@@ -30,7 +29,7 @@ enum GrantRecordedCommand {
             throw UsageError(command: "grant-recorded", message: "missing required option '--transaction'")
         }
         guard transaction.count <= 64 else {
-            throw CommandFailure(.dataError, "--transaction: '\(transaction.prefix(64))' is not an Apple transaction id or a Google order id")
+            throw CommandFailure(.dataError, "--transaction: '\(transaction.prefix(64))' is not \(StoreNames.help("transaction"))")
         }
         let configuration = try context.loadConfiguration(parsed)
         var key = transaction

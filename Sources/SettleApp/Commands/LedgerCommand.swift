@@ -12,17 +12,15 @@ enum LedgerCommand {
         .init(name: "--password-file", takesValue: true),
     ], positionals: 1...1)
 
-    static let help = """
+    static var help: String { """
     Usage: settle ledger copy --from sqlite:PATH --to postgresql://USER@HOST/DB [--password-file FILE]
 
-    Copies an SQLite ledger (orders of both stores with their refund marks, receipts, history,
-    grants, the Apple breaker, App Store Server Notifications: the notifications, revokes and
-    refund-request answers owed or done, where the history catch-up resumes; Google Play's
-    stored pushes and where the voided-purchases poll resumes) into a PostgreSQL
-    ledger that holds no orders yet, migrating it first, all in one transaction, then checks that
-    each table holds as many rows as the source. Stop settle run first. Then point "ledger" in
-    the configuration at the PostgreSQL URL. Needs no configuration.
+    \(StoreNames.wrap("Copies an SQLite ledger (orders of every store with their refund marks, receipts, history, grants, "
+        + "each store's breaker; \(StoreNames.phrases("ledger").joined(separator: "; ")) into a PostgreSQL ledger that holds no orders yet, "
+        + "migrating it first, all in one transaction, then checks that each table holds as many rows as the source. Stop "
+        + "settle run first. Then point \"ledger\" in the configuration at the PostgreSQL URL. Needs no configuration."))
     """
+    }
 
     static func run(_ context: CommandContext) throws {
         let parsed = try ParsedArguments(context.arguments, spec: spec)

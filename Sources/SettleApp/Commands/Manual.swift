@@ -22,7 +22,7 @@ enum Manual {
         }
         page += """
         .SH EXIT STATUS
-        0 success; 64 usage error; 65 bad input data; 69 Apple unavailable for the whole pass (or its breaker open);
+        0 success; 64 usage error; 65 bad input data; 69 a store unavailable for the whole pass (or its breaker open);
         74 ledger I/O error or permission denied; 75 try again later; 78 configuration error.
         .SH FILES
         .TP
@@ -35,8 +35,8 @@ enum Manual {
         .BR systemctl (1),
         .BR journalctl (1),
         .BR sqlite3 (1);
-        /usr/share/doc/settle/README.md and the guides in /usr/share/doc/settle/docs/ (App Store,
-        Google Play, operations, support); the alert rules and Grafana dashboard in /usr/share/settle/
+        /usr/share/doc/settle/README.md and the guides in /usr/share/doc/settle/docs/ (one a store:
+        \(StoreNames.displayNames()); operations, support); the alert rules and Grafana dashboard in /usr/share/settle/
         """
         return page
     }

@@ -13,16 +13,16 @@ enum ReconcileCommand {
     Usage: settle reconcile [--order ID]... [--dry-run] [--config PATH]
 
     Runs one pass over every due order (or only the named orders, due or not): re-verifies each
-    with its store (Apple, or Google Play), grants it through the delivery hook and marks it
-    finished (a Google Play purchase is acknowledged or consumed first), then prints
-    "reconciled N: F finished, R rejected, T retrying, A needs attention".
+    with its store (\(StoreNames.displayNames("or"))), grants it through the delivery hook and marks
+    it finished (a store that must hear of a delivery first is told before),
+    then prints "reconciled N: F finished, R rejected, T retrying, A needs attention".
 
       --order ID   reconcile only this order (repeatable)
       --dry-run    verify with the stores and report what would be granted; call no hook, change nothing
 
-    Exit: 0 the pass ran; 65 a named order does not exist; 69 Apple was unavailable for the
-    whole pass (Google Play being unavailable holds back only its own orders); 74 ledger I/O error;
-    78 configuration error (including Apple rejecting the shared secret, or Google the service account).
+    Exit: 0 the pass ran; 65 a named order does not exist; 69 a store was unavailable for the
+    whole pass (its orders used no attempt; the other stores' orders went on); 74 ledger I/O error;
+    78 configuration error (including a store rejecting settle's credentials: a shared secret, a key).
     """
 
     static func run(_ context: CommandContext) throws {
@@ -104,7 +104,7 @@ enum ReconcileCommand {
         for line in preview.lines { context.print(line) }
         context.print(preview.summaryLine)
         if preview.storeUnavailableForWholePass {
-            throw CommandFailure(.unavailable, "Apple was unavailable for the whole dry run")
+            throw CommandFailure(.unavailable, "no store answered during the whole dry run")
         }
         if preview.missing > 0 {
             throw CommandFailure(.dataError, "some named orders are not in the ledger")

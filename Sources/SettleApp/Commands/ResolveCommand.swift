@@ -20,8 +20,8 @@ enum ResolveCommand {
                             purchase is never delivered again, even if it is uploaded again.
                             The reason is granted_by_hand.
       --transaction TXN     with granted_by_hand, for one order that names no transaction: the
-                            store transaction that was granted by hand (Apple's transaction
-                            id, or Google Play's order id; required then)
+                            \(StoreNames.wrap("store transaction that was granted by hand (\(StoreNames.help("transaction")); "
+        + "required then)", column: 24, indent: 24))
       --as wont_grant       nothing will be granted: rejected, reason wont_grant. A purchase the
                             order holds stays reserved by it.
       --note TEXT           required: why, and who asked (a ticket number); kept in the history

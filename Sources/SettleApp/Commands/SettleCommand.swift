@@ -52,9 +52,9 @@ package enum SettleCommand {
               help: VerifyBackupCommand.help, options: VerifyBackupCommand.spec.options, run: VerifyBackupCommand.run),
         .init(name: "ledger", summary: "copy an SQLite ledger into PostgreSQL (settle ledger copy --from sqlite:PATH --to URL)",
               help: LedgerCommand.help, options: LedgerCommand.spec.options, run: LedgerCommand.run),
-        .init(name: "simulator", summary: "local, scripted stand-ins for Apple and Google Play, to test your hook against",
+        .init(name: "simulator", summary: "local, scripted stand-ins for \(StoreNames.displayNames()), to test your hook against",
               help: SimulatorCommand.help, options: SimulatorCommand.spec.options, run: SimulatorCommand.run),
-        .init(name: "demo", summary: "run settle against a local Apple and a fake Google Play in a throwaway ledger",
+        .init(name: "demo", summary: "run settle against local stand-ins of \(StoreNames.displayNames()) in a throwaway ledger",
               help: DemoCommand.help, options: DemoCommand.spec.options, run: DemoCommand.run),
         .init(name: "help", summary: "show help for settle or one command (settle help COMMAND)",
               help: "Usage: settle help [COMMAND]\n\nShows the help of settle, or of COMMAND (the same as settle COMMAND --help).",
@@ -62,10 +62,12 @@ package enum SettleCommand {
     ]
 
     static var help: String {
+        let refunding = StoreNames.list(StoreRegistry.descriptors.filter { $0.deliveryNotice.refundWindowSeconds != nil }
+            .map(\.displayName), "and")
         var text = """
         settle \(SettleVersion.number): finds \(StoreNames.displayNames()) purchases that were paid but never delivered,
         re-verifies them with \(StoreNames.owners()), grants them through your delivery hook exactly once, and
-        marks them finished (a Google Play purchase acknowledged or consumed, before Google refunds it).
+        marks them finished (telling a store that refunds what it was not told of first: \(refunding)).
 
         Usage: settle [--config PATH] <command> [options]
 

@@ -12,7 +12,7 @@ enum StatusCommand {
         .init(name: "--purchase-token-file", takesValue: true),
     ], positionals: 0...1)
 
-    static let help = """
+    static var help: String { """
     Usage: settle status [ORDER_ID] [--state STATE] [--user USER] [--transaction TXN]
                          [--app-account-token UUID] [--json] [--limit N]
 
@@ -24,22 +24,20 @@ enum StatusCommand {
 
       --state STATE      pending, verifying, delivering, finished, rejected or needs_attention
       --user USER        orders of this user id
-      --transaction TXN  orders with this Apple transaction id (or original transaction id), or
-                         this Google Play order id (GPA....); an Apple order id from the
-                         customer's receipt email (e.g. MQ5Q8W3X2Z) is looked up with Apple
-                         first (Look Up Order ID; needs server_api), a Google order id with
-                         Google (orders.get; needs google_play): whose purchase it is, and the
-                         orders holding its purchase token
+      --transaction TXN  \(StoreNames.wrap("orders with this transaction or order id: \(StoreNames.help("transaction")); "
+        + "\(StoreNames.help("order_lookup", "and")): whose purchase it is, and the orders holding its purchase token",
+        column: 21, indent: 21))
       --app-account-token UUID
                          orders whose backend stored this StoreKit appAccountToken
       --purchase-token-file FILE|-
-                         Google Play orders with the purchase token in FILE (or standard
+                         orders with the purchase token in FILE (or standard
                          input); the token is never printed, only its fingerprint
       --limit N          list at most N orders (default 50)
-      --refunded         only orders refunded or revoked (Apple) or voided (Google Play)
+      --refunded         \(StoreNames.wrap("only orders " + StoreNames.help("refunded"), column: 21, indent: 21))
       --notification UUID  one App Store Server Notification: type, transaction, order, outcome
-      --json             print JSON (SPEC section 6) instead of text
+      --json             print JSON (its fields: docs/commands.md) instead of text
     """
+    }
 
     static func run(_ context: CommandContext) throws {
         let parsed = try ParsedArguments(context.arguments, spec: spec)

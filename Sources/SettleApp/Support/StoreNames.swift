@@ -14,6 +14,39 @@ enum StoreNames {
         list(StoreRegistry.descriptors.map { $0.owner }, conjunction)
     }
 
+    /// Every store's help phrase for `topic` (`StoreDescriptor.help`), joined by `conjunction`.
+    static func help(_ topic: String, _ conjunction: String = "or") -> String {
+        list(StoreRegistry.descriptors.compactMap { $0.help[topic] }, conjunction)
+    }
+
+    /// Every store's help phrase for `topic`, in registration order.
+    static func phrases(_ topic: String) -> [String] {
+        StoreRegistry.descriptors.compactMap { $0.help[topic] }
+    }
+
+    /// Every store's help sentence for `topic`, one after another.
+    static func sentences(_ topic: String) -> String {
+        StoreRegistry.descriptors.compactMap { $0.help[topic] }.joined(separator: " ")
+    }
+
+    /// `text` in lines of at most `width` columns for help: it starts at `column` of its first
+    /// line, and each later line is indented by `indent` spaces.
+    static func wrap(_ text: String, column: Int = 0, indent: Int = 0, width: Int = 94) -> String {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ") {
+            let room = width - (lines.isEmpty ? column : indent)
+            if !line.isEmpty && line.count + 1 + word.count > room {
+                lines.append(line)
+                line = String(word)
+            } else {
+                line += (line.isEmpty ? "" : " ") + word
+            }
+        }
+        if !line.isEmpty { lines.append(line) }
+        return lines.joined(separator: "\n" + String(repeating: " ", count: indent))
+    }
+
     /// "a", "a and b", "a, b and c".
     static func list(_ names: [String], _ conjunction: String) -> String {
         guard let last = names.last else { return "" }

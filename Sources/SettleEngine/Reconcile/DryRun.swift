@@ -7,10 +7,10 @@ package struct DryRunReport: Sendable, Equatable {
     package var wouldReject = 0
     package var wouldRetry = 0
     package var missing = 0
-    package var appleAnswers = 0
-    package var appleWideFailures = 0
+    package var storeAnswers = 0
+    package var storeWideFailures = 0
 
-    package var storeUnavailableForWholePass: Bool { appleAnswers == 0 && appleWideFailures > 0 }
+    package var storeUnavailableForWholePass: Bool { storeAnswers == 0 && storeWideFailures > 0 }
 
     package var summaryLine: String {
         "dry run over \(wouldGrant + wouldReject + wouldRetry) orders: \(wouldGrant) would be granted, \(wouldReject) rejected, \(wouldRetry) retried; nothing was changed"
@@ -18,7 +18,7 @@ package struct DryRunReport: Sendable, Equatable {
 }
 
 extension Reconciler {
-    /// Verifies due (or named) orders with Apple and reports what would happen, without
+    /// Verifies due (or named) orders with their stores and reports what would happen, without
     /// claiming, writing or calling a hook.
     package func dryRun(orderIds: [String] = [], limit: Int = 1000) throws -> DryRunReport {
         var report = DryRunReport()
@@ -42,9 +42,9 @@ extension Reconciler {
         for order in orders {
             let verification = try Reconciler.verification(of: order, by: verifier)
             if case .storeUnavailable = verification.outcome {
-                report.appleWideFailures += 1
+                report.storeWideFailures += 1
             } else if verification.storeAnswered {
-                report.appleAnswers += 1
+                report.storeAnswers += 1
             }
             switch verification.outcome {
             case let .verified(match):

@@ -8,9 +8,20 @@ extension StoreDescriptor {
     /// https://developers.google.com/android-publisher/quotas
     /// The Voided Purchases API has a quota of its own, far below that; settle reads it once an
     /// hour, so one a second is ample. https://developers.google.com/android-publisher/voided-purchases
-    package static let googlePlay = StoreDescriptor(
-        store: .googlePlay, displayName: "Google Play", owner: "Google", logName: "google_play",
-        unconfiguredHint: "no google_play section is configured", deliveryNotice: .beforeFinished(refundWindowSeconds: 3 * 86_400),
-        publishedRates: ["one_time_purchases": 50, "subscriptions": 50, "orders": 50, "voided_purchases": 1],
-        productStoreAliases: ["both"], hasPurchaseOptions: true)
+    package static let googlePlay: StoreDescriptor = {
+        var descriptor = StoreDescriptor(
+            store: .googlePlay, displayName: "Google Play", owner: "Google", logName: "google_play",
+            unconfiguredHint: "no google_play section is configured", deliveryNotice: .beforeFinished(refundWindowSeconds: 3 * 86_400),
+            publishedRates: ["one_time_purchases": 50, "subscriptions": 50, "orders": 50, "voided_purchases": 1],
+            productStoreAliases: ["both"], hasPurchaseOptions: true)
+        descriptor.help = [
+            "transaction": "a Google Play order id (GPA....)",
+            "order_lookup": "a Google order id with Google (orders.get; needs google_play)",
+            "refunded": "voided (Google Play)",
+            "ledger": "Google Play's stored pushes and where the voided-purchases poll resumes",
+            "grant_recorded": "For a Google Play purchase, TXN is Google's order id (GPA....), without --product; its order "
+                + "is still acknowledged or consumed with Google at its next pass, never delivered.",
+        ]
+        return descriptor
+    }()
 }
