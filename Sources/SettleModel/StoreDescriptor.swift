@@ -66,6 +66,9 @@ package struct StoreDescriptor: Sendable {
     /// `refunded` (what a refund is called there), `ledger` (its tables a copy carries),
     /// `grant_recorded` (a sentence on recording its grants). The core joins every store's.
     package var help: [String: String] = [:]
+    /// Order ids settle makes for the purchases this store reports that no backend enqueued
+    /// (`apple-…`, `play-…`): a backend's `enqueue` may not use them.
+    package var reservedOrderIdPrefix: String?
 
     package init(store: Store, displayName: String, owner: String, logName: String, unconfiguredHint: String,
                  deliveryNotice: DeliveryNotice, publishedRates: [String: Double] = [:],

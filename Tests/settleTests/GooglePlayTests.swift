@@ -219,6 +219,16 @@ final class GooglePlayTests: GooglePlayTestCase {
         let appleProof = try settle(["enqueue", "--store", "google_play", "--order", "o-a", "--user", "u-1", "--product", gems,
                                      "--transaction", "1000000000000001"])
         XCTAssertEqual(appleProof.status, 64)
+        XCTAssertTrue(appleProof.stderr.contains("--transaction is a proof of App Store orders, not of Google Play orders"),
+                      appleProof.stderr)
+        let tokenForApple = try settle(["enqueue", "--order", "o-b", "--user", "u-1", "--product", gems,
+                                        "--purchase-token-file", try world.write("t2", token("b"), mode: 0o600)])
+        XCTAssertEqual(tokenForApple.status, 64, "a token is no App Store proof: \(tokenForApple.stderr)")
+        // Every store's reserved ids are refused, whatever store the order names.
+        let playIdForApple = try settle(["enqueue", "--order", "play-GPA.2", "--user", "u-1", "--product", gems,
+                                         "--transaction", "1000000000000001"])
+        XCTAssertEqual(playIdForApple.status, 65, playIdForApple.stderr)
+        XCTAssertTrue(playIdForApple.stderr.contains("ids starting with play- are settle's own, for purchases Google reports"))
         let reserved = try settle(["enqueue", "--store", "google_play", "--order", "play-GPA.1", "--user", "u-1", "--product", gems,
                                    "--purchase-token-file", try world.write("t", token("r"), mode: 0o600)])
         XCTAssertEqual(reserved.status, 65)

@@ -26,6 +26,10 @@ package protocol StoreModule {
     /// (`StoreProof`); nil for a store whose proofs have options of their own in the core.
     static var proofFormat: ProofFormat? { get }
 
+    /// How `settle enqueue` reads its proof from options of its own; nil for a store whose
+    /// proof is `--proof-file` (its `proofFormat`).
+    static var enqueueOptions: EnqueueOptions? { get }
+
     /// Its own tables, by name (`<store>.<what>`), applied once each after the core's
     /// migrations; its code asks `ledger.hasMigration(name)` before reading them.
     static var migrations: [LedgerMigration] { get }
@@ -92,6 +96,7 @@ extension StoreModule {
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] { [:] }
     package static func validate(_ configuration: Configuration) throws(ConfigError) {}
     package static var proofFormat: ProofFormat? { nil }
+    package static var enqueueOptions: EnqueueOptions? { nil }
     package static var migrations: [LedgerMigration] { [] }
     package static var metricFamilies: [any StoreMetricFamilies.Type] { [] }
     package static var sideQueues: [SideQueue] { [] }

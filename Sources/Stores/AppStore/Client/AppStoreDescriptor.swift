@@ -26,6 +26,7 @@ extension StoreDescriptor {
             "ledger": "the Apple breaker, App Store Server Notifications: the notifications, revokes and refund-request "
                 + "answers owed or done, where the history catch-up resumes",
         ]
+        descriptor.reservedOrderIdPrefix = "apple-"
         return descriptor
     }()
 }

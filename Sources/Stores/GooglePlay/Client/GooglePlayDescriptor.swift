@@ -22,6 +22,7 @@ extension StoreDescriptor {
             "grant_recorded": "For a Google Play purchase, TXN is Google's order id (GPA....), without --product; its order "
                 + "is still acknowledged or consumed with Google at its next pass, never delivered.",
         ]
+        descriptor.reservedOrderIdPrefix = "play-"
         return descriptor
     }()
 }
