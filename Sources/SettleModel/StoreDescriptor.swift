@@ -69,6 +69,14 @@ package struct StoreDescriptor: Sendable {
     /// Order ids settle makes for the purchases this store reports that no backend enqueued
     /// (`apple-…`, `play-…`): a backend's `enqueue` may not use them.
     package var reservedOrderIdPrefix: String?
+    /// What status calls the account id an order carries: StoreKit's "app account token", Play
+    /// Billing's obfuscated "account id".
+    package var accountIdLabel = "app account token"
+    /// Whether its orders are proven by a bearer purchase token (`Order.purchaseToken`), shown
+    /// by its fingerprint, or "missing" when a row lacks it.
+    package var provenByPurchaseToken = false
+    /// What telling it of a delivery is called there: "acknowledge or consume".
+    package var finishName = "finish"
 
     package init(store: Store, displayName: String, owner: String, logName: String, unconfiguredHint: String,
                  deliveryNotice: DeliveryNotice, publishedRates: [String: Double] = [:],

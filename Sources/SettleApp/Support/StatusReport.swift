@@ -14,7 +14,8 @@ package struct StatusReport: Sendable {
     package var daemon: DaemonRecord?
     /// A shared ledger's daemons, each with its heartbeat; nil on SQLite (one daemon).
     package var workers: [DaemonRecord]?
-    package var finishesRefused: Int
+    /// What each store adds (`StoreModule.statusNotes`), in the modules' order.
+    package var storeNotes: [StoreStatusNote]
     package var pacer: [StatusView.PacedBucket]
     /// Each store's answer when the filter's transaction is an order id of that store and the
     /// configuration sets the store up for its lookup, in the modules' order.
@@ -66,7 +67,8 @@ package struct StatusReport: Sendable {
         let pacer = StatusView.pacedBuckets(try ledger.pacerBuckets(since: time.unixSeconds - PostgresLedger.liveWindowSeconds))
         return StatusReport(summary: try ledger.summary(filter), breakers: try ledger.breakers(), daemon: try ledger.daemonRecord(),
                             workers: ledger.isShared ? try ledger.liveDaemons() : nil,
-                            finishesRefused: try ledger.refusedAppleFinishes(), pacer: pacer,
+                            storeNotes: try StoreModules.all.statusNotes(ledger),
+                            pacer: pacer,
                             storeOrders: storeOrders)
     }
 
@@ -74,7 +76,7 @@ package struct StatusReport: Sendable {
     package var json: JSONValue {
         var json = StatusView.json(summary, breakers: breakers, daemon: daemon)
         guard case var .object(members) = json else { return json }
-        members.append(("apple_finishes_refused", .number(finishesRefused)))
+        members += storeNotes.map { ($0.jsonKey, $0.json) }
         members.append(("pacer", StatusView.json(pacer: pacer, summary: summary)))
         let held = summary.matching
         members.insert(contentsOf: storeOrders.map { ($0.jsonKey, $0.json(held)) }, at: 0)
@@ -88,10 +90,7 @@ package struct StatusReport: Sendable {
         var out = ""
         for answer in storeOrders { out += answer.text(summary.matching).withLineEnd }
         out += StatusView.text(summary, breakers: breakers, daemon: daemon, pacer: pacer, now: now).withLineEnd
-        if finishesRefused > 0 {
-            // The orders are finished; StoreKit may still offer these transactions to the app.
-            out += "App Store: Apple refused Finish Transaction for \(finishesRefused) finished orders (settle status ORDER shows why)\n"
-        }
+        for note in storeNotes { if let line = note.text { out += line + "\n" } }
         if let workers { out += StatusView.text(workers: workers, now: now).withLineEnd }
         return out
     }
@@ -104,7 +103,8 @@ package struct OrderReport: Sendable {
     package var history: [HistoryEntry]
     package var notifications: [NotificationRecord]
     package var revoke: (state: String, job: RevocationJob)?
-    package var appleFinish: AppleFinishRecord?
+    /// What each store adds to the order's status (`StoreModule.orderSections`).
+    package var storeSections: [StoreOrderSection]
     /// Transfers and redeliveries support asked for, with their steps.
     package var supportActions: [SupportAction]
 
@@ -112,13 +112,14 @@ package struct OrderReport: Sendable {
     package static func read(_ ledger: any SettleLedger, orderId: String) throws(LedgerError) -> OrderReport? {
         guard let record = try ledger.orderRecord(orderId) else { return nil }
         return OrderReport(order: record.order, history: record.history, notifications: try ledger.notifications(orderId: orderId),
-                           revoke: try ledger.revocation(orderId: orderId), appleFinish: try ledger.appleFinish(orderId: orderId),
+                           revoke: try ledger.revocation(orderId: orderId), storeSections: try StoreModules.all.orderSections(ledger, orderId: orderId),
                            supportActions: try ledger.supportActions(orderId: orderId))
     }
 
     /// `settle status ORDER_ID --json`.
     package var json: JSONValue {
-        var json = StatusView.json(order, history: history, notifications: notifications, revoke: revoke, appleFinish: appleFinish)
+        var json = StatusView.json(order, history: history, notifications: notifications, revoke: revoke,
+                                   storeSections: storeSections)
         if case var .object(members) = json {
             members.append(("support_actions", .array(supportActions.map(StatusView.json))))
             json = .object(members)
@@ -128,7 +129,8 @@ package struct OrderReport: Sendable {
 
     /// `settle status ORDER_ID`.
     package func text(now: Int64) -> String {
-        StatusView.text(order, history: history, notifications: notifications, now: now, revoke: revoke, appleFinish: appleFinish)
+        StatusView.text(order, history: history, notifications: notifications, now: now, revoke: revoke,
+                        storeSections: storeSections)
             + StatusView.text(supportActions, now: now)
     }
 }

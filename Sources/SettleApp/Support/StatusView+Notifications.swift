@@ -1,7 +1,7 @@
 import SettleBase
 import SettleModel
 import SettleLedger
-import SettleAppStoreModule
+import SettleEngine
 import SettleDelivery
 
 /// What `settle status` shows about App Store Server Notifications: an order's refund and
@@ -62,25 +62,18 @@ extension StatusView {
 
     /// The order view with its notifications (and the revoke it owes, if any) added.
     package static func json(_ order: Order, history: [HistoryEntry], notifications: [NotificationRecord],
-                            revoke: (state: String, job: RevocationJob)? = nil, appleFinish: AppleFinishRecord? = nil) -> JSONValue {
+                            revoke: (state: String, job: RevocationJob)? = nil, storeSections: [StoreOrderSection] = []) -> JSONValue {
         guard case var .object(members) = json(order, history: history) else { return .null }
         members.append(("notifications", .array(notifications.map(json))))
         if let revoke { members.append(("revoke", json(revoke))) }
-        if let finish = appleFinish {
-            members.append(("apple_finish", .object([("state", .string(finish.state)), ("attempts", .number(finish.attempts)),
-                                                     ("last_error", .string(finish.lastError)), ("updated_at", time(finish.updatedAt))])))
-        }
+        members += storeSections.map { ($0.jsonKey, $0.json) }
         return .object(members)
     }
 
     package static func text(_ order: Order, history: [HistoryEntry], notifications: [NotificationRecord], now: Int64,
-                            revoke: (state: String, job: RevocationJob)? = nil, appleFinish: AppleFinishRecord? = nil) -> String {
+                            revoke: (state: String, job: RevocationJob)? = nil, storeSections: [StoreOrderSection] = []) -> String {
         var out = text(order, history: history, now: now)
-        if let finish = appleFinish {
-            // Finish Transaction: whether StoreKit still offers the transaction to the app.
-            out += "\nfinished with Apple: \(finish.state), \(finish.attempts) attempts"
-                + (finish.lastError.map { ": " + PrintableText.escape($0) } ?? "") + "\n"
-        }
+        for section in storeSections { out += "\n" + section.text + "\n" }
         if let revoke {
             out += "\nrevoke: \(revoke.state), key \(RevokeHook.idempotencyKey(transactionId: revoke.job.transactionId, round: revoke.job.round))"
                 + ", \(revoke.job.attempts) attempts" + (revoke.job.lastError.map { ": " + PrintableText.escape($0) } ?? "") + "\n"

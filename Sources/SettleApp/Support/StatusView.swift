@@ -7,13 +7,14 @@ import SettleDelivery
 /// Renders the ledger for support (SPEC section 6): one JSON object, or aligned text.
 /// Never prints receipts, signed transactions or anything secret.
 package enum StatusView {
-    /// `breakers`: each store's (a store without one is closed). `apple` repeats the App
-    /// Store's health under the name it had before there were two stores.
+    /// `breakers`: each store's (a store without one is closed). The first store settle served
+    /// (`Store.ofUnnamedOrders`) has its health repeated under its log name (`apple`), the key
+    /// it had before there were more.
     package static func json(_ summary: LedgerSummary, breakers: [Store: StoreBreaker] = [:], daemon: DaemonRecord? = nil) -> JSONValue {
         let head: [(String, JSONValue)] = [
             ("counts", .object(OrderState.allCases.map { ($0.rawValue, .number(summary.counts[$0] ?? 0)) })),
             ("oldest_undelivered_seconds", summary.oldestUndeliveredSeconds.map { .number($0) } ?? .null),
-            ("apple", health(breakers[.appStore] ?? StoreBreaker())),
+            (Store.ofUnnamedOrders.logName, health(breakers[.ofUnnamedOrders] ?? StoreBreaker())),
             ("health", .object(Store.allCases.map { ($0.rawValue, health(breakers[$0] ?? StoreBreaker())) })),
             ("daemon", daemon.flatMap { $0.isRunning ? $0 : nil }.map { d in
                 .object([
@@ -121,9 +122,10 @@ package enum StatusView {
             let breaker = breakers[store] ?? StoreBreaker()
             let counts = summary.storeCounts[store] ?? [:]
             let hasOrders = counts.values.contains { $0 > 0 }
-            guard store == .appStore || hasOrders || breaker.state == .open || breaker.lastError != nil else { continue }
+            // The first store is always shown: it is the one every configuration had.
+            guard store == .ofUnnamedOrders || hasOrders || breaker.state == .open || breaker.lastError != nil else { continue }
             var line = "\(store.logName): " + healthText(breaker, now: now)
-            if store != .appStore || Store.allCases.contains(where: { $0 != store && summary.storeCounts[$0]?.values.contains { $0 > 0 } == true }) {
+            if store != .ofUnnamedOrders || Store.allCases.contains(where: { $0 != store && summary.storeCounts[$0]?.values.contains { $0 > 0 } == true }) {
                 line += "; " + OrderState.allCases.map { "\($0.rawValue) \(counts[$0] ?? 0)" }.joined(separator: "  ")
             }
             out += line + "\n" + pacerText(store, summary: summary, buckets: pacer)
@@ -188,16 +190,19 @@ package enum StatusView {
             fields.append(("original transaction", verified.originalTransactionId))
             fields.append(("quantity", String(verified.quantity)))
         }
-        if let token = order.appAccountToken { fields.append((order.store == .googlePlay ? "account id" : "app account token", token)) }
-        if order.store == .googlePlay {
+        let store = order.store.descriptor
+        if let token = order.appAccountToken { fields.append((store.accountIdLabel, token)) }
+        if order.store != .ofUnnamedOrders {
             fields.append(("store", order.store.rawValue))
-            fields.append(("purchase token", order.purchaseToken?.fingerprint ?? "missing or unusable"))
-            if let refundAt = playRefundAt(order) {
-                fields.append(("google refunds", refundAt > now ? "in \(Timestamp.age(refundAt.saturatingSubtracting(now))) unless acknowledged"
+            if store.provenByPurchaseToken {
+                fields.append(("purchase token", order.purchaseToken?.fingerprint ?? "missing or unusable"))
+            }
+            if let refundAt = order.refundDeadline {
+                fields.append(("\(store.owner.lowercased()) refunds", refundAt > now ? "in \(Timestamp.age(refundAt.saturatingSubtracting(now))) unless acknowledged"
                                                                 : "deadline passed \(Timestamp.age(now.saturatingSubtracting(refundAt))) ago"))
             }
-            if order.deliveredAt != nil && order.state == .delivering {
-                fields.append(("store finish", "delivered; telling Google (acknowledge or consume) is pending"))
+            if order.deliveredAt != nil && order.state == .delivering && store.deliveryNotice.beforeFinished {
+                fields.append(("store finish", "delivered; telling \(store.owner) (\(store.finishName)) is pending"))
             }
         }
         fields += [

@@ -25,10 +25,8 @@ enum OrderPage {
         body = body + WebPage.section("Order", id: "order", WebPage.stateBadge(report.order.state)
                                       + WebPage.facts(Array(fields[split...]), id: "order-facts"))
         body = body + WebPage.section("History", id: "history", history(report.history))
-        if let finish = report.appleFinish {
-            body = body + WebPage.section("Finished with Apple", id: "apple-finish", WebPage.facts([
-                ("state", finish.state), ("attempts", String(finish.attempts)), ("last error", finish.lastError ?? "-"),
-            ], id: "apple-finish-facts"))
+        for section in report.storeSections {
+            body = body + WebPage.section(section.title, id: section.id, WebPage.facts(section.facts, id: section.id + "-facts"))
         }
         if let revoke = report.revoke {
             body = body + WebPage.section("Revoke", id: "revoke", WebPage.facts([

@@ -28,7 +28,7 @@ enum OverviewPage {
     }
 
     static func counts(_ summary: LedgerSummary) -> Markup {
-        let stores = Store.allCases.filter { store in store == .appStore || summary.storeCounts[store]?.values.contains { $0 > 0 } == true }
+        let stores = Store.allCases.filter { store in store == .ofUnnamedOrders || summary.storeCounts[store]?.values.contains { $0 > 0 } == true }
         let rows = OrderState.allCases.map { state -> [Markup] in
             ["\(WebPage.stateBadge(state))"] + stores.map { store -> Markup in "\(StatusView.storeCount(summary, store, state))" }
                 + ["\(summary.counts[state] ?? 0)"]
@@ -85,8 +85,8 @@ enum OverviewPage {
                     pacer.isEmpty ? .empty : WebPage.preformatted(pacer)]
         }
         var content = WebPage.table(["store", "health", "pacer"], rows, id: "health")
-        if report.finishesRefused > 0 {
-            content = content + "<p class=\"bad\">Apple refused Finish Transaction for \(report.finishesRefused) finished orders</p>"
+        for alert in report.storeNotes.compactMap { $0.alert } {
+            content = content + "<p class=\"bad\">\(alert)</p>"
         }
         return WebPage.section("Store health", id: "stores", content)
     }

@@ -20,7 +20,7 @@ enum SearchPage {
             guard !request.isCrossSite else { return WebActions.crossSite(request, console: console) }
             let text = (request.form["purchase_token"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
             guard let token = PurchaseToken(text) else {
-                return page("<p class=\"refusal\">that is not a Google Play purchase token (printable ASCII, at most 4096 characters)</p>",
+                return page("<p class=\"refusal\">that is not a purchase token (printable ASCII, at most 4096 characters)</p>",
                             query: "", request, console: console, status: 400)
             }
             var filter = OrderFilter(limit: 50)
@@ -106,13 +106,14 @@ enum SearchPage {
     }
 
     static func page(_ results: Markup, query: String, _ request: WebRequest, console: WebConsole, status: Int = 200) -> HTTPServerResponse {
+        let tokenStores = StoreNames.list(StoreRegistry.descriptors.filter { $0.provenByPurchaseToken }.map { $0.displayName }, "or")
         let forms: Markup = """
             <section class="card" id="search-forms">
             <form method="get" action="/search" class="action" id="search-form"><input type="text" name="q" value="\(query)" size="48" \
             placeholder="order id, user, transaction, \(StoreNames.owners()) order id" aria-label="query">
             <button type="submit">Search</button></form>
             <form method="post" action="/search" class="action" id="token-form"><input type="password" name="purchase_token" size="48" \
-            autocomplete="off" placeholder="Google Play purchase token (sent in the form, never in the address)" aria-label="purchase token">
+            autocomplete="off" placeholder="\(tokenStores) purchase token (sent in the form, never in the address)" aria-label="purchase token">
             <button type="submit">Find by purchase token</button></form>
             </section>
             """

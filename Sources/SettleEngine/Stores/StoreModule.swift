@@ -60,6 +60,12 @@ package protocol StoreModule {
     /// named by their file only ("(contents redacted)"), URLs without credentials.
     static func describe(_ configuration: Configuration) -> [String]
 
+    /// What it adds to the ledger's status (`StoreStatusNote`), read once a report.
+    static func statusNotes(_ ledger: any SettleLedger) throws(LedgerError) -> [StoreStatusNote]
+
+    /// What it adds to one order's status (`StoreOrderSection`).
+    static func orderSections(_ ledger: any SettleLedger, orderId: String) throws(LedgerError) -> [StoreOrderSection]
+
     /// Whether `text` looks like an order id of this store's receipts, which its `orderLookup` can look up.
     static func isOrderId(_ text: String) -> Bool
 

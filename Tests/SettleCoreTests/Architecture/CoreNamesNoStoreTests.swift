@@ -20,7 +20,7 @@ final class CoreNamesNoStoreTests: XCTestCase {
         "SettleConfig": 0,
         "SettleLedger": 9,
         "SettleSimulator": 0,
-        "SettleApp": 34,
+        "SettleApp": 17,
     ]
 
     /// The ledger's numbered migrations, which every user's ledger has run: frozen text, never

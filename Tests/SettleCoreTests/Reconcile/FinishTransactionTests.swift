@@ -5,6 +5,7 @@ import XCTest
 @testable import SettleModel
 @testable import SettleLedger
 @testable import SettleEngine
+import SettleAppStoreModule
 
 /// Finish Transaction after delivery: whole passes on the test clock, the simulated App Store
 /// Server API over loopback, real hooks. On SQLite here and on PostgreSQL in
@@ -181,7 +182,7 @@ class FinishTransactionTests: XCTestCase {
         }
         let record = try XCTUnwrap(try ledger.orderRecord("o-family"))
         let text = StatusView.text(record.order, history: record.history, notifications: [], now: world.time.unixSeconds,
-                                   appleFinish: try ledger.appleFinish(orderId: "o-family"))
+                                   storeSections: try AppStoreModule.orderSections(ledger, orderId: "o-family"))
         XCTAssertTrue(text.contains("finished with Apple: refused"), text)
         XCTAssertTrue(text.contains("4000185"), text)
         XCTAssertEqual(try ledger.refusedAppleFinishes(), 2)

@@ -23,6 +23,9 @@ extension StoreDescriptor {
                 + "is still acknowledged or consumed with Google at its next pass, never delivered.",
         ]
         descriptor.reservedOrderIdPrefix = "play-"
+        descriptor.accountIdLabel = "account id"
+        descriptor.provenByPurchaseToken = true
+        descriptor.finishName = "acknowledge or consume"
         return descriptor
     }()
 }

@@ -1,0 +1,65 @@
+import SettleBase
+import SettleLedger
+
+/// What a store adds to the ledger's status (`settle status`, `--json`, the console's
+/// overview): its JSON member always, a line and a console alert when there is something to say.
+package struct StoreStatusNote: Sendable {
+    package var jsonKey: String
+    package var json: JSONValue
+    /// A line of `settle status`; nil when all is well.
+    package var text: String?
+    /// A paragraph the console's overview shows as bad news; nil when all is well.
+    package var alert: String?
+
+    package init(jsonKey: String, json: JSONValue, text: String? = nil, alert: String? = nil) {
+        self.jsonKey = jsonKey
+        self.json = json
+        self.text = text
+        self.alert = alert
+    }
+}
+
+/// What a store adds to one order's status (`settle status ORDER`, `--json`, the order's page):
+/// a section of facts of its own, such as where telling the store stands.
+package struct StoreOrderSection: Sendable {
+    package var jsonKey: String
+    package var json: JSONValue
+    /// Its heading on the order's page, and the page's id for it.
+    package var title: String
+    package var id: String
+    /// Its line in `settle status ORDER`.
+    package var text: String
+    package var facts: [(String, String)]
+
+    package init(jsonKey: String, json: JSONValue, title: String, id: String, text: String, facts: [(String, String)]) {
+        self.jsonKey = jsonKey
+        self.json = json
+        self.title = title
+        self.id = id
+        self.text = text
+        self.facts = facts
+    }
+}
+
+/// Defaults: a store that says nothing adds nothing.
+extension StoreModule {
+    package static func statusNotes(_ ledger: any SettleLedger) throws(LedgerError) -> [StoreStatusNote] { [] }
+
+    package static func orderSections(_ ledger: any SettleLedger, orderId: String) throws(LedgerError) -> [StoreOrderSection] { [] }
+}
+
+extension Array where Element == any StoreModule.Type {
+    /// Every module's notes, in the modules' order.
+    package func statusNotes(_ ledger: any SettleLedger) throws(LedgerError) -> [StoreStatusNote] {
+        var notes: [StoreStatusNote] = []
+        for module in self { notes += try module.statusNotes(ledger) }
+        return notes
+    }
+
+    /// Every module's sections of one order, in the modules' order.
+    package func orderSections(_ ledger: any SettleLedger, orderId: String) throws(LedgerError) -> [StoreOrderSection] {
+        var sections: [StoreOrderSection] = []
+        for module in self { sections += try module.orderSections(ledger, orderId: orderId) }
+        return sections
+    }
+}
