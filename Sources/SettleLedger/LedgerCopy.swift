@@ -94,7 +94,7 @@ package enum LedgerCopy {
                     }
                     // A source older than the store breakers has Apple's only: the App Store's.
                     let breakers = version >= LedgerSchema.storeBreakersVersion
-                        ? "SELECT * FROM store_breakers" : "SELECT 'app_store' AS store, * FROM apple_breaker"
+                        ? "SELECT * FROM store_breakers" : LedgerSchema.breakersBeforeStoreBreakers
                     for row in try source.database.query(breakers) {
                         try db.run("""
                             INSERT INTO store_breakers(store, state, consecutive_failures, cooldown_seconds, retry_at, last_error, updated_at)

@@ -5,8 +5,6 @@ import SettleModel
 /// what support reads about them. Both ledgers are one (`SQLiteLedger` on SQLite, `PostgresLedger` on
 /// PostgreSQL): everything here is written once, over `TransactionalLedger`.
 package protocol NotificationStore: LedgerStore {
-    func quarantineReservedOrderIds() throws(LedgerError) -> [String]
-
     func claimDueRevocations(limit: Int, leaseSeconds: Int64, owner: LeaseOwner) throws(LedgerError) -> [(RevocationJob, Order)]
     func holds(_ job: RevocationJob) throws(LedgerError) -> Bool
     func recordRevocationWaiting(_ job: RevocationJob, reason: String, history: HistoryEntry) throws(LedgerError)
@@ -36,29 +34,6 @@ extension SQLiteLedger: NotificationStore {}
 extension PostgresLedger: NotificationStore {}
 
 extension TransactionalLedger {
-    /// Pending rows a backend wrote under an id settle keeps for Apple's notifications
-    /// (`apple-...`, with no notification behind it): `needs_attention` (`row_invalid`), never
-    /// verified, so they cannot squat the order a notification of that purchase creates.
-    package func quarantineReservedOrderIds() throws(LedgerError) -> [String] {
-        let now = time.unixSeconds
-        let reserved = try hasNotificationTables()
-            ? "AND NOT EXISTS (SELECT 1 FROM notifications n WHERE n.order_id = orders.order_id)" : ""
-        return try writing { db in
-            let ids = try db.query("""
-                UPDATE orders SET state = 'needs_attention', reason = 'row_invalid',
-                       last_error = 'order ids starting with apple- are settle''s own, for purchases Apple reports; '
-                                    || 'enqueue this order under an id of the backend''s and resolve this one', updated_at = ?
-                WHERE state = 'pending' AND \(db.dialect.isText("order_id")) AND substr(order_id, 1, 6) = 'apple-' \(reserved)
-                RETURNING order_id
-                """, [.integer(now)]).compactMap { $0.string("order_id") }
-            for id in ids {
-                try db.appendHistory(id, HistoryEntry(at: now, kind: .verification, outcome: "needs_attention",
-                                                      detail: "row_invalid: an order id starting with apple- written by a backend"))
-            }
-            return ids
-        }
-    }
-
     /// `settle assign`: an order without a user (`unclaimed_purchase`) gets its buyer and is due now.
     /// `accountToken`: the buyer's appAccountToken, owed to Apple (Set App Account Token) once the
     /// pass verified the purchase as theirs, so its renewals bind by themselves. `by`: who

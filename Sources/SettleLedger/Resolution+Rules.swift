@@ -17,10 +17,10 @@ extension Resolution {
         guard let transaction else { return }
         guard resolution == .grantedByHand else { throw .invalid("--transaction goes with --as granted_by_hand") }
         guard orders == 1 else { throw .invalid("--transaction names the purchase of one order; resolve exactly one order with it") }
-        // Apple's transaction ids are digits; Google's order ids read GPA.1234-5678-9012-34567 (..0 for a renewal).
+        // A store's transaction ids are digits (the App Store) or read like GPA.1234-5678-9012-34567 (Play's order ids).
         guard !transaction.isEmpty, transaction.count <= 64,
               transaction.allSatisfy({ $0.isASCII && ($0.isNumber || $0.isLetter || $0 == "." || $0 == "-") }) else {
-            throw .invalid("--transaction: '\(transaction.prefix(64))' is not an Apple transaction id or a Google order id")
+            throw .invalid("--transaction: '\(transaction.prefix(64))' is not \(StoreRegistry.phrase("transaction"))")
         }
     }
 
@@ -34,7 +34,7 @@ extension Resolution {
             throw .invalid("order \(order.orderId) names transaction \(own), not \(transaction); resolve it without --transaction")
         }
         guard let id = transaction ?? own else {
-            throw .invalid("order \(order.orderId) names no transaction; say which purchase was granted by hand (Apple's transaction id, Google's GPA order id), so it is never "
+            throw .invalid("order \(order.orderId) names no transaction; say which purchase was granted by hand (\(StoreRegistry.phrase("transaction"))), so it is never "
                            + "delivered again: settle resolve \(Verdict.shellWord(order.orderId)) --as granted_by_hand --transaction TXN --note TICKET")
         }
         let key = order.verified.map { $0.transactionId == id || $0.originalTransactionId == id ? $0.grantKey : id } ?? id

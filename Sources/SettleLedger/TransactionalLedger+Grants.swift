@@ -140,7 +140,7 @@ extension TransactionalLedger {
                 switch GrantChoice.allHeld(held, named: offered.named) {
                 case let .alreadyDelivered(outside, message):
                     try db.setVerified(orderId, outside)
-                    let store = claimed.string("store").flatMap(Store.init(rawValue:)) ?? .appStore
+                    let store = claimed.string("store").flatMap(Store.init(rawValue:)) ?? .ofUnnamedOrders
                     guard store.mustBeToldOfDelivery else {
                         try end(.finished, "already_delivered", message)
                         return .alreadyDelivered(message)

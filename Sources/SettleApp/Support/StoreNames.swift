@@ -16,12 +16,12 @@ enum StoreNames {
 
     /// Every store's help phrase for `topic` (`StoreDescriptor.help`), joined by `conjunction`.
     static func help(_ topic: String, _ conjunction: String = "or") -> String {
-        list(StoreRegistry.descriptors.compactMap { $0.help[topic] }, conjunction)
+        StoreRegistry.phrase(topic, conjunction)
     }
 
     /// Every store's help phrase for `topic`, in registration order.
     static func phrases(_ topic: String) -> [String] {
-        StoreRegistry.descriptors.compactMap { $0.help[topic] }
+        StoreRegistry.phrases(topic)
     }
 
     /// Every store's help sentence for `topic`, one after another.

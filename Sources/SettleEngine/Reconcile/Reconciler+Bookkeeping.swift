@@ -16,10 +16,7 @@ extension Reconciler {
         for id in try ledger.quarantineMalformedRows() {
             log.error("order.needs_attention", ["order": id, "reason": AttentionReason.rowInvalid.rawValue])
         }
-        for id in try ledger.quarantineReservedOrderIds() {
-            log.error("order.needs_attention", ["order": id, "reason": AttentionReason.rowInvalid.rawValue,
-                                                "why": "reserved order id"])
-        }
+        for tidy in LedgerTidying.registered { try tidy(ledger, log) }
     }
 
     /// What earlier passes left claimed and no one works on any more, taken back: a verification

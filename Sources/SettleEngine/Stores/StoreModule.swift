@@ -60,6 +60,9 @@ package protocol StoreModule {
     /// named by their file only ("(contents redacted)"), URLs without credentials.
     static func describe(_ configuration: Configuration) -> [String]
 
+    /// Sets aside, before a pass's claims, rows of its own no pass can work on (`LedgerTidying`).
+    static func tidy(_ ledger: any SettleLedger, log: Log) throws(LedgerError)
+
     /// What it adds to the ledger's status (`StoreStatusNote`), read once a report.
     static func statusNotes(_ ledger: any SettleLedger) throws(LedgerError) -> [StoreStatusNote]
 
@@ -150,6 +153,8 @@ extension Array where Element == any StoreModule.Type {
             ConfigurationSections.register(module.configurationSections)
             SideQueue.register(module.sideQueues)
             VoidedPurchaseFilter.register(module.voidedPurchaseFilter, for: module.descriptor.store)
+            LedgerTidying.register({ ledger, log throws(LedgerError) in try module.tidy(ledger, log: log) },
+                                   for: module.descriptor.store)
         }
     }
 }

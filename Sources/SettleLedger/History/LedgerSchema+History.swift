@@ -4,6 +4,10 @@
 /// as they were when those stores lived in the core. A new store adds none; its tables are its
 /// module's named migrations (`LedgerMigration`).
 extension LedgerSchema {
+    /// Schema 8 and before kept one breaker, Apple's, in `apple_breaker`: `ledger copy` reads it
+    /// as the App Store's `store_breakers` row.
+    static let breakersBeforeStoreBreakers = "SELECT 'app_store' AS store, * FROM apple_breaker"
+
     /// Removes the `CHECK (store IN (...))` lists from `orders` and `store_breakers`.
     static func dropStoreLists(_ database: SQLiteDatabase) throws {
         try editStoredTables(database, ["orders", "store_breakers"],

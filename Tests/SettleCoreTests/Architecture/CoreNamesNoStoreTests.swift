@@ -18,7 +18,7 @@ final class CoreNamesNoStoreTests: XCTestCase {
         "SettleEngine": 0,
         "SettleModel": 14,
         "SettleConfig": 0,
-        "SettleLedger": 9,
+        "SettleLedger": 3,
         "SettleSimulator": 0,
         "SettleApp": 17,
     ]
