@@ -25,11 +25,6 @@ package protocol LedgerBase: AnyObject, Sendable {
 /// (`LedgerDialect.fence`).
 package protocol OrderLedger: LedgerBase {
     func enqueue(_ new: NewOrder) throws(LedgerError) -> EnqueueResult
-    /// Links a verified AppTransaction's `appTransactionId` to a user (`settle link`, an order's
-    /// `app_transaction`): that Apple Account's tokenless purchases then bind to the user.
-    @discardableResult
-    func linkAppTransaction(_ app: AppTransaction, userId: String, source: String, orderId: String?) throws(LedgerError) -> AppTransactionLink
-    func linkedUsers(appTransactionIds: [String]) throws(LedgerError) -> LinkedAppTransactions
     func receipt(sha256: String) throws(LedgerError) -> String?
 
     // Claims

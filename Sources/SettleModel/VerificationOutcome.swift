@@ -72,9 +72,9 @@ package struct Verification: Sendable, Equatable {
     /// after `retryAfterSeconds`, or the base delay.
     package var keepsAttempt = false
     package var retryAfterSeconds: Double? = nil
-    /// The order's signed AppTransaction, verified: the pass records that its Apple Account is
-    /// the order's user's (a dry run records nothing).
-    package var learned: AppTransaction? = nil
+    /// What the store's verification learned beyond the answer (the App Store: the order's signed
+    /// AppTransaction, verified), for its module to record (`LearnedFacts`); a dry run records nothing.
+    package var learned: (any LearnedFact)? = nil
 
     package init(outcome: VerificationOutcome, appleStatus: Int? = nil, environment: String? = nil, durationMs: Int = 0,
                 storeAnswered: Bool = false) {
@@ -83,6 +83,17 @@ package struct Verification: Sendable, Equatable {
         self.environment = environment
         self.durationMs = durationMs
         self.storeAnswered = storeAnswered
+    }
+
+    package static func == (a: Verification, b: Verification) -> Bool {
+        let sameLearned = switch (a.learned, b.learned) {
+        case (nil, nil): true
+        case let (x?, y?): x.isSame(as: y)
+        default: false
+        }
+        return sameLearned && a.outcome == b.outcome && a.appleStatus == b.appleStatus && a.environment == b.environment
+            && a.durationMs == b.durationMs && a.storeAnswered == b.storeAnswered && a.keepsAttempt == b.keepsAttempt
+            && a.retryAfterSeconds == b.retryAfterSeconds
     }
 }
 

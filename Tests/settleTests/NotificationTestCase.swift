@@ -4,6 +4,7 @@ import SettleTesting
 import XCTest
 import SettleBase
 import SettleModel
+import SettleAppStore
 #if canImport(Glibc)
 import Glibc
 import SettleLedger

@@ -15,10 +15,8 @@ extension Reconciler {
                                  environment: verification.environment, durationMs: verification.durationMs)
         pass.recordStore(order.store, verification)
         defer { pass.progress() }
-        // The order's signed AppTransaction verified: its Apple Account is the order's user's.
-        if let app = verification.learned {
-            try ledger.linkAppTransaction(app, userId: order.userId, source: "order", orderId: order.orderId)
-        }
+        // What the store learned beyond the answer (an Apple Account is the order's user's): its module records it.
+        if let learned = verification.learned { try LearnedFacts.record(learned, of: order, in: ledger) }
         switch verification.outcome {
         case let .verified(match):
             entry.outcome = "verified"

@@ -60,6 +60,9 @@ package protocol StoreModule {
     /// named by their file only ("(contents redacted)"), URLs without credentials.
     static func describe(_ configuration: Configuration) -> [String]
 
+    /// Records what its verification of `order` learned beyond the answer (`LearnedFacts`).
+    static func record(_ learned: any LearnedFact, of order: Order, in ledger: any SettleLedger) throws(LedgerError)
+
     /// Sets aside, before a pass's claims, rows of its own no pass can work on (`LedgerTidying`).
     static func tidy(_ ledger: any SettleLedger, log: Log) throws(LedgerError)
 
@@ -153,6 +156,8 @@ extension Array where Element == any StoreModule.Type {
             ConfigurationSections.register(module.configurationSections)
             SideQueue.register(module.sideQueues)
             VoidedPurchaseFilter.register(module.voidedPurchaseFilter, for: module.descriptor.store)
+            LearnedFacts.register({ learned, order, ledger throws(LedgerError) in try module.record(learned, of: order, in: ledger) },
+                                  for: module.descriptor.store)
             LedgerTidying.register({ ledger, log throws(LedgerError) in try module.tidy(ledger, log: log) },
                                    for: module.descriptor.store)
         }

@@ -16,9 +16,9 @@ final class CoreNamesNoStoreTests: XCTestCase {
         "SettleDelivery": 0,
         "settle": 0,
         "SettleEngine": 0,
-        "SettleModel": 14,
+        "SettleModel": 6,
         "SettleConfig": 0,
-        "SettleLedger": 3,
+        "SettleLedger": 0,
         "SettleSimulator": 0,
         "SettleApp": 17,
     ]

@@ -3,6 +3,8 @@ import SettleBase
 import SettleTesting
 import XCTest
 @testable import SettleModel
+import SettleAppStore
+@testable import SettleAppStoreModule
 @testable import SettleAppStore
 @testable import SettleLedger
 

@@ -1,5 +1,6 @@
 import XCTest
 @testable import SettleModel
+import SettleAppStore
 
 /// `AppleEnvironment`: Apple's spelling in and out, and no environment for text Apple never sends.
 final class AppleEnvironmentTests: XCTestCase {

@@ -5,6 +5,7 @@ import XCTest
 @testable import SettleApp
 @testable import SettleBase
 @testable import SettleModel
+import SettleAppStore
 @testable import SettleLedger
 @testable import SettleEngine
 @testable import SettleAppStoreSimulator

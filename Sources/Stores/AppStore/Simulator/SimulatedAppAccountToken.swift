@@ -1,6 +1,7 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleAppStore
 
 extension AppleSimulator {
     /// One Set App Account Token request as the simulator saw it.

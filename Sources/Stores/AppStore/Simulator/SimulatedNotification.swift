@@ -1,6 +1,7 @@
 import Foundation
 import SettleBase
 import SettleModel
+import SettleAppStore
 
 /// An App Store Server Notification V2 as the simulator signs it (`ResponseBodyV2DecodedPayload`).
 package struct SimulatedNotification: Sendable, Equatable {

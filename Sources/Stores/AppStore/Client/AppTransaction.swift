@@ -1,3 +1,4 @@
+import SettleModel
 /// The fields settle uses from a verified StoreKit `AppTransaction` (`AppTransaction.shared`,
 /// the App Store's signed record of one Apple Account's download of the app,
 /// https://developer.apple.com/documentation/storekit/apptransaction).
@@ -23,6 +24,6 @@ package struct AppTransaction: Sendable, Equatable {
     }
 }
 
-/// Which users settle learned an `appTransactionId` is, from signed AppTransactions: the
-/// ids of some purchases, each with every user it was linked to (normally one).
-package typealias LinkedAppTransactions = [String: Set<String>]
+/// Verified, it tells the pass the Apple Account is the order's user's: the App Store's module
+/// links it (`AppStoreModule.record`).
+extension AppTransaction: LearnedFact {}

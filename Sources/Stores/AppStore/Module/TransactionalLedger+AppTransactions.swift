@@ -1,5 +1,8 @@
 import SettleBase
 import SettleModel
+import SettleLedger
+import SettleAppStore
+import SettleEngine
 
 /// What linking an `appTransactionId` to a user did.
 package struct AppTransactionLink: Sendable, Equatable {
@@ -103,5 +106,13 @@ extension LedgerTransaction {
             if !users.isEmpty { linked[id] = Set(users) }
         }
         return linked
+    }
+}
+
+/// An order's signed AppTransaction, verified by its pass: its Apple Account is the order's user's.
+extension AppStoreModule {
+    package static func record(_ learned: any LearnedFact, of order: Order, in ledger: any SettleLedger) throws(LedgerError) {
+        guard let app = learned as? AppTransaction else { return }
+        try ledger.linkAppTransaction(app, userId: order.userId, source: "order", orderId: order.orderId)
     }
 }

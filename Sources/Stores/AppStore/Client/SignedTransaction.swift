@@ -1,3 +1,4 @@
+import SettleModel
 import SettleBase
 
 /// The fields settle uses from a verified StoreKit 2 transaction

@@ -1,3 +1,4 @@
+import SettleModel
 /// The App Store environment a piece of Apple's data comes from or a request goes to
 /// (https://developer.apple.com/documentation/appstoreserverapi/environment). The raw values
 /// are Apple's spelling, which is also what the ledger stores and what status, logs and
