@@ -2,9 +2,10 @@
 /// columns in one place (`Order.proof`), so no code asks an order's store to know which
 /// columns to read.
 package enum Proof: Sendable, Equatable {
-    /// An App Store proof: a receipt (stored once by its hash in `receipts`), a StoreKit 2 signed
-    /// transaction, a bare transaction id, or several of them (the strongest is used first).
-    case appStore(receiptSHA256: String?, signedTransaction: String?, transactionId: String?)
+    /// The proof in the order row's own columns, which every ledger had before stores kept
+    /// theirs as data: a receipt (stored once by its hash in `receipts`), a signed transaction
+    /// (a JWS), a bare transaction id, or several of them (the store's adapter uses the strongest).
+    case orderColumns(receiptSHA256: String?, signedTransaction: String?, transactionId: String?)
     /// A bearer purchase token: a secret, only ever shown by its fingerprint.
     case purchaseToken(PurchaseToken)
     /// A store module's own proof, which the core does not interpret.
@@ -15,7 +16,7 @@ package enum Proof: Sendable, Equatable {
         switch self {
         case .purchaseToken: "purchase_token"
         case let .module(proof): proof.kind
-        case let .appStore(receipt, signed, _):
+        case let .orderColumns(receipt, signed, _):
             receipt != nil ? "receipt" : signed != nil ? "signed_transaction" : "transaction_id"
         }
     }
@@ -25,14 +26,13 @@ extension Order {
     /// The order's proof; nil when the row holds none its store can use (an order whose token is
     /// missing or unusable, an App Store order with no proof at all).
     package var proof: Proof? {
-        switch store {
-        case .appStore:
-            guard receiptSHA256 != nil || signedTransaction != nil || requestedTransactionId != nil else { return nil }
-            return .appStore(receiptSHA256: receiptSHA256, signedTransaction: signedTransaction, transactionId: requestedTransactionId)
-        default:
-            // A store's orders keep either a bearer token (its own column) or a module's proof.
-            return purchaseToken.map(Proof.purchaseToken) ?? storeProof.map(Proof.module)
-        }
+        // A bearer token or a module's proof is the store's own; else the row's columns, if any.
+        if let purchaseToken { return .purchaseToken(purchaseToken) }
+        if let storeProof { return .module(storeProof) }
+        // A store proven by a token has no other proof: a row without one has none it can use.
+        guard !store.descriptor.provenByPurchaseToken,
+              receiptSHA256 != nil || signedTransaction != nil || requestedTransactionId != nil else { return nil }
+        return .orderColumns(receiptSHA256: receiptSHA256, signedTransaction: signedTransaction, transactionId: requestedTransactionId)
     }
 }
 

@@ -87,7 +87,7 @@ enum EnqueueCommand {
         let enqueued: EnqueuedOrder
         do {
             enqueued = try options.order(request)
-        } catch let failure as EnqueueFailure {
+        } catch let failure as InputFailure {
             switch failure.kind {
             case .usage: throw UsageError(command: "enqueue", message: failure.message)
             case .data: throw CommandFailure(.dataError, failure.message)
@@ -169,7 +169,7 @@ enum EnqueueCommand {
     /// A receipt must be base64 (the form devices upload and verifyReceipt takes).
     static func readReceipt(_ path: String) throws(CommandFailure) -> String {
         let text = try read(path, what: "receipt")
-        return try checked { () throws(EnqueueFailure) in try ProofText.base64(text, what: "receipt", source: ProofText.source(path)) }
+        return try checked { () throws(InputFailure) in try ProofText.base64(text, what: "receipt", source: ProofText.source(path)) }
     }
 
     /// A signed transaction must look like a compact JWS: three base64url parts.
@@ -180,10 +180,10 @@ enum EnqueueCommand {
 
     private static func readJWS(_ path: String, what: String) throws(CommandFailure) -> String {
         let text = try read(path, what: what)
-        return try checked { () throws(EnqueueFailure) in try ProofText.compactJWS(text, what: what, source: ProofText.source(path)) }
+        return try checked { () throws(InputFailure) in try ProofText.compactJWS(text, what: what, source: ProofText.source(path)) }
     }
 
-    private static func checked(_ body: () throws(EnqueueFailure) -> String) throws(CommandFailure) -> String {
+    private static func checked(_ body: () throws(InputFailure) -> String) throws(CommandFailure) -> String {
         do { return try body() } catch { throw CommandFailure(.dataError, error.message) }
     }
 }

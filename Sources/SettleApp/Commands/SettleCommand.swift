@@ -15,7 +15,15 @@ package enum SettleCommand {
         var run: @Sendable (CommandContext) throws -> Void
     }
 
-    static let subcommands: [Subcommand] = [
+    /// The core's commands, with each store's own (`StoreModule.commands`) after `assign`.
+    static let subcommands: [Subcommand] = {
+        var list = coreSubcommands
+        let at = (list.firstIndex { $0.name == "assign" } ?? list.count - 1) + 1
+        list.insert(contentsOf: StoreModules.all.flatMap { module in module.commands.map(Subcommand.init(store:)) }, at: at)
+        return list
+    }()
+
+    private static let coreSubcommands: [Subcommand] = [
         .init(name: "run", summary: "the daemon: reconcile due orders on a timer until SIGTERM",
               help: RunCommand.help, options: RunCommand.spec.options, run: RunCommand.run),
         .init(name: "reconcile", summary: "one pass over every due order (or the named ones), then exit",
@@ -28,8 +36,6 @@ package enum SettleCommand {
               help: RetryCommand.help, options: RetryCommand.spec.options, run: RetryCommand.run),
         .init(name: "assign", summary: "give an unclaimed purchase a store reported to its buyer",
               help: AssignCommand.help, options: AssignCommand.spec.options, run: AssignCommand.run),
-        .init(name: "link", summary: "link an Apple Account (a signed AppTransaction) to a user, for purchases without their token",
-              help: LinkCommand.help, options: LinkCommand.spec.options, run: LinkCommand.run),
         .init(name: "grant-recorded", summary: "record that your backend granted a transaction itself",
               help: GrantRecordedCommand.help, options: GrantRecordedCommand.spec.options, run: GrantRecordedCommand.run),
         .init(name: "resolve", summary: "close needs_attention or rejected orders by hand (granted_by_hand or wont_grant)",

@@ -54,7 +54,7 @@ enum WebActions {
                 }
                 var token: String? = nil
                 if let order = try console.ledger.orderRecord(orderId)?.order {
-                    token = AssignCommand.accountToken(for: order, user: user, configuration: console.configuration)
+                    token = AssignCommand.tokenToSet(for: order, user: user, configuration: console.configuration)?.token
                 }
                 try console.ledger.assign(orderId: orderId, userId: user, note: note, accountToken: token, by: by)
                 outcome = .assigned

@@ -67,20 +67,20 @@ package struct EnqueuedOrder: Sendable {
 }
 
 /// What was wrong with `enqueue`'s options: a usage mistake (exit 64) or bad input (exit 65).
-package struct EnqueueFailure: Error, Sendable {
+package struct InputFailure: Error, Sendable {
     package enum Kind: Sendable { case usage, data }
     package var kind: Kind
     package var message: String
 
-    package static func usage(_ message: String) -> EnqueueFailure { EnqueueFailure(kind: .usage, message: message) }
-    package static func data(_ message: String) -> EnqueueFailure { EnqueueFailure(kind: .data, message: message) }
+    package static func usage(_ message: String) -> InputFailure { InputFailure(kind: .usage, message: message) }
+    package static func data(_ message: String) -> InputFailure { InputFailure(kind: .data, message: message) }
 }
 
 /// The shapes proof text must have before it is stored: checked the same by `enqueue`, `retry`
 /// and `link`, never quoting the text (it may be a bearer secret).
 package enum ProofText {
     /// Base64, as devices upload receipts. `source`: the file, or "standard input".
-    package static func base64(_ text: String, what: String, source: String) throws(EnqueueFailure) -> String {
+    package static func base64(_ text: String, what: String, source: String) throws(InputFailure) -> String {
         guard !text.isEmpty, let decoded = Data(base64Encoded: text), !decoded.isEmpty else {
             throw .data("\(what) in \(source) is not base64")
         }
@@ -88,7 +88,7 @@ package enum ProofText {
     }
 
     /// A compact JWS: three base64url parts.
-    package static func compactJWS(_ text: String, what: String, source: String) throws(EnqueueFailure) -> String {
+    package static func compactJWS(_ text: String, what: String, source: String) throws(InputFailure) -> String {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         let base64url = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
         guard parts.count == 3, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(base64url.contains) }) else {
@@ -107,7 +107,7 @@ package enum PurchaseTokenText {
         try token(try request.read(path, "purchase token", false), source: ProofText.source(path))
     }
 
-    package static func token(_ text: String, source: String) throws(EnqueueFailure) -> PurchaseToken {
+    package static func token(_ text: String, source: String) throws(InputFailure) -> PurchaseToken {
         guard let token = PurchaseToken(text) else {
             throw .data("purchase token in \(source) is not a purchase token (printable ASCII, at most 4096 characters)")
         }

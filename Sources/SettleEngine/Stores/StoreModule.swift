@@ -26,6 +26,14 @@ package protocol StoreModule {
     /// (`StoreProof`); nil for a store whose proofs have options of their own in the core.
     static var proofFormat: ProofFormat? { get }
 
+    /// The account token `settle assign` has the store set on the purchase once it is verified
+    /// as the user's (the App Store's Set App Account Token), with the line that says so; nil
+    /// when the store sets none or the configuration gives the user none.
+    static func tokenToSet(assigning order: Order, to user: String, _ configuration: Configuration) -> (token: String, notice: String)?
+
+    /// Commands of its own (`settle link`), listed after the core's support commands.
+    static var commands: [StoreCommand] { get }
+
     /// How `settle enqueue` reads its proof from options of its own; nil for a store whose
     /// proof is `--proof-file` (its `proofFormat`).
     static var enqueueOptions: EnqueueOptions? { get }

@@ -16,11 +16,11 @@ final class CoreNamesNoStoreTests: XCTestCase {
         "SettleDelivery": 0,
         "settle": 0,
         "SettleEngine": 0,
-        "SettleModel": 6,
+        "SettleModel": 2,
         "SettleConfig": 0,
         "SettleLedger": 0,
         "SettleSimulator": 0,
-        "SettleApp": 17,
+        "SettleApp": 4,
     ]
 
     /// The ledger's numbered migrations, which every user's ledger has run: frozen text, never

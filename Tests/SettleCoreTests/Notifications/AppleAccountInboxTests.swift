@@ -106,7 +106,7 @@ class AppleAccountInboxTests: XCTestCase {
     func assign(_ ledger: any SettleLedger, _ orderId: String, to user: String) throws {
         let order = try XCTUnwrap(try ledger.orderRecord(orderId)?.order)
         try ledger.assign(orderId: orderId, userId: user, note: nil,
-                          accountToken: AssignCommand.accountToken(for: order, user: user, configuration: try world.configuration()))
+                          accountToken: AssignCommand.tokenToSet(for: order, user: user, configuration: try world.configuration())?.token)
     }
 
     func outcomes(_ ledger: any SettleLedger, _ id: String) throws -> [String] {

@@ -23,6 +23,14 @@ extension StoreDescriptor {
             "order_lookup": "an Apple order id from the customer's receipt email (e.g. MQ5Q8W3X2Z) is looked up with Apple "
                 + "first (Look Up Order ID; needs server_api)",
             "refunded": "refunded or revoked (Apple)",
+            "account_id": "Apple's appAccountToken",
+            "assign": "For an App Store purchase, when users have tokens (user_binding.app_account_token \"user_id\" with a "
+                + "UUID user id, or \"uuid5\") and server_api is configured: once the pass has verified the purchase as "
+                + "USER_ID's, settle asks Apple to set the user's appAccountToken on it (Set App Account Token), so its renewals "
+                + "and Apple's notifications of them bind by themselves. The outcome is in the order's history (settle status "
+                + "ORDER_ID): account_token_set, or account_token_refused with Apple's error (4000185: a family member's "
+                + "shared purchase, which takes no token; settle link binds those); temporary failures are retried up to "
+                + "schedule.max_attempts. A failure never undoes the assignment.",
             "ledger": "the Apple breaker, App Store Server Notifications: the notifications, revokes and refund-request "
                 + "answers owed or done, where the history catch-up resumes",
         ]

@@ -31,15 +31,15 @@ extension AppStoreModule {
         let values = request.values
         var transactionId = values["--transaction"]
         let stdinReaders = ["--receipt-file", "--signed-transaction-file", "--app-transaction-file"].filter { values[$0] == "-" }
-        if stdinReaders.count > 1 { throw EnqueueFailure.usage("only one of the proofs can be read from standard input") }
+        if stdinReaders.count > 1 { throw InputFailure.usage("only one of the proofs can be read from standard input") }
         let receipt = try values["--receipt-file"].map { path in try readReceipt(path, request) }
         let signed = try values["--signed-transaction-file"].map { path in try readJWS(path, what: "signed transaction", request) }
         let appTransaction = try values["--app-transaction-file"].map { path in try readJWS(path, what: "app transaction", request) }
         guard receipt != nil || signed != nil || transactionId != nil else {
-            throw EnqueueFailure.usage("a proof of purchase is required: --receipt-file, --signed-transaction-file or --transaction")
+            throw InputFailure.usage("a proof of purchase is required: --receipt-file, --signed-transaction-file or --transaction")
         }
         if let transactionId, transactionId.isEmpty || transactionId.count > 64 {
-            throw EnqueueFailure.data("--transaction: '\(transactionId.prefix(64))' is not an Apple transaction id")
+            throw InputFailure.data("--transaction: '\(transactionId.prefix(64))' is not an Apple transaction id")
         }
         // The order is found by its transaction id when Apple's notification of the same purchase
         // comes: read from the signed transaction (verification still checks the signature and
@@ -48,13 +48,13 @@ extension AppStoreModule {
         var token: String? = nil
         if let text = values["--app-account-token"] {
             guard let uuid = UUID(uuidString: text) else {
-                throw EnqueueFailure.data("--app-account-token: '\(text.prefix(64))' is not a UUID")
+                throw InputFailure.data("--app-account-token: '\(text.prefix(64))' is not a UUID")
             }
             token = uuid.uuidString.lowercased()
         }
         let configuration = try request.configuration()
         if receipt == nil && signed == nil && configuration.serverAPI == nil {
-            throw EnqueueFailure.data("--transaction alone can only be verified through the App Store Server API, and no server_api is configured; enqueue the receipt or the signed transaction too")
+            throw InputFailure.data("--transaction alone can only be verified through the App Store Server API, and no server_api is configured; enqueue the receipt or the signed transaction too")
         }
         if configuration.products[request.productId] == nil {
             request.warn("product \(request.productId) is not in the configuration's products; reconcile will reject it as unknown_product")

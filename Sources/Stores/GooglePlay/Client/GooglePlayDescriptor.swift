@@ -18,6 +18,7 @@ extension StoreDescriptor {
             "transaction": "a Google Play order id (GPA....)",
             "order_lookup": "a Google order id with Google (orders.get; needs google_play)",
             "refunded": "voided (Google Play)",
+            "account_id": "Google Play's obfuscatedExternalAccountId",
             "ledger": "Google Play's stored pushes and where the voided-purchases poll resumes",
             "grant_recorded": "For a Google Play purchase, TXN is Google's order id (GPA....), without --product; its order "
                 + "is still acknowledged or consumed with Google at its next pass, never delivered.",

@@ -24,13 +24,13 @@ extension GooglePlayModule {
 
     private static func enqueuedOrder(_ request: EnqueueRequest) throws -> EnqueuedOrder {
         guard let path = request.values["--purchase-token-file"] else {
-            throw EnqueueFailure.usage("a Google Play order needs --purchase-token-file FILE|- (never the token itself on the command line)")
+            throw InputFailure.usage("a Google Play order needs --purchase-token-file FILE|- (never the token itself on the command line)")
         }
         let token = try PurchaseTokenText.read(path, request)
         var accountId: String? = nil
         if let text = request.values["--app-account-token"] {
             guard !text.isEmpty, text.count <= 64 else {
-                throw EnqueueFailure.data("--app-account-token: an obfuscatedExternalAccountId has 1 to 64 characters")
+                throw InputFailure.data("--app-account-token: an obfuscatedExternalAccountId has 1 to 64 characters")
             }
             accountId = text
         }
