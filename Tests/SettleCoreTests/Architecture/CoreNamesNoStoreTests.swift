@@ -4,8 +4,8 @@ import XCTest
 /// A store is a module (issue 33): everything settle knows about one store lives in
 /// `Sources/Stores/<Store>/`, and the core names no store. This counts the code lines outside
 /// that folder that do (comments excluded) and fails, listing them, when a target names stores
-/// more often than its budget allows. Each budget is what is left to move; lower it as code
-/// moves into the store modules, never raise it. The goal is the registration list alone.
+/// more often than its budget allows. What is left is the registration list alone
+/// (`Sources/SettleApp/StoreModules.swift`, which imports each store and names it once).
 final class CoreNamesNoStoreTests: XCTestCase {
     /// The pattern of issue 33's measure.
     static let storeName = try! NSRegularExpression(pattern: "googlePlay|appStore|Google|Apple|Play[A-Z]|google_play|app_store")
@@ -16,7 +16,7 @@ final class CoreNamesNoStoreTests: XCTestCase {
         "SettleDelivery": 0,
         "settle": 0,
         "SettleEngine": 0,
-        "SettleModel": 2,
+        "SettleModel": 0,
         "SettleConfig": 0,
         "SettleLedger": 0,
         "SettleSimulator": 0,
@@ -64,6 +64,14 @@ final class CoreNamesNoStoreTests: XCTestCase {
                 \(lines.joined(separator: "\n"))
                 """)
         }
+    }
+
+    /// Issue 33's measure: at most 5 such lines in all, and they are the registration list's.
+    func testOnlyTheRegistrationList_namesAStore_onAtMostFiveLines() throws {
+        let lines = try Self.offenders().values.joined()
+        XCTAssertLessThanOrEqual(lines.count, 5, lines.joined(separator: "\n"))
+        let elsewhere = lines.filter { !$0.hasPrefix("Sources/SettleApp/StoreModules.swift:") }
+        XCTAssertEqual(elsewhere, [], "only the registration list names a store")
     }
 
     func testTheScan_findsAStoreNamedInCode_butNotInAComment() throws {

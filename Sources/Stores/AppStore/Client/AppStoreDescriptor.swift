@@ -1,5 +1,10 @@
 import SettleModel
 
+extension Store {
+    /// The App Store's identifier, as the ledger and the configuration spell it.
+    package static let appStore = Store(rawValue: "app_store")
+}
+
 /// What the App Store is by nature; its module registers it.
 extension StoreDescriptor {
     /// Apple: per app and endpoint, sandbox at a tenth.

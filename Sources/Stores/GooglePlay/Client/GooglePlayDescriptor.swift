@@ -1,5 +1,10 @@
 import SettleModel
 
+extension Store {
+    /// Google Play's identifier, as the ledger and the configuration spell it.
+    package static let googlePlay = Store(rawValue: "google_play")
+}
+
 /// What Google Play is by nature; its module registers it.
 extension StoreDescriptor {
     /// Google refunds a purchase not acknowledged (or consumed) within three days, so a Play
