@@ -27,10 +27,7 @@ package struct SubprocessResult: Sendable, Equatable {
     package var pid: Int32
 
     package init(termination: Termination, output: String, outputTruncated: Bool, duration: Double, pid: Int32) {
-        self.termination = termination
-        self.output = output
-        self.outputTruncated = outputTruncated
-        self.duration = duration
+        (self.termination, self.output, self.outputTruncated, self.duration) = (termination, output, outputTruncated, duration)
         self.pid = pid
     }
 }

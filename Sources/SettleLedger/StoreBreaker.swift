@@ -26,12 +26,8 @@ package struct StoreBreaker: Sendable, Equatable {
 
     package init(state: State, consecutiveFailures: Int, cooldownSeconds: Int64, retryAt: Int64?, lastError: String?,
                 lastErrorAt: Int64? = nil) {
-        self.lastErrorAt = lastErrorAt
-        self.state = state
-        self.consecutiveFailures = consecutiveFailures
-        self.cooldownSeconds = cooldownSeconds
-        self.retryAt = retryAt
-        self.lastError = lastError
+        (self.lastErrorAt, self.state, self.consecutiveFailures, self.cooldownSeconds) = (lastErrorAt, state, consecutiveFailures, cooldownSeconds)
+        (self.retryAt, self.lastError) = (retryAt, lastError)
     }
 
     /// What a pass may do now.

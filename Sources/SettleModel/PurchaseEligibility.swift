@@ -22,18 +22,9 @@ package struct ConfirmedPurchase: Sendable, Equatable {
     package init(transactionId: String, originalTransactionId: String, productId: String, environment: String, quantity: Int,
                 purchaseDateMs: Int64?, expiresDateMs: Int64?, refunded: String?, isUpgraded: Bool, appAccountToken: String?,
                 appTransactionId: String? = nil, familyShared: Bool = false) {
-        self.appTransactionId = appTransactionId
-        self.familyShared = familyShared
-        self.transactionId = transactionId
-        self.originalTransactionId = originalTransactionId
-        self.productId = productId
-        self.environment = environment
-        self.quantity = quantity
-        self.purchaseDateMs = purchaseDateMs
-        self.expiresDateMs = expiresDateMs
-        self.refunded = refunded
-        self.isUpgraded = isUpgraded
-        self.appAccountToken = appAccountToken
+        (self.appTransactionId, self.familyShared, self.transactionId, self.originalTransactionId) = (appTransactionId, familyShared, transactionId, originalTransactionId)
+        (self.productId, self.environment, self.quantity, self.purchaseDateMs) = (productId, environment, quantity, purchaseDateMs)
+        (self.expiresDateMs, self.refunded, self.isUpgraded, self.appAccountToken) = (expiresDateMs, refunded, isUpgraded, appAccountToken)
     }
 }
 

@@ -64,26 +64,11 @@ package struct SupportAction: Sendable, Equatable {
                 note: String, requestedBy: String, target: Target? = nil, targetKey: String? = nil, targetNumber: Int? = nil,
                 requestedAt: Int64, revokedAt: Int64? = nil, grantedAt: Int64? = nil, doneAt: Int64? = nil, attempts: Int = 0,
                 nextAttemptAt: Int64, lastError: String? = nil, claim: Int64 = 0) {
-        self.orderId = orderId
-        self.kind = kind
-        self.number = number
-        self.state = state
-        self.step = step
-        self.fromUser = fromUser
-        self.toUser = toUser
-        self.note = note
-        self.requestedBy = requestedBy
-        self.target = target
-        self.targetKey = targetKey
-        self.targetNumber = targetNumber
-        self.requestedAt = requestedAt
-        self.revokedAt = revokedAt
-        self.grantedAt = grantedAt
-        self.doneAt = doneAt
-        self.attempts = attempts
-        self.nextAttemptAt = nextAttemptAt
-        self.lastError = lastError
-        self.claim = claim
+        (self.orderId, self.kind, self.number, self.state) = (orderId, kind, number, state)
+        (self.step, self.fromUser, self.toUser, self.note) = (step, fromUser, toUser, note)
+        (self.requestedBy, self.target, self.targetKey, self.targetNumber) = (requestedBy, target, targetKey, targetNumber)
+        (self.requestedAt, self.revokedAt, self.grantedAt, self.doneAt) = (requestedAt, revokedAt, grantedAt, doneAt)
+        (self.attempts, self.nextAttemptAt, self.lastError, self.claim) = (attempts, nextAttemptAt, lastError, claim)
     }
 
     /// Whether it is still to be carried out (pending, or waiting for a person).
@@ -124,10 +109,7 @@ package struct TransferRequest: Sendable, Equatable {
     package var resumed: Bool
 
     package init(orderId: String, number: Int, fromUser: String, toUser: String, resumed: Bool) {
-        self.orderId = orderId
-        self.number = number
-        self.fromUser = fromUser
-        self.toUser = toUser
+        (self.orderId, self.number, self.fromUser, self.toUser) = (orderId, number, fromUser, toUser)
         self.resumed = resumed
     }
 
@@ -147,12 +129,8 @@ package struct RedeliveryRequest: Sendable, Equatable {
     package var resumed: Bool
 
     package init(orderId: String, number: Int, target: SupportAction.Target, idempotencyKey: String, userId: String, resumed: Bool) {
-        self.orderId = orderId
-        self.number = number
-        self.target = target
-        self.idempotencyKey = idempotencyKey
-        self.userId = userId
-        self.resumed = resumed
+        (self.orderId, self.number, self.target, self.idempotencyKey) = (orderId, number, target, idempotencyKey)
+        (self.userId, self.resumed) = (userId, resumed)
     }
 
     /// "its grant", "the revoke of its refund", "transfer 1's grant to u-2".

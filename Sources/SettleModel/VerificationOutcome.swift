@@ -78,10 +78,7 @@ package struct Verification: Sendable, Equatable {
 
     package init(outcome: VerificationOutcome, appleStatus: Int? = nil, environment: String? = nil, durationMs: Int = 0,
                 storeAnswered: Bool = false) {
-        self.outcome = outcome
-        self.appleStatus = appleStatus
-        self.environment = environment
-        self.durationMs = durationMs
+        (self.outcome, self.appleStatus, self.environment, self.durationMs) = (outcome, appleStatus, environment, durationMs)
         self.storeAnswered = storeAnswered
     }
 

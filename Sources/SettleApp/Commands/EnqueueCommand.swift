@@ -79,11 +79,12 @@ enum EnqueueCommand {
         }
         var values: [String: String] = [:]
         for option in options.names + ["--app-account-token"] { values[option] = parsed.value(option) }
-        let request = EnqueueRequest(
-            orderId: orderId, userId: userId, productId: productId, values: values,
-            read: { path, what, keep in try read(path, what: what, keepingInnerSpace: keep) },
+        let input = StoreCommandInput(
+            values: values, environment: context.environment, time: context.time,
+            print: { context.print($0) }, printError: { context.printError($0) },
             configuration: { try context.loadConfiguration(parsed) },
-            warn: { context.printError("settle enqueue: warning: " + $0) })
+            read: { path, what, keep in try read(path, what: what, keepingInnerSpace: keep) })
+        let request = EnqueueRequest(orderId: orderId, userId: userId, productId: productId, input: input)
         let enqueued: EnqueuedOrder
         do {
             enqueued = try options.order(request)

@@ -30,10 +30,7 @@ package final class EmbeddedHTTPServer: @unchecked Sendable {
         package var maxConnectionsPerClient: Int?
 
         package init(threading: Threading, maxBodyBytes: Int, timeoutSeconds: Int, maxConnections: Int, maxConnectionsPerClient: Int?) {
-            self.threading = threading
-            self.maxBodyBytes = maxBodyBytes
-            self.timeoutSeconds = timeoutSeconds
-            self.maxConnections = maxConnections
+            (self.threading, self.maxBodyBytes, self.timeoutSeconds, self.maxConnections) = (threading, maxBodyBytes, timeoutSeconds, maxConnections)
             self.maxConnectionsPerClient = maxConnectionsPerClient
         }
     }

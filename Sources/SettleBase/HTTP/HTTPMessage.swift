@@ -24,10 +24,7 @@ package struct HTTPRequest: Sendable {
     package var body: Data
 
     package init(method: String, url: String, headers: [HTTPHeader] = [], body: Data = Data()) {
-        self.method = method
-        self.url = url
-        self.headers = headers
-        self.body = body
+        (self.method, self.url, self.headers, self.body) = (method, url, headers, body)
     }
 }
 

@@ -11,10 +11,7 @@ package struct HTTPServerRequest: Sendable {
     package var client: ListenAddress?
 
     package init(method: String, path: String, headers: [HTTPHeader] = [], body: Data = Data(), client: ListenAddress? = nil) {
-        self.method = method
-        self.path = path
-        self.headers = headers
-        self.body = body
+        (self.method, self.path, self.headers, self.body) = (method, path, headers, body)
         self.client = client
     }
 

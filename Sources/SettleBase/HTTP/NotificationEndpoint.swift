@@ -22,10 +22,7 @@ package final class NotificationEndpoint: Sendable {
 
         package init(maxBodyBytes: Int = 64 * 1024, timeoutSeconds: Int = 10, maxConnections: Int = 64,
                      maxConnectionsPerClient: Int? = nil) {
-            self.maxBodyBytes = maxBodyBytes
-            self.timeoutSeconds = timeoutSeconds
-            self.maxConnections = maxConnections
-            self.maxConnectionsPerClient = maxConnectionsPerClient
+            (self.maxBodyBytes, self.timeoutSeconds, self.maxConnections, self.maxConnectionsPerClient) = (maxBodyBytes, timeoutSeconds, maxConnections, maxConnectionsPerClient)
         }
     }
 

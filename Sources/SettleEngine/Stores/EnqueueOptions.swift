@@ -19,39 +19,27 @@ package struct EnqueueOptions: Sendable {
 
     package init(names: [String], usage: String, help: String,
                  order: @escaping @Sendable (EnqueueRequest) throws -> EnqueuedOrder) {
-        self.names = names
-        self.usage = usage
-        self.help = help
-        self.order = order
+        (self.names, self.usage, self.help, self.order) = (names, usage, help, order)
     }
 }
 
-/// What `settle enqueue` was given, for a store's `EnqueueOptions`.
+/// What `settle enqueue` was given, for a store's `EnqueueOptions`: the order's ids and, as a
+/// store's command gets them, its options' values (`--app-account-token` too), the files it
+/// reads and the configuration (read on first use: a usage mistake is reported before it is).
 package struct EnqueueRequest {
     package var orderId: String
     package var userId: String
     package var productId: String
-    /// The values of every option given, by name (`--receipt-file`: `-`).
-    package var values: [String: String]
-    /// Reads a proof file (`-`: standard input) as text: whitespace dropped, or only trimmed at
-    /// the ends with `keepingInnerSpace`; size-capped.
-    package var read: (_ path: String, _ what: String, _ keepingInnerSpace: Bool) throws -> String
-    /// The configuration, read on first use (a usage mistake is reported before it is read).
-    package var configuration: () throws -> Configuration
-    /// Prints a warning that does not stop the enqueue.
-    package var warn: (String) -> Void
+    package var input: StoreCommandInput
 
-    package init(orderId: String, userId: String, productId: String, values: [String: String],
-                 read: @escaping (String, String, Bool) throws -> String, configuration: @escaping () throws -> Configuration,
-                 warn: @escaping (String) -> Void) {
-        self.orderId = orderId
-        self.userId = userId
-        self.productId = productId
-        self.values = values
-        self.read = read
-        self.configuration = configuration
-        self.warn = warn
+    package init(orderId: String, userId: String, productId: String, input: StoreCommandInput) {
+        (self.orderId, self.userId, self.productId, self.input) = (orderId, userId, productId, input)
     }
+
+    package var values: [String: String] { input.values }
+
+    /// Prints a warning that does not stop the enqueue.
+    package func warn(_ text: String) { input.printError("settle enqueue: warning: " + text) }
 }
 
 /// The order a store's options describe, and what `enqueue` adds to its line after the id
@@ -104,7 +92,7 @@ package enum ProofText {
 /// A bearer purchase token read from a file or standard input (never argv). Errors never quote it.
 package enum PurchaseTokenText {
     package static func read(_ path: String, _ request: EnqueueRequest) throws -> PurchaseToken {
-        try token(try request.read(path, "purchase token", false), source: ProofText.source(path))
+        try token(try request.input.read(path, "purchase token", false), source: ProofText.source(path))
     }
 
     package static func token(_ text: String, source: String) throws(InputFailure) -> PurchaseToken {

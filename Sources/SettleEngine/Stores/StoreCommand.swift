@@ -17,11 +17,7 @@ package struct StoreCommand: Sendable {
 
     package init(name: String, summary: String, help: String, options: [String],
                  run: @escaping @Sendable (StoreCommandInput) throws -> Void) {
-        self.name = name
-        self.summary = summary
-        self.help = help
-        self.options = options
-        self.run = run
+        (self.name, self.summary, self.help, self.options, self.run) = (name, summary, help, options, run)
     }
 }
 
@@ -41,13 +37,8 @@ package struct StoreCommandInput {
                  print: @escaping (String) -> Void, printError: @escaping (String) -> Void,
                  configuration: @escaping () throws -> Configuration,
                  read: @escaping (String, String, Bool) throws -> String) {
-        self.values = values
-        self.environment = environment
-        self.time = time
-        self.print = print
-        self.printError = printError
-        self.configuration = configuration
-        self.read = read
+        (self.values, self.environment, self.time) = (values, environment, time)
+        (self.print, self.printError, self.configuration, self.read) = (print, printError, configuration, read)
     }
 }
 

@@ -12,10 +12,7 @@ package struct StoreStatusNote: Sendable {
     package var alert: String?
 
     package init(jsonKey: String, json: JSONValue, text: String? = nil, alert: String? = nil) {
-        self.jsonKey = jsonKey
-        self.json = json
-        self.text = text
-        self.alert = alert
+        (self.jsonKey, self.json, self.text, self.alert) = (jsonKey, json, text, alert)
     }
 }
 
@@ -32,12 +29,7 @@ package struct StoreOrderSection: Sendable {
     package var facts: [(String, String)]
 
     package init(jsonKey: String, json: JSONValue, title: String, id: String, text: String, facts: [(String, String)]) {
-        self.jsonKey = jsonKey
-        self.json = json
-        self.title = title
-        self.id = id
-        self.text = text
-        self.facts = facts
+        (self.jsonKey, self.json, self.title, self.id, self.text, self.facts) = (jsonKey, json, title, id, text, facts)
     }
 }
 

@@ -52,7 +52,7 @@ extension AppStoreModule {
             }
             token = uuid.uuidString.lowercased()
         }
-        let configuration = try request.configuration()
+        let configuration = try request.input.configuration()
         if receipt == nil && signed == nil && configuration.serverAPI == nil {
             throw InputFailure.data("--transaction alone can only be verified through the App Store Server API, and no server_api is configured; enqueue the receipt or the signed transaction too")
         }
@@ -65,10 +65,10 @@ extension AppStoreModule {
     }
 
     private static func readReceipt(_ path: String, _ request: EnqueueRequest) throws -> String {
-        try ProofText.base64(try request.read(path, "receipt", false), what: "receipt", source: ProofText.source(path))
+        try ProofText.base64(try request.input.read(path, "receipt", false), what: "receipt", source: ProofText.source(path))
     }
 
     private static func readJWS(_ path: String, what: String, _ request: EnqueueRequest) throws -> String {
-        try ProofText.compactJWS(try request.read(path, what, false), what: what, source: ProofText.source(path))
+        try ProofText.compactJWS(try request.input.read(path, what, false), what: what, source: ProofText.source(path))
     }
 }

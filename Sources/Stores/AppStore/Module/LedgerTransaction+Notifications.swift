@@ -15,10 +15,7 @@ package struct IngestResult: Sendable, Equatable {
     package var needsPass: Bool
 
     package init(outcome: String, orderId: String? = nil, detail: String? = nil, duplicate: Bool, needsPass: Bool) {
-        self.outcome = outcome
-        self.orderId = orderId
-        self.detail = detail
-        self.duplicate = duplicate
+        (self.outcome, self.orderId, self.detail, self.duplicate) = (outcome, orderId, detail, duplicate)
         self.needsPass = needsPass
     }
 }

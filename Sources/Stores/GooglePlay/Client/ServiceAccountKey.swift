@@ -20,10 +20,7 @@ package struct ServiceAccountKey: Sendable, CustomStringConvertible {
 
     package init(clientEmail: String, privateKeyId: String, tokenURI: String = ServiceAccountKey.defaultTokenURI,
                 privateKey: RSAPrivateKey) {
-        self.clientEmail = clientEmail
-        self.privateKeyId = privateKeyId
-        self.tokenURI = tokenURI
-        self.privateKey = privateKey
+        (self.clientEmail, self.privateKeyId, self.tokenURI, self.privateKey) = (clientEmail, privateKeyId, tokenURI, privateKey)
     }
 
     /// Why a key file cannot be used. Messages name the field, never its value.

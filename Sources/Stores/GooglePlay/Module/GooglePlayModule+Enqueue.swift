@@ -34,7 +34,7 @@ extension GooglePlayModule {
             }
             accountId = text
         }
-        let configuration = try request.configuration()
+        let configuration = try request.input.configuration()
         if configuration.googlePlay == nil {
             request.warn("no google_play section is configured; reconcile cannot verify this order until one is")
         }
