@@ -129,9 +129,10 @@ package enum StatusView {
                 line += "; " + OrderState.allCases.map { "\($0.rawValue) \(counts[$0] ?? 0)" }.joined(separator: "  ")
             }
             out += line + "\n" + pacerText(store, summary: summary, buckets: pacer)
-        }
-        for d in summary.refundDeadlines {
-            out += "  unacknowledged \(PrintableText.escape(d.orderId)) " + deadlineText(d, now: now) + "\n"
+            // Each clock under its own store's line, never another's.
+            for d in summary.refundDeadlines where d.store == store {
+                out += "  unacknowledged \(PrintableText.escape(d.orderId)) " + deadlineText(d, now: now) + "\n"
+            }
         }
         out += "daemon: " + daemonText(daemon, now: now) + "\n"
         guard !summary.orders.isEmpty else { return out + "\nno matching orders\n" }
@@ -150,7 +151,10 @@ package enum StatusView {
     /// A store's breaker in words: "answering", "breaker OPEN until ..." with its last error.
     package static func healthText(_ breaker: StoreBreaker, now: Int64) -> String {
         if breaker.state == .open, let retryAt = breaker.retryAt {
-            return "breaker OPEN until \(Timestamp.relative(retryAt, now: now))" + lastError(breaker, now: now)
+            // Past its time, the breaker waits for the next pass to probe: "until … ago" would say it closed.
+            let until = retryAt > now ? "until \(Timestamp.relative(retryAt, now: now))"
+                : "since its cool-down ended \(Timestamp.age(now.saturatingSubtracting(retryAt))) ago; the next pass probes it"
+            return "breaker OPEN " + until + lastError(breaker, now: now)
         }
         return breaker.lastError != nil ? "breaker closed" + lastError(breaker, now: now) : "answering"
     }
