@@ -117,10 +117,17 @@ enum WebActions {
         }
         var forms: [Markup] = []
         let closable = order.state == .needsAttention || order.state == .rejected
-        if closable {
+        // An order with no buyer is refused a retry (it would deliver to nobody): assign comes first.
+        let unclaimed = order.reason == AttentionReason.unclaimedPurchase.rawValue
+            || order.userId.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
+        if closable && !unclaimed {
             forms.append(form(.retry, "<input type=\"text\" name=\"note\" placeholder=\"note (ticket)\" aria-label=\"retry note\">", "Retry"))
+        }
+        if closable {
+            // No resolution is preselected: a person chooses granted_by_hand or wont_grant.
             forms.append(form(.resolve, """
-                <select name="as" aria-label="resolution"><option value="granted_by_hand">granted_by_hand</option>\
+                <select name="as" aria-label="resolution" required><option value="" selected disabled>choose…</option>\
+                <option value="granted_by_hand">granted_by_hand</option>\
                 <option value="wont_grant">wont_grant</option></select>\
                 <input type="text" name="note" placeholder="note (required)" aria-label="resolve note">\
                 <input type="text" name="transaction" placeholder="transaction (if the order names none)" aria-label="transaction">

@@ -133,6 +133,13 @@ final class WebActionTests: WebConsoleTestCase {
             XCTAssertEqual(resolve.order.state, .rejected, engine.name)
             XCTAssertEqual(resolve.history.last?.detail, "by alice via web: from needs_attention (attempts_exhausted): ticket 3", engine.name)
 
+            // Issue 36, bug 7: no Retry is offered for an order with no buyer, and no resolution is preselected.
+            try needsAttention(engine, "o-nobody", reason: "unclaimed_purchase", user: "")
+            let nobody = text(try get(base, "/orders/o-nobody", headers: alice))
+            XCTAssertFalse(nobody.contains("id=\"retry-form\""), engine.name)
+            XCTAssertTrue(nobody.contains("id=\"assign-form\""), engine.name)
+            XCTAssertTrue(nobody.contains("<option value=\"\" selected disabled>"), engine.name)
+            XCTAssertFalse(nobody.contains("<option value=\"granted_by_hand\" selected"), engine.name)
             let page = text(try get(base, "/orders/o-retry?done=retried", headers: alice))
             XCTAssertTrue(page.contains("<p class=\"notice\" id=\"outcome\">retried: pending, due now</p>"), engine.name)
             XCTAssertTrue(page.contains("by alice via web: ticket 1"), "the history names who: \(engine.name)")
