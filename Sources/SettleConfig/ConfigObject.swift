@@ -108,6 +108,24 @@ package struct ConfigObject {
         if let unknown = unknownKeys() { throw ConfigError(unknown) }
     }
 
+    /// For a section whose keys are all known up front: `body` decodes it, and a wrong value
+    /// never hides a mistyped key (`schedule.intervall`) — both are reported, unknown keys first.
+    package func decode<T>(knownKeys: Set<String>,
+                           _ body: (inout ConfigObject) throws(ConfigError) -> T) throws(ConfigError) -> T {
+        var object = self
+        let unknown = members.filter { !knownKeys.contains($0.0) }.map { "\(name($0.0)): unknown key" }
+        let value: T
+        do throws(ConfigError) {
+            value = try body(&object)
+        } catch {
+            // The body's own unknown-key check names the same keys: each is said once.
+            let more = error.message.split(separator: "\n").map(String.init).filter { !unknown.contains($0) }
+            throw ConfigError((unknown + more).joined(separator: "\n"))
+        }
+        if !unknown.isEmpty { throw ConfigError(unknown.joined(separator: "\n")) }
+        return value
+    }
+
     /// One line per key not read, or nil when every key was read.
     package func unknownKeys() -> String? {
         let unknown = members.filter { !read.contains($0.0) }.map { "\(name($0.0)): unknown key" }

@@ -331,7 +331,11 @@ package struct ConfigurationDecoder {
     }
 
     private func decodeSchedule(_ object: ConfigObject) throws(ConfigError) -> Configuration.Schedule {
-        var o = object
+        let keys: Set = ["interval_seconds", "concurrency", "max_attempts", "backoff_base_seconds", "backoff_max_seconds"]
+        return try object.decode(knownKeys: keys) { (o) throws(ConfigError) in try schedule(&o) }
+    }
+
+    private func schedule(_ o: inout ConfigObject) throws(ConfigError) -> Configuration.Schedule {
         var s = Configuration.Schedule()
         s.intervalSeconds = try o.number("interval_seconds", default: s.intervalSeconds, range: 1...86400)
         s.concurrency = try o.integer("concurrency", default: s.concurrency, range: 1...64)
@@ -346,12 +350,13 @@ package struct ConfigurationDecoder {
     }
 
     private func decodeHTTP(_ object: ConfigObject) throws(ConfigError) -> Configuration.HTTPSettings {
-        var o = object
-        var h = Configuration.HTTPSettings()
-        h.connectTimeoutSeconds = try o.number("connect_timeout_seconds", default: h.connectTimeoutSeconds, range: 0.1...300)
-        h.timeoutSeconds = try o.number("timeout_seconds", default: h.timeoutSeconds, range: 0.1...600)
-        try o.rejectUnknownKeys()
-        return h
+        try object.decode(knownKeys: ["connect_timeout_seconds", "timeout_seconds"]) { (o) throws(ConfigError) in
+            var h = Configuration.HTTPSettings()
+            h.connectTimeoutSeconds = try o.number("connect_timeout_seconds", default: h.connectTimeoutSeconds, range: 0.1...300)
+            h.timeoutSeconds = try o.number("timeout_seconds", default: h.timeoutSeconds, range: 0.1...600)
+            try o.rejectUnknownKeys()
+            return h
+        }
     }
 
     // MARK: - Values

@@ -38,7 +38,7 @@ extension CommandHook {
                                         timeout: timeoutSeconds, outputLimit: CommandHook.outputLimit + 512 * batch.count)
         } catch {
             let ms = Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000)
-            let message = "hook could not start: \(error)"
+            let message = HookFault.cannotStart + "\(error)"
             let unusable = error.programUnusable
             return batch.map { _ in DeliveryReport(outcome: unusable ? .cannotStart(message) : .retry(message), exitCode: nil,
                                                    output: "", durationMs: ms) }

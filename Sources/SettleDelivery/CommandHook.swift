@@ -70,7 +70,7 @@ package struct CommandHook: Deliverer {
                                         timeout: timeoutSeconds, outputLimit: CommandHook.outputLimit - 32)
         } catch {
             let ms = Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000)
-            let message = "hook could not start: \(error)"
+            let message = HookFault.cannotStart + "\(error)"
             let unusable = (error as? SubprocessError)?.programUnusable == true
             return DeliveryReport(outcome: unusable ? .cannotStart(message) : .retry(message), exitCode: nil, output: "", durationMs: ms)
         }

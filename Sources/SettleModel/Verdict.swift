@@ -122,6 +122,10 @@ package struct Verdict: Sendable, Equatable {
     package static func next(_ order: Order, id: String, now: Int64) -> String? {
         switch order.state {
         case .finished: return nil
+        case .pending where order.lastError?.hasPrefix(HookFault.cannotStart) == true:
+            // settle cannot fix its own setup: a person does, then the order goes on.
+            return "fix the delivery hook (it cannot start: see the last error; settle check-config names the fault), "
+                + "then settle reconcile --order \(id): settle will not get past this by itself"
         case .pending where order.nextAttemptAt <= now:
             // Due already: "tries again … (27s ago)" would promise a past that did not happen.
             return "nothing: settle tries it at its next pass (due since \(Timestamp.age(now.saturatingSubtracting(order.nextAttemptAt)))) "

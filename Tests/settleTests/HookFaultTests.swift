@@ -21,6 +21,13 @@ final class HookFaultTests: EndToEndTestCase {
         let apple = try statusJSON(file: file, line: line)["apple"]
         XCTAssertTrue(apple?["last_error"]?.looseString?.contains("hook could not start") == true,
                       "status does not name the fault: \(String(describing: apple))", file: file, line: line)
+        // Issue 36, bug 4: a store whose orders never reached the hook is not blamed, and the
+        // verdict says only an operator gets past it.
+        let play = try statusJSON(file: file, line: line)["health"]?["google_play"]
+        XCTAssertEqual(play?["last_error"], .null, "google_play is not at fault: \(String(describing: play))", file: file, line: line)
+        let text = try settle(expecting: 0, ["status", "o-1"]).stdout
+        XCTAssertTrue(text.contains("fix the delivery hook"), text, file: file, line: line)
+        XCTAssertFalse(text.contains("settle tries again"), text, file: file, line: line)
     }
 
     func testReconcile_withAMissingHook_exits78_usesNoAttempt_andStatusNamesIt() throws {

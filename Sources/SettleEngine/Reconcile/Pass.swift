@@ -255,12 +255,13 @@ package final class Pass: Sendable {
         }
     }
 
-    /// settle's own setup is wrong (the delivery hook cannot start): the whole pass stops, and
-    /// every store's breaker row keeps the fault for `settle status` across passes.
-    package func stop(deliveryConfigurationFault message: String) {
+    /// settle's own setup is wrong (the delivery hook cannot start, found delivering an order of
+    /// `store`): the whole pass stops, and that store's breaker row keeps the fault for `settle
+    /// status` across passes; a store whose orders never reached the hook is not blamed.
+    package func stop(_ store: Store, deliveryConfigurationFault message: String) {
         let now = time.unixSeconds
         state.withLock { s in
-            for store in s.stores.keys { s.stores[store]?.breaker.noteConfigurationFault(message, now: now) }
+            s.stores[store]?.breaker.noteConfigurationFault(message, now: now)
             s.stopped = true
             s.report.deliveryConfigurationFault = s.report.deliveryConfigurationFault ?? message
         }

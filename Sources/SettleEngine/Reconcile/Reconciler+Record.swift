@@ -77,7 +77,7 @@ extension Reconciler {
                                      error: message, countsAttempt: false, permanent: false, nextAttemptAt: now,
                                      maxAttempts: policy.maxAttempts, environment: nil, history: entry)
             log.error("delivery.configuration_fault", ["order": order.orderId, "error": message])
-            pass.stop(deliveryConfigurationFault: message)
+            pass.stop(order.store, deliveryConfigurationFault: message)
         }
     }
 

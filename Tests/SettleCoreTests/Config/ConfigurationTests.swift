@@ -55,6 +55,16 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertTrue(error(schedule: [("intervall", .number(5))]).contains("schedule.intervall: unknown key"))
     }
 
+    /// Issue 36, bug 6: a wrong value in a section never hides a mistyped key of the same section.
+    func testAMistypedKey_isNamed_evenWhenAnotherKeyOfItsSectionHasAWrongValue() {
+        let message = error(schedule: [("intervall", .number(5)), ("concurrency", .number(0))])
+        XCTAssertTrue(message.contains("schedule.intervall: unknown key"), message)
+        XCTAssertTrue(message.contains("schedule.concurrency: 0 is out of range"), message)
+        let http = error([("http", .object([("timeout", .number(5)), ("connect_timeout_seconds", .number(0))]))])
+        XCTAssertTrue(http.contains("http.timeout: unknown key"), http)
+        XCTAssertTrue(http.contains("http.connect_timeout_seconds"), http)
+    }
+
     func testWrongType_isNamed() {
         let message = error(schedule: [("concurrency", .string("8"))])
         XCTAssertTrue(message.contains("schedule.concurrency: expected an integer, got string"), message)
