@@ -34,6 +34,8 @@ let package = Package(
                 path: "Sources/Stores/AppStore/Client"),
         .target(name: "SettleGooglePlay", dependencies: ["SettleBase", "SettleModel", "SettleConfig"],
                 path: "Sources/Stores/GooglePlay/Client"),
+        // Huawei AppGallery's IAP Kit client (issue 34, first slice): the ES256 bearer JWT so far.
+        .target(name: "SettleHuawei", dependencies: ["SettleBase"], path: "Sources/Stores/Huawei/Client"),
         // The ledger on SQLite and PostgreSQL: every state transition of an order, in one place. It
         // knows the stores only through the model's values, never their clients; the one target
         // that links SQLite and libpq (which also shows a PostgreSQL URL without its password).
@@ -108,7 +110,8 @@ let package = Package(
                     dependencies: ["SettleApp", "SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
                                    "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator",
                                    "SettleTesting", "SettleAppStoreModule", "SettleGooglePlayModule",
-                                   "SettleAppStoreSimulator", "SettleGooglePlaySimulator", "CSettleTestStores"],
+                                   "SettleAppStoreSimulator", "SettleGooglePlaySimulator", "CSettleTestStores",
+                                   "SettleHuawei"],
                     exclude: ["Fixtures"]),
         // The built binary, end to end.
         .testTarget(name: "settleTests",
