@@ -29,13 +29,12 @@ let package = Package(
         // secret here and shown only through SettleLedger, where libpq reads it.
         .target(name: "SettleConfig", dependencies: ["SettleBase", "SettleModel"]),
         // Store clients: the App Store (receipts, decoding and verifying signed transactions and
-        // notifications, the Server API) and Google Play.
+        // notifications, the Server API), Google Play and Huawei AppGallery (HarmonyOS IAP Kit).
         .target(name: "SettleAppStore", dependencies: ["SettleBase", "SettleModel", "SettleConfig"],
                 path: "Sources/Stores/AppStore/Client"),
         .target(name: "SettleGooglePlay", dependencies: ["SettleBase", "SettleModel", "SettleConfig"],
                 path: "Sources/Stores/GooglePlay/Client"),
-        // Huawei AppGallery's IAP Kit client (issue 34, first slice): the ES256 bearer JWT so far.
-        .target(name: "SettleHuawei", dependencies: ["SettleBase"], path: "Sources/Stores/Huawei/Client"),
+        .target(name: "SettleHuawei", dependencies: ["SettleBase", "SettleModel", "SettleConfig"], path: "Sources/Stores/Huawei/Client"),
         // The ledger on SQLite and PostgreSQL: every state transition of an order, in one place. It
         // knows the stores only through the model's values, never their clients; the one target
         // that links SQLite and libpq (which also shows a PostgreSQL URL without its password).
@@ -56,6 +55,9 @@ let package = Package(
                 dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleGooglePlay", "SettleLedger", "SettleDelivery",
                                "SettleEngine"],
                 path: "Sources/Stores/GooglePlay/Module"),
+        .target(name: "SettleHuaweiModule",
+                dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleHuawei", "SettleLedger", "SettleEngine"],
+                path: "Sources/Stores/Huawei/Module"),
         // The simulators' core (`settle simulator`, the demo, the tests): rate limits, holds, the
         // plans file's shared settings, and the contract a store's stand-in keeps (`StoreSimulator`,
         // `StoreScript`). Names no store.
@@ -68,6 +70,9 @@ let package = Package(
         .target(name: "SettleGooglePlaySimulator",
                 dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleGooglePlay", "SettleSimulator"],
                 path: "Sources/Stores/GooglePlay/Simulator"),
+        .target(name: "SettleHuaweiSimulator",
+                dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleHuawei", "SettleSimulator"],
+                path: "Sources/Stores/Huawei/Simulator"),
         // Each store's part of `settle demo` (`DemoChapter`): its stand-in, files, orders and acts.
         .target(name: "SettleAppStoreDemo",
                 dependencies: ["SettleBase", "SettleModel", "SettleLedger", "SettleEngine", "SettleAppStoreModule",
@@ -76,13 +81,17 @@ let package = Package(
         .target(name: "SettleGooglePlayDemo",
                 dependencies: ["SettleBase", "SettleModel", "SettleEngine", "SettleGooglePlay", "SettleGooglePlaySimulator"],
                 path: "Sources/Stores/GooglePlay/Demo"),
+        .target(name: "SettleHuaweiDemo",
+                dependencies: ["SettleBase", "SettleModel", "SettleEngine", "SettleHuawei", "SettleHuaweiSimulator"],
+                path: "Sources/Stores/Huawei/Demo"),
         // The application: `settle run` (the daemon's lifecycle, signals, sd_notify, the lock), every
         // subcommand, status views and support lookups.
         .target(name: "SettleApp", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
                                                    "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine",
                                                    "SettleSimulator", "SettleAppStoreModule", "SettleGooglePlayModule",
                                                    "SettleAppStoreSimulator", "SettleGooglePlaySimulator",
-                                                   "SettleAppStoreDemo", "SettleGooglePlayDemo"]),
+                                                   "SettleAppStoreDemo", "SettleGooglePlayDemo",
+                                                   "SettleHuaweiModule", "SettleHuaweiSimulator", "SettleHuaweiDemo"]),
         // The thin executable: `SettleCommand.run` and nothing else.
         .executableTarget(name: "settle", dependencies: ["SettleApp"]),
         // The project's benchmark: every row of issue 11, side by side with a hand-written Python

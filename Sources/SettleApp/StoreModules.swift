@@ -6,6 +6,9 @@ import SettleAppStoreDemo
 import SettleGooglePlayModule
 import SettleGooglePlaySimulator
 import SettleGooglePlayDemo
+import SettleHuaweiModule
+import SettleHuaweiSimulator
+import SettleHuaweiDemo
 
 /// Every store this build of settle sells through, one line a store: its module, its stand-in
 /// for `settle simulator` and its part of `settle demo`, in the order status, the console, the
@@ -15,6 +18,7 @@ package enum StoreModules {
     static let stores: [(module: any StoreModule.Type, simulator: any StoreSimulator.Type, demo: any DemoChapter.Type)] = [
         (AppStoreModule.self, AppStoreSimulator.self, AppStoreDemo.self),
         (GooglePlayModule.self, GooglePlaySimulator.self, GooglePlayDemo.self),
+        (HuaweiModule.self, HuaweiSimulator.self, HuaweiDemo.self),
     ]
 
     package static let all: [any StoreModule.Type] = stores.map { $0.module }

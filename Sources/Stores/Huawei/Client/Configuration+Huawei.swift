@@ -1,0 +1,121 @@
+import Foundation
+import SettleBase
+import SettleModel
+import SettleConfig
+
+extension Configuration {
+    /// The `huawei` section as its decoder left it (`ConfigurationSection.huawei`); absent means
+    /// settle verifies no Huawei purchase.
+    package var huawei: HuaweiConfiguration? {
+        get { storeSetting(ConfigurationSection.huaweiKey) }
+        set { storeSettings[ConfigurationSection.huaweiKey] = newValue }
+    }
+
+    /// HarmonyOS IAP Kit's server API (`huawei`): the IAP key that signs settle's requests and
+    /// the Huawei root its answers must chain to. Reference: huawei-appgallery.md section 1.
+    package struct HuaweiConfiguration: Sendable {
+        /// The app's APP ID in AppGallery Connect (the JWT's `aid`; answers must name it as `applicationId`).
+        package var appId: String
+        /// The Issuer ID AppGallery Connect shows with the key (the JWT's `iss`).
+        package var issuerId: String
+        /// The key ID of the IAP key (the JWT's `kid`).
+        package var keyId: String
+        /// The `.p8` IAP key (PKCS#8 EC P-256), downloaded once from AppGallery Connect: a secret file.
+        package var privateKeyFile: SecretFile
+        /// PEM files of the roots Huawei's signed answers must chain to (Huawei CBG Root CA G2,
+        /// from https://pki.consumer.huawei.com/ca/cer/RootCaG2Ecdsa.cer). Never taken from `x5c`.
+        package var rootCertificates: [String]
+        package var apiURL: String = HuaweiConfiguration.defaultAPIURL
+        /// Requests a second by endpoint group, over the published ones (`rate_limits`).
+        package var rateLimits: [String: Double] = [:]
+
+        /// The only root Huawei lists (mainland China); there is no documented sandbox host:
+        /// sandbox purchases come from the same host and say `environment: SANDBOX`.
+        package static let defaultAPIURL = "https://iap.cloud.huawei.com"
+
+        /// Reads the IAP key; a key that is not an EC P-256 private key is named.
+        package func loadPrivateKey() throws(ConfigError) -> ES256PrivateKey {
+            let secret = try privateKeyFile.read()
+            do {
+                return try ES256PrivateKey(pem: secret.value)
+            } catch {
+                throw ConfigError("\(privateKeyFile.key): \(privateKeyFile.path) is not an EC P-256 private key in PEM (the .p8 file AppGallery Connect gave): \(error.message)")
+            }
+        }
+
+        /// Reads the pinned roots; a file without a certificate is named.
+        package func loadRoots() throws(ConfigError) -> [X509Certificate] {
+            var roots: [X509Certificate] = []
+            for (index, path) in rootCertificates.enumerated() {
+                do {
+                    roots += try X509Certificate.load(path: path)
+                } catch {
+                    throw ConfigError("huawei.root_certificates[\(index)]: \(error.message)")
+                }
+            }
+            return roots
+        }
+    }
+}
+
+extension ConfigurationSection {
+    static let huaweiKey = "huawei"
+
+    /// `huawei`: decoded here; a product sold on Huawei needs it.
+    package static let huawei = ConfigurationSection(
+        key: huaweiKey,
+        decode: { (object, decoder) throws(ConfigError) in try decoder.decodeHuawei(object) },
+        check: { (configuration) throws(ConfigError) in
+            if configuration.huawei == nil, let product = configuration.products.first(where: { $0.value.stores.contains(.huawei) }) {
+                throw ConfigError("products.\(product.key).store: a huawei product needs the huawei section")
+            }
+        })
+}
+
+extension ConfigurationDecoder {
+    package func decodeHuawei(_ object: ConfigObject) throws(ConfigError) -> Configuration.HuaweiConfiguration {
+        let known: Set<String> = ["app_id", "issuer_id", "key_id", "private_key_file", "root_certificates", "api_url", "rate_limits"]
+        return try object.decode(knownKeys: known) { (o: inout ConfigObject) throws(ConfigError) in
+            let appId = try o.requireString("app_id")
+            guard appId.count <= 128, appId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+                throw ConfigError("\(o.name("app_id")): \"\(PrintableText.escape(String(appId.prefix(64))))\" is not an APP ID "
+                                  + "(letters and digits, as AppGallery Connect shows it)")
+            }
+            let issuerId = try o.requireString("issuer_id")
+            let keyId = try o.requireString("key_id")
+            let keyName = try o.requireString("private_key_file")
+            let keyFile = SecretFile(key: o.name("private_key_file"),
+                                     path: SecretFile.resolve(keyName, relativeTo: folder, environment: environment),
+                                     searched: SecretFile.candidates(keyName, relativeTo: folder, environment: environment))
+            guard o.value("root_certificates") != nil else {
+                throw ConfigError("\(o.name("root_certificates")): required key is missing (the Huawei CBG Root CA G2 certificate, "
+                                  + "from https://pki.consumer.huawei.com/ca/cer/RootCaG2Ecdsa.cer, as PEM)")
+            }
+            let roots = try paths(&o, "root_certificates", default: "")
+            var huawei = Configuration.HuaweiConfiguration(appId: appId, issuerId: issuerId, keyId: keyId, privateKeyFile: keyFile,
+                                                           rootCertificates: roots)
+            if let api = try o.string("api_url") {
+                try checkURL(api, name: o.name("api_url"))
+                huawei.apiURL = api.hasSuffix("/") ? String(api.dropLast()) : api
+            }
+            huawei.rateLimits = try rateLimits(&o, groups: HuaweiRateGroups.all)
+            try o.rejectUnknownKeys()
+            return huawei
+        }
+    }
+}
+
+/// IAP Kit's endpoint groups, as `rate_limits` and the pacer name them: the published rate where
+/// Huawei publishes one, else a group that may be configured but is not paced by default.
+package enum HuaweiRateGroups {
+    package static let orders = "orders"
+    package static let subscriptions = "subscriptions"
+    package static let notificationHistory = "notification_history"
+
+    /// Every group `rate_limits` may name, with its published rate (0: none published).
+    package static var all: [String: Double] {
+        var groups = StoreDescriptor.huawei.publishedRates
+        for group in [orders, subscriptions] where groups[group] == nil { groups[group] = 0 }
+        return groups
+    }
+}

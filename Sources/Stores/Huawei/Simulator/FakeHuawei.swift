@@ -1,0 +1,177 @@
+import Foundation
+import Synchronization
+import SettleBase
+import SettleHuawei
+
+/// A stand-in for HarmonyOS IAP Kit's server API on loopback: the order and subscription status
+/// queries and both shipped confirms, each refusing a request whose bearer JWT Huawei would
+/// refuse (ES256 with the app's IAP key, `aud` iap-v1, the app's `aid`, at most an hour long, not
+/// expired, the digest of the exact body), answering with payloads signed by the simulator's
+/// chain (`HuaweiSimulatorChain`). Reference: huawei-appgallery.md sections 1.2 to 1.6.
+package final class FakeHuawei: Sendable {
+    package let appId: String
+    package let time: any TimeSource
+    private let publicKey: ES256PublicKey
+    private let signer: ES256PrivateKey
+    private let x5c: [String]
+
+    /// One subscription: its token, its orders (the last is the current period), its status.
+    package struct Subscription: Sendable {
+        package var subscriptionId: String
+        package var purchaseToken: String
+        package var status: String
+        package var expiresTimeMs: Int64
+        package var orders: [JSONValue]
+
+        package init(subscriptionId: String, purchaseToken: String, status: String, expiresTimeMs: Int64, orders: [JSONValue]) {
+            (self.subscriptionId, self.purchaseToken, self.status) = (subscriptionId, purchaseToken, status)
+            (self.expiresTimeMs, self.orders) = (expiresTimeMs, orders)
+        }
+    }
+
+    private struct State {
+        var orders: [String: JSONValue] = [:]
+        var subscriptions: [String: Subscription] = [:]
+        var confirmed: [String] = []
+        var calls: [String] = []
+        /// Answer every query with this HTTP status (a drill: 503), nil to answer normally.
+        var failing: Int?
+    }
+
+    private let state = Mutex(State())
+
+    package init(appId: String, publicKey: ES256PublicKey, time: any TimeSource) throws {
+        self.appId = appId
+        self.publicKey = publicKey
+        self.time = time
+        signer = try ES256PrivateKey(pem: HuaweiSimulatorChain.leafKeyPEM)
+        x5c = HuaweiSimulatorChain.x5c
+    }
+
+    /// A one-time purchase order as Huawei's PurchaseOrderPayload (its `purchaseOrderId` keys it).
+    package func script(order: JSONValue) {
+        guard let id = order["purchaseOrderId"]?.looseString else { return }
+        state.withLock { $0.orders[id] = order }
+    }
+
+    package func script(subscription: Subscription) {
+        state.withLock { $0.subscriptions[subscription.purchaseToken] = subscription }
+    }
+
+    /// Huawei revokes (refunds) an order: its payload then carries `revocationTime`.
+    package func revoke(_ purchaseOrderId: String) {
+        let now = JSONValue.number(Int64(time.now.timeIntervalSince1970 * 1000))
+        state.withLock { s in
+            if let order = s.orders[purchaseOrderId] { s.orders[purchaseOrderId] = Self.setting(order, [("revocationTime", now),
+                                                                                                   ("purchaseOrderRevocationReasonCode", .string("1"))]) }
+        }
+    }
+
+    package func fail(with status: Int?) { state.withLock { $0.failing = status } }
+
+    /// The purchase orders confirmed as shipped, in order (a repeat is listed once).
+    package var confirmed: [String] { state.withLock { $0.confirmed } }
+    /// Every request, as "call purchaseOrderId".
+    package var calls: [String] { state.withLock { $0.calls } }
+
+    package func handle(_ request: HTTPServerRequest) -> HTTPServerResponse {
+        let path = String(request.pathWithoutQuery)
+        guard request.method == "POST", let call = IAPKitClient.Call(rawValue: path) else {
+            return Self.answer(404, "1001880012", "no such API")
+        }
+        if let refusal = checkJWT(request) { return refusal }
+        guard let body = try? JSONValue.parse(request.body), let orderId = body["purchaseOrderId"]?.looseString,
+              let token = body["purchaseToken"]?.looseString else {
+            return Self.answer(400, "1001880001", "purchaseOrderId and purchaseToken are required")
+        }
+        let failing = state.withLock { s in
+            s.calls.append("\(call.name) \(orderId)")
+            return s.failing
+        }
+        if let failing { return Self.answer(failing, "1001880006", "simulated failure") }
+        switch call {
+        case .orderStatus: return orderStatus(orderId, token)
+        case .subscriptionStatus: return subscriptionStatus(orderId, token)
+        case .orderShipped, .subscriptionShipped: return confirm(orderId, token, subscription: call == .subscriptionShipped)
+        }
+    }
+
+    private func orderStatus(_ orderId: String, _ token: String) -> HTTPServerResponse {
+        guard let order = state.withLock({ $0.orders[orderId] }), order["purchaseToken"]?.looseString == token else {
+            return Self.answer(200, "1001880012", "record not exist")
+        }
+        return signedAnswer("jwsPurchaseOrder", order)
+    }
+
+    private func subscriptionStatus(_ orderId: String, _ token: String) -> HTTPServerResponse {
+        guard let subscription = state.withLock({ $0.subscriptions[token] }),
+              subscription.orders.contains(where: { $0["purchaseOrderId"]?.looseString == orderId }), let last = subscription.orders.last else {
+            return Self.answer(200, "1001880012", "record not exist")
+        }
+        let status = JSONValue.object([
+            ("subscriptionId", .string(subscription.subscriptionId)), ("purchaseToken", .string(subscription.purchaseToken)),
+            ("status", .string(subscription.status)), ("expiresTime", .number(subscription.expiresTimeMs)),
+            ("lastPurchaseOrder", last), ("recentPurchaseOrderList", .array(subscription.orders)),
+        ])
+        let group = JSONValue.object([
+            ("environment", last["environment"] ?? .string("NORMAL")), ("applicationId", .string(appId)),
+            ("subGroupId", last["subGroupId"] ?? .string("group")), ("lastSubscriptionStatus", status),
+            ("signedTime", .number(Int64(time.now.timeIntervalSince1970 * 1000))),
+        ])
+        return signedAnswer("jwsSubGroupStatus", group)
+    }
+
+    private func confirm(_ orderId: String, _ token: String, subscription: Bool) -> HTTPServerResponse {
+        let known = state.withLock { s -> Bool? in
+            let owned = subscription
+                ? s.subscriptions[token]?.orders.contains { $0["purchaseOrderId"]?.looseString == orderId } ?? false
+                : s.orders[orderId]?["purchaseToken"]?.looseString == token
+            guard owned else { return nil }
+            if s.confirmed.contains(orderId) { return false }
+            s.confirmed.append(orderId)
+            if !subscription, let order = s.orders[orderId] { s.orders[orderId] = Self.setting(order, [("finishStatus", .string("1"))]) }
+            return true
+        }
+        switch known {
+        case nil: return Self.answer(200, "1001880008", "item not owned")
+        case false?: return Self.answer(200, subscription ? "1001880020" : "1001880009", "already confirmed")
+        case true?: return Self.answer(200, "0", "consume success")
+        }
+    }
+
+    /// Huawei's checks of the bearer JWT (section 1.2); a refusal is HTTP 401, as the demo expects.
+    private func checkJWT(_ request: HTTPServerRequest) -> HTTPServerResponse? {
+        let refuse = Self.answer(401, "1001880886", "JWT verification failed!")
+        guard let authorization = request.header("Authorization"), authorization.hasPrefix("Bearer ") else { return refuse }
+        let token = authorization.dropFirst("Bearer ".count)
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerData = Base64URL.decode(parts[0]), let claimsData = Base64URL.decode(parts[1]),
+              let signature = Base64URL.decode(parts[2]), let header = try? JSONValue.parse(headerData),
+              let claims = try? JSONValue.parse(claimsData), header["alg"] == .string("ES256"),
+              ES256.verify(signature: signature, message: Data("\(parts[0]).\(parts[1])".utf8), publicKey: publicKey) else { return refuse }
+        let now = time.unixSeconds
+        guard claims["aud"] == .string(IAPKitToken.audience), claims["aid"]?.looseString == appId,
+              let iat = claims["iat"]?.looseInt64, let exp = claims["exp"]?.looseInt64, exp > iat, exp - iat <= 3600, now <= exp,
+              claims["digest"]?.looseString == SHA256.hex(request.body) else { return refuse }
+        return nil
+    }
+
+    private func signedAnswer(_ field: String, _ payload: JSONValue) -> HTTPServerResponse {
+        let header = JSONValue.object([("alg", .string("ES256")), ("typ", .string("JWT")), ("x5c", .array(x5c.map(JSONValue.string)))])
+        guard let jws = try? CompactJWS.sign(header: header, payload: payload, key: signer) else {
+            return Self.answer(500, "1001880006", "cannot sign")
+        }
+        return .json(200, JSONValue.object([("responseCode", .string("0")), ("responseMessage", .string("success")), (field, .string(jws))]).data)
+    }
+
+    private static func answer(_ status: Int, _ code: String, _ message: String) -> HTTPServerResponse {
+        .json(status, JSONValue.object([("responseCode", .string(code)), ("responseMessage", .string(message))]).data)
+    }
+
+    /// `object` with `changes` set (replacing members of the same name).
+    package static func setting(_ object: JSONValue, _ changes: [(String, JSONValue)]) -> JSONValue {
+        var members = (object.objectMembers ?? []).filter { member in !changes.contains { $0.0 == member.0 } }
+        members += changes
+        return .object(members)
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import SettleBase
+import SettleConfig
+import SettleHuawei
+import SettleSimulator
+
+/// `settle simulator`'s Huawei AppGallery: the fake IAP Kit (`FakeHuawei`) on a loopback port of
+/// its own, accepting the configuration's IAP key, or a throwaway one written to `--huawei-key`.
+package final class HuaweiSimulator: StoreSimulator {
+    /// The APP ID the simulator stands in for without a configuration.
+    package static let defaultAppId = "10000001"
+    package static let defaultIssuerId = "simulator-issuer"
+    package static let defaultKeyId = "simulator-key"
+
+    package static let script: any StoreScript.Type = HuaweiScript.self
+    package static let options = [(name: "--huawei-key", value: "FILE"), (name: "--huawei-root", value: "FILE")]
+
+    package static let help = """
+    Huawei AppGallery: a fake HarmonyOS IAP Kit on a port of its own (order and subscription
+    status queries, shipped confirm), when the configuration has a huawei section (its IAP key is
+    accepted), or when --huawei-key FILE is given (a throwaway IAP key is written there, mode
+    600, for APP ID \(defaultAppId), issuer \(defaultIssuerId), key \(defaultKeyId)). It signs its answers with a
+    test chain whose root --huawei-root FILE saves: point a test configuration's
+    huawei.root_certificates at it, never a production one. The plans file's "huawei" section
+    scripts its purchases (docs/huawei.md).
+    """
+
+    let fake: FakeHuawei
+    let server: LoopbackHTTPServer
+    let script: HuaweiScript
+    let source: String
+
+    private init(fake: FakeHuawei, server: LoopbackHTTPServer, script: HuaweiScript, source: String) {
+        (self.fake, self.server, self.script, self.source) = (fake, server, script, source)
+    }
+
+    package static func start(_ setup: StoreSimulatorSetup) throws -> HuaweiSimulator? {
+        let appId: String
+        let key: ES256PublicKey
+        let source: String
+        if let huawei = setup.configuration?.huawei {
+            appId = huawei.appId
+            key = try huawei.loadPrivateKey().publicKey
+            source = "JWTs signed by key \(huawei.keyId) in \(huawei.privateKeyFile.path)"
+        } else if let path = setup.options["--huawei-key"] {
+            let pem = try ES256PrivateKey.generatePEM()
+            guard FileManager.default.createFile(atPath: path, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600]) else {
+                throw StoreSimulatorFailure.io("cannot write the simulator's Huawei IAP key to \(path)")
+            }
+            appId = defaultAppId
+            key = try ES256PrivateKey(pem: pem).publicKey
+            source = "JWTs signed by the throwaway IAP key written to \(path)"
+        } else {
+            return nil
+        }
+        if let path = setup.options["--huawei-root"] {
+            guard FileManager.default.createFile(atPath: path, contents: Data(HuaweiSimulatorChain.rootPEM.utf8)) else {
+                throw StoreSimulatorFailure.io("cannot write the simulator's Huawei root certificate to \(path)")
+            }
+        }
+        let fake: FakeHuawei
+        let server: LoopbackHTTPServer
+        do {
+            fake = try FakeHuawei(appId: appId, publicKey: key, time: SystemTimeSource())
+            server = try LoopbackHTTPServer { request in fake.handle(request) }
+        } catch {
+            throw StoreSimulatorFailure.unavailable("cannot start the simulated Huawei AppGallery: \(error)")
+        }
+        let script = setup.script.huawei
+        script.apply(to: fake)
+        return HuaweiSimulator(fake: fake, server: server, script: script, source: source)
+    }
+
+    package var baseURL: String { server.baseURL }
+
+    package var banner: String {
+        """
+        huawei.api_url: \(server.baseURL)
+        huawei.app_id: \(fake.appId), accepting \(source)
+        scripted: \(script.orders.count) Huawei orders, \(script.subscriptions.count) Huawei subscriptions
+        """
+    }
+
+    package var requestCount: Int { fake.calls.count }
+
+    package func stop() { server.stop() }
+}
