@@ -120,12 +120,13 @@ let package = Package(
                                    "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator",
                                    "SettleTesting", "SettleAppStoreModule", "SettleGooglePlayModule",
                                    "SettleAppStoreSimulator", "SettleGooglePlaySimulator", "CSettleTestStores",
-                                   "SettleHuawei"],
+                                   "SettleHuawei", "SettleHuaweiModule", "SettleHuaweiSimulator"],
                     exclude: ["Fixtures"]),
         // The built binary, end to end.
         .testTarget(name: "settleTests",
                     dependencies: ["SettleApp", "SettleBase", "SettleModel", "SettleGooglePlay", "SettleLedger",
                                    "SettleTesting", "settle", "SettleAppStoreModule", "SettleGooglePlayModule",
-                                   "SettleAppStoreSimulator", "SettleGooglePlaySimulator", "CSettleTestStores"]),
+                                   "SettleAppStoreSimulator", "SettleGooglePlaySimulator", "CSettleTestStores",
+                                   "SettleHuawei", "SettleHuaweiSimulator"]),
     ]
 )

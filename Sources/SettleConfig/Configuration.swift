@@ -129,3 +129,10 @@ package struct Configuration: Sendable {
         return (line, String(decoding: lastLine, as: UTF8.self).count + 1)
     }
 }
+
+extension Configuration.Product {
+    /// A product as a module's tests and tools make one without a configuration file.
+    package init(kind: Kind, grant: JSONValue? = nil, soldOn stores: Set<Store>) {
+        self.init(kind: kind, grant: grant, stores: stores, purchaseOption: nil, rentalPeriodSeconds: nil)
+    }
+}

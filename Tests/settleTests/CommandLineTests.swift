@@ -57,19 +57,21 @@ final class CommandLineTests: EndToEndTestCase {
         }
     }
 
-    func testHelpManualAndCompletions_describeBothStores() throws {
+    func testHelpManualAndCompletions_describeEveryStore() throws {
         let help = try settleWithoutConfig(["--help"]).stdout
         let first = help.components(separatedBy: "\n\n").first ?? ""
-        XCTAssertTrue(first.contains("App Store and Google Play purchases") && first.contains("Apple or Google"), first)
+        XCTAssertTrue(first.contains("App Store, Google Play and Huawei AppGallery purchases") && first.contains("Apple, Google or Huawei"), first)
         let simulator = try settleWithoutConfig(["help", "simulator"]).stdout
-        XCTAssertTrue(simulator.contains("Apple: verifyReceipt") && simulator.contains("Google Play: a fake Google"), simulator)
+        XCTAssertTrue(simulator.contains("Apple: verifyReceipt") && simulator.contains("Google Play: a fake Google")
+                      && simulator.contains("Huawei AppGallery: a fake HarmonyOS IAP Kit"), simulator)
         for command in ["reconcile", "status", "assign", "demo"] {
-            XCTAssertTrue(try settleWithoutConfig(["help", command]).stdout.contains("Google Play"), "settle help \(command)")
+            let text = try settleWithoutConfig(["help", command]).stdout
+            XCTAssertTrue(text.contains("Google Play") && text.contains("Huawei"), "settle help \(command): \(text)")
         }
         let manual = try settleWithoutConfig(["--generate-manual"]).stdout
-        XCTAssertTrue(manual.contains("settle \\- re-verify App Store and Google Play purchases"), manual)
+        XCTAssertTrue(manual.contains("settle \\- re-verify App Store, Google Play and Huawei AppGallery purchases"), manual)
         let zsh = try settleWithoutConfig(["--generate-completion-script", "zsh"]).stdout
-        XCTAssertTrue(zsh.contains("'simulator:local, scripted stand-ins for App Store and Google Play"), zsh)
+        XCTAssertTrue(zsh.contains("'simulator:local, scripted stand-ins for App Store, Google Play and Huawei AppGallery"), zsh)
     }
 
     func testCompletionScripts_bashParsesAndBothNameEveryCommand() throws {

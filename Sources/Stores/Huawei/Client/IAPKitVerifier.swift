@@ -211,7 +211,8 @@ package struct IAPKitVerifier: Sendable {
         case let .success(payload): return .payload(payload)
         case let .failure(failure):
             return .unusable(Verification(outcome: .configurationFault(
-                "Huawei's \(what) does not verify: \(failure.message); check huawei.root_certificates (the Huawei CBG Root CA G2)")))
+                "Huawei's \(what) does not verify: \(failure.message); nothing it says is trusted: check huawei.root_certificates "
+                + "(the Huawei CBG Root CA G2) and what sits between settle and Huawei")))
         }
     }
 

@@ -40,6 +40,16 @@ package final class FakeHuawei: Sendable {
 
     private let state = Mutex(State())
 
+    /// How a test makes the fake's signed answers untrustworthy, as an attacker between settle and
+    /// Huawei would: another chain and key, or a payload changed after it was signed.
+    package enum Forgery: Sendable {
+        case signer(key: ES256PrivateKey, x5c: [String])
+        case tamperedPayload
+    }
+    private let forgery = Mutex<Forgery?>(nil)
+
+    package func forge(_ forgery: Forgery?) { self.forgery.withLock { $0 = forgery } }
+
     package init(appId: String, publicKey: ES256PublicKey, time: any TimeSource) throws {
         self.appId = appId
         self.publicKey = publicKey
@@ -157,9 +167,18 @@ package final class FakeHuawei: Sendable {
     }
 
     private func signedAnswer(_ field: String, _ payload: JSONValue) -> HTTPServerResponse {
-        let header = JSONValue.object([("alg", .string("ES256")), ("typ", .string("JWT")), ("x5c", .array(x5c.map(JSONValue.string)))])
-        guard let jws = try? CompactJWS.sign(header: header, payload: payload, key: signer) else {
+        var (key, chain) = (signer, x5c)
+        let forgery = self.forgery.withLock { $0 }
+        if case let .signer(other, otherChain)? = forgery { (key, chain) = (other, otherChain) }
+        let header = JSONValue.object([("alg", .string("ES256")), ("typ", .string("JWT")), ("x5c", .array(chain.map(JSONValue.string)))])
+        guard var jws = try? CompactJWS.sign(header: header, payload: payload, key: key) else {
             return Self.answer(500, "1001880006", "cannot sign")
+        }
+        if case .tamperedPayload? = forgery {
+            // A hundred times the goods, under the signature of the original.
+            let parts = jws.split(separator: ".")
+            let changed = Self.setting(payload, [("quantity", .number(100))])
+            jws = "\(parts[0]).\(Base64URL.encode(changed.data)).\(parts[2])"
         }
         return .json(200, JSONValue.object([("responseCode", .string("0")), ("responseMessage", .string("success")), (field, .string(jws))]).data)
     }
