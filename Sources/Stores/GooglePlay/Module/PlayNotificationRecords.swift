@@ -80,15 +80,6 @@ extension TransactionalLedger {
         }
     }
 
-    /// A pending order Google says changed (a pending payment completed) is due now, not at its backoff.
-    package func makeDue(orderId: String) throws(LedgerError) {
-        let now = time.unixSeconds
-        try writing { db in
-                try db.query("UPDATE orders SET next_attempt_at = ? WHERE order_id = ? AND state = 'pending' AND next_attempt_at > ?",
-                                   [.integer(now), .text(orderId), .integer(now)])
-        }
-    }
-
     /// The buyer whose granted orders carry this obfuscated account id (`app_account_token`),
     /// when exactly one does (the buyer, never a transfer's holder; see `OrderBuyer`).
     package func playUser(accountId: String) throws(LedgerError) -> String? {

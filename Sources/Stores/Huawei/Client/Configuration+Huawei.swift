@@ -28,6 +28,12 @@ extension Configuration {
         package var apiURL: String = HuaweiConfiguration.defaultAPIURL
         /// Requests a second by endpoint group, over the published ones (`rate_limits`).
         package var rateLimits: [String: Double] = [:]
+        /// Where the notifications listener takes IAP Kit's key-event notifications (v3), as
+        /// configured in AppGallery Connect; needs `notifications.listen`.
+        package var notificationsPath: String?
+        /// Whether the daemon reads Huawei's notification history (30 days, one call a second)
+        /// to catch up on notifications it missed while it was down (`history_catch_up`).
+        package var historyCatchUp = true
 
         /// The only root Huawei lists (mainland China); there is no documented sandbox host:
         /// sandbox purchases come from the same host and say `environment: SANDBOX`.
@@ -69,12 +75,21 @@ extension ConfigurationSection {
             if configuration.huawei == nil, let product = configuration.products.first(where: { $0.value.stores.contains(.huawei) }) {
                 throw ConfigError("products.\(product.key).store: a huawei product needs the huawei section")
             }
+            if let path = configuration.huawei?.notificationsPath {
+                guard let notifications = configuration.notifications else {
+                    throw ConfigError("huawei.notifications_path: notifications arrive on the notifications listener; configure notifications.listen")
+                }
+                if path == notifications.path {
+                    throw ConfigError("huawei.notifications_path: must differ from notifications.path (Apple's)")
+                }
+            }
         })
 }
 
 extension ConfigurationDecoder {
     package func decodeHuawei(_ object: ConfigObject) throws(ConfigError) -> Configuration.HuaweiConfiguration {
-        let known: Set<String> = ["app_id", "issuer_id", "key_id", "private_key_file", "root_certificates", "api_url", "rate_limits"]
+        let known: Set<String> = ["app_id", "issuer_id", "key_id", "private_key_file", "root_certificates", "api_url", "rate_limits",
+                                  "notifications_path", "history_catch_up"]
         return try object.decode(knownKeys: known) { (o: inout ConfigObject) throws(ConfigError) in
             let appId = try o.requireString("app_id")
             guard appId.count <= 128, appId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
@@ -99,6 +114,13 @@ extension ConfigurationDecoder {
                 huawei.apiURL = api.hasSuffix("/") ? String(api.dropLast()) : api
             }
             huawei.rateLimits = try rateLimits(&o, groups: HuaweiRateGroups.all)
+            if let path = try o.string("notifications_path") {
+                guard path.hasPrefix("/"), !path.contains("?") else {
+                    throw ConfigError("\(o.name("notifications_path")): \"\(PrintableText.escape(path))\" must start with / and hold no query")
+                }
+                huawei.notificationsPath = path
+            }
+            huawei.historyCatchUp = try o.bool("history_catch_up", default: true)
             try o.rejectUnknownKeys()
             return huawei
         }

@@ -29,6 +29,7 @@ package struct IAPKitClient: Sendable {
         case subscriptionStatus = "/subscription/harmony/v1/application/subscription/status/query"
         case orderShipped = "/order/harmony/v1/application/purchase/shipped/confirm"
         case subscriptionShipped = "/subscription/harmony/v1/application/purchase/shipped/confirm"
+        case notificationHistory = "/harmony/v1/application/notifications/query"
 
         /// How metrics and messages name it.
         package var name: String {
@@ -37,6 +38,7 @@ package struct IAPKitClient: Sendable {
             case .subscriptionStatus: "subscription_status"
             case .orderShipped: "order_shipped_confirm"
             case .subscriptionShipped: "subscription_shipped_confirm"
+            case .notificationHistory: "notification_history"
             }
         }
 
@@ -44,6 +46,7 @@ package struct IAPKitClient: Sendable {
             switch self {
             case .orderStatus, .orderShipped: HuaweiRateGroups.orders
             case .subscriptionStatus, .subscriptionShipped: HuaweiRateGroups.subscriptions
+            case .notificationHistory: HuaweiRateGroups.notificationHistory
             }
         }
     }
@@ -122,7 +125,25 @@ package struct IAPKitClient: Sendable {
     }
 
     private func exchange(_ call: Call, purchaseOrderId: String, purchaseToken: String) -> Result<JSONValue, Failure> {
-        let result = send(call, purchaseOrderId: purchaseOrderId, purchaseToken: purchaseToken)
+        let body = JSONValue.object([("purchaseOrderId", .string(purchaseOrderId)), ("purchaseToken", .string(purchaseToken))])
+        return exchange(call, body: body, what: "\(call.name) for order \(purchaseOrderId)", priority: .dueOrders)
+    }
+
+    /// One page of the notification history (section 1.8): the signed notifications Huawei sent
+    /// (or failed to send) in `[startMs, endMs)`, and the token of the next page, if any.
+    package func notificationHistory(startMs: Int64, endMs: Int64, continuationToken: String?)
+        -> Result<(notifications: [String], next: String?), Failure> {
+        var members: [(String, JSONValue)] = [("startTime", .number(startMs)), ("endTime", .number(endMs))]
+        if let continuationToken { members.append(("continuationToken", .string(continuationToken))) }
+        return exchange(.notificationHistory, body: .object(members), what: "notification_history", priority: .historyCatchUp).map { json in
+            let records = (json["notificationHistory"]?.arrayValue ?? []).compactMap { $0["jwsNotification"]?.looseString }
+            let next = json["continuationToken"]?.looseString.flatMap { $0.isEmpty ? nil : $0 }
+            return (records, next)
+        }
+    }
+
+    private func exchange(_ call: Call, body: JSONValue, what: String, priority: PacerPriority) -> Result<JSONValue, Failure> {
+        let result = send(call, body: body.data, what: what, priority: priority)
         switch result {
         case .success: observe?(call.name, "ok")
         case let .failure(failure): observe?(call.name, Self.outcome(failure.kind))
@@ -140,10 +161,8 @@ package struct IAPKitClient: Sendable {
         }
     }
 
-    private func send(_ call: Call, purchaseOrderId: String, purchaseToken: String) -> Result<JSONValue, Failure> {
-        // The token is a bearer secret: messages name the order id, never the token.
-        let what = "\(call.name) for order \(purchaseOrderId)"
-        let body = JSONValue.object([("purchaseOrderId", .string(purchaseOrderId)), ("purchaseToken", .string(purchaseToken))]).data
+    /// The token is a bearer secret: `what` names the order id, never the token.
+    private func send(_ call: Call, body: Data, what: String, priority: PacerPriority) -> Result<JSONValue, Failure> {
         let bearer: String
         do {
             bearer = try token.token(for: body)
@@ -152,7 +171,7 @@ package struct IAPKitClient: Sendable {
         }
         let key = PacerKey(store: Store.huawei.rawValue, group: call.group, environment: "production")
         do {
-            try pacer?.acquire(key, priority: .dueOrders, budget: client.configuration.totalTimeout)
+            try pacer?.acquire(key, priority: priority, budget: client.configuration.totalTimeout)
         } catch {
             return .failure(Failure(.paced, "\(error) (\(what) not sent)", retryAfter: error.waitSeconds))
         }

@@ -229,6 +229,51 @@ package struct IAPKitVerifier: Sendable {
         purchase.environment == "SANDBOX" ? "sandbox" : "production"
     }
 
+    /// Why a purchase order could not be read for a notification.
+    package enum PurchaseReadFailure: Error, Sendable {
+        /// Huawei did not answer usefully.
+        case store(IAPKitClient.Failure)
+        /// Huawei answered, and what it answered is not to be trusted or used (a signature that
+        /// does not verify, another app, a payload settle cannot read, no such order in it).
+        case untrusted(String)
+    }
+
+    /// The purchase order `proof` names, as Huawei signs it now (a notification's new
+    /// transaction): from the order status, or a subscription's status.
+    package func purchaseOrder(_ proof: HuaweiProof, subscription: Bool) -> Result<HuaweiPurchaseOrder, PurchaseReadFailure> {
+        let answer = subscription
+            ? client.subscriptionStatus(purchaseOrderId: proof.purchaseOrderId, purchaseToken: proof.purchaseToken)
+            : client.orderStatus(purchaseOrderId: proof.purchaseOrderId, purchaseToken: proof.purchaseToken)
+        let jws: String
+        switch answer {
+        case let .success(value): jws = value
+        case let .failure(failure): return .failure(.store(failure))
+        }
+        let payload: JSONValue
+        switch signedData.verify(jws, now: time.now) {
+        case let .success(value): payload = value
+        case let .failure(failure): return .failure(.untrusted("Huawei's answer does not verify: \(failure.message)"))
+        }
+        guard payload["applicationId"]?.looseString == appId else {
+            return .failure(.untrusted("Huawei's signed answer is for another application than huawei.app_id \(appId)"))
+        }
+        do throws(HuaweiPurchaseOrder.Invalid) {
+            let orders: [HuaweiPurchaseOrder]
+            if subscription {
+                orders = try HuaweiSubscriptionStatus.all(in: payload).filter { $0.purchaseToken == proof.purchaseToken }
+                    .flatMap { [$0.lastPurchaseOrder] + $0.recentPurchaseOrders }
+            } else {
+                orders = [try HuaweiPurchaseOrder(json: payload)]
+            }
+            guard let order = orders.first(where: { $0.purchaseOrderId == proof.purchaseOrderId && $0.purchaseToken == proof.purchaseToken }) else {
+                return .failure(.untrusted("Huawei's answer does not hold purchase order \(proof.purchaseOrderId)"))
+            }
+            return .success(order)
+        } catch {
+            return .failure(.untrusted("Huawei's signed answer: \(error.message)"))
+        }
+    }
+
     /// What a failed call means for the order.
     package static func verification(_ failure: IAPKitClient.Failure) -> Verification {
         switch failure.kind {

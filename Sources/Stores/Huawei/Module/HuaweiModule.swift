@@ -17,6 +17,9 @@ package enum HuaweiModule: StoreModule {
     }
 
     package static var configurationSections: [ConfigurationSection] { [.huawei] }
+    package static var migrations: [LedgerMigration] { [HuaweiMigrations.notifications] }
+    /// Its stored notifications, which rescue visits after the core's queues.
+    package static var sideQueues: [SideQueue] { [HuaweiNotificationRecord.queue] }
 
     /// An order is verified by the order or the subscription status query.
     package static var verificationRateGroups: Set<String> { [HuaweiRateGroups.orders, HuaweiRateGroups.subscriptions] }
@@ -48,7 +51,16 @@ package enum HuaweiModule: StoreModule {
         let verifier = IAPKitVerifier(client: client, signedData: HuaweiSignedData(roots: try roots(settings)), appId: settings.appId,
                                       products: products, acceptSandbox: context.configuration.acceptSandbox,
                                       binding: context.configuration.userBinding, time: context.ledger.time)
-        return HuaweiAdapter(verifier: verifier, finisher: HuaweiFinisher(client: client, products: products))
+        var adapter = HuaweiAdapter(verifier: verifier, finisher: HuaweiFinisher(client: client, products: products))
+        if let path = settings.notificationsPath {
+            let inbox = HuaweiNotificationInbox(ledger: context.ledger, verifier: verifier, products: products,
+                                                binding: context.configuration.userBinding, log: context.log, metrics: context.metrics)
+            adapter.inbox = (path, inbox)
+            if settings.historyCatchUp {
+                adapter.catchUp = HuaweiHistoryCatchUp(ledger: context.ledger, client: client, inbox: inbox, log: context.log)
+            }
+        }
+        return adapter
     }
 
     /// The IAP Kit client a `huawei` section describes, signing with its IAP key.
@@ -86,11 +98,26 @@ package enum HuaweiModule: StoreModule {
     }
 }
 
-/// Huawei AppGallery: IAP Kit's status queries, shipped confirm after every delivery.
+/// Huawei AppGallery: IAP Kit's status queries, shipped confirm after every delivery, and its
+/// key-event notifications on the listener, worked before the claims, with the history catch-up.
 package struct HuaweiAdapter: StoreAdapter {
     package var store: Store { .huawei }
     package var verifier: IAPKitVerifier
     package var finisher: (any StoreFinisher)?
+    /// The notifications' path and inbox, with `huawei.notifications_path`.
+    package var inbox: (path: String, inbox: HuaweiNotificationInbox)?
+    package var catchUp: HuaweiHistoryCatchUp?
+
+    package func beforeClaims(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome {
+        try inbox?.inbox.processPending(work) ?? .idle
+    }
+
+    package var listenerRoutes: [String: ListenerRoute] {
+        guard let inbox else { return [:] }
+        return [inbox.path: { request in inbox.inbox.answer(request) }]
+    }
+
+    package var tasks: [StoreTask] { catchUp.map { [$0.task] } ?? [] }
 
     package init(verifier: IAPKitVerifier, finisher: HuaweiFinisher) {
         self.verifier = verifier

@@ -33,6 +33,8 @@ package final class FakeHuawei: Sendable {
         var orders: [String: JSONValue] = [:]
         var subscriptions: [String: Subscription] = [:]
         var confirmed: [String] = []
+        /// Every notification it signed, with when (ms): what the history query answers from.
+        var sent: [(jws: String, atMs: Int64)] = []
         var calls: [String] = []
         /// Answer every query with this HTTP status (a drill: 503), nil to answer normally.
         var failing: Int?
@@ -90,6 +92,7 @@ package final class FakeHuawei: Sendable {
             return Self.answer(404, "1001880012", "no such API")
         }
         if let refusal = checkJWT(request) { return refusal }
+        if call == .notificationHistory { return history(request.body) }
         guard let body = try? JSONValue.parse(request.body), let orderId = body["purchaseOrderId"]?.looseString,
               let token = body["purchaseToken"]?.looseString else {
             return Self.answer(400, "1001880001", "purchaseOrderId and purchaseToken are required")
@@ -103,6 +106,7 @@ package final class FakeHuawei: Sendable {
         case .orderStatus: return orderStatus(orderId, token)
         case .subscriptionStatus: return subscriptionStatus(orderId, token)
         case .orderShipped, .subscriptionShipped: return confirm(orderId, token, subscription: call == .subscriptionShipped)
+        case .notificationHistory: return history(request.body)
         }
     }
 
@@ -149,6 +153,44 @@ package final class FakeHuawei: Sendable {
         }
     }
 
+    /// Signs a key-event notification (v3) about a purchase as Huawei would send it, keeps it for
+    /// the history query, and returns the request body to POST (`{"jwsNotification": ...}`).
+    package func notification(type: String, subtype: String? = nil, purchaseOrderId: String?, purchaseToken: String?,
+                              productType: Int = 0, productId: String? = nil, requestId: String = UUID().uuidString) -> Data {
+        let nowMs = Int64(time.now.timeIntervalSince1970 * 1000)
+        var meta: [(String, JSONValue)] = [("environment", .string("NORMAL")), ("applicationId", .string(appId)),
+                                           ("packageName", .string("com.example.game")), ("type", .number(productType))]
+        if let productId { meta.append(("currentProductId", .string(productId))) }
+        if let purchaseToken { meta.append(("purchaseToken", .string(purchaseToken))) }
+        if let purchaseOrderId { meta.append(("purchaseOrderId", .string(purchaseOrderId))) }
+        var payload: [(String, JSONValue)] = [("notificationType", .string(type))]
+        if let subtype { payload.append(("notificationSubtype", .string(subtype))) }
+        payload += [("notificationRequestId", .string(requestId)), ("notificationMetaData", .object(meta)),
+                    ("notificationVersion", .string("v3")), ("signedTime", .number(nowMs))]
+        let jws = sign(.object(payload)) ?? ""
+        state.withLock { $0.sent.append((jws, nowMs)) }
+        return JSONValue.object([("jwsNotification", .string(jws))]).data
+    }
+
+    /// The history query (section 1.8): what was signed in `[startTime, endTime)`, two a page.
+    private func history(_ data: Data) -> HTTPServerResponse {
+        guard let body = try? JSONValue.parse(data), let start = body["startTime"]?.looseInt64, let end = body["endTime"]?.looseInt64,
+              end > start else {
+            return Self.answer(400, "1001880001", "startTime and endTime are required, endTime after startTime")
+        }
+        let offset = body["continuationToken"]?.looseString.flatMap { Int($0) } ?? 0
+        let (all, failing) = state.withLock { s in
+            s.calls.append("notification_history \(start)-\(end)")
+            return (s.sent.filter { $0.atMs >= start && $0.atMs < end }.map(\.jws), s.failing)
+        }
+        if let failing { return Self.answer(failing, "1001880006", "simulated failure") }
+        let page = all.dropFirst(offset).prefix(2)
+        var members: [(String, JSONValue)] = [("responseCode", .string("0")),
+            ("notificationHistory", .array(page.map { .object([("jwsNotification", .string($0)), ("sendResult", .number(0))]) }))]
+        if offset + page.count < all.count { members.append(("continuationToken", .string(String(offset + page.count)))) }
+        return .json(200, JSONValue.object(members).data)
+    }
+
     /// Huawei's checks of the bearer JWT (section 1.2); a refusal is HTTP 401, as the demo expects.
     private func checkJWT(_ request: HTTPServerRequest) -> HTTPServerResponse? {
         let refuse = Self.answer(401, "1001880886", "JWT verification failed!")
@@ -167,20 +209,24 @@ package final class FakeHuawei: Sendable {
     }
 
     private func signedAnswer(_ field: String, _ payload: JSONValue) -> HTTPServerResponse {
+        guard let jws = sign(payload) else { return Self.answer(500, "1001880006", "cannot sign") }
+        return .json(200, JSONValue.object([("responseCode", .string("0")), ("responseMessage", .string("success")), (field, .string(jws))]).data)
+    }
+
+    /// `payload` as a compact JWS under the simulator's chain (or the forgery a test set).
+    private func sign(_ payload: JSONValue) -> String? {
         var (key, chain) = (signer, x5c)
         let forgery = self.forgery.withLock { $0 }
         if case let .signer(other, otherChain)? = forgery { (key, chain) = (other, otherChain) }
         let header = JSONValue.object([("alg", .string("ES256")), ("typ", .string("JWT")), ("x5c", .array(chain.map(JSONValue.string)))])
-        guard var jws = try? CompactJWS.sign(header: header, payload: payload, key: key) else {
-            return Self.answer(500, "1001880006", "cannot sign")
-        }
+        guard var jws = try? CompactJWS.sign(header: header, payload: payload, key: key) else { return nil }
         if case .tamperedPayload? = forgery {
             // A hundred times the goods, under the signature of the original.
             let parts = jws.split(separator: ".")
             let changed = Self.setting(payload, [("quantity", .number(100))])
             jws = "\(parts[0]).\(Base64URL.encode(changed.data)).\(parts[2])"
         }
-        return .json(200, JSONValue.object([("responseCode", .string("0")), ("responseMessage", .string("success")), (field, .string(jws))]).data)
+        return jws
     }
 
     private static func answer(_ status: Int, _ code: String, _ message: String) -> HTTPServerResponse {

@@ -1,0 +1,106 @@
+import Foundation
+import SettleBase
+import SettleModel
+
+/// What a store module reports to the ledger of its own accord, in the store's terms and the
+/// core's rules, so each store does not write them again: a purchase it refunded (taken back once
+/// from the order that holds it, never delivered to one that does not yet), a purchase no backend
+/// enqueued (an order of its own), and an order it says changed (due now).
+extension TransactionalLedger {
+    /// A pending order its store says changed (a payment completed, a notification arrived) is due
+    /// now, not at its backoff.
+    package func makeDue(orderId: String) throws(LedgerError) {
+        let now = time.unixSeconds
+        try writing { db in
+            try db.query("UPDATE orders SET next_attempt_at = ? WHERE order_id = ? AND state = 'pending' AND next_attempt_at > ?",
+                         [.integer(now), .text(orderId), .integer(now)])
+        }
+    }
+
+    /// The orders of `store` whose module proof is found by `key` (`StoreProof.key`), oldest first.
+    package func orders(store: Store, proofKey key: String) throws(LedgerError) -> [Order] {
+        try reading { db in
+            try db.query("SELECT * FROM orders WHERE store = ? AND proof_key = ? ORDER BY created_at, order_id",
+                         [.text(store.rawValue), .text(key)]).map { Order(row: $0) }
+        }
+    }
+
+    /// An order for a purchase its store reported that no backend enqueued, due now, for `userId`
+    /// (empty: nobody known; the pass sets it aside as `unclaimed_purchase` for `settle assign`),
+    /// with `origin` saying where it came from and `detail` in its history. False, and nothing
+    /// written, when an order of that id exists.
+    package func createReportedOrder(orderId: String, userId: String, productId: String, store: Store, proof: StoreProof,
+                                     accountId: String?, origin: String, detail: String) throws(LedgerError) -> Bool {
+        let now = time.unixSeconds
+        return try writing { db in
+            let created = try !db.query("""
+                INSERT INTO orders(order_id, user_id, product_id, store, proof_kind, proof, proof_key, app_account_token, origin,
+                                   next_attempt_at, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(order_id) DO NOTHING RETURNING order_id
+                """, [.text(orderId), .text(userId), .text(productId), .text(store.rawValue), .text(proof.kind), .text(proof.proof),
+                      .from(proof.key), .from(accountId), .text(origin), .integer(now), .integer(now), .integer(now)]).isEmpty
+            if created {
+                // PostgreSQL makes every inserted row a backend's (its trigger sets origin 'backend'):
+                // settle's own row says where it came from here, in the same transaction.
+                try db.query("UPDATE orders SET origin = ? WHERE order_id = ?", [.text(origin), .text(orderId)])
+                try db.appendHistory(orderId, HistoryEntry(at: now, kind: .notification, outcome: "created", detail: detail))
+            }
+            return created
+        }
+    }
+
+    /// Its store refunded (revoked) purchase `grantKey` in whole. Each order of `store` that holds
+    /// it, or waits for it (its proof's key is the purchase's id), records the refund once:
+    ///  - delivered (`delivering`, `finished`): a revoke is owed once, keyed by the purchase,
+    ///    whichever host or report sees it first (`revoke_queued`, `revoke_already_queued`);
+    ///  - being verified: the verification sees the refund when it records its result, and never
+    ///    delivers (`refund_recorded`);
+    ///  - not delivered (`pending`, `needs_attention`): rejected `refunded`, never delivered
+    ///    (`never_delivered`); already `rejected`: noted (`refund_recorded`).
+    /// Returns each order's outcome; empty when no order has the purchase.
+    package func applyStoreRefund(store: Store, grantKey: String, kind: String, reason: String?, why: String,
+                                  source: String) throws(LedgerError) -> [String: String] {
+        let now = time.unixSeconds
+        return try writing { db in
+            let rows = try db.query("""
+                SELECT o.*, (SELECT g.grant_key FROM grants g WHERE g.order_id = o.order_id) AS held_key
+                FROM orders o WHERE o.store = ? AND (o.proof_key = ? OR o.order_id IN (SELECT order_id FROM grants WHERE grant_key = ?))
+                ORDER BY o.created_at, o.order_id\(db.dialect.lockRows)
+                """, [.text(store.rawValue), .text(grantKey), .text(grantKey)])
+            var outcomes: [String: String] = [:]
+            for row in rows {
+                let order = Order(row: row)
+                let held = row.string("held_key")
+                // An order holding another purchase (a subscription's other period) is not this refund's.
+                if let held, held != grantKey { continue }
+                let first = order.refund == nil
+                if first {
+                    try db.query("UPDATE orders SET refunded_at = ?, refund_kind = ?, refund_reason = ?, updated_at = ? WHERE order_id = ?",
+                                 [.integer(now), .text(kind), .from(reason), .integer(now), .text(order.orderId)])
+                    try db.cancelGrantRedeliveries(order.orderId, refund: why, now: now)
+                }
+                let outcome: String
+                switch order.state {
+                case .delivering, .finished:
+                    let queued = try db.query("""
+                        INSERT INTO revocations(transaction_id, order_id, kind, next_attempt_at, created_at, updated_at)
+                        VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (transaction_id) DO NOTHING RETURNING transaction_id
+                        """, [.text(grantKey), .text(order.orderId), .text(kind), .integer(now), .integer(now), .integer(now)])
+                    outcome = queued.isEmpty ? "revoke_already_queued" : "revoke_queued"
+                case .verifying, .rejected:
+                    outcome = "refund_recorded"
+                case .pending, .needsAttention:
+                    try db.finalize(order.orderId, state: .rejected, reason: RejectionReason.refunded.rawValue,
+                                    error: "\(why) before it was delivered; it will never be delivered", environment: nil, now: now)
+                    outcome = "never_delivered"
+                }
+                outcomes[order.orderId] = outcome
+                if first || outcome == "revoke_queued" {
+                    try db.appendHistory(order.orderId, HistoryEntry(at: now, kind: .notification, outcome: outcome, detail: "\(source): \(why)"))
+                }
+            }
+            return outcomes
+        }
+    }
+}
