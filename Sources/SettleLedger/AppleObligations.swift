@@ -169,9 +169,9 @@ extension TransactionalLedger {
                 }
             }
             let live = try db.query("""
-                SELECT order_id FROM orders WHERE (transaction_id = ? OR verified_transaction_id = ?)
+                SELECT order_id FROM orders WHERE (transaction_id = ? OR verified_transaction_id = ? OR proof_key = ?)
                 AND state IN ('pending','verifying','delivering') LIMIT 1
-                """, [.text(transactionId), .text(transactionId)]).first?.string("order_id")
+                """, [.text(transactionId), .text(transactionId), .text(transactionId)]).first?.string("order_id")
             if let live { return .inFlight("order \(live) about transaction \(transactionId) is still being settled") }
             if let row = grants.first, let holder = row.string("holder") {
                 return .unknown("order \(holder) holds transaction \(transactionId) but is \(row.string("state") ?? "?")"

@@ -30,7 +30,7 @@ final class HuaweiNotificationTests: HuaweiTestCase {
         try configure()
     }
 
-    func configure(binding: String = "user_id") throws {
+    func configure(binding: String = "user_id", refundReview: [(String, JSONValue)]? = nil) throws {
         try writeHuaweiConfig(extra: [
             ("user_binding", .object([("app_account_token", .string(binding))])),
             ("schedule", .object([("interval_seconds", .number(3600))])),
@@ -41,7 +41,7 @@ final class HuaweiNotificationTests: HuaweiTestCase {
                 ("app_id", .string(Self.appId)), ("issuer_id", .string("issuer-1")), ("key_id", .string("key-1")),
                 ("private_key_file", .string("huawei-iap.p8")), ("root_certificates", .array([.string("huawei-root.pem")])),
                 ("api_url", .string(huawei.baseURL)), ("notifications_path", .string(path)),
-            ])),
+            ] + (refundReview.map { [("refund_review", JSONValue.object($0))] } ?? []))),
         ])
     }
 
@@ -189,5 +189,40 @@ final class HuaweiNotificationTests: HuaweiTestCase {
         XCTAssertEqual(world.deliveries, ["1900.H.1 huawei-1900.H.1"])
         XCTAssertEqual(try stored()["req-missed"], "order_created")
         XCTAssertTrue(fake.calls.contains { $0.hasPrefix("notification_history ") })
+    }
+
+    /// A refund review is answered only from evidence, and only when answering is on: every
+    /// order delivered gets the operator's decision; a purchase settle cannot show delivered gets
+    /// no answer at all.
+    func testRefundReview_isAnsweredFromEvidenceOnly() throws {
+        try configure(refundReview: [("respond", .bool(true)), ("delivered", .string("reject"))])
+        scriptOrder("1900.D.1", user: "u-1")
+        try enqueueHuawei("o-d", purchaseOrderId: "1900.D.1")
+        let (daemon, port) = try startDaemon()
+        XCTAssertTrue(eventually(within: 20) { orderState("o-d") == "finished" }, log(daemon))
+        XCTAssertEqual(try post(port, fake.refundRequest(batch: "batch-1", orders: [("1900.D.1", 600)], requestId: "req-r1")).status, 200)
+        XCTAssertEqual(try post(port, fake.refundRequest(batch: "batch-2", orders: [("1900.NOBODY.1", 600)], requestId: "req-r2")).status, 200)
+        XCTAssertTrue(eventually(within: 20) { (try? stored().values.filter { $0 == "received" }.isEmpty) == true }, log(daemon))
+        XCTAssertEqual(try stored()["req-r1"], "answered_reject")
+        XCTAssertEqual(try stored()["req-r2"], "not_answered", "no evidence, no answer")
+        let answers = fake.refundResults
+        XCTAssertEqual(answers.count, 1)
+        XCTAssertEqual(answers.first?["refundBatchNo"], .string("batch-1"))
+        XCTAssertEqual(answers.first?["reviewType"], .number("2"))
+        XCTAssertTrue(answers.first?["remark"]?.looseString?.contains("settle delivered transaction 1900.D.1 (order o-d)") ?? false,
+                      "\(answers)")
+        XCTAssertEqual(answers.first?["reviewResultList"]?.arrayValue?.first?["refundMoney"], .number("0"))
+        let history = try self.history("o-d").map { $0["outcome"]?.looseString ?? "" }
+        XCTAssertTrue(history.contains("answered_reject"), "\(history)")
+    }
+
+    func testRefundReview_withAnsweringOff_isNotAnswered() throws {
+        scriptOrder("1900.O.1", user: "u-1")
+        try enqueueHuawei("o-off", purchaseOrderId: "1900.O.1")
+        let (daemon, port) = try startDaemon()
+        XCTAssertTrue(eventually(within: 20) { orderState("o-off") == "finished" }, log(daemon))
+        XCTAssertEqual(try post(port, fake.refundRequest(batch: "batch-3", orders: [("1900.O.1", 600)], requestId: "req-r3")).status, 200)
+        XCTAssertTrue(eventually(within: 20) { (try? stored()["req-r3"]) == "not_answered" }, log(daemon))
+        XCTAssertEqual(fake.refundResults.count, 0)
     }
 }

@@ -31,9 +31,24 @@ extension Configuration {
         /// Where the notifications listener takes IAP Kit's key-event notifications (v3), as
         /// configured in AppGallery Connect; needs `notifications.listen`.
         package var notificationsPath: String?
+        /// How Huawei's refund reviews (`REFUND_REQUEST`) are answered (`refund_review`).
+        package var refundReview = RefundReview()
         /// Whether the daemon reads Huawei's notification history (30 days, one call a second)
         /// to catch up on notifications it missed while it was down (`history_catch_up`).
         package var historyCatchUp = true
+
+        /// Answers to Huawei's refund reviews, opt-in: sent only when the ledger shows every order
+        /// of the request delivered; otherwise nothing is sent and a person decides in AppGallery Connect.
+        package struct RefundReview: Sendable, Equatable {
+            package enum Decision: String, Sendable, CaseIterable {
+                case approve
+                case reject
+            }
+            package var respond = false
+            /// What the operator decides for goods the ledger shows delivered; required with `respond`.
+            package var delivered: Decision?
+            package init() {}
+        }
 
         /// The only root Huawei lists (mainland China); there is no documented sandbox host:
         /// sandbox purchases come from the same host and say `environment: SANDBOX`.
@@ -89,7 +104,7 @@ extension ConfigurationSection {
 extension ConfigurationDecoder {
     package func decodeHuawei(_ object: ConfigObject) throws(ConfigError) -> Configuration.HuaweiConfiguration {
         let known: Set<String> = ["app_id", "issuer_id", "key_id", "private_key_file", "root_certificates", "api_url", "rate_limits",
-                                  "notifications_path", "history_catch_up"]
+                                  "notifications_path", "history_catch_up", "refund_review"]
         return try object.decode(knownKeys: known) { (o: inout ConfigObject) throws(ConfigError) in
             let appId = try o.requireString("app_id")
             guard appId.count <= 128, appId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
@@ -121,6 +136,26 @@ extension ConfigurationDecoder {
                 huawei.notificationsPath = path
             }
             huawei.historyCatchUp = try o.bool("history_catch_up", default: true)
+            if var review = try o.object("refund_review") {
+                huawei.refundReview.respond = try review.bool("respond", default: false)
+                if let text = try review.string("delivered") {
+                    typealias Decision = Configuration.HuaweiConfiguration.RefundReview.Decision
+                    guard let decision = Decision(rawValue: text) else {
+                        throw ConfigError("\(review.name("delivered")): \"\(PrintableText.escape(text))\" is not \"approve\" or \"reject\"")
+                    }
+                    huawei.refundReview.delivered = decision
+                }
+                try review.rejectUnknownKeys()
+                if huawei.refundReview.respond {
+                    guard huawei.refundReview.delivered != nil else {
+                        throw ConfigError("\(review.name("delivered")): required with respond: what to answer when settle shows the goods "
+                                          + "delivered (\"approve\" or \"reject\")")
+                    }
+                    guard huawei.notificationsPath != nil else {
+                        throw ConfigError("\(review.name("respond")): Huawei asks for refund reviews by notification: set huawei.notifications_path")
+                    }
+                }
+            }
             try o.rejectUnknownKeys()
             return huawei
         }
@@ -133,11 +168,12 @@ package enum HuaweiRateGroups {
     package static let orders = "orders"
     package static let subscriptions = "subscriptions"
     package static let notificationHistory = "notification_history"
+    package static let refundReviews = "refund_reviews"
 
     /// Every group `rate_limits` may name, with its published rate (0: none published).
     package static var all: [String: Double] {
         var groups = StoreDescriptor.huawei.publishedRates
-        for group in [orders, subscriptions] where groups[group] == nil { groups[group] = 0 }
+        for group in [orders, subscriptions, refundReviews] where groups[group] == nil { groups[group] = 0 }
         return groups
     }
 }

@@ -30,6 +30,7 @@ package struct IAPKitClient: Sendable {
         case orderShipped = "/order/harmony/v1/application/purchase/shipped/confirm"
         case subscriptionShipped = "/subscription/harmony/v1/application/purchase/shipped/confirm"
         case notificationHistory = "/harmony/v1/application/notifications/query"
+        case refundResult = "/post-sales/harmony/v1/transactions/refund/result"
 
         /// How metrics and messages name it.
         package var name: String {
@@ -39,6 +40,7 @@ package struct IAPKitClient: Sendable {
             case .orderShipped: "order_shipped_confirm"
             case .subscriptionShipped: "subscription_shipped_confirm"
             case .notificationHistory: "notification_history"
+            case .refundResult: "refund_result"
             }
         }
 
@@ -47,6 +49,7 @@ package struct IAPKitClient: Sendable {
             case .orderStatus, .orderShipped: HuaweiRateGroups.orders
             case .subscriptionStatus, .subscriptionShipped: HuaweiRateGroups.subscriptions
             case .notificationHistory: HuaweiRateGroups.notificationHistory
+            case .refundResult: HuaweiRateGroups.refundReviews
             }
         }
     }
@@ -140,6 +143,11 @@ package struct IAPKitClient: Sendable {
             let next = json["continuationToken"]?.looseString.flatMap { $0.isEmpty ? nil : $0 }
             return (records, next)
         }
+    }
+
+    /// Posts a refund review's decision (section 1.9).
+    package func refundResult(_ body: JSONValue, batch: String) -> Result<Void, Failure> {
+        exchange(.refundResult, body: body, what: "refund_result for batch \(batch)", priority: .refundDeadline).map { _ in () }
     }
 
     private func exchange(_ call: Call, body: JSONValue, what: String, priority: PacerPriority) -> Result<JSONValue, Failure> {

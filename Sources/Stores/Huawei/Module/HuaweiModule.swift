@@ -53,8 +53,9 @@ package enum HuaweiModule: StoreModule {
                                       binding: context.configuration.userBinding, time: context.ledger.time)
         var adapter = HuaweiAdapter(verifier: verifier, finisher: HuaweiFinisher(client: client, products: products))
         if let path = settings.notificationsPath {
-            let inbox = HuaweiNotificationInbox(ledger: context.ledger, verifier: verifier, products: products,
+            var inbox = HuaweiNotificationInbox(ledger: context.ledger, verifier: verifier, products: products,
                                                 binding: context.configuration.userBinding, log: context.log, metrics: context.metrics)
+            inbox.refundReview = settings.refundReview
             adapter.inbox = (path, inbox)
             if settings.historyCatchUp {
                 adapter.catchUp = HuaweiHistoryCatchUp(ledger: context.ledger, client: client, inbox: inbox, log: context.log)

@@ -23,6 +23,8 @@ package struct HuaweiNotificationInbox: Sendable {
     package let binding: UserBinding
     package let log: Log
     package let metrics: Metrics?
+    /// How refund reviews are answered (`huawei.refund_review`).
+    package var refundReview = Configuration.HuaweiConfiguration.RefundReview()
 
     /// Notifications worked on in one pass at most; the rest wait for the next.
     static let batch = 200
@@ -115,6 +117,8 @@ package struct HuaweiNotificationInbox: Sendable {
                     log.info("huawei.notification", ["request": record.requestId, "type": record.type, "outcome": result.outcome,
                                                      "order": result.orderId])
                     done += 1
+                case .waiting:
+                    waiting.append(record)
                 case let .storeFailed(failure):
                     log.warning("huawei.notifications_deferred", ["error": failure.message,
                                                                   "left": claimed.count - index + waiting.count])
@@ -140,6 +144,8 @@ package struct HuaweiNotificationInbox: Sendable {
 
     enum Step {
         case finished(Outcome, answered: Bool)
+        /// Looked at again at the next pass (an order it depends on is still being settled).
+        case waiting
         /// Huawei as a whole failed: nothing more is asked of it this pass.
         case storeFailed(IAPKitClient.Failure)
     }
@@ -151,6 +157,7 @@ package struct HuaweiNotificationInbox: Sendable {
         do throws(LedgerError) {
             if notification.isRevocation { return .finished(try revoked(notification), answered: false) }
             if notification.isNewTransaction { return try purchase(notification) }
+            if notification.type == "REFUND_REQUEST" { return try refundRequest(json, record: record) }
             return .finished(("noted", Self.noted(notification), nil), answered: false)
         } catch {
             guard let violation = error.constraintViolation else { throw error }
@@ -162,8 +169,6 @@ package struct HuaweiNotificationInbox: Sendable {
     private static func noted(_ n: HuaweiNotification) -> String {
         let what = n.type + (n.subtype.map { " (\($0))" } ?? "")
         switch n.type {
-        case "REFUND_REQUEST":
-            return "\(what): settle does not answer Huawei's refund reviews yet; decide it in AppGallery Connect"
         case "TEST":
             return "a test notification"
         default:

@@ -35,6 +35,8 @@ package final class FakeHuawei: Sendable {
         var confirmed: [String] = []
         /// Every notification it signed, with when (ms): what the history query answers from.
         var sent: [(jws: String, atMs: Int64)] = []
+        /// The refund reviews' decisions it was sent, as posted.
+        var refundResults: [JSONValue] = []
         var calls: [String] = []
         /// Answer every query with this HTTP status (a drill: 503), nil to answer normally.
         var failing: Int?
@@ -93,6 +95,7 @@ package final class FakeHuawei: Sendable {
         }
         if let refusal = checkJWT(request) { return refusal }
         if call == .notificationHistory { return history(request.body) }
+        if call == .refundResult { return refundResult(request.body) }
         guard let body = try? JSONValue.parse(request.body), let orderId = body["purchaseOrderId"]?.looseString,
               let token = body["purchaseToken"]?.looseString else {
             return Self.answer(400, "1001880001", "purchaseOrderId and purchaseToken are required")
@@ -107,6 +110,7 @@ package final class FakeHuawei: Sendable {
         case .subscriptionStatus: return subscriptionStatus(orderId, token)
         case .orderShipped, .subscriptionShipped: return confirm(orderId, token, subscription: call == .subscriptionShipped)
         case .notificationHistory: return history(request.body)
+        case .refundResult: return refundResult(request.body)
         }
     }
 
@@ -168,6 +172,45 @@ package final class FakeHuawei: Sendable {
         payload += [("notificationRequestId", .string(requestId)), ("notificationMetaData", .object(meta)),
                     ("notificationVersion", .string("v3")), ("signedTime", .number(nowMs))]
         let jws = sign(.object(payload)) ?? ""
+        state.withLock { $0.sent.append((jws, nowMs)) }
+        return JSONValue.object([("jwsNotification", .string(jws))]).data
+    }
+
+    /// The refund reviews' decisions it was sent.
+    package var refundResults: [JSONValue] { state.withLock { $0.refundResults } }
+
+    private func refundResult(_ data: Data) -> HTTPServerResponse {
+        guard let body = try? JSONValue.parse(data), body["refundBatchNo"]?.looseString != nil,
+              let type = body["reviewType"]?.looseInt64, type == 1 || type == 2, body["reviewResultList"]?.arrayValue != nil,
+              type == 1 || !(body["remark"]?.looseString ?? "").isEmpty else {
+            return Self.answer(400, "1001880001", "refundBatchNo, reviewType 1 or 2, reviewResultList (and a remark to reject) are required")
+        }
+        let failing = state.withLock { s in
+            s.calls.append("refund_result \(body["refundBatchNo"]?.looseString ?? "")")
+            if s.failing == nil { s.refundResults.append(body) }
+            return s.failing
+        }
+        if let failing { return Self.answer(failing, "1001880006", "simulated failure") }
+        return Self.answer(200, "0", "success")
+    }
+
+    /// Signs a refund review request (`REFUND_REQUEST`) for these purchase orders, amounts in fen.
+    package func refundRequest(batch: String, orders: [(purchaseOrderId: String, payAmount: Int64)],
+                               requestId: String = UUID().uuidString) -> Data {
+        let nowMs = Int64(time.now.timeIntervalSince1970 * 1000)
+        let data = JSONValue.object([
+            ("refundReason", .string("UNINTENDED_PURCHASE")), ("applyAmount", .number(orders.reduce(Int64(0)) { $0 + $1.payAmount })),
+            ("applyType", .number(1)), ("refundBatchNo", .string(batch)), ("currency", .string("CNY")),
+            ("refundOrders", .array(orders.map { .object([("purchaseOrderId", .string($0.purchaseOrderId)),
+                                                          ("purchaseToken", .string("tok")), ("payAmount", .number($0.payAmount))]) })),
+        ])
+        let payload = JSONValue.object([
+            ("notificationType", .string("REFUND_REQUEST")), ("notificationRequestId", .string(requestId)),
+            ("notificationMetaData", .object([("environment", .string("NORMAL")), ("applicationId", .string(appId)),
+                                              ("packageName", .string("com.example.game")), ("refundRequestData", data)])),
+            ("notificationVersion", .string("v3")), ("signedTime", .number(nowMs)),
+        ])
+        let jws = sign(payload) ?? ""
         state.withLock { $0.sent.append((jws, nowMs)) }
         return JSONValue.object([("jwsNotification", .string(jws))]).data
     }
