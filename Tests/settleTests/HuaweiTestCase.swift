@@ -23,7 +23,11 @@ class HuaweiTestCase: EndToEndTestCase {
     let vip = "hw_vip_monthly"
 
     nonisolated(unsafe) var fake: FakeHuawei!
+    nonisolated(unsafe) var hms: FakeHMS!
     nonisolated(unsafe) var huawei: LoopbackHTTPServer!
+    /// The app's RSA IAP key for HMS, generated once per run; its public half is configured.
+    static let hmsKey: RSAPrivateKey = try! RSAPrivateKey(pem: RSAPrivateKey.generatePEM())
+    static let hmsSecret = "hms-client-secret-SECRETHMSSECRET"
 
     /// What the test does to shipped confirms before the fake sees them.
     final class Tap: Sendable {
@@ -42,6 +46,10 @@ class HuaweiTestCase: EndToEndTestCase {
         try world.write("huawei-root.pem", HuaweiSimulatorChain.rootPEM)
         let fake = try FakeHuawei(appId: Self.appId, publicKey: try ES256PrivateKey(pem: Self.iapKeyPEM).publicKey, time: world.time)
         self.fake = fake
+        let hms = FakeHMS(appId: Self.appId, clientSecret: Self.hmsSecret, key: Self.hmsKey, time: world.time)
+        self.hms = hms
+        try world.write("hms-secret", Self.hmsSecret, mode: 0o600)
+        try world.write("hms-public-key.txt", Self.hmsKey.subjectPublicKeyInfo.base64EncodedString() + "\n")
         let (tap, deliveriesPath, pidPath) = (self.tap, world.deliveriesPath, world.folder + "/settle.pid")
         huawei = try LoopbackHTTPServer { request in
             if request.path.hasSuffix("/shipped/confirm") {
@@ -57,6 +65,7 @@ class HuaweiTestCase: EndToEndTestCase {
                     return HTTPServerResponse(status: 503)
                 }
             }
+            if let answer = hms.handle(request) { return answer }
             return fake.handle(request)
         }
         _ = try world.hook("grant.sh", exit: 0, extra: "echo $PPID > \"\(pidPath)\"")
@@ -85,9 +94,16 @@ class HuaweiTestCase: EndToEndTestCase {
             ("huawei", .object([
                 ("app_id", .string(Self.appId)), ("issuer_id", .string("issuer-1")), ("key_id", .string("key-1")),
                 ("private_key_file", .string("huawei-iap.p8")), ("root_certificates", .array([.string(root)])),
-                ("api_url", .string(huawei.baseURL)),
+                ("api_url", .string(huawei.baseURL)), ("hms", hmsSection),
             ])),
         ] + extra)
+    }
+
+    /// The `huawei.hms` section pointing at the fake HMS: the app's site under `/site-cn`, AppTouch's under `/apptouch`.
+    var hmsSection: JSONValue {
+        .object([("client_secret_file", .string("hms-secret")), ("public_key_file", .string("hms-public-key.txt")),
+                 ("order_url", .string(huawei.baseURL + "/site-cn")), ("apptouch_order_url", .string(huawei.baseURL + "/apptouch")),
+                 ("token_url", .string(huawei.baseURL + "/oauth2/v3/token"))])
     }
 
     /// A distinctive token for `name`, so tests can prove it never leaks.

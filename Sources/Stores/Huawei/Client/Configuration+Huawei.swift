@@ -11,21 +11,95 @@ extension Configuration {
         set { storeSettings[ConfigurationSection.huaweiKey] = newValue }
     }
 
-    /// HarmonyOS IAP Kit's server API (`huawei`): the IAP key that signs settle's requests and
-    /// the Huawei root its answers must chain to. Reference: huawei-appgallery.md section 1.
+    /// Huawei AppGallery (`huawei`): HarmonyOS IAP Kit's server API (the IAP key that signs
+    /// settle's requests and the Huawei root its answers must chain to) and HMS IAP's (Android
+    /// AppGallery: OAuth client credentials and the app's RSA IAP public key), either or both.
+    /// Reference: huawei-appgallery.md sections 1 and 2.
     package struct HuaweiConfiguration: Sendable {
-        /// The app's APP ID in AppGallery Connect (the JWT's `aid`; answers must name it as `applicationId`).
+        /// The app's APP ID in AppGallery Connect (the JWT's `aid`; answers must name it as
+        /// `applicationId`; HMS's OAuth client id).
         package var appId: String
-        /// The Issuer ID AppGallery Connect shows with the key (the JWT's `iss`).
-        package var issuerId: String
-        /// The key ID of the IAP key (the JWT's `kid`).
-        package var keyId: String
-        /// The `.p8` IAP key (PKCS#8 EC P-256), downloaded once from AppGallery Connect: a secret file.
-        package var privateKeyFile: SecretFile
-        /// PEM files of the roots Huawei's signed answers must chain to (Huawei CBG Root CA G2,
-        /// from https://pki.consumer.huawei.com/ca/cer/RootCaG2Ecdsa.cer). Never taken from `x5c`.
-        package var rootCertificates: [String]
-        package var apiURL: String = HuaweiConfiguration.defaultAPIURL
+        /// HarmonyOS IAP Kit: nil when the section configures HMS IAP only.
+        package var iapKit: IAPKit?
+        /// HMS IAP (`hms`): nil when the section configures IAP Kit only.
+        package var hms: HMS?
+
+        package struct IAPKit: Sendable {
+            /// The Issuer ID AppGallery Connect shows with the key (the JWT's `iss`).
+            package var issuerId: String
+            /// The key ID of the IAP key (the JWT's `kid`).
+            package var keyId: String
+            /// The `.p8` IAP key (PKCS#8 EC P-256), downloaded once from AppGallery Connect: a secret file.
+            package var privateKeyFile: SecretFile
+            /// PEM files of the roots Huawei's signed answers must chain to (Huawei CBG Root CA G2,
+            /// from https://pki.consumer.huawei.com/ca/cer/RootCaG2Ecdsa.cer). Never taken from `x5c`.
+            package var rootCertificates: [String]
+            package var apiURL: String = HuaweiConfiguration.defaultAPIURL
+
+            /// Reads the IAP key; a key that is not an EC P-256 private key is named.
+            package func loadPrivateKey() throws(ConfigError) -> ES256PrivateKey {
+                let secret = try privateKeyFile.read()
+                do {
+                    return try ES256PrivateKey(pem: secret.value)
+                } catch {
+                    throw ConfigError("\(privateKeyFile.key): \(privateKeyFile.path) is not an EC P-256 private key in PEM (the .p8 file AppGallery Connect gave): \(error.message)")
+                }
+            }
+
+            /// Reads the pinned roots; a file without a certificate is named.
+            package func loadRoots() throws(ConfigError) -> [X509Certificate] {
+                var roots: [X509Certificate] = []
+                for (index, path) in rootCertificates.enumerated() {
+                    do {
+                        roots += try X509Certificate.load(path: path)
+                    } catch {
+                        throw ConfigError("huawei.root_certificates[\(index)]: \(error.message)")
+                    }
+                }
+                guard !roots.isEmpty else { throw ConfigError("huawei.root_certificates: the files hold no certificate") }
+                return roots
+            }
+        }
+
+        /// HMS IAP (Android AppGallery): the app's OAuth client secret, its IAP public key, and
+        /// where its orders live. Reference: huawei-appgallery.md section 2.
+        package struct HMS: Sendable {
+            /// The OAuth client secret of the app (AppGallery Connect > App information): a secret file.
+            package var clientSecretFile: SecretFile
+            /// The app's IAP public key (AppGallery Connect > In-App Purchases), base64 DER SPKI, in a file.
+            package var publicKeyFile: String
+            /// The order service's root for the app's site, and the AppTouch one (`accountFlag` 1).
+            package var orderURL: String
+            package var appTouchOrderURL: String = HMS.defaultAppTouchOrderURL
+            package var tokenURL: String = HMS.defaultTokenURL
+            /// How often `settle run` reads the cancelled and refunded purchases (`cancelledList`).
+            package var cancelledPollIntervalSeconds: Double = 3600
+
+            package static let sites = [
+                "china": "https://orders-drcn.iap.cloud.huawei.com.cn", "germany": "https://orders-dre.iap.cloud.huawei.eu",
+                "singapore": "https://orders-dra.iap.cloud.huawei.asia", "russia": "https://orders-drru.iap.cloud.huawei.ru",
+            ]
+            package static let defaultAppTouchOrderURL = "https://orders-at-dre.iap.dbankcloud.com"
+            package static let defaultTokenURL = "https://oauth-login.cloud.huawei.com/oauth2/v3/token"
+
+            /// Reads the IAP public key; a file that is not a base64 RSA SubjectPublicKeyInfo is named.
+            package func loadPublicKey() throws(ConfigError) -> RSAPublicKey {
+                guard let data = FileManager.default.contents(atPath: publicKeyFile) else {
+                    throw ConfigError("huawei.hms.public_key_file: cannot read \(publicKeyFile)")
+                }
+                let text = String(decoding: data, as: UTF8.self).components(separatedBy: .newlines)
+                    .filter { !$0.hasPrefix("-----") }.joined().trimmingCharacters(in: .whitespaces)
+                guard let der = Data(base64Encoded: text) else {
+                    throw ConfigError("huawei.hms.public_key_file: \(publicKeyFile) is not the base64 public key AppGallery Connect shows")
+                }
+                do {
+                    return try RSAPublicKey(subjectPublicKeyInfo: der)
+                } catch {
+                    throw ConfigError("huawei.hms.public_key_file: \(publicKeyFile): \(error.message)")
+                }
+            }
+        }
+
         /// Requests a second by endpoint group, over the published ones (`rate_limits`).
         package var rateLimits: [String: Double] = [:]
         /// Where the notifications listener takes IAP Kit's key-event notifications (v3), as
@@ -53,29 +127,6 @@ extension Configuration {
         /// The only root Huawei lists (mainland China); there is no documented sandbox host:
         /// sandbox purchases come from the same host and say `environment: SANDBOX`.
         package static let defaultAPIURL = "https://iap.cloud.huawei.com"
-
-        /// Reads the IAP key; a key that is not an EC P-256 private key is named.
-        package func loadPrivateKey() throws(ConfigError) -> ES256PrivateKey {
-            let secret = try privateKeyFile.read()
-            do {
-                return try ES256PrivateKey(pem: secret.value)
-            } catch {
-                throw ConfigError("\(privateKeyFile.key): \(privateKeyFile.path) is not an EC P-256 private key in PEM (the .p8 file AppGallery Connect gave): \(error.message)")
-            }
-        }
-
-        /// Reads the pinned roots; a file without a certificate is named.
-        package func loadRoots() throws(ConfigError) -> [X509Certificate] {
-            var roots: [X509Certificate] = []
-            for (index, path) in rootCertificates.enumerated() {
-                do {
-                    roots += try X509Certificate.load(path: path)
-                } catch {
-                    throw ConfigError("huawei.root_certificates[\(index)]: \(error.message)")
-                }
-            }
-            return roots
-        }
     }
 }
 
@@ -104,34 +155,27 @@ extension ConfigurationSection {
 extension ConfigurationDecoder {
     package func decodeHuawei(_ object: ConfigObject) throws(ConfigError) -> Configuration.HuaweiConfiguration {
         let known: Set<String> = ["app_id", "issuer_id", "key_id", "private_key_file", "root_certificates", "api_url", "rate_limits",
-                                  "notifications_path", "history_catch_up", "refund_review"]
+                                  "notifications_path", "history_catch_up", "refund_review", "hms"]
         return try object.decode(knownKeys: known) { (o: inout ConfigObject) throws(ConfigError) in
             let appId = try o.requireString("app_id")
             guard appId.count <= 128, appId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
                 throw ConfigError("\(o.name("app_id")): \"\(PrintableText.escape(String(appId.prefix(64))))\" is not an APP ID "
                                   + "(letters and digits, as AppGallery Connect shows it)")
             }
-            let issuerId = try o.requireString("issuer_id")
-            let keyId = try o.requireString("key_id")
-            let keyName = try o.requireString("private_key_file")
-            let keyFile = SecretFile(key: o.name("private_key_file"),
-                                     path: SecretFile.resolve(keyName, relativeTo: folder, environment: environment),
-                                     searched: SecretFile.candidates(keyName, relativeTo: folder, environment: environment))
-            guard o.value("root_certificates") != nil else {
-                throw ConfigError("\(o.name("root_certificates")): required key is missing (the Huawei CBG Root CA G2 certificate, "
-                                  + "from https://pki.consumer.huawei.com/ca/cer/RootCaG2Ecdsa.cer, as PEM)")
-            }
-            let roots = try paths(&o, "root_certificates", default: "")
-            var huawei = Configuration.HuaweiConfiguration(appId: appId, issuerId: issuerId, keyId: keyId, privateKeyFile: keyFile,
-                                                           rootCertificates: roots)
-            if let api = try o.string("api_url") {
-                try checkURL(api, name: o.name("api_url"))
-                huawei.apiURL = api.hasSuffix("/") ? String(api.dropLast()) : api
+            var huawei = Configuration.HuaweiConfiguration(appId: appId)
+            huawei.iapKit = try decodeIAPKit(&o)
+            huawei.hms = try o.object("hms").map { (hms) throws(ConfigError) in try decodeHMS(hms) }
+            guard huawei.iapKit != nil || huawei.hms != nil else {
+                throw ConfigError("huawei: configure HarmonyOS IAP Kit (issuer_id, key_id, private_key_file, root_certificates), "
+                                  + "HMS IAP (hms), or both")
             }
             huawei.rateLimits = try rateLimits(&o, groups: HuaweiRateGroups.all)
             if let path = try o.string("notifications_path") {
                 guard path.hasPrefix("/"), !path.contains("?") else {
                     throw ConfigError("\(o.name("notifications_path")): \"\(PrintableText.escape(path))\" must start with / and hold no query")
+                }
+                guard huawei.iapKit != nil else {
+                    throw ConfigError("\(o.name("notifications_path")): IAP Kit's notifications are verified with its root: configure IAP Kit")
                 }
                 huawei.notificationsPath = path
             }
@@ -160,6 +204,74 @@ extension ConfigurationDecoder {
             return huawei
         }
     }
+
+    /// IAP Kit's keys, all or none.
+    private func decodeIAPKit(_ o: inout ConfigObject) throws(ConfigError) -> Configuration.HuaweiConfiguration.IAPKit? {
+        let keys = ["issuer_id", "key_id", "private_key_file", "root_certificates"]
+        let given = keys.filter { o.value($0) != nil }
+        guard !given.isEmpty else {
+            if try o.string("api_url") != nil { throw ConfigError("\(o.name("api_url")): IAP Kit's URL, without IAP Kit's keys") }
+            return nil
+        }
+        for key in keys where !given.contains(key) {
+            let hint = key == "root_certificates" ? " (the Huawei CBG Root CA G2 certificate, from https://pki.consumer.huawei.com/ca/cer/RootCaG2Ecdsa.cer, as PEM)" : ""
+            throw ConfigError("\(o.name(key)): required key is missing with \(given.joined(separator: ", ")) (IAP Kit)\(hint)")
+        }
+        let issuerId = try o.requireString("issuer_id")
+        let keyId = try o.requireString("key_id")
+        let keyName = try o.requireString("private_key_file")
+        let keyFile = SecretFile(key: o.name("private_key_file"),
+                                 path: SecretFile.resolve(keyName, relativeTo: folder, environment: environment),
+                                 searched: SecretFile.candidates(keyName, relativeTo: folder, environment: environment))
+        var kit = Configuration.HuaweiConfiguration.IAPKit(issuerId: issuerId, keyId: keyId, privateKeyFile: keyFile,
+                                                           rootCertificates: try paths(&o, "root_certificates", default: ""))
+        if let api = try o.string("api_url") {
+            try checkURL(api, name: o.name("api_url"))
+            kit.apiURL = api.hasSuffix("/") ? String(api.dropLast()) : api
+        }
+        return kit
+    }
+
+    private func decodeHMS(_ object: ConfigObject) throws(ConfigError) -> Configuration.HuaweiConfiguration.HMS {
+        let known: Set<String> = ["client_secret_file", "public_key_file", "site", "order_url", "apptouch_order_url", "token_url",
+                                  "cancelled_poll_interval_seconds"]
+        return try object.decode(knownKeys: known) { (o: inout ConfigObject) throws(ConfigError) in
+            let secretName = try o.requireString("client_secret_file")
+            let secret = SecretFile(key: o.name("client_secret_file"),
+                                    path: SecretFile.resolve(secretName, relativeTo: folder, environment: environment),
+                                    searched: SecretFile.candidates(secretName, relativeTo: folder, environment: environment))
+            let keyName = try o.requireString("public_key_file")
+            let keyPath = keyName.hasPrefix("/") ? keyName : (folder as NSString).appendingPathComponent(keyName)
+            typealias HMS = Configuration.HuaweiConfiguration.HMS
+            var orderURL: String
+            if let url = try o.string("order_url") {
+                try checkURL(url, name: o.name("order_url"))
+                orderURL = url
+            } else {
+                let site = try o.string("site") ?? ""
+                guard let url = HMS.sites[site] else {
+                    let sites = HMS.sites.keys.sorted().map { "\"\($0)\"" }.joined(separator: ", ")
+                    throw ConfigError("\(o.name("site")): \(site.isEmpty ? "required" : "\"\(PrintableText.escape(site))\" is not one of \(sites)"): "
+                                      + "the site of the app's orders (\(sites)), or order_url")
+                }
+                orderURL = url
+            }
+            var hms = HMS(clientSecretFile: secret, publicKeyFile: keyPath, orderURL: Self.trimmed(orderURL))
+            if let url = try o.string("apptouch_order_url") {
+                try checkURL(url, name: o.name("apptouch_order_url"))
+                hms.appTouchOrderURL = Self.trimmed(url)
+            }
+            if let url = try o.string("token_url") {
+                try checkURL(url, name: o.name("token_url"))
+                hms.tokenURL = url
+            }
+            hms.cancelledPollIntervalSeconds = try o.number("cancelled_poll_interval_seconds", default: 3600, range: 60...86_400)
+            try o.rejectUnknownKeys()
+            return hms
+        }
+    }
+
+    private static func trimmed(_ url: String) -> String { url.hasSuffix("/") ? String(url.dropLast()) : url }
 }
 
 /// IAP Kit's endpoint groups, as `rate_limits` and the pacer name them: the published rate where

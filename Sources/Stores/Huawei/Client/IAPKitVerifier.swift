@@ -164,14 +164,19 @@ package struct IAPKitVerifier: Sendable {
     /// `developerPayload` is how an IAP Kit purchase names its buyer: checked against the order's
     /// user by `user_binding`, as Google's obfuscated account id is.
     private func bindingProblem(_ order: Order, _ purchase: HuaweiPurchaseOrder) -> VerificationOutcome? {
-        let expected = Self.expectedPayload(binding, order)
-        guard let payload = purchase.developerPayload.flatMap({ $0.isEmpty ? nil : Self.normalized($0) }) else {
+        Self.bindingProblem(binding, order, payload: purchase.developerPayload, purchase: "order \(purchase.purchaseOrderId)")
+    }
+
+    /// What `user_binding` says of a Huawei purchase (IAP Kit's or HMS's) whose developer payload is `payload`.
+    package static func bindingProblem(_ binding: UserBinding, _ order: Order, payload given: String?, purchase: String) -> VerificationOutcome? {
+        let expected = expectedPayload(binding, order)
+        guard let payload = given.flatMap({ $0.isEmpty ? nil : normalized($0) }) else {
             switch binding.tokenlessSignedProofs {
             case .trust: return nil
             case .refuse:
-                return .rejected(reason: .proofUnbound, detail: "order \(purchase.purchaseOrderId) carries no developerPayload and user_binding.tokenless_signed_proofs is refuse")
+                return .rejected(reason: .proofUnbound, detail: "\(purchase) carries no developerPayload and user_binding.tokenless_signed_proofs is refuse")
             case .needsAttention:
-                return .needsAttention(reason: .proofUnbound, detail: "order \(purchase.purchaseOrderId) carries no developerPayload: check it is user \(order.userId)'s")
+                return .needsAttention(reason: .proofUnbound, detail: "\(purchase) carries no developerPayload: check it is user \(order.userId)'s")
             }
         }
         let shown = PrintableText.escape(String(payload.prefix(128)))

@@ -17,7 +17,7 @@ package enum HuaweiModule: StoreModule {
     }
 
     package static var configurationSections: [ConfigurationSection] { [.huawei] }
-    package static var migrations: [LedgerMigration] { [HuaweiMigrations.notifications] }
+    package static var migrations: [LedgerMigration] { [HuaweiMigrations.notifications, HuaweiMigrations.hmsCursor] }
     /// Its stored notifications, which rescue visits after the core's queues.
     package static var sideQueues: [SideQueue] { [HuaweiNotificationRecord.queue] }
 
@@ -30,46 +30,60 @@ package enum HuaweiModule: StoreModule {
 
     /// `settle enqueue --store huawei --proof-file F`: the file holds what IAP Kit gave the app.
     package static var proofFormat: ProofFormat? {
-        ProofFormat(what: "a Huawei IAP Kit purchase (JSON: {\"purchaseOrderId\": ..., \"purchaseToken\": ...})") { text in
-            guard let json = try? JSONValue.parse(text) else {
-                return .failure(ProofError("a Huawei proof is a JSON object with purchaseOrderId and purchaseToken; the file is not JSON"))
+        ProofFormat(what: "a Huawei purchase (JSON: IAP Kit's {\"purchaseOrderId\", \"purchaseToken\"}, or HMS IAP's "
+                    + "{\"inAppPurchaseData\", \"inAppDataSignature\"} or {\"purchaseToken\", \"productId\", \"accountFlag\"})") { text in
+            guard let json = try? JSONValue.parse(text), json.objectMembers != nil else {
+                return .failure(ProofError("a Huawei proof is a JSON object; the file is not one"))
             }
             do throws(ProofReadError) {
-                return .success(try HuaweiProof(json: json).storeProof)
+                // IAP Kit's purchases name their purchase order; HMS's do not.
+                if json["purchaseOrderId"] != nil { return .success(try HuaweiProof(json: json).storeProof) }
+                return .success(try HMSProof(json: json).storeProof)
             } catch {
                 return .failure(ProofError(error.message))
             }
         }
     }
 
-    /// The IAP Kit verifier and finisher; nil without a `huawei` section. The IAP key and the
-    /// roots are read now, so a bad key is a configuration fault at start, not at the first order.
+    /// IAP Kit's and HMS IAP's verifiers and finishers, as configured; nil without a `huawei`
+    /// section. Keys and roots are read now, so a bad one is a configuration fault at start.
     package static func adapter(_ context: StoreContext) throws(ConfigError) -> (any StoreAdapter)? {
         guard let settings = context.configuration.huawei else { return nil }
-        let client = try client(settings, http: context.client, time: context.ledger.time, pacer: context.pacer, metrics: context.metrics)
         let products = context.configuration.products.filter { $0.value.stores.contains(.huawei) }
-        let verifier = IAPKitVerifier(client: client, signedData: HuaweiSignedData(roots: try roots(settings)), appId: settings.appId,
-                                      products: products, acceptSandbox: context.configuration.acceptSandbox,
-                                      binding: context.configuration.userBinding, time: context.ledger.time)
-        var adapter = HuaweiAdapter(verifier: verifier, finisher: HuaweiFinisher(client: client, products: products))
-        if let path = settings.notificationsPath {
-            var inbox = HuaweiNotificationInbox(ledger: context.ledger, verifier: verifier, products: products,
-                                                binding: context.configuration.userBinding, log: context.log, metrics: context.metrics)
-            inbox.refundReview = settings.refundReview
-            adapter.inbox = (path, inbox)
-            if settings.historyCatchUp {
-                adapter.catchUp = HuaweiHistoryCatchUp(ledger: context.ledger, client: client, inbox: inbox, log: context.log)
+        var adapter = HuaweiAdapter()
+        if let kit = settings.iapKit {
+            let client = try client(settings.appId, kit, http: context.client, time: context.ledger.time, pacer: context.pacer,
+                                    metrics: context.metrics)
+            let verifier = IAPKitVerifier(client: client, signedData: HuaweiSignedData(roots: try kit.loadRoots()), appId: settings.appId,
+                                          products: products, acceptSandbox: context.configuration.acceptSandbox,
+                                          binding: context.configuration.userBinding, time: context.ledger.time)
+            adapter.iapKit = (verifier, HuaweiFinisher(client: client, products: products))
+            if let path = settings.notificationsPath {
+                var inbox = HuaweiNotificationInbox(ledger: context.ledger, verifier: verifier, products: products,
+                                                    binding: context.configuration.userBinding, log: context.log, metrics: context.metrics)
+                inbox.refundReview = settings.refundReview
+                adapter.inbox = (path, inbox)
+                if settings.historyCatchUp {
+                    adapter.catchUp = HuaweiHistoryCatchUp(ledger: context.ledger, client: client, inbox: inbox, log: context.log)
+                }
             }
+        }
+        if let hms = settings.hms {
+            let client = try HMSClient(settings.appId, hms, http: context.client, time: context.ledger.time)
+            let verifier = HMSVerifier(client: client, appId: settings.appId, products: products,
+                                       acceptSandbox: context.configuration.acceptSandbox, binding: context.configuration.userBinding)
+            adapter.hms = (verifier, HMSFinisher(client: client))
+            adapter.cancelled = HMSCancelledPoll(ledger: context.ledger, client: client,
+                                                 intervalSeconds: hms.cancelledPollIntervalSeconds, log: context.log)
         }
         return adapter
     }
 
-    /// The IAP Kit client a `huawei` section describes, signing with its IAP key.
-    package static func client(_ settings: Configuration.HuaweiConfiguration, http: HTTPClient, time: any TimeSource, pacer: Pacer?,
-                               metrics: Metrics?) throws(ConfigError) -> IAPKitClient {
-        let token = IAPKitToken(issuerId: settings.issuerId, keyId: settings.keyId, appId: settings.appId,
-                                key: try settings.loadPrivateKey(), time: time)
-        var client = IAPKitClient(baseURL: settings.apiURL, token: token, client: http)
+    /// The IAP Kit client of a `huawei` section, signing with its IAP key.
+    package static func client(_ appId: String, _ kit: Configuration.HuaweiConfiguration.IAPKit, http: HTTPClient, time: any TimeSource,
+                               pacer: Pacer?, metrics: Metrics?) throws(ConfigError) -> IAPKitClient {
+        let token = IAPKitToken(issuerId: kit.issuerId, keyId: kit.keyId, appId: appId, key: try kit.loadPrivateKey(), time: time)
+        var client = IAPKitClient(baseURL: kit.apiURL, token: token, client: http)
         client.pacer = pacer
         if let metrics {
             client.observe = { call, outcome in metrics.observeStoreRequest(store: Store.huawei.rawValue, call: call, outcome: outcome) }
@@ -77,40 +91,76 @@ package enum HuaweiModule: StoreModule {
         return client
     }
 
-    private static func roots(_ settings: Configuration.HuaweiConfiguration) throws(ConfigError) -> [X509Certificate] {
-        let roots = try settings.loadRoots()
-        guard !roots.isEmpty else { throw ConfigError("huawei.root_certificates: the files hold no certificate") }
-        return roots
-    }
-
-    /// `settle check-config` reads the IAP key and the roots, as the daemon would at start.
+    /// `settle check-config` reads the keys, the roots and the client secret, as the daemon would at start.
     package static func readSecrets(_ configuration: Configuration) throws(ConfigError) {
         guard let settings = configuration.huawei else { return }
-        _ = try settings.loadPrivateKey()
-        _ = try roots(settings)
+        if let kit = settings.iapKit {
+            _ = try kit.loadPrivateKey()
+            _ = try kit.loadRoots()
+        }
+        if let hms = settings.hms {
+            _ = try hms.clientSecretFile.read()
+            _ = try hms.loadPublicKey()
+        }
     }
 
-    /// What `settle check-config` prints of the `huawei` section: the key by its file only.
+    /// What `settle check-config` prints of the `huawei` section: keys and secrets by their file only.
     package static func describe(_ configuration: Configuration) -> [String] {
         guard let huawei = configuration.huawei else { return [] }
-        return ["huawei: app \(huawei.appId), issuer \(huawei.issuerId), key \(huawei.keyId) in \(huawei.privateKeyFile.path) (contents redacted), "
-                + "roots \(huawei.rootCertificates.joined(separator: ", ")), api \(ConfigurationText.url(huawei.apiURL))",
-                "huawei.rate_limits: " + ConfigurationText.rates(descriptor.publishedRates, huawei.rateLimits) + " (requests a second)"]
+        var lines: [String] = []
+        if let kit = huawei.iapKit {
+            lines.append("huawei: app \(huawei.appId), IAP Kit issuer \(kit.issuerId), key \(kit.keyId) in \(kit.privateKeyFile.path) "
+                         + "(contents redacted), roots \(kit.rootCertificates.joined(separator: ", ")), api \(ConfigurationText.url(kit.apiURL))")
+        }
+        if let hms = huawei.hms {
+            lines.append("huawei.hms: app \(huawei.appId), client secret \(hms.clientSecretFile.path) (contents redacted), public key "
+                         + "\(hms.publicKeyFile), orders \(ConfigurationText.url(hms.orderURL)), AppTouch \(ConfigurationText.url(hms.appTouchOrderURL)), "
+                         + "token \(ConfigurationText.url(hms.tokenURL)), cancelled purchases every \(ConfigurationText.number(hms.cancelledPollIntervalSeconds)) s")
+        }
+        lines.append("huawei.rate_limits: " + ConfigurationText.rates(descriptor.publishedRates, huawei.rateLimits) + " (requests a second)")
+        return lines
     }
 }
 
-/// Huawei AppGallery: IAP Kit's status queries, shipped confirm after every delivery, and its
-/// key-event notifications on the listener, worked before the claims, with the history catch-up.
+/// Huawei AppGallery: IAP Kit's status queries and HMS IAP's token verification, by the order's
+/// proof; shipped confirm or confirm after every delivery; IAP Kit's key-event notifications on
+/// the listener, worked before the claims, with the history catch-up; HMS's cancelled purchases
+/// after the pass.
 package struct HuaweiAdapter: StoreAdapter {
     package var store: Store { .huawei }
-    package var verifier: IAPKitVerifier
-    package var finisher: (any StoreFinisher)?
+    package var iapKit: (verifier: IAPKitVerifier, finisher: HuaweiFinisher)?
+    package var hms: (verifier: HMSVerifier, finisher: HMSFinisher)?
     /// The notifications' path and inbox, with `huawei.notifications_path`.
     package var inbox: (path: String, inbox: HuaweiNotificationInbox)?
     package var catchUp: HuaweiHistoryCatchUp?
+    package var cancelled: HMSCancelledPoll?
+
+    package init() {}
+
+    package func verify(_ order: Order) throws -> Verification {
+        if order.storeProof?.kind == HMSProof.kind {
+            guard let hms else { return Self.unconfigured("an HMS IAP order", "huawei.hms") }
+            return hms.verifier.verify(order)
+        }
+        guard let iapKit else { return Self.unconfigured("a HarmonyOS IAP Kit order", "IAP Kit's keys in the huawei section") }
+        return iapKit.verifier.verify(order)
+    }
+
+    /// An order of the part of Huawei the configuration leaves out waits, using no attempt.
+    private static func unconfigured(_ what: String, _ missing: String) -> Verification {
+        var waiting = Verification(outcome: .retry("\(what), and no \(missing) is configured"))
+        waiting.keepsAttempt = true
+        return waiting
+    }
+
+    package var finisher: (any StoreFinisher)? { HuaweiFinishers(iapKit: iapKit?.finisher, hms: hms?.finisher) }
 
     package func beforeClaims(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome {
         try inbox?.inbox.processPending(work) ?? .idle
+    }
+
+    package func afterPass(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome {
+        try cancelled?.pollIfDue(work) ?? .idle
     }
 
     package var listenerRoutes: [String: ListenerRoute] {
@@ -119,13 +169,19 @@ package struct HuaweiAdapter: StoreAdapter {
     }
 
     package var tasks: [StoreTask] { catchUp.map { [$0.task] } ?? [] }
+}
 
-    package init(verifier: IAPKitVerifier, finisher: HuaweiFinisher) {
-        self.verifier = verifier
-        self.finisher = finisher
+/// Tells Huawei through the API that verified the order: IAP Kit's shipped confirm, or HMS's confirm.
+struct HuaweiFinishers: StoreFinisher {
+    let iapKit: HuaweiFinisher?
+    let hms: HMSFinisher?
+
+    func finish(_ order: Order) -> StoreFinishOutcome {
+        if order.storeProof?.kind == HMSProof.kind {
+            return hms?.finish(order) ?? .failed("no huawei.hms is configured to confirm the order", configuration: true)
+        }
+        return iapKit?.finish(order) ?? .failed("no IAP Kit keys are configured to confirm the order", configuration: true)
     }
-
-    package func verify(_ order: Order) throws -> Verification { verifier.verify(order) }
 }
 
 /// What Huawei's answers mean, in a support agent's words.

@@ -38,10 +38,10 @@ package final class HuaweiSimulator: StoreSimulator {
         let appId: String
         let key: ES256PublicKey
         let source: String
-        if let huawei = setup.configuration?.huawei {
+        if let huawei = setup.configuration?.huawei, let kit = huawei.iapKit {
             appId = huawei.appId
-            key = try huawei.loadPrivateKey().publicKey
-            source = "JWTs signed by key \(huawei.keyId) in \(huawei.privateKeyFile.path)"
+            key = try kit.loadPrivateKey().publicKey
+            source = "JWTs signed by key \(kit.keyId) in \(kit.privateKeyFile.path)"
         } else if let path = setup.options["--huawei-key"] {
             let pem = try ES256PrivateKey.generatePEM()
             guard FileManager.default.createFile(atPath: path, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600]) else {

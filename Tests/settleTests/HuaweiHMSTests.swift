@@ -1,0 +1,110 @@
+import Foundation
+import XCTest
+import SettleBase
+import SettleTesting
+import SettleHuawei
+import SettleHuaweiSimulator
+
+/// HMS IAP (Android AppGallery) orders through the built binary (issue 34): the client's signed
+/// purchase data checked with the app's IAP public key, `tokens/verify` on the purchase's site,
+/// granted once, confirmed after the grant; a purchase HMS lists as cancelled taken back once.
+final class HuaweiHMSTests: HuaweiTestCase {
+    var revokesPath: String { world.folder + "/revokes.log" }
+    var revokes: [String] { ((try? String(contentsOfFile: revokesPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        try world.write("revoke.sh", """
+            #!/bin/sh
+            cat > /dev/null
+            echo "$SETTLE_IDEMPOTENCY_KEY $SETTLE_ORDER_ID" >> "\(revokesPath)"
+            exit 0
+            """, mode: 0o755)
+        try writeHuaweiConfig(extra: [("delivery", .object([("command", .array([.string(world.folder + "/grant.sh")])),
+                                                            ("revoke_command", .array([.string(world.folder + "/revoke.sh")])),
+                                                            ("timeout_seconds", .number(10))]))])
+    }
+
+    @discardableResult
+    func scriptHMS(_ name: String, product: String? = nil, kind: Int = 0, user: String = "u-1", accountFlag: Int? = nil) -> String {
+        let token = token("hms-" + name)
+        var members: [(String, JSONValue)] = [
+            ("applicationId", .string(Self.appId)), ("orderId", .string("HMS.\(name)")), ("productId", .string(product ?? coins)),
+            ("purchaseToken", .string(token)), ("purchaseState", .number(0)), ("kind", .number(kind)),
+            ("purchaseTime", .number((world.time.unixSeconds - 60) * 1000)), ("developerPayload", .string(user)),
+            ("consumptionState", .number(0)), ("confirmed", .number(0)),
+        ]
+        if let accountFlag { members.append(("accountFlag", .number(accountFlag))) }
+        hms.script(purchase: .object(members))
+        return token
+    }
+
+    /// `settle enqueue --store huawei` with the client's signed purchase data.
+    func enqueueHMS(_ orderId: String, token: String, user: String = "u-1", product: String? = nil,
+                    signature: String? = nil) throws {
+        let client = try XCTUnwrap(hms.clientData(token: token))
+        let proof = JSONValue.object([("inAppPurchaseData", .string(client.data)), ("inAppDataSignature", .string(signature ?? client.signature))])
+        let path = try world.write("proof-\(orderId).json", proof.serialized(), mode: 0o600)
+        try settle(expecting: 0, ["enqueue", "--store", "huawei", "--order", orderId, "--user", user, "--product", product ?? coins,
+                                  "--proof-file", path])
+    }
+
+    func testVerifyThenConfirm_grantsOnce_onThePurchasesSite_andConfirmsAfterTheGrant() throws {
+        let consumable = scriptHMS("c")
+        let unlockToken = scriptHMS("n", product: unlock, kind: 1)
+        let appTouch = scriptHMS("t", user: "u-2", accountFlag: 1)
+        try enqueueHMS("o-c", token: consumable)
+        try enqueueHMS("o-n", token: unlockToken, product: unlock)
+        try enqueueHMS("o-t", token: appTouch, user: "u-2")
+        try settle(expecting: 0, ["reconcile"])
+        for id in ["o-c", "o-n", "o-t"] { XCTAssertEqual(try state(id), "finished", id) }
+        XCTAssertEqual(Set(world.deliveries), ["HMS.c o-c", "HMS.n o-n", "HMS.t o-t"])
+        XCTAssertEqual(Set(hms.confirmed), [consumable, unlockToken, appTouch])
+        XCTAssertTrue(hms.calls.contains("/apptouch /applications/purchases/tokens/verify"), "\(hms.calls)")
+        XCTAssertEqual(hms.calls.filter { $0.hasPrefix("/apptouch") && !$0.hasSuffix("cancelledList") }.count, 2, "the AppTouch purchase's verify and confirm: \(hms.calls)")
+        XCTAssertEqual(try history("o-c").last?["outcome"], .string("confirmed"))
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(world.deliveries.count, 3, "nothing granted twice")
+        let everything = transcript.joined()
+        XCTAssertFalse(everything.contains("SECRETHUAWEITOKEN") || everything.contains("SECRETHMSSECRET"), "a token or the client secret leaked")
+    }
+
+    func testForgedClientData_isRefused_withoutAskingHuawei_andAStrangersPurchaseIsNotGranted() throws {
+        let token = scriptHMS("f")
+        let stranger = try RSAPrivateKey(pem: RSAPrivateKey.generatePEM())
+        let data = try XCTUnwrap(hms.clientData(token: token)).data
+        try enqueueHMS("o-f", token: token, signature: try stranger.sign(Data(data.utf8)).base64EncodedString())
+        let theirs = scriptHMS("s", user: "u-9")
+        try enqueueHMS("o-s", token: theirs, user: "u-1")
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(try order("o-f")["reason"], .string("signature_invalid"))
+        XCTAssertEqual(try order("o-s")["reason"], .string("user_mismatch"))
+        XCTAssertFalse(hms.calls.contains { $0.contains("verify") && $0.contains("HMS.f") })
+        XCTAssertEqual(hms.calls.filter { $0.hasSuffix("tokens/verify") }.count, 1, "only the stranger's purchase was asked about: \(hms.calls)")
+        XCTAssertEqual(world.deliveries, [])
+    }
+
+    /// HMS lists a delivered purchase as refunded: revoked once, however often the poll reads it;
+    /// one refunded before delivery is never delivered.
+    func testCancelledListRefund_revokesOnce_andARefundBeforeDelivery_isNeverDelivered() throws {
+        let delivered = scriptHMS("r")
+        try enqueueHMS("o-r", token: delivered)
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(try state("o-r"), "finished")
+        hms.cancel(token: delivered)
+        let early = scriptHMS("e")
+        try enqueueHMS("o-e", token: early)
+        hms.cancel(token: early)
+        for _ in 0..<2 {
+            try world.ledger().writing { db in try db.query("UPDATE huawei_hms_cursor SET polled_at = 0") }
+            try settle(expecting: 0, ["reconcile"])
+        }
+        XCTAssertEqual(revokes, ["revoke:HMS.r o-r"], "revoked once")
+        XCTAssertEqual(try order("o-r")["refund"]?["kind"], .string("CANCELLED"))
+        XCTAssertEqual(try state("o-e"), "rejected")
+        XCTAssertEqual(try order("o-e")["reason"], .string("refunded"))
+        XCTAssertEqual(world.deliveries, ["HMS.r o-r"])
+        XCTAssertTrue(hms.calls.contains("/site-cn /applications/v2/purchases/cancelledList")
+                      && hms.calls.contains("/apptouch /applications/v2/purchases/cancelledList"), "both sites are read: \(hms.calls)")
+    }
+}
