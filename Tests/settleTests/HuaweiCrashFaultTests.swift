@@ -15,17 +15,8 @@ import Glibc
 /// unconfirmed consumable cannot be bought again), and no confirm before its grant (issue 34).
 /// The hook is the README's idempotent one. `SETTLE_FAULT_SEED=<seed>` replays the kill instants.
 class HuaweiCrashFaultTestCase: HuaweiTestCase {
-    nonisolated(unsafe) var daemons: [SettleBinary.Running] = []
     var ledgerConfig: [(String, JSONValue)] { [] }
     var engine: String { "SQLite" }
-
-    override func tearDownWithError() throws {
-        for daemon in daemons where daemon.isRunning {
-            daemon.send(SIGKILL)
-            _ = daemon.wait()
-        }
-        try super.tearDownWithError()
-    }
 
     var alreadyGrantedPath: String { world.folder + "/already-granted.log" }
 
@@ -49,7 +40,7 @@ class HuaweiCrashFaultTestCase: HuaweiTestCase {
         return Int(try ledger.reading { try $0.query(sql).first?.int("n") } ?? -1)
     }
 
-    func startDaemon() throws -> SettleBinary.Running {
+    func startRun() throws -> SettleBinary.Running {
         let daemon = try SettleBinary.start(["run", "--config", world.configPath], workingDirectory: world.folder,
                                             outputFolder: world.folder)
         daemons.append(daemon)
@@ -91,7 +82,7 @@ class HuaweiCrashFaultTestCase: HuaweiTestCase {
         var killedMidWork = 0
         for threshold in thresholds {
             let delay = UInt32.random(in: 0..<40_000, using: &random)
-            let daemon = try startDaemon()
+            let daemon = try startRun()
             _ = eventually(within: 30) { world.deliveries.count >= threshold || !daemon.isRunning }
             usleep(delay)
             let open = try workedOn(ledger)
@@ -101,7 +92,7 @@ class HuaweiCrashFaultTestCase: HuaweiTestCase {
                           file: file, line: line)
             if open > 0 { killedMidWork += 1 }
         }
-        let last = try startDaemon()
+        let last = try startRun()
         let settled = eventually(within: 60) {
             !last.isRunning || ((try? workedOn(ledger)) == 0
                 && ((try? String(contentsOfFile: last.stderrPath, encoding: .utf8)) ?? "").contains("pass.finished"))

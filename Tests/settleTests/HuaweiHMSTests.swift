@@ -107,4 +107,48 @@ final class HuaweiHMSTests: HuaweiTestCase {
         XCTAssertTrue(hms.calls.contains("/site-cn /applications/v2/purchases/cancelledList")
                       && hms.calls.contains("/apptouch /applications/v2/purchases/cancelledList"), "both sites are read: \(hms.calls)")
     }
+
+    /// HMS's server notifications: a paid order nobody enqueued is verified with Huawei and
+    /// becomes its buyer's order; an unsigned refund notification is applied only once the
+    /// cancelled purchases list shows it; a subscription notification that does not verify is refused.
+    func testNotifications_paidOrderBecomesAnOrder_andAnUnsignedRefundWaitsForTheCancelledList() throws {
+        try writeHuaweiConfig(extra: [
+            ("schedule", .object([("interval_seconds", .number(3600))])),
+            ("notifications", .object([("listen", .string("127.0.0.1:0"))])),
+            ("delivery", .object([("command", .array([.string(world.folder + "/grant.sh")])),
+                                  ("revoke_command", .array([.string(world.folder + "/revoke.sh")])), ("timeout_seconds", .number(10))])),
+            ("huawei", .object([("app_id", .string(Self.appId)), ("hms", .object((hmsSection.objectMembers ?? [])
+                + [("notifications_path", .string("/huawei/hms"))]))])),
+        ])
+        let (daemon, port) = try startDaemon()
+        let token = scriptHMS("p", user: "u-6")
+        func orderNotification(_ type: Int) -> Data {
+            JSONValue.object([("version", .string("v2")), ("eventType", .string("ORDER")), ("applicationId", .string(Self.appId)),
+                              ("notifyTime", .number(world.time.unixSeconds * 1000)),
+                              ("orderNotification", .object([("version", .string("v2")), ("notificationType", .number(type)),
+                                                             ("purchaseToken", .string(token)), ("productId", .string(coins))]))]).data
+        }
+        let paid = try post(port, path: "/huawei/hms", orderNotification(1))
+        XCTAssertEqual(paid.status, 200)
+        XCTAssertTrue(paid.text.contains("\"errorCode\":\"0\""), paid.text)
+        XCTAssertTrue(eventually(within: 20) { (try? self.state("huawei-hms-HMS.p")) == "finished" }, log(daemon))
+        XCTAssertEqual(world.deliveries, ["HMS.p huawei-hms-HMS.p"])
+        XCTAssertEqual(try order("huawei-hms-HMS.p")["user_id"], .string("u-6"))
+        XCTAssertEqual(hms.confirmed, [token])
+
+        // A refund notification alone changes nothing until the cancelled list shows the refund.
+        XCTAssertEqual(try post(port, path: "/huawei/hms", orderNotification(2)).status, 200)
+        XCTAssertTrue(eventually(within: 20) { self.log(daemon).contains("huawei.cancelled_polled") && self.log(daemon).components(separatedBy: "huawei.cancelled_polled").count > 2 },
+                      log(daemon))
+        XCTAssertEqual(revokes, [], "an unsigned notification is not evidence of a refund")
+        hms.cancel(token: token)
+        XCTAssertEqual(try post(port, path: "/huawei/hms", orderNotification(2) + Data(" ".utf8)).status, 200)
+        XCTAssertTrue(eventually(within: 20) { self.revokes == ["revoke:HMS.p huawei-hms-HMS.p"] }, "\(revokes) \(log(daemon))")
+
+        let forged = JSONValue.object([("version", .string("v2")), ("eventType", .string("SUBSCRIPTION")),
+                                       ("subNotification", .object([("statusUpdateNotification", .string("{}")),
+                                                                    ("notificationSignature", .string("Zm9yZ2Vk"))]))]).data
+        XCTAssertEqual(try post(port, path: "/huawei/hms", forged).status, 401)
+        XCTAssertFalse(log(daemon).contains("SECRETHUAWEITOKEN"), "a purchase token was logged")
+    }
 }

@@ -15,7 +15,6 @@ import Glibc
 /// notification that never reached the listener.
 final class HuaweiNotificationTests: HuaweiTestCase {
     let path = "/huawei/notifications"
-    var daemons: [SettleBinary.Running] = []
     var revokesPath: String { world.folder + "/revokes.log" }
     var revokes: [String] { ((try? String(contentsOfFile: revokesPath, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
 
@@ -45,38 +44,7 @@ final class HuaweiNotificationTests: HuaweiTestCase {
         ])
     }
 
-    override func tearDownWithError() throws {
-        for daemon in daemons where daemon.isRunning {
-            daemon.send(SIGKILL)
-            _ = daemon.wait()
-        }
-        try super.tearDownWithError()
-    }
-
-    func log(_ daemon: SettleBinary.Running) -> String { (try? String(contentsOfFile: daemon.stderrPath, encoding: .utf8)) ?? "" }
-
-    func startDaemon(file: StaticString = #filePath, line: UInt = #line) throws -> (SettleBinary.Running, Int) {
-        let daemon = try SettleBinary.start(["run", "--config", world.configPath], outputFolder: world.folder)
-        daemons.append(daemon)
-        var port: Int?
-        _ = eventually(within: 20) {
-            port = log(daemon).split(separator: "\n").first { $0.contains("notifications.listening") }?
-                .split(separator: " ").first { $0.hasPrefix("port=") }.flatMap { Int($0.dropFirst(5)) }
-            return port != nil && log(daemon).contains("pass.finished")
-        }
-        guard let port else {
-            XCTFail("settle run never listened: \(log(daemon))", file: file, line: line)
-            throw CocoaError(.fileReadUnknown)
-        }
-        return (daemon, port)
-    }
-
-    func post(_ port: Int, _ body: Data) throws -> (status: Int, text: String) {
-        let client = HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 10))
-        let answer = try client.send(HTTPRequest(method: "POST", url: "http://127.0.0.1:\(port)\(path)",
-                                                 headers: [HTTPHeader("Content-Type", "application/json;charset=UTF-8")], body: body))
-        return (answer.status, String(decoding: answer.body, as: UTF8.self))
-    }
+    func post(_ port: Int, _ body: Data) throws -> (status: Int, text: String) { try post(port, path: path, body) }
 
     func stored() throws -> [String: String] {
         let database = try SQLiteDatabase(path: world.ledgerPath, mode: .readOnly)

@@ -64,6 +64,49 @@ final class HuaweiSimulatorTests: EndToEndTestCase {
         XCTAssertEqual(world.deliveries.count, 1)
     }
 
+    /// `settle simulator --huawei-key` serves HMS IAP too: its secret and public key are written
+    /// beside the key, and a scripted HMS purchase is granted and confirmed.
+    func testSimulator_servesHMSIAP_andSettleGrantsAndConfirmsAScriptedPurchase() throws {
+        let token = "hms-simulated-token-0123456789"
+        let purchase = JSONValue.object([("orderId", .string("HMS.SIM.1")), ("purchaseToken", .string(token)),
+                                         ("productId", .string("coins_500")), ("purchaseState", .number(0)), ("kind", .number(0)),
+                                         ("purchaseTime", .number((world.time.unixSeconds - 60) * 1000)), ("developerPayload", .string("u-42"))])
+        try world.write("plans.json", JSONValue.object([("huawei", .object([("hms_purchases", .array([purchase]))]))]).serialized())
+        let key = world.folder + "/huawei-iap.p8"
+        let simulator = try SettleBinary.start(["simulator", "--huawei-key", key, "--script", world.folder + "/plans.json"],
+                                               outputFolder: world.folder)
+        defer {
+            if simulator.isRunning { simulator.send(SIGTERM) }
+            _ = simulator.wait()
+        }
+        var banner = ""
+        _ = eventually(within: 20) {
+            banner = (try? String(contentsOfFile: simulator.stdoutPath, encoding: .utf8)) ?? ""
+            return banner.contains("huawei.hms.token_url: ")
+        }
+        func value(_ name: String) throws -> String {
+            try XCTUnwrap(banner.split(separator: "\n").first { $0.hasPrefix(name + ": ") }.map { String($0.dropFirst(name.count + 2)) }, banner)
+        }
+        let mode = try FileManager.default.attributesOfItem(atPath: key + ".hms-secret")[.posixPermissions] as? Int
+        XCTAssertEqual(mode, 0o600)
+        try world.writeConfig(overrides: [
+            ("products", .object([("coins_500", .object([("type", .string("consumable")), ("store", .string("huawei"))]))])),
+            ("user_binding", .object([("app_account_token", .string("user_id"))])),
+            ("huawei", .object([("app_id", .string("10000001")), ("hms", .object([
+                ("client_secret_file", .string(key + ".hms-secret")), ("public_key_file", .string(key + ".hms-public-key")),
+                ("order_url", .string(try value("huawei.hms.order_url"))), ("apptouch_order_url", .string(try value("huawei.hms.apptouch_order_url"))),
+                ("token_url", .string(try value("huawei.hms.token_url"))),
+            ]))])),
+        ])
+        let proof = #"{"purchaseToken": "\#(token)", "productId": "coins_500"}"#
+        try settle(expecting: 0, ["enqueue", "--store", "huawei", "--order", "o-hms", "--user", "u-42", "--product", "coins_500",
+                                  "--proof-file", "-"], stdin: Data(proof.utf8))
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(try state("o-hms"), "finished")
+        XCTAssertEqual(world.deliveries, ["HMS.SIM.1 o-hms"])
+        XCTAssertEqual(try history("o-hms").last?["outcome"], .string("confirmed"))
+    }
+
     func testDemo_recoversAHuaweiPurchase_confirmsItShipped_andRefusesAnotherAccounts() throws {
         let tmp = world.folder + "/tmp"
         try FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: false)

@@ -72,7 +72,13 @@ class HuaweiTestCase: EndToEndTestCase {
         try writeHuaweiConfig()
     }
 
+    nonisolated(unsafe) var daemons: [SettleBinary.Running] = []
+
     override func tearDownWithError() throws {
+        for daemon in daemons where daemon.isRunning {
+            daemon.send(SIGKILL)
+            _ = daemon.wait()
+        }
         huawei?.stop()
         huawei = nil
         fake = nil
@@ -104,6 +110,33 @@ class HuaweiTestCase: EndToEndTestCase {
         .object([("client_secret_file", .string("hms-secret")), ("public_key_file", .string("hms-public-key.txt")),
                  ("order_url", .string(huawei.baseURL + "/site-cn")), ("apptouch_order_url", .string(huawei.baseURL + "/apptouch")),
                  ("token_url", .string(huawei.baseURL + "/oauth2/v3/token"))])
+    }
+
+    func log(_ daemon: SettleBinary.Running) -> String { (try? String(contentsOfFile: daemon.stderrPath, encoding: .utf8)) ?? "" }
+
+    /// Starts `settle run` and returns it with the port its notifications listener took, once its first pass ended.
+    func startDaemon(file: StaticString = #filePath, line: UInt = #line) throws -> (SettleBinary.Running, Int) {
+        let daemon = try SettleBinary.start(["run", "--config", world.configPath], outputFolder: world.folder)
+        daemons.append(daemon)
+        var port: Int?
+        _ = eventually(within: 20) {
+            port = log(daemon).split(separator: "\n").first { $0.contains("notifications.listening") }?
+                .split(separator: " ").first { $0.hasPrefix("port=") }.flatMap { Int($0.dropFirst(5)) }
+            return port != nil && log(daemon).contains("pass.finished")
+        }
+        guard let port else {
+            XCTFail("settle run never listened: \(log(daemon))", file: file, line: line)
+            throw CocoaError(.fileReadUnknown)
+        }
+        return (daemon, port)
+    }
+
+    /// POSTs `body` to the listener's `path`.
+    func post(_ port: Int, path: String, _ body: Data) throws -> (status: Int, text: String) {
+        let client = HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: 5, totalTimeout: 10))
+        let answer = try client.send(HTTPRequest(method: "POST", url: "http://127.0.0.1:\(port)\(path)",
+                                                 headers: [HTTPHeader("Content-Type", "application/json;charset=UTF-8")], body: body))
+        return (answer.status, String(decoding: answer.body, as: UTF8.self))
     }
 
     /// A distinctive token for `name`, so tests can prove it never leaks.

@@ -74,6 +74,8 @@ extension Configuration {
             package var tokenURL: String = HMS.defaultTokenURL
             /// How often `settle run` reads the cancelled and refunded purchases (`cancelledList`).
             package var cancelledPollIntervalSeconds: Double = 3600
+            /// Where the notifications listener takes HMS's server notifications (v2); needs `notifications.listen`.
+            package var notificationsPath: String?
 
             package static let sites = [
                 "china": "https://orders-drcn.iap.cloud.huawei.com.cn", "germany": "https://orders-dre.iap.cloud.huawei.eu",
@@ -141,13 +143,19 @@ extension ConfigurationSection {
             if configuration.huawei == nil, let product = configuration.products.first(where: { $0.value.stores.contains(.huawei) }) {
                 throw ConfigError("products.\(product.key).store: a huawei product needs the huawei section")
             }
-            if let path = configuration.huawei?.notificationsPath {
+            let paths = [("huawei.notifications_path", configuration.huawei?.notificationsPath),
+                         ("huawei.hms.notifications_path", configuration.huawei?.hms?.notificationsPath)]
+            for (key, path) in paths {
+                guard let path else { continue }
                 guard let notifications = configuration.notifications else {
-                    throw ConfigError("huawei.notifications_path: notifications arrive on the notifications listener; configure notifications.listen")
+                    throw ConfigError("\(key): notifications arrive on the notifications listener; configure notifications.listen")
                 }
                 if path == notifications.path {
-                    throw ConfigError("huawei.notifications_path: must differ from notifications.path (Apple's)")
+                    throw ConfigError("\(key): must differ from notifications.path (Apple's)")
                 }
+            }
+            if let path = paths[0].1, path == paths[1].1 {
+                throw ConfigError("huawei.hms.notifications_path: must differ from huawei.notifications_path (IAP Kit's)")
             }
         })
 }
@@ -234,7 +242,7 @@ extension ConfigurationDecoder {
 
     private func decodeHMS(_ object: ConfigObject) throws(ConfigError) -> Configuration.HuaweiConfiguration.HMS {
         let known: Set<String> = ["client_secret_file", "public_key_file", "site", "order_url", "apptouch_order_url", "token_url",
-                                  "cancelled_poll_interval_seconds"]
+                                  "cancelled_poll_interval_seconds", "notifications_path"]
         return try object.decode(knownKeys: known) { (o: inout ConfigObject) throws(ConfigError) in
             let secretName = try o.requireString("client_secret_file")
             let secret = SecretFile(key: o.name("client_secret_file"),
@@ -266,6 +274,12 @@ extension ConfigurationDecoder {
                 hms.tokenURL = url
             }
             hms.cancelledPollIntervalSeconds = try o.number("cancelled_poll_interval_seconds", default: 3600, range: 60...86_400)
+            if let path = try o.string("notifications_path") {
+                guard path.hasPrefix("/"), !path.contains("?") else {
+                    throw ConfigError("\(o.name("notifications_path")): \"\(PrintableText.escape(path))\" must start with / and hold no query")
+                }
+                hms.notificationsPath = path
+            }
             try o.rejectUnknownKeys()
             return hms
         }

@@ -17,15 +17,17 @@ package final class HMSClient: Sendable {
     private let secret: Secret
     private let cached = Mutex<(token: String, renewAt: Int64)?>(nil)
     package let publicKey: RSAPublicKey
+    /// Told of every call's outcome, for metrics: (call, outcome).
+    private let observe: (@Sendable (String, String) -> Void)?
 
     /// A token this close to its end is replaced, so none expires in flight.
     static let renewBeforeSeconds: Int64 = 300
 
     package typealias Failure = IAPKitClient.Failure
 
-    package init(_ appId: String, _ settings: Configuration.HuaweiConfiguration.HMS, http: HTTPClient,
-                 time: any TimeSource) throws(ConfigError) {
-        (self.appId, self.settings, self.http, self.time) = (appId, settings, http, time)
+    package init(_ appId: String, _ settings: Configuration.HuaweiConfiguration.HMS, http: HTTPClient, time: any TimeSource,
+                 observe: (@Sendable (String, String) -> Void)? = nil) throws(ConfigError) {
+        (self.appId, self.settings, self.http, self.time, self.observe) = (appId, settings, http, time, observe)
         secret = try settings.clientSecretFile.read()
         publicKey = try settings.loadPublicKey()
     }
@@ -81,6 +83,16 @@ package final class HMSClient: Sendable {
     // MARK: - The exchange
 
     private func post(_ url: String, body: JSONValue, what: String) -> Result<JSONValue, Failure> {
+        let result = send(url, body: body, what: what)
+        let call = "hms_" + (url.split(separator: "/").last.map(String.init) ?? "call")
+        switch result {
+        case .success: observe?(call, "ok")
+        case let .failure(failure): observe?(call, "\(failure.kind)".replacingOccurrences(of: "notFound", with: "not_found"))
+        }
+        return result
+    }
+
+    private func send(_ url: String, body: JSONValue, what: String) -> Result<JSONValue, Failure> {
         var refreshed = false
         while true {
             let token: String

@@ -101,6 +101,7 @@ package struct HMSProof: Sendable, Equatable {
                 throw ProofReadError("an HMS IAP proof has purchaseToken and productId (and accountFlag), or inAppPurchaseData and inAppDataSignature")
             }
             self.init(purchaseToken: token, productId: product, accountFlag: json["accountFlag"]?.looseString.flatMap { Int($0) })
+            orderId = json["orderId"]?.looseString.flatMap { $0.isEmpty || $0.count > 256 ? nil : $0 }
         }
         for (name, value) in [("purchaseToken", purchaseToken), ("productId", productId)]
         where value.isEmpty || value.count > 1024 || !value.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) }) {
@@ -123,6 +124,7 @@ package struct HMSProof: Sendable, Equatable {
         } else {
             members = [("purchaseToken", .string(purchaseToken)), ("productId", .string(productId))]
             if let accountFlag { members.append(("accountFlag", .number(accountFlag))) }
+            if let orderId { members.append(("orderId", .string(orderId))) }
         }
         return StoreProof(kind: Self.kind, proof: JSONValue.object(members).serialized(), key: orderId)
     }

@@ -69,10 +69,17 @@ package enum HuaweiModule: StoreModule {
             }
         }
         if let hms = settings.hms {
-            let client = try HMSClient(settings.appId, hms, http: context.client, time: context.ledger.time)
+            let metrics = context.metrics
+            let client = try HMSClient(settings.appId, hms, http: context.client, time: context.ledger.time) { call, outcome in
+                metrics?.observeStoreRequest(store: Store.huawei.rawValue, call: call, outcome: outcome)
+            }
             let verifier = HMSVerifier(client: client, appId: settings.appId, products: products,
                                        acceptSandbox: context.configuration.acceptSandbox, binding: context.configuration.userBinding)
             adapter.hms = (verifier, HMSFinisher(client: client))
+            if let path = hms.notificationsPath {
+                adapter.hmsInbox = (path, HMSNotificationInbox(ledger: context.ledger, verifier: verifier,
+                                                               binding: context.configuration.userBinding, log: context.log))
+            }
             adapter.cancelled = HMSCancelledPoll(ledger: context.ledger, client: client,
                                                  intervalSeconds: hms.cancelledPollIntervalSeconds, log: context.log)
         }
@@ -134,6 +141,8 @@ package struct HuaweiAdapter: StoreAdapter {
     package var inbox: (path: String, inbox: HuaweiNotificationInbox)?
     package var catchUp: HuaweiHistoryCatchUp?
     package var cancelled: HMSCancelledPoll?
+    /// HMS's notifications' path and inbox, with `huawei.hms.notifications_path`.
+    package var hmsInbox: (path: String, inbox: HMSNotificationInbox)?
 
     package init() {}
 
@@ -156,7 +165,8 @@ package struct HuaweiAdapter: StoreAdapter {
     package var finisher: (any StoreFinisher)? { HuaweiFinishers(iapKit: iapKit?.finisher, hms: hms?.finisher) }
 
     package func beforeClaims(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome {
-        try inbox?.inbox.processPending(work) ?? .idle
+        let kit = try inbox?.inbox.processPending(work) ?? .idle
+        return kit.then(try hmsInbox?.inbox.processPending(work) ?? .idle)
     }
 
     package func afterPass(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome {
@@ -164,8 +174,10 @@ package struct HuaweiAdapter: StoreAdapter {
     }
 
     package var listenerRoutes: [String: ListenerRoute] {
-        guard let inbox else { return [:] }
-        return [inbox.path: { request in inbox.inbox.answer(request) }]
+        var routes: [String: ListenerRoute] = [:]
+        if let inbox { routes[inbox.path] = { request in inbox.inbox.answer(request) } }
+        if let hmsInbox { routes[hmsInbox.path] = { request in hmsInbox.inbox.answer(request) } }
+        return routes
     }
 
     package var tasks: [StoreTask] { catchUp.map { [$0.task] } ?? [] }

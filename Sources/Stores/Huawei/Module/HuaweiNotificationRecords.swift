@@ -101,13 +101,20 @@ extension TransactionalLedger {
         }
     }
 
-    /// Claims up to `limit` stored notifications no other host holds, oldest first.
-    package func claimHuaweiNotifications(limit: Int, leaseSeconds: Int64, owner: LeaseOwner = .current) throws(LedgerError)
-        -> [HuaweiNotificationRecord] {
+    /// Claims up to `limit` stored notifications no other host holds, oldest first: IAP Kit's, or
+    /// HMS IAP's (their types start `HMS_`), each worked by its own inbox.
+    package func claimHuaweiNotifications(limit: Int, leaseSeconds: Int64, owner: LeaseOwner = .current,
+                                          hms: Bool = false) throws(LedgerError) -> [HuaweiNotificationRecord] {
         let now = time.unixSeconds
         return try writing { db in
-            try db.claimDue(HuaweiNotificationRecord.self, limit: limit, leaseSeconds: leaseSeconds, owner: owner, now: now)
+            try db.claimDue(HuaweiNotificationRecord.self, limit: limit, leaseSeconds: leaseSeconds, owner: owner, now: now,
+                            where: hms ? " AND substr(q.type, 1, 4) = 'HMS_'" : " AND substr(q.type, 1, 4) <> 'HMS_'")
         }
+    }
+
+    /// Makes the cancelled purchases poll due at the next pass (an HMS refund notification, unsigned, asks for it).
+    package func makeHMSCancelledPollDue() throws(LedgerError) {
+        try writing { db in try db.query("UPDATE huawei_hms_cursor SET polled_at = 0") }
     }
 
     /// Records what working on a claimed notification ended with; false when its claim lapsed.

@@ -21,6 +21,8 @@ import SettleSimulator
 package struct HuaweiScript: StoreScript {
     package var orders: [JSONValue] = []
     package var subscriptions: [FakeHuawei.Subscription] = []
+    /// HMS IAP purchases, as InAppPurchaseData (`hms_purchases`).
+    package var hmsPurchases: [JSONValue] = []
 
     package init(script: SimulatorScript) {}
 
@@ -45,6 +47,16 @@ package struct HuaweiScript: StoreScript {
                                                          status: entry["status"]?.looseString ?? "1",
                                                          expiresTimeMs: entry["expiresTime"]?.looseInt64 ?? 0, orders: orders))
         }
+        for (i, entry) in (json["hms_purchases"]?.arrayValue ?? []).enumerated() {
+            guard entry["purchaseToken"]?.looseString != nil, entry["productId"]?.looseString != nil, entry["orderId"]?.looseString != nil else {
+                throw SimulatorScript.Failure(message: "huawei.hms_purchases[\(i)]: purchaseToken, productId and orderId are required")
+            }
+            hmsPurchases.append(entry)
+        }
+    }
+
+    package func apply(to hms: FakeHMS) {
+        for purchase in hmsPurchases { hms.script(purchase: purchase) }
     }
 
     package func apply(to fake: FakeHuawei) {

@@ -21,14 +21,17 @@ package final class HuaweiSimulator: StoreSimulator {
     accepted), or when --huawei-key FILE is given (a throwaway IAP key is written there, mode
     600, for APP ID \(defaultAppId), issuer \(defaultIssuerId), key \(defaultKeyId)). It signs its answers with a
     test chain whose root --huawei-root FILE saves: point a test configuration's
-    huawei.root_certificates at it, never a production one. The plans file's "huawei" section
-    scripts its purchases (docs/huawei.md).
+    huawei.root_certificates at it, never a production one. With --huawei-key it also serves HMS
+    IAP (token endpoint, tokens/verify, confirm, cancelledList) for the same APP ID, writing its
+    client secret to FILE.hms-secret (mode 600) and its IAP public key to FILE.hms-public-key.
+    The plans file's "huawei" section scripts its purchases (docs/huawei.md).
     """
 
     let fake: FakeHuawei
     let server: LoopbackHTTPServer
     let script: HuaweiScript
     let source: String
+    var hms: FakeHMS?
 
     private init(fake: FakeHuawei, server: LoopbackHTTPServer, script: HuaweiScript, source: String) {
         (self.fake, self.server, self.script, self.source) = (fake, server, script, source)
@@ -58,17 +61,31 @@ package final class HuaweiSimulator: StoreSimulator {
                 throw StoreSimulatorFailure.io("cannot write the simulator's Huawei root certificate to \(path)")
             }
         }
+        var hms: FakeHMS?
+        if let path = setup.options["--huawei-key"], setup.configuration?.huawei?.iapKit == nil {
+            let secret = "simulator-hms-secret-" + UUID().uuidString
+            let rsa = try RSAPrivateKey(pem: RSAPrivateKey.generatePEM())
+            guard FileManager.default.createFile(atPath: path + ".hms-secret", contents: Data(secret.utf8), attributes: [.posixPermissions: 0o600]),
+                  FileManager.default.createFile(atPath: path + ".hms-public-key", contents: Data((rsa.subjectPublicKeyInfo.base64EncodedString() + "\n").utf8)) else {
+                throw StoreSimulatorFailure.io("cannot write the simulator's HMS client secret and public key next to \(path)")
+            }
+            hms = FakeHMS(appId: appId, clientSecret: secret, key: rsa, time: SystemTimeSource())
+        }
         let fake: FakeHuawei
         let server: LoopbackHTTPServer
         do {
             fake = try FakeHuawei(appId: appId, publicKey: key, time: SystemTimeSource())
-            server = try LoopbackHTTPServer { request in fake.handle(request) }
+            let both = hms
+            server = try LoopbackHTTPServer { request in both?.handle(request) ?? fake.handle(request) }
         } catch {
             throw StoreSimulatorFailure.unavailable("cannot start the simulated Huawei AppGallery: \(error)")
         }
         let script = setup.script.huawei
         script.apply(to: fake)
-        return HuaweiSimulator(fake: fake, server: server, script: script, source: source)
+        if let hms { script.apply(to: hms) }
+        let simulator = HuaweiSimulator(fake: fake, server: server, script: script, source: source)
+        simulator.hms = hms
+        return simulator
     }
 
     package var baseURL: String { server.baseURL }
@@ -77,11 +94,16 @@ package final class HuaweiSimulator: StoreSimulator {
         """
         huawei.api_url: \(server.baseURL)
         huawei.app_id: \(fake.appId), accepting \(source)
-        scripted: \(script.orders.count) Huawei orders, \(script.subscriptions.count) Huawei subscriptions
-        """
+        scripted: \(script.orders.count) Huawei orders, \(script.subscriptions.count) Huawei subscriptions, \(script.hmsPurchases.count) HMS purchases
+        """ + (hms == nil ? "" : """
+
+        huawei.hms.order_url: \(server.baseURL)/site
+        huawei.hms.apptouch_order_url: \(server.baseURL)/apptouch
+        huawei.hms.token_url: \(server.baseURL)/oauth2/v3/token
+        """)
     }
 
-    package var requestCount: Int { fake.calls.count }
+    package var requestCount: Int { fake.calls.count + (hms?.calls.count ?? 0) }
 
     package func stop() { server.stop() }
 }
