@@ -100,6 +100,11 @@ final class HuaweiNotificationTests: HuaweiTestCase {
                       "\(revokes) \(log(daemon))")
         XCTAssertEqual(try stored()["req-new-1"], "order_created")
         XCTAssertEqual(try stored()["req-revoke-1"], "revoked")
+        let shown = try order("huawei-1900.N.1")
+        XCTAssertEqual(shown["huawei_notifications"]?.arrayValue?.map { $0["outcome"]?.looseString ?? "" }, ["order_created", "revoked", "revoked"],
+                       "the order's status lists the notifications about it: \(shown.serialized())")
+        let text = try settle(expecting: 0, ["status", "huawei-1900.N.1"]).stdout
+        XCTAssertTrue(text.contains("Huawei notifications:") && text.contains("DID_NEW_TRANSACTION (INITIAL_BUY): order_created (endpoint)"), text)
         usleep(300_000)
         XCTAssertEqual(revokes.count, 1, "revoked once")
         XCTAssertFalse(log(daemon).contains("SECRETHUAWEITOKEN"), "a purchase token was logged")
