@@ -57,7 +57,9 @@ extension TransactionalLedger {
     ///  - being verified: the verification sees the refund when it records its result, and never
     ///    delivers (`refund_recorded`);
     ///  - not delivered (`pending`, `needs_attention`): rejected `refunded`, never delivered
-    ///    (`never_delivered`); already `rejected`: noted (`refund_recorded`).
+    ///    (`never_delivered`); already `rejected`: noted (`refund_recorded`);
+    ///  - set aside while holding the grant (a hook whose outcome was not known, a store that refused
+    ///    to hear of the delivery): rejected `refunded`, and a revoke owed once, since the goods may be out.
     /// Returns each order's outcome; empty when no order has the purchase.
     package func applyStoreRefund(store: Store, grantKey: String, kind: String, reason: String?, why: String,
                                   source: String) throws(LedgerError) -> [String: String] {
@@ -80,20 +82,37 @@ extension TransactionalLedger {
                                  [.integer(now), .text(kind), .from(reason), .integer(now), .text(order.orderId)])
                     try db.cancelGrantRedeliveries(order.orderId, refund: why, now: now)
                 }
-                let outcome: String
-                switch order.state {
-                case .delivering, .finished:
+                func revoke() throws -> String {
                     let queued = try db.query("""
                         INSERT INTO revocations(transaction_id, order_id, kind, next_attempt_at, created_at, updated_at)
                         VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (transaction_id) DO NOTHING RETURNING transaction_id
                         """, [.text(grantKey), .text(order.orderId), .text(kind), .integer(now), .integer(now), .integer(now)])
-                    outcome = queued.isEmpty ? "revoke_already_queued" : "revoke_queued"
-                case .verifying, .rejected:
-                    outcome = "refund_recorded"
-                case .pending, .needsAttention:
-                    try db.finalize(order.orderId, state: .rejected, reason: RejectionReason.refunded.rawValue,
-                                    error: "\(why) before it was delivered; it will never be delivered", environment: nil, now: now)
-                    outcome = "never_delivered"
+                    return queued.isEmpty ? "revoke_already_queued" : "revoke_queued"
+                }
+                let outcome: String
+                switch order.state {
+                case .delivering, .finished:
+                    outcome = try revoke()
+                case .verifying:
+                    // The verification in flight sees the refund when it records its result.
+                    outcome = held == nil ? "refund_recorded" : try revoke()
+                case .pending, .needsAttention, .rejected:
+                    if held != nil {
+                        // It holds the grant: the goods may be out (a hook whose outcome was not known, a
+                        // store that refused to hear of the delivery), so a revoke is sent; it is never delivered again.
+                        if order.state != .rejected {
+                            try db.finalize(order.orderId, state: .rejected, reason: RejectionReason.refunded.rawValue,
+                                            error: "\(why); the delivery's outcome was not known, so a revoke is sent; it will never be delivered",
+                                            environment: nil, now: now)
+                        }
+                        outcome = try revoke()
+                    } else if order.state == .rejected {
+                        outcome = "refund_recorded"
+                    } else {
+                        try db.finalize(order.orderId, state: .rejected, reason: RejectionReason.refunded.rawValue,
+                                        error: "\(why) before it was delivered; it will never be delivered", environment: nil, now: now)
+                        outcome = "never_delivered"
+                    }
                 }
                 outcomes[order.orderId] = outcome
                 if first || outcome == "revoke_queued" {

@@ -61,6 +61,15 @@ extension LedgerContractTests {
             }
             XCTAssertEqual(try refund("po-nobody"), [:], b.name)
             XCTAssertEqual(try revocations(b), ["po-held o-held"], b.name)
+
+            // Set aside while holding its grant (the store refused to hear of the delivery): the goods
+            // may be out, so the refund owes a revoke, and the order is never delivered again.
+            try huaweiOrder(b.store, "o-aside", purchaseOrderId: "po-aside")
+            try delivered(b, "o-aside", grantKey: "po-aside")
+            try b.store.writing { db in try db.query("UPDATE orders SET state = 'needs_attention', reason = 'store_finish_refused', finished_at = NULL WHERE order_id = 'o-aside'") }
+            XCTAssertEqual(try refund("po-aside"), ["o-aside": "revoke_queued"], b.name)
+            XCTAssertEqual(try state(b.store, "o-aside"), .rejected, b.name)
+            XCTAssertEqual(try revocations(b), ["po-aside o-aside", "po-held o-held"], b.name)
         }
     }
 

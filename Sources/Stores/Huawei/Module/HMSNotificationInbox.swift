@@ -36,6 +36,11 @@ package struct HMSNotificationInbox: Sendable {
             let kind = order["notificationType"]?.looseString
             type = kind == "1" ? "HMS_ORDER_PAID" : kind == "2" ? "HMS_ORDER_REFUNDED" : "HMS_ORDER_OTHER"
             purchaseToken = order["purchaseToken"]?.looseString
+            // Unsigned: anyone can post one. Without a token and a product there is nothing to ask
+            // Huawei about, so nothing is stored.
+            guard let token = purchaseToken, PurchaseToken(token) != nil, order["productId"]?.looseString.map({ !$0.isEmpty }) == true else {
+                return (reply(400, "1"), false)
+            }
         } else if let sub = body["subNotification"] ?? (body["statusUpdateNotification"] != nil ? body : nil) {
             guard let data = sub["statusUpdateNotification"]?.looseString,
                   let signature = (sub["notificationSignature"] ?? sub["notifycationSignature"])?.looseString,
@@ -51,7 +56,9 @@ package struct HMSNotificationInbox: Sendable {
         if let application = body["applicationId"]?.looseString, application != verifier.appId {
             return (reply(200, "0"), false)
         }
-        let requestId = "hms:" + SHA256.hex(request.body)
+        // One row per purchase and kind (not per body): a stranger inventing bodies for one token
+        // adds nothing, and each new token costs one question to Huawei (answered "no such purchase").
+        let requestId = "hms:" + type + ":" + SHA256.hex(Data((purchaseToken ?? String(decoding: request.body, as: UTF8.self)).utf8))
         do {
             let fresh = try ledger.storeHuaweiNotification(HuaweiNotificationParts(requestId: requestId, type: type, subtype: nil,
                                                                                    purchaseOrderId: nil, payload: body.serialized()),
