@@ -162,4 +162,40 @@ final class HuaweiHMSTests: HuaweiTestCase {
         }
         XCTAssertEqual(revokes, ["revoke:HMS.p huawei-hms-HMS.p"])
     }
+
+    /// An HMS subscription: each period granted once under its own order id while HMS says it is
+    /// valid, with its expiry; nothing to confirm; an invalid one waits for a person.
+    func testSubscription_eachValidPeriodGrantedOnce_withItsExpiry() throws {
+        let token = token("hms-sub")
+        func subscribe(_ orderId: String, valid: Bool, expires: Int64) {
+            hms.script(purchase: .object([
+                ("applicationId", .string(Self.appId)), ("orderId", .string(orderId)), ("productId", .string(vip)),
+                ("purchaseToken", .string(token)), ("purchaseState", .number(0)), ("kind", .number(2)),
+                ("subscriptionId", .string("SUB.1")), ("subIsvalid", .bool(valid)), ("expirationDate", .number(expires)),
+                ("purchaseTime", .number((world.time.unixSeconds - 60) * 1000)), ("developerPayload", .string("u-1")),
+            ]))
+        }
+        let month = world.time.unixSeconds * 1000 + 30 * 86_400_000
+        subscribe("HMS.S.0", valid: true, expires: month)
+        try enqueueHMS("o-s0", token: token, product: vip)
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(try state("o-s0"), "finished")
+        let payload = try JSONValue.parse(String(contentsOfFile: world.folder + "/payload-o-s0.json", encoding: .utf8))
+        XCTAssertNotEqual(payload["expires_date"], .null, "the period's end reaches the hook")
+        XCTAssertEqual(try history("o-s0").last?["outcome"], .string("subscription_needs_no_confirm"))
+        XCTAssertTrue(hms.calls.contains("/sub-cn/sub /applications/v2/purchases/get"), "\(hms.calls)")
+
+        // The renewal: a new order id under the same token, its own order, granted once.
+        subscribe("HMS.S.1", valid: true, expires: month * 2)
+        try enqueueHMS("o-s1", token: token, product: vip)
+        try settle(expecting: 0, ["reconcile"])
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(world.deliveries.filter { $0.hasPrefix("HMS.S.") }, ["HMS.S.0 o-s0", "HMS.S.1 o-s1"])
+        subscribe("HMS.S.2", valid: false, expires: month * 2)
+        try enqueueHMS("o-s2", token: token, product: vip)
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(world.deliveries.count, 2)
+        XCTAssertEqual(try order("o-s2")["reason"], .string("purchase_state_unclear"), "not valid now: a person looks")
+        XCTAssertEqual(hms.confirmed, [], "HMS is told of no subscription's delivery")
+    }
 }

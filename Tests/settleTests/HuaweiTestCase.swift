@@ -109,7 +109,8 @@ class HuaweiTestCase: EndToEndTestCase {
     var hmsSection: JSONValue {
         .object([("client_secret_file", .string("hms-secret")), ("public_key_file", .string("hms-public-key.txt")),
                  ("order_url", .string(huawei.baseURL + "/site-cn")), ("apptouch_order_url", .string(huawei.baseURL + "/apptouch")),
-                 ("token_url", .string(huawei.baseURL + "/oauth2/v3/token"))])
+                 ("token_url", .string(huawei.baseURL + "/oauth2/v3/token")), ("subscription_url", .string(huawei.baseURL + "/sub-cn")),
+                 ("apptouch_subscription_url", .string(huawei.baseURL + "/sub-at"))])
     }
 
     func log(_ daemon: SettleBinary.Running) -> String { (try? String(contentsOfFile: daemon.stderrPath, encoding: .utf8)) ?? "" }

@@ -71,6 +71,9 @@ extension Configuration {
             /// The order service's root for the app's site, and the AppTouch one (`accountFlag` 1).
             package var orderURL: String
             package var appTouchOrderURL: String = HMS.defaultAppTouchOrderURL
+            /// The subscription service's root for the app's site, and the AppTouch one.
+            package var subscriptionURL: String
+            package var appTouchSubscriptionURL: String = HMS.defaultAppTouchSubscriptionURL
             package var tokenURL: String = HMS.defaultTokenURL
             /// How often `settle run` reads the cancelled and refunded purchases (`cancelledList`).
             package var cancelledPollIntervalSeconds: Double = 3600
@@ -82,6 +85,11 @@ extension Configuration {
                 "singapore": "https://orders-dra.iap.cloud.huawei.asia", "russia": "https://orders-drru.iap.cloud.huawei.ru",
             ]
             package static let defaultAppTouchOrderURL = "https://orders-at-dre.iap.dbankcloud.com"
+            package static let defaultAppTouchSubscriptionURL = "https://subscr-at-dre.iap.dbankcloud.com"
+            package static let subscriptionSites = [
+                "china": "https://subscr-drcn.iap.cloud.huawei.com.cn", "germany": "https://subscr-dre.iap.cloud.huawei.eu",
+                "singapore": "https://subscr-dra.iap.cloud.huawei.asia", "russia": "https://subscr-drru.iap.cloud.huawei.ru",
+            ]
             package static let defaultTokenURL = "https://oauth-login.cloud.huawei.com/oauth2/v3/token"
 
             /// Reads the IAP public key; a file that is not a base64 RSA SubjectPublicKeyInfo is named.
@@ -242,6 +250,7 @@ extension ConfigurationDecoder {
 
     private func decodeHMS(_ object: ConfigObject) throws(ConfigError) -> Configuration.HuaweiConfiguration.HMS {
         let known: Set<String> = ["client_secret_file", "public_key_file", "site", "order_url", "apptouch_order_url", "token_url",
+                                  "subscription_url", "apptouch_subscription_url",
                                   "cancelled_poll_interval_seconds", "notifications_path"]
         return try object.decode(knownKeys: known) { (o: inout ConfigObject) throws(ConfigError) in
             let secretName = try o.requireString("client_secret_file")
@@ -251,20 +260,25 @@ extension ConfigurationDecoder {
             let keyName = try o.requireString("public_key_file")
             let keyPath = keyName.hasPrefix("/") ? keyName : (folder as NSString).appendingPathComponent(keyName)
             typealias HMS = Configuration.HuaweiConfiguration.HMS
-            var orderURL: String
-            if let url = try o.string("order_url") {
-                try checkURL(url, name: o.name("order_url"))
-                orderURL = url
-            } else {
-                let site = try o.string("site") ?? ""
-                guard let url = HMS.sites[site] else {
-                    let sites = HMS.sites.keys.sorted().map { "\"\($0)\"" }.joined(separator: ", ")
-                    throw ConfigError("\(o.name("site")): \(site.isEmpty ? "required" : "\"\(PrintableText.escape(site))\" is not one of \(sites)"): "
-                                      + "the site of the app's orders (\(sites)), or order_url")
+            let site = try o.string("site")
+            func root(_ key: String, _ sites: [String: String]) throws(ConfigError) -> String {
+                if let url = try o.string(key) {
+                    try checkURL(url, name: o.name(key))
+                    return Self.trimmed(url)
                 }
-                orderURL = url
+                guard let site, let url = sites[site] else {
+                    let names = sites.keys.sorted().map { "\"\($0)\"" }.joined(separator: ", ")
+                    throw ConfigError("\(o.name("site")): \(site.map { "\"\(PrintableText.escape($0))\" is not one of \(names)" } ?? "required"): "
+                                      + "the site of the app's orders (\(names)), or \(key)")
+                }
+                return url
             }
-            var hms = HMS(clientSecretFile: secret, publicKeyFile: keyPath, orderURL: Self.trimmed(orderURL))
+            var hms = HMS(clientSecretFile: secret, publicKeyFile: keyPath, orderURL: try root("order_url", HMS.sites),
+                          subscriptionURL: try root("subscription_url", HMS.subscriptionSites))
+            if let url = try o.string("apptouch_subscription_url") {
+                try checkURL(url, name: o.name("apptouch_subscription_url"))
+                hms.appTouchSubscriptionURL = Self.trimmed(url)
+            }
             if let url = try o.string("apptouch_order_url") {
                 try checkURL(url, name: o.name("apptouch_order_url"))
                 hms.appTouchOrderURL = Self.trimmed(url)

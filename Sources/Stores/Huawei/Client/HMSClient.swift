@@ -47,6 +47,19 @@ package final class HMSClient: Sendable {
         }
     }
 
+    /// `sub/applications/v2/purchases/get`: a subscription's signed purchase data (section 2.8).
+    package func subscription(_ proof: HMSProof, subscriptionId: String) -> Result<(data: String, signature: String, algorithm: String?), Failure> {
+        let root = proof.accountFlag == 1 ? settings.appTouchSubscriptionURL : settings.subscriptionURL
+        return post(root + "/sub/applications/v2/purchases/get",
+                    body: .object([("subscriptionId", .string(subscriptionId)), ("purchaseToken", .string(proof.purchaseToken))]),
+                    what: "purchases/get for subscription \(subscriptionId)").flatMap { json in
+            guard case let .string(data)? = json["inappPurchaseData"], case let .string(signature)? = json["dataSignature"] else {
+                return .failure(Failure(.unavailable, "HMS purchases/get answered code 0 without inappPurchaseData and dataSignature"))
+            }
+            return .success((data, signature, json["signatureAlgorithm"]?.looseString))
+        }
+    }
+
     /// `v2/purchases/confirm`: delivered; code 9 (already confirmed) is done too.
     package func confirm(_ proof: HMSProof) -> Result<String, Failure> {
         let result = post(orderRoot(accountFlag: proof.accountFlag) + "/applications/v2/purchases/confirm",
@@ -84,7 +97,7 @@ package final class HMSClient: Sendable {
 
     private func post(_ url: String, body: JSONValue, what: String) -> Result<JSONValue, Failure> {
         let result = send(url, body: body, what: what)
-        let call = "hms_" + (url.split(separator: "/").last.map(String.init) ?? "call")
+        let call = "hms_" + url.split(separator: "/").suffix(2).joined(separator: "_")
         switch result {
         case .success: observe?(call, "ok")
         case let .failure(failure): observe?(call, "\(failure.kind)".replacingOccurrences(of: "notFound", with: "not_found"))

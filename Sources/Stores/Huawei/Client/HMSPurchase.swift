@@ -22,6 +22,12 @@ package struct HMSPurchase: Sendable, Equatable {
     /// 1: an AppTouch account, whose orders live on their own site.
     package var accountFlag: Int?
     package var applicationId: String?
+    /// Subscriptions: which subscription, until when, whether it is valid (charged, unexpired,
+    /// unrefunded), and when it was revoked.
+    package var subscriptionId: String?
+    package var expirationDateMs: Int64?
+    package var subIsValid: Bool?
+    package var cancelTimeMs: Int64?
 
     package struct Invalid: Error, Sendable, Equatable {
         package var message: String
@@ -58,6 +64,10 @@ package struct HMSPurchase: Sendable, Equatable {
         purchaseType = try int("purchaseType")
         accountFlag = try int("accountFlag")
         applicationId = json["applicationId"]?.looseString
+        subscriptionId = json["subscriptionId"]?.looseString.flatMap { $0.isEmpty ? nil : $0 }
+        expirationDateMs = json["expirationDate"]?.looseInt64
+        subIsValid = json["subIsvalid"]?.looseBool
+        cancelTimeMs = json["cancelTime"]?.looseInt64
     }
 }
 
@@ -72,6 +82,8 @@ package struct HMSProof: Sendable, Equatable {
     package var productId: String
     package var accountFlag: Int?
     package var orderId: String?
+    /// A subscription's id (the client data's `subscriptionId`), which `purchases/get` needs.
+    package var subscriptionId: String?
     /// The client's `inAppPurchaseData` and `inAppDataSignature`, as the app got them.
     package var clientData: String?
     package var clientSignature: String?
@@ -95,6 +107,7 @@ package struct HMSProof: Sendable, Equatable {
             }
             self.init(purchaseToken: purchase.purchaseToken, productId: purchase.productId, accountFlag: purchase.accountFlag)
             (orderId, clientData, clientSignature) = (purchase.orderId, data, signature)
+            subscriptionId = purchase.subscriptionId
             signatureAlgorithm = json["signatureAlgorithm"]?.looseString
         } else {
             guard case let .string(token)? = json["purchaseToken"], case let .string(product)? = json["productId"] else {
@@ -102,6 +115,7 @@ package struct HMSProof: Sendable, Equatable {
             }
             self.init(purchaseToken: token, productId: product, accountFlag: json["accountFlag"]?.looseString.flatMap { Int($0) })
             orderId = json["orderId"]?.looseString.flatMap { $0.isEmpty || $0.count > 256 ? nil : $0 }
+            subscriptionId = json["subscriptionId"]?.looseString.flatMap { $0.isEmpty || $0.count > 256 ? nil : $0 }
         }
         for (name, value) in [("purchaseToken", purchaseToken), ("productId", productId)]
         where value.isEmpty || value.count > 1024 || !value.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) }) {
@@ -125,6 +139,7 @@ package struct HMSProof: Sendable, Equatable {
             members = [("purchaseToken", .string(purchaseToken)), ("productId", .string(productId))]
             if let accountFlag { members.append(("accountFlag", .number(accountFlag))) }
             if let orderId { members.append(("orderId", .string(orderId))) }
+            if let subscriptionId { members.append(("subscriptionId", .string(subscriptionId))) }
         }
         return StoreProof(kind: Self.kind, proof: JSONValue.object(members).serialized(), key: orderId)
     }

@@ -27,22 +27,28 @@ package struct HMSVerifier: Sendable {
         guard let product = products[order.productId], product.stores.contains(.huawei) else {
             return Verification(outcome: .needsAttention(reason: .unknownProduct, detail: "product \(order.productId) is not configured for store huawei"))
         }
-        guard product.kind != .autoRenewable else {
-            return Verification(outcome: .needsAttention(reason: .purchaseStateUnclear,
-                detail: "HMS IAP subscriptions are not verified by this version of settle: check the subscription in AppGallery Connect"))
-        }
         if let data = proof.clientData, let signature = proof.clientSignature,
            !HMSProof.verify(data: data, signature: signature, algorithm: proof.signatureAlgorithm, key: client.publicKey) {
             return Verification(outcome: .rejected(reason: .signatureInvalid,
                 detail: "the client's inAppPurchaseData does not verify with huawei.hms.public_key_file: not Huawei's"))
         }
         let answer: (data: String, signature: String, algorithm: String?)
-        switch client.verifyToken(proof) {
+        let asked: Result<(data: String, signature: String, algorithm: String?), IAPKitClient.Failure>
+        if product.kind == .autoRenewable {
+            guard let subscriptionId = proof.subscriptionId else {
+                return Verification(outcome: .needsAttention(reason: .proofMissing,
+                    detail: "an HMS subscription order needs its subscriptionId (the client's inAppPurchaseData carries it)"))
+            }
+            asked = client.subscription(proof, subscriptionId: subscriptionId)
+        } else {
+            asked = client.verifyToken(proof)
+        }
+        switch asked {
         case let .success(value): answer = value
         case let .failure(failure): return IAPKitVerifier.verification(failure)
         }
         guard HMSProof.verify(data: answer.data, signature: answer.signature, algorithm: answer.algorithm, key: client.publicKey) else {
-            return Verification(outcome: .configurationFault("HMS tokens/verify's purchaseTokenData does not verify with "
+            return Verification(outcome: .configurationFault("HMS's signed purchase data does not verify with "
                 + "huawei.hms.public_key_file: nothing it says is trusted; check the key and what sits between settle and Huawei"))
         }
         let purchase: HMSPurchase
@@ -68,6 +74,7 @@ package struct HMSVerifier: Sendable {
         guard purchase.productId == order.productId else {
             return answer(.rejected(reason: .productMismatch, detail: "\(name) is product \(purchase.productId), not \(order.productId)"))
         }
+        if kind == .autoRenewable { return subscription(order, purchase, name: name) }
         let expectedKind = kind == .consumable ? 0 : 1
         if let actual = purchase.kind, actual != expectedKind {
             return answer(.rejected(reason: .productMismatch, detail: "HMS says \(purchase.productId) is kind \(actual), the configuration says \(kind.rawValue)"))
@@ -103,6 +110,34 @@ package struct HMSVerifier: Sendable {
     }
 }
 
+extension HMSVerifier {
+    /// A subscription's current period: granted only while HMS says it is valid (`subIsvalid`:
+    /// charged, unexpired, unrefunded), under its order id, until its `expirationDate`.
+    fileprivate func subscription(_ order: Order, _ purchase: HMSPurchase, name: String) -> Verification {
+        let environment = purchase.purchaseType == 0 ? "sandbox" : "production"
+        func reply(_ outcome: VerificationOutcome) -> Verification { Verification(outcome: outcome, environment: environment, storeAnswered: true) }
+        if purchase.kind.map({ $0 != 2 }) ?? false {
+            return reply(.rejected(reason: .productMismatch, detail: "HMS says \(purchase.productId) is kind \(purchase.kind ?? -1), not a subscription"))
+        }
+        if purchase.purchaseType == 0 && !acceptSandbox {
+            return reply(.rejected(reason: .sandboxNotAccepted, detail: "\(name) is a sandbox purchase and accept_sandbox is false"))
+        }
+        if purchase.cancelTimeMs != nil {
+            return reply(.rejected(reason: .refunded, detail: "HMS says \(name) was revoked (cancelTime)"))
+        }
+        guard purchase.subIsValid == true, let orderId = purchase.orderId else {
+            return reply(.needsAttention(reason: .purchaseStateUnclear,
+                detail: "HMS says \(name) is not valid now (subIsvalid \(purchase.subIsValid.map(String.init) ?? "absent")): a period is granted only while it is"))
+        }
+        if let problem = IAPKitVerifier.bindingProblem(binding, order, payload: purchase.developerPayload, purchase: name) {
+            return reply(problem)
+        }
+        return reply(.verified(.only(VerifiedPurchase(transactionId: orderId, originalTransactionId: purchase.subscriptionId ?? orderId,
+                                                      productId: purchase.productId, environment: environment, quantity: 1,
+                                                      purchaseDateMs: purchase.purchaseTimeMs, expiresDateMs: purchase.expirationDateMs))))
+    }
+}
+
 /// Tells HMS an order's goods were granted (`v2/purchases/confirm`), after the grant is durable.
 package struct HMSFinisher: StoreFinisher {
     package let client: HMSClient
@@ -111,6 +146,8 @@ package struct HMSFinisher: StoreFinisher {
 
     package func finish(_ order: Order) -> StoreFinishOutcome {
         guard let proof = HMSProof(order.storeProof) else { return .refused("the order holds no HMS proof to confirm") }
+        // HMS confirms one-time purchases; a subscription's delivery is nothing HMS is told of.
+        if proof.subscriptionId != nil { return .finished("subscription_needs_no_confirm") }
         switch client.confirm(proof) {
         case let .success(word): return .finished(word)
         case let .failure(failure):

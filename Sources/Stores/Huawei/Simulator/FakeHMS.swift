@@ -73,6 +73,7 @@ package final class FakeHMS: Sendable {
         case "/applications/purchases/tokens/verify": return verify(body, pss: request.header("HW-IAP-APPINFO")?.contains("PSS") == true)
         case "/applications/v2/purchases/confirm": return confirm(body)
         case "/applications/v2/purchases/cancelledList": return cancelledList(body)
+        case "/applications/v2/purchases/get": return subscription(body)
         default: return Self.answer("5", "unknown API")
         }
     }
@@ -109,6 +110,20 @@ package final class FakeHMS: Sendable {
         return .json(200, JSONValue.object([("responseCode", .string("0")), ("purchaseTokenData", .string(data)),
                                             ("dataSignature", .string(signature.base64EncodedString())),
                                             ("signatureAlgorithm", .string(pss ? "SHA256WithRSA/PSS" : "SHA256WithRSA"))]).data)
+    }
+
+    /// `sub/applications/v2/purchases/get`: the subscription's current data, signed.
+    private func subscription(_ body: JSONValue) -> HTTPServerResponse {
+        guard let token = body["purchaseToken"]?.looseString, let id = body["subscriptionId"]?.looseString else {
+            return Self.answer("5", "subscriptionId and purchaseToken are required")
+        }
+        guard let purchase = state.withLock({ $0.purchases[token] }), purchase["subscriptionId"]?.looseString == id else {
+            return Self.answer("12", "subscription does not exist")
+        }
+        let data = purchase.serialized()
+        guard let signature = try? key.sign(Data(data.utf8)) else { return Self.answer("6", "cannot sign") }
+        return .json(200, JSONValue.object([("responseCode", .string("0")), ("inappPurchaseData", .string(data)),
+                                            ("dataSignature", .string(signature.base64EncodedString()))]).data)
     }
 
     private func confirm(_ body: JSONValue) -> HTTPServerResponse {
