@@ -9,6 +9,37 @@ import SettleHuaweiSimulator
 /// granted once by the hook, then confirmed as shipped after the grant (issue 34).
 final class HuaweiTests: HuaweiTestCase {
     func testConsumableNonConsumableAndSubscriptionRenewal_eachGrantedOnce_andConfirmedAfterItsGrant() throws {
+        try writeHuaweiConfig(extra: [("metrics_file", .string(world.folder + "/settle.prom"))])
+        try grantsEachKindOnce_andConfirmsAfterTheGrant()
+        // A run's metrics file counts that run's requests.
+        scriptOrder("1700.M.1")
+        try enqueueHuawei("o-m", purchaseOrderId: "1700.M.1")
+        try settle(expecting: 0, ["reconcile"])
+        let metrics = try String(contentsOfFile: world.folder + "/settle.prom", encoding: .utf8)
+        XCTAssertTrue(metrics.split(separator: "\n").contains { $0.hasPrefix("settle_store_requests_total{") && $0.contains("store=\"huawei\"")
+            && $0.contains("call=\"order_shipped_confirm\"") && $0.contains("outcome=\"ok\"") }, metrics)
+    }
+}
+
+/// The same three kinds on a PostgreSQL ledger.
+final class HuaweiPostgresTests: HuaweiTestCase {
+    var schema = ""
+
+    override func tearDownWithError() throws {
+        try super.tearDownWithError()
+        TestPostgres.drop(schema: schema)
+    }
+
+    func testConsumableNonConsumableAndSubscriptionRenewal_onPostgreSQL_eachGrantedOnce_andConfirmedAfterItsGrant() throws {
+        let fresh = try TestPostgres.freshSchema()
+        schema = fresh.schema
+        try writeHuaweiConfig(extra: [("ledger", .string(fresh.url))])
+        try grantsEachKindOnce_andConfirmsAfterTheGrant()
+    }
+}
+
+extension HuaweiTestCase {
+    func grantsEachKindOnce_andConfirmsAfterTheGrant() throws {
         scriptOrder("1700.C.1", quantity: 3)
         scriptOrder("1700.N.1", product: unlock, type: "1")
         let first = scriptOrder("1700.S.1", product: vip, type: "2")
@@ -54,7 +85,9 @@ final class HuaweiTests: HuaweiTestCase {
         XCTAssertTrue(found.stdout.contains("o-c"), found.stdout)
         XCTAssertFalse(transcript.joined().contains("SECRETHUAWEITOKEN"), "a purchase token is a secret")
     }
+}
 
+final class HuaweiMoreTests: HuaweiTestCase {
     /// A signed answer that is not Huawei's (another root, a leaf without Huawei's marker, a
     /// payload changed after signing) grants nothing and stops the store; one about another app
     /// or bought by a stranger is refused.
