@@ -96,6 +96,7 @@ final class HuaweiSimulatorTests: EndToEndTestCase {
                 ("client_secret_file", .string(key + ".hms-secret")), ("public_key_file", .string(key + ".hms-public-key")),
                 ("order_url", .string(try value("huawei.hms.order_url"))), ("apptouch_order_url", .string(try value("huawei.hms.apptouch_order_url"))),
                 ("token_url", .string(try value("huawei.hms.token_url"))),
+                ("subscription_url", .string(try value("huawei.hms.subscription_url"))),
             ]))])),
         ])
         let proof = #"{"purchaseToken": "\#(token)", "productId": "coins_500"}"#

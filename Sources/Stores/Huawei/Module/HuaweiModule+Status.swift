@@ -18,6 +18,8 @@ extension HuaweiModule {
             let cursor = try db.query("SELECT history_until_ms FROM huawei_cursor WHERE id = 1").first?.int("history_until_ms")
             return ((rows.first?.int("waiting") ?? 0, rows.first?.int("not_applied") ?? 0, rows.first?.int("stored") ?? 0), cursor)
         }
+        // A ledger Huawei never wrote to (no notification, no catch-up) says nothing of Huawei.
+        guard counts.2 > 0 || cursor != nil else { return [] }
         let json = JSONValue.object([("stored", .number(counts.2)), ("waiting", .number(counts.0)), ("not_applied", .number(counts.1)),
                                      ("history_read_until", cursor.map { .string(Timestamp.rfc3339(unixSeconds: $0 / 1000)) } ?? .null)])
         guard counts.0 > 0 || counts.1 > 0 else { return [StoreStatusNote(jsonKey: "huawei_notifications", json: json)] }

@@ -99,6 +99,8 @@ package final class HuaweiSimulator: StoreSimulator {
 
         huawei.hms.order_url: \(server.baseURL)/site
         huawei.hms.apptouch_order_url: \(server.baseURL)/apptouch
+        huawei.hms.subscription_url: \(server.baseURL)/subscriptions
+        huawei.hms.apptouch_subscription_url: \(server.baseURL)/apptouch-subscriptions
         huawei.hms.token_url: \(server.baseURL)/oauth2/v3/token
         """)
     }
