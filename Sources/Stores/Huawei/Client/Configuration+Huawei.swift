@@ -42,7 +42,9 @@ extension Configuration {
                 do {
                     return try ES256PrivateKey(pem: secret.value)
                 } catch {
-                    throw ConfigError("\(privateKeyFile.key): \(privateKeyFile.path) is not an EC P-256 private key in PEM (the .p8 file AppGallery Connect gave): \(error.message)")
+                    throw ConfigError(
+                        "\(privateKeyFile.key): \(privateKeyFile.path) is not an EC P-256 private key in PEM (the .p8 file AppGallery Connect gave): \(error.message)"
+                    )
                 }
             }
 
@@ -56,7 +58,9 @@ extension Configuration {
                         throw ConfigError("huawei.root_certificates[\(index)]: \(error.message)")
                     }
                 }
-                guard !roots.isEmpty else { throw ConfigError("huawei.root_certificates: the files hold no certificate") }
+                guard !roots.isEmpty else {
+                    throw ConfigError("huawei.root_certificates: the files hold no certificate")
+                }
                 return roots
             }
         }
@@ -81,14 +85,18 @@ extension Configuration {
             package var notificationsPath: String?
 
             package static let sites = [
-                "china": "https://orders-drcn.iap.cloud.huawei.com.cn", "germany": "https://orders-dre.iap.cloud.huawei.eu",
-                "singapore": "https://orders-dra.iap.cloud.huawei.asia", "russia": "https://orders-drru.iap.cloud.huawei.ru",
+                "china": "https://orders-drcn.iap.cloud.huawei.com.cn",
+                "germany": "https://orders-dre.iap.cloud.huawei.eu",
+                "singapore": "https://orders-dra.iap.cloud.huawei.asia",
+                "russia": "https://orders-drru.iap.cloud.huawei.ru",
             ]
             package static let defaultAppTouchOrderURL = "https://orders-at-dre.iap.dbankcloud.com"
             package static let defaultAppTouchSubscriptionURL = "https://subscr-at-dre.iap.dbankcloud.com"
             package static let subscriptionSites = [
-                "china": "https://subscr-drcn.iap.cloud.huawei.com.cn", "germany": "https://subscr-dre.iap.cloud.huawei.eu",
-                "singapore": "https://subscr-dra.iap.cloud.huawei.asia", "russia": "https://subscr-drru.iap.cloud.huawei.ru",
+                "china": "https://subscr-drcn.iap.cloud.huawei.com.cn",
+                "germany": "https://subscr-dre.iap.cloud.huawei.eu",
+                "singapore": "https://subscr-dra.iap.cloud.huawei.asia",
+                "russia": "https://subscr-drru.iap.cloud.huawei.ru",
             ]
             package static let defaultTokenURL = "https://oauth-login.cloud.huawei.com/oauth2/v3/token"
 
@@ -100,7 +108,9 @@ extension Configuration {
                 let text = String(decoding: data, as: UTF8.self).components(separatedBy: .newlines)
                     .filter { !$0.hasPrefix("-----") }.joined().trimmingCharacters(in: .whitespaces)
                 guard let der = Data(base64Encoded: text) else {
-                    throw ConfigError("huawei.hms.public_key_file: \(publicKeyFile) is not the base64 public key AppGallery Connect shows")
+                    throw ConfigError(
+                        "huawei.hms.public_key_file: \(publicKeyFile) is not the base64 public key AppGallery Connect shows"
+                    )
                 }
                 do {
                     return try RSAPublicKey(subjectPublicKeyInfo: der)
@@ -148,50 +158,64 @@ extension ConfigurationSection {
         key: huaweiKey,
         decode: { (object, decoder) throws(ConfigError) in try decoder.decodeHuawei(object) },
         check: { (configuration) throws(ConfigError) in
-            if configuration.huawei == nil, let product = configuration.products.first(where: { $0.value.stores.contains(.huawei) }) {
+            if configuration.huawei == nil,
+                let product = configuration.products.first(where: { $0.value.stores.contains(.huawei) })
+            {
                 throw ConfigError("products.\(product.key).store: a huawei product needs the huawei section")
             }
-            let paths = [("huawei.notifications_path", configuration.huawei?.notificationsPath),
-                         ("huawei.hms.notifications_path", configuration.huawei?.hms?.notificationsPath)]
+            let paths = [
+                ("huawei.notifications_path", configuration.huawei?.notificationsPath),
+                ("huawei.hms.notifications_path", configuration.huawei?.hms?.notificationsPath),
+            ]
             for (key, path) in paths {
                 guard let path else { continue }
                 guard let notifications = configuration.notifications else {
-                    throw ConfigError("\(key): notifications arrive on the notifications listener; configure notifications.listen")
+                    throw ConfigError(
+                        "\(key): notifications arrive on the notifications listener; configure notifications.listen")
                 }
                 if path == notifications.path {
                     throw ConfigError("\(key): must differ from notifications.path (Apple's)")
                 }
             }
             if let path = paths[0].1, path == paths[1].1 {
-                throw ConfigError("huawei.hms.notifications_path: must differ from huawei.notifications_path (IAP Kit's)")
+                throw ConfigError(
+                    "huawei.hms.notifications_path: must differ from huawei.notifications_path (IAP Kit's)")
             }
         })
 }
 
 extension ConfigurationDecoder {
     package func decodeHuawei(_ object: ConfigObject) throws(ConfigError) -> Configuration.HuaweiConfiguration {
-        let known: Set<String> = ["app_id", "issuer_id", "key_id", "private_key_file", "root_certificates", "api_url", "rate_limits",
-                                  "notifications_path", "history_catch_up", "refund_review", "hms"]
+        let known: Set<String> = [
+            "app_id", "issuer_id", "key_id", "private_key_file", "root_certificates", "api_url", "rate_limits",
+            "notifications_path", "history_catch_up", "refund_review", "hms",
+        ]
         return try object.decode(knownKeys: known) { (o: inout ConfigObject) throws(ConfigError) in
             let appId = try o.requireString("app_id")
             guard appId.count <= 128, appId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
-                throw ConfigError("\(o.name("app_id")): \"\(PrintableText.escape(String(appId.prefix(64))))\" is not an APP ID "
-                                  + "(letters and digits, as AppGallery Connect shows it)")
+                throw ConfigError(
+                    "\(o.name("app_id")): \"\(PrintableText.escape(String(appId.prefix(64))))\" is not an APP ID "
+                        + "(letters and digits, as AppGallery Connect shows it)")
             }
             var huawei = Configuration.HuaweiConfiguration(appId: appId)
             huawei.iapKit = try decodeIAPKit(&o)
             huawei.hms = try o.object("hms").map { (hms) throws(ConfigError) in try decodeHMS(hms) }
             guard huawei.iapKit != nil || huawei.hms != nil else {
-                throw ConfigError("huawei: configure HarmonyOS IAP Kit (issuer_id, key_id, private_key_file, root_certificates), "
-                                  + "HMS IAP (hms), or both")
+                throw ConfigError(
+                    "huawei: configure HarmonyOS IAP Kit (issuer_id, key_id, private_key_file, root_certificates), "
+                        + "HMS IAP (hms), or both")
             }
             huawei.rateLimits = try rateLimits(&o, groups: HuaweiRateGroups.all)
             if let path = try o.string("notifications_path") {
                 guard path.hasPrefix("/"), !path.contains("?") else {
-                    throw ConfigError("\(o.name("notifications_path")): \"\(PrintableText.escape(path))\" must start with / and hold no query")
+                    throw ConfigError(
+                        "\(o.name("notifications_path")): \"\(PrintableText.escape(path))\" must start with / and hold no query"
+                    )
                 }
                 guard huawei.iapKit != nil else {
-                    throw ConfigError("\(o.name("notifications_path")): IAP Kit's notifications are verified with its root: configure IAP Kit")
+                    throw ConfigError(
+                        "\(o.name("notifications_path")): IAP Kit's notifications are verified with its root: configure IAP Kit"
+                    )
                 }
                 huawei.notificationsPath = path
             }
@@ -201,18 +225,23 @@ extension ConfigurationDecoder {
                 if let text = try review.string("delivered") {
                     typealias Decision = Configuration.HuaweiConfiguration.RefundReview.Decision
                     guard let decision = Decision(rawValue: text) else {
-                        throw ConfigError("\(review.name("delivered")): \"\(PrintableText.escape(text))\" is not \"approve\" or \"reject\"")
+                        throw ConfigError(
+                            "\(review.name("delivered")): \"\(PrintableText.escape(text))\" is not \"approve\" or \"reject\""
+                        )
                     }
                     huawei.refundReview.delivered = decision
                 }
                 try review.rejectUnknownKeys()
                 if huawei.refundReview.respond {
                     guard huawei.refundReview.delivered != nil else {
-                        throw ConfigError("\(review.name("delivered")): required with respond: what to answer when settle shows the goods "
-                                          + "delivered (\"approve\" or \"reject\")")
+                        throw ConfigError(
+                            "\(review.name("delivered")): required with respond: what to answer when settle shows the goods "
+                                + "delivered (\"approve\" or \"reject\")")
                     }
                     guard huawei.notificationsPath != nil else {
-                        throw ConfigError("\(review.name("respond")): Huawei asks for refund reviews by notification: set huawei.notifications_path")
+                        throw ConfigError(
+                            "\(review.name("respond")): Huawei asks for refund reviews by notification: set huawei.notifications_path"
+                        )
                     }
                 }
             }
@@ -222,25 +251,34 @@ extension ConfigurationDecoder {
     }
 
     /// IAP Kit's keys, all or none.
-    private func decodeIAPKit(_ o: inout ConfigObject) throws(ConfigError) -> Configuration.HuaweiConfiguration.IAPKit? {
+    private func decodeIAPKit(_ o: inout ConfigObject) throws(ConfigError) -> Configuration.HuaweiConfiguration.IAPKit?
+    {
         let keys = ["issuer_id", "key_id", "private_key_file", "root_certificates"]
         let given = keys.filter { o.value($0) != nil }
         guard !given.isEmpty else {
-            if try o.string("api_url") != nil { throw ConfigError("\(o.name("api_url")): IAP Kit's URL, without IAP Kit's keys") }
+            if try o.string("api_url") != nil {
+                throw ConfigError("\(o.name("api_url")): IAP Kit's URL, without IAP Kit's keys")
+            }
             return nil
         }
         for key in keys where !given.contains(key) {
-            let hint = key == "root_certificates" ? " (the Huawei CBG Root CA G2 certificate, from https://pki.consumer.huawei.com/ca/cer/RootCaG2Ecdsa.cer, as PEM)" : ""
-            throw ConfigError("\(o.name(key)): required key is missing with \(given.joined(separator: ", ")) (IAP Kit)\(hint)")
+            let hint =
+                key == "root_certificates"
+                ? " (the Huawei CBG Root CA G2 certificate, from https://pki.consumer.huawei.com/ca/cer/RootCaG2Ecdsa.cer, as PEM)"
+                : ""
+            throw ConfigError(
+                "\(o.name(key)): required key is missing with \(given.joined(separator: ", ")) (IAP Kit)\(hint)")
         }
         let issuerId = try o.requireString("issuer_id")
         let keyId = try o.requireString("key_id")
         let keyName = try o.requireString("private_key_file")
-        let keyFile = SecretFile(key: o.name("private_key_file"),
-                                 path: SecretFile.resolve(keyName, relativeTo: folder, environment: environment),
-                                 searched: SecretFile.candidates(keyName, relativeTo: folder, environment: environment))
-        var kit = Configuration.HuaweiConfiguration.IAPKit(issuerId: issuerId, keyId: keyId, privateKeyFile: keyFile,
-                                                           rootCertificates: try paths(&o, "root_certificates", default: ""))
+        let keyFile = SecretFile(
+            key: o.name("private_key_file"),
+            path: SecretFile.resolve(keyName, relativeTo: folder, environment: environment),
+            searched: SecretFile.candidates(keyName, relativeTo: folder, environment: environment))
+        var kit = Configuration.HuaweiConfiguration.IAPKit(
+            issuerId: issuerId, keyId: keyId, privateKeyFile: keyFile,
+            rootCertificates: try paths(&o, "root_certificates", default: ""))
         if let api = try o.string("api_url") {
             try checkURL(api, name: o.name("api_url"))
             kit.apiURL = api.hasSuffix("/") ? String(api.dropLast()) : api
@@ -249,14 +287,17 @@ extension ConfigurationDecoder {
     }
 
     private func decodeHMS(_ object: ConfigObject) throws(ConfigError) -> Configuration.HuaweiConfiguration.HMS {
-        let known: Set<String> = ["client_secret_file", "public_key_file", "site", "order_url", "apptouch_order_url", "token_url",
-                                  "subscription_url", "apptouch_subscription_url",
-                                  "cancelled_poll_interval_seconds", "notifications_path"]
+        let known: Set<String> = [
+            "client_secret_file", "public_key_file", "site", "order_url", "apptouch_order_url", "token_url",
+            "subscription_url", "apptouch_subscription_url",
+            "cancelled_poll_interval_seconds", "notifications_path",
+        ]
         return try object.decode(knownKeys: known) { (o: inout ConfigObject) throws(ConfigError) in
             let secretName = try o.requireString("client_secret_file")
-            let secret = SecretFile(key: o.name("client_secret_file"),
-                                    path: SecretFile.resolve(secretName, relativeTo: folder, environment: environment),
-                                    searched: SecretFile.candidates(secretName, relativeTo: folder, environment: environment))
+            let secret = SecretFile(
+                key: o.name("client_secret_file"),
+                path: SecretFile.resolve(secretName, relativeTo: folder, environment: environment),
+                searched: SecretFile.candidates(secretName, relativeTo: folder, environment: environment))
             let keyName = try o.requireString("public_key_file")
             let keyPath = keyName.hasPrefix("/") ? keyName : (folder as NSString).appendingPathComponent(keyName)
             typealias HMS = Configuration.HuaweiConfiguration.HMS
@@ -268,13 +309,15 @@ extension ConfigurationDecoder {
                 }
                 guard let site, let url = sites[site] else {
                     let names = sites.keys.sorted().map { "\"\($0)\"" }.joined(separator: ", ")
-                    throw ConfigError("\(o.name("site")): \(site.map { "\"\(PrintableText.escape($0))\" is not one of \(names)" } ?? "required"): "
-                                      + "the site of the app's orders (\(names)), or \(key)")
+                    throw ConfigError(
+                        "\(o.name("site")): \(site.map { "\"\(PrintableText.escape($0))\" is not one of \(names)" } ?? "required"): "
+                            + "the site of the app's orders (\(names)), or \(key)")
                 }
                 return url
             }
-            var hms = HMS(clientSecretFile: secret, publicKeyFile: keyPath, orderURL: try root("order_url", HMS.sites),
-                          subscriptionURL: try root("subscription_url", HMS.subscriptionSites))
+            var hms = HMS(
+                clientSecretFile: secret, publicKeyFile: keyPath, orderURL: try root("order_url", HMS.sites),
+                subscriptionURL: try root("subscription_url", HMS.subscriptionSites))
             if let url = try o.string("apptouch_subscription_url") {
                 try checkURL(url, name: o.name("apptouch_subscription_url"))
                 hms.appTouchSubscriptionURL = Self.trimmed(url)
@@ -287,10 +330,13 @@ extension ConfigurationDecoder {
                 try checkURL(url, name: o.name("token_url"))
                 hms.tokenURL = url
             }
-            hms.cancelledPollIntervalSeconds = try o.number("cancelled_poll_interval_seconds", default: 3600, range: 60...86_400)
+            hms.cancelledPollIntervalSeconds = try o.number(
+                "cancelled_poll_interval_seconds", default: 3600, range: 60...86_400)
             if let path = try o.string("notifications_path") {
                 guard path.hasPrefix("/"), !path.contains("?") else {
-                    throw ConfigError("\(o.name("notifications_path")): \"\(PrintableText.escape(path))\" must start with / and hold no query")
+                    throw ConfigError(
+                        "\(o.name("notifications_path")): \"\(PrintableText.escape(path))\" must start with / and hold no query"
+                    )
                 }
                 hms.notificationsPath = path
             }

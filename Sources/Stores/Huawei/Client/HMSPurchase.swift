@@ -105,26 +105,36 @@ package struct HMSProof: Sendable, Equatable {
             } catch {
                 throw ProofReadError("inAppPurchaseData: \(error.message)")
             }
-            self.init(purchaseToken: purchase.purchaseToken, productId: purchase.productId, accountFlag: purchase.accountFlag)
+            self.init(
+                purchaseToken: purchase.purchaseToken, productId: purchase.productId, accountFlag: purchase.accountFlag)
             (orderId, clientData, clientSignature) = (purchase.orderId, data, signature)
             subscriptionId = purchase.subscriptionId
             signatureAlgorithm = json["signatureAlgorithm"]?.looseString
         } else {
-            guard case let .string(token)? = json["purchaseToken"], case let .string(product)? = json["productId"] else {
-                throw ProofReadError("an HMS IAP proof has purchaseToken and productId (and accountFlag), or inAppPurchaseData and inAppDataSignature")
+            guard case let .string(token)? = json["purchaseToken"], case let .string(product)? = json["productId"]
+            else {
+                throw ProofReadError(
+                    "an HMS IAP proof has purchaseToken and productId (and accountFlag), or inAppPurchaseData and inAppDataSignature"
+                )
             }
-            self.init(purchaseToken: token, productId: product, accountFlag: json["accountFlag"]?.looseString.flatMap { Int($0) })
+            self.init(
+                purchaseToken: token, productId: product,
+                accountFlag: json["accountFlag"]?.looseString.flatMap { Int($0) })
             orderId = json["orderId"]?.looseString.flatMap { $0.isEmpty || $0.count > 256 ? nil : $0 }
             subscriptionId = json["subscriptionId"]?.looseString.flatMap { $0.isEmpty || $0.count > 256 ? nil : $0 }
         }
         for (name, value) in [("purchaseToken", purchaseToken), ("productId", productId)]
-        where value.isEmpty || value.count > 1024 || !value.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) }) {
+        where value.isEmpty || value.count > 1024
+            || !value.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) })
+        {
             throw ProofReadError("\(name) must be 1 to 1024 printable ASCII characters")
         }
     }
 
     package init?(_ proof: StoreProof?) {
-        guard let proof, proof.kind == Self.kind, let json = try? JSONValue.parse(proof.proof), let read = try? HMSProof(json: json) else {
+        guard let proof, proof.kind == Self.kind, let json = try? JSONValue.parse(proof.proof),
+            let read = try? HMSProof(json: json)
+        else {
             return nil
         }
         self = read

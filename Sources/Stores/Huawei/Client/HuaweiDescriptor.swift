@@ -17,13 +17,15 @@ extension StoreDescriptor {
     package static let huawei: StoreDescriptor = {
         var descriptor = StoreDescriptor(
             store: .huawei, displayName: "Huawei AppGallery", owner: "Huawei", logName: "huawei",
-            unconfiguredHint: "no huawei section is configured", deliveryNotice: .beforeFinished(refundWindowSeconds: nil),
+            unconfiguredHint: "no huawei section is configured",
+            deliveryNotice: .beforeFinished(refundWindowSeconds: nil),
             publishedRates: ["notification_history": 1])
         descriptor.help = [
             "transaction": "a Huawei purchaseOrderId",
             "refunded": "revoked (Huawei AppGallery)",
             "account_id": "Huawei's developerPayload",
-            "grant_recorded": "For a Huawei purchase, TXN is its purchaseOrderId; its order is still confirmed as shipped "
+            "grant_recorded":
+                "For a Huawei purchase, TXN is its purchaseOrderId; its order is still confirmed as shipped "
                 + "with Huawei at its next pass, never delivered.",
         ]
         descriptor.reservedOrderIdPrefix = "huawei-"

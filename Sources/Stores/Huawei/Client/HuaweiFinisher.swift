@@ -14,11 +14,15 @@ package struct HuaweiFinisher: StoreFinisher {
     }
 
     package func finish(_ order: Order) -> StoreFinishOutcome {
-        guard let proof = HuaweiProof(order.storeProof) else { return .refused("the order holds no Huawei proof to confirm") }
+        guard let proof = HuaweiProof(order.storeProof) else {
+            return .refused("the order holds no Huawei proof to confirm")
+        }
         // The purchase order granted: the verified one (a subscription's current period), else the proof's.
         let purchaseOrderId = order.verified?.transactionId ?? proof.purchaseOrderId
         let subscription = products[order.productId]?.kind == .autoRenewable
-        switch client.confirmShipped(subscription: subscription, purchaseOrderId: purchaseOrderId, purchaseToken: proof.purchaseToken) {
+        switch client.confirmShipped(
+            subscription: subscription, purchaseOrderId: purchaseOrderId, purchaseToken: proof.purchaseToken)
+        {
         case let .success(word):
             return .finished(word)
         case let .failure(failure):

@@ -29,7 +29,8 @@ package struct HuaweiNotification: Sendable, Equatable {
             throw Invalid(message: "the notification has no notificationType string")
         }
         guard let requestId = json["notificationRequestId"]?.looseString, !requestId.isEmpty, requestId.count <= 256,
-              requestId.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) }) else {
+            requestId.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) })
+        else {
             throw Invalid(message: "the notification has no usable notificationRequestId")
         }
         self.type = String(type.prefix(64))

@@ -22,10 +22,13 @@ package struct HuaweiProof: Sendable, Equatable {
     /// The proof the backend sends (`{"purchaseOrderId": ..., "purchaseToken": ...}`, as the app
     /// gets them from IAP Kit); the error names the field, never its value.
     package init(json: JSONValue) throws(ProofReadError) {
-        guard json.objectMembers != nil else { throw ProofReadError("a Huawei proof is a JSON object with purchaseOrderId and purchaseToken") }
+        guard json.objectMembers != nil else {
+            throw ProofReadError("a Huawei proof is a JSON object with purchaseOrderId and purchaseToken")
+        }
         func field(_ name: String, max: Int) throws(ProofReadError) -> String {
             guard case let .string(value)? = json[name], !value.isEmpty, value.count <= max,
-                  value.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) }) else {
+                value.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) })
+            else {
                 throw ProofReadError("\(name) must be 1 to \(max) printable ASCII characters")
             }
             return value
@@ -37,12 +40,15 @@ package struct HuaweiProof: Sendable, Equatable {
     /// The order's proof, when it is a Huawei one settle wrote.
     package init?(_ proof: StoreProof?) {
         guard let proof, proof.kind == Self.kind, let json = try? JSONValue.parse(proof.proof),
-              let read = try? HuaweiProof(json: json) else { return nil }
+            let read = try? HuaweiProof(json: json)
+        else { return nil }
         self = read
     }
 
     package var storeProof: StoreProof {
-        let json = JSONValue.object([("purchaseOrderId", .string(purchaseOrderId)), ("purchaseToken", .string(purchaseToken))])
+        let json = JSONValue.object([
+            ("purchaseOrderId", .string(purchaseOrderId)), ("purchaseToken", .string(purchaseToken)),
+        ])
         return StoreProof(kind: Self.kind, proof: json.serialized(), key: purchaseOrderId)
     }
 }

@@ -51,7 +51,8 @@ package struct HuaweiPurchaseOrder: Sendable, Equatable {
             switch json[key] {
             case nil, .null?: return nil
             case let .string(value)?: return value
-            case let value?: throw Invalid(message: "the purchase order's \(key) is a \(value.typeName), expected a string")
+            case let value?:
+                throw Invalid(message: "the purchase order's \(key) is a \(value.typeName), expected a string")
             }
         }
         /// A string, or a number Huawei may send for it.
@@ -88,7 +89,10 @@ package struct HuaweiPurchaseOrder: Sendable, Equatable {
         productId = try string("productId")
         let type = try loose("productType")
         guard let productType = ProductType(rawValue: type) else {
-            throw Invalid(message: "the purchase order's productType \(JSONValue.string(String(type.prefix(16))).serialized()) is not 0, 1, 2 or 3")
+            throw Invalid(
+                message:
+                    "the purchase order's productType \(JSONValue.string(String(type.prefix(16))).serialized()) is not 0, 1, 2 or 3"
+            )
         }
         self.productType = productType
         switch json["quantity"] {
@@ -96,7 +100,8 @@ package struct HuaweiPurchaseOrder: Sendable, Equatable {
             quantity = 1
         case let value?:
             guard let count = value.looseString.flatMap({ Int($0) }), (1...Self.maxQuantity).contains(count) else {
-                throw Invalid(message: "the purchase order's quantity is not a whole number from 1 to \(Self.maxQuantity)")
+                throw Invalid(
+                    message: "the purchase order's quantity is not a whole number from 1 to \(Self.maxQuantity)")
             }
             quantity = count
         }
@@ -154,7 +159,9 @@ package struct HuaweiSubscriptionStatus: Sendable, Equatable {
     /// The statuses of a SubGroupStatusPayload: the last one and its history.
     package static func all(in group: JSONValue) throws(HuaweiPurchaseOrder.Invalid) -> [HuaweiSubscriptionStatus] {
         var statuses: [HuaweiSubscriptionStatus] = []
-        if let last = group["lastSubscriptionStatus"], last.objectMembers != nil { statuses.append(try HuaweiSubscriptionStatus(json: last)) }
+        if let last = group["lastSubscriptionStatus"], last.objectMembers != nil {
+            statuses.append(try HuaweiSubscriptionStatus(json: last))
+        }
         for entry in group["historySubscriptionStatusList"]?.arrayValue ?? [] {
             statuses.append(try HuaweiSubscriptionStatus(json: entry))
         }

@@ -18,13 +18,17 @@ package struct HuaweiRefundRequest: Sendable, Equatable {
 
     package init?(notification json: JSONValue) {
         let data = json["notificationMetaData"]?["refundRequestData"] ?? .null
-        guard let batch = data["refundBatchNo"]?.looseString, !batch.isEmpty, let list = data["refundOrders"]?.arrayValue, !list.isEmpty else {
+        guard let batch = data["refundBatchNo"]?.looseString, !batch.isEmpty,
+            let list = data["refundOrders"]?.arrayValue, !list.isEmpty
+        else {
             return nil
         }
         var orders: [Order] = []
         for entry in list {
-            guard let id = entry["purchaseOrderId"]?.looseString, !id.isEmpty, let paid = entry["payAmount"]?.looseInt64, paid >= 0,
-                  paid < 1_000_000_000_000 else { return nil }
+            guard let id = entry["purchaseOrderId"]?.looseString, !id.isEmpty,
+                let paid = entry["payAmount"]?.looseInt64, paid >= 0,
+                paid < 1_000_000_000_000
+            else { return nil }
             orders.append(Order(purchaseOrderId: id, payAmount: paid))
         }
         refundBatchNo = batch
@@ -39,17 +43,25 @@ package struct HuaweiRefundRequest: Sendable, Equatable {
     /// sent: settle does not know it.
     package func answer(approve: Bool, remark: String, applicationId: String, nowMs: Int64) -> JSONValue {
         var members: [(String, JSONValue)] = [
-            ("reviewType", .number(approve ? 1 : 2)), ("refundBatchNo", .string(refundBatchNo)), ("notifyTime", .number(nowMs)),
+            ("reviewType", .number(approve ? 1 : 2)), ("refundBatchNo", .string(refundBatchNo)),
+            ("notifyTime", .number(nowMs)),
             ("applicationId", .string(applicationId)), ("remark", .string(String(remark.prefix(200)))),
         ]
         if approve {
             members.append(("totalRefundAmount", .number(orders.reduce(Int64(0)) { $0 + $1.payAmount })))
             members.append(("currency", .string(currency ?? "CNY")))
         }
-        members.append(("reviewResultList", .array(orders.map { order in
-            .object([("purchaseOrderId", .string(order.purchaseOrderId)), ("payMoney", .number(order.payAmount)),
-                     ("refundMoney", .number(approve ? order.payAmount : 0))])
-        })))
+        members.append(
+            (
+                "reviewResultList",
+                .array(
+                    orders.map { order in
+                        .object([
+                            ("purchaseOrderId", .string(order.purchaseOrderId)), ("payMoney", .number(order.payAmount)),
+                            ("refundMoney", .number(approve ? order.payAmount : 0)),
+                        ])
+                    })
+            ))
         return .object(members)
     }
 }

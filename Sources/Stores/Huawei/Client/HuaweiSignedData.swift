@@ -45,12 +45,17 @@ package struct HuaweiSignedData: Sendable {
         guard parts.count == 3 else { throw Failure("the JWS has \(parts.count) dot-separated parts, expected 3") }
         let header = try Self.object(parts[0], name: "header")
         let payload = try Self.object(parts[1], name: "payload")
-        guard let signature = Base64URL.decode(Substring(parts[2])) else { throw Failure("the JWS signature is not base64url") }
+        guard let signature = Base64URL.decode(Substring(parts[2])) else {
+            throw Failure("the JWS signature is not base64url")
+        }
         guard case .string("ES256") = header["alg"] else {
-            let alg = header["alg"]?.looseString.map { JSONValue.string(String($0.prefix(32))).serialized() } ?? "absent"
+            let alg =
+                header["alg"]?.looseString.map { JSONValue.string(String($0.prefix(32))).serialized() } ?? "absent"
             throw Failure("the JWS alg is \(alg), only ES256 is accepted")
         }
-        guard header["crit"] == nil else { throw Failure("the JWS header has crit parameters, which are not supported") }
+        guard header["crit"] == nil else {
+            throw Failure("the JWS header has crit parameters, which are not supported")
+        }
         let (leaf, intermediate) = try Self.chain(header)
         let time = try Self.checkTime(payload, now: now)
         try check(leaf: leaf, intermediate: intermediate, at: time)
@@ -63,8 +68,12 @@ package struct HuaweiSignedData: Sendable {
 
     /// `x5c[0]` and `x5c[1]`, parsed; `x5c[2]` must be there (Huawei sends three) but is never trusted.
     private static func chain(_ header: JSONValue) throws(Failure) -> (X509Certificate, X509Certificate) {
-        guard let entries = header["x5c"]?.arrayValue else { throw Failure("the JWS header has no x5c certificate chain") }
-        guard entries.count == 3 else { throw Failure("the JWS x5c holds \(entries.count) certificates, expected 3 (leaf, intermediate, root)") }
+        guard let entries = header["x5c"]?.arrayValue else {
+            throw Failure("the JWS header has no x5c certificate chain")
+        }
+        guard entries.count == 3 else {
+            throw Failure("the JWS x5c holds \(entries.count) certificates, expected 3 (leaf, intermediate, root)")
+        }
         let maxEncoded = (maxCertificateBytes + 2) / 3 * 4
         var certificates: [X509Certificate] = []
         for (index, entry) in entries.enumerated() {
@@ -83,23 +92,36 @@ package struct HuaweiSignedData: Sendable {
     }
 
     private func check(leaf: X509Certificate, intermediate: X509Certificate, at time: Date) throws(Failure) {
-        for (role, certificate) in [("leaf", leaf), ("intermediate", intermediate)] where certificate.hasUnprocessableExtensions {
-            throw Failure("the \(role) \(Self.quoted(certificate.subjectSummary)) has an unsupported critical or undecodable extension")
+        for (role, certificate) in [("leaf", leaf), ("intermediate", intermediate)]
+        where certificate.hasUnprocessableExtensions {
+            throw Failure(
+                "the \(role) \(Self.quoted(certificate.subjectSummary)) has an unsupported critical or undecodable extension"
+            )
         }
-        guard let root = roots.first(where: { intermediate.isNamed(issuedBy: $0) && intermediate.isSigned(by: $0) }) else {
-            throw Failure("the intermediate \(Self.quoted(intermediate.subjectSummary)) (issuer \(Self.quoted(intermediate.issuerSummary))) "
-                          + "is not signed by a configured root (huawei.root_certificates)")
+        guard let root = roots.first(where: { intermediate.isNamed(issuedBy: $0) && intermediate.isSigned(by: $0) })
+        else {
+            throw Failure(
+                "the intermediate \(Self.quoted(intermediate.subjectSummary)) (issuer \(Self.quoted(intermediate.issuerSummary))) "
+                    + "is not signed by a configured root (huawei.root_certificates)")
         }
         guard leaf.isNamed(issuedBy: intermediate), leaf.isSigned(by: intermediate) else {
             throw Failure("the leaf \(Self.quoted(leaf.subjectSummary)) is not signed by the intermediate")
         }
-        guard intermediate.isCertificateAuthority else { throw Failure("the intermediate is not a CA (basicConstraints CA:TRUE)") }
-        guard !leaf.mayActAsCertificateAuthority else { throw Failure("the leaf is a CA certificate, not an end entity") }
-        for (role, certificate) in [("leaf", leaf), ("intermediate", intermediate), ("root", root)] where !certificate.isValid(at: time) {
-            throw Failure("the \(role) \(Self.quoted(certificate.subjectSummary)) is not valid at \(time.formatted(.iso8601))")
+        guard intermediate.isCertificateAuthority else {
+            throw Failure("the intermediate is not a CA (basicConstraints CA:TRUE)")
+        }
+        guard !leaf.mayActAsCertificateAuthority else {
+            throw Failure("the leaf is a CA certificate, not an end entity")
+        }
+        for (role, certificate) in [("leaf", leaf), ("intermediate", intermediate), ("root", root)]
+        where !certificate.isValid(at: time) {
+            throw Failure(
+                "the \(role) \(Self.quoted(certificate.subjectSummary)) is not valid at \(time.formatted(.iso8601))")
         }
         guard leaf.hasExtension(oid: Self.leafMarkerOID) else {
-            throw Failure("the leaf \(Self.quoted(leaf.subjectSummary)) lacks Huawei's IAP signing extension \(Self.leafMarkerOID)")
+            throw Failure(
+                "the leaf \(Self.quoted(leaf.subjectSummary)) lacks Huawei's IAP signing extension \(Self.leafMarkerOID)"
+            )
         }
     }
 

@@ -101,45 +101,64 @@ package struct IAPKitClient: Sendable {
 
     /// The subscription status query: the signed `jwsSubGroupStatus`, not yet verified.
     package func subscriptionStatus(purchaseOrderId: String, purchaseToken: String) -> Result<String, Failure> {
-        signed(.subscriptionStatus, purchaseOrderId: purchaseOrderId, purchaseToken: purchaseToken, field: "jwsSubGroupStatus")
+        signed(
+            .subscriptionStatus, purchaseOrderId: purchaseOrderId, purchaseToken: purchaseToken,
+            field: "jwsSubGroupStatus")
     }
 
     /// Shipped confirm: `confirmed` when Huawei says so now, or that it already was (1001880009,
     /// 1001880020: a confirm that reached Huawei before a crash is not a failure).
-    package func confirmShipped(subscription: Bool, purchaseOrderId: String, purchaseToken: String) -> Result<String, Failure> {
+    package func confirmShipped(
+        subscription: Bool, purchaseOrderId: String, purchaseToken: String
+    ) -> Result<String, Failure> {
         let call: Call = subscription ? .subscriptionShipped : .orderShipped
         switch exchange(call, purchaseOrderId: purchaseOrderId, purchaseToken: purchaseToken) {
         case .success:
             return .success("shipped_confirmed")
-        case let .failure(failure) where failure.code == Code.alreadyConfirmed || failure.code == Code.subscriptionAlreadyConfirmed:
+        case let .failure(failure)
+        where failure.code == Code.alreadyConfirmed || failure.code == Code.subscriptionAlreadyConfirmed:
             return .success("already_confirmed")
         case let .failure(failure):
             return .failure(failure)
         }
     }
 
-    private func signed(_ call: Call, purchaseOrderId: String, purchaseToken: String, field: String) -> Result<String, Failure> {
+    private func signed(
+        _ call: Call, purchaseOrderId: String, purchaseToken: String, field: String
+    ) -> Result<String, Failure> {
         exchange(call, purchaseOrderId: purchaseOrderId, purchaseToken: purchaseToken).flatMap { json in
             guard case let .string(jws)? = json[field], !jws.isEmpty else {
-                return .failure(Failure(.unavailable, "Huawei IAP Kit \(call.name) for order \(purchaseOrderId) answered code 0 without \(field)"))
+                return .failure(
+                    Failure(
+                        .unavailable,
+                        "Huawei IAP Kit \(call.name) for order \(purchaseOrderId) answered code 0 without \(field)"))
             }
             return .success(jws)
         }
     }
 
     private func exchange(_ call: Call, purchaseOrderId: String, purchaseToken: String) -> Result<JSONValue, Failure> {
-        let body = JSONValue.object([("purchaseOrderId", .string(purchaseOrderId)), ("purchaseToken", .string(purchaseToken))])
+        let body = JSONValue.object([
+            ("purchaseOrderId", .string(purchaseOrderId)), ("purchaseToken", .string(purchaseToken)),
+        ])
         return exchange(call, body: body, what: "\(call.name) for order \(purchaseOrderId)", priority: .dueOrders)
     }
 
     /// One page of the notification history (section 1.8): the signed notifications Huawei sent
     /// (or failed to send) in `[startMs, endMs)`, and the token of the next page, if any.
-    package func notificationHistory(startMs: Int64, endMs: Int64, continuationToken: String?)
-        -> Result<(notifications: [String], next: String?), Failure> {
+    package func notificationHistory(
+        startMs: Int64, endMs: Int64, continuationToken: String?
+    )
+        -> Result<(notifications: [String], next: String?), Failure>
+    {
         var members: [(String, JSONValue)] = [("startTime", .number(startMs)), ("endTime", .number(endMs))]
         if let continuationToken { members.append(("continuationToken", .string(continuationToken))) }
-        return exchange(.notificationHistory, body: .object(members), what: "notification_history", priority: .historyCatchUp).map { json in
-            let records = (json["notificationHistory"]?.arrayValue ?? []).compactMap { $0["jwsNotification"]?.looseString }
+        return exchange(
+            .notificationHistory, body: .object(members), what: "notification_history", priority: .historyCatchUp
+        ).map { json in
+            let records = (json["notificationHistory"]?.arrayValue ?? []).compactMap {
+                $0["jwsNotification"]?.looseString
+            }
             let next = json["continuationToken"]?.looseString.flatMap { $0.isEmpty ? nil : $0 }
             return (records, next)
         }
@@ -147,10 +166,14 @@ package struct IAPKitClient: Sendable {
 
     /// Posts a refund review's decision (section 1.9).
     package func refundResult(_ body: JSONValue, batch: String) -> Result<Void, Failure> {
-        exchange(.refundResult, body: body, what: "refund_result for batch \(batch)", priority: .refundDeadline).map { _ in () }
+        exchange(.refundResult, body: body, what: "refund_result for batch \(batch)", priority: .refundDeadline).map {
+            _ in ()
+        }
     }
 
-    private func exchange(_ call: Call, body: JSONValue, what: String, priority: PacerPriority) -> Result<JSONValue, Failure> {
+    private func exchange(
+        _ call: Call, body: JSONValue, what: String, priority: PacerPriority
+    ) -> Result<JSONValue, Failure> {
         let result = send(call, body: body.data, what: what, priority: priority)
         switch result {
         case .success: observe?(call.name, "ok")
@@ -175,7 +198,10 @@ package struct IAPKitClient: Sendable {
         do {
             bearer = try token.token(for: body)
         } catch {
-            return .failure(Failure(.configuration, "cannot sign the Huawei IAP Kit request (huawei.private_key_file): \(error.message)"))
+            return .failure(
+                Failure(
+                    .configuration, "cannot sign the Huawei IAP Kit request (huawei.private_key_file): \(error.message)"
+                ))
         }
         let key = PacerKey(store: Store.huawei.rawValue, group: call.group, environment: "production")
         do {
@@ -183,10 +209,13 @@ package struct IAPKitClient: Sendable {
         } catch {
             return .failure(Failure(.paced, "\(error) (\(what) not sent)", retryAfter: error.waitSeconds))
         }
-        let request = HTTPRequest(method: "POST", url: baseURL + call.rawValue,
-                                  headers: [HTTPHeader("Content-Type", "application/json;charset=UTF-8"),
-                                            HTTPHeader("Accept", "application/json"), HTTPHeader("Authorization", "Bearer " + bearer)],
-                                  body: body)
+        let request = HTTPRequest(
+            method: "POST", url: baseURL + call.rawValue,
+            headers: [
+                HTTPHeader("Content-Type", "application/json;charset=UTF-8"),
+                HTTPHeader("Accept", "application/json"), HTTPHeader("Authorization", "Bearer " + bearer),
+            ],
+            body: body)
         let response: HTTPResponse
         do {
             response = try client.send(request)
@@ -209,20 +238,33 @@ package struct IAPKitClient: Sendable {
         switch response.status {
         case 200...299:
             guard let json, json.objectMembers != nil, code == Code.ok else {
-                return .failure(Failure(.unavailable, "Huawei IAP Kit \(what) answered HTTP \(response.status) without a responseCode"))
+                return .failure(
+                    Failure(
+                        .unavailable, "Huawei IAP Kit \(what) answered HTTP \(response.status) without a responseCode"))
             }
             return .success(json)
         case 401, 403:
-            return .failure(Failure(.configuration, "Huawei IAP Kit \(what) answered HTTP \(response.status)\(said): Huawei refused settle's "
-                                    + "JWT; check huawei.issuer_id, key_id, app_id and private_key_file, and that this host's clock is right"))
+            return .failure(
+                Failure(
+                    .configuration,
+                    "Huawei IAP Kit \(what) answered HTTP \(response.status)\(said): Huawei refused settle's "
+                        + "JWT; check huawei.issuer_id, key_id, app_id and private_key_file, and that this host's clock is right"
+                ))
         case 429:
             if atFloor == false, let bucket = pacer?.bucket(key) {
-                return .failure(Failure(.paced, "paced: \(key) at \(Pacer.formatRate(bucket.rate))/s (\(what) answered HTTP 429)",
-                                        retryAfter: retryAfter))
+                return .failure(
+                    Failure(
+                        .paced, "paced: \(key) at \(Pacer.formatRate(bucket.rate))/s (\(what) answered HTTP 429)",
+                        retryAfter: retryAfter))
             }
-            return .failure(Failure(.unavailable, "Huawei IAP Kit \(what) answered HTTP 429 (rate limited)", retryAfter: retryAfter))
+            return .failure(
+                Failure(.unavailable, "Huawei IAP Kit \(what) answered HTTP 429 (rate limited)", retryAfter: retryAfter)
+            )
         case 500...599:
-            return .failure(Failure(.unavailable, "Huawei IAP Kit \(what) answered HTTP \(response.status)\(said)", retryAfter: retryAfter))
+            return .failure(
+                Failure(
+                    .unavailable, "Huawei IAP Kit \(what) answered HTTP \(response.status)\(said)",
+                    retryAfter: retryAfter))
         default:
             return .failure(Failure(.refused, "Huawei IAP Kit \(what) answered HTTP \(response.status)\(said)"))
         }
@@ -235,15 +277,22 @@ package struct IAPKitClient: Sendable {
         case Code.recordNotFound:
             return Failure(.notFound, "Huawei has no record of \(what)\(said)", code: code)
         case Code.notActivated:
-            return Failure(.configuration, "Huawei IAP Kit \(what)\(said): IAP is not activated for huawei.app_id in AppGallery Connect", code: code)
+            return Failure(
+                .configuration,
+                "Huawei IAP Kit \(what)\(said): IAP is not activated for huawei.app_id in AppGallery Connect",
+                code: code)
         case Code.fatal:
             return Failure(.unavailable, "Huawei IAP Kit \(what) failed on Huawei's side\(said)", code: code)
         default:
             if status == 401 || code == "9999" || code == "1001880886" {
-                return Failure(.configuration, "Huawei IAP Kit \(what)\(said): Huawei refused settle's JWT; check huawei.issuer_id, key_id, "
-                               + "app_id and private_key_file, and that this host's clock is right", code: code)
+                return Failure(
+                    .configuration,
+                    "Huawei IAP Kit \(what)\(said): Huawei refused settle's JWT; check huawei.issuer_id, key_id, "
+                        + "app_id and private_key_file, and that this host's clock is right", code: code)
             }
-            if status >= 500 { return Failure(.unavailable, "Huawei IAP Kit \(what) answered HTTP \(status)\(said)", code: code) }
+            if status >= 500 {
+                return Failure(.unavailable, "Huawei IAP Kit \(what) answered HTTP \(status)\(said)", code: code)
+            }
             return Failure(.refused, "Huawei IAP Kit refused \(what)\(said)", code: code)
         }
     }

@@ -32,7 +32,8 @@ package struct HMSCancelledPoll: Sendable {
         let cursor = try ledger.hmsCancelledCursor()
         if let polled = cursor?.polledAt, Double(now.saturatingSubtracting(polled)) < intervalSeconds { return .idle }
         let nowMs = now.saturatingMultiplied(by: 1000)
-        let start = min(max((cursor?.sinceMs ?? 0).saturatingSubtracting(Self.overlapMs), nowMs - Self.lookBackMs), nowMs)
+        let start = min(
+            max((cursor?.sinceMs ?? 0).saturatingSubtracting(Self.overlapMs), nowMs - Self.lookBackMs), nowMs)
         var changed = 0
         for root in Set([client.settings.orderURL, client.settings.appTouchOrderURL]).sorted() {
             var token: String?
@@ -48,9 +49,12 @@ package struct HMSCancelledPoll: Sendable {
                 }
                 for purchase in page.purchases {
                     let reason = purchase.reason.map { "cancelledReason \($0)" }
-                    let why = "HMS lists purchase \(purchase.orderId) as cancelled or refunded" + (reason.map { " (\($0))" } ?? "")
-                    let outcomes = try ledger.applyStoreRefund(store: .huawei, grantKey: purchase.orderId, kind: "CANCELLED",
-                                                               reason: reason, why: why, source: "HMS cancelled purchases")
+                    let why =
+                        "HMS lists purchase \(purchase.orderId) as cancelled or refunded"
+                        + (reason.map { " (\($0))" } ?? "")
+                    let outcomes = try ledger.applyStoreRefund(
+                        store: .huawei, grantKey: purchase.orderId, kind: "CANCELLED",
+                        reason: reason, why: why, source: "HMS cancelled purchases")
                     changed += outcomes.values.filter { $0 == "revoke_queued" || $0 == "never_delivered" }.count
                 }
                 token = page.next
@@ -67,8 +71,10 @@ package struct HMSCancelledPoll: Sendable {
 extension HuaweiMigrations {
     static let hmsCursor = LedgerMigration(
         name: "huawei.hms_cursor",
-        sqlite: "CREATE TABLE huawei_hms_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), since_ms INTEGER NOT NULL, polled_at INTEGER NOT NULL)",
-        postgres: "CREATE TABLE huawei_hms_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), since_ms BIGINT NOT NULL, polled_at BIGINT NOT NULL)",
+        sqlite:
+            "CREATE TABLE huawei_hms_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), since_ms INTEGER NOT NULL, polled_at INTEGER NOT NULL)",
+        postgres:
+            "CREATE TABLE huawei_hms_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), since_ms BIGINT NOT NULL, polled_at BIGINT NOT NULL)",
         copied: [CopiedTable("huawei_hms_cursor", columns: ["id", "since_ms", "polled_at"])])
 }
 
@@ -85,7 +91,8 @@ extension TransactionalLedger {
 
     package func advanceHMSCancelledCursor(sinceMs: Int64, polledAt: Int64) throws(LedgerError) {
         try writing { db in
-            try db.query("""
+            try db.query(
+                """
                 INSERT INTO huawei_hms_cursor(id, since_ms, polled_at) VALUES (1, ?, ?)
                 ON CONFLICT (id) DO UPDATE SET since_ms = excluded.since_ms, polled_at = excluded.polled_at
                 """, [.integer(sinceMs), .integer(polledAt)])

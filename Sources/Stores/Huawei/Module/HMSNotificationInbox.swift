@@ -27,7 +27,8 @@ package struct HMSNotificationInbox: Sendable {
         func reply(_ status: Int, _ code: String) -> HTTPServerResponse {
             .json(status, JSONValue.object([("errorCode", .string(code))]).data)
         }
-        guard request.body.count <= 64 * 1024, let body = try? JSONValue.parse(request.body), body.objectMembers != nil else {
+        guard request.body.count <= 64 * 1024, let body = try? JSONValue.parse(request.body), body.objectMembers != nil
+        else {
             return (reply(400, "1"), false)
         }
         let type: String
@@ -38,15 +39,21 @@ package struct HMSNotificationInbox: Sendable {
             purchaseToken = order["purchaseToken"]?.looseString
             // Unsigned: anyone can post one. Without a token and a product there is nothing to ask
             // Huawei about, so nothing is stored.
-            guard let token = purchaseToken, PurchaseToken(token) != nil, order["productId"]?.looseString.map({ !$0.isEmpty }) == true else {
+            guard let token = purchaseToken, PurchaseToken(token) != nil,
+                order["productId"]?.looseString.map({ !$0.isEmpty }) == true
+            else {
                 return (reply(400, "1"), false)
             }
         } else if let sub = body["subNotification"] ?? (body["statusUpdateNotification"] != nil ? body : nil) {
             guard let data = sub["statusUpdateNotification"]?.looseString,
-                  let signature = (sub["notificationSignature"] ?? sub["notifycationSignature"])?.looseString,
-                  HMSProof.verify(data: data, signature: signature, algorithm: sub["signatureAlgorithm"]?.looseString,
-                                  key: verifier.client.publicKey) else {
-                log.warning("huawei.hms_notification_refused", ["why": "a subscription notification whose signature does not verify"])
+                let signature = (sub["notificationSignature"] ?? sub["notifycationSignature"])?.looseString,
+                HMSProof.verify(
+                    data: data, signature: signature, algorithm: sub["signatureAlgorithm"]?.looseString,
+                    key: verifier.client.publicKey)
+            else {
+                log.warning(
+                    "huawei.hms_notification_refused",
+                    ["why": "a subscription notification whose signature does not verify"])
                 return (reply(401, "2"), false)
             }
             type = "HMS_SUBSCRIPTION"
@@ -58,13 +65,21 @@ package struct HMSNotificationInbox: Sendable {
         }
         // One row per purchase and kind (not per body): a stranger inventing bodies for one token
         // adds nothing, and each new token costs one question to Huawei (answered "no such purchase").
-        let requestId = "hms:" + type + ":" + SHA256.hex(Data((purchaseToken ?? String(decoding: request.body, as: UTF8.self)).utf8))
+        let requestId =
+            "hms:" + type + ":"
+            + SHA256.hex(Data((purchaseToken ?? String(decoding: request.body, as: UTF8.self)).utf8))
         do {
-            let fresh = try ledger.storeHuaweiNotification(HuaweiNotificationParts(requestId: requestId, type: type, subtype: nil,
-                                                                                   purchaseOrderId: nil, payload: body.serialized()),
-                                                           source: "endpoint")
-            log.info("huawei.hms_notification_stored", ["type": type, "duplicate": !fresh,
-                                                        "token": purchaseToken.flatMap(PurchaseToken.init)?.fingerprint])
+            let fresh = try ledger.storeHuaweiNotification(
+                HuaweiNotificationParts(
+                    requestId: requestId, type: type, subtype: nil,
+                    purchaseOrderId: nil, payload: body.serialized()),
+                source: "endpoint")
+            log.info(
+                "huawei.hms_notification_stored",
+                [
+                    "type": type, "duplicate": !fresh,
+                    "token": purchaseToken.flatMap(PurchaseToken.init)?.fingerprint,
+                ])
             return (reply(200, "0"), fresh)
         } catch {
             log.error("huawei.hms_notification_not_stored", ["error": "\(error)"])
@@ -79,16 +94,22 @@ package struct HMSNotificationInbox: Sendable {
         var waiting: [HuaweiNotificationRecord] = []
         var done = 0
         claiming: while done + waiting.count < HuaweiNotificationInbox.batch, !work.isSpent {
-            let claimed = try ledger.claimHuaweiNotifications(limit: HuaweiNotificationInbox.claimBatch, leaseSeconds: leaseSeconds, hms: true)
+            let claimed = try ledger.claimHuaweiNotifications(
+                limit: HuaweiNotificationInbox.claimBatch, leaseSeconds: leaseSeconds, hms: true)
             if claimed.isEmpty { break }
             for (index, record) in claimed.enumerated() {
                 defer { work.progress() }
                 switch try step(record) {
                 case let .done(result, answered):
                     if answered { outcome = outcome.then(.answered) }
-                    guard try ledger.finishHuaweiNotification(record, outcome: result.outcome, detail: result.detail,
-                                                              orderId: result.orderId) else { continue }
-                    log.info("huawei.hms_notification", ["type": record.type, "outcome": result.outcome, "order": result.orderId])
+                    guard
+                        try ledger.finishHuaweiNotification(
+                            record, outcome: result.outcome, detail: result.detail,
+                            orderId: result.orderId)
+                    else { continue }
+                    log.info(
+                        "huawei.hms_notification",
+                        ["type": record.type, "outcome": result.outcome, "order": result.orderId])
                     done += 1
                 case let .storeFailed(failure):
                     outcome = outcome.then(HuaweiNotificationInbox.sideWorkOutcome(failure))
@@ -107,20 +128,30 @@ package struct HMSNotificationInbox: Sendable {
     }
 
     private func step(_ record: HuaweiNotificationRecord) throws(LedgerError) -> Step {
-        guard let body = try? JSONValue.parse(record.payload) else { return .done(("unreadable", nil, nil), answered: false) }
+        guard let body = try? JSONValue.parse(record.payload) else {
+            return .done(("unreadable", nil, nil), answered: false)
+        }
         let order = body["orderNotification"] ?? .null
         switch record.type {
         case "HMS_ORDER_REFUNDED":
             try ledger.makeHMSCancelledPollDue()
-            return .done(("poll_due", "an unsigned refund notification: applied once Huawei's cancelled purchases list shows it", nil),
-                         answered: false)
+            return .done(
+                (
+                    "poll_due",
+                    "an unsigned refund notification: applied once Huawei's cancelled purchases list shows it", nil
+                ),
+                answered: false)
         case "HMS_ORDER_PAID":
             guard let token = order["purchaseToken"]?.looseString, let product = order["productId"]?.looseString else {
-                return .done(("unreadable", "a paid order notification without purchaseToken and productId", nil), answered: false)
+                return .done(
+                    ("unreadable", "a paid order notification without purchaseToken and productId", nil),
+                    answered: false)
             }
             return try paid(HMSProof(purchaseToken: token, productId: product))
         case "HMS_SUBSCRIPTION":
-            return .done(("noted", "an HMS subscription notification: HMS subscriptions are not settled by this version", nil), answered: false)
+            return .done(
+                ("noted", "an HMS subscription notification: HMS subscriptions are not settled by this version", nil),
+                answered: false)
         default:
             return .done(("noted", "nothing to deliver or take back", nil), answered: false)
         }
@@ -138,16 +169,30 @@ package struct HMSNotificationInbox: Sendable {
             default: return .storeFailed(failure)
             }
         }
-        guard HMSProof.verify(data: answer.data, signature: answer.signature, algorithm: answer.algorithm, key: verifier.client.publicKey),
-              let purchase = try? HMSPurchase(json: answer.data), let orderId = purchase.orderId else {
-            return .done(("not_applied", "Huawei's answer does not verify with huawei.hms.public_key_file, or names no order", nil), answered: true)
+        guard
+            HMSProof.verify(
+                data: answer.data, signature: answer.signature, algorithm: answer.algorithm,
+                key: verifier.client.publicKey),
+            let purchase = try? HMSPurchase(json: answer.data), let orderId = purchase.orderId
+        else {
+            return .done(
+                (
+                    "not_applied", "Huawei's answer does not verify with huawei.hms.public_key_file, or names no order",
+                    nil
+                ), answered: true)
         }
         guard purchase.purchaseState == 0 else {
-            return .done(("not_purchased", "HMS says the purchase has purchaseState \(purchase.purchaseState.map(String.init) ?? "absent")", nil),
-                         answered: true)
+            return .done(
+                (
+                    "not_purchased",
+                    "HMS says the purchase has purchaseState \(purchase.purchaseState.map(String.init) ?? "absent")",
+                    nil
+                ),
+                answered: true)
         }
-        let probe = VerifiedPurchase(transactionId: orderId, originalTransactionId: orderId, productId: purchase.productId, environment: "",
-                                     quantity: 1, purchaseDateMs: nil, expiresDateMs: nil)
+        let probe = VerifiedPurchase(
+            transactionId: orderId, originalTransactionId: orderId, productId: purchase.productId, environment: "",
+            quantity: 1, purchaseDateMs: nil, expiresDateMs: nil)
         if let holder = try ledger.grantHolder(of: probe) {
             let id: String? = if case let .order(id) = holder { id } else { nil }
             return .done(("order_exists", "HMS order \(orderId) is held by \(holder.description)", id), answered: true)
@@ -158,7 +203,8 @@ package struct HMSNotificationInbox: Sendable {
             return .done(("order_exists", nil, live.orderId), answered: true)
         }
         let newId = "huawei-hms-" + orderId
-        var proof = HMSProof(purchaseToken: purchase.purchaseToken, productId: purchase.productId, accountFlag: purchase.accountFlag)
+        var proof = HMSProof(
+            purchaseToken: purchase.purchaseToken, productId: purchase.productId, accountFlag: purchase.accountFlag)
         proof.orderId = orderId
         let payload = purchase.developerPayload.flatMap { $0.isEmpty ? nil : IAPKitVerifier.normalized($0) }
         var user = ""
@@ -169,14 +215,22 @@ package struct HMSNotificationInbox: Sendable {
             case .uuid5: break
             }
         }
-        var detail = "HMS reported paid order \(orderId) that no backend enqueued"
+        var detail =
+            "HMS reported paid order \(orderId) that no backend enqueued"
             + (user.isEmpty ? "; nothing maps it to a user" : "; its developerPayload maps to user \(user)")
-        if user.isEmpty { detail += "; find the buyer and run: settle assign \(Verdict.shellWord(newId)) --user USER_ID" }
-        guard try ledger.createReportedOrder(orderId: newId, userId: user, productId: purchase.productId, store: .huawei,
-                                             proof: proof.storeProof, accountId: payload, origin: "huawei_notification", detail: detail) else {
+        if user.isEmpty {
+            detail += "; find the buyer and run: settle assign \(Verdict.shellWord(newId)) --user USER_ID"
+        }
+        guard
+            try ledger.createReportedOrder(
+                orderId: newId, userId: user, productId: purchase.productId, store: .huawei,
+                proof: proof.storeProof, accountId: payload, origin: "huawei_notification", detail: detail)
+        else {
             return .done(("order_exists", "order \(newId) exists", newId), answered: true)
         }
-        log.warning("order.created_from_notification", ["order": newId, "store": Store.huawei.rawValue, "user": user.isEmpty ? nil : user])
+        log.warning(
+            "order.created_from_notification",
+            ["order": newId, "store": Store.huawei.rawValue, "user": user.isEmpty ? nil : user])
         return .done(("order_created", detail, newId), answered: true)
     }
 }

@@ -28,7 +28,10 @@ package struct HuaweiHistoryCatchUp: Sendable {
     package static let lagMs: Int64 = 5_000
 
     package var task: StoreTask {
-        StoreTask(event: "huawei.history_caught_up", failedEvent: "huawei.history_failed", intervalSeconds: Self.intervalSeconds) { progress in
+        StoreTask(
+            event: "huawei.history_caught_up", failedEvent: "huawei.history_failed",
+            intervalSeconds: Self.intervalSeconds
+        ) { progress in
             let (stored, read) = try run(progress: progress)
             return StoreTaskReport(fields: [("read", read), ("stored", stored)], needsPass: stored > 0)
         }

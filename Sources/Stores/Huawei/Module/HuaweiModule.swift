@@ -22,7 +22,9 @@ package enum HuaweiModule: StoreModule {
     package static var sideQueues: [SideQueue] { [HuaweiNotificationRecord.queue] }
 
     /// An order is verified by the order or the subscription status query.
-    package static var verificationRateGroups: Set<String> { [HuaweiRateGroups.orders, HuaweiRateGroups.subscriptions] }
+    package static var verificationRateGroups: Set<String> {
+        [HuaweiRateGroups.orders, HuaweiRateGroups.subscriptions]
+    }
 
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
         configuration.huawei?.rateLimits ?? [:]
@@ -30,8 +32,10 @@ package enum HuaweiModule: StoreModule {
 
     /// `settle enqueue --store huawei --proof-file F`: the file holds what IAP Kit gave the app.
     package static var proofFormat: ProofFormat? {
-        ProofFormat(what: "a Huawei purchase (JSON: IAP Kit's {\"purchaseOrderId\", \"purchaseToken\"}, or HMS IAP's "
-                    + "{\"inAppPurchaseData\", \"inAppDataSignature\"} or {\"purchaseToken\", \"productId\", \"accountFlag\"})") { text in
+        ProofFormat(
+            what: "a Huawei purchase (JSON: IAP Kit's {\"purchaseOrderId\", \"purchaseToken\"}, or HMS IAP's "
+                + "{\"inAppPurchaseData\", \"inAppDataSignature\"} or {\"purchaseToken\", \"productId\", \"accountFlag\"})"
+        ) { text in
             guard let json = try? JSONValue.parse(text), json.objectMembers != nil else {
                 return .failure(ProofError("a Huawei proof is a JSON object; the file is not one"))
             }
@@ -52,48 +56,64 @@ package enum HuaweiModule: StoreModule {
         let products = context.configuration.products.filter { $0.value.stores.contains(.huawei) }
         var adapter = HuaweiAdapter()
         if let kit = settings.iapKit {
-            let client = try client(settings.appId, kit, http: context.client, time: context.ledger.time, pacer: context.pacer,
-                                    metrics: context.metrics)
-            let verifier = IAPKitVerifier(client: client, signedData: HuaweiSignedData(roots: try kit.loadRoots()), appId: settings.appId,
-                                          products: products, acceptSandbox: context.configuration.acceptSandbox,
-                                          binding: context.configuration.userBinding, time: context.ledger.time)
+            let client = try client(
+                settings.appId, kit, http: context.client, time: context.ledger.time, pacer: context.pacer,
+                metrics: context.metrics)
+            let verifier = IAPKitVerifier(
+                client: client, signedData: HuaweiSignedData(roots: try kit.loadRoots()), appId: settings.appId,
+                products: products, acceptSandbox: context.configuration.acceptSandbox,
+                binding: context.configuration.userBinding, time: context.ledger.time)
             adapter.iapKit = (verifier, HuaweiFinisher(client: client, products: products))
             if let path = settings.notificationsPath {
-                var inbox = HuaweiNotificationInbox(ledger: context.ledger, verifier: verifier, products: products,
-                                                    binding: context.configuration.userBinding, log: context.log, metrics: context.metrics)
+                var inbox = HuaweiNotificationInbox(
+                    ledger: context.ledger, verifier: verifier, products: products,
+                    binding: context.configuration.userBinding, log: context.log, metrics: context.metrics)
                 inbox.refundReview = settings.refundReview
                 adapter.inbox = (path, inbox)
                 if settings.historyCatchUp {
-                    adapter.catchUp = HuaweiHistoryCatchUp(ledger: context.ledger, client: client, inbox: inbox, log: context.log)
+                    adapter.catchUp = HuaweiHistoryCatchUp(
+                        ledger: context.ledger, client: client, inbox: inbox, log: context.log)
                 }
             }
         }
         if let hms = settings.hms {
             let metrics = context.metrics
-            let client = try HMSClient(settings.appId, hms, http: context.client, time: context.ledger.time) { call, outcome in
+            let client = try HMSClient(settings.appId, hms, http: context.client, time: context.ledger.time) {
+                call, outcome in
                 metrics?.observeStoreRequest(store: Store.huawei.rawValue, call: call, outcome: outcome)
             }
-            let verifier = HMSVerifier(client: client, appId: settings.appId, products: products,
-                                       acceptSandbox: context.configuration.acceptSandbox, binding: context.configuration.userBinding)
+            let verifier = HMSVerifier(
+                client: client, appId: settings.appId, products: products,
+                acceptSandbox: context.configuration.acceptSandbox, binding: context.configuration.userBinding)
             adapter.hms = (verifier, HMSFinisher(client: client))
             if let path = hms.notificationsPath {
-                adapter.hmsInbox = (path, HMSNotificationInbox(ledger: context.ledger, verifier: verifier,
-                                                               binding: context.configuration.userBinding, log: context.log))
+                adapter.hmsInbox = (
+                    path,
+                    HMSNotificationInbox(
+                        ledger: context.ledger, verifier: verifier,
+                        binding: context.configuration.userBinding, log: context.log)
+                )
             }
-            adapter.cancelled = HMSCancelledPoll(ledger: context.ledger, client: client,
-                                                 intervalSeconds: hms.cancelledPollIntervalSeconds, log: context.log)
+            adapter.cancelled = HMSCancelledPoll(
+                ledger: context.ledger, client: client,
+                intervalSeconds: hms.cancelledPollIntervalSeconds, log: context.log)
         }
         return adapter
     }
 
     /// The IAP Kit client of a `huawei` section, signing with its IAP key.
-    package static func client(_ appId: String, _ kit: Configuration.HuaweiConfiguration.IAPKit, http: HTTPClient, time: any TimeSource,
-                               pacer: Pacer?, metrics: Metrics?) throws(ConfigError) -> IAPKitClient {
-        let token = IAPKitToken(issuerId: kit.issuerId, keyId: kit.keyId, appId: appId, key: try kit.loadPrivateKey(), time: time)
+    package static func client(
+        _ appId: String, _ kit: Configuration.HuaweiConfiguration.IAPKit, http: HTTPClient, time: any TimeSource,
+        pacer: Pacer?, metrics: Metrics?
+    ) throws(ConfigError) -> IAPKitClient {
+        let token = IAPKitToken(
+            issuerId: kit.issuerId, keyId: kit.keyId, appId: appId, key: try kit.loadPrivateKey(), time: time)
         var client = IAPKitClient(baseURL: kit.apiURL, token: token, client: http)
         client.pacer = pacer
         if let metrics {
-            client.observe = { call, outcome in metrics.observeStoreRequest(store: Store.huawei.rawValue, call: call, outcome: outcome) }
+            client.observe = { call, outcome in
+                metrics.observeStoreRequest(store: Store.huawei.rawValue, call: call, outcome: outcome)
+            }
         }
         return client
     }
@@ -116,15 +136,21 @@ package enum HuaweiModule: StoreModule {
         guard let huawei = configuration.huawei else { return [] }
         var lines: [String] = []
         if let kit = huawei.iapKit {
-            lines.append("huawei: app \(huawei.appId), IAP Kit issuer \(kit.issuerId), key \(kit.keyId) in \(kit.privateKeyFile.path) "
-                         + "(contents redacted), roots \(kit.rootCertificates.joined(separator: ", ")), api \(ConfigurationText.url(kit.apiURL))")
+            lines.append(
+                "huawei: app \(huawei.appId), IAP Kit issuer \(kit.issuerId), key \(kit.keyId) in \(kit.privateKeyFile.path) "
+                    + "(contents redacted), roots \(kit.rootCertificates.joined(separator: ", ")), api \(ConfigurationText.url(kit.apiURL))"
+            )
         }
         if let hms = huawei.hms {
-            lines.append("huawei.hms: app \(huawei.appId), client secret \(hms.clientSecretFile.path) (contents redacted), public key "
-                         + "\(hms.publicKeyFile), orders \(ConfigurationText.url(hms.orderURL)), AppTouch \(ConfigurationText.url(hms.appTouchOrderURL)), "
-                         + "token \(ConfigurationText.url(hms.tokenURL)), cancelled purchases every \(ConfigurationText.number(hms.cancelledPollIntervalSeconds)) s")
+            lines.append(
+                "huawei.hms: app \(huawei.appId), client secret \(hms.clientSecretFile.path) (contents redacted), public key "
+                    + "\(hms.publicKeyFile), orders \(ConfigurationText.url(hms.orderURL)), AppTouch \(ConfigurationText.url(hms.appTouchOrderURL)), "
+                    + "token \(ConfigurationText.url(hms.tokenURL)), cancelled purchases every \(ConfigurationText.number(hms.cancelledPollIntervalSeconds)) s"
+            )
         }
-        lines.append("huawei.rate_limits: " + ConfigurationText.rates(descriptor.publishedRates, huawei.rateLimits) + " (requests a second)")
+        lines.append(
+            "huawei.rate_limits: " + ConfigurationText.rates(descriptor.publishedRates, huawei.rateLimits)
+                + " (requests a second)")
         return lines
     }
 }
@@ -151,7 +177,9 @@ package struct HuaweiAdapter: StoreAdapter {
             guard let hms else { return Self.unconfigured("an HMS IAP order", "huawei.hms") }
             return hms.verifier.verify(order)
         }
-        guard let iapKit else { return Self.unconfigured("a HarmonyOS IAP Kit order", "IAP Kit's keys in the huawei section") }
+        guard let iapKit else {
+            return Self.unconfigured("a HarmonyOS IAP Kit order", "IAP Kit's keys in the huawei section")
+        }
         return iapKit.verifier.verify(order)
     }
 
@@ -190,9 +218,11 @@ struct HuaweiFinishers: StoreFinisher {
 
     func finish(_ order: Order) -> StoreFinishOutcome {
         if order.storeProof?.kind == HMSProof.kind {
-            return hms?.finish(order) ?? .failed("no huawei.hms is configured to confirm the order", configuration: true)
+            return hms?.finish(order)
+                ?? .failed("no huawei.hms is configured to confirm the order", configuration: true)
         }
-        return iapKit?.finish(order) ?? .failed("no IAP Kit keys are configured to confirm the order", configuration: true)
+        return iapKit?.finish(order)
+            ?? .failed("no IAP Kit keys are configured to confirm the order", configuration: true)
     }
 }
 
@@ -200,8 +230,10 @@ struct HuaweiFinishers: StoreFinisher {
 enum HuaweiReasons {
     static let words: [String: StoreReasonWords] = [
         "refunded": StoreReasonWords("Huawei revoked the purchase (refunded)"),
-        "transaction_not_found": StoreReasonWords("Huawei has no record of this purchase order",
-                                                  retryAdvice: "nothing to grant unless Huawei shows the order: check the purchaseOrderId and token the app sent"),
+        "transaction_not_found": StoreReasonWords(
+            "Huawei has no record of this purchase order",
+            retryAdvice:
+                "nothing to grant unless Huawei shows the order: check the purchaseOrderId and token the app sent"),
         "bundle_mismatch": StoreReasonWords("the purchase belongs to another Huawei application"),
     ]
 }

@@ -17,13 +17,16 @@ extension HuaweiNotificationInbox {
 
     func refundRequest(_ json: JSONValue, record: HuaweiNotificationRecord) throws(LedgerError) -> Step {
         guard let request = HuaweiRefundRequest(notification: json) else {
-            return .finished(("unreadable", "a refund request without its batch number and orders", nil), answered: false)
+            return .finished(
+                ("unreadable", "a refund request without its batch number and orders", nil), answered: false)
         }
-        let what = "refund review \(request.refundBatchNo) of \(request.orders.map(\.purchaseOrderId).joined(separator: ", "))"
+        let what =
+            "refund review \(request.refundBatchNo) of \(request.orders.map(\.purchaseOrderId).joined(separator: ", "))"
         var holders: [String] = []
         for order in request.orders {
-            let probe = VerifiedPurchase(transactionId: order.purchaseOrderId, originalTransactionId: order.purchaseOrderId, productId: "",
-                                         environment: "", quantity: 1, purchaseDateMs: nil, expiresDateMs: nil)
+            let probe = VerifiedPurchase(
+                transactionId: order.purchaseOrderId, originalTransactionId: order.purchaseOrderId, productId: "",
+                environment: "", quantity: 1, purchaseDateMs: nil, expiresDateMs: nil)
             if case let .order(id)? = try ledger.grantHolder(of: probe) { holders.append(id) }
         }
         let firstOrder = holders.first
@@ -42,7 +45,8 @@ extension HuaweiNotificationInbox {
             case let .delivered(why):
                 evidence.append(why)
             case let .inFlight(why):
-                guard ledger.time.unixSeconds.saturatingSubtracting(record.receivedAt) < Self.refundReviewWaitSeconds else {
+                guard ledger.time.unixSeconds.saturatingSubtracting(record.receivedAt) < Self.refundReviewWaitSeconds
+                else {
                     return try notAnswered("\(why), for a day")
                 }
                 return .waiting
@@ -52,8 +56,9 @@ extension HuaweiNotificationInbox {
         }
         let approve = decision == .approve
         let remark = "delivered: " + evidence.joined(separator: "; ")
-        let body = request.answer(approve: approve, remark: remark, applicationId: verifier.appId,
-                                  nowMs: ledger.time.unixSeconds.saturatingMultiplied(by: 1000))
+        let body = request.answer(
+            approve: approve, remark: remark, applicationId: verifier.appId,
+            nowMs: ledger.time.unixSeconds.saturatingMultiplied(by: 1000))
         switch verifier.client.refundResult(body, batch: request.refundBatchNo) {
         case .success:
             let detail = "\(what): answered \(decision.rawValue) (huawei.refund_review.delivered), \(remark)"

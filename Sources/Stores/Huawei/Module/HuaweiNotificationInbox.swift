@@ -31,9 +31,14 @@ package struct HuaweiNotificationInbox: Sendable {
     static let claimBatch = 16
     static let claimMarginSeconds: Int64 = 300
 
-    package init(ledger: any SettleLedger, verifier: IAPKitVerifier, products: [String: Configuration.Product], binding: UserBinding,
-                 log: Log, metrics: Metrics?) {
-        (self.ledger, self.verifier, self.products, self.binding, self.log, self.metrics) = (ledger, verifier, products, binding, log, metrics)
+    package init(
+        ledger: any SettleLedger, verifier: IAPKitVerifier, products: [String: Configuration.Product],
+        binding: UserBinding,
+        log: Log, metrics: Metrics?
+    ) {
+        (self.ledger, self.verifier, self.products, self.binding, self.log, self.metrics) = (
+            ledger, verifier, products, binding, log, metrics
+        )
     }
 
     /// The listener's answer to one POST, and whether a pass should run now.
@@ -78,13 +83,19 @@ package struct HuaweiNotificationInbox: Sendable {
             return .stored(fresh: false)
         }
         do {
-            let fresh = try ledger.storeHuaweiNotification(HuaweiNotificationParts(
-                requestId: notification.requestId, type: notification.type, subtype: notification.subtype,
-                purchaseOrderId: notification.purchaseOrderId, payload: payload.serialized()), source: source)
-            log.info("huawei.notification_stored", ["request": notification.requestId, "type": notification.type,
-                                                     "source": source, "duplicate": !fresh])
-            metrics?.observeNotification(type: "huawei_\(notification.type.lowercased())", outcome: fresh ? "stored" : "duplicate",
-                                         at: fresh ? ledger.time.unixSeconds : nil)
+            let fresh = try ledger.storeHuaweiNotification(
+                HuaweiNotificationParts(
+                    requestId: notification.requestId, type: notification.type, subtype: notification.subtype,
+                    purchaseOrderId: notification.purchaseOrderId, payload: payload.serialized()), source: source)
+            log.info(
+                "huawei.notification_stored",
+                [
+                    "request": notification.requestId, "type": notification.type,
+                    "source": source, "duplicate": !fresh,
+                ])
+            metrics?.observeNotification(
+                type: "huawei_\(notification.type.lowercased())", outcome: fresh ? "stored" : "duplicate",
+                at: fresh ? ledger.time.unixSeconds : nil)
             return .stored(fresh: fresh)
         } catch {
             log.error("huawei.notification_not_stored", ["request": notification.requestId, "error": "\(error)"])
@@ -112,16 +123,27 @@ package struct HuaweiNotificationInbox: Sendable {
                 switch try step(record) {
                 case let .finished(result, answered):
                     if answered { outcome = outcome.then(.answered) }
-                    guard try ledger.finishHuaweiNotification(record, outcome: result.outcome, detail: result.detail,
-                                                              orderId: result.orderId) else { continue }
-                    log.info("huawei.notification", ["request": record.requestId, "type": record.type, "outcome": result.outcome,
-                                                     "order": result.orderId])
+                    guard
+                        try ledger.finishHuaweiNotification(
+                            record, outcome: result.outcome, detail: result.detail,
+                            orderId: result.orderId)
+                    else { continue }
+                    log.info(
+                        "huawei.notification",
+                        [
+                            "request": record.requestId, "type": record.type, "outcome": result.outcome,
+                            "order": result.orderId,
+                        ])
                     done += 1
                 case .waiting:
                     waiting.append(record)
                 case let .storeFailed(failure):
-                    log.warning("huawei.notifications_deferred", ["error": failure.message,
-                                                                  "left": claimed.count - index + waiting.count])
+                    log.warning(
+                        "huawei.notifications_deferred",
+                        [
+                            "error": failure.message,
+                            "left": claimed.count - index + waiting.count,
+                        ])
                     outcome = outcome.then(Self.sideWorkOutcome(failure))
                     waiting += claimed[index...]
                     break claiming
@@ -151,7 +173,8 @@ package struct HuaweiNotificationInbox: Sendable {
     }
 
     private func step(_ record: HuaweiNotificationRecord) throws(LedgerError) -> Step {
-        guard let json = try? JSONValue.parse(record.payload), let notification = try? HuaweiNotification(json: json) else {
+        guard let json = try? JSONValue.parse(record.payload), let notification = try? HuaweiNotification(json: json)
+        else {
             return .finished(("unreadable", nil, nil), answered: false)
         }
         do throws(LedgerError) {
@@ -161,8 +184,9 @@ package struct HuaweiNotificationInbox: Sendable {
             return .finished(("noted", Self.noted(notification), nil), answered: false)
         } catch {
             guard let violation = error.constraintViolation else { throw error }
-            return .finished(("not_applied", "a ledger write for this notification failed: \(violation); a person looks", nil),
-                             answered: false)
+            return .finished(
+                ("not_applied", "a ledger write for this notification failed: \(violation); a person looks", nil),
+                answered: false)
         }
     }
 
@@ -182,16 +206,21 @@ package struct HuaweiNotificationInbox: Sendable {
             return ("unreadable", "a revocation that names no purchaseOrderId", nil)
         }
         let why = "Huawei revoked purchase order \(purchaseOrderId)" + (n.subtype.map { " (\($0))" } ?? "")
-        let outcomes = try ledger.applyStoreRefund(store: .huawei, grantKey: purchaseOrderId, kind: "REVOKE", reason: n.subtype,
-                                                   why: why, source: "Huawei notification \(n.requestId)")
-        return (outcomes.isEmpty ? "no_order" : "revoked", outcomes.map { "\($0.key): \($0.value)" }.sorted().joined(separator: ", "),
-                outcomes.keys.sorted().first)
+        let outcomes = try ledger.applyStoreRefund(
+            store: .huawei, grantKey: purchaseOrderId, kind: "REVOKE", reason: n.subtype,
+            why: why, source: "Huawei notification \(n.requestId)")
+        return (
+            outcomes.isEmpty ? "no_order" : "revoked",
+            outcomes.map { "\($0.key): \($0.value)" }.sorted().joined(separator: ", "),
+            outcomes.keys.sorted().first
+        )
     }
 
     /// A new transaction, read from Huawei first: what Huawei signs decides whose it is.
     private func purchase(_ n: HuaweiNotification) throws(LedgerError) -> Step {
         guard let purchaseOrderId = n.purchaseOrderId, let token = n.purchaseToken else {
-            return .finished(("unreadable", "a new transaction without its purchaseOrderId and purchaseToken", nil), answered: false)
+            return .finished(
+                ("unreadable", "a new transaction without its purchaseOrderId and purchaseToken", nil), answered: false)
         }
         let proof = HuaweiProof(purchaseOrderId: purchaseOrderId, purchaseToken: token)
         let purchase: HuaweiPurchaseOrder
@@ -205,11 +234,14 @@ package struct HuaweiNotificationInbox: Sendable {
         case let .failure(.untrusted(why)):
             return .finished(("not_applied", why, nil), answered: true)
         }
-        let probe = VerifiedPurchase(transactionId: purchaseOrderId, originalTransactionId: purchaseOrderId, productId: purchase.productId,
-                                     environment: "", quantity: 1, purchaseDateMs: nil, expiresDateMs: nil)
+        let probe = VerifiedPurchase(
+            transactionId: purchaseOrderId, originalTransactionId: purchaseOrderId, productId: purchase.productId,
+            environment: "", quantity: 1, purchaseDateMs: nil, expiresDateMs: nil)
         if let holder = try ledger.grantHolder(of: probe) {
             let id: String? = if case let .order(id) = holder { id } else { nil }
-            return .finished(("order_exists", "purchase order \(purchaseOrderId) is held by \(holder.description)", id), answered: true)
+            return .finished(
+                ("order_exists", "purchase order \(purchaseOrderId) is held by \(holder.description)", id),
+                answered: true)
         }
         let waiting = try ledger.orders(store: .huawei, proofKey: purchaseOrderId)
         if let live = waiting.first(where: { [.pending, .verifying, .delivering].contains($0.state) }) {
@@ -218,20 +250,30 @@ package struct HuaweiNotificationInbox: Sendable {
         }
         let orderId = "huawei-" + purchaseOrderId
         if waiting.contains(where: { $0.orderId == orderId }) {
-            return .finished(("order_exists", "purchase order \(purchaseOrderId) has its order", orderId), answered: true)
+            return .finished(
+                ("order_exists", "purchase order \(purchaseOrderId) has its order", orderId), answered: true)
         }
         let payload = purchase.developerPayload.flatMap { $0.isEmpty ? nil : IAPKitVerifier.normalized($0) }
         let user = try payload.flatMap { (id) throws(LedgerError) in try userFor(payload: id) } ?? ""
-        var detail = "Huawei reported purchase order \(purchaseOrderId) (\(n.subtype ?? n.type)) that no backend enqueued"
+        var detail =
+            "Huawei reported purchase order \(purchaseOrderId) (\(n.subtype ?? n.type)) that no backend enqueued"
             + (user.isEmpty ? "; nothing maps it to a user" : "; its developerPayload maps to user \(user)")
-        if user.isEmpty { detail += "; find the buyer and run: settle assign \(Verdict.shellWord(orderId)) --user USER_ID" }
-        guard try ledger.createReportedOrder(orderId: orderId, userId: user, productId: purchase.productId, store: .huawei,
-                                             proof: proof.storeProof, accountId: payload, origin: "huawei_notification",
-                                             detail: detail) else {
-            return .finished(("order_id_taken", "order \(orderId) exists and does not hold this purchase; a person looks", orderId),
-                             answered: true)
+        if user.isEmpty {
+            detail += "; find the buyer and run: settle assign \(Verdict.shellWord(orderId)) --user USER_ID"
         }
-        log.warning("order.created_from_notification", ["order": orderId, "store": Store.huawei.rawValue, "user": user.isEmpty ? nil : user])
+        guard
+            try ledger.createReportedOrder(
+                orderId: orderId, userId: user, productId: purchase.productId, store: .huawei,
+                proof: proof.storeProof, accountId: payload, origin: "huawei_notification",
+                detail: detail)
+        else {
+            return .finished(
+                ("order_id_taken", "order \(orderId) exists and does not hold this purchase; a person looks", orderId),
+                answered: true)
+        }
+        log.warning(
+            "order.created_from_notification",
+            ["order": orderId, "store": Store.huawei.rawValue, "user": user.isEmpty ? nil : user])
         return .finished(("order_created", detail, orderId), answered: true)
     }
 

@@ -21,14 +21,17 @@ package struct HuaweiNotificationRecord: Sendable, Equatable {
 
 extension HuaweiNotificationRecord: SideQueueJob {
     /// Every pending notification is due; `claimed_until` is only a claim's lease.
-    package static let queue = SideQueue(table: "huawei_notifications", key: ["request_id"], expiry: "claimed_until",
-                                         expiryIsDueTime: false, updatedAt: nil, order: ["received_at", "request_id"])
+    package static let queue = SideQueue(
+        table: "huawei_notifications", key: ["request_id"], expiry: "claimed_until",
+        expiryIsDueTime: false, updatedAt: nil, order: ["received_at", "request_id"])
     package var queueKey: [LedgerValue] { [.text(requestId)] }
 
     package init(row: any LedgerRow) {
-        self.init(requestId: row.string("request_id") ?? "", type: row.string("type") ?? "", receivedAt: row.int("received_at") ?? 0,
-                  source: row.string("source") ?? "", outcome: row.string("outcome") ?? "", detail: row.string("detail"),
-                  orderId: row.string("order_id"), payload: row.string("payload") ?? "", claim: row.int("claim") ?? 0)
+        self.init(
+            requestId: row.string("request_id") ?? "", type: row.string("type") ?? "",
+            receivedAt: row.int("received_at") ?? 0,
+            source: row.string("source") ?? "", outcome: row.string("outcome") ?? "", detail: row.string("detail"),
+            orderId: row.string("order_id"), payload: row.string("payload") ?? "", claim: row.int("claim") ?? 0)
     }
 }
 
@@ -82,33 +85,49 @@ enum HuaweiMigrations {
             CREATE INDEX huawei_notifications_pending ON huawei_notifications(received_at) WHERE state = 'pending';
             CREATE TABLE huawei_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), history_until_ms BIGINT NOT NULL);
             """,
-        copied: [CopiedTable("huawei_notifications", columns: ["request_id", "type", "subtype", "purchase_order_id", "order_id", "source",
-                                                               "received_at", "outcome", "detail", "state", "payload"]),
-                 CopiedTable("huawei_cursor", columns: ["id", "history_until_ms"])])
+        copied: [
+            CopiedTable(
+                "huawei_notifications",
+                columns: [
+                    "request_id", "type", "subtype", "purchase_order_id", "order_id", "source",
+                    "received_at", "outcome", "detail", "state", "payload",
+                ]),
+            CopiedTable("huawei_cursor", columns: ["id", "history_until_ms"]),
+        ])
 }
 
 extension TransactionalLedger {
     /// Stores a verified notification; false when its request id is stored already (Huawei may
     /// send one more than once, and the history repeats what the endpoint took).
-    package func storeHuaweiNotification(_ notification: HuaweiNotificationParts, source: String) throws(LedgerError) -> Bool {
+    package func storeHuaweiNotification(
+        _ notification: HuaweiNotificationParts, source: String
+    ) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
         return try writing { db in
-            try !db.query("""
+            try !db.query(
+                """
                 INSERT INTO huawei_notifications(request_id, type, subtype, purchase_order_id, source, received_at, outcome, payload)
                 VALUES (?, ?, ?, ?, ?, ?, 'received', ?) ON CONFLICT(request_id) DO NOTHING RETURNING request_id
-                """, [.text(notification.requestId), .text(notification.type), .from(notification.subtype),
-                      .from(notification.purchaseOrderId), .text(source), .integer(now), .text(notification.payload)]).isEmpty
+                """,
+                [
+                    .text(notification.requestId), .text(notification.type), .from(notification.subtype),
+                    .from(notification.purchaseOrderId), .text(source), .integer(now), .text(notification.payload),
+                ]
+            ).isEmpty
         }
     }
 
     /// Claims up to `limit` stored notifications no other host holds, oldest first: IAP Kit's, or
     /// HMS IAP's (their types start `HMS_`), each worked by its own inbox.
-    package func claimHuaweiNotifications(limit: Int, leaseSeconds: Int64, owner: LeaseOwner = .current,
-                                          hms: Bool = false) throws(LedgerError) -> [HuaweiNotificationRecord] {
+    package func claimHuaweiNotifications(
+        limit: Int, leaseSeconds: Int64, owner: LeaseOwner = .current,
+        hms: Bool = false
+    ) throws(LedgerError) -> [HuaweiNotificationRecord] {
         let now = time.unixSeconds
         return try writing { db in
-            try db.claimDue(HuaweiNotificationRecord.self, limit: limit, leaseSeconds: leaseSeconds, owner: owner, now: now,
-                            where: hms ? " AND substr(q.type, 1, 4) = 'HMS_'" : " AND substr(q.type, 1, 4) <> 'HMS_'")
+            try db.claimDue(
+                HuaweiNotificationRecord.self, limit: limit, leaseSeconds: leaseSeconds, owner: owner, now: now,
+                where: hms ? " AND substr(q.type, 1, 4) = 'HMS_'" : " AND substr(q.type, 1, 4) <> 'HMS_'")
         }
     }
 
@@ -119,10 +138,15 @@ extension TransactionalLedger {
 
     /// Records what working on a claimed notification ended with; false when its claim lapsed.
     @discardableResult
-    package func finishHuaweiNotification(_ record: HuaweiNotificationRecord, outcome: String, detail: String?,
-                                          orderId: String?) throws(LedgerError) -> Bool {
-        try self.record(record, .set("state = 'done', outcome = ?, detail = ?, order_id = ?, claimed_until = NULL",
-                                     [.text(outcome), .from(detail), .from(orderId)]))
+    package func finishHuaweiNotification(
+        _ record: HuaweiNotificationRecord, outcome: String, detail: String?,
+        orderId: String?
+    ) throws(LedgerError) -> Bool {
+        try self.record(
+            record,
+            .set(
+                "state = 'done', outcome = ?, detail = ?, order_id = ?, claimed_until = NULL",
+                [.text(outcome), .from(detail), .from(orderId)]))
     }
 
     package func releaseHuaweiNotifications(_ records: [HuaweiNotificationRecord]) throws(LedgerError) {
@@ -138,13 +162,16 @@ extension TransactionalLedger {
 
     /// Up to when (ms) the history catch-up has read Huawei's notifications; nil before its first run.
     package func huaweiHistoryCursor() throws(LedgerError) -> Int64? {
-        try reading { db in try db.query("SELECT history_until_ms FROM huawei_cursor WHERE id = 1").first?.int("history_until_ms") }
+        try reading { db in
+            try db.query("SELECT history_until_ms FROM huawei_cursor WHERE id = 1").first?.int("history_until_ms")
+        }
     }
 
     /// Moves the cursor forward (never back: another host may have read further).
     package func advanceHuaweiHistoryCursor(to ms: Int64) throws(LedgerError) {
         try writing { db in
-            try db.query("""
+            try db.query(
+                """
                 INSERT INTO huawei_cursor(id, history_until_ms) VALUES (1, ?)
                 ON CONFLICT (id) DO UPDATE SET history_until_ms = excluded.history_until_ms
                 WHERE huawei_cursor.history_until_ms < excluded.history_until_ms
@@ -156,10 +183,12 @@ extension TransactionalLedger {
     /// (`app_account_token`), among orders a verification bound; nil for none or several.
     package func huaweiUser(accountId: String) throws(LedgerError) -> String? {
         try reading { db in
-            let users = try db.query("""
+            let users = try db.query(
+                """
                 SELECT DISTINCT \(OrderBuyer.column) AS buyer FROM orders o
                 WHERE o.store = 'huawei' AND o.app_account_token = ? AND o.user_id <> '' AND \(OrderBuyer.verified) LIMIT 2
-                """, [.text(accountId)]).compactMap { $0.string("buyer") }
+                """, [.text(accountId)]
+            ).compactMap { $0.string("buyer") }
             return users.count == 1 ? users[0] : nil
         }
     }

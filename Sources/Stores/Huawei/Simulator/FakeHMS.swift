@@ -64,13 +64,17 @@ package final class FakeHMS: Sendable {
         let root = String(path[..<range.lowerBound]), operation = String(path[range.lowerBound...])
         state.withLock { $0.calls.append("\(root) \(operation)") }
         guard let authorization = request.header("Authorization"), authorization.hasPrefix("Basic "),
-              let decoded = Data(base64Encoded: String(authorization.dropFirst(6))).map({ String(decoding: $0, as: UTF8.self) }),
-              decoded.hasPrefix("APPAT:"), state.withLock({ $0.tokens.contains(String(decoded.dropFirst(6))) }) else {
+            let decoded = Data(base64Encoded: String(authorization.dropFirst(6))).map({
+                String(decoding: $0, as: UTF8.self)
+            }),
+            decoded.hasPrefix("APPAT:"), state.withLock({ $0.tokens.contains(String(decoded.dropFirst(6))) })
+        else {
             return .json(401, Data(#"{"responseCode": "1001", "responseMessage": "unauthorized"}"#.utf8))
         }
         let body = (try? JSONValue.parse(request.body)) ?? .null
         switch operation {
-        case "/applications/purchases/tokens/verify": return verify(body, pss: request.header("HW-IAP-APPINFO")?.contains("PSS") == true)
+        case "/applications/purchases/tokens/verify":
+            return verify(body, pss: request.header("HW-IAP-APPINFO")?.contains("PSS") == true)
         case "/applications/v2/purchases/confirm": return confirm(body)
         case "/applications/v2/purchases/cancelledList": return cancelledList(body)
         case "/applications/v2/purchases/get": return subscription(body)
@@ -84,13 +88,19 @@ package final class FakeHMS: Sendable {
             let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? "" }
             if parts.count == 2 { form[parts[0]] = parts[1] }
         }
-        guard form["grant_type"] == "client_credentials", form["client_id"] == appId, form["client_secret"] == clientSecret else {
+        guard form["grant_type"] == "client_credentials", form["client_id"] == appId,
+            form["client_secret"] == clientSecret
+        else {
             return .json(401, Data(#"{"error": 1101, "error_description": "invalid client"}"#.utf8))
         }
         let issued = "hms-at-" + UUID().uuidString
         state.withLock { _ = $0.tokens.insert(issued) }
-        return .json(200, JSONValue.object([("access_token", .string(issued)), ("expires_in", .number(3600)),
-                                            ("token_type", .string("Bearer"))]).data)
+        return .json(
+            200,
+            JSONValue.object([
+                ("access_token", .string(issued)), ("expires_in", .number(3600)),
+                ("token_type", .string("Bearer")),
+            ]).data)
     }
 
     private func verify(_ body: JSONValue, pss: Bool) -> HTTPServerResponse {
@@ -107,9 +117,13 @@ package final class FakeHMS: Sendable {
         guard let signature = try? (pss ? key.signPSS(Data(data.utf8)) : key.sign(Data(data.utf8))) else {
             return Self.answer("6", "cannot sign")
         }
-        return .json(200, JSONValue.object([("responseCode", .string("0")), ("purchaseTokenData", .string(data)),
-                                            ("dataSignature", .string(signature.base64EncodedString())),
-                                            ("signatureAlgorithm", .string(pss ? "SHA256WithRSA/PSS" : "SHA256WithRSA"))]).data)
+        return .json(
+            200,
+            JSONValue.object([
+                ("responseCode", .string("0")), ("purchaseTokenData", .string(data)),
+                ("dataSignature", .string(signature.base64EncodedString())),
+                ("signatureAlgorithm", .string(pss ? "SHA256WithRSA/PSS" : "SHA256WithRSA")),
+            ]).data)
     }
 
     /// `sub/applications/v2/purchases/get`: the subscription's current data, signed.
@@ -117,17 +131,24 @@ package final class FakeHMS: Sendable {
         guard let token = body["purchaseToken"]?.looseString, let id = body["subscriptionId"]?.looseString else {
             return Self.answer("5", "subscriptionId and purchaseToken are required")
         }
-        guard let purchase = state.withLock({ $0.purchases[token] }), purchase["subscriptionId"]?.looseString == id else {
+        guard let purchase = state.withLock({ $0.purchases[token] }), purchase["subscriptionId"]?.looseString == id
+        else {
             return Self.answer("12", "subscription does not exist")
         }
         let data = purchase.serialized()
         guard let signature = try? key.sign(Data(data.utf8)) else { return Self.answer("6", "cannot sign") }
-        return .json(200, JSONValue.object([("responseCode", .string("0")), ("inappPurchaseData", .string(data)),
-                                            ("dataSignature", .string(signature.base64EncodedString()))]).data)
+        return .json(
+            200,
+            JSONValue.object([
+                ("responseCode", .string("0")), ("inappPurchaseData", .string(data)),
+                ("dataSignature", .string(signature.base64EncodedString())),
+            ]).data)
     }
 
     private func confirm(_ body: JSONValue) -> HTTPServerResponse {
-        guard let token = body["purchaseToken"]?.looseString else { return Self.answer("5", "purchaseToken is required") }
+        guard let token = body["purchaseToken"]?.looseString else {
+            return Self.answer("5", "purchaseToken is required")
+        }
         let code = state.withLock { s -> String in
             guard s.purchases[token] != nil else { return "8" }
             if s.confirmed.contains(token) { return "9" }
@@ -142,11 +163,18 @@ package final class FakeHMS: Sendable {
             return Self.answer("5", "startAt and endAt are required")
         }
         let listed = state.withLock { s in s.cancelled.filter { $0.atMs >= start && $0.atMs <= end } }
-        let list = JSONValue.array(listed.map { entry in
-            .object([("orderId", .string(entry.orderId)), ("purchaseToken", .string(entry.token)), ("cancelledTime", .number(entry.atMs)),
-                     ("cancelledSource", .number(0)), ("cancelledReason", .number(1))])
-        })
-        return .json(200, JSONValue.object([("responseCode", .string("0")), ("cancelledPurchaseList", .string(list.serialized()))]).data)
+        let list = JSONValue.array(
+            listed.map { entry in
+                .object([
+                    ("orderId", .string(entry.orderId)), ("purchaseToken", .string(entry.token)),
+                    ("cancelledTime", .number(entry.atMs)),
+                    ("cancelledSource", .number(0)), ("cancelledReason", .number(1)),
+                ])
+            })
+        return .json(
+            200,
+            JSONValue.object([("responseCode", .string("0")), ("cancelledPurchaseList", .string(list.serialized()))])
+                .data)
     }
 
     private static func answer(_ code: String, _ message: String) -> HTTPServerResponse {

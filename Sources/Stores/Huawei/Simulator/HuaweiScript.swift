@@ -30,26 +30,37 @@ package struct HuaweiScript: StoreScript {
         guard let json = plans["huawei"] else { return }
         for (i, entry) in (json["orders"]?.arrayValue ?? []).enumerated() {
             guard entry["purchaseOrderId"]?.looseString != nil, entry["purchaseToken"]?.looseString != nil,
-                  entry["productId"]?.looseString != nil else {
-                throw SimulatorScript.Failure(message: "huawei.orders[\(i)]: purchaseOrderId, purchaseToken and productId are required")
+                entry["productId"]?.looseString != nil
+            else {
+                throw SimulatorScript.Failure(
+                    message: "huawei.orders[\(i)]: purchaseOrderId, purchaseToken and productId are required")
             }
             orders.append(entry)
         }
         for (i, entry) in (json["subscriptions"]?.arrayValue ?? []).enumerated() {
             guard let id = entry["subscriptionId"]?.looseString, let token = entry["purchaseToken"]?.looseString,
-                  let list = entry["orders"]?.arrayValue, !list.isEmpty,
-                  list.allSatisfy({ $0["purchaseOrderId"]?.looseString != nil && $0["productId"]?.looseString != nil }) else {
-                throw SimulatorScript.Failure(message: "huawei.subscriptions[\(i)]: subscriptionId, purchaseToken and orders "
-                                              + "(each with purchaseOrderId and productId) are required")
+                let list = entry["orders"]?.arrayValue, !list.isEmpty,
+                list.allSatisfy({ $0["purchaseOrderId"]?.looseString != nil && $0["productId"]?.looseString != nil })
+            else {
+                throw SimulatorScript.Failure(
+                    message: "huawei.subscriptions[\(i)]: subscriptionId, purchaseToken and orders "
+                        + "(each with purchaseOrderId and productId) are required")
             }
-            let orders = list.map { FakeHuawei.setting($0, [("purchaseToken", .string(token)), ("subscriptionId", .string(id))]) }
-            subscriptions.append(FakeHuawei.Subscription(subscriptionId: id, purchaseToken: token,
-                                                         status: entry["status"]?.looseString ?? "1",
-                                                         expiresTimeMs: entry["expiresTime"]?.looseInt64 ?? 0, orders: orders))
+            let orders = list.map {
+                FakeHuawei.setting($0, [("purchaseToken", .string(token)), ("subscriptionId", .string(id))])
+            }
+            subscriptions.append(
+                FakeHuawei.Subscription(
+                    subscriptionId: id, purchaseToken: token,
+                    status: entry["status"]?.looseString ?? "1",
+                    expiresTimeMs: entry["expiresTime"]?.looseInt64 ?? 0, orders: orders))
         }
         for (i, entry) in (json["hms_purchases"]?.arrayValue ?? []).enumerated() {
-            guard entry["purchaseToken"]?.looseString != nil, entry["productId"]?.looseString != nil, entry["orderId"]?.looseString != nil else {
-                throw SimulatorScript.Failure(message: "huawei.hms_purchases[\(i)]: purchaseToken, productId and orderId are required")
+            guard entry["purchaseToken"]?.looseString != nil, entry["productId"]?.looseString != nil,
+                entry["orderId"]?.looseString != nil
+            else {
+                throw SimulatorScript.Failure(
+                    message: "huawei.hms_purchases[\(i)]: purchaseToken, productId and orderId are required")
             }
             hmsPurchases.append(entry)
         }

@@ -16,16 +16,16 @@ package final class HuaweiSimulator: StoreSimulator {
     package static let options = [(name: "--huawei-key", value: "FILE"), (name: "--huawei-root", value: "FILE")]
 
     package static let help = """
-    Huawei AppGallery: a fake HarmonyOS IAP Kit on a port of its own (order and subscription
-    status queries, shipped confirm), when the configuration has a huawei section (its IAP key is
-    accepted), or when --huawei-key FILE is given (a throwaway IAP key is written there, mode
-    600, for APP ID \(defaultAppId), issuer \(defaultIssuerId), key \(defaultKeyId)). It signs its answers with a
-    test chain whose root --huawei-root FILE saves: point a test configuration's
-    huawei.root_certificates at it, never a production one. With --huawei-key it also serves HMS
-    IAP (token endpoint, tokens/verify, confirm, cancelledList) for the same APP ID, writing its
-    client secret to FILE.hms-secret (mode 600) and its IAP public key to FILE.hms-public-key.
-    The plans file's "huawei" section scripts its purchases (docs/huawei.md).
-    """
+        Huawei AppGallery: a fake HarmonyOS IAP Kit on a port of its own (order and subscription
+        status queries, shipped confirm), when the configuration has a huawei section (its IAP key is
+        accepted), or when --huawei-key FILE is given (a throwaway IAP key is written there, mode
+        600, for APP ID \(defaultAppId), issuer \(defaultIssuerId), key \(defaultKeyId)). It signs its answers with a
+        test chain whose root --huawei-root FILE saves: point a test configuration's
+        huawei.root_certificates at it, never a production one. With --huawei-key it also serves HMS
+        IAP (token endpoint, tokens/verify, confirm, cancelledList) for the same APP ID, writing its
+        client secret to FILE.hms-secret (mode 600) and its IAP public key to FILE.hms-public-key.
+        The plans file's "huawei" section scripts its purchases (docs/huawei.md).
+        """
 
     let fake: FakeHuawei
     let server: LoopbackHTTPServer
@@ -47,7 +47,10 @@ package final class HuaweiSimulator: StoreSimulator {
             source = "JWTs signed by key \(kit.keyId) in \(kit.privateKeyFile.path)"
         } else if let path = setup.options["--huawei-key"] {
             let pem = try ES256PrivateKey.generatePEM()
-            guard FileManager.default.createFile(atPath: path, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600]) else {
+            guard
+                FileManager.default.createFile(
+                    atPath: path, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600])
+            else {
                 throw StoreSimulatorFailure.io("cannot write the simulator's Huawei IAP key to \(path)")
             }
             appId = defaultAppId
@@ -65,9 +68,15 @@ package final class HuaweiSimulator: StoreSimulator {
         if let path = setup.options["--huawei-key"], setup.configuration?.huawei?.iapKit == nil {
             let secret = "simulator-hms-secret-" + UUID().uuidString
             let rsa = try RSAPrivateKey(pem: RSAPrivateKey.generatePEM())
-            guard FileManager.default.createFile(atPath: path + ".hms-secret", contents: Data(secret.utf8), attributes: [.posixPermissions: 0o600]),
-                  FileManager.default.createFile(atPath: path + ".hms-public-key", contents: Data((rsa.subjectPublicKeyInfo.base64EncodedString() + "\n").utf8)) else {
-                throw StoreSimulatorFailure.io("cannot write the simulator's HMS client secret and public key next to \(path)")
+            guard
+                FileManager.default.createFile(
+                    atPath: path + ".hms-secret", contents: Data(secret.utf8), attributes: [.posixPermissions: 0o600]),
+                FileManager.default.createFile(
+                    atPath: path + ".hms-public-key",
+                    contents: Data((rsa.subjectPublicKeyInfo.base64EncodedString() + "\n").utf8))
+            else {
+                throw StoreSimulatorFailure.io(
+                    "cannot write the simulator's HMS client secret and public key next to \(path)")
             }
             hms = FakeHMS(appId: appId, clientSecret: secret, key: rsa, time: SystemTimeSource())
         }
@@ -95,14 +104,17 @@ package final class HuaweiSimulator: StoreSimulator {
         huawei.api_url: \(server.baseURL)
         huawei.app_id: \(fake.appId), accepting \(source)
         scripted: \(script.orders.count) Huawei orders, \(script.subscriptions.count) Huawei subscriptions, \(script.hmsPurchases.count) HMS purchases
-        """ + (hms == nil ? "" : """
+        """
+            + (hms == nil
+                ? ""
+                : """
 
-        huawei.hms.order_url: \(server.baseURL)/site
-        huawei.hms.apptouch_order_url: \(server.baseURL)/apptouch
-        huawei.hms.subscription_url: \(server.baseURL)/subscriptions
-        huawei.hms.apptouch_subscription_url: \(server.baseURL)/apptouch-subscriptions
-        huawei.hms.token_url: \(server.baseURL)/oauth2/v3/token
-        """)
+                huawei.hms.order_url: \(server.baseURL)/site
+                huawei.hms.apptouch_order_url: \(server.baseURL)/apptouch
+                huawei.hms.subscription_url: \(server.baseURL)/subscriptions
+                huawei.hms.apptouch_subscription_url: \(server.baseURL)/apptouch-subscriptions
+                huawei.hms.token_url: \(server.baseURL)/oauth2/v3/token
+                """)
     }
 
     package var requestCount: Int { fake.calls.count + (hms?.calls.count ?? 0) }
