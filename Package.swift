@@ -35,6 +35,7 @@ let package = Package(
         .target(name: "SettleGooglePlay", dependencies: ["SettleBase", "SettleModel", "SettleConfig"],
                 path: "Sources/Stores/GooglePlay/Client"),
         .target(name: "SettleHuawei", dependencies: ["SettleBase", "SettleModel", "SettleConfig"], path: "Sources/Stores/Huawei/Client"),
+        .target(name: "SettleOneStore", dependencies: ["SettleBase", "SettleModel", "SettleConfig"], path: "Sources/Stores/OneStore/Client"),
         // The ledger on SQLite and PostgreSQL: every state transition of an order, in one place. It
         // knows the stores only through the model's values, never their clients; the one target
         // that links SQLite and libpq (which also shows a PostgreSQL URL without its password).
@@ -58,6 +59,9 @@ let package = Package(
         .target(name: "SettleHuaweiModule",
                 dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleHuawei", "SettleLedger", "SettleEngine"],
                 path: "Sources/Stores/Huawei/Module"),
+        .target(name: "SettleOneStoreModule",
+                dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleOneStore", "SettleLedger", "SettleEngine"],
+                path: "Sources/Stores/OneStore/Module"),
         // The simulators' core (`settle simulator`, the demo, the tests): rate limits, holds, the
         // plans file's shared settings, and the contract a store's stand-in keeps (`StoreSimulator`,
         // `StoreScript`). Names no store.
@@ -73,6 +77,9 @@ let package = Package(
         .target(name: "SettleHuaweiSimulator",
                 dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleHuawei", "SettleSimulator"],
                 path: "Sources/Stores/Huawei/Simulator"),
+        .target(name: "SettleOneStoreSimulator",
+                dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleOneStore", "SettleSimulator"],
+                path: "Sources/Stores/OneStore/Simulator"),
         // Each store's part of `settle demo` (`DemoChapter`): its stand-in, files, orders and acts.
         .target(name: "SettleAppStoreDemo",
                 dependencies: ["SettleBase", "SettleModel", "SettleLedger", "SettleEngine", "SettleAppStoreModule",
@@ -84,6 +91,9 @@ let package = Package(
         .target(name: "SettleHuaweiDemo",
                 dependencies: ["SettleBase", "SettleModel", "SettleEngine", "SettleHuawei", "SettleHuaweiSimulator"],
                 path: "Sources/Stores/Huawei/Demo"),
+        .target(name: "SettleOneStoreDemo",
+                dependencies: ["SettleBase", "SettleModel", "SettleEngine", "SettleOneStore", "SettleOneStoreSimulator"],
+                path: "Sources/Stores/OneStore/Demo"),
         // The application: `settle run` (the daemon's lifecycle, signals, sd_notify, the lock), every
         // subcommand, status views and support lookups.
         .target(name: "SettleApp", dependencies: ["SettleBase", "SettleModel", "SettleConfig", "SettleAppStore",
@@ -91,7 +101,8 @@ let package = Package(
                                                    "SettleSimulator", "SettleAppStoreModule", "SettleGooglePlayModule",
                                                    "SettleAppStoreSimulator", "SettleGooglePlaySimulator",
                                                    "SettleAppStoreDemo", "SettleGooglePlayDemo",
-                                                   "SettleHuaweiModule", "SettleHuaweiSimulator", "SettleHuaweiDemo"]),
+                                                   "SettleHuaweiModule", "SettleHuaweiSimulator", "SettleHuaweiDemo",
+                                                   "SettleOneStoreModule", "SettleOneStoreSimulator", "SettleOneStoreDemo"]),
         // The thin executable: `SettleCommand.run` and nothing else.
         .executableTarget(name: "settle", dependencies: ["SettleApp"]),
         // The project's benchmark: every row of issue 11, side by side with a hand-written Python
@@ -120,13 +131,14 @@ let package = Package(
                                    "SettleGooglePlay", "SettleLedger", "SettleDelivery", "SettleEngine", "SettleSimulator",
                                    "SettleTesting", "SettleAppStoreModule", "SettleGooglePlayModule",
                                    "SettleAppStoreSimulator", "SettleGooglePlaySimulator", "CSettleTestStores",
-                                   "SettleHuawei", "SettleHuaweiModule", "SettleHuaweiSimulator"],
+                                   "SettleHuawei", "SettleHuaweiModule", "SettleHuaweiSimulator", "SettleOneStore",
+                                   "SettleOneStoreModule", "SettleOneStoreSimulator"],
                     exclude: ["Fixtures"]),
         // The built binary, end to end.
         .testTarget(name: "settleTests",
                     dependencies: ["SettleApp", "SettleBase", "SettleModel", "SettleGooglePlay", "SettleLedger",
                                    "SettleTesting", "settle", "SettleAppStoreModule", "SettleGooglePlayModule",
                                    "SettleAppStoreSimulator", "SettleGooglePlaySimulator", "CSettleTestStores",
-                                   "SettleHuawei", "SettleHuaweiSimulator"]),
+                                   "SettleHuawei", "SettleHuaweiSimulator", "SettleOneStore", "SettleOneStoreSimulator"]),
     ]
 )

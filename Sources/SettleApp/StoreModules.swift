@@ -9,6 +9,9 @@ import SettleGooglePlayDemo
 import SettleHuaweiModule
 import SettleHuaweiSimulator
 import SettleHuaweiDemo
+import SettleOneStoreModule
+import SettleOneStoreSimulator
+import SettleOneStoreDemo
 
 /// Every store this build of settle sells through, one line a store: its module, its stand-in
 /// for `settle simulator` and its part of `settle demo`, in the order status, the console, the
@@ -19,6 +22,7 @@ package enum StoreModules {
         (AppStoreModule.self, AppStoreSimulator.self, AppStoreDemo.self),
         (GooglePlayModule.self, GooglePlaySimulator.self, GooglePlayDemo.self),
         (HuaweiModule.self, HuaweiSimulator.self, HuaweiDemo.self),
+        (OneStoreModule.self, OneStoreSimulator.self, OneStoreDemo.self),
     ]
 
     package static let all: [any StoreModule.Type] = stores.map { $0.module }

@@ -60,18 +60,19 @@ final class CommandLineTests: EndToEndTestCase {
     func testHelpManualAndCompletions_describeEveryStore() throws {
         let help = try settleWithoutConfig(["--help"]).stdout
         let first = help.components(separatedBy: "\n\n").first ?? ""
-        XCTAssertTrue(first.contains("App Store, Google Play and Huawei AppGallery purchases") && first.contains("Apple, Google or Huawei"), first)
+        XCTAssertTrue(first.contains("App Store, Google Play, Huawei AppGallery and ONE store purchases") && first.contains("Apple, Google, Huawei or ONE store"), first)
         let simulator = try settleWithoutConfig(["help", "simulator"]).stdout
         XCTAssertTrue(simulator.contains("Apple: verifyReceipt") && simulator.contains("Google Play: a fake Google")
-                      && simulator.contains("Huawei AppGallery: a fake HarmonyOS IAP Kit"), simulator)
+                      && simulator.contains("Huawei AppGallery: a fake HarmonyOS IAP Kit") && simulator.contains("ONE store: a fake ONE store API V7"),
+                      simulator)
         for command in ["reconcile", "status", "assign", "demo"] {
             let text = try settleWithoutConfig(["help", command]).stdout
-            XCTAssertTrue(text.contains("Google Play") && text.contains("Huawei"), "settle help \(command): \(text)")
+            XCTAssertTrue(text.contains("Google Play") && text.contains("Huawei") && text.contains("ONE store"), "settle help \(command): \(text)")
         }
         let manual = try settleWithoutConfig(["--generate-manual"]).stdout
-        XCTAssertTrue(manual.contains("settle \\- re-verify App Store, Google Play and Huawei AppGallery purchases"), manual)
+        XCTAssertTrue(manual.contains("settle \\- re-verify App Store, Google Play, Huawei AppGallery and ONE store purchases"), manual)
         let zsh = try settleWithoutConfig(["--generate-completion-script", "zsh"]).stdout
-        XCTAssertTrue(zsh.contains("'simulator:local, scripted stand-ins for App Store, Google Play and Huawei AppGallery"), zsh)
+        XCTAssertTrue(zsh.contains("'simulator:local, scripted stand-ins for App Store, Google Play, Huawei AppGallery and ONE store"), zsh)
     }
 
     func testCompletionScripts_bashParsesAndBothNameEveryCommand() throws {

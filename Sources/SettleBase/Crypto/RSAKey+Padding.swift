@@ -2,8 +2,9 @@ import COpenSSL
 import Foundation
 
 /// RSA beyond RS256: a public key given as an X.509 SubjectPublicKeyInfo (how AppGallery Connect
-/// shows an app's IAP public key, base64), and SHA-256 signatures with PSS padding (MGF1-SHA-256),
-/// which Huawei signs with when asked (`SHA256WithRSA/PSS`).
+/// shows an app's IAP public key and ONE store its license key, base64), SHA-256 signatures with
+/// PSS padding (MGF1-SHA-256), which Huawei signs with when asked (`SHA256WithRSA/PSS`), and
+/// SHA-512 PKCS#1 v1.5 ones (`SHA512withRSA`), which ONE store signs with.
 extension RSAPublicKey {
     /// The key from its DER SubjectPublicKeyInfo; refuses anything but an RSA key settle accepts.
     package convenience init(subjectPublicKeyInfo der: Data) throws(CryptoError) {
@@ -24,6 +25,26 @@ extension RSAPublicKey {
             throw CryptoError("public key is \(problem)")
         }
         self.init(owning: key)
+    }
+
+    /// Whether `signature` is a SHA-512 RSASSA-PKCS1-v1_5 signature of `message` (Java's
+    /// `SHA512withRSA`, which ONE store signs with).
+    package func verifySHA512(signature: Data, message: Data) -> Bool {
+        guard signature.count == Int(EVP_PKEY_get_size(handle)), let context = EVP_MD_CTX_new() else { return false }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestVerifyInit(context, nil, EVP_sha512(), nil, handle) == 1 else {
+            OpenSSLErrorQueue.drain()
+            return false
+        }
+        let signatureBytes = [UInt8](signature)
+        let result = message.withUnsafeBytes { buffer in
+            EVP_DigestVerify(context, signatureBytes, signatureBytes.count, buffer.bindMemory(to: UInt8.self).baseAddress, buffer.count)
+        }
+        guard result == 1 else {
+            OpenSSLErrorQueue.drain()
+            return false
+        }
+        return true
     }
 
     /// Whether `signature` is a SHA-256 RSASSA-PSS signature (MGF1-SHA-256, any salt length) of `message`.
@@ -71,6 +92,21 @@ extension RSAPrivateKey {
             EVP_DigestSign(context, &signature, &length, buffer.bindMemory(to: UInt8.self).baseAddress, buffer.count)
         }
         guard signed == 1 else { throw CryptoError.openSSL("PSS signing failed") }
+        return Data(signature.prefix(length))
+    }
+
+    /// A SHA-512 RSASSA-PKCS1-v1_5 signature (`SHA512withRSA`): what the ONE store simulator signs with.
+    package func signSHA512(_ message: Data) throws(CryptoError) -> Data {
+        guard let context = EVP_MD_CTX_new() else { throw CryptoError.openSSL("cannot allocate a digest context") }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestSignInit(context, nil, EVP_sha512(), nil, handle) == 1 else { throw CryptoError.openSSL("cannot start a signature") }
+        var length = 0
+        guard EVP_DigestSign(context, nil, &length, nil, 0) == 1 else { throw CryptoError.openSSL("cannot size a signature") }
+        var signature = [UInt8](repeating: 0, count: length)
+        let signed = message.withUnsafeBytes { buffer in
+            EVP_DigestSign(context, &signature, &length, buffer.bindMemory(to: UInt8.self).baseAddress, buffer.count)
+        }
+        guard signed == 1 else { throw CryptoError.openSSL("SHA512withRSA signing failed") }
         return Data(signature.prefix(length))
     }
 

@@ -26,7 +26,7 @@ final class StoreSectionsTests: XCTestCase {
 
     func testEachStoresSections_areRegisteredWithItsModule_inRegistrationOrder() {
         let keys = ConfigurationSections.all.map(\.key)
-        XCTAssertEqual(keys, ["receipt_api", "server_api", "consumption", "google_play", "huawei"])
+        XCTAssertEqual(keys, ["receipt_api", "server_api", "consumption", "google_play", "huawei", "one_store"])
     }
 
     func testDecodedSections_areReadThroughTheStoresAccessors() throws {

@@ -555,7 +555,7 @@ final class LedgerContractTests: XCTestCase {
     func testEachStoresBreaker_isKeptApart_onBothEngines() throws {
         try onEachBackEnd { b in
             let now = world.time.unixSeconds
-            XCTAssertEqual(try b.store.breakers(), [.appStore: StoreBreaker(), .googlePlay: StoreBreaker(), .huawei: StoreBreaker(), .bogus: StoreBreaker()],
+            XCTAssertEqual(try b.store.breakers(), [.appStore: StoreBreaker(), .googlePlay: StoreBreaker(), .huawei: StoreBreaker(), .oneStore: StoreBreaker(), .bogus: StoreBreaker()],
                            "every registered store's breaker starts closed: \(b.name)")
             let open = StoreBreaker(state: .open, consecutiveFailures: 5, cooldownSeconds: 30, retryAt: now + 30,
                                     lastError: "Google Play answered 503", lastErrorAt: now)

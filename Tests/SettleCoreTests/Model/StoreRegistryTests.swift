@@ -9,7 +9,7 @@ import Foundation
 
 final class StoreRegistryTests: XCTestCase {
     func testEveryTestStore_isRegisteredBeforeAnyTestRuns_inRegistrationOrder() {
-        XCTAssertEqual(Store.allCases.map(\.rawValue), ["app_store", "google_play", "huawei", "bogus"])
+        XCTAssertEqual(Store.allCases.map(\.rawValue), ["app_store", "google_play", "huawei", "one_store", "bogus"])
         XCTAssertEqual(Store.bogus.displayName, "Bogus Store")
         XCTAssertEqual(Store.bogus.refundWindowSeconds, 2 * 86_400)
         XCTAssertTrue(Store.bogus.mustBeToldOfDelivery)
