@@ -85,6 +85,8 @@ package struct OneStorePNSInbox: Sendable {
                                                                 orderId: result.orderId) else { continue }
                     log.info("one_store.pns", ["state": record.purchaseState, "outcome": result.outcome, "order": result.orderId])
                     done += 1
+                case .waiting:
+                    waiting.append(record)
                 case let .storeFailed(verification):
                     if case let .storeUnavailable(message, retryAfter) = verification.outcome {
                         outcome = outcome.then(.storeUnavailable(message, retryAfter: retryAfter))
@@ -102,8 +104,13 @@ package struct OneStorePNSInbox: Sendable {
 
     enum Step {
         case done((outcome: String, detail: String?, orderId: String?))
+        /// Looked at again at the next pass (a cancellation the purchase does not show yet).
+        case waiting
         case storeFailed(Verification)
     }
+
+    /// How long a cancellation waits for the purchase to show it before it is left to the re-reads.
+    static let cancellationConfirmationSeconds: Int64 = 86_400
 
     private func step(_ record: OneStoreNotificationRecord) throws(LedgerError) -> Step {
         guard let body = try? JSONValue.parse(record.payload), let productId = body["productId"]?.looseString,
@@ -126,7 +133,9 @@ package struct OneStorePNSInbox: Sendable {
         }
         if record.purchaseState == "CANCELED" {
             guard purchase.purchaseState == 1 else {
-                return .done(("not_confirmed", "the purchase read again is not cancelled: nothing was revoked", nil))
+                // Read again at the next passes for a day (ONE store may show it later), then left to the re-reads.
+                guard ledger.time.unixSeconds.saturatingSubtracting(record.receivedAt) >= Self.cancellationConfirmationSeconds else { return .waiting }
+                return .done(("not_confirmed", "the purchase read again for a day is not cancelled: nothing was revoked", nil))
             }
             let outcomes = try ledger.applyStoreRefund(store: .oneStore, grantKey: purchaseId, kind: "CANCELED", reason: nil,
                                                        why: "ONE store cancelled purchase \(purchaseId)", source: "ONE store PNS")
