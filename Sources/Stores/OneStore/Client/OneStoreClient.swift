@@ -78,6 +78,9 @@ package final class OneStoreClient: Sendable {
                     what: "\(verb) of \(proof.purchaseId)").map { _ in () }
     }
 
+    /// How a token appears in a request's path, for tests that match requests to purchases.
+    package static func segmentForTests(_ text: String) -> String { segment(text) }
+
     /// A path segment, every byte but the unreserved ones percent-encoded (tokens hold `+`, `=`, `%`).
     static func segment(_ text: String) -> String {
         text.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")) ?? ""
