@@ -51,7 +51,9 @@ extension Configuration {
             let text = String(decoding: data, as: UTF8.self).components(separatedBy: .newlines)
                 .filter { !$0.hasPrefix("-----") }.joined().trimmingCharacters(in: .whitespaces)
             guard let der = Data(base64Encoded: text) else {
-                throw ConfigError("one_store.license_key_file: \(licenseKeyFile) is not the base64 license key the Developer Center shows")
+                throw ConfigError(
+                    "one_store.license_key_file: \(licenseKeyFile) is not the base64 license key the Developer Center shows"
+                )
             }
             do {
                 return try RSAPublicKey(subjectPublicKeyInfo: der)
@@ -70,52 +72,67 @@ extension ConfigurationSection {
         key: oneStoreKey,
         decode: { (object, decoder) throws(ConfigError) in try decoder.decodeOneStore(object) },
         check: { (configuration) throws(ConfigError) in
-            if configuration.oneStore == nil, let product = configuration.products.first(where: { $0.value.stores.contains(.oneStore) }) {
+            if configuration.oneStore == nil,
+                let product = configuration.products.first(where: { $0.value.stores.contains(.oneStore) })
+            {
                 throw ConfigError("products.\(product.key).store: a one_store product needs the one_store section")
             }
             if let path = configuration.oneStore?.notificationsPath {
                 guard let notifications = configuration.notifications else {
-                    throw ConfigError("one_store.notifications_path: PNS messages arrive on the notifications listener; configure notifications.listen")
+                    throw ConfigError(
+                        "one_store.notifications_path: PNS messages arrive on the notifications listener; configure notifications.listen"
+                    )
                 }
-                if path == notifications.path { throw ConfigError("one_store.notifications_path: must differ from notifications.path (Apple's)") }
+                if path == notifications.path {
+                    throw ConfigError("one_store.notifications_path: must differ from notifications.path (Apple's)")
+                }
             }
         })
 }
 
 extension ConfigurationDecoder {
     package func decodeOneStore(_ object: ConfigObject) throws(ConfigError) -> Configuration.OneStoreConfiguration {
-        let known: Set<String> = ["client_id", "package_name", "client_secret_file", "license_key_file", "market_code", "api_url",
-                                  "sandbox_url", "purchase_time_offset_hours", "notifications_path", "reread_interval_seconds"]
+        let known: Set<String> = [
+            "client_id", "package_name", "client_secret_file", "license_key_file", "market_code", "api_url",
+            "sandbox_url", "purchase_time_offset_hours", "notifications_path", "reread_interval_seconds",
+        ]
         return try object.decode(knownKeys: known) { (o: inout ConfigObject) throws(ConfigError) in
             typealias Settings = Configuration.OneStoreConfiguration
             let clientId = try o.requireString("client_id")
             let packageName = try o.requireString("package_name")
             let secretName = try o.requireString("client_secret_file")
-            let secret = SecretFile(key: o.name("client_secret_file"),
-                                    path: SecretFile.resolve(secretName, relativeTo: folder, environment: environment),
-                                    searched: SecretFile.candidates(secretName, relativeTo: folder, environment: environment))
+            let secret = SecretFile(
+                key: o.name("client_secret_file"),
+                path: SecretFile.resolve(secretName, relativeTo: folder, environment: environment),
+                searched: SecretFile.candidates(secretName, relativeTo: folder, environment: environment))
             let keyName = try o.requireString("license_key_file")
             let keyPath = keyName.hasPrefix("/") ? keyName : (folder as NSString).appendingPathComponent(keyName)
             let codes = Settings.MarketCode.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: " or ")
             guard let text = try o.string("market_code") else {
-                throw ConfigError("\(o.name("market_code")): required: \(codes) (Korea or global); a wrong or missing code makes "
-                                  + "ONE store answer every purchase \"no such data\"")
+                throw ConfigError(
+                    "\(o.name("market_code")): required: \(codes) (Korea or global); a wrong or missing code makes "
+                        + "ONE store answer every purchase \"no such data\"")
             }
             guard let market = Settings.MarketCode(rawValue: text) else {
-                throw ConfigError("\(o.name("market_code")): \"\(PrintableText.escape(String(text.prefix(32))))\" is not \(codes)")
+                throw ConfigError(
+                    "\(o.name("market_code")): \"\(PrintableText.escape(String(text.prefix(32))))\" is not \(codes)")
             }
-            var settings = Settings(clientId: clientId, packageName: packageName, clientSecretFile: secret, licenseKeyFile: keyPath,
-                                    marketCode: market, purchaseTimeOffsetHours: market == .korea ? 9 : 0)
+            var settings = Settings(
+                clientId: clientId, packageName: packageName, clientSecretFile: secret, licenseKeyFile: keyPath,
+                marketCode: market, purchaseTimeOffsetHours: market == .korea ? 9 : 0)
             for (key, keyPath) in [("api_url", \Settings.apiURL), ("sandbox_url", \Settings.sandboxURL)] {
                 if let url = try o.string(key) {
                     try checkURL(url, name: o.name(key))
                     settings[keyPath: keyPath] = url.hasSuffix("/") ? String(url.dropLast()) : url
                 }
             }
-            settings.purchaseTimeOffsetHours = try o.integer("purchase_time_offset_hours", default: settings.purchaseTimeOffsetHours, range: 0...9)
+            settings.purchaseTimeOffsetHours = try o.integer(
+                "purchase_time_offset_hours", default: settings.purchaseTimeOffsetHours, range: 0...9)
             if let path = try o.string("notifications_path") {
                 guard path.hasPrefix("/"), !path.contains("?") else {
-                    throw ConfigError("\(o.name("notifications_path")): \"\(PrintableText.escape(path))\" must start with / and hold no query")
+                    throw ConfigError(
+                        "\(o.name("notifications_path")): \"\(PrintableText.escape(path))\" must start with / and hold no query"
+                    )
                 }
                 settings.notificationsPath = path
             }

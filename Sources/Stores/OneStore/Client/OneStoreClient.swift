@@ -48,8 +48,10 @@ package final class OneStoreClient: Sendable {
     /// ONE store issues a new token once fewer than 600 seconds are left.
     static let renewBeforeSeconds: Int64 = 600
 
-    package init(_ settings: Configuration.OneStoreConfiguration, http: HTTPClient, time: any TimeSource,
-                 observe: (@Sendable (String, String) -> Void)? = nil) throws(ConfigError) {
+    package init(
+        _ settings: Configuration.OneStoreConfiguration, http: HTTPClient, time: any TimeSource,
+        observe: (@Sendable (String, String) -> Void)? = nil
+    ) throws(ConfigError) {
         (self.settings, self.http, self.time, self.observe) = (settings, http, time, observe)
         secret = try settings.clientSecretFile.read()
     }
@@ -57,25 +59,37 @@ package final class OneStoreClient: Sendable {
     package func root(_ host: Host) -> String { host == .commercial ? settings.apiURL : settings.sandboxURL }
 
     /// Purchase details, under `market` (the configured code unless asked otherwise).
-    package func purchase(_ proof: OneStoreProof, on host: Host, market: String? = nil) -> Result<OneStorePurchase, Failure> {
-        let path = "/v7/apps/\(Self.segment(settings.packageName))/purchases/inapp/products/\(Self.segment(proof.productId))/\(Self.segment(proof.purchaseToken))"
-        return call("purchase", method: "GET", url: root(host) + path, body: nil, market: market ?? settings.marketCode.rawValue,
-                    what: "purchase details of \(proof.purchaseId)").flatMap { json in
+    package func purchase(
+        _ proof: OneStoreProof, on host: Host, market: String? = nil
+    ) -> Result<OneStorePurchase, Failure> {
+        let path =
+            "/v7/apps/\(Self.segment(settings.packageName))/purchases/inapp/products/\(Self.segment(proof.productId))/\(Self.segment(proof.purchaseToken))"
+        return call(
+            "purchase", method: "GET", url: root(host) + path, body: nil,
+            market: market ?? settings.marketCode.rawValue,
+            what: "purchase details of \(proof.purchaseId)"
+        ).flatMap { json in
             do throws(OneStorePurchase.Invalid) {
                 return .success(try OneStorePurchase(json: json))
             } catch {
-                return .failure(Failure(.unavailable, "ONE store's purchase details of \(proof.purchaseId): \(error.message)"))
+                return .failure(
+                    Failure(.unavailable, "ONE store's purchase details of \(proof.purchaseId): \(error.message)"))
             }
         }
     }
 
     /// Acknowledge (every kind, `purchases/all`) or consume (consumables), after the grant.
-    package func finish(_ proof: OneStoreProof, consume: Bool, on host: Host, developerPayload: String?) -> Result<Void, Failure> {
+    package func finish(
+        _ proof: OneStoreProof, consume: Bool, on host: Host, developerPayload: String?
+    ) -> Result<Void, Failure> {
         let kind = consume ? "inapp" : "all", verb = consume ? "consume" : "acknowledge"
-        let path = "/v7/apps/\(Self.segment(settings.packageName))/purchases/\(kind)/products/\(Self.segment(proof.productId))/\(Self.segment(proof.purchaseToken))/\(verb)"
+        let path =
+            "/v7/apps/\(Self.segment(settings.packageName))/purchases/\(kind)/products/\(Self.segment(proof.productId))/\(Self.segment(proof.purchaseToken))/\(verb)"
         let body = JSONValue.object([("developerPayload", .string(String((developerPayload ?? "").prefix(200))))])
-        return call(verb, method: "POST", url: root(host) + path, body: body, market: settings.marketCode.rawValue,
-                    what: "\(verb) of \(proof.purchaseId)").map { _ in () }
+        return call(
+            verb, method: "POST", url: root(host) + path, body: body, market: settings.marketCode.rawValue,
+            what: "\(verb) of \(proof.purchaseId)"
+        ).map { _ in () }
     }
 
     /// How a token appears in a request's path, for tests that match requests to purchases.
@@ -83,20 +97,27 @@ package final class OneStoreClient: Sendable {
 
     /// A path segment, every byte but the unreserved ones percent-encoded (tokens hold `+`, `=`, `%`).
     static func segment(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")) ?? ""
+        text.addingPercentEncoding(
+            withAllowedCharacters: CharacterSet(
+                charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")) ?? ""
     }
 
-    private func call(_ name: String, method: String, url: String, body: JSONValue?, market: String,
-                      what: String) -> Result<JSONValue, Failure> {
+    private func call(
+        _ name: String, method: String, url: String, body: JSONValue?, market: String,
+        what: String
+    ) -> Result<JSONValue, Failure> {
         let result = exchange(method: method, url: url, body: body, market: market, what: what)
         switch result {
         case .success: observe?(name, "ok")
-        case let .failure(failure): observe?(name, "\(failure.kind)".replacingOccurrences(of: "notFound", with: "not_found"))
+        case let .failure(failure):
+            observe?(name, "\(failure.kind)".replacingOccurrences(of: "notFound", with: "not_found"))
         }
         return result
     }
 
-    private func exchange(method: String, url: String, body: JSONValue?, market: String, what: String) -> Result<JSONValue, Failure> {
+    private func exchange(
+        method: String, url: String, body: JSONValue?, market: String, what: String
+    ) -> Result<JSONValue, Failure> {
         var refreshed = false
         while true {
             let token: String
@@ -104,10 +125,13 @@ package final class OneStoreClient: Sendable {
             case let .success(value): token = value
             case let .failure(failure): return .failure(failure)
             }
-            let request = HTTPRequest(method: method, url: url,
-                                      headers: [HTTPHeader("Content-Type", "application/json"), HTTPHeader("Authorization", "Bearer " + token),
-                                                HTTPHeader("x-market-code", market)],
-                                      body: body?.data ?? Data())
+            let request = HTTPRequest(
+                method: method, url: url,
+                headers: [
+                    HTTPHeader("Content-Type", "application/json"), HTTPHeader("Authorization", "Bearer " + token),
+                    HTTPHeader("x-market-code", market),
+                ],
+                body: body?.data ?? Data())
             let response: HTTPResponse
             do {
                 response = try http.send(request)
@@ -116,8 +140,13 @@ package final class OneStoreClient: Sendable {
             }
             let json = try? JSONValue.parse(response.body)
             let code = json?["error"]?["code"]?.looseString
-            let said = code.map { " (\(PrintableText.escape(String($0.prefix(64))))"
-                + (json?["error"]?["message"]?.looseString.map { ": " + PrintableText.escape(String($0.prefix(200))) } ?? "") + ")" } ?? ""
+            let said =
+                code.map {
+                    " (\(PrintableText.escape(String($0.prefix(64))))"
+                        + (json?["error"]?["message"]?.looseString.map {
+                            ": " + PrintableText.escape(String($0.prefix(200)))
+                        } ?? "") + ")"
+                } ?? ""
             if response.status == 401 && !refreshed {
                 cached.withLock { $0[Self.tokenKey(url: url, market: market)] = nil }
                 refreshed = true
@@ -126,18 +155,35 @@ package final class OneStoreClient: Sendable {
             let retryAfter = RetryAfter.seconds(response.header("Retry-After"), now: time.now)
             switch response.status {
             case 200...299:
-                guard let json else { return .failure(Failure(.unavailable, "ONE store \(what) answered HTTP \(response.status) with no JSON")) }
+                guard let json else {
+                    return .failure(
+                        Failure(.unavailable, "ONE store \(what) answered HTTP \(response.status) with no JSON"))
+                }
                 return .success(json)
             case 404 where code == "NoSuchData":
-                return .failure(Failure(.notFound, "ONE store has no \(what) under this product and market code\(said)", code: code))
+                return .failure(
+                    Failure(.notFound, "ONE store has no \(what) under this product and market code\(said)", code: code)
+                )
             case 404 where json == nil:
-                return .failure(Failure(.refused, "ONE store's front server refused \(what) (HTTP 404 without JSON: the request never reached the API)"))
+                return .failure(
+                    Failure(
+                        .refused,
+                        "ONE store's front server refused \(what) (HTTP 404 without JSON: the request never reached the API)"
+                    ))
             case 401, 403:
-                return .failure(Failure(.configuration, "ONE store \(what) answered HTTP \(response.status)\(said): check one_store.client_id and client_secret_file", code: code))
+                return .failure(
+                    Failure(
+                        .configuration,
+                        "ONE store \(what) answered HTTP \(response.status)\(said): check one_store.client_id and client_secret_file",
+                        code: code))
             case 429, 500...599:
-                return .failure(Failure(.unavailable, "ONE store \(what) answered HTTP \(response.status)\(said)", code: code, retryAfter: retryAfter))
+                return .failure(
+                    Failure(
+                        .unavailable, "ONE store \(what) answered HTTP \(response.status)\(said)", code: code,
+                        retryAfter: retryAfter))
             default:
-                return .failure(Failure(.refused, "ONE store \(what) answered HTTP \(response.status)\(said)", code: code))
+                return .failure(
+                    Failure(.refused, "ONE store \(what) answered HTTP \(response.status)\(said)", code: code))
             }
         }
     }
@@ -151,17 +197,23 @@ package final class OneStoreClient: Sendable {
         let key = Self.tokenKey(url: url, market: market)
         let now = time.unixSeconds
         if let cached = cached.withLock({ $0[key] }), now < cached.renewAt { return .success(cached.token) }
-        guard var components = URLComponents(string: url) else { return .failure(Failure(.configuration, "not a URL: one_store.api_url")) }
+        guard var components = URLComponents(string: url) else {
+            return .failure(Failure(.configuration, "not a URL: one_store.api_url"))
+        }
         // The token endpoint sits at the host's root; a configured URL with a path prefix (a test's) keeps it.
         let prefix = components.path.components(separatedBy: "/v7/").first ?? ""
         components.path = prefix + "/v7/oauth/token"
         components.query = nil
         let allowed = CharacterSet.alphanumerics
         func form(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: allowed) ?? "" }
-        let body = "grant_type=client_credentials&client_id=\(form(settings.clientId))&client_secret=\(form(secret.value))"
-        let request = HTTPRequest(method: "POST", url: components.string ?? url,
-                                  headers: [HTTPHeader("Content-Type", "application/x-www-form-urlencoded;charset=UTF-8"),
-                                            HTTPHeader("x-market-code", market)], body: Data(body.utf8))
+        let body =
+            "grant_type=client_credentials&client_id=\(form(settings.clientId))&client_secret=\(form(secret.value))"
+        let request = HTTPRequest(
+            method: "POST", url: components.string ?? url,
+            headers: [
+                HTTPHeader("Content-Type", "application/x-www-form-urlencoded;charset=UTF-8"),
+                HTTPHeader("x-market-code", market),
+            ], body: Data(body.utf8))
         let response: HTTPResponse
         do {
             response = try http.send(request)
@@ -169,12 +221,17 @@ package final class OneStoreClient: Sendable {
             return .failure(Failure(.unavailable, "ONE store's token endpoint did not answer: \(error)"))
         }
         let json = try? JSONValue.parse(response.body)
-        guard (200...299).contains(response.status), let token = json?["access_token"]?.looseString, !token.isEmpty else {
+        guard (200...299).contains(response.status), let token = json?["access_token"]?.looseString, !token.isEmpty
+        else {
             if [400, 401, 403].contains(response.status) {
-                return .failure(Failure(.configuration, "ONE store refused the app's client credentials (HTTP \(response.status)): "
-                                        + "check one_store.client_id and client_secret_file"))
+                return .failure(
+                    Failure(
+                        .configuration,
+                        "ONE store refused the app's client credentials (HTTP \(response.status)): "
+                            + "check one_store.client_id and client_secret_file"))
             }
-            return .failure(Failure(.unavailable, "ONE store's token endpoint answered HTTP \(response.status) without a token"))
+            return .failure(
+                Failure(.unavailable, "ONE store's token endpoint answered HTTP \(response.status) without a token"))
         }
         let lifetime = min(max(json?["expires_in"]?.looseInt64 ?? 3600, 60), 86_400)
         cached.withLock { $0[key] = (token, now + max(30, lifetime - Self.renewBeforeSeconds)) }

@@ -14,12 +14,14 @@ extension StoreDescriptor {
     package static let oneStore: StoreDescriptor = {
         var descriptor = StoreDescriptor(
             store: .oneStore, displayName: "ONE store", owner: "ONE store", logName: "one_store",
-            unconfiguredHint: "no one_store section is configured", deliveryNotice: .beforeFinished(refundWindowSeconds: 3 * 86_400))
+            unconfiguredHint: "no one_store section is configured",
+            deliveryNotice: .beforeFinished(refundWindowSeconds: 3 * 86_400))
         descriptor.help = [
             "transaction": "a ONE store purchaseId",
             "refunded": "cancelled (ONE store)",
             "account_id": "ONE store's developerPayload",
-            "grant_recorded": "For a ONE store purchase, TXN is its purchaseId; its order is still acknowledged or consumed with "
+            "grant_recorded":
+                "For a ONE store purchase, TXN is its purchaseId; its order is still acknowledged or consumed with "
                 + "ONE store at its next pass, never delivered.",
         ]
         descriptor.reservedOrderIdPrefix = "onestore-"

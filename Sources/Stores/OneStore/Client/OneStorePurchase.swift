@@ -31,8 +31,12 @@ package struct OneStorePurchase: Sendable, Equatable {
                 return number
             }
         }
-        guard let state = try small("purchaseState") else { throw Invalid(message: "the purchase has no purchaseState") }
-        guard let id = json["purchaseId"]?.looseString, !id.isEmpty else { throw Invalid(message: "the purchase has no purchaseId") }
+        guard let state = try small("purchaseState") else {
+            throw Invalid(message: "the purchase has no purchaseState")
+        }
+        guard let id = json["purchaseId"]?.looseString, !id.isEmpty else {
+            throw Invalid(message: "the purchase has no purchaseId")
+        }
         (purchaseState, purchaseId) = (state, id)
         consumptionState = try small("consumptionState")
         acknowledgeState = try small("acknowledgeState")
@@ -62,30 +66,39 @@ package struct OneStoreProof: Sendable, Equatable {
     /// The proof the backend sends; the error names the field, never its value. A token holding `/`
     /// cannot be asked about at all (ONE store's front server refuses `%2F`), so it is refused here.
     package init(json: JSONValue) throws(ProofFormatError) {
-        guard json.objectMembers != nil else { throw ProofFormatError("a ONE store proof is a JSON object with productId, purchaseToken and purchaseId") }
+        guard json.objectMembers != nil else {
+            throw ProofFormatError("a ONE store proof is a JSON object with productId, purchaseToken and purchaseId")
+        }
         func field(_ name: String) throws(ProofFormatError) -> String {
             guard case let .string(value)? = json[name], !value.isEmpty, value.count <= 1024,
-                  value.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) }) else {
+                value.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) })
+            else {
                 throw ProofFormatError("\(name) must be 1 to 1024 printable ASCII characters")
             }
             return value
         }
-        self.init(productId: try field("productId"), purchaseToken: try field("purchaseToken"), purchaseId: try field("purchaseId"))
+        self.init(
+            productId: try field("productId"), purchaseToken: try field("purchaseToken"),
+            purchaseId: try field("purchaseId"))
         guard !purchaseToken.contains("/") else {
             throw ProofFormatError("purchaseToken holds a '/', which ONE store's API cannot be asked about")
         }
     }
 
     package init?(_ proof: StoreProof?) {
-        guard let proof, proof.kind == Self.kind, let json = try? JSONValue.parse(proof.proof), let read = try? OneStoreProof(json: json) else {
+        guard let proof, proof.kind == Self.kind, let json = try? JSONValue.parse(proof.proof),
+            let read = try? OneStoreProof(json: json)
+        else {
             return nil
         }
         self = read
     }
 
     package var storeProof: StoreProof {
-        let json = JSONValue.object([("productId", .string(productId)), ("purchaseToken", .string(purchaseToken)),
-                                     ("purchaseId", .string(purchaseId))])
+        let json = JSONValue.object([
+            ("productId", .string(productId)), ("purchaseToken", .string(purchaseToken)),
+            ("purchaseId", .string(purchaseId)),
+        ])
         return StoreProof(kind: Self.kind, proof: json.serialized(), key: purchaseId)
     }
 }

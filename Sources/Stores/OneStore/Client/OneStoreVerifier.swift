@@ -17,7 +17,9 @@ package struct OneStoreVerifier: Sendable {
     package let acceptSandbox: Bool
     package let binding: UserBinding
 
-    package init(client: OneStoreClient, products: [String: Configuration.Product], acceptSandbox: Bool, binding: UserBinding) {
+    package init(
+        client: OneStoreClient, products: [String: Configuration.Product], acceptSandbox: Bool, binding: UserBinding
+    ) {
         (self.client, self.products, self.acceptSandbox, self.binding) = (client, products, acceptSandbox, binding)
     }
 
@@ -39,32 +41,54 @@ package struct OneStoreVerifier: Sendable {
             }
         }
         // Unknown everywhere under the configured code: is it the code?
-        let other = client.settings.marketCode == .korea ? Configuration.OneStoreConfiguration.MarketCode.global : .korea
+        let other =
+            client.settings.marketCode == .korea ? Configuration.OneStoreConfiguration.MarketCode.global : .korea
         for host in hosts {
             if case .success = client.purchase(proof, on: host, market: other.rawValue) {
-                return .verification(Verification(outcome: .configurationFault(
-                    "ONE store knows purchase \(proof.purchaseId) under market code \(other.rawValue), not one_store.market_code "
-                        + "\(client.settings.marketCode.rawValue): set one_store.market_code to \(other.rawValue) for this app")))
+                return .verification(
+                    Verification(
+                        outcome: .configurationFault(
+                            "ONE store knows purchase \(proof.purchaseId) under market code \(other.rawValue), not one_store.market_code "
+                                + "\(client.settings.marketCode.rawValue): set one_store.market_code to \(other.rawValue) for this app"
+                        )))
             }
         }
-        return .verification(Verification(outcome: .rejected(reason: .purchaseNotFound,
-            detail: "ONE store knows no purchase \(proof.purchaseId) of product \(proof.productId) with this token"
-                + (acceptSandbox ? " (commercial or sandbox)" : " (commercial; accept_sandbox is false)")), storeAnswered: true))
+        return .verification(
+            Verification(
+                outcome: .rejected(
+                    reason: .purchaseNotFound,
+                    detail:
+                        "ONE store knows no purchase \(proof.purchaseId) of product \(proof.productId) with this token"
+                        + (acceptSandbox ? " (commercial or sandbox)" : " (commercial; accept_sandbox is false)")),
+                storeAnswered: true))
     }
 
     package func verify(_ order: Order) -> Verification {
         guard let proof = OneStoreProof(order.storeProof) else {
-            return Verification(outcome: .needsAttention(reason: .proofMissing, detail: "a ONE store order needs its productId, purchaseToken and purchaseId"))
+            return Verification(
+                outcome: .needsAttention(
+                    reason: .proofMissing, detail: "a ONE store order needs its productId, purchaseToken and purchaseId"
+                ))
         }
         guard let product = products[order.productId], product.stores.contains(.oneStore) else {
-            return Verification(outcome: .needsAttention(reason: .unknownProduct, detail: "product \(order.productId) is not configured for store one_store"))
+            return Verification(
+                outcome: .needsAttention(
+                    reason: .unknownProduct, detail: "product \(order.productId) is not configured for store one_store")
+            )
         }
         guard product.kind != .autoRenewable else {
-            return Verification(outcome: .needsAttention(reason: .purchaseStateUnclear,
-                detail: "ONE store's subscription API is not documented: settle does not settle ONE store subscriptions"))
+            return Verification(
+                outcome: .needsAttention(
+                    reason: .purchaseStateUnclear,
+                    detail:
+                        "ONE store's subscription API is not documented: settle does not settle ONE store subscriptions"
+                ))
         }
         guard proof.productId == order.productId else {
-            return Verification(outcome: .rejected(reason: .productMismatch, detail: "the proof is for product \(proof.productId), not \(order.productId)"))
+            return Verification(
+                outcome: .rejected(
+                    reason: .productMismatch,
+                    detail: "the proof is for product \(proof.productId), not \(order.productId)"))
         }
         switch read(proof) {
         case let .verification(verification): return verification
@@ -72,64 +96,110 @@ package struct OneStoreVerifier: Sendable {
         }
     }
 
-    private func decide(_ order: Order, _ proof: OneStoreProof, _ purchase: OneStorePurchase, host: OneStoreClient.Host) -> Verification {
+    private func decide(
+        _ order: Order, _ proof: OneStoreProof, _ purchase: OneStorePurchase, host: OneStoreClient.Host
+    ) -> Verification {
         let environment = host == .sandbox ? "sandbox" : "production"
-        func answer(_ outcome: VerificationOutcome) -> Verification { Verification(outcome: outcome, environment: environment, storeAnswered: true) }
+        func answer(_ outcome: VerificationOutcome) -> Verification {
+            Verification(outcome: outcome, environment: environment, storeAnswered: true)
+        }
         guard purchase.purchaseId == proof.purchaseId else {
-            return answer(.rejected(reason: .transactionNotFound,
-                detail: "the token is ONE store's purchase \(purchase.purchaseId), not the claimed \(proof.purchaseId)"))
+            return answer(
+                .rejected(
+                    reason: .transactionNotFound,
+                    detail:
+                        "the token is ONE store's purchase \(purchase.purchaseId), not the claimed \(proof.purchaseId)")
+            )
         }
         switch purchase.purchaseState {
         case 0: break
-        case 1: return answer(.rejected(reason: .refunded, detail: "ONE store cancelled (refunded) purchase \(purchase.purchaseId)"))
+        case 1:
+            return answer(
+                .rejected(reason: .refunded, detail: "ONE store cancelled (refunded) purchase \(purchase.purchaseId)"))
         default:
-            return answer(.needsAttention(reason: .purchaseStateUnclear, detail: "ONE store says purchase \(purchase.purchaseId) has purchaseState \(purchase.purchaseState)"))
+            return answer(
+                .needsAttention(
+                    reason: .purchaseStateUnclear,
+                    detail: "ONE store says purchase \(purchase.purchaseId) has purchaseState \(purchase.purchaseState)"
+                ))
         }
-        if let problem = Self.bindingProblem(binding, order, payload: purchase.developerPayload, purchase: "purchase \(purchase.purchaseId)") {
+        if let problem = Self.bindingProblem(
+            binding, order, payload: purchase.developerPayload, purchase: "purchase \(purchase.purchaseId)")
+        {
             return answer(problem)
         }
         if purchase.consumptionState == 1 || purchase.acknowledgeState == 1 {
-            return answer(.needsAttention(reason: .finishedElsewhere,
-                detail: "ONE store says purchase \(purchase.purchaseId) was already \(purchase.consumptionState == 1 ? "consumed" : "acknowledged"), "
-                    + "and not by settle: the app may have delivered it"))
+            return answer(
+                .needsAttention(
+                    reason: .finishedElsewhere,
+                    detail:
+                        "ONE store says purchase \(purchase.purchaseId) was already \(purchase.consumptionState == 1 ? "consumed" : "acknowledged"), "
+                        + "and not by settle: the app may have delivered it"))
         }
         let offsetMs = Int64(client.settings.purchaseTimeOffsetHours) * 3_600_000
-        return answer(.verified(.only(VerifiedPurchase(
-            transactionId: purchase.purchaseId, originalTransactionId: purchase.purchaseId, productId: order.productId,
-            environment: environment, quantity: purchase.quantity, purchaseDateMs: purchase.purchaseTimeMs.map { max(0, $0 - offsetMs) },
-            expiresDateMs: nil))))
+        return answer(
+            .verified(
+                .only(
+                    VerifiedPurchase(
+                        transactionId: purchase.purchaseId, originalTransactionId: purchase.purchaseId,
+                        productId: order.productId,
+                        environment: environment, quantity: purchase.quantity,
+                        purchaseDateMs: purchase.purchaseTimeMs.map { max(0, $0 - offsetMs) },
+                        expiresDateMs: nil))))
     }
 
     /// What `user_binding` says of a purchase whose developer payload is `payload` (ONE store
     /// reports an empty one as `""` in sandbox and `null` in commercial: both are none).
-    package static func bindingProblem(_ binding: UserBinding, _ order: Order, payload given: String?, purchase: String) -> VerificationOutcome? {
+    package static func bindingProblem(
+        _ binding: UserBinding, _ order: Order, payload given: String?, purchase: String
+    ) -> VerificationOutcome? {
         let normalized: (String) -> String = { UUID(uuidString: $0)?.uuidString.lowercased() ?? $0 }
-        let expected: String? = switch binding.tokenSource {
-        case .order: order.appAccountToken.flatMap { $0.isEmpty ? nil : normalized($0) }
-        case .userId: order.userId.isEmpty ? nil : normalized(order.userId)
-        case .uuid5: binding.namespace.map { UserBinding.uuid5(namespace: $0, name: order.userId).uuidString.lowercased() }
-        }
+        let expected: String? =
+            switch binding.tokenSource {
+            case .order: order.appAccountToken.flatMap { $0.isEmpty ? nil : normalized($0) }
+            case .userId: order.userId.isEmpty ? nil : normalized(order.userId)
+            case .uuid5:
+                binding.namespace.map { UserBinding.uuid5(namespace: $0, name: order.userId).uuidString.lowercased() }
+            }
         guard let payload = given.flatMap({ $0.isEmpty ? nil : normalized($0) }) else {
             switch binding.tokenlessSignedProofs {
             case .trust: return nil
-            case .refuse: return .rejected(reason: .proofUnbound, detail: "\(purchase) carries no developerPayload and user_binding.tokenless_signed_proofs is refuse")
-            case .needsAttention: return .needsAttention(reason: .proofUnbound, detail: "\(purchase) carries no developerPayload: check it is user \(order.userId)'s")
+            case .refuse:
+                return .rejected(
+                    reason: .proofUnbound,
+                    detail: "\(purchase) carries no developerPayload and user_binding.tokenless_signed_proofs is refuse"
+                )
+            case .needsAttention:
+                return .needsAttention(
+                    reason: .proofUnbound,
+                    detail: "\(purchase) carries no developerPayload: check it is user \(order.userId)'s")
             }
         }
         let shown = PrintableText.escape(String(payload.prefix(128)))
         guard let expected else {
-            return .needsAttention(reason: .tokenUnverifiable, detail: "the purchase carries developerPayload \(shown), and no payload is known for user "
-                                   + "\(order.userId) to check it against (user_binding.app_account_token: \(binding.tokenSource.rawValue))")
+            return .needsAttention(
+                reason: .tokenUnverifiable,
+                detail: "the purchase carries developerPayload \(shown), and no payload is known for user "
+                    + "\(order.userId) to check it against (user_binding.app_account_token: \(binding.tokenSource.rawValue))"
+            )
         }
-        return payload == expected ? nil : .rejected(reason: .userMismatch, detail: "the purchase's developerPayload \(shown) is not user \(order.userId)'s")
+        return payload == expected
+            ? nil
+            : .rejected(
+                reason: .userMismatch, detail: "the purchase's developerPayload \(shown) is not user \(order.userId)'s")
     }
 
     package static func verification(_ failure: OneStoreClient.Failure) -> Verification {
         switch failure.kind {
-        case .notFound: return Verification(outcome: .rejected(reason: .purchaseNotFound, detail: failure.message), storeAnswered: true)
+        case .notFound:
+            return Verification(
+                outcome: .rejected(reason: .purchaseNotFound, detail: failure.message), storeAnswered: true)
         case .configuration: return Verification(outcome: .configurationFault(failure.message))
-        case .refused: return Verification(outcome: .needsAttention(reason: .storeRefused, detail: failure.message), storeAnswered: true)
-        case .unavailable: return Verification(outcome: .storeUnavailable(failure.message, retryAfter: failure.retryAfter))
+        case .refused:
+            return Verification(
+                outcome: .needsAttention(reason: .storeRefused, detail: failure.message), storeAnswered: true)
+        case .unavailable:
+            return Verification(outcome: .storeUnavailable(failure.message, retryAfter: failure.retryAfter))
         }
     }
 }
@@ -143,7 +213,9 @@ package struct OneStoreFinisher: StoreFinisher {
     package init(verifier: OneStoreVerifier) { self.verifier = verifier }
 
     package func finish(_ order: Order) -> StoreFinishOutcome {
-        guard let proof = OneStoreProof(order.storeProof) else { return .refused("the order holds no ONE store proof to acknowledge") }
+        guard let proof = OneStoreProof(order.storeProof) else {
+            return .refused("the order holds no ONE store proof to acknowledge")
+        }
         let consume = verifier.products[order.productId]?.kind == .consumable
         let host: OneStoreClient.Host = order.verified?.environment == "sandbox" ? .sandbox : .commercial
         switch verifier.client.finish(proof, consume: consume, on: host, developerPayload: nil) {
@@ -151,7 +223,8 @@ package struct OneStoreFinisher: StoreFinisher {
             return .finished(consume ? "consumed" : "acknowledged")
         case let .failure(failure):
             if failure.kind == .refused, case let .success(purchase) = verifier.client.purchase(proof, on: host),
-               (consume ? purchase.consumptionState : purchase.acknowledgeState) == 1 {
+                (consume ? purchase.consumptionState : purchase.acknowledgeState) == 1
+            {
                 return .finished(consume ? "already_consumed" : "already_acknowledged")
             }
             switch failure.kind {

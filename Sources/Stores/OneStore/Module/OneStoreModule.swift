@@ -11,9 +11,12 @@ import SettleEngine
 package enum OneStoreModule: StoreModule {
     package static var descriptor: StoreDescriptor {
         var descriptor = StoreDescriptor.oneStore
-        descriptor.reasons = ["refunded": StoreReasonWords("ONE store cancelled the purchase (refunded)"),
-                              "purchase_not_found": StoreReasonWords("ONE store knows no such purchase under this product",
-                                                                     retryAdvice: "check the productId, token and purchaseId the app sent")]
+        descriptor.reasons = [
+            "refunded": StoreReasonWords("ONE store cancelled the purchase (refunded)"),
+            "purchase_not_found": StoreReasonWords(
+                "ONE store knows no such purchase under this product",
+                retryAdvice: "check the productId, token and purchaseId the app sent"),
+        ]
         return descriptor
     }
 
@@ -25,7 +28,10 @@ package enum OneStoreModule: StoreModule {
     package static var proofFormat: ProofFormat? {
         ProofFormat(what: "a ONE store purchase (JSON: {\"productId\", \"purchaseToken\", \"purchaseId\"})") { text in
             guard let json = try? JSONValue.parse(text) else {
-                return .failure(ProofError("a ONE store proof is a JSON object with productId, purchaseToken and purchaseId; the file is not JSON"))
+                return .failure(
+                    ProofError(
+                        "a ONE store proof is a JSON object with productId, purchaseToken and purchaseId; the file is not JSON"
+                    ))
             }
             do throws(ProofFormatError) {
                 return .success(try OneStoreProof(json: json).storeProof)
@@ -42,14 +48,20 @@ package enum OneStoreModule: StoreModule {
             metrics?.observeStoreRequest(store: Store.oneStore.rawValue, call: call, outcome: outcome)
         }
         let products = context.configuration.products.filter { $0.value.stores.contains(.oneStore) }
-        let verifier = OneStoreVerifier(client: client, products: products, acceptSandbox: context.configuration.acceptSandbox,
-                                        binding: context.configuration.userBinding)
+        let verifier = OneStoreVerifier(
+            client: client, products: products, acceptSandbox: context.configuration.acceptSandbox,
+            binding: context.configuration.userBinding)
         var adapter = OneStoreAdapter(verifier: verifier)
-        adapter.rereads = OneStoreRereads(ledger: context.ledger, verifier: verifier, intervalSeconds: settings.rereadIntervalSeconds,
-                                          log: context.log)
+        adapter.rereads = OneStoreRereads(
+            ledger: context.ledger, verifier: verifier, intervalSeconds: settings.rereadIntervalSeconds,
+            log: context.log)
         if let path = settings.notificationsPath {
-            adapter.inbox = (path, OneStorePNSInbox(ledger: context.ledger, verifier: verifier, licenseKey: try settings.loadLicenseKey(),
-                                                    binding: context.configuration.userBinding, log: context.log))
+            adapter.inbox = (
+                path,
+                OneStorePNSInbox(
+                    ledger: context.ledger, verifier: verifier, licenseKey: try settings.loadLicenseKey(),
+                    binding: context.configuration.userBinding, log: context.log)
+            )
         }
         return adapter
     }
@@ -62,9 +74,11 @@ package enum OneStoreModule: StoreModule {
 
     package static func describe(_ configuration: Configuration) -> [String] {
         guard let s = configuration.oneStore else { return [] }
-        return ["one_store: client \(s.clientId), package \(s.packageName), market \(s.marketCode.rawValue), client secret "
+        return [
+            "one_store: client \(s.clientId), package \(s.packageName), market \(s.marketCode.rawValue), client secret "
                 + "\(s.clientSecretFile.path) (contents redacted), license key \(s.licenseKeyFile), api \(ConfigurationText.url(s.apiURL)), "
-                + "sandbox \(ConfigurationText.url(s.sandboxURL)), purchase times read \(s.purchaseTimeOffsetHours) h early"]
+                + "sandbox \(ConfigurationText.url(s.sandboxURL)), purchase times read \(s.purchaseTimeOffsetHours) h early"
+        ]
     }
 }
 

@@ -16,14 +16,17 @@ package struct OneStoreNotificationRecord: Sendable, Equatable {
 }
 
 extension OneStoreNotificationRecord: SideQueueJob {
-    package static let queue = SideQueue(table: "one_store_notifications", key: ["request_id"], expiry: "claimed_until",
-                                         expiryIsDueTime: false, updatedAt: nil, order: ["received_at", "request_id"])
+    package static let queue = SideQueue(
+        table: "one_store_notifications", key: ["request_id"], expiry: "claimed_until",
+        expiryIsDueTime: false, updatedAt: nil, order: ["received_at", "request_id"])
     package var queueKey: [LedgerValue] { [.text(requestId)] }
 
     package init(row: any LedgerRow) {
-        self.init(requestId: row.string("request_id") ?? "", purchaseState: row.string("purchase_state") ?? "",
-                  receivedAt: row.int("received_at") ?? 0, outcome: row.string("outcome") ?? "", orderId: row.string("order_id"),
-                  payload: row.string("payload") ?? "", claim: row.int("claim") ?? 0)
+        self.init(
+            requestId: row.string("request_id") ?? "", purchaseState: row.string("purchase_state") ?? "",
+            receivedAt: row.int("received_at") ?? 0, outcome: row.string("outcome") ?? "",
+            orderId: row.string("order_id"),
+            payload: row.string("payload") ?? "", claim: row.int("claim") ?? 0)
     }
 }
 
@@ -52,35 +55,54 @@ enum OneStoreMigrations {
             CREATE INDEX one_store_notifications_pending ON one_store_notifications(received_at) WHERE state = 'pending';
             CREATE TABLE one_store_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), reread_at BIGINT NOT NULL);
             """,
-        copied: [CopiedTable("one_store_notifications", columns: ["request_id", "purchase_state", "purchase_id", "order_id", "received_at",
-                                                                  "outcome", "detail", "state", "payload"]),
-                 CopiedTable("one_store_cursor", columns: ["id", "reread_at"])])
+        copied: [
+            CopiedTable(
+                "one_store_notifications",
+                columns: [
+                    "request_id", "purchase_state", "purchase_id", "order_id", "received_at",
+                    "outcome", "detail", "state", "payload",
+                ]),
+            CopiedTable("one_store_cursor", columns: ["id", "reread_at"]),
+        ])
 }
 
 extension TransactionalLedger {
-    package func storeOneStoreNotification(requestId: String, purchaseState: String, purchaseId: String?, payload: String) throws(LedgerError) -> Bool {
+    package func storeOneStoreNotification(
+        requestId: String, purchaseState: String, purchaseId: String?, payload: String
+    ) throws(LedgerError) -> Bool {
         let now = time.unixSeconds
         return try writing { db in
-            try !db.query("""
+            try !db.query(
+                """
                 INSERT INTO one_store_notifications(request_id, purchase_state, purchase_id, received_at, outcome, payload)
                 VALUES (?, ?, ?, ?, 'received', ?) ON CONFLICT(request_id) DO NOTHING RETURNING request_id
-                """, [.text(requestId), .text(purchaseState), .from(purchaseId), .integer(now), .text(payload)]).isEmpty
+                """, [.text(requestId), .text(purchaseState), .from(purchaseId), .integer(now), .text(payload)]
+            ).isEmpty
         }
     }
 
-    package func claimOneStoreNotifications(limit: Int, leaseSeconds: Int64, owner: LeaseOwner = .current) throws(LedgerError)
-        -> [OneStoreNotificationRecord] {
+    package func claimOneStoreNotifications(
+        limit: Int, leaseSeconds: Int64, owner: LeaseOwner = .current
+    ) throws(LedgerError)
+        -> [OneStoreNotificationRecord]
+    {
         let now = time.unixSeconds
         return try writing { db in
-            try db.claimDue(OneStoreNotificationRecord.self, limit: limit, leaseSeconds: leaseSeconds, owner: owner, now: now)
+            try db.claimDue(
+                OneStoreNotificationRecord.self, limit: limit, leaseSeconds: leaseSeconds, owner: owner, now: now)
         }
     }
 
     @discardableResult
-    package func finishOneStoreNotification(_ record: OneStoreNotificationRecord, outcome: String, detail: String?,
-                                            orderId: String?) throws(LedgerError) -> Bool {
-        try self.record(record, .set("state = 'done', outcome = ?, detail = ?, order_id = ?, claimed_until = NULL",
-                                     [.text(outcome), .from(detail), .from(orderId)]))
+    package func finishOneStoreNotification(
+        _ record: OneStoreNotificationRecord, outcome: String, detail: String?,
+        orderId: String?
+    ) throws(LedgerError) -> Bool {
+        try self.record(
+            record,
+            .set(
+                "state = 'done', outcome = ?, detail = ?, order_id = ?, claimed_until = NULL",
+                [.text(outcome), .from(detail), .from(orderId)]))
     }
 
     package func releaseOneStoreNotifications(_ records: [OneStoreNotificationRecord]) throws(LedgerError) {
@@ -89,12 +111,14 @@ extension TransactionalLedger {
 
     /// When the recent purchases were last re-read; nil before the first time.
     package func oneStoreRereadAt() throws(LedgerError) -> Int64? {
-        try reading { db in try db.query("SELECT reread_at FROM one_store_cursor WHERE id = 1").first?.int("reread_at") }
+        try reading { db in try db.query("SELECT reread_at FROM one_store_cursor WHERE id = 1").first?.int("reread_at")
+        }
     }
 
     package func markOneStoreReread(at now: Int64) throws(LedgerError) {
         try writing { db in
-            try db.query("""
+            try db.query(
+                """
                 INSERT INTO one_store_cursor(id, reread_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET reread_at = excluded.reread_at
                 """, [.integer(now)])
         }
@@ -105,21 +129,25 @@ extension TransactionalLedger {
     package func recentOneStoreGrants(withinSeconds seconds: Int64, limit: Int) throws(LedgerError) -> [Order] {
         let since = time.unixSeconds - seconds
         return try reading { db in
-            try db.query("""
+            try db.query(
+                """
                 SELECT o.* FROM orders o JOIN grants g ON g.order_id = o.order_id
                 WHERE o.store = 'one_store' AND o.refunded_at IS NULL AND o.state IN ('delivering', 'finished') AND o.created_at >= ?
                 ORDER BY o.created_at DESC LIMIT ?
-                """, [.integer(since), .integer(Int64(limit))]).map { Order(row: $0) }
+                """, [.integer(since), .integer(Int64(limit))]
+            ).map { Order(row: $0) }
         }
     }
 
     /// The one user whose orders of ONE store carry `payload` as their developer payload.
     package func oneStoreUser(payload: String) throws(LedgerError) -> String? {
         try reading { db in
-            let users = try db.query("""
+            let users = try db.query(
+                """
                 SELECT DISTINCT \(OrderBuyer.column) AS buyer FROM orders o
                 WHERE o.store = 'one_store' AND o.app_account_token = ? AND o.user_id <> '' AND \(OrderBuyer.verified) LIMIT 2
-                """, [.text(payload)]).compactMap { $0.string("buyer") }
+                """, [.text(payload)]
+            ).compactMap { $0.string("buyer") }
             return users.count == 1 ? users[0] : nil
         }
     }

@@ -21,31 +21,45 @@ package struct OneStorePNSInbox: Sendable {
     package let binding: UserBinding
     package let log: Log
 
-    package init(ledger: any SettleLedger, verifier: OneStoreVerifier, licenseKey: RSAPublicKey, binding: UserBinding, log: Log) {
-        (self.ledger, self.verifier, self.licenseKey, self.binding, self.log) = (ledger, verifier, licenseKey, binding, log)
+    package init(
+        ledger: any SettleLedger, verifier: OneStoreVerifier, licenseKey: RSAPublicKey, binding: UserBinding, log: Log
+    ) {
+        (self.ledger, self.verifier, self.licenseKey, self.binding, self.log) = (
+            ledger, verifier, licenseKey, binding, log
+        )
     }
 
     package func answer(_ request: HTTPServerRequest) -> (response: HTTPServerResponse, needsPass: Bool) {
-        guard request.body.count <= 64 * 1024, let body = try? JSONValue.parse(request.body), let members = body.objectMembers,
-              case let .string(signature)? = body["signature"] else {
-            return (HTTPServerResponse.listenerReply(400, "unreadable: a PNS message is a JSON object with its signature"), false)
+        guard request.body.count <= 64 * 1024, let body = try? JSONValue.parse(request.body),
+            let members = body.objectMembers,
+            case let .string(signature)? = body["signature"]
+        else {
+            return (
+                HTTPServerResponse.listenerReply(400, "unreadable: a PNS message is a JSON object with its signature"),
+                false
+            )
         }
         guard Self.verifies(raw: request.body, members: members, signature: signature, key: licenseKey) else {
-            log.warning("one_store.pns_refused", ["why": "the signature does not verify with one_store.license_key_file"])
+            log.warning(
+                "one_store.pns_refused", ["why": "the signature does not verify with one_store.license_key_file"])
             return (HTTPServerResponse.listenerReply(401, "refused: the signature does not verify"), false)
         }
         let settings = verifier.client.settings
-        if let client = (body["clientId"] ?? body["packageName"])?.looseString, client != settings.clientId && client != settings.packageName {
+        if let client = (body["clientId"] ?? body["packageName"])?.looseString,
+            client != settings.clientId && client != settings.packageName
+        {
             // Signed with this app's key but naming another app: nothing of ours.
             return (HTTPServerResponse.listenerReply(200, "ignored: another app"), false)
         }
         guard let purchaseId = body["purchaseId"]?.looseString, !purchaseId.isEmpty,
-              let state = body["purchaseState"]?.looseString, ["COMPLETED", "CANCELED"].contains(state) else {
+            let state = body["purchaseState"]?.looseString, ["COMPLETED", "CANCELED"].contains(state)
+        else {
             return (HTTPServerResponse.listenerReply(200, "noted: not a payment or a cancellation"), false)
         }
         do {
-            let fresh = try ledger.storeOneStoreNotification(requestId: "pns:\(purchaseId):\(state)", purchaseState: state,
-                                                             purchaseId: purchaseId, payload: body.serialized())
+            let fresh = try ledger.storeOneStoreNotification(
+                requestId: "pns:\(purchaseId):\(state)", purchaseState: state,
+                purchaseId: purchaseId, payload: body.serialized())
             log.info("one_store.pns_stored", ["purchase": purchaseId, "state": state, "duplicate": !fresh])
             return (HTTPServerResponse.listenerReply(200, fresh ? "stored" : "duplicate"), fresh)
         } catch {
@@ -81,9 +95,14 @@ package struct OneStorePNSInbox: Sendable {
                 switch try step(record) {
                 case let .done(result):
                     outcome = outcome.then(.answered)
-                    guard try ledger.finishOneStoreNotification(record, outcome: result.outcome, detail: result.detail,
-                                                                orderId: result.orderId) else { continue }
-                    log.info("one_store.pns", ["state": record.purchaseState, "outcome": result.outcome, "order": result.orderId])
+                    guard
+                        try ledger.finishOneStoreNotification(
+                            record, outcome: result.outcome, detail: result.detail,
+                            orderId: result.orderId)
+                    else { continue }
+                    log.info(
+                        "one_store.pns",
+                        ["state": record.purchaseState, "outcome": result.outcome, "order": result.orderId])
                     done += 1
                 case .waiting:
                     waiting.append(record)
@@ -114,9 +133,13 @@ package struct OneStorePNSInbox: Sendable {
 
     private func step(_ record: OneStoreNotificationRecord) throws(LedgerError) -> Step {
         guard let body = try? JSONValue.parse(record.payload), let productId = body["productId"]?.looseString,
-              let token = body["purchaseToken"]?.looseString, let purchaseId = body["purchaseId"]?.looseString,
-              let proof = try? OneStoreProof(json: .object([("productId", .string(productId)), ("purchaseToken", .string(token)),
-                                                            ("purchaseId", .string(purchaseId))])) else {
+            let token = body["purchaseToken"]?.looseString, let purchaseId = body["purchaseId"]?.looseString,
+            let proof = try? OneStoreProof(
+                json: .object([
+                    ("productId", .string(productId)), ("purchaseToken", .string(token)),
+                    ("purchaseId", .string(purchaseId)),
+                ]))
+        else {
             return .done(("unreadable", "a message without a usable productId, purchaseToken and purchaseId", nil))
         }
         let purchase: OneStorePurchase
@@ -125,26 +148,43 @@ package struct OneStorePNSInbox: Sendable {
         case let .verification(verification):
             switch verification.outcome {
             case .storeUnavailable, .configurationFault: return .storeFailed(verification)
-            default: return .done(("purchase_not_found", "ONE store does not show purchase \(purchaseId) to settle", nil))
+            default:
+                return .done(("purchase_not_found", "ONE store does not show purchase \(purchaseId) to settle", nil))
             }
         }
         guard purchase.purchaseId == purchaseId else {
-            return .done(("not_applied", "the token is ONE store's purchase \(purchase.purchaseId), not the message's \(purchaseId)", nil))
+            return .done(
+                (
+                    "not_applied",
+                    "the token is ONE store's purchase \(purchase.purchaseId), not the message's \(purchaseId)", nil
+                ))
         }
         if record.purchaseState == "CANCELED" {
             guard purchase.purchaseState == 1 else {
                 // Read again at the next passes for a day (ONE store may show it later), then left to the re-reads.
-                guard ledger.time.unixSeconds.saturatingSubtracting(record.receivedAt) >= Self.cancellationConfirmationSeconds else { return .waiting }
-                return .done(("not_confirmed", "the purchase read again for a day is not cancelled: nothing was revoked", nil))
+                guard
+                    ledger.time.unixSeconds.saturatingSubtracting(record.receivedAt)
+                        >= Self.cancellationConfirmationSeconds
+                else { return .waiting }
+                return .done(
+                    ("not_confirmed", "the purchase read again for a day is not cancelled: nothing was revoked", nil))
             }
-            let outcomes = try ledger.applyStoreRefund(store: .oneStore, grantKey: purchaseId, kind: "CANCELED", reason: nil,
-                                                       why: "ONE store cancelled purchase \(purchaseId)", source: "ONE store PNS")
-            return .done((outcomes.isEmpty ? "no_order" : "revoked", outcomes.map { "\($0.key): \($0.value)" }.sorted().joined(separator: ", "),
-                          outcomes.keys.sorted().first))
+            let outcomes = try ledger.applyStoreRefund(
+                store: .oneStore, grantKey: purchaseId, kind: "CANCELED", reason: nil,
+                why: "ONE store cancelled purchase \(purchaseId)", source: "ONE store PNS")
+            return .done(
+                (
+                    outcomes.isEmpty ? "no_order" : "revoked",
+                    outcomes.map { "\($0.key): \($0.value)" }.sorted().joined(separator: ", "),
+                    outcomes.keys.sorted().first
+                ))
         }
-        guard purchase.purchaseState == 0 else { return .done(("not_purchased", "ONE store says the purchase is not paid", nil)) }
-        let probe = VerifiedPurchase(transactionId: purchaseId, originalTransactionId: purchaseId, productId: productId, environment: "",
-                                     quantity: 1, purchaseDateMs: nil, expiresDateMs: nil)
+        guard purchase.purchaseState == 0 else {
+            return .done(("not_purchased", "ONE store says the purchase is not paid", nil))
+        }
+        let probe = VerifiedPurchase(
+            transactionId: purchaseId, originalTransactionId: purchaseId, productId: productId, environment: "",
+            quantity: 1, purchaseDateMs: nil, expiresDateMs: nil)
         if let holder = try ledger.grantHolder(of: probe) {
             let id: String? = if case let .order(id) = holder { id } else { nil }
             return .done(("order_exists", "purchase \(purchaseId) is held by \(holder.description)", id))
@@ -164,14 +204,22 @@ package struct OneStorePNSInbox: Sendable {
             case .uuid5: break
             }
         }
-        var detail = "ONE store reported purchase \(purchaseId) that no backend enqueued"
+        var detail =
+            "ONE store reported purchase \(purchaseId) that no backend enqueued"
             + (user.isEmpty ? "; nothing maps it to a user" : "; its developerPayload maps to user \(user)")
-        if user.isEmpty { detail += "; find the buyer and run: settle assign \(Verdict.shellWord(newId)) --user USER_ID" }
-        guard try ledger.createReportedOrder(orderId: newId, userId: user, productId: productId, store: .oneStore, proof: proof.storeProof,
-                                             accountId: payload, origin: "one_store_notification", detail: detail) else {
+        if user.isEmpty {
+            detail += "; find the buyer and run: settle assign \(Verdict.shellWord(newId)) --user USER_ID"
+        }
+        guard
+            try ledger.createReportedOrder(
+                orderId: newId, userId: user, productId: productId, store: .oneStore, proof: proof.storeProof,
+                accountId: payload, origin: "one_store_notification", detail: detail)
+        else {
             return .done(("order_exists", "order \(newId) exists", newId))
         }
-        log.warning("order.created_from_notification", ["order": newId, "store": Store.oneStore.rawValue, "user": user.isEmpty ? nil : user])
+        log.warning(
+            "order.created_from_notification",
+            ["order": newId, "store": Store.oneStore.rawValue, "user": user.isEmpty ? nil : user])
         return .done(("order_created", detail, newId))
     }
 }
@@ -194,7 +242,9 @@ package struct OneStoreRereads: Sendable {
 
     package func rereadIfDue(_ work: SideWork) throws(LedgerError) -> SideWorkOutcome {
         let now = ledger.time.unixSeconds
-        if let last = try ledger.oneStoreRereadAt(), Double(now.saturatingSubtracting(last)) < intervalSeconds { return .idle }
+        if let last = try ledger.oneStoreRereadAt(), Double(now.saturatingSubtracting(last)) < intervalSeconds {
+            return .idle
+        }
         var outcome = SideWorkOutcome.idle
         var revoked = 0
         for order in try ledger.recentOneStoreGrants(withinSeconds: Self.windowSeconds, limit: Self.batch) {
@@ -205,15 +255,18 @@ package struct OneStoreRereads: Sendable {
             case let .found(purchase, _):
                 outcome = outcome.then(.answered)
                 guard purchase.purchaseState == 1 else { continue }
-                let outcomes = try ledger.applyStoreRefund(store: .oneStore, grantKey: purchase.purchaseId, kind: "CANCELED", reason: nil,
-                                                           why: "ONE store shows purchase \(purchase.purchaseId) cancelled",
-                                                           source: "ONE store re-read")
+                let outcomes = try ledger.applyStoreRefund(
+                    store: .oneStore, grantKey: purchase.purchaseId, kind: "CANCELED", reason: nil,
+                    why: "ONE store shows purchase \(purchase.purchaseId) cancelled",
+                    source: "ONE store re-read")
                 revoked += outcomes.values.filter { $0 == "revoke_queued" }.count
             case let .verification(verification):
                 if case let .storeUnavailable(message, retryAfter) = verification.outcome {
                     return outcome.then(.storeUnavailable(message, retryAfter: retryAfter))
                 }
-                if case let .configurationFault(message) = verification.outcome { return outcome.then(.configurationFault(message)) }
+                if case let .configurationFault(message) = verification.outcome {
+                    return outcome.then(.configurationFault(message))
+                }
             }
         }
         try ledger.markOneStoreReread(at: now)

@@ -28,9 +28,14 @@ package final class FakeOneStore: Sendable {
         package var purchaseTimeMs: Int64
         package var developerPayload: String?
 
-        package init(host: String = "commercial", market: String = "MKT_ONE", productId: String, token: String, purchaseId: String,
-                     purchaseTimeMs: Int64, developerPayload: String?, quantity: Int = 1) {
-            (self.host, self.market, self.productId, self.token, self.purchaseId) = (host, market, productId, token, purchaseId)
+        package init(
+            host: String = "commercial", market: String = "MKT_ONE", productId: String, token: String,
+            purchaseId: String,
+            purchaseTimeMs: Int64, developerPayload: String?, quantity: Int = 1
+        ) {
+            (self.host, self.market, self.productId, self.token, self.purchaseId) = (
+                host, market, productId, token, purchaseId
+            )
             (self.purchaseTimeMs, self.developerPayload, self.quantity) = (purchaseTimeMs, developerPayload, quantity)
         }
     }
@@ -44,8 +49,12 @@ package final class FakeOneStore: Sendable {
     }
     private let state = Mutex(State())
 
-    package init(clientId: String, clientSecret: String, packageName: String, licenseKey: RSAPrivateKey, time: any TimeSource) {
-        (self.clientId, self.clientSecret, self.packageName, self.licenseKey, self.time) = (clientId, clientSecret, packageName, licenseKey, time)
+    package init(
+        clientId: String, clientSecret: String, packageName: String, licenseKey: RSAPrivateKey, time: any TimeSource
+    ) {
+        (self.clientId, self.clientSecret, self.packageName, self.licenseKey, self.time) = (
+            clientId, clientSecret, packageName, licenseKey, time
+        )
     }
 
     package func script(_ purchase: Purchase) { state.withLock { $0.purchases[purchase.token] = purchase } }
@@ -66,26 +75,33 @@ package final class FakeOneStore: Sendable {
         let rest = String(path[range.upperBound...])
         if rest == "oauth/token" { return token(request) }
         guard let authorization = request.header("Authorization"), authorization.hasPrefix("Bearer "),
-              state.withLock({ $0.tokens.contains(String(authorization.dropFirst(7))) }) else {
+            state.withLock({ $0.tokens.contains(String(authorization.dropFirst(7))) })
+        else {
             return Self.error(401, "AccessTokenExpired", "access token expired")
         }
         let market = request.header("x-market-code") ?? "MKT_ONE"
-        let parts = rest.split(separator: "/", omittingEmptySubsequences: false).map { String($0).removingPercentEncoding ?? "" }
+        let parts = rest.split(separator: "/", omittingEmptySubsequences: false).map {
+            String($0).removingPercentEncoding ?? ""
+        }
         // apps/{package}/purchases/{inapp|all}/products/{product}/{token}[/acknowledge|/consume]
-        guard parts.count >= 7, parts[0] == "apps", parts[1] == packageName, parts[2] == "purchases", parts[4] == "products" else {
+        guard parts.count >= 7, parts[0] == "apps", parts[1] == packageName, parts[2] == "purchases",
+            parts[4] == "products"
+        else {
             return Self.error(404, "NoSuchData", "no such data")
         }
         let (kind, product, token) = (parts[3], parts[5], parts[6])
         let verb = parts.count > 7 ? parts[7] : ""
         state.withLock { $0.calls.append("\(root) \(verb.isEmpty ? "purchase" : verb) \(product)") }
         guard let purchase = state.withLock({ $0.purchases[token] }), purchase.host == root, purchase.market == market,
-              purchase.productId == product else {
+            purchase.productId == product
+        else {
             return Self.error(404, "NoSuchData", "no such data")
         }
         switch (request.method, verb, kind) {
         case ("GET", "", "inapp"):
             var members: [(String, JSONValue)] = [
-                ("consumptionState", .number(purchase.consumptionState)), ("purchaseState", .number(purchase.purchaseState)),
+                ("consumptionState", .number(purchase.consumptionState)),
+                ("purchaseState", .number(purchase.purchaseState)),
                 ("purchaseTime", .number(purchase.purchaseTimeMs)), ("purchaseId", .string(purchase.purchaseId)),
                 ("acknowledgeState", .number(purchase.acknowledgeState)), ("quantity", .number(purchase.quantity)),
             ]
@@ -118,14 +134,20 @@ package final class FakeOneStore: Sendable {
             let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).removingPercentEncoding ?? "" }
             if parts.count == 2 { form[parts[0]] = parts[1] }
         }
-        guard form["grant_type"] == "client_credentials", form["client_id"] == clientId, form["client_secret"] == clientSecret else {
+        guard form["grant_type"] == "client_credentials", form["client_id"] == clientId,
+            form["client_secret"] == clientSecret
+        else {
             return Self.error(401, "InvalidClient", "invalid client")
         }
         let issued = UUID().uuidString.lowercased()
         state.withLock { _ = $0.tokens.insert(issued) }
-        return .json(200, JSONValue.object([("client_id", .string(clientId)), ("access_token", .string(issued)),
-                                            ("token_type", .string("bearer")), ("expires_in", .number(3600)),
-                                            ("scope", .string("DEFAULT"))]).data)
+        return .json(
+            200,
+            JSONValue.object([
+                ("client_id", .string(clientId)), ("access_token", .string(issued)),
+                ("token_type", .string("bearer")), ("expires_in", .number(3600)),
+                ("scope", .string("DEFAULT")),
+            ]).data)
     }
 
     /// A PNS message about `token`'s purchase, signed with the license key (or `signer`, a forger's).
@@ -134,12 +156,14 @@ package final class FakeOneStore: Sendable {
         let members: [(String, JSONValue)] = [
             ("msgVersion", .string(purchase?.host == "sandbox" ? "3.1.0D" : "3.1.0")), ("clientId", .string(clientId)),
             ("productId", .string(purchase?.productId ?? "")), ("messageType", .string("SINGLE_PAYMENT_TRANSACTION")),
-            ("purchaseId", .string(purchase?.purchaseId ?? "")), ("developerPayload", .string(purchase?.developerPayload ?? "")),
+            ("purchaseId", .string(purchase?.purchaseId ?? "")),
+            ("developerPayload", .string(purchase?.developerPayload ?? "")),
             ("purchaseTimeMillis", .number(purchase?.purchaseTimeMs ?? 0)), ("purchaseState", .string(purchaseState)),
             ("price", .string("1200")), ("priceCurrencyCode", .string("KRW")), ("productName", .string("Gems 100")),
             ("paymentTypeList", .array([.object([("paymentMethod", .string("DCB")), ("amount", .string("1200"))])])),
             ("billingKey", .string("billing-key")), ("isTestMdn", .bool(false)), ("purchaseToken", .string(token)),
-            ("environment", .string(purchase?.host == "sandbox" ? "SANDBOX" : "COMMERCIAL")), ("marketCode", .string(purchase?.market ?? "MKT_ONE")),
+            ("environment", .string(purchase?.host == "sandbox" ? "SANDBOX" : "COMMERCIAL")),
+            ("marketCode", .string(purchase?.market ?? "MKT_ONE")),
         ]
         let message = JSONValue.object(members).serialized()
         let signature = (try? (signer ?? licenseKey).signSHA512(Data(message.utf8)))?.base64EncodedString() ?? ""
@@ -147,6 +171,8 @@ package final class FakeOneStore: Sendable {
     }
 
     private static func error(_ status: Int, _ code: String, _ message: String) -> HTTPServerResponse {
-        .json(status, JSONValue.object([("error", .object([("code", .string(code)), ("message", .string(message))]))]).data)
+        .json(
+            status,
+            JSONValue.object([("error", .object([("code", .string(code)), ("message", .string(message))]))]).data)
     }
 }

@@ -17,14 +17,18 @@ package struct OneStoreScript: StoreScript {
         guard let json = plans["one_store"] else { return }
         for (i, entry) in (json["purchases"]?.arrayValue ?? []).enumerated() {
             guard let product = entry["productId"]?.looseString, let token = entry["purchaseToken"]?.looseString,
-                  let id = entry["purchaseId"]?.looseString else {
-                throw SimulatorScript.Failure(message: "one_store.purchases[\(i)]: productId, purchaseToken and purchaseId are required")
+                let id = entry["purchaseId"]?.looseString
+            else {
+                throw SimulatorScript.Failure(
+                    message: "one_store.purchases[\(i)]: productId, purchaseToken and purchaseId are required")
             }
-            purchases.append(FakeOneStore.Purchase(host: entry["host"]?.looseString ?? "commercial", market: entry["market"]?.looseString ?? "MKT_ONE",
-                                                   productId: product, token: token, purchaseId: id,
-                                                   purchaseTimeMs: entry["purchaseTime"]?.looseInt64 ?? 0,
-                                                   developerPayload: entry["developerPayload"]?.looseString,
-                                                   quantity: Int(entry["quantity"]?.looseInt64 ?? 1)))
+            purchases.append(
+                FakeOneStore.Purchase(
+                    host: entry["host"]?.looseString ?? "commercial", market: entry["market"]?.looseString ?? "MKT_ONE",
+                    productId: product, token: token, purchaseId: id,
+                    purchaseTimeMs: entry["purchaseTime"]?.looseInt64 ?? 0,
+                    developerPayload: entry["developerPayload"]?.looseString,
+                    quantity: Int(entry["quantity"]?.looseInt64 ?? 1)))
         }
     }
 

@@ -14,12 +14,12 @@ package final class OneStoreSimulator: StoreSimulator {
     package static let options = [(name: "--one-store-key", value: "FILE")]
 
     package static let help = """
-    ONE store: a fake ONE store API V7 on a port of its own (token endpoint, purchase details,
-    acknowledge, consume; /commercial and /sandbox roots, market codes), when --one-store-key FILE
-    is given: a throwaway client secret is written there (mode 600) and the license key's public half
-    to FILE.license, for client \(defaultClientId). The plans file's "one_store" section scripts its
-    purchases (docs/one-store.md).
-    """
+        ONE store: a fake ONE store API V7 on a port of its own (token endpoint, purchase details,
+        acknowledge, consume; /commercial and /sandbox roots, market codes), when --one-store-key FILE
+        is given: a throwaway client secret is written there (mode 600) and the license key's public half
+        to FILE.license, for client \(defaultClientId). The plans file's "one_store" section scripts its
+        purchases (docs/one-store.md).
+        """
 
     let fake: FakeOneStore
     let server: LoopbackHTTPServer
@@ -33,12 +33,17 @@ package final class OneStoreSimulator: StoreSimulator {
         guard let path = setup.options["--one-store-key"] else { return nil }
         let secret = "simulator-one-store-secret-" + UUID().uuidString
         let key = try RSAPrivateKey(pem: RSAPrivateKey.generatePEM())
-        guard FileManager.default.createFile(atPath: path, contents: Data(secret.utf8), attributes: [.posixPermissions: 0o600]),
-              FileManager.default.createFile(atPath: path + ".license", contents: Data((key.subjectPublicKeyInfo.base64EncodedString() + "\n").utf8)) else {
+        guard
+            FileManager.default.createFile(
+                atPath: path, contents: Data(secret.utf8), attributes: [.posixPermissions: 0o600]),
+            FileManager.default.createFile(
+                atPath: path + ".license", contents: Data((key.subjectPublicKeyInfo.base64EncodedString() + "\n").utf8))
+        else {
             throw StoreSimulatorFailure.io("cannot write the simulator's ONE store secret and license key at \(path)")
         }
-        let fake = FakeOneStore(clientId: defaultClientId, clientSecret: secret, packageName: setup.bundleId, licenseKey: key,
-                                time: SystemTimeSource())
+        let fake = FakeOneStore(
+            clientId: defaultClientId, clientSecret: secret, packageName: setup.bundleId, licenseKey: key,
+            time: SystemTimeSource())
         let server: LoopbackHTTPServer
         do {
             server = try LoopbackHTTPServer { fake.handle($0) }
