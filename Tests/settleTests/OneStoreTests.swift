@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import SettleBase
+import SettleLedger
 import SettleTesting
 import SettleOneStore
 import SettleOneStoreSimulator
@@ -138,5 +139,40 @@ final class OneStoreTests: OneStoreTestCase {
         XCTAssertTrue(result.stdout.contains("o-5001 17070421461015116001: consumed (by settle, before the three-day refund)"), result.stdout)
         XCTAssertFalse(result.stdout.contains("17070421461015116002 o-5002"), "a purchase the app consumed was granted again")
         XCTAssertFalse(result.stdout.contains("demo-os-token-"), "the demo printed a purchase token")
+    }
+}
+
+/// The same two kinds, and a lost cancellation found by the re-reads, on a PostgreSQL ledger.
+final class OneStorePostgresTests: OneStoreTestCase {
+    var url = ""
+    var schema = ""
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        (url, schema) = try TestPostgres.freshSchema()
+        try writeOneStoreConfig(extra: [("ledger", .string(url))])
+    }
+
+    override func tearDownWithError() throws {
+        try super.tearDownWithError()
+        TestPostgres.drop(schema: schema)
+    }
+
+    func testTwoKindsTold_andALostCancellationRevokedOnce_onPostgreSQL() throws {
+        let token = scriptPurchase("1700000000011")
+        scriptPurchase("1700000000012", product: unlock)
+        try enqueueOneStore("o-c", purchaseId: "1700000000011")
+        try enqueueOneStore("o-n", purchaseId: "1700000000012", product: unlock)
+        try settle(expecting: 0, ["reconcile"])
+        XCTAssertEqual(Set(world.deliveries), ["1700000000011 o-c", "1700000000012 o-n"])
+        XCTAssertEqual(Set(fake.finishes), ["consume 1700000000011", "acknowledge 1700000000012"])
+        fake.cancel(token: token)
+        for _ in 0..<2 {
+            let ledger = try PostgresLedger(url: url, time: world.time)
+            try ledger.writing { db in try db.query("UPDATE one_store_cursor SET reread_at = 0") }
+            try ledger.close()
+            try settle(expecting: 0, ["reconcile"])
+        }
+        XCTAssertEqual(revokes, ["revoke:1700000000011 o-c"])
     }
 }

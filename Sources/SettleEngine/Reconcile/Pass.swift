@@ -99,12 +99,14 @@ package final class Pass: Sendable {
     /// Each store's breaker as the pass leaves it.
     package var breakers: [Store: StoreBreaker] { state.withLock { $0.stores.mapValues(\.breaker) } }
 
-    /// The home store of the next of `workers` workers: the pass's stores in turn, so each store
-    /// has its own share of the workers and a slow store holds only its own. Nil (every store's
-    /// orders, oldest and most urgent first, as one queue) when there are fewer workers than stores.
-    package func enlist(workers: Int) -> Store? {
+    /// The home store of the next of `workers` workers: the configured stores (`homes`; every
+    /// store of the pass when none is given) in turn, so each store has its own share of the
+    /// workers and a slow store holds only its own. Nil (every store's orders, oldest and most
+    /// urgent first, as one queue) when there are fewer workers than stores. A store this build
+    /// knows but the configuration leaves out is nobody's home: its orders only wait.
+    package func enlist(workers: Int, homes: Set<Store> = []) -> Store? {
         state.withLock { s in
-            let stores = s.stores.keys.sorted { $0.rawValue < $1.rawValue }
+            let stores = s.stores.keys.filter { homes.isEmpty || homes.contains($0) }.sorted { $0.rawValue < $1.rawValue }
             guard !stores.isEmpty, workers >= stores.count else { return nil }
             defer { s.enlisted += 1 }
             return stores[s.enlisted % stores.count]

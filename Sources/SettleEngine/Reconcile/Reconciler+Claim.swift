@@ -51,7 +51,7 @@ extension Reconciler {
 
     private func work(_ pass: Pass) {
         // Each worker has a home store: a slow store holds its own workers, never another's orders.
-        let home = pass.enlist(workers: configuration.schedule.concurrency)
+        let home = pass.enlist(workers: configuration.schedule.concurrency, homes: Set(stores.keys))
         do {
             while true {
                 // Before the claim: its lease runs until at least then plus its length.

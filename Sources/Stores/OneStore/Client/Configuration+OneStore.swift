@@ -39,6 +39,9 @@ extension Configuration {
         package var notificationsPath: String?
         /// How often passes re-read recently delivered purchases for a cancellation a lost PNS did not tell of.
         package var rereadIntervalSeconds: Double = 3600
+        /// Requests a second by endpoint group (`rate_limits`): ONE store publishes none, so none is
+        /// paced unless configured here.
+        package var rateLimits: [String: Double] = [:]
 
         package static let defaultAPIURL = "https://iap-apis.onestore.net"
         package static let defaultSandboxURL = "https://sbpp.onestore.net"
@@ -94,7 +97,7 @@ extension ConfigurationDecoder {
     package func decodeOneStore(_ object: ConfigObject) throws(ConfigError) -> Configuration.OneStoreConfiguration {
         let known: Set<String> = [
             "client_id", "package_name", "client_secret_file", "license_key_file", "market_code", "api_url",
-            "sandbox_url", "purchase_time_offset_hours", "notifications_path", "reread_interval_seconds",
+            "sandbox_url", "purchase_time_offset_hours", "notifications_path", "reread_interval_seconds", "rate_limits",
         ]
         return try object.decode(knownKeys: known) { (o: inout ConfigObject) throws(ConfigError) in
             typealias Settings = Configuration.OneStoreConfiguration
@@ -137,8 +140,16 @@ extension ConfigurationDecoder {
                 settings.notificationsPath = path
             }
             settings.rereadIntervalSeconds = try o.number("reread_interval_seconds", default: 3600, range: 60...86_400)
+            settings.rateLimits = try rateLimits(&o, groups: [OneStoreRateGroups.purchases: 0, OneStoreRateGroups.finishes: 0])
             try o.rejectUnknownKeys()
             return settings
         }
     }
+}
+
+/// ONE store's endpoint groups, as `rate_limits` and the pacer name them: purchase details, and
+/// acknowledge or consume.
+package enum OneStoreRateGroups {
+    package static let purchases = "purchases"
+    package static let finishes = "finishes"
 }

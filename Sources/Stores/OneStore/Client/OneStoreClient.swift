@@ -25,6 +25,8 @@ package final class OneStoreClient: Sendable {
             case refused
             /// No useful answer: unreachable, 5xx, 429, garbage.
             case unavailable
+            /// Held back by the pacer (`one_store.rate_limits`): the work waits, no attempt used.
+            case paced
         }
         package var kind: Kind
         package var message: String
@@ -44,15 +46,16 @@ package final class OneStoreClient: Sendable {
     private let secret: Secret
     private let cached = Mutex<[String: (token: String, renewAt: Int64)]>([:])
     private let observe: (@Sendable (String, String) -> Void)?
+    private let pacer: Pacer?
 
     /// ONE store issues a new token once fewer than 600 seconds are left.
     static let renewBeforeSeconds: Int64 = 600
 
     package init(
-        _ settings: Configuration.OneStoreConfiguration, http: HTTPClient, time: any TimeSource,
+        _ settings: Configuration.OneStoreConfiguration, http: HTTPClient, time: any TimeSource, pacer: Pacer? = nil,
         observe: (@Sendable (String, String) -> Void)? = nil
     ) throws(ConfigError) {
-        (self.settings, self.http, self.time, self.observe) = (settings, http, time, observe)
+        (self.settings, self.http, self.time, self.observe, self.pacer) = (settings, http, time, observe, pacer)
         secret = try settings.clientSecretFile.read()
     }
 
@@ -106,7 +109,20 @@ package final class OneStoreClient: Sendable {
         _ name: String, method: String, url: String, body: JSONValue?, market: String,
         what: String
     ) -> Result<JSONValue, Failure> {
+        // ONE store publishes no limits: its groups are paced only at a configured `rate_limits`.
+        let key = PacerKey(store: Store.oneStore.rawValue, group: name == "purchase" ? OneStoreRateGroups.purchases : OneStoreRateGroups.finishes,
+                           environment: url.hasPrefix(settings.sandboxURL) ? "sandbox" : "production")
+        do {
+            try pacer?.acquire(key, priority: .dueOrders, budget: http.configuration.totalTimeout)
+        } catch {
+            return .failure(Failure(.paced, "\(error) (\(what) not sent)", retryAfter: error.waitSeconds))
+        }
         let result = exchange(method: method, url: url, body: body, market: market, what: what)
+        if case let .failure(failure) = result, failure.code == "429" {
+            _ = pacer?.throttled(key, retryAfter: failure.retryAfter)
+        } else {
+            pacer?.succeeded(key)
+        }
         switch result {
         case .success: observe?(name, "ok")
         case let .failure(failure):
@@ -176,7 +192,9 @@ package final class OneStoreClient: Sendable {
                         .configuration,
                         "ONE store \(what) answered HTTP \(response.status)\(said): check one_store.client_id and client_secret_file",
                         code: code))
-            case 429, 500...599:
+            case 429:
+                return .failure(Failure(.unavailable, "ONE store \(what) answered HTTP 429\(said)", code: "429", retryAfter: retryAfter))
+            case 500...599:
                 return .failure(
                     Failure(
                         .unavailable, "ONE store \(what) answered HTTP \(response.status)\(said)", code: code,

@@ -200,6 +200,7 @@ package struct OneStoreVerifier: Sendable {
                 outcome: .needsAttention(reason: .storeRefused, detail: failure.message), storeAnswered: true)
         case .unavailable:
             return Verification(outcome: .storeUnavailable(failure.message, retryAfter: failure.retryAfter))
+        case .paced: return Verification(outcome: .paced(failure.message))
         }
     }
 }
@@ -231,6 +232,8 @@ package struct OneStoreFinisher: StoreFinisher {
             case .configuration: return .failed(failure.message, configuration: true)
             case .unavailable: return .failed(failure.message, configuration: false)
             case .notFound, .refused: return .refused(failure.message)
+            case .paced: return .paced(failure.message)
+            case .paced: return .paced(failure.message)
             }
         }
     }

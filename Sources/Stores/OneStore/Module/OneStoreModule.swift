@@ -23,6 +23,12 @@ package enum OneStoreModule: StoreModule {
     package static var configurationSections: [ConfigurationSection] { [.oneStore] }
     package static var migrations: [LedgerMigration] { [OneStoreMigrations.notifications] }
     package static var sideQueues: [SideQueue] { [OneStoreNotificationRecord.queue] }
+    /// An order is verified by the purchase details call.
+    package static var verificationRateGroups: Set<String> { [OneStoreRateGroups.purchases] }
+
+    package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
+        configuration.oneStore?.rateLimits ?? [:]
+    }
 
     /// `settle enqueue --store one_store --proof-file F`: the file holds what the app's SDK gave it.
     package static var proofFormat: ProofFormat? {
@@ -44,7 +50,7 @@ package enum OneStoreModule: StoreModule {
     package static func adapter(_ context: StoreContext) throws(ConfigError) -> (any StoreAdapter)? {
         guard let settings = context.configuration.oneStore else { return nil }
         let metrics = context.metrics
-        let client = try OneStoreClient(settings, http: context.client, time: context.ledger.time) { call, outcome in
+        let client = try OneStoreClient(settings, http: context.client, time: context.ledger.time, pacer: context.pacer) { call, outcome in
             metrics?.observeStoreRequest(store: Store.oneStore.rawValue, call: call, outcome: outcome)
         }
         let products = context.configuration.products.filter { $0.value.stores.contains(.oneStore) }
@@ -77,7 +83,8 @@ package enum OneStoreModule: StoreModule {
         return [
             "one_store: client \(s.clientId), package \(s.packageName), market \(s.marketCode.rawValue), client secret "
                 + "\(s.clientSecretFile.path) (contents redacted), license key \(s.licenseKeyFile), api \(ConfigurationText.url(s.apiURL)), "
-                + "sandbox \(ConfigurationText.url(s.sandboxURL)), purchase times read \(s.purchaseTimeOffsetHours) h early"
+                + "sandbox \(ConfigurationText.url(s.sandboxURL)), purchase times read \(s.purchaseTimeOffsetHours) h early",
+            "one_store.rate_limits: " + ConfigurationText.rates(descriptor.publishedRates, s.rateLimits) + " (requests a second)",
         ]
     }
 }
