@@ -191,13 +191,12 @@ extension LedgerTransaction {
                       let pid32 = Int32(exactly: pid), pid32 > 0 else { continue }
                 let holder = LeaseOwner(host: host, pid: pid32, leaseStart: start)
                 guard holder != rescuer, holder.isKnownDead(comparedWith: rescuer) else { continue }
-                taken += try query("""
+                taken += try changedRows("""
                     UPDATE \(queue.table) SET claim = claim + 1, \(queue.expiry) = ?,
                            claim_host = NULL, claim_pid = NULL, claim_start = NULL, claim_expires_at = NULL
                     WHERE state = 'pending' AND claim_host = ? AND claim_pid = ? AND claim_start = ?
                       AND \(queue.expiry) > ? AND \(queue.expiry) = claim_expires_at
-                    RETURNING claim
-                    """, [.integer(now), .text(host), .integer(pid), .text(start), .integer(now)]).count
+                    """, [.integer(now), .text(host), .integer(pid), .text(start), .integer(now)])
             }
         }
         return taken

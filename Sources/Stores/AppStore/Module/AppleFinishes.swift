@@ -82,10 +82,11 @@ extension TransactionalLedger {
         guard try knowsAppleFinishes else { return 0 }
         let now = time.unixSeconds
         return try writing { db in
-            try db.query("""
+            // Counted by the engine, not returned row by row: a backlog of queued finishes would
+            // otherwise be materialized in memory at the end of every pass just to be counted.
+            try db.changedRows("""
                 UPDATE apple_finishes SET state = 'not_sent', last_error = ?, updated_at = ? WHERE state = 'pending'
-                RETURNING transaction_id
-                """, [.text(why), .integer(now)]).count
+                """, [.text(why), .integer(now)])
         }
     }
 
