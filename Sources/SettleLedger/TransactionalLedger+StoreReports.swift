@@ -2,6 +2,30 @@ import Foundation
 import SettleBase
 import SettleModel
 
+/// A purchase a store reported of its own accord (a notification), read from the store and found
+/// purchased: what settle does with it is the same for every store (`TransactionalLedger.place`).
+package struct ReportedPurchase: Sendable {
+    package var store: Store
+    /// The purchase's key: its grant key and its proof's lookup key (a purchase order id, a purchase id).
+    package var key: String
+    package var productId: String
+    package var proof: StoreProof
+    /// The account id the purchase names its buyer by (a developer payload), if any.
+    package var accountId: String?
+    /// The id of the order made for it when no order holds it (`huawei-…`, `onestore-…`).
+    package var orderId: String
+    /// What the order's history says it came from (`huawei_notification`).
+    package var origin: String
+    /// Who reported what, for the history: "Huawei reported purchase order X (INITIAL_BUY)".
+    package var reported: String
+
+    package init(store: Store, key: String, productId: String, proof: StoreProof, accountId: String?, orderId: String, origin: String,
+                 reported: String) {
+        (self.store, self.key, self.productId, self.proof, self.accountId) = (store, key, productId, proof, accountId)
+        (self.orderId, self.origin, self.reported) = (orderId, origin, reported)
+    }
+}
+
 /// What a store module reports to the ledger of its own accord, in the store's terms and the
 /// core's rules, so each store does not write them again: a purchase it refunded (taken back once
 /// from the order that holds it, never delivered to one that does not yet), a purchase no backend
@@ -14,6 +38,58 @@ extension TransactionalLedger {
         try writing { db in
             try db.query("UPDATE orders SET next_attempt_at = ? WHERE order_id = ? AND state = 'pending' AND next_attempt_at > ?",
                          [.integer(now), .text(orderId), .integer(now)])
+        }
+    }
+
+    /// Places a purchase its store reported: nothing when its grant is held already; the order
+    /// waiting for it (its proof's key is the purchase's) made due now; else an order of its own for
+    /// the user its account id names (`user_binding.app_account_token: user_id`: the id is the
+    /// user; `order`: the one user whose orders of the store carry it), or for nobody
+    /// (`unclaimed_purchase`, for `settle assign`). Returns the outcome, its detail and the order.
+    package func place(_ reported: ReportedPurchase, binding: UserBinding) throws(LedgerError)
+        -> (outcome: String, detail: String?, orderId: String?) {
+        let probe = VerifiedPurchase(transactionId: reported.key, originalTransactionId: reported.key, productId: reported.productId,
+                                     environment: "", quantity: 1, purchaseDateMs: nil, expiresDateMs: nil)
+        if let holder = try grantHolder(of: probe) {
+            let id: String? = if case let .order(id) = holder { id } else { nil }
+            return ("order_exists", "purchase \(reported.key) is held by \(holder.description)", id)
+        }
+        let waiting = try orders(store: reported.store, proofKey: reported.key)
+        if let live = waiting.first(where: { [.pending, .verifying, .delivering].contains($0.state) }) {
+            try makeDue(orderId: live.orderId)
+            return ("order_exists", nil, live.orderId)
+        }
+        if waiting.contains(where: { $0.orderId == reported.orderId }) {
+            return ("order_exists", "purchase \(reported.key) has its order", reported.orderId)
+        }
+        let account = reported.accountId.flatMap { $0.isEmpty ? nil : UserBinding.normalizedAccountId($0) }
+        var user = ""
+        if let account {
+            switch binding.tokenSource {
+            case .userId: user = account
+            case .order: user = try self.user(store: reported.store, accountId: account) ?? ""
+            case .uuid5: break
+            }
+        }
+        var detail = "\(reported.reported) that no backend enqueued"
+            + (user.isEmpty ? "; nothing maps it to a user" : "; its account id maps to user \(user)")
+        if user.isEmpty { detail += "; find the buyer and run: settle assign \(Verdict.shellWord(reported.orderId)) --user USER_ID" }
+        guard try createReportedOrder(orderId: reported.orderId, userId: user, productId: reported.productId, store: reported.store,
+                                      proof: reported.proof, accountId: account, origin: reported.origin, detail: detail) else {
+            return ("order_id_taken", "order \(reported.orderId) exists and does not hold this purchase; a person looks", reported.orderId)
+        }
+        return ("order_created", detail, reported.orderId)
+    }
+
+    /// The one user whose verified orders of `store` carry `accountId` (`app_account_token`), the
+    /// buyer, never a transfer's holder; nil for none or several.
+    package func user(store: Store, accountId: String) throws(LedgerError) -> String? {
+        try reading { db in
+            let users = try db.query("""
+                SELECT DISTINCT \(OrderBuyer.column) AS buyer FROM orders o
+                WHERE o.store = ? AND o.app_account_token = ? AND o.user_id <> '' AND \(OrderBuyer.verified) LIMIT 2
+                """, [.text(store.rawValue), .text(accountId)]).compactMap { $0.string("buyer") }
+            return users.count == 1 ? users[0] : nil
         }
     }
 

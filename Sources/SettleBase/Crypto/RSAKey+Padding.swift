@@ -30,45 +30,12 @@ extension RSAPublicKey {
     /// Whether `signature` is a SHA-512 RSASSA-PKCS1-v1_5 signature of `message` (Java's
     /// `SHA512withRSA`, which ONE store signs with).
     package func verifySHA512(signature: Data, message: Data) -> Bool {
-        guard signature.count == Int(EVP_PKEY_get_size(handle)), let context = EVP_MD_CTX_new() else { return false }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestVerifyInit(context, nil, EVP_sha512(), nil, handle) == 1 else {
-            OpenSSLErrorQueue.drain()
-            return false
-        }
-        let signatureBytes = [UInt8](signature)
-        let result = message.withUnsafeBytes { buffer in
-            EVP_DigestVerify(context, signatureBytes, signatureBytes.count, buffer.bindMemory(to: UInt8.self).baseAddress, buffer.count)
-        }
-        guard result == 1 else {
-            OpenSSLErrorQueue.drain()
-            return false
-        }
-        return true
+        verify(signature: signature, message: message, digest: EVP_sha512(), pss: false)
     }
 
     /// Whether `signature` is a SHA-256 RSASSA-PSS signature (MGF1-SHA-256, any salt length) of `message`.
     package func verifyPSS(signature: Data, message: Data) -> Bool {
-        guard signature.count == Int(EVP_PKEY_get_size(handle)) else { return false }
-        guard let context = EVP_MD_CTX_new() else { return false }
-        defer { EVP_MD_CTX_free(context) }
-        var keyContext: OpaquePointer?
-        guard EVP_DigestVerifyInit(context, &keyContext, EVP_sha256(), nil, handle) == 1,
-              EVP_PKEY_CTX_set_rsa_padding(keyContext, RSA_PKCS1_PSS_PADDING) == 1,
-              EVP_PKEY_CTX_set_rsa_mgf1_md(keyContext, EVP_sha256()) == 1,
-              EVP_PKEY_CTX_set_rsa_pss_saltlen(keyContext, RSA_PSS_SALTLEN_AUTO) == 1 else {
-            OpenSSLErrorQueue.drain()
-            return false
-        }
-        let signatureBytes = [UInt8](signature)
-        let result = message.withUnsafeBytes { buffer in
-            EVP_DigestVerify(context, signatureBytes, signatureBytes.count, buffer.bindMemory(to: UInt8.self).baseAddress, buffer.count)
-        }
-        guard result == 1 else {
-            OpenSSLErrorQueue.drain()
-            return false
-        }
-        return true
+        verify(signature: signature, message: message, digest: EVP_sha256(), pss: true)
     }
 }
 

@@ -122,11 +122,21 @@ package final class RSAPublicKey: @unchecked Sendable {
 
     /// Whether `signature` is a valid RS256 signature of `message` under this key.
     package func verify(signature: Data, message: Data) -> Bool {
-        // A PKCS#1 v1.5 signature is exactly as long as the modulus (RFC 8017 8.2.2 step 1).
+        verify(signature: signature, message: message, digest: EVP_sha256(), pss: false)
+    }
+
+    /// Whether `signature` signs `message` with `digest`, padded PKCS#1 v1.5 or PSS (MGF1 with the
+    /// same digest, any salt length).
+    func verify(signature: Data, message: Data, digest: OpaquePointer?, pss: Bool) -> Bool {
+        // An RSA signature is exactly as long as the modulus (RFC 8017 8.2.2 step 1, 8.1.2 step 1).
         guard signature.count == Int(EVP_PKEY_get_size(handle)) else { return false }
         guard let context = EVP_MD_CTX_new() else { return false }
         defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, handle) == 1 else {
+        var keyContext: OpaquePointer?
+        guard EVP_DigestVerifyInit(context, &keyContext, digest, nil, handle) == 1,
+              !pss || (EVP_PKEY_CTX_set_rsa_padding(keyContext, RSA_PKCS1_PSS_PADDING) == 1
+                  && EVP_PKEY_CTX_set_rsa_mgf1_md(keyContext, digest) == 1
+                  && EVP_PKEY_CTX_set_rsa_pss_saltlen(keyContext, RSA_PSS_SALTLEN_AUTO) == 1) else {
             OpenSSLErrorQueue.drain()
             return false
         }

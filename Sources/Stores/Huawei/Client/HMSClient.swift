@@ -214,32 +214,18 @@ package final class HMSClient: Sendable {
     private func accessToken() -> Result<String, Failure> {
         let now = time.unixSeconds
         if let cached = cached.withLock({ $0 }), now < cached.renewAt { return .success(cached.token) }
-        let allowed = CharacterSet.alphanumerics
-        func form(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: allowed) ?? "" }
-        let body = "grant_type=client_credentials&client_id=\(form(appId))&client_secret=\(form(secret.value))"
-        let request = HTTPRequest(
-            method: "POST", url: settings.tokenURL,
-            headers: [HTTPHeader("Content-Type", "application/x-www-form-urlencoded")], body: Data(body.utf8))
-        let response: HTTPResponse
-        do {
-            response = try http.send(request)
-        } catch {
-            return .failure(Failure(.unavailable, "the HMS token endpoint did not answer: \(error)"))
-        }
-        let json = try? JSONValue.parse(response.body)
-        guard (200...299).contains(response.status), let token = json?["access_token"]?.looseString, !token.isEmpty
-        else {
-            if [400, 401, 403].contains(response.status) {
-                return .failure(
-                    Failure(
-                        .configuration,
-                        "the HMS token endpoint refused the app's client credentials (HTTP \(response.status)): "
-                            + "check huawei.app_id and huawei.hms.client_secret_file"))
-            }
+        let token: String, lifetime: Int64
+        switch ClientCredentials.exchange(url: settings.tokenURL, clientId: appId, secret: secret.value, http: http) {
+        case let .success(answer): (token, lifetime) = answer
+        case let .failure(.refused(status)):
             return .failure(
-                Failure(.unavailable, "the HMS token endpoint answered HTTP \(response.status) without a token"))
+                Failure(
+                    .configuration,
+                    "the HMS token endpoint refused the app's client credentials (HTTP \(status)): "
+                        + "check huawei.app_id and huawei.hms.client_secret_file"))
+        case let .failure(.unavailable(why)):
+            return .failure(Failure(.unavailable, "the HMS token endpoint \(why)"))
         }
-        let lifetime = min(max(json?["expires_in"]?.looseInt64 ?? 3600, 60), 86_400)
         cached.withLock { $0 = (token, now + max(30, lifetime - Self.renewBeforeSeconds)) }
         return .success(token)
     }

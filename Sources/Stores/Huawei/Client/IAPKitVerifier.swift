@@ -228,53 +228,13 @@ package struct IAPKitVerifier: Sendable {
 
     /// What `user_binding` says of a Huawei purchase (IAP Kit's or HMS's) whose developer payload is `payload`.
     package static func bindingProblem(
-        _ binding: UserBinding, _ order: Order, payload given: String?, purchase: String
+        _ binding: UserBinding, _ order: Order, payload: String?, purchase: String
     ) -> VerificationOutcome? {
-        let expected = expectedPayload(binding, order)
-        guard let payload = given.flatMap({ $0.isEmpty ? nil : normalized($0) }) else {
-            switch binding.tokenlessSignedProofs {
-            case .trust: return nil
-            case .refuse:
-                return .rejected(
-                    reason: .proofUnbound,
-                    detail: "\(purchase) carries no developerPayload and user_binding.tokenless_signed_proofs is refuse"
-                )
-            case .needsAttention:
-                return .needsAttention(
-                    reason: .proofUnbound,
-                    detail: "\(purchase) carries no developerPayload: check it is user \(order.userId)'s")
-            }
-        }
-        let shown = PrintableText.escape(String(payload.prefix(128)))
-        guard let expected else {
-            return .needsAttention(
-                reason: .tokenUnverifiable,
-                detail:
-                    "the purchase carries developerPayload \(shown), and no payload is known for user \(order.userId) to check it against (user_binding.app_account_token: \(binding.tokenSource.rawValue))"
-            )
-        }
-        guard payload == expected else {
-            return .rejected(
-                reason: .userMismatch, detail: "the purchase's developerPayload \(shown) is not user \(order.userId)'s")
-        }
-        return nil
+        binding.accountIdProblem(payload, field: "developerPayload", order: order, purchase: purchase)
     }
 
-    /// The developerPayload the order's user must carry, by `user_binding.app_account_token`: the
-    /// one stored with the order, the user id itself, or the user id's version-5 UUID.
-    package static func expectedPayload(_ binding: UserBinding, _ order: Order) -> String? {
-        switch binding.tokenSource {
-        case .order: return order.appAccountToken.flatMap { $0.isEmpty ? nil : normalized($0) }
-        case .userId: return order.userId.isEmpty ? nil : normalized(order.userId)
-        case .uuid5:
-            return binding.namespace.map {
-                UserBinding.uuid5(namespace: $0, name: order.userId).uuidString.lowercased()
-            }
-        }
-    }
-
-    /// A UUID in any case compares as its lowercase spelling; any other payload as it is.
-    package static func normalized(_ id: String) -> String { UUID(uuidString: id)?.uuidString.lowercased() ?? id }
+    /// A developer payload as compared: a UUID in lowercase, any other payload as it is.
+    package static func normalized(_ id: String) -> String { UserBinding.normalizedAccountId(id) }
 
     /// A signed answer that does not verify against the pinned roots is never trusted, and is not
     /// the purchase's fault: Huawei's own answer failing means settle's roots are wrong or someone

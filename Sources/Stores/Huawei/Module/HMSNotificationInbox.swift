@@ -190,47 +190,19 @@ package struct HMSNotificationInbox: Sendable {
                 ),
                 answered: true)
         }
-        let probe = VerifiedPurchase(
-            transactionId: orderId, originalTransactionId: orderId, productId: purchase.productId, environment: "",
-            quantity: 1, purchaseDateMs: nil, expiresDateMs: nil)
-        if let holder = try ledger.grantHolder(of: probe) {
-            let id: String? = if case let .order(id) = holder { id } else { nil }
-            return .done(("order_exists", "HMS order \(orderId) is held by \(holder.description)", id), answered: true)
-        }
-        let waiting = try ledger.orders(store: .huawei, proofKey: orderId)
-        if let live = waiting.first(where: { [.pending, .verifying, .delivering].contains($0.state) }) {
-            try ledger.makeDue(orderId: live.orderId)
-            return .done(("order_exists", nil, live.orderId), answered: true)
-        }
-        let newId = "huawei-hms-" + orderId
         var proof = HMSProof(
             purchaseToken: purchase.purchaseToken, productId: purchase.productId, accountFlag: purchase.accountFlag)
         proof.orderId = orderId
-        let payload = purchase.developerPayload.flatMap { $0.isEmpty ? nil : IAPKitVerifier.normalized($0) }
-        var user = ""
-        if let payload {
-            switch binding.tokenSource {
-            case .userId: user = payload
-            case .order: user = try ledger.huaweiUser(accountId: payload) ?? ""
-            case .uuid5: break
-            }
+        proof.subscriptionId = purchase.subscriptionId
+        let placed = try ledger.place(
+            ReportedPurchase(
+                store: .huawei, key: orderId, productId: purchase.productId, proof: proof.storeProof,
+                accountId: purchase.developerPayload, orderId: "huawei-hms-" + orderId, origin: "huawei_notification",
+                reported: "HMS reported paid order \(orderId)"),
+            binding: binding)
+        if placed.outcome == "order_created" {
+            log.warning("order.created_from_notification", ["order": placed.orderId, "store": Store.huawei.rawValue])
         }
-        var detail =
-            "HMS reported paid order \(orderId) that no backend enqueued"
-            + (user.isEmpty ? "; nothing maps it to a user" : "; its developerPayload maps to user \(user)")
-        if user.isEmpty {
-            detail += "; find the buyer and run: settle assign \(Verdict.shellWord(newId)) --user USER_ID"
-        }
-        guard
-            try ledger.createReportedOrder(
-                orderId: newId, userId: user, productId: purchase.productId, store: .huawei,
-                proof: proof.storeProof, accountId: payload, origin: "huawei_notification", detail: detail)
-        else {
-            return .done(("order_exists", "order \(newId) exists", newId), answered: true)
-        }
-        log.warning(
-            "order.created_from_notification",
-            ["order": newId, "store": Store.huawei.rawValue, "user": user.isEmpty ? nil : user])
-        return .done(("order_created", detail, newId), answered: true)
+        return .done(placed, answered: true)
     }
 }

@@ -234,56 +234,16 @@ package struct HuaweiNotificationInbox: Sendable {
         case let .failure(.untrusted(why)):
             return .finished(("not_applied", why, nil), answered: true)
         }
-        let probe = VerifiedPurchase(
-            transactionId: purchaseOrderId, originalTransactionId: purchaseOrderId, productId: purchase.productId,
-            environment: "", quantity: 1, purchaseDateMs: nil, expiresDateMs: nil)
-        if let holder = try ledger.grantHolder(of: probe) {
-            let id: String? = if case let .order(id) = holder { id } else { nil }
-            return .finished(
-                ("order_exists", "purchase order \(purchaseOrderId) is held by \(holder.description)", id),
-                answered: true)
+        let placed = try ledger.place(
+            ReportedPurchase(
+                store: .huawei, key: purchaseOrderId, productId: purchase.productId, proof: proof.storeProof,
+                accountId: purchase.developerPayload, orderId: "huawei-" + purchaseOrderId,
+                origin: "huawei_notification",
+                reported: "Huawei reported purchase order \(purchaseOrderId) (\(n.subtype ?? n.type))"),
+            binding: binding)
+        if placed.outcome == "order_created" {
+            log.warning("order.created_from_notification", ["order": placed.orderId, "store": Store.huawei.rawValue])
         }
-        let waiting = try ledger.orders(store: .huawei, proofKey: purchaseOrderId)
-        if let live = waiting.first(where: { [.pending, .verifying, .delivering].contains($0.state) }) {
-            try ledger.makeDue(orderId: live.orderId)
-            return .finished(("order_exists", nil, live.orderId), answered: true)
-        }
-        let orderId = "huawei-" + purchaseOrderId
-        if waiting.contains(where: { $0.orderId == orderId }) {
-            return .finished(
-                ("order_exists", "purchase order \(purchaseOrderId) has its order", orderId), answered: true)
-        }
-        let payload = purchase.developerPayload.flatMap { $0.isEmpty ? nil : IAPKitVerifier.normalized($0) }
-        let user = try payload.flatMap { (id) throws(LedgerError) in try userFor(payload: id) } ?? ""
-        var detail =
-            "Huawei reported purchase order \(purchaseOrderId) (\(n.subtype ?? n.type)) that no backend enqueued"
-            + (user.isEmpty ? "; nothing maps it to a user" : "; its developerPayload maps to user \(user)")
-        if user.isEmpty {
-            detail += "; find the buyer and run: settle assign \(Verdict.shellWord(orderId)) --user USER_ID"
-        }
-        guard
-            try ledger.createReportedOrder(
-                orderId: orderId, userId: user, productId: purchase.productId, store: .huawei,
-                proof: proof.storeProof, accountId: payload, origin: "huawei_notification",
-                detail: detail)
-        else {
-            return .finished(
-                ("order_id_taken", "order \(orderId) exists and does not hold this purchase; a person looks", orderId),
-                answered: true)
-        }
-        log.warning(
-            "order.created_from_notification",
-            ["order": orderId, "store": Store.huawei.rawValue, "user": user.isEmpty ? nil : user])
-        return .finished(("order_created", detail, orderId), answered: true)
-    }
-
-    /// The user a developer payload stands for: the payload itself when user ids are the payloads
-    /// (`user_binding.app_account_token: user_id`), else the one user whose orders carry it.
-    private func userFor(payload: String) throws(LedgerError) -> String? {
-        switch binding.tokenSource {
-        case .userId: return payload
-        case .order: return try ledger.huaweiUser(accountId: payload)
-        case .uuid5: return nil
-        }
+        return .finished(placed, answered: true)
     }
 }

@@ -179,19 +179,6 @@ extension TransactionalLedger {
         }
     }
 
-    /// The one user whose orders of this store carry `accountId` as their developer payload
-    /// (`app_account_token`), among orders a verification bound; nil for none or several.
-    package func huaweiUser(accountId: String) throws(LedgerError) -> String? {
-        try reading { db in
-            let users = try db.query(
-                """
-                SELECT DISTINCT \(OrderBuyer.column) AS buyer FROM orders o
-                WHERE o.store = 'huawei' AND o.app_account_token = ? AND o.user_id <> '' AND \(OrderBuyer.verified) LIMIT 2
-                """, [.text(accountId)]
-            ).compactMap { $0.string("buyer") }
-            return users.count == 1 ? users[0] : nil
-        }
-    }
 }
 
 /// What is stored of a notification: its keys and its verified payload.

@@ -140,7 +140,8 @@ extension ConfigurationDecoder {
                 settings.notificationsPath = path
             }
             settings.rereadIntervalSeconds = try o.number("reread_interval_seconds", default: 3600, range: 60...86_400)
-            settings.rateLimits = try rateLimits(&o, groups: [OneStoreRateGroups.purchases: 0, OneStoreRateGroups.finishes: 0])
+            settings.rateLimits = try rateLimits(
+                &o, groups: [OneStoreRateGroups.purchases: 0, OneStoreRateGroups.finishes: 0])
             try o.rejectUnknownKeys()
             return settings
         }

@@ -110,8 +110,10 @@ package final class OneStoreClient: Sendable {
         what: String
     ) -> Result<JSONValue, Failure> {
         // ONE store publishes no limits: its groups are paced only at a configured `rate_limits`.
-        let key = PacerKey(store: Store.oneStore.rawValue, group: name == "purchase" ? OneStoreRateGroups.purchases : OneStoreRateGroups.finishes,
-                           environment: url.hasPrefix(settings.sandboxURL) ? "sandbox" : "production")
+        let key = PacerKey(
+            store: Store.oneStore.rawValue,
+            group: name == "purchase" ? OneStoreRateGroups.purchases : OneStoreRateGroups.finishes,
+            environment: url.hasPrefix(settings.sandboxURL) ? "sandbox" : "production")
         do {
             try pacer?.acquire(key, priority: .dueOrders, budget: http.configuration.totalTimeout)
         } catch {
@@ -193,7 +195,10 @@ package final class OneStoreClient: Sendable {
                         "ONE store \(what) answered HTTP \(response.status)\(said): check one_store.client_id and client_secret_file",
                         code: code))
             case 429:
-                return .failure(Failure(.unavailable, "ONE store \(what) answered HTTP 429\(said)", code: "429", retryAfter: retryAfter))
+                return .failure(
+                    Failure(
+                        .unavailable, "ONE store \(what) answered HTTP 429\(said)", code: "429", retryAfter: retryAfter)
+                )
             case 500...599:
                 return .failure(
                     Failure(
@@ -222,36 +227,21 @@ package final class OneStoreClient: Sendable {
         let prefix = components.path.components(separatedBy: "/v7/").first ?? ""
         components.path = prefix + "/v7/oauth/token"
         components.query = nil
-        let allowed = CharacterSet.alphanumerics
-        func form(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: allowed) ?? "" }
-        let body =
-            "grant_type=client_credentials&client_id=\(form(settings.clientId))&client_secret=\(form(secret.value))"
-        let request = HTTPRequest(
-            method: "POST", url: components.string ?? url,
-            headers: [
-                HTTPHeader("Content-Type", "application/x-www-form-urlencoded;charset=UTF-8"),
-                HTTPHeader("x-market-code", market),
-            ], body: Data(body.utf8))
-        let response: HTTPResponse
-        do {
-            response = try http.send(request)
-        } catch {
-            return .failure(Failure(.unavailable, "ONE store's token endpoint did not answer: \(error)"))
-        }
-        let json = try? JSONValue.parse(response.body)
-        guard (200...299).contains(response.status), let token = json?["access_token"]?.looseString, !token.isEmpty
-        else {
-            if [400, 401, 403].contains(response.status) {
-                return .failure(
-                    Failure(
-                        .configuration,
-                        "ONE store refused the app's client credentials (HTTP \(response.status)): "
-                            + "check one_store.client_id and client_secret_file"))
-            }
+        let token: String, lifetime: Int64
+        switch ClientCredentials.exchange(
+            url: components.string ?? url, clientId: settings.clientId, secret: secret.value,
+            headers: [HTTPHeader("x-market-code", market)], http: http)
+        {
+        case let .success(answer): (token, lifetime) = answer
+        case let .failure(.refused(status)):
             return .failure(
-                Failure(.unavailable, "ONE store's token endpoint answered HTTP \(response.status) without a token"))
+                Failure(
+                    .configuration,
+                    "ONE store refused the app's client credentials (HTTP \(status)): "
+                        + "check one_store.client_id and client_secret_file"))
+        case let .failure(.unavailable(why)):
+            return .failure(Failure(.unavailable, "ONE store's token endpoint \(why)"))
         }
-        let lifetime = min(max(json?["expires_in"]?.looseInt64 ?? 3600, 60), 86_400)
         cached.withLock { $0[key] = (token, now + max(30, lifetime - Self.renewBeforeSeconds)) }
         return .success(token)
     }

@@ -149,44 +149,11 @@ package struct OneStoreVerifier: Sendable {
     }
 
     /// What `user_binding` says of a purchase whose developer payload is `payload` (ONE store
-    /// reports an empty one as `""` in sandbox and `null` in commercial: both are none).
+    /// reports an empty payload as `""` in sandbox and `null` in commercial: both are none).
     package static func bindingProblem(
-        _ binding: UserBinding, _ order: Order, payload given: String?, purchase: String
+        _ binding: UserBinding, _ order: Order, payload: String?, purchase: String
     ) -> VerificationOutcome? {
-        let normalized: (String) -> String = { UUID(uuidString: $0)?.uuidString.lowercased() ?? $0 }
-        let expected: String? =
-            switch binding.tokenSource {
-            case .order: order.appAccountToken.flatMap { $0.isEmpty ? nil : normalized($0) }
-            case .userId: order.userId.isEmpty ? nil : normalized(order.userId)
-            case .uuid5:
-                binding.namespace.map { UserBinding.uuid5(namespace: $0, name: order.userId).uuidString.lowercased() }
-            }
-        guard let payload = given.flatMap({ $0.isEmpty ? nil : normalized($0) }) else {
-            switch binding.tokenlessSignedProofs {
-            case .trust: return nil
-            case .refuse:
-                return .rejected(
-                    reason: .proofUnbound,
-                    detail: "\(purchase) carries no developerPayload and user_binding.tokenless_signed_proofs is refuse"
-                )
-            case .needsAttention:
-                return .needsAttention(
-                    reason: .proofUnbound,
-                    detail: "\(purchase) carries no developerPayload: check it is user \(order.userId)'s")
-            }
-        }
-        let shown = PrintableText.escape(String(payload.prefix(128)))
-        guard let expected else {
-            return .needsAttention(
-                reason: .tokenUnverifiable,
-                detail: "the purchase carries developerPayload \(shown), and no payload is known for user "
-                    + "\(order.userId) to check it against (user_binding.app_account_token: \(binding.tokenSource.rawValue))"
-            )
-        }
-        return payload == expected
-            ? nil
-            : .rejected(
-                reason: .userMismatch, detail: "the purchase's developerPayload \(shown) is not user \(order.userId)'s")
+        binding.accountIdProblem(payload, field: "developerPayload", order: order, purchase: purchase)
     }
 
     package static func verification(_ failure: OneStoreClient.Failure) -> Verification {

@@ -50,7 +50,8 @@ package enum OneStoreModule: StoreModule {
     package static func adapter(_ context: StoreContext) throws(ConfigError) -> (any StoreAdapter)? {
         guard let settings = context.configuration.oneStore else { return nil }
         let metrics = context.metrics
-        let client = try OneStoreClient(settings, http: context.client, time: context.ledger.time, pacer: context.pacer) { call, outcome in
+        let client = try OneStoreClient(settings, http: context.client, time: context.ledger.time, pacer: context.pacer)
+        { call, outcome in
             metrics?.observeStoreRequest(store: Store.oneStore.rawValue, call: call, outcome: outcome)
         }
         let products = context.configuration.products.filter { $0.value.stores.contains(.oneStore) }
@@ -84,7 +85,8 @@ package enum OneStoreModule: StoreModule {
             "one_store: client \(s.clientId), package \(s.packageName), market \(s.marketCode.rawValue), client secret "
                 + "\(s.clientSecretFile.path) (contents redacted), license key \(s.licenseKeyFile), api \(ConfigurationText.url(s.apiURL)), "
                 + "sandbox \(ConfigurationText.url(s.sandboxURL)), purchase times read \(s.purchaseTimeOffsetHours) h early",
-            "one_store.rate_limits: " + ConfigurationText.rates(descriptor.publishedRates, s.rateLimits) + " (requests a second)",
+            "one_store.rate_limits: " + ConfigurationText.rates(descriptor.publishedRates, s.rateLimits)
+                + " (requests a second)",
         ]
     }
 }

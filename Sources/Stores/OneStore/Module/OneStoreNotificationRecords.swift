@@ -139,16 +139,4 @@ extension TransactionalLedger {
         }
     }
 
-    /// The one user whose orders of ONE store carry `payload` as their developer payload.
-    package func oneStoreUser(payload: String) throws(LedgerError) -> String? {
-        try reading { db in
-            let users = try db.query(
-                """
-                SELECT DISTINCT \(OrderBuyer.column) AS buyer FROM orders o
-                WHERE o.store = 'one_store' AND o.app_account_token = ? AND o.user_id <> '' AND \(OrderBuyer.verified) LIMIT 2
-                """, [.text(payload)]
-            ).compactMap { $0.string("buyer") }
-            return users.count == 1 ? users[0] : nil
-        }
-    }
 }

@@ -182,45 +182,17 @@ package struct OneStorePNSInbox: Sendable {
         guard purchase.purchaseState == 0 else {
             return .done(("not_purchased", "ONE store says the purchase is not paid", nil))
         }
-        let probe = VerifiedPurchase(
-            transactionId: purchaseId, originalTransactionId: purchaseId, productId: productId, environment: "",
-            quantity: 1, purchaseDateMs: nil, expiresDateMs: nil)
-        if let holder = try ledger.grantHolder(of: probe) {
-            let id: String? = if case let .order(id) = holder { id } else { nil }
-            return .done(("order_exists", "purchase \(purchaseId) is held by \(holder.description)", id))
+        let placed = try ledger.place(
+            ReportedPurchase(
+                store: .oneStore, key: purchaseId, productId: productId, proof: proof.storeProof,
+                accountId: purchase.developerPayload, orderId: "onestore-" + purchaseId,
+                origin: "one_store_notification",
+                reported: "ONE store reported purchase \(purchaseId)"),
+            binding: binding)
+        if placed.outcome == "order_created" {
+            log.warning("order.created_from_notification", ["order": placed.orderId, "store": Store.oneStore.rawValue])
         }
-        let waiting = try ledger.orders(store: .oneStore, proofKey: purchaseId)
-        if let live = waiting.first(where: { [.pending, .verifying, .delivering].contains($0.state) }) {
-            try ledger.makeDue(orderId: live.orderId)
-            return .done(("order_exists", nil, live.orderId))
-        }
-        let newId = "onestore-" + purchaseId
-        let payload = purchase.developerPayload.flatMap { $0.isEmpty ? nil : $0 }
-        var user = ""
-        if let payload {
-            switch binding.tokenSource {
-            case .userId: user = payload
-            case .order: user = try ledger.oneStoreUser(payload: payload) ?? ""
-            case .uuid5: break
-            }
-        }
-        var detail =
-            "ONE store reported purchase \(purchaseId) that no backend enqueued"
-            + (user.isEmpty ? "; nothing maps it to a user" : "; its developerPayload maps to user \(user)")
-        if user.isEmpty {
-            detail += "; find the buyer and run: settle assign \(Verdict.shellWord(newId)) --user USER_ID"
-        }
-        guard
-            try ledger.createReportedOrder(
-                orderId: newId, userId: user, productId: productId, store: .oneStore, proof: proof.storeProof,
-                accountId: payload, origin: "one_store_notification", detail: detail)
-        else {
-            return .done(("order_exists", "order \(newId) exists", newId))
-        }
-        log.warning(
-            "order.created_from_notification",
-            ["order": newId, "store": Store.oneStore.rawValue, "user": user.isEmpty ? nil : user])
-        return .done(("order_created", detail, newId))
+        return .done(placed)
     }
 }
 
