@@ -9,7 +9,7 @@ enum StatusCommand {
         .init(name: "--transaction", takesValue: true), .init(name: "--json", takesValue: false),
         .init(name: "--limit", takesValue: true), .init(name: "--app-account-token", takesValue: true),
         .init(name: "--notification", takesValue: true), .init(name: "--refunded", takesValue: false),
-        .init(name: "--purchase-token-file", takesValue: true),
+        .init(name: "--purchase-token-file", takesValue: true), .init(name: "--check", takesValue: false),
     ], positionals: 0...1)
 
     static var help: String { """
@@ -36,6 +36,9 @@ enum StatusCommand {
       --refunded         \(StoreNames.wrap("only orders " + StoreNames.help("refunded"), column: 21, indent: 21))
       --notification UUID  one App Store Server Notification: type, transaction, order, outcome
       --json             print JSON (its fields: docs/commands.md) instead of text
+      --check            whether settle is working, for a monitor: each thing wrong
+                         (a store's breaker open, no daemon running, its last pass late,
+                         a store's alert) on a line of its own, exit 69; else OK, exit 0
     """
     }
 
@@ -78,6 +81,11 @@ enum StatusCommand {
                 return
             }
             let report = try StatusReport.read(ledger, filter: filter, configuration: configuration, time: context.time)
+            if parsed.has("--check") {
+                let check = StatusCheck(report, configuration: configuration, now: context.time.unixSeconds)
+                guard check.isHealthy else { throw CommandFailure(.unavailable, check.text) }
+                return context.print(check.text)
+            }
             context.print(parsed.has("--json") ? report.json.serialized(pretty: true) : report.text(now: context.time.unixSeconds))
         } catch let error as LedgerError {
             throw CommandFailure.from(error)

@@ -1,0 +1,48 @@
+import Foundation
+import SettleBase
+import SettleModel
+import SettleConfig
+import SettleLedger
+
+/// `settle status --check`: whether settle is working, for a monitor or a shell (as `systemctl
+/// is-active` answers): each thing wrong, one line each, or "OK". Wrong means settle cannot do
+/// its work without a person: a store's breaker open (the store down, or settle's credentials or
+/// hook refused: its last error says which), no daemon running, its last pass older than three
+/// intervals, or a store's own alert (notifications it could not apply).
+package struct StatusCheck: Sendable {
+    package var problems: [String]
+
+    /// A pass may take this long beyond its interval before it counts as late.
+    package static let lateAfterIntervals: Int64 = 3
+    package static let lateMarginSeconds: Int64 = 60
+
+    package init(_ report: StatusReport, configuration: Configuration, now: Int64) {
+        var problems: [String] = []
+        for store in Store.allCases {
+            guard let breaker = report.breakers[store], breaker.state == .open else { continue }
+            let until = breaker.retryAt.map { " (next probe at \(Timestamp.rfc3339(unixSeconds: $0)))" } ?? ""
+            let why = breaker.lastError.map { ": " + PrintableText.escape(String($0.prefix(300))) } ?? ""
+            problems.append("\(store.logName): breaker open\(until)\(why)")
+        }
+        let late = Self.lateAfterIntervals * Int64(configuration.schedule.intervalSeconds.rounded(.up)) + Self.lateMarginSeconds
+        if let daemon = report.daemon, daemon.isRunning {
+            let last = daemon.lastPassAt ?? daemon.startedAt
+            if now - last > late {
+                problems.append("daemon: the last pass ended \(Self.age(now - last)) ago; passes run every "
+                                + "\(Int(configuration.schedule.intervalSeconds)) s (pid \(daemon.owner.pid))")
+            }
+        } else {
+            problems.append("daemon: not running (settle run); nothing is reconciled until it is")
+        }
+        for note in report.storeNotes { if let alert = note.alert { problems.append(alert) } }
+        self.problems = problems
+    }
+
+    package var isHealthy: Bool { problems.isEmpty }
+
+    package var text: String { isHealthy ? "OK: every store answering, the daemon passing on schedule" : problems.joined(separator: "\n") }
+
+    private static func age(_ seconds: Int64) -> String {
+        seconds >= 3600 ? "\(seconds / 3600)h\((seconds % 3600) / 60)m" : seconds >= 60 ? "\(seconds / 60)m\(seconds % 60)s" : "\(seconds)s"
+    }
+}
