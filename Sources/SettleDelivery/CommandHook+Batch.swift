@@ -87,7 +87,9 @@ extension CommandHook {
         case let .signaled(signal): outcome = .retry("hook was killed by signal \(signal)")
         case .timedOut: outcome = .retry("hook ran past its \(Self.format(timeoutSeconds)) s timeout and was killed with its process group")
         }
-        return DeliveryReport(outcome: outcome, exitCode: exitCode(result.termination), output: output, durationMs: durationMs)
+        var report = DeliveryReport(outcome: outcome, exitCode: exitCode(result.termination), output: output, durationMs: durationMs)
+        if case .timedOut = result.termination { report.timedOut = true }
+        return report
     }
 
     private func exitCode(_ termination: SubprocessResult.Termination) -> Int? {

@@ -98,8 +98,10 @@ package struct CommandHook: Deliverer {
         case .timedOut:
             outcome = .retry("hook ran past its \(Self.format(timeoutSeconds)) s timeout and was killed with its process group")
         }
-        return DeliveryReport(outcome: outcome, exitCode: exitCode,
-                              output: result.output + (result.outputTruncated ? "\n[output cut to 4 KiB]" : ""), durationMs: ms)
+        var report = DeliveryReport(outcome: outcome, exitCode: exitCode,
+                                    output: result.output + (result.outputTruncated ? "\n[output cut to 4 KiB]" : ""), durationMs: ms)
+        if case .timedOut = result.termination { report.timedOut = true }
+        return report
     }
 
     package static func format(_ seconds: Double) -> String {

@@ -70,12 +70,15 @@ package struct DeliveryReport: Sendable, Equatable {
     /// Output kept in the history, already cut to 4 KiB.
     package var output: String
     package var durationMs: Int
+    /// The hook ran past its timeout (a command killed, a webhook that did not answer in time).
+    package var timedOut = false
 
-    package init(outcome: DeliveryOutcome, exitCode: Int?, output: String, durationMs: Int) {
+    package init(outcome: DeliveryOutcome, exitCode: Int?, output: String, durationMs: Int, timedOut: Bool = false) {
         self.outcome = outcome
         self.exitCode = exitCode
         self.output = output
         self.durationMs = durationMs
+        self.timedOut = timedOut
     }
 }
 

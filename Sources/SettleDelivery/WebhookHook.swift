@@ -83,7 +83,8 @@ package struct WebhookHook: Deliverer {
         do {
             response = try client.send(request)
         } catch {
-            return DeliveryReport(outcome: .retry("webhook: \(error)"), exitCode: nil, output: "", durationMs: elapsed())
+            return DeliveryReport(outcome: .retry("webhook: \(error)"), exitCode: nil, output: "", durationMs: elapsed(),
+                                  timedOut: error.kind == .timeout)
         }
         let text = String(decoding: response.body.prefix(CommandHook.outputLimit - 32), as: UTF8.self)
         let outcome: DeliveryOutcome

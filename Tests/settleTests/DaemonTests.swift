@@ -324,7 +324,7 @@ final class DaemonTests: EndToEndTestCase {
             XCTAssertNotNil(sample.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)), "not a sample line: \(line)")
         }
         XCTAssertEqual(families, ["settle_orders", "settle_oldest_undelivered_seconds", "settle_apple_requests_total",
-                                  "settle_apple_request_duration_seconds", "settle_deliveries_total", "settle_breaker_open",
+                                  "settle_apple_request_duration_seconds", "settle_deliveries_total", "settle_hook_duration_seconds", "settle_breaker_open",
                                   "settle_last_pass_timestamp_seconds", "settle_notifications_total",
                                   "settle_newest_notification_age_seconds", "settle_store_orders", "settle_play_ack_deadline_soon",
                                   "settle_support_actions_waiting", "settle_store_requests_total", "settle_store_finish_total",

@@ -15,6 +15,24 @@ final class OperationsTests: EndToEndTestCase {
         XCTAssertFalse(text.contains("settle_last_pass_timestamp_seconds{bundle_id=\"com.example.game\"} 0"), text)
     }
 
+    /// A hook that runs past its timeout is counted as `result="timeout"` (issue 36), and every
+    /// hook call's duration lands in `settle_hook_duration_seconds`.
+    func testHookTimeout_isCountedAsATimeout_andHookDurationsAreAHistogram() throws {
+        let metricsPath = world.folder + "/settle.prom"
+        let slow = try world.hook("slow.sh", exit: 0, extra: "sleep 5")
+        try world.writeConfig(hook: slow, hookTimeout: 1, overrides: [("metrics_file", .string(metricsPath))])
+        try enqueueValid("o-1", transaction: "2000000000000001")
+        try settle(["reconcile"])
+        let text = try String(contentsOfFile: metricsPath, encoding: .utf8)
+        let app = "bundle_id=\"com.example.game\""
+        XCTAssertTrue(text.contains("settle_deliveries_total{\(app),result=\"timeout\"} 1"), text)
+        XCTAssertTrue(text.contains("settle_deliveries_total{\(app),result=\"retry\"} 0"), "a timeout is not counted twice: \(text)")
+        XCTAssertTrue(text.contains("# TYPE settle_hook_duration_seconds histogram"), text)
+        XCTAssertTrue(text.contains("settle_hook_duration_seconds_count{\(app)} 1"), text)
+        XCTAssertTrue(text.contains("settle_hook_duration_seconds_bucket{\(app),le=\"0.5\"} 0"), "it ran about a second: \(text)")
+        XCTAssertTrue(text.contains("settle_hook_duration_seconds_bucket{\(app),le=\"+Inf\"} 1"), text)
+    }
+
     func testLogLevel_warningHidesInfoEvents_andRejectionsAreLoggedAtWarningUnderTheirOwnName() throws {
         try world.writeConfig(overrides: [("log_level", .string("warning"))])
         try enqueueValid("o-1", transaction: "2000000000000001")

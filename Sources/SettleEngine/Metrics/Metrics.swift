@@ -14,7 +14,10 @@ package final class Metrics: Sendable {
     package static let buckets: [Double] = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
     private struct State {
-        var deliveries: [String: Int] = ["delivered": 0, "retry": 0, "refused": 0]
+        var deliveries: [String: Int] = ["delivered": 0, "retry": 0, "refused": 0, "timeout": 0]
+        var hookDurations = [Int](repeating: 0, count: Metrics.hookDurationBounds.count)
+        var hookDurationCount = 0
+        var hookDurationSum = 0.0
         var openBreakers: Set<Store> = []
         var lastPassAt: Int64?
         var notifications: [String: Int] = [:]     // "type|outcome" -> count
@@ -30,9 +33,12 @@ package final class Metrics: Sendable {
 
     package init() {}
 
-    package func observeDelivery(_ outcome: DeliveryOutcome) {
+    /// One hook call: its result (`timeout` when it ran past its timeout, whatever came of it)
+    /// and how long it took (`settle_hook_duration_seconds`).
+    package func observeDelivery(_ outcome: DeliveryOutcome, timedOut: Bool = false, durationMs: Int? = nil) {
         let label: String
         switch outcome {
+        case _ where timedOut: label = "timeout"
         case .delivered: label = "delivered"
         case .retry: label = "retry"
         case .refused: label = "refused"
@@ -40,8 +46,19 @@ package final class Metrics: Sendable {
         case .alreadyGranted: label = "already_granted"
         case .cannotStart: label = "cannot_start"
         }
-        state.withLock { $0.deliveries[label, default: 0] += 1 }
+        state.withLock { s in
+            s.deliveries[label, default: 0] += 1
+            if let durationMs {
+                let seconds = Double(max(0, durationMs)) / 1000
+                for (index, bound) in Self.hookDurationBounds.enumerated() where seconds <= bound { s.hookDurations[index] += 1 }
+                s.hookDurationCount += 1
+                s.hookDurationSum += seconds
+            }
+        }
     }
+
+    /// The upper bounds (seconds) of `settle_hook_duration_seconds`' buckets.
+    package static let hookDurationBounds: [Double] = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 
     /// One notification received: its type (Apple's, or `unverified`) and what came of it.
     /// `at` is when a new one was stored, for the newest notification's age.
@@ -118,6 +135,13 @@ package final class Metrics: Sendable {
         for key in s.deliveries.keys.sorted() {
             out += "settle_deliveries_total{\(app),result=\"\(key)\"} \(s.deliveries[key] ?? 0)\n"
         }
+        out += family("settle_hook_duration_seconds", "histogram", "How long delivery hook calls took.")
+        for (index, bound) in Self.hookDurationBounds.enumerated() {
+            out += "settle_hook_duration_seconds_bucket{\(app),le=\"\(bound)\"} \(s.hookDurations[index])\n"
+        }
+        out += "settle_hook_duration_seconds_bucket{\(app),le=\"+Inf\"} \(s.hookDurationCount)\n"
+        out += "settle_hook_duration_seconds_sum{\(app)} \(s.hookDurationSum)\n"
+        out += "settle_hook_duration_seconds_count{\(app)} \(s.hookDurationCount)\n"
         out += family("settle_breaker_open", "gauge",
                       "1 while the store's breaker is open (its orders are not claimed; the other store's go on).")
         for store in Store.allCases {

@@ -6,7 +6,7 @@ import SettleDelivery
 extension Reconciler {
     /// What the hook said about one order, recorded: finished, already granted, or a failure.
     func record(_ report: DeliveryReport, of order: Order, purchase: VerifiedPurchase, pass: Pass) throws {
-        metrics?.observeDelivery(report.outcome)
+        metrics?.observeDelivery(report.outcome, timedOut: report.timedOut, durationMs: report.durationMs)
         defer { pass.progress() }
         let now = ledger.time.unixSeconds
         var entry = HistoryEntry(at: now, kind: .delivery, outcome: "", hookExit: report.exitCode,
