@@ -2,7 +2,6 @@ import SettleBase
 import SettleModel
 import SettleConfig
 import SettleLedger
-import SettleAppStoreModule
 import SettleEngine
 
 /// Everything `settle status` reads for the ledger (or the orders a filter names), read once:

@@ -7,8 +7,10 @@ import XCTest
 /// more often than its budget allows. What is left is the registration list alone
 /// (`Sources/SettleApp/StoreModules.swift`, which imports each store and names it once).
 final class CoreNamesNoStoreTests: XCTestCase {
-    /// The pattern of issue 33's measure, and Huawei's names since issue 34 added the third store.
-    static let storeName = try! NSRegularExpression(pattern: "googlePlay|appStore|Google|Apple|Play[A-Z]|google_play|app_store|Huawei|huawei|OneStore|one_store")
+    /// The pattern of issue 33's measure, with the App Store's module names (`AppStore…`) and the
+    /// stores added since (Huawei, ONE store).
+    static let storeName = try! NSRegularExpression(
+        pattern: "googlePlay|appStore|AppStore|Google|Apple|Play[A-Z]|google_play|app_store|Huawei|huawei|OneStore|one_store")
 
     /// Code lines naming a store that each target outside Sources/Stores may still hold.
     static let budgets: [String: Int] = [
@@ -20,7 +22,7 @@ final class CoreNamesNoStoreTests: XCTestCase {
         "SettleConfig": 0,
         "SettleLedger": 0,
         "SettleSimulator": 0,
-        "SettleApp": 12,
+        "SettleApp": 16,
     ]
 
     /// The ledger's numbered migrations, which every user's ledger has run: frozen text, never
@@ -67,11 +69,11 @@ final class CoreNamesNoStoreTests: XCTestCase {
     }
 
     /// Issue 33's measure: only the registration list names a store, on four lines a store at
-    /// most (its module's, simulator's and demo's imports, and its line in the list): 12 for
-    /// Google Play, Huawei and ONE store (the App Store's names do not match the pattern).
+    /// most (its module's, simulator's and demo's imports, and its line in the list): 16 for the
+    /// four stores.
     func testOnlyTheRegistrationList_namesAStore_onAtMostFourLinesAStore() throws {
         let lines = try Self.offenders().values.joined()
-        XCTAssertLessThanOrEqual(lines.count, 12, lines.joined(separator: "\n"))
+        XCTAssertLessThanOrEqual(lines.count, 16, lines.joined(separator: "\n"))
         let elsewhere = lines.filter { !$0.hasPrefix("Sources/SettleApp/StoreModules.swift:") }
         XCTAssertEqual(elsewhere, [], "only the registration list names a store")
     }
