@@ -8,6 +8,8 @@ package struct Verdict: Sendable, Equatable {
     package var delivered: String
     package var why: String?
     package var next: String?
+    /// Transfers and redeliveries support asked for (`VerdictContext`), one clause each.
+    package var support: String?
 
     package init(_ order: Order, now: Int64) {
         let id = Verdict.shellWord(order.orderId)
@@ -57,7 +59,8 @@ package struct Verdict: Sendable, Equatable {
     }
 
     package var lines: [(String, String)] {
-        [("charged", charged), ("delivered", delivered)] + [("why", why), ("next", next)].compactMap { k, v in v.map { (k, $0) } }
+        [("charged", charged), ("delivered", delivered)]
+            + [("why", why), ("next", next), ("support", support)].compactMap { k, v in v.map { (k, $0) } }
     }
 
     package static func why(_ order: Order) -> String? {
@@ -66,6 +69,11 @@ package struct Verdict: Sendable, Equatable {
             return order.reason == Resolution.grantedByHand.rawValue ? "a person granted it by hand: \(order.lastError ?? "")" : nil
         case .pending:
             guard let error = order.lastError else { return order.attempts == 0 ? "waiting for its first pass" : nil }
+            if error.hasPrefix(HookFault.cannotStart) {
+                // Only an operator can fix this: "settle retries by itself" would be false comfort.
+                return "a configuration fault: the delivery hook cannot start (\(error.dropFirst(HookFault.cannotStart.count))); "
+                    + "run settle check-config"
+            }
             return "the last attempt failed (\(error)); settle retries by itself"
         case .verifying: return "settle is asking \(order.store.owner) right now"
         case .delivering where order.deliveredAt != nil:

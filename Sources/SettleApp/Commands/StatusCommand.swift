@@ -77,7 +77,8 @@ enum StatusCommand {
                 guard let report = try OrderReport.read(ledger, orderId: orderId) else {
                     throw CommandFailure(.dataError, "no order \(orderId) in the ledger")
                 }
-                context.print(parsed.has("--json") ? report.json.serialized(pretty: true) : report.text(now: context.time.unixSeconds))
+                let now = context.time.unixSeconds
+                context.print(parsed.has("--json") ? report.json(now: now).serialized(pretty: true) : report.text(now: now))
                 return
             }
             let report = try StatusReport.read(ledger, filter: filter, configuration: configuration, time: context.time)

@@ -106,20 +106,41 @@ package struct OrderReport: Sendable {
     package var storeSections: [StoreOrderSection]
     /// Transfers and redeliveries support asked for, with their steps.
     package var supportActions: [SupportAction]
+    /// The order's store's breaker, which the verdict names while it is open.
+    package var breaker: StoreBreaker?
 
     /// Nil when the ledger has no such order.
     package static func read(_ ledger: any SettleLedger, orderId: String) throws(LedgerError) -> OrderReport? {
         guard let record = try ledger.orderRecord(orderId) else { return nil }
         return OrderReport(order: record.order, history: record.history, notifications: try ledger.notifications(orderId: orderId),
                            revoke: try ledger.revocation(orderId: orderId), storeSections: try StoreModules.all.orderSections(ledger, orderId: orderId),
-                           supportActions: try ledger.supportActions(orderId: orderId))
+                           supportActions: try ledger.supportActions(orderId: orderId),
+                           breaker: try ledger.breakers()[record.order.store])
+    }
+
+    /// The one verdict every view of the order shows (text, JSON, the order page).
+    package func verdict(now: Int64) -> Verdict {
+        Verdict(order, now: now, context: context)
+    }
+
+    var context: VerdictContext {
+        let outage = breaker.flatMap { b -> VerdictContext.Outage? in
+            guard b.state == .open else { return nil }
+            return VerdictContext.Outage(openedAt: b.retryAt.map { $0.saturatingSubtracting(b.cooldownSeconds) }, probeAt: b.retryAt,
+                                         error: b.lastError.map { String($0.trimmingPrefix(StoreBreaker.configurationFaultPrefix)) },
+                                         configurationFault: b.isOpenForConfigurationFault)
+        }
+        let lastDelivery = history.last { $0.kind == .delivery }
+        let said = lastDelivery.flatMap { $0.outcome == "delivered" ? nil : StatusView.historyRows([$0]).first?.hookSaid.last }
+        return VerdictContext(outage: outage, hookSaid: said, supportActions: supportActions)
     }
 
     /// `settle status ORDER_ID --json`.
-    package var json: JSONValue {
+    package func json(now: Int64) -> JSONValue {
         var json = StatusView.json(order, history: history, notifications: notifications, revoke: revoke,
                                    storeSections: storeSections)
         if case var .object(members) = json {
+            members.insert(("verdict", StatusView.json(verdict(now: now))), at: 0)
             members.append(("support_actions", .array(supportActions.map(StatusView.json))))
             json = .object(members)
         }
@@ -129,7 +150,7 @@ package struct OrderReport: Sendable {
     /// `settle status ORDER_ID`.
     package func text(now: Int64) -> String {
         StatusView.text(order, history: history, notifications: notifications, now: now, revoke: revoke,
-                        storeSections: storeSections)
+                        storeSections: storeSections, verdict: verdict(now: now))
             + StatusView.text(supportActions, now: now)
     }
 }

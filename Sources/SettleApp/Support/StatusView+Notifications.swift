@@ -71,8 +71,9 @@ extension StatusView {
     }
 
     package static func text(_ order: Order, history: [HistoryEntry], notifications: [NotificationRecord], now: Int64,
-                            revoke: (state: String, job: RevocationJob)? = nil, storeSections: [StoreOrderSection] = []) -> String {
-        var out = text(order, history: history, now: now)
+                            revoke: (state: String, job: RevocationJob)? = nil, storeSections: [StoreOrderSection] = [],
+                            verdict: Verdict? = nil) -> String {
+        var out = text(order, history: history, now: now, verdict: verdict)
         for section in storeSections { out += "\n" + section.text + "\n" }
         if let revoke {
             out += "\nrevoke: \(revoke.state), key \(RevokeHook.idempotencyKey(transactionId: revoke.job.transactionId, round: revoke.job.round))"

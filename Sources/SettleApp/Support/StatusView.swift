@@ -64,6 +64,11 @@ package enum StatusView {
     /// was bought (before Google confirmed it, after it was enqueued); nil once settled.
     package static func playRefundAt(_ order: Order) -> Int64? { order.refundDeadline }
 
+    /// The verdict as `settle status ORDER --json` and `/api/orders/ID` give it, in the text's words.
+    package static func json(_ verdict: Verdict) -> JSONValue {
+        .object(verdict.lines.map { ($0.0, .string($0.1)) })
+    }
+
     package static func json(_ order: Order) -> JSONValue {
         .object([
             ("order_id", .string(order.orderId)),
@@ -183,8 +188,8 @@ package enum StatusView {
     }
 
     /// An order's facts as label and value, verdict first: the text view and the order's page.
-    package static func fields(_ order: Order, now: Int64) -> [(String, String)] {
-        let verdict = Verdict(order, now: now)
+    package static func fields(_ order: Order, now: Int64, verdict: Verdict? = nil) -> [(String, String)] {
+        let verdict = verdict ?? Verdict(order, now: now)
         var fields: [(String, String)] = verdict.lines + [("", "")]
         fields += [
             ("order", order.orderId), ("state", order.state.rawValue), ("user", order.userId), ("product", order.productId),
@@ -247,8 +252,8 @@ package enum StatusView {
         }
     }
 
-    package static func text(_ order: Order, history: [HistoryEntry], now: Int64) -> String {
-        let fields = fields(order, now: now)
+    package static func text(_ order: Order, history: [HistoryEntry], now: Int64, verdict: Verdict? = nil) -> String {
+        let fields = fields(order, now: now, verdict: verdict)
         let width = fields.map(\.0.count).max() ?? 0
         var out = fields.map { $0.0.isEmpty ? "" : ($0.0 + ":").padding(toLength: width + 2, withPad: " ", startingAt: 0) + PrintableText.escape($0.1) }
             .joined(separator: "\n")

@@ -13,7 +13,7 @@ enum OrderPage {
             return WebPage.problem(404, "Not found", detail: "no order \(orderId) in the ledger", request: request, console: console)
         }
         let now = console.time.unixSeconds
-        let fields = StatusView.fields(report.order, now: now)
+        let fields = StatusView.fields(report.order, now: now, verdict: report.verdict(now: now))
         let split = fields.firstIndex { $0.0.isEmpty } ?? 0
         var body: Markup = .empty
         if let refusal { body = body + "<p class=\"refusal\" id=\"outcome\">refused: \(refusal)</p>" }

@@ -55,7 +55,7 @@ enum WebRoutes {
             guard let report = try OrderReport.read(console.ledger, orderId: s[1]) else {
                 return WebResponse.json(404, .object([("error", .string("no order \(s[1]) in the ledger"))]))
             }
-            return WebResponse.json(200, report.json)
+            return WebResponse.json(200, report.json(now: console.time.unixSeconds))
         case ("notifications", 2):
             guard let record = try console.ledger.notification(uuid: s[1]) else {
                 return WebResponse.json(404, .object([("error", .string("no notification \(s[1]) in the ledger"))]))

@@ -115,7 +115,7 @@ final class WebConsoleTests: WebConsoleTestCase {
                        try StatusReport.read(engine.ledger, filter: OrderFilter(userId: "u-1", limit: 1), configuration: configuration,
                                              time: world.time).json.serialized(pretty: true) + "\n")
         XCTAssertEqual(text(try get(base, "/api/orders/o-finished")),
-                       try XCTUnwrap(OrderReport.read(engine.ledger, orderId: "o-finished")).json.serialized(pretty: true) + "\n")
+                       try XCTUnwrap(OrderReport.read(engine.ledger, orderId: "o-finished")).json(now: world.time.unixSeconds).serialized(pretty: true) + "\n")
         XCTAssertEqual(text(try get(base, "/api/notifications/\(WebSeed.notification)")),
                        StatusView.json(try XCTUnwrap(engine.ledger.notification(uuid: WebSeed.notification))).serialized(pretty: true) + "\n")
     }
