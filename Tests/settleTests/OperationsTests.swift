@@ -31,6 +31,16 @@ final class OperationsTests: EndToEndTestCase {
         XCTAssertTrue(text.contains("settle_hook_duration_seconds_count{\(app)} 1"), text)
         XCTAssertTrue(text.contains("settle_hook_duration_seconds_bucket{\(app),le=\"0.5\"} 0"), "it ran about a second: \(text)")
         XCTAssertTrue(text.contains("settle_hook_duration_seconds_bucket{\(app),le=\"+Inf\"} 1"), text)
+        // The history names it, and settle status's hook line counts it (issue 36's health at a glance).
+        XCTAssertEqual(try history("o-1").last { $0["kind"]?.looseString == "delivery" }?["outcome"]?.looseString, "timed_out")
+        let status = try settle(expecting: 0, ["status"]).stdout
+        let hookLine = status.split(separator: "\n").first { $0.hasPrefix("hook: ") }.map(String.init) ?? ""
+        XCTAssertTrue(hookLine.hasPrefix("hook: 1 call in the last 15 min, 1 failed (1 timed out); last failure "), status)
+        XCTAssertTrue(hookLine.contains(" on o-1: hook ran past its 1 s timeout"), hookLine)
+        XCTAssertTrue(hookLine.hasSuffix("; none running now"), hookLine)
+        let json = try statusJSON([])
+        XCTAssertEqual(json["hook"]?["timeouts"], .number(1))
+        XCTAssertEqual(json["hook"]?["last_failure"]?["outcome"]?.looseString, "timed_out")
     }
 
     func testLogLevel_warningHidesInfoEvents_andRejectionsAreLoggedAtWarningUnderTheirOwnName() throws {

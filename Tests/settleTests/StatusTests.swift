@@ -25,7 +25,8 @@ final class StatusTests: EndToEndTestCase {
         try makeLedgerWithEveryFinalState()
         let status = try statusJSON()
         XCTAssertEqual(status.objectMembers?.map(\.0), ["counts", "oldest_undelivered_seconds", "apple", "health", "daemon", "matching", "orders",
-                                                         "stores", "google_play", "one_store", "support_actions_waiting", "apple_finishes_refused", "pacer"])
+                                                         "stores", "google_play", "one_store", "support_actions_waiting", "apple_finishes_refused", "pacer",
+                                                         "hook"])
         XCTAssertEqual(status["apple_finishes_refused"], .number(0))
         XCTAssertEqual(status["stores"]?["app_store"]?["finished"], status["counts"]?["finished"])
         XCTAssertEqual(status["stores"]?["google_play"]?["finished"], .number(0))

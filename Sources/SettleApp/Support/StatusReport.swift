@@ -19,6 +19,13 @@ package struct StatusReport: Sendable {
     /// Each store's answer when the filter's transaction is an order id of that store and the
     /// configuration sets the store up for its lookup, in the modules' order.
     package var storeOrders: [StoreOrderAnswer]
+    /// The delivery hook's last 15 minutes and its calls running now.
+    package var hook: HookActivity
+    /// The configured hook timeout, against which a running call's age is shown.
+    package var hookTimeoutSeconds: Double
+
+    /// The window of the hook's activity that status and the console show.
+    package static let hookWindowSeconds: Int64 = 15 * 60
 
     /// Reads the report. A store's order id in `filter.transactionId` is looked up with the store
     /// first when it is configured for that (the purchases behind it are then listed), else
@@ -68,7 +75,9 @@ package struct StatusReport: Sendable {
                             workers: ledger.isShared ? try ledger.liveDaemons() : nil,
                             storeNotes: try StoreModules.all.statusNotes(ledger),
                             pacer: pacer,
-                            storeOrders: storeOrders)
+                            storeOrders: storeOrders,
+                            hook: try ledger.hookActivity(since: time.unixSeconds - hookWindowSeconds),
+                            hookTimeoutSeconds: configuration.delivery.timeoutSeconds)
     }
 
     /// `settle status --json` (SPEC section 6).
@@ -80,6 +89,7 @@ package struct StatusReport: Sendable {
         let held = summary.matching
         members.insert(contentsOf: storeOrders.map { ($0.jsonKey, $0.json(held)) }, at: 0)
         if let workers { members.append(("workers", StatusView.json(workers: workers))) }
+        members.append(("hook", StatusView.json(hook, timeoutSeconds: hookTimeoutSeconds)))
         json = .object(members)
         return json
     }
@@ -89,6 +99,7 @@ package struct StatusReport: Sendable {
         var out = ""
         for answer in storeOrders { out += answer.text(summary.matching).withLineEnd }
         out += StatusView.text(summary, breakers: breakers, daemon: daemon, pacer: pacer, now: now).withLineEnd
+        out += "hook: " + StatusView.hookText(hook, timeoutSeconds: hookTimeoutSeconds, now: now) + "\n"
         for note in storeNotes { if let line = note.text { out += line + "\n" } }
         if let workers { out += StatusView.text(workers: workers, now: now).withLineEnd }
         return out

@@ -20,7 +20,7 @@ enum OverviewPage {
         if !summary.refundDeadlines.isEmpty { first.append(refundClocks(summary, now: now)) }
         let body: Markup = """
             <div class="grid">\(first)</div>
-            <div class="grid">\(health(report, now: now))\(daemon(report, newest: newest, now: now))</div>
+            <div class="grid">\(health(report, now: now))\(hook(report, now: now))\(daemon(report, newest: newest, now: now))</div>
             \(WebPage.section("Settled per hour, last 7 days", id: "chart", ActivityChart.svg(hours, now: now)))
             \(WebPage.section("Recently changed orders", id: "recent", WebPage.orderTable(summary.orders, now: now, id: "recent-orders")))
             """
@@ -89,6 +89,30 @@ enum OverviewPage {
             content = content + "<p class=\"bad\">\(alert)</p>"
         }
         return WebPage.section("Store health", id: "stores", content)
+    }
+
+    /// The delivery hook's last 15 minutes: calls, failures, timeouts, the last failure (its
+    /// order linked), and the calls running now with their age against the timeout.
+    static func hook(_ report: StatusReport, now: Int64) -> Markup {
+        let hook = report.hook
+        let minutes = StatusReport.hookWindowSeconds / 60
+        var content = WebPage.table(["last \(minutes) min", "calls", "failed", "timed out"],
+                                    [["", "\(hook.calls)", "\(hook.failures)", "\(hook.timeouts)"]], id: "hook-counts",
+                                    numeric: [1, 2, 3])
+        if let last = hook.lastFailure {
+            content = content + "<p id=\"hook-last-failure\" class=\"bad\">last failure \(Timestamp.age(now.saturatingSubtracting(last.at))) ago "
+                + "on \(WebPage.orderLink(last.orderId)) (\(last.outcome)): \(last.message)</p>"
+        }
+        if hook.running.isEmpty {
+            content = content + "<p class=\"muted\" id=\"hook-running\">no hook running now</p>"
+        } else {
+            let rows = hook.running.map { r -> [Markup] in
+                [WebPage.orderLink(r.orderId), "\(Timestamp.age(now.saturatingSubtracting(r.since)))",
+                 "\(Int(report.hookTimeoutSeconds)) s"]
+            }
+            content = content + WebPage.table(["running now", "for", "timeout"], rows, id: "hook-running")
+        }
+        return WebPage.section("Delivery hook", id: "hook", content)
     }
 
     static func daemon(_ report: StatusReport, newest: Int64?, now: Int64) -> Markup {

@@ -14,11 +14,27 @@ enum WebPage {
             <form method="get" action="/search" role="search"><input type="search" name="q" placeholder="order, user, transaction, \(StoreNames.owners()) order id" aria-label="search">
             <button type="submit">Search</button></form>
             <span class="who" id="who">\(request.operatorName) · \(mode)</span></header>
+            \(banner(console))
             <main><h1>\(title)</h1>
             \(body)
             </main></body></html>
             """
         return WebResponse.html(status, page)
+    }
+
+    /// What `settle status --check` finds wrong, on every page while it is wrong: a store's
+    /// breaker open, the hook unable to start, no daemon or an old last pass, a store's alert.
+    static func banner(_ console: WebConsole) -> Markup {
+        let problems: [String]
+        do {
+            problems = try StatusCheck.read(console.ledger, configuration: console.configuration, now: console.time.unixSeconds).problems
+        } catch {
+            problems = ["the ledger could not be read: \(error)"]
+        }
+        guard !problems.isEmpty else { return .empty }
+        let items = problems.map { problem -> Markup in "<li>\(problem)</li>" }
+        return "<div class=\"banner\" id=\"health-banner\" role=\"alert\"><strong>settle needs a person</strong> "
+            + "(settle status --check):<ul>\(items)</ul></div>"
     }
 
     static func problem(_ status: Int, _ title: String, detail: String, request: WebRequest, console: WebConsole) -> HTTPServerResponse {

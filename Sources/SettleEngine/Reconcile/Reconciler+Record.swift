@@ -114,7 +114,7 @@ extension Reconciler {
         let permanent = report.outcome == .refused(message)
         let unconfirmed = report.outcome == .unconfirmed(message)
         let exhausted: AttentionReason = unconfirmed ? .hookUnconfirmed : .attemptsExhausted
-        entry.outcome = permanent ? "refused" : unconfirmed ? "unconfirmed" : "failed"
+        entry.outcome = permanent ? "refused" : unconfirmed ? "unconfirmed" : report.timedOut ? "timed_out" : "failed"
         entry.detail = message + (report.output.isEmpty ? "" : "\n" + report.output)
         let next = Reconciler.nextAttempt(order, now: now, after: policy.delay(afterAttempt: order.attempts + 1))
         let state = try ledger.recordFailure(orderId: order.orderId, owner: owner, fence: order.fencingToken,
