@@ -6,10 +6,13 @@ enum RetryCommand {
     static let spec = ArgumentSpec(command: "retry", options: [
         .init(name: "--note", takesValue: true), .init(name: "--receipt-file", takesValue: true),
         .init(name: "--signed-transaction-file", takesValue: true),
-    ], positionals: 1...1000)
+        .init(name: "--reason", takesValue: true), .init(name: "--state", takesValue: true), .init(name: "--since", takesValue: true),
+        .init(name: "--dry-run", takesValue: false), .init(name: "--yes", takesValue: false),
+    ], positionals: 0...1000)
 
     static let help = """
     Usage: settle retry ORDER_ID... [--note TEXT] [--receipt-file FILE|- | --signed-transaction-file FILE|-]
+           settle retry --reason R [--state needs_attention|rejected] [--since T] [--dry-run] [--yes] --note TEXT
 
     Puts needs_attention or rejected orders back to pending, due now, with the attempt counter
     reset. The note goes into each order's history. All or nothing: if any named order is
@@ -21,11 +24,24 @@ enum RetryCommand {
 
     The previous proof is kept (the history names it). A warning on stderr says when the order
     will most likely fail the same way (refunded, another app's receipt, the same proof again).
+
+    After an incident, --reason retries every order set aside with that reason (in needs_attention,
+    or --state rejected), changed since --since (RFC 3339, or an age: 30m, 6h, 2d): it prints how
+    many and what a retry will most likely do, then asks on a terminal (elsewhere --yes is
+    required). --dry-run prints and changes nothing. Each order's history names the operator; an
+    order that changed meanwhile is skipped and named.
     """
 
     static func run(_ context: CommandContext) throws {
         let parsed = try ParsedArguments(context.arguments, spec: spec)
         if parsed.wantsHelp { return context.print(help) }
+        if parsed.value("--reason") != nil { return try BulkRetryCommand.run(context, parsed) }
+        for flag in ["--state", "--since", "--dry-run", "--yes"] where parsed.has(flag) || parsed.value(flag) != nil {
+            throw UsageError(command: "retry", message: "\(flag) belongs to a retry by --reason")
+        }
+        guard !parsed.positionals.isEmpty else {
+            throw UsageError(command: "retry", message: "name the orders to retry, or --reason R for every order set aside as R")
+        }
         let receipt = parsed.value("--receipt-file"), signed = parsed.value("--signed-transaction-file")
         if receipt != nil && signed != nil {
             throw UsageError(command: "retry", message: "give one new proof: --receipt-file or --signed-transaction-file")

@@ -1,0 +1,66 @@
+import SettleBase
+import SettleModel
+
+/// A page of the orders in one state (and reason), newest change first: the console's lists and
+/// `settle retry --reason`. Paged by the last row's (updated_at, order_id), so a page is one
+/// range of the `orders_state (state, updated_at)` index however deep it is, and rows changing
+/// between pages move to the front instead of being shown twice.
+package struct OrderList: Sendable, Equatable {
+    package struct Query: Sendable, Equatable {
+        package var state: OrderState
+        package var reason: String?
+        /// Only orders changed at or after this time (`--since`).
+        package var since: Int64?
+        /// The page after this row.
+        package var after: Cursor?
+        package var limit: Int
+
+        package init(state: OrderState, reason: String? = nil, since: Int64? = nil, after: Cursor? = nil, limit: Int = 50) {
+            (self.state, self.reason, self.since, self.after, self.limit) = (state, reason, since, after, limit)
+        }
+    }
+
+    /// Where a page ended: "UPDATED_AT.ORDER_ID" in a URL.
+    package struct Cursor: Sendable, Equatable {
+        package var updatedAt: Int64
+        package var orderId: String
+
+        package init(updatedAt: Int64, orderId: String) { (self.updatedAt, self.orderId) = (updatedAt, orderId) }
+
+        package init?(_ text: String) {
+            guard let dot = text.firstIndex(of: "."), let at = Int64(text[..<dot]) else { return nil }
+            (updatedAt, orderId) = (at, String(text[text.index(after: dot)...]))
+        }
+
+        package var text: String { "\(updatedAt).\(orderId)" }
+    }
+
+    package var orders: [Order]
+    /// Every order the query matches (all pages), counted on the same index range.
+    package var total: Int
+    /// The cursor of the next page; nil on the last.
+    package var next: Cursor?
+}
+
+extension TransactionalLedger {
+    package func orderList(_ query: OrderList.Query) throws(LedgerError) -> OrderList {
+        var condition = "state = ?"
+        var values: [LedgerValue] = [.text(query.state.rawValue)]
+        if let reason = query.reason { condition += " AND reason = ?"; values.append(.text(reason)) }
+        if let since = query.since { condition += " AND updated_at >= ?"; values.append(.integer(since)) }
+        var page = condition, pageValues = values
+        if let after = query.after {
+            page += " AND (updated_at < ? OR (updated_at = ? AND order_id > ?))"
+            pageValues += [.integer(after.updatedAt), .integer(after.updatedAt), .text(after.orderId)]
+        }
+        let limit = max(0, query.limit)
+        return try reading { db in
+            let total = Int(try db.query("SELECT count(*) AS n FROM orders WHERE \(condition)", values).first?.int("n") ?? 0)
+            let rows = try db.query("SELECT * FROM orders WHERE \(page) ORDER BY updated_at DESC, order_id LIMIT ?",
+                                    pageValues + [.integer(Int64(limit + 1))])
+            let orders = rows.prefix(limit).map { Order(row: $0) }
+            let next = rows.count > limit ? orders.last.map { OrderList.Cursor(updatedAt: $0.updatedAt, orderId: $0.orderId) } : nil
+            return OrderList(orders: Array(orders), total: total, next: next)
+        }
+    }
+}
