@@ -64,3 +64,50 @@ extension TransactionalLedger {
         }
     }
 }
+
+/// What a retry of listed orders did: the orders put back to pending, and each skipped with why.
+package struct ListedRetry: Sendable, Equatable {
+    package var retried: [String] = []
+    package var skipped: [(orderId: String, why: String)] = []
+
+    package static func == (a: ListedRetry, b: ListedRetry) -> Bool {
+        a.retried == b.retried && a.skipped.map(\.orderId) == b.skipped.map(\.orderId) && a.skipped.map(\.why) == b.skipped.map(\.why)
+    }
+}
+
+extension TransactionalLedger {
+    /// Retries the orders a list showed, in one transaction, each only while it is still as it
+    /// was listed (in `state`, and set aside as `reason` when one is named): an order a person
+    /// resolved meanwhile (`wont_grant` is `rejected` too) or that a notification finished is
+    /// skipped and named, never retried against their decision. An order without a buyer is
+    /// skipped too (a retry would deliver it to nobody).
+    package func retryListed(orderIds: [String], state: OrderState, reason: String?, note: String,
+                             by person: Operator) throws(LedgerError) -> ListedRetry {
+        let now = time.unixSeconds
+        return try writing { db in
+            var outcome = ListedRetry()
+            for id in orderIds {
+                guard let row = try db.query("SELECT * FROM orders WHERE order_id = ?\(db.dialect.lockRows)", [.text(id)]).first else {
+                    outcome.skipped.append((id, "no order \(id) in the ledger"))
+                    continue
+                }
+                let order = Order(row: row)
+                guard order.state == state, reason == nil || order.reason == reason else {
+                    let now = order.state.rawValue + (order.reason.map { " (\($0))" } ?? "")
+                    outcome.skipped.append((id, "now \(now), not \(state.rawValue)" + (reason.map { " (\($0))" } ?? "")
+                                            + " as it was listed"))
+                    continue
+                }
+                do throws(LedgerError) {
+                    try Resolution.checkRetryable(order)
+                } catch {
+                    if case let .invalid(why) = error { outcome.skipped.append((id, why)) }
+                    continue
+                }
+                try db.putBackToPending(id, detail: person.attributed(note), now: now)
+                outcome.retried.append(id)
+            }
+            return outcome
+        }
+    }
+}

@@ -105,11 +105,7 @@ extension TransactionalLedger {
                 case nil:
                     break
                 }
-                try db.query("""
-                    UPDATE orders SET state = 'pending', attempts = 0, next_attempt_at = ?, reason = NULL,
-                           last_error = NULL, finished_at = NULL, updated_at = ? WHERE order_id = ?
-                    """, [.integer(now), .integer(now), .text(id)])
-                try db.appendHistory(id, HistoryEntry(at: now, kind: .retry, outcome: "retried", detail: detail))
+                try db.putBackToPending(id, detail: detail, now: now)
                 retried.append(RetriedOrder(orderId: id, previousState: order.state, previousReason: order.reason,
                                             proofUnchanged: unchanged, transactionId: order.transactionId))
             }
@@ -374,6 +370,15 @@ extension TransactionalLedger {
 extension LedgerTransaction {
     /// The order, if a person may retry or resolve it (locked for the transaction where rows
     /// are locked); otherwise the whole request is refused.
+    /// An order handed back to the machine: pending, due now, attempts reset, its history naming why.
+    package func putBackToPending(_ id: String, detail: String, now: Int64) throws {
+        try query("""
+            UPDATE orders SET state = 'pending', attempts = 0, next_attempt_at = ?, reason = NULL,
+                   last_error = NULL, finished_at = NULL, updated_at = ? WHERE order_id = ?
+            """, [.integer(now), .integer(now), .text(id)])
+        try appendHistory(id, HistoryEntry(at: now, kind: .retry, outcome: "retried", detail: detail))
+    }
+
     package func closable(_ id: String, doing verb: String) throws -> Order {
         guard let row = try query("SELECT * FROM orders WHERE order_id = ?\(dialect.lockRows)", [.text(id)]).first else {
             throw LedgerError.invalid("no order \(id) in the ledger")

@@ -59,7 +59,8 @@ enum BulkRetryCommand {
                     return context.print("nothing changed")
                 }
             }
-            let outcome = try BulkRetry.run(ledger, orderIds: found.ids, note: note, by: Operator.commandLine(environment: context.environment))
+            let outcome = try BulkRetry.run(ledger, orderIds: found.ids, state: state, reason: reason, note: note,
+                                            by: Operator.commandLine(environment: context.environment))
             for skip in outcome.skipped { context.printError("settle retry: skipped \(skip.orderId): \(skip.why)") }
             context.print("retried \(Plural.orders(outcome.retried.count)): pending, due now"
                           + (outcome.skipped.isEmpty ? "" : "; \(outcome.skipped.count) skipped (changed since they were listed)"))

@@ -3,62 +3,36 @@ import SettleModel
 import SettleLedger
 
 /// Many orders handed back to the machine at once, after an incident (`settle retry --reason`,
-/// the console's lists): the same `retry` the one-order action makes, in chunks, each order
-/// recorded with its operator. An order that changed since it was listed (a person resolved it,
-/// a notification finished it) or that cannot be retried (no buyer) is skipped with its
-/// reason; the others go on.
+/// the console's lists): in chunks, each order recorded with its operator, and only while it is
+/// as it was listed: an order that changed since (a person resolved it, a notification finished
+/// it) or that cannot be retried (no buyer) is skipped with its reason; the others go on.
 package enum BulkRetry {
     package struct Outcome: Sendable, Equatable {
         package var retried: [String] = []
         package var skipped: [Skip] = []
     }
 
-    package struct Skip: Error, Sendable, Equatable {
+    package struct Skip: Sendable, Equatable {
         package var orderId: String
         package var why: String
     }
 
     static let chunk = 200
 
-    package static func run(_ ledger: any SettleLedger, orderIds: [String], note: String, by person: Operator) throws -> Outcome {
+    /// Retries `orderIds`, in chunks, each only while it is as it was listed (in `state`, set
+    /// aside as `reason` when one is named).
+    package static func run(_ ledger: any SettleLedger, orderIds: [String], state: OrderState, reason: String?, note: String,
+                            by person: Operator) throws -> Outcome {
         var outcome = Outcome()
         var start = 0
         while start < orderIds.count {
             let ids = Array(orderIds[start..<min(orderIds.count, start + chunk)])
             start += chunk
-            if let retried = try retryAll(ledger, ids, note: note, by: person) {
-                outcome.retried += retried
-                continue
-            }
-            // All or nothing refused the chunk: one by one, so the others go on.
-            for id in ids {
-                switch try retryOne(ledger, id, note: note, by: person) {
-                case let .success(retried): outcome.retried += retried
-                case let .failure(skip): outcome.skipped.append(skip)
-                }
-            }
+            let done = try ledger.retryListed(orderIds: ids, state: state, reason: reason, note: note, by: person)
+            outcome.retried += done.retried
+            outcome.skipped += done.skipped.map { Skip(orderId: $0.orderId, why: $0.why) }
         }
         return outcome
-    }
-
-    /// The chunk retried, or nil when the ledger refused it as a whole (an order in it cannot be).
-    private static func retryAll(_ ledger: any SettleLedger, _ ids: [String], note: String, by person: Operator) throws -> [String]? {
-        do {
-            return try ledger.retry(orderIds: ids, note: note, proof: nil, by: person).map(\.orderId)
-        } catch {
-            if case LedgerError.invalid = error { return nil }
-            throw error
-        }
-    }
-
-    private static func retryOne(_ ledger: any SettleLedger, _ id: String, note: String,
-                                 by person: Operator) throws -> Result<[String], Skip> {
-        do {
-            return .success(try ledger.retry(orderIds: [id], note: note, proof: nil, by: person).map(\.orderId))
-        } catch {
-            if case let LedgerError.invalid(why) = error { return .failure(Skip(orderId: id, why: why)) }
-            throw error
-        }
     }
 
     /// Every order of a list (all pages), newest change first, at most `cap`.

@@ -30,7 +30,7 @@ enum OverviewPage {
     static func counts(_ summary: LedgerSummary) -> Markup {
         let stores = Store.allCases.filter { store in store == .ofUnnamedOrders || summary.storeCounts[store]?.values.contains { $0 > 0 } == true }
         let rows = OrderState.allCases.map { state -> [Markup] in
-            ["\(WebPage.stateBadge(state))"] + stores.map { store -> Markup in "\(StatusView.storeCount(summary, store, state))" }
+            ["<a href=\"/orders?state=\(state.rawValue)\">\(WebPage.stateBadge(state))</a>"] + stores.map { store -> Markup in "\(StatusView.storeCount(summary, store, state))" }
                 + ["\(summary.counts[state] ?? 0)"]
         }
         let table = WebPage.table(["state"] + stores.map(\.logName) + ["all"], rows, id: "counts",
@@ -58,8 +58,11 @@ enum OverviewPage {
                 advice = "<p>what to do: \(next)</p>"
             }
             let links = Markup.join(group.orderIds.map(WebPage.orderLink), separator: ", ")
+            let listLink: Markup = group.reason.map { r -> Markup in
+                " <a class=\"list-link\" href=\"/orders?state=needs_attention&amp;reason=\(ListPage.query(r))\">list all</a>"
+            } ?? .empty
             items.append("""
-                <li><strong>\(reason)</strong> <span class="state needs_attention">\(group.count)</span>
+                <li><strong>\(reason)</strong> <span class="state needs_attention">\(group.count)</span>\(listLink)
                 <p class="muted">\(Verdict.explanation(reason))</p>\(advice)<p>\(links)\(group.count > group.orderIds.count ? "…" : "")</p></li>
                 """)
         }

@@ -15,6 +15,10 @@ enum WebRoutes {
             return WebResponse.stylesheet()
         case (_, "search") where s.count == 1:
             return try SearchPage.render(request, console: console)
+        case (true, "orders") where s.count == 1:
+            return try ListPage.render(request, console: console)
+        case (false, "bulk") where s == ["bulk", "retry"]:
+            return try BulkRetryPage.perform(request, console: console)
         case (true, "orders") where s.count == 2:
             return try OrderPage.render(orderId: s[1], request, console: console)
         case (false, "orders") where s.count == 3:
