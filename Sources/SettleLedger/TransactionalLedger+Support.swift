@@ -78,6 +78,7 @@ extension TransactionalLedger {
             throw .invalid("a new proof belongs to one order; name exactly one order with --receipt-file or --signed-transaction-file")
         }
         let now = time.unixSeconds
+        let audit = try auditor(person)
         return try writing { db in
             var retried: [RetriedOrder] = []
             for id in orderIds {
@@ -110,6 +111,10 @@ extension TransactionalLedger {
                            last_error = NULL, finished_at = NULL, updated_at = ? WHERE order_id = ?
                     """, [.integer(now), .integer(now), .text(id)])
                 try db.appendHistory(id, HistoryEntry(at: now, kind: .retry, outcome: "retried", detail: detail))
+                if let audit, let person {
+                    try audit(db, AuditEntry(person, action: "retry", subject: id, at: now,
+                                             detail: (note ?? "from \(order.state.rawValue)") + (proof == nil ? "" : "; new proof")))
+                }
                 retried.append(RetriedOrder(orderId: id, previousState: order.state, previousReason: order.reason,
                                             proofUnchanged: unchanged, transactionId: order.transactionId))
             }
@@ -129,6 +134,7 @@ extension TransactionalLedger {
                         transaction: String?, by person: Operator? = nil) throws(LedgerError) -> [(String, OrderState)] {
         let now = time.unixSeconds
         try Resolution.checkHandTransaction(transaction, orders: orderIds.count, resolution: resolution)
+        let audit = try auditor(person)
         return try writing { db in
             var resolved: [(String, OrderState)] = []
             for id in orderIds {
@@ -159,6 +165,10 @@ extension TransactionalLedger {
                 }
                 // The history's kinds are fixed by the schema: a person's decision is recorded
                 // as `retry`, the kind of every support action, with its own outcome.
+                if let audit, let person {
+                    try audit(db, AuditEntry(person, action: "resolve", subject: id, at: now,
+                                             detail: "\(resolution.rawValue): \(note)" + (transaction.map { " (transaction \($0))" } ?? "")))
+                }
                 let decided = Operator.attributed("from \(order.state.rawValue)" + (order.reason.map { " (\($0))" } ?? "") + ": \(note)" + recorded,
                                                   to: person)
                 if resolution == .grantedByHand && order.store.mustBeToldOfDelivery {
