@@ -36,11 +36,12 @@ enum WebCommand {
             }
             throw CommandFailure(.config, "web.listen: \"\(listen)\" is not HOST:PORT with a numeric IPv4 or [IPv6] host")
         }
-        if let refusal = WebConsole.refusal(listen: listen, address: address, hasUsers: web.usersFile != nil, web: web) {
+        let identified = web.usersFile != nil || web.auth == .proxy
+        if let refusal = WebConsole.refusal(listen: listen, address: address, hasUsers: identified, web: web) {
             throw CommandFailure(.config, refusal)
         }
         var users: WebUsers? = nil
-        if let file = web.usersFile {
+        if let file = web.usersFile, web.auth == .basic {
             do { users = try WebUsers.load(file) } catch { throw CommandFailure.from(error) }
         }
         let log = context.log
@@ -62,7 +63,8 @@ enum WebCommand {
         let shown = console.boundAddress.map(String.init(describing:)) ?? listen
         log.info("web.listening", ["address": shown, "actions": web.actions, "users": users?.names.count ?? 0])
         context.print("settle web listening on http://\(shown)/ (" + (web.actions ? "actions on" : "read-only")
-                      + (users == nil ? ", no users file: loopback only" : ", \(users!.names.count) users") + ")")
+                      + (web.auth == .proxy ? ", users from \(web.proxyUserHeader ?? "?") set by a trusted proxy"
+                         : users == nil ? ", no users file: loopback only" : ", \(users!.names.count) users") + ")")
         StopSignal.wait()
         console.stop()
         try? ledger.close()
