@@ -47,7 +47,9 @@ extension WebConsole {
         case let .refused(name):
             throttle.recordFailure(client: client, user: name)
             log.warning("web.login_failed", ["user": name, "client": client])
-            audit(AuditEntry(Operator(name: name, channel: .web, source: client), action: "sign_in", subject: name.isEmpty ? "-" : name,
+            // A name that is no user's may be a password typed in the wrong field: never kept.
+            let who = users.knows(name) ? name : "unknown"
+            audit(AuditEntry(Operator(name: who, channel: .web, source: client), action: "sign_in", subject: who,
                              detail: "wrong name or password", outcome: .refused))
             return .refused(Self.unauthorized)
         }

@@ -18,6 +18,9 @@ final class WebUsers: Sendable {
 
     var names: [String] { hashes.keys.sorted() }
 
+    /// Whether `name` is a user's (a failed sign-in's name is audited only then).
+    func knows(_ name: String) -> Bool { hashes[name] != nil }
+
     /// A user's role: the line's third field, else admin (a two-field line keeps today's power).
     func role(of name: String) -> OperatorRole { roles[name] ?? .admin }
 

@@ -135,11 +135,14 @@ final class WebProxyAuthTests: WebConsoleTestCase {
         let users = WebUsers(hashes: ["alice": WebPasswordHash.make("pw", iterations: 1000)])
         let base = try start(engine.ledger, actions: true, users: users)
         XCTAssertEqual(try get(base, "/", headers: [WebConsoleTestCase.basic("alice", "hunter2-secret")]).status, 401)
+        XCTAssertEqual(try get(base, "/", headers: [WebConsoleTestCase.basic("my-password-9", "x")]).status, 401)
         XCTAssertEqual(try get(base, "/", headers: [WebConsoleTestCase.basic("alice", "pw")]).status, 200)
         XCTAssertEqual(try get(base, "/", headers: [WebConsoleTestCase.basic("alice", "pw")]).status, 200)
         let entries = try engine.ledger.auditEntries()
-        XCTAssertEqual(entries.map { "\($0.action) \($0.subject) \($0.outcome)" }, ["sign_in alice ok", "sign_in alice refused"])
-        XCTAssertFalse(entries.contains { "\($0)".contains("hunter2") || "\($0)".contains("Basic ") }, "\(entries)")
+        XCTAssertEqual(entries.map { "\($0.action) \($0.actor) \($0.outcome)" },
+                       ["sign_in alice ok", "sign_in unknown refused", "sign_in alice refused"])
+        XCTAssertFalse(entries.contains { "\($0)".contains("hunter2") || "\($0)".contains("Basic ") || "\($0)".contains("my-password") },
+                       "\(entries)")
     }
 
     func testCheckConfig_refusesProxyAuth_withoutItsHeader_orTrustedProxies_namingTheKey() throws {
