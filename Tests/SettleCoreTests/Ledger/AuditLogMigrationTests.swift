@@ -57,4 +57,25 @@ final class AuditLogMigrationTests: XCTestCase {
         try ledger.retry(orderIds: ["o-old"], note: "ticket 9", by: Operator(name: "root", channel: .cli))
         XCTAssertEqual(try ledger.auditEntries().map { "\($0.actor) \($0.action) \($0.subject) \($0.outcome)" }, ["root retry o-old ok"])
     }
+
+    func testLedgerCopy_carriesTheAuditLog_andPostgreSQLNumbersTheNextEntryAfterIt() throws {
+        let world = try TestWorld()
+        let path = world.folder + "/audited.sqlite3"
+        let source = try SQLiteLedger(path: path, time: world.time)
+        _ = try source.enqueue(NewOrder(orderId: "o-1", userId: "u-1", productId: world.coins, transactionId: "1",
+                                        receipt: world.receipt("o-1")))
+        let alice = Operator(name: "alice", channel: .web, role: .support, source: "192.0.2.5")
+        try source.recordAudit(AuditEntry(alice, action: "sign_in", subject: "alice"))
+        try source.recordAudit(AuditEntry(alice, action: "retry", subject: "o-1", detail: "needs role admin", outcome: .refused))
+        let before = try source.auditEntries()
+        try source.close()
+        let fresh = try TestPostgres.freshSchema()
+        defer { TestPostgres.drop(schema: fresh.schema) }
+        let destination = try PostgresLedger(url: fresh.url, time: world.time)
+        let report = try LedgerCopy.copy(fromSQLite: path, to: destination)
+        XCTAssertTrue(report.counts.contains { $0 == ("audit_log", 2) }, "\(report.counts)")
+        XCTAssertEqual(try destination.auditEntries(), before, "every field, the ids too")
+        try destination.recordAudit(AuditEntry(Operator(name: "root", channel: .cli), action: "sign_in"))
+        XCTAssertEqual(try destination.auditEntries().first?.id, (before.first?.id ?? 0) + 1)
+    }
 }

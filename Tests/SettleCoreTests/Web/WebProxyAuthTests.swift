@@ -63,6 +63,9 @@ final class WebProxyAuthTests: WebConsoleTestCase {
             XCTAssertEqual(response.status, 401, bad)
             XCTAssertFalse(text(response).contains(bad), "the header's value is never echoed: \(bad)")
         }
+        for blank in ["", " "] {
+            XCTAssertEqual(try get(base, "/", headers: asUser(blank)).status, 401, "an empty or blank header is nobody")
+        }
         let twice = try get(base, "/", headers: asUser("ann") + [HTTPHeader(Self.header, "sam")])
         XCTAssertEqual(twice.status, 401, "two names: neither is believed")
         XCTAssertEqual(try get(base, "/", headers: asUser("ann") + [WebConsoleTestCase.basic("ann", "x")]).status, 200,
