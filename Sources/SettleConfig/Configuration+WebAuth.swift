@@ -45,7 +45,14 @@ extension ConfigurationDecoder {
             }
             web.defaultRole = role
         }
-        guard web.auth == .proxy else { return }
+        guard web.auth == .proxy else {
+            // Keys that only proxy auth reads: set without it, they would look as if they worked.
+            for key in ["proxy_user_header", "roles", "default_role"] where o.has(key) {
+                throw ConfigError("\(o.name(key)): applies to web.auth proxy only (set \(o.name("auth")): \"proxy\"); with basic "
+                                  + "auth a user's role is the third field of their line in web.users_file (name:hash:role)")
+            }
+            return
+        }
         guard web.proxyUserHeader != nil else {
             throw ConfigError("\(o.name("proxy_user_header")): required with web.auth proxy (the header your proxy sets to the "
                               + "signed-in user, like X-Forwarded-User)")

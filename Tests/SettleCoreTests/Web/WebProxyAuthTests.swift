@@ -166,6 +166,8 @@ final class WebProxyAuthTests: WebConsoleTestCase {
             .contains("web.proxy_user_header"))
         XCTAssertTrue(try refusal([("auth", .string("oauth"))]).contains("web.auth: \"oauth\" is not basic or proxy"))
         XCTAssertTrue(try refusal([("roles", .object([("ann", .string("root"))]))]).contains("web.roles.ann: a role is"))
+        XCTAssertTrue(try refusal([("roles", .object([("ann", .string("admin"))]))]).contains("web.roles: applies to web.auth proxy"))
+        XCTAssertTrue(try refusal([header, trusted]).contains("web.proxy_user_header: applies to web.auth proxy only"))
         XCTAssertEqual(try refusal([("auth", .string("proxy")), header, trusted, ("roles", .object([("ann", .string("admin"))])),
                                     ("default_role", .string("support"))]), "accepted")
         XCTAssertEqual(try world.configuration().web.roles["ann"], .admin)
