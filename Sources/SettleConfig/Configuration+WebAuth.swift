@@ -25,8 +25,8 @@ extension ConfigurationDecoder {
         }
         if let header = try o.string("proxy_user_header") {
             guard Self.isHeaderName(header), !Self.headersNeverAnIdentity.contains(header.lowercased()) else {
-                throw ConfigError("\(o.name("proxy_user_header")): \"\(PrintableText.escape(header))\" is not a header name a proxy "
-                                  + "sets for the user (like X-Forwarded-User)")
+                throw ConfigError("\(o.name("proxy_user_header")): \"\(PrintableText.escape(header))\" is not a header "
+                                  + "name a proxy sets for the user (like X-Forwarded-User)")
             }
             web.proxyUserHeader = header
         }
@@ -48,29 +48,34 @@ extension ConfigurationDecoder {
         guard web.auth == .proxy else {
             // Keys that only proxy auth reads: set without it, they would look as if they worked.
             for key in ["proxy_user_header", "roles", "default_role"] where o.has(key) {
-                throw ConfigError("\(o.name(key)): applies to web.auth proxy only (set \(o.name("auth")): \"proxy\"); with basic "
-                                  + "auth a user's role is the third field of their line in web.users_file (name:hash:role)")
+                throw ConfigError("\(o.name(key)): applies to web.auth proxy only (set \(o.name("auth")): \"proxy\"); "
+                                  + "with basic auth a user's role is the third field of their line in web.users_file "
+                                  + "(name:hash:role)")
             }
             return
         }
         guard web.proxyUserHeader != nil else {
-            throw ConfigError("\(o.name("proxy_user_header")): required with web.auth proxy (the header your proxy sets to the "
-                              + "signed-in user, like X-Forwarded-User)")
+            throw ConfigError("\(o.name("proxy_user_header")): required with web.auth proxy (the header your proxy "
+                              + "sets to the signed-in user, like X-Forwarded-User)")
         }
         guard !web.trustedProxies.isEmpty else {
-            throw ConfigError("\(o.name("trusted_proxies")): required with web.auth proxy: the addresses of the proxies whose "
-                              + "\(web.proxyUserHeader ?? "header") settle believes (anyone else could send it)")
+            throw ConfigError("\(o.name("trusted_proxies")): required with web.auth proxy: the addresses of the "
+                              + "proxies whose \(web.proxyUserHeader ?? "header") settle believes "
+                              + "(anyone else could send it)")
         }
     }
 
     /// An HTTP field name (RFC 9110 token), 1 to 64 characters.
     static func isHeaderName(_ text: String) -> Bool {
         (1...64).contains(text.utf8.count) && text.utf8.allSatisfy { c in
-            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || Array("!#$%&'*+-.^_`|~".utf8).contains(c)
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
+                || Array("!#$%&'*+-.^_`|~".utf8).contains(c)
         }
     }
 
     /// Headers a browser or any client sets itself: never a proxy's word for who signed in.
-    static let headersNeverAnIdentity: Set<String> = ["authorization", "cookie", "host", "x-forwarded-for", "forwarded",
-                                                      "x-real-ip", "content-type", "content-length", "origin", "referer"]
+    static let headersNeverAnIdentity: Set<String> = [
+        "authorization", "cookie", "host", "x-forwarded-for", "forwarded", "x-real-ip", "content-type",
+        "content-length", "origin", "referer",
+    ]
 }

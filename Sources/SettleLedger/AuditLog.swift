@@ -56,7 +56,8 @@ package struct AuditEntry: Sendable, Equatable {
 
     /// Control characters (a newline in a note) become spaces: one entry is one line wherever it is printed.
     static func printable(_ text: String, limit: Int) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.map { PrintableText.isControl($0) ? " " : $0 }).prefix(limit))
+        let scalars = text.unicodeScalars.map { PrintableText.isControl($0) ? " " : $0 }
+        return String(String.UnicodeScalarView(scalars).prefix(limit))
     }
 }
 
@@ -64,9 +65,11 @@ extension LedgerTransaction {
     /// Appends `entry` inside the caller's transaction.
     package func audit(_ entry: AuditEntry) throws {
         try query("""
-            INSERT INTO audit_log(at, actor, channel, role, action, subject, detail, source, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO audit_log(at, actor, channel, role, action, subject, detail, source, outcome)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.integer(entry.at), .text(entry.actor), .text(entry.channel.rawValue), .from(entry.role?.rawValue),
-                  .text(entry.action), .text(entry.subject), .text(entry.detail), .text(entry.source), .text(entry.outcome.rawValue)])
+                  .text(entry.action), .text(entry.subject), .text(entry.detail), .text(entry.source),
+                  .text(entry.outcome.rawValue)])
     }
 }
 

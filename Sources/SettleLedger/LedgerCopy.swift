@@ -109,7 +109,10 @@ package enum LedgerCopy {
                     try db.run("ALTER TABLE orders ENABLE TRIGGER orders_new_pending")
                     // History ids were copied as they were: the sequence continues after the last.
                     try db.run("SELECT setval(pg_get_serial_sequence('history', 'id'), greatest((SELECT max(id) FROM history), 1))")
-                    try db.run("SELECT setval(pg_get_serial_sequence('audit_log', 'id'), greatest((SELECT max(id) FROM audit_log), 1))")
+                    try db.run("""
+                        SELECT setval(pg_get_serial_sequence('audit_log', 'id'),
+                                      greatest((SELECT max(id) FROM audit_log), 1))
+                        """)
                 }
                 // The planner's statistics of the copied tables now, not at autovacuum's next
                 // look: until then a million orders read as an empty table, and settle status

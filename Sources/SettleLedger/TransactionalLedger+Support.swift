@@ -112,8 +112,8 @@ extension TransactionalLedger {
                     """, [.integer(now), .integer(now), .text(id)])
                 try db.appendHistory(id, HistoryEntry(at: now, kind: .retry, outcome: "retried", detail: detail))
                 if let audit, let person {
-                    try audit(db, AuditEntry(person, action: "retry", subject: id, at: now,
-                                             detail: (note ?? "from \(order.state.rawValue)") + (proof == nil ? "" : "; new proof")))
+                    let said = (note ?? "from \(order.state.rawValue)") + (proof == nil ? "" : "; new proof")
+                    try audit(db, AuditEntry(person, action: "retry", subject: id, at: now, detail: said))
                 }
                 retried.append(RetriedOrder(orderId: id, previousState: order.state, previousReason: order.reason,
                                             proofUnchanged: unchanged, transactionId: order.transactionId))
@@ -166,8 +166,8 @@ extension TransactionalLedger {
                 // The history's kinds are fixed by the schema: a person's decision is recorded
                 // as `retry`, the kind of every support action, with its own outcome.
                 if let audit, let person {
-                    try audit(db, AuditEntry(person, action: "resolve", subject: id, at: now,
-                                             detail: "\(resolution.rawValue): \(note)" + (transaction.map { " (transaction \($0))" } ?? "")))
+                    let said = "\(resolution.rawValue): \(note)" + (transaction.map { " (transaction \($0))" } ?? "")
+                    try audit(db, AuditEntry(person, action: "resolve", subject: id, at: now, detail: said))
                 }
                 let decided = Operator.attributed("from \(order.state.rawValue)" + (order.reason.map { " (\($0))" } ?? "") + ": \(note)" + recorded,
                                                   to: person)

@@ -17,9 +17,8 @@ extension TransactionalLedger {
     package func requestTransfer(orderId: String, toUser: String, note: String, by person: Operator) throws(LedgerError) -> TransferRequest {
         let target = toUser
         guard !target.trimmingCharacters(in: .whitespaces).isEmpty else { throw .invalid("a transfer needs the user to move the purchase to (--to-user)") }
-        return try supportRequest("transfer", orderId: orderId, note: note,
-                                  audit: AuditEntry(person, action: "transfer", subject: orderId, detail: "to user \(target): \(note)")) {
-            db, order, open, now in
+        let entry = AuditEntry(person, action: "transfer", subject: orderId, detail: "to user \(target): \(note)")
+        return try supportRequest("transfer", orderId: orderId, note: note, audit: entry) { db, order, open, now in
             if let open {
                 guard open.kind == .transfer, open.state == .waiting, open.toUser == target else {
                     throw LedgerError.invalid(SupportActionRules.busy(open))
@@ -58,8 +57,8 @@ extension TransactionalLedger {
     /// a person is due again now.
     @discardableResult
     package func requestRedelivery(orderId: String, note: String, by person: Operator) throws(LedgerError) -> RedeliveryRequest {
-        try supportRequest("redelivery", orderId: orderId, note: note,
-                           audit: AuditEntry(person, action: "redeliver", subject: orderId, detail: note)) { db, order, open, now in
+        let entry = AuditEntry(person, action: "redeliver", subject: orderId, detail: note)
+        return try supportRequest("redelivery", orderId: orderId, note: note, audit: entry) { db, order, open, now in
             if let open {
                 guard open.kind == .redeliver, open.state == .waiting, let target = open.target, let key = open.targetKey else {
                     throw LedgerError.invalid(SupportActionRules.busy(open))

@@ -29,7 +29,9 @@ package struct Operator: Sendable, Equatable {
         self.name = clean.isEmpty ? "unknown" : String(clean.prefix(128))
         self.channel = channel
         self.role = role
-        self.source = source.map { String(String.UnicodeScalarView($0.unicodeScalars.filter { !PrintableText.isControl($0) }).prefix(128)) }
+        self.source = source.map { text in
+            String(String.UnicodeScalarView(text.unicodeScalars.filter { !PrintableText.isControl($0) }).prefix(128))
+        }
     }
 
     /// Where the action came from as the audit log records it: the client's address, or "local".

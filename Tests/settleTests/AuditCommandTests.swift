@@ -12,7 +12,8 @@ final class AuditCommandTests: EndToEndTestCase {
         try enqueueForged("o-2")
         try settle(expecting: 0, ["reconcile"])
         for (order, person) in [("o-1", "alice"), ("o-2", "bob")] {
-            let retry = try settle(["retry", order, "--note", "ticket \(order.suffix(1))"], environment: ["SUDO_USER": person, "USER": "root"])
+            let retry = try settle(["retry", order, "--note", "ticket \(order.suffix(1))"],
+                                   environment: ["SUDO_USER": person, "USER": "root"])
             XCTAssertEqual(retry.status, 0, retry.stderr)
         }
 
@@ -35,8 +36,11 @@ final class AuditCommandTests: EndToEndTestCase {
         XCTAssertTrue(rows[1].contains("bob") && rows[1].contains("o-2"), "newest first: \(table)")
         let bob = try settle(expecting: 0, ["audit", "--user", "bob", "--json"]).stdout
         XCTAssertEqual(bob.split(separator: "\n").count, 1, bob)
-        XCTAssertEqual(try settle(expecting: 0, ["audit", "--limit", "1", "--json"]).stdout.split(separator: "\n").count, 1)
-        XCTAssertEqual(try settle(expecting: 0, ["audit", "--since", "1d", "--json"]).stdout.split(separator: "\n").count, 2)
+        func count(_ arguments: [String]) throws -> Int {
+            try settle(expecting: 0, ["audit", "--json"] + arguments).stdout.split(separator: "\n").count
+        }
+        XCTAssertEqual(try count(["--limit", "1"]), 1)
+        XCTAssertEqual(try count(["--since", "1d"]), 2)
         XCTAssertEqual(try settle(expecting: 0, ["audit", "--since", "2999-01-01"]).stdout, "no audit entries\n")
         let bad = try settle(expecting: 64, ["audit", "--since", "yesterday"])
         XCTAssertTrue(bad.stderr.contains("--since takes"), bad.stderr)

@@ -23,8 +23,8 @@ final class WebProxyCommandTests: WebEndToEndTestCase {
         try webConfig(proxy + [("trusted_proxies", .array([.string("127.0.0.1")]))])
         let ok = try settle(["check-config"])
         XCTAssertEqual(ok.status, 0, ok.stderr)
-        XCTAssertTrue(ok.stdout.contains("users from X-Forwarded-User set by trusted proxies (default role viewer, 1 named)"),
-                      ok.stdout)
+        XCTAssertTrue(ok.stdout.contains("users from X-Forwarded-User set by trusted proxies (default role viewer, "
+                                         + "1 named)"), ok.stdout)
     }
 
     func testASpoofedHeader_isRefused_andTheTrustedProxysUserSignsInOnce() throws {
@@ -38,7 +38,8 @@ final class WebProxyCommandTests: WebEndToEndTestCase {
 
         try webConfig(proxy + [("trusted_proxies", .array([.string("127.0.0.1")]))])
         let (process, base) = try startWeb()
-        let page = try get(base + "/", headers: [HTTPHeader("X-Forwarded-User", "sam"), HTTPHeader("X-Forwarded-For", "192.0.2.44")])
+        let page = try get(base + "/", headers: [HTTPHeader("X-Forwarded-User", "sam"),
+                                                 HTTPHeader("X-Forwarded-For", "192.0.2.44")])
         XCTAssertEqual(page.status, 200)
         XCTAssertTrue(String(decoding: page.body, as: UTF8.self).contains("sam · actions on"))
         XCTAssertEqual(try get(base + "/audit", headers: [HTTPHeader("X-Forwarded-User", "sam")]).status, 200)

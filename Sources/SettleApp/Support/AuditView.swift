@@ -11,23 +11,28 @@ enum AuditView {
         guard !entries.isEmpty else { return "no audit entries" }
         let header = ["time", "actor", "channel", "role", "action", "subject", "outcome", "source", "detail"]
         let rows = entries.map { e in
-            [Timestamp.rfc3339(unixSeconds: e.at), e.actor, e.channel.rawValue, e.role?.rawValue ?? "-", e.action, e.subject,
-             e.outcome.rawValue, e.source, e.detail.isEmpty ? "-" : e.detail]
+            [Timestamp.rfc3339(unixSeconds: e.at), e.actor, e.channel.rawValue, e.role?.rawValue ?? "-", e.action,
+             e.subject, e.outcome.rawValue, e.source, e.detail.isEmpty ? "-" : e.detail]
         }
         var widths = header.map(\.count)
-        for row in rows { for (c, cell) in row.enumerated() where c < header.count - 1 { widths[c] = max(widths[c], cell.count) } }
+        for row in rows {
+            for (c, cell) in row.enumerated() where c < header.count - 1 { widths[c] = max(widths[c], cell.count) }
+        }
+        // The last column (the note) is not padded: it may be long.
         func line(_ cells: [String]) -> String {
-            cells.enumerated().map { c, cell in c == cells.count - 1 ? cell : cell.padding(toLength: widths[c], withPad: " ", startingAt: 0) }
-                .joined(separator: "  ")
+            cells.enumerated().map { c, cell in
+                c == cells.count - 1 ? cell : cell.padding(toLength: widths[c], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
         }
         return ([line(header)] + rows.map(line)).joined(separator: "\n")
     }
 
     static func json(_ e: AuditEntry) -> JSONValue {
-        .object([("id", .number(e.id)), ("at", .string(Timestamp.rfc3339(unixSeconds: e.at))), ("at_unix", .number(e.at)),
-                 ("actor", .string(e.actor)), ("channel", .string(e.channel.rawValue)), ("role", .string(e.role?.rawValue)),
-                 ("action", .string(e.action)), ("subject", .string(e.subject)), ("detail", .string(e.detail)),
-                 ("source", .string(e.source)), ("outcome", .string(e.outcome.rawValue))])
+        .object([("id", .number(e.id)), ("at", .string(Timestamp.rfc3339(unixSeconds: e.at))),
+                 ("at_unix", .number(e.at)), ("actor", .string(e.actor)), ("channel", .string(e.channel.rawValue)),
+                 ("role", .string(e.role?.rawValue)), ("action", .string(e.action)), ("subject", .string(e.subject)),
+                 ("detail", .string(e.detail)), ("source", .string(e.source)),
+                 ("outcome", .string(e.outcome.rawValue))])
     }
 
     /// JSON lines, oldest first (so a later export appends after an earlier one), one object a line.

@@ -17,17 +17,23 @@ enum AuditPage {
 
         init(_ request: WebRequest, now: Int64, defaultLimit: Int) throws(QueryError) {
             before = try request.query["before"].map { (text) throws(QueryError) -> Int64 in
-                guard let id = Int64(text), id > 0 else { throw QueryError("before needs an entry id (a positive number)") }
+                guard let id = Int64(text), id > 0 else {
+                    throw QueryError("before needs an entry id (a positive number)")
+                }
                 return id
             }
             actor = request.query["actor"].flatMap { $0.isEmpty ? nil : $0 }
             since = try request.query["since"].map { (text) throws(QueryError) -> Int64 in
-                guard let value = AuditView.since(text, now: now) else { throw QueryError("since takes \(AuditView.sinceForms)") }
+                guard let value = AuditView.since(text, now: now) else {
+                    throw QueryError("since takes \(AuditView.sinceForms)")
+                }
                 return value
             }
             limit = defaultLimit
             if let text = request.query["limit"] {
-                guard let n = Int(text), (1...1000).contains(n) else { throw QueryError("limit needs a number from 1 to 1000") }
+                guard let n = Int(text), (1...1000).contains(n) else {
+                    throw QueryError("limit needs a number from 1 to 1000")
+                }
                 limit = n
             }
         }
@@ -45,12 +51,15 @@ enum AuditPage {
         } catch {
             return WebPage.problem(400, "Audit log", detail: error.message, request: request, console: console)
         }
-        let entries = try console.ledger.auditEntries(since: query.since, limit: query.limit, actor: query.actor, before: query.before)
+        let entries = try console.ledger.auditEntries(since: query.since, limit: query.limit, actor: query.actor,
+                                                      before: query.before)
         let filter: Markup = """
             <form method="get" action="/audit" role="search" id="audit-filter"><input type="text" name="actor" \
-            value="\(query.actor ?? "")" placeholder="actor" aria-label="actor"><button type="submit">Filter</button></form>
+            value="\(query.actor ?? "")" placeholder="actor" aria-label="actor">\
+            <button type="submit">Filter</button></form>
             """
-        var body = filter + WebPage.section(query.actor.map { "Entries by \($0)" } ?? "Entries", id: "audit", table(entries))
+        let heading = query.actor.map { "Entries by \($0)" } ?? "Entries"
+        var body = filter + WebPage.section(heading, id: "audit", table(entries))
         if entries.count == query.limit, let last = entries.last {
             let actor = query.actor.map { "&actor=\(HTML.pathSegment($0))" } ?? ""
             body = body + "<p><a id=\"older\" href=\"/audit?before=\(last.id)\(actor)\">older entries</a></p>"
@@ -68,10 +77,11 @@ enum AuditPage {
             let subject: Markup = orderActions.contains(e.action) ? WebPage.orderLink(e.subject) : "\(e.subject)"
             return ["\(e.id)", "\(Timestamp.rfc3339(unixSeconds: e.at))", "\(e.actor)", "\(e.channel.rawValue)",
                     "\(e.role?.rawValue ?? "-")", "\(e.action)", subject,
-                    "<span class=\"outcome \(e.outcome.rawValue)\">\(e.outcome.rawValue)</span>", "\(e.source)", "\(e.detail)"]
+                    "<span class=\"outcome \(e.outcome.rawValue)\">\(e.outcome.rawValue)</span>", "\(e.source)",
+                    "\(e.detail)"]
         }
-        return WebPage.table(["id", "time", "actor", "channel", "role", "action", "subject", "outcome", "source", "detail"], rows,
-                             id: "audit-entries", numeric: [0])
+        let header = ["id", "time", "actor", "channel", "role", "action", "subject", "outcome", "source", "detail"]
+        return WebPage.table(header, rows, id: "audit-entries", numeric: [0])
     }
 
     /// Actions whose subject is an order id (the page links it).

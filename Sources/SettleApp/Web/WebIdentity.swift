@@ -35,8 +35,8 @@ extension WebConsole {
         case let .user(name):
             let role = users.role(of: name)
             if !known {
-                audit(AuditEntry(Operator(name: name, channel: .web, role: role, source: client), action: "sign_in", subject: name,
-                                 detail: "password"))
+                let person = Operator(name: name, channel: .web, role: role, source: client)
+                audit(AuditEntry(person, action: "sign_in", subject: name, detail: "password"))
             }
             return .person(name: name, role: role)
         case .missing:
@@ -64,29 +64,33 @@ extension WebConsole {
         guard let peer = request.client, clients.isTrusted(peer.host) else {
             let peerText = request.client?.hostText ?? "unknown"
             log.warning("web.proxy_identity_refused", ["peer": peerText, "reason": "peer not in web.trusted_proxies"])
-            return .refused(WebResponse.text(403, "settle web (web.auth proxy) believes \(header) only from the proxies in "
-                                                  + "web.trusted_proxies, and this request came from \(peerText): reach the console "
-                                                  + "through your proxy, or add the proxy's address to web.trusted_proxies"))
+            let why = "settle web (web.auth proxy) believes \(header) only from the proxies in web.trusted_proxies, "
+                + "and this request came from \(peerText): reach the console through your proxy, or add the proxy's "
+                + "address to web.trusted_proxies"
+            return .refused(WebResponse.text(403, why))
         }
         let values = request.headers.filter { $0.name.lowercased() == header.lowercased() }
             .map { $0.value.trimmingCharacters(in: .whitespaces) }
         guard values.count == 1, let name = values.first, WebUsers.isName(name) else {
-            let reason = values.isEmpty ? "no \(header) header" : values.count > 1 ? "\(header) sent more than once" : "\(header) is not a user name"
+            let reason = values.isEmpty ? "no \(header) header"
+                : values.count > 1 ? "\(header) sent more than once" : "\(header) is not a user name"
             log.warning("web.proxy_identity_refused", ["peer": peer.hostText, "client": client, "reason": reason])
-            return .refused(WebResponse.text(401, "settle web (web.auth proxy): \(reason); the proxy must sign the person in and set "
-                                                  + "\(header) to their user name (letters, digits and ._@-, 1 to 64 characters), "
-                                                  + "once, replacing any the client sent"))
+            let why = "settle web (web.auth proxy): \(reason); the proxy must sign the person in and set \(header) "
+                + "to their user name (letters, digits and ._@-, 1 to 64 characters), once, replacing any the client "
+                + "sent"
+            return .refused(WebResponse.text(401, why))
         }
         let role = configuration.web.roles[name] ?? configuration.web.defaultRole
         if proxySessions.isNew(name, now: time.unixSeconds) {
-            audit(AuditEntry(Operator(name: name, channel: .web, role: role, source: client), action: "sign_in", subject: name,
-                             detail: "proxy \(header)"))
+            let person = Operator(name: name, channel: .web, role: role, source: client)
+            audit(AuditEntry(person, action: "sign_in", subject: name, detail: "proxy \(header)"))
         }
         return .person(name: name, role: role)
     }
 
-    static let unauthorized = WebResponse.text(401, "settle web: sign in with your console user (settle web-passwd NAME made it)",
-                                               extra: [HTTPHeader("WWW-Authenticate", "Basic realm=\"settle\", charset=\"UTF-8\"")])
+    static let unauthorized = WebResponse.text(
+        401, "settle web: sign in with your console user (settle web-passwd NAME made it)",
+        extra: [HTTPHeader("WWW-Authenticate", "Basic realm=\"settle\", charset=\"UTF-8\"")])
 }
 
 /// The proxy users seen lately: a user's first request, or the first after an hour without one,

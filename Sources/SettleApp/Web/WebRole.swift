@@ -40,17 +40,18 @@ extension WebRequest {
 enum WebPermission {
     /// Nil when `request`'s role may do `action`; else the 403 answer, naming the role needed,
     /// with the refusal in the audit log and the console's log.
-    static func refusal(_ action: WebAction, subject: String, _ request: WebRequest, console: WebConsole) -> HTTPServerResponse? {
+    static func refusal(_ action: WebAction, subject: String, _ request: WebRequest,
+                        console: WebConsole) -> HTTPServerResponse? {
         guard !request.allows(action) else { return nil }
         let needed = action.requiredRole.rawValue
         console.log.warning("web.role_refused", ["user": request.operatorName, "role": request.role.rawValue,
                                                  "action": action.rawValue, "needed": needed])
         console.audit(AuditEntry(request.person, action: action.rawValue, subject: subject,
                                  detail: "needs role \(needed)", outcome: .refused))
-        return WebPage.problem(403, "Not allowed", detail: "\(action.rawValue) needs the role \(needed) or above; you are signed in as "
-                               + "\(request.operatorName) with the role \(request.role.rawValue). An admin can change your role "
-                               + "(the third field of your line in web.users_file, or web.roles behind a proxy)",
-                               request: request, console: console)
+        let detail = "\(action.rawValue) needs the role \(needed) or above; you are signed in as "
+            + "\(request.operatorName) with the role \(request.role.rawValue). An admin can change your role "
+            + "(the third field of your line in web.users_file, or web.roles behind a proxy)"
+        return WebPage.problem(403, "Not allowed", detail: detail, request: request, console: console)
     }
 }
 

@@ -14,8 +14,14 @@ extension LedgerContractTests {
             try enqueue(b.store, "o-1")
             try enqueue(b.store, "o-2", transaction: "101")
             try enqueue(b.store, "o-3", transaction: "102")
-            try b.execute("UPDATE orders SET state = 'needs_attention', reason = 'attempts_exhausted' WHERE order_id IN ('o-1', 'o-3')")
-            try b.execute("UPDATE orders SET user_id = '', state = 'needs_attention', reason = 'unclaimed_purchase' WHERE order_id = 'o-2'")
+            try b.execute("""
+                UPDATE orders SET state = 'needs_attention', reason = 'attempts_exhausted'
+                WHERE order_id IN ('o-1', 'o-3')
+                """)
+            try b.execute("""
+                UPDATE orders SET user_id = '', state = 'needs_attention', reason = 'unclaimed_purchase'
+                WHERE order_id = 'o-2'
+                """)
 
             try b.store.retry(orderIds: ["o-1"], note: "ticket 1", proof: nil, by: alice)
             try b.store.assign(orderId: "o-2", userId: "u-9", note: "ticket 2", accountToken: nil, by: root)

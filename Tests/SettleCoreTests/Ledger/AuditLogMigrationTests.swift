@@ -32,7 +32,8 @@ final class AuditLogMigrationTests: XCTestCase {
         XCTAssertEqual(record.history.first?.outcome, "enqueued")
         XCTAssertEqual(try ledger.auditEntries(), [])
         try ledger.retry(orderIds: ["o-old"], note: "ticket 9", by: Operator(name: "root", channel: .cli))
-        XCTAssertEqual(try ledger.auditEntries().map { "\($0.actor) \($0.action) \($0.subject) \($0.source)" }, ["root retry o-old local"])
+        XCTAssertEqual(try ledger.auditEntries().map { "\($0.actor) \($0.action) \($0.subject) \($0.source)" },
+                       ["root retry o-old local"])
     }
 
     func testPostgresLedgerAtSchemaSixteen_keepsItsOrders_andAuditsTheNextAction() throws {
@@ -40,8 +41,11 @@ final class AuditLogMigrationTests: XCTestCase {
         defer { TestPostgres.drop(schema: fresh.schema) }
         let connection = try PostgresConnection(url: fresh.url)
         defer { connection.close() }
-        try connection.execute("CREATE TABLE settle_schema (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
-        for (index, sql) in PostgresLedgerSchema.migrations.prefix(PostgresLedgerSchema.auditLogVersion - 1).enumerated() {
+        try connection.execute("""
+            CREATE TABLE settle_schema (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
+            """)
+        let previous = PostgresLedgerSchema.auditLogVersion - 1
+        for (index, sql) in PostgresLedgerSchema.migrations.prefix(previous).enumerated() {
             try connection.execute(sql)
             try connection.execute("INSERT INTO settle_schema(version) VALUES (\(index + 1))")
         }
@@ -55,7 +59,8 @@ final class AuditLogMigrationTests: XCTestCase {
         XCTAssertEqual(try ledger.schemaVersion(), PostgresLedgerSchema.auditLogVersion)
         XCTAssertEqual(try ledger.orderRecord("o-old")?.order.state, .rejected)
         try ledger.retry(orderIds: ["o-old"], note: "ticket 9", by: Operator(name: "root", channel: .cli))
-        XCTAssertEqual(try ledger.auditEntries().map { "\($0.actor) \($0.action) \($0.subject) \($0.outcome)" }, ["root retry o-old ok"])
+        XCTAssertEqual(try ledger.auditEntries().map { "\($0.actor) \($0.action) \($0.subject) \($0.outcome)" },
+                       ["root retry o-old ok"])
     }
 
     func testLedgerCopy_carriesTheAuditLog_andPostgreSQLNumbersTheNextEntryAfterIt() throws {
@@ -66,7 +71,8 @@ final class AuditLogMigrationTests: XCTestCase {
                                         receipt: world.receipt("o-1")))
         let alice = Operator(name: "alice", channel: .web, role: .support, source: "192.0.2.5")
         try source.recordAudit(AuditEntry(alice, action: "sign_in", subject: "alice"))
-        try source.recordAudit(AuditEntry(alice, action: "retry", subject: "o-1", detail: "needs role admin", outcome: .refused))
+        try source.recordAudit(AuditEntry(alice, action: "retry", subject: "o-1", detail: "needs role admin",
+                                          outcome: .refused))
         let before = try source.auditEntries()
         try source.close()
         let fresh = try TestPostgres.freshSchema()
