@@ -35,6 +35,9 @@ package struct ConfigObject {
         return value
     }
 
+    /// Whether the object names `key` (without marking it read).
+    package func has(_ key: String) -> Bool { members.contains { $0.0 == key } }
+
     package mutating func require(_ key: String) throws(ConfigError) -> JSONValue {
         guard let value = value(key) else { throw ConfigError("\(name(key)): required key is missing") }
         return value

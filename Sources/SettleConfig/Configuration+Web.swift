@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 extension Configuration {
     /// The support console (`settle web`, section `web`): where it listens, who may look, and
@@ -25,6 +26,15 @@ extension Configuration {
         /// `X-Forwarded-For` names the client. Login throttling and per-client limits then count
         /// the forwarded client's address, not the proxy's, which everyone behind it shares.
         package var trustedProxies: [AddressRange] = []
+        /// `auth` (default basic): `basic` signs people in against `users_file`; `proxy` takes the
+        /// user from `proxy_user_header`, believed only from `trusted_proxies`.
+        package var auth: Auth = .basic
+        /// `proxy_user_header` (required with proxy auth): the header the proxy sets to the user.
+        package var proxyUserHeader: String?
+        /// `roles` (proxy auth): user name → viewer, support or admin; others get `defaultRole`.
+        package var roles: [String: OperatorRole] = [:]
+        /// `default_role` (default viewer): the role of a proxy user `roles` does not name.
+        package var defaultRole: OperatorRole = .viewer
 
         package static let defaultListen = "127.0.0.1:8480"
 
@@ -64,6 +74,7 @@ extension ConfigurationDecoder {
             }
             web.hosts = hosts
         }
+        try decodeWebAuth(&o, into: &web)
         try o.rejectUnknownKeys()
         return web
     }

@@ -46,6 +46,7 @@ package enum LedgerCopy {
         ("support_actions", ["order_id", "kind", "number", "state", "step", "from_user", "to_user", "note", "requested_by", "target",
                              "target_key", "target_number", "requested_at", "revoked_at", "granted_at", "done_at", "attempts",
                              "next_attempt_at", "last_error", "claim", "updated_at"]),
+        ("audit_log", ["id", "at", "actor", "channel", "role", "action", "subject", "detail", "source", "outcome"]),
     ]
 
     /// Copies the SQLite ledger at `path` into `destination`. The source is read in one read
@@ -108,6 +109,10 @@ package enum LedgerCopy {
                     try db.run("ALTER TABLE orders ENABLE TRIGGER orders_new_pending")
                     // History ids were copied as they were: the sequence continues after the last.
                     try db.run("SELECT setval(pg_get_serial_sequence('history', 'id'), greatest((SELECT max(id) FROM history), 1))")
+                    try db.run("""
+                        SELECT setval(pg_get_serial_sequence('audit_log', 'id'),
+                                      greatest((SELECT max(id) FROM audit_log), 1))
+                        """)
                 }
                 // The planner's statistics of the copied tables now, not at autovacuum's next
                 // look: until then a million orders read as an empty table, and settle status

@@ -16,6 +16,8 @@ package enum LedgerSchema {
     package static let openStoresVersion = 18
     /// The migration that keeps a store module's proof as data (`proof_kind`, `proof`, `proof_key`).
     package static let storeProofVersion = 19
+    /// The migration that keeps the audit log (`audit_log`, issue 36).
+    package static let auditLogVersion = 20
 
     /// What a migration needs beyond its SQL, run after it in the same transaction.
     static let afterMigration: [Int: @Sendable (SQLiteDatabase) throws -> Void] = [

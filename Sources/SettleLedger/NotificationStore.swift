@@ -41,6 +41,7 @@ extension TransactionalLedger {
     package func assign(orderId: String, userId: String, note: String?, accountToken: String?,
                        by person: Operator? = nil) throws(LedgerError) {
         let now = time.unixSeconds
+        let audit = try auditor(person)
         try writing { db in
             guard let row = try db.query("SELECT state, reason FROM orders WHERE order_id = ?\(db.dialect.lockRows)", [.text(orderId)]).first else {
                 throw LedgerError.invalid("no order \(orderId) in the ledger")
@@ -58,6 +59,10 @@ extension TransactionalLedger {
                                                        detail: Operator.attributed("to user \(userId)" + (note.map { ": \($0)" } ?? ""),
                                                                                    to: person)))
             if let accountToken { try db.queueAccountToken(orderId, token: accountToken, now: now) }
+            if let audit, let person {
+                try audit(db, AuditEntry(person, action: "assign", subject: orderId, at: now,
+                                         detail: "to user \(userId)" + (note.map { ": \($0)" } ?? "")))
+            }
         }
     }
 

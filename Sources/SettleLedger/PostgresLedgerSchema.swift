@@ -24,4 +24,6 @@ package enum PostgresLedgerSchema {
     package static let openStoresVersion = 15
     /// The migration that keeps a store module's proof as data.
     package static let storeProofVersion = 16
+    /// The migration that keeps the audit log (`audit_log`, issue 36).
+    package static let auditLogVersion = 17
 }

@@ -84,6 +84,7 @@ extension TransactionalLedger {
     package func retryListed(orderIds: [String], state: OrderState, reason: String?, note: String,
                              by person: Operator) throws(LedgerError) -> ListedRetry {
         let now = time.unixSeconds
+        let audit = try auditor(person)
         return try writing { db in
             var outcome = ListedRetry()
             for id in orderIds {
@@ -105,6 +106,8 @@ extension TransactionalLedger {
                     continue
                 }
                 try db.putBackToPending(id, detail: person.attributed(note), now: now)
+                try audit?(db, AuditEntry(person, action: "retry", subject: id, at: now,
+                                          detail: note + " (bulk: \(state.rawValue)" + (reason.map { " as \($0)" } ?? "") + ")"))
                 outcome.retried.append(id)
             }
             return outcome

@@ -78,6 +78,7 @@ extension TransactionalLedger {
             throw .invalid("a new proof belongs to one order; name exactly one order with --receipt-file or --signed-transaction-file")
         }
         let now = time.unixSeconds
+        let audit = try auditor(person)
         return try writing { db in
             var retried: [RetriedOrder] = []
             for id in orderIds {
@@ -106,6 +107,10 @@ extension TransactionalLedger {
                     break
                 }
                 try db.putBackToPending(id, detail: detail, now: now)
+                if let audit, let person {
+                    let said = (note ?? "from \(order.state.rawValue)") + (proof == nil ? "" : "; new proof")
+                    try audit(db, AuditEntry(person, action: "retry", subject: id, at: now, detail: said))
+                }
                 retried.append(RetriedOrder(orderId: id, previousState: order.state, previousReason: order.reason,
                                             proofUnchanged: unchanged, transactionId: order.transactionId))
             }
@@ -125,6 +130,7 @@ extension TransactionalLedger {
                         transaction: String?, by person: Operator? = nil) throws(LedgerError) -> [(String, OrderState)] {
         let now = time.unixSeconds
         try Resolution.checkHandTransaction(transaction, orders: orderIds.count, resolution: resolution)
+        let audit = try auditor(person)
         return try writing { db in
             var resolved: [(String, OrderState)] = []
             for id in orderIds {
@@ -155,6 +161,10 @@ extension TransactionalLedger {
                 }
                 // The history's kinds are fixed by the schema: a person's decision is recorded
                 // as `retry`, the kind of every support action, with its own outcome.
+                if let audit, let person {
+                    let said = "\(resolution.rawValue): \(note)" + (transaction.map { " (transaction \($0))" } ?? "")
+                    try audit(db, AuditEntry(person, action: "resolve", subject: id, at: now, detail: said))
+                }
                 let decided = Operator.attributed("from \(order.state.rawValue)" + (order.reason.map { " (\($0))" } ?? "") + ": \(note)" + recorded,
                                                   to: person)
                 if resolution == .grantedByHand && order.store.mustBeToldOfDelivery {

@@ -17,7 +17,8 @@ extension TransactionalLedger {
     package func requestTransfer(orderId: String, toUser: String, note: String, by person: Operator) throws(LedgerError) -> TransferRequest {
         let target = toUser
         guard !target.trimmingCharacters(in: .whitespaces).isEmpty else { throw .invalid("a transfer needs the user to move the purchase to (--to-user)") }
-        return try supportRequest("transfer", orderId: orderId, note: note) { db, order, open, now in
+        let entry = AuditEntry(person, action: "transfer", subject: orderId, detail: "to user \(target): \(note)")
+        return try supportRequest("transfer", orderId: orderId, note: note, audit: entry) { db, order, open, now in
             if let open {
                 guard open.kind == .transfer, open.state == .waiting, open.toUser == target else {
                     throw LedgerError.invalid(SupportActionRules.busy(open))
@@ -56,7 +57,8 @@ extension TransactionalLedger {
     /// a person is due again now.
     @discardableResult
     package func requestRedelivery(orderId: String, note: String, by person: Operator) throws(LedgerError) -> RedeliveryRequest {
-        try supportRequest("redelivery", orderId: orderId, note: note) { db, order, open, now in
+        let entry = AuditEntry(person, action: "redeliver", subject: orderId, detail: note)
+        return try supportRequest("redelivery", orderId: orderId, note: note, audit: entry) { db, order, open, now in
             if let open {
                 guard open.kind == .redeliver, open.state == .waiting, let target = open.target, let key = open.targetKey else {
                     throw LedgerError.invalid(SupportActionRules.busy(open))
@@ -109,12 +111,22 @@ extension TransactionalLedger {
     /// What every support request does first: it is refused without a note, or on a ledger older
     /// than the table; then `body` runs in one transaction, with the order locked, its open
     /// action (nil when none is open) and the time.
-    private func supportRequest<T>(_ noun: String, orderId: String, note: String,
+    /// `audit`: the request's audit entry, written in the same transaction once `body` succeeded.
+    private func supportRequest<T>(_ noun: String, orderId: String, note: String, audit entry: AuditEntry,
                                    _ body: (any LedgerTransaction, Order, SupportAction?, Int64) throws -> T) throws(LedgerError) -> T {
         guard !note.trimmingCharacters(in: .whitespaces).isEmpty else { throw .invalid("a \(noun) needs a note: say why (a ticket number)") }
         guard try knowsSupportActions() else { throw .olderSchema(found: try schemaVersion(), needed: supportActionsSchema) }
         let now = time.unixSeconds
-        return try writing { db in try body(db, try db.lockedOrder(orderId), try db.openSupportAction(orderId), now) }
+        let audited = try knowsAuditLog()
+        return try writing { db in
+            let result = try body(db, try db.lockedOrder(orderId), try db.openSupportAction(orderId), now)
+            if audited {
+                var stamped = entry
+                stamped.at = now
+                try db.audit(stamped)
+            }
+            return result
+        }
     }
 
     /// Every transfer and redelivery of an order, oldest first (for `settle status`); none on a

@@ -16,14 +16,26 @@ package struct Operator: Sendable, Equatable {
 
     package var name: String
     package var channel: Channel
+    /// The console role the person acted with (nil at the shell, where the Unix account decides).
+    package var role: OperatorRole?
+    /// Where the request came from, for the audit log: the web client's address (the forwarded
+    /// one behind a trusted proxy); nil means "local" (the shell).
+    package var source: String?
 
     /// `name` loses its control characters (a user name from the environment or a users file
-    /// could carry them into a history line).
-    package init(name: String, channel: Channel) {
+    /// could carry them into a history line); so does `source`.
+    package init(name: String, channel: Channel, role: OperatorRole? = nil, source: String? = nil) {
         let clean = String(String.UnicodeScalarView(name.unicodeScalars.filter { !PrintableText.isControl($0) }))
-        self.name = clean.isEmpty ? "unknown" : clean
+        self.name = clean.isEmpty ? "unknown" : String(clean.prefix(128))
         self.channel = channel
+        self.role = role
+        self.source = source.map { text in
+            String(String.UnicodeScalarView(text.unicodeScalars.filter { !PrintableText.isControl($0) }).prefix(128))
+        }
     }
+
+    /// Where the action came from as the audit log records it: the client's address, or "local".
+    package var origin: String { source.flatMap { $0.isEmpty ? nil : $0 } ?? "local" }
 
     /// "alice via web"
     package var label: String { "\(name) via \(channel.rawValue)" }

@@ -46,6 +46,11 @@ final class BulkRetryTests: EndToEndTestCase {
             XCTAssertEqual(try history("o-\(n)").last?["detail"], .string("by alice via cli: INC-7"))
         }
         XCTAssertEqual(try state("o-4"), "rejected", "another reason's order is left alone")
+        // Each order retried is in the audit log, naming the person at the shell.
+        let audit = try settle(expecting: 0, ["audit", "--json"]).stdout.split(separator: "\n").map { try JSONValue.parse(String($0)) }
+        let retries = audit.filter { $0["action"]?.looseString == "retry" }
+        XCTAssertEqual(Set(retries.compactMap { $0["subject"]?.looseString }), ["o-1", "o-2", "o-3"])
+        XCTAssertTrue(retries.allSatisfy { $0["actor"]?.looseString == "alice" && $0["channel"]?.looseString == "cli" }, "\(retries)")
         try settle(expecting: 0, ["reconcile"])
         for n in 1...3 { XCTAssertEqual(try state("o-\(n)"), "finished") }
     }

@@ -32,7 +32,8 @@ enum CheckConfigCommand {
         }
         // What settle web would refuse is no OK here.
         if let address = ListenAddress(c.web.listen),
-           let refusal = WebConsole.refusal(listen: c.web.listen, address: address, hasUsers: c.web.usersFile != nil, web: c.web) {
+           let refusal = WebConsole.refusal(listen: c.web.listen, address: address,
+                                            hasUsers: c.web.usersFile != nil || c.web.auth == .proxy, web: c.web) {
             throw CommandFailure(.config, refusal)
         }
         var receiptRoots = ""
@@ -129,7 +130,11 @@ enum CheckConfigCommand {
             lines.append("consumption: answer refund requests, refund_preference \(c.consumption.refundPreference?.rawValue ?? "none")")
         }
         lines.append("web: settle web on \(c.web.listen), "
-                     + (c.web.usersFile.map { "users \($0.path) (contents redacted)" } ?? "no users file (loopback only)")
+                     + (c.web.auth == .proxy
+                        ? "users from \(c.web.proxyUserHeader ?? "?") set by trusted proxies "
+                            + "(default role \(c.web.defaultRole.rawValue), \(c.web.roles.count) named)"
+                        : c.web.usersFile.map { "users \($0.path) (contents redacted)" }
+                            ?? "no users file (loopback only)")
                      + (c.web.tlsInFront ? ", TLS terminated in front" : "")
                      + ", actions " + (c.web.actions ? "on" : "off (read-only)"))
         lines.append("shutdown_grace_seconds: \(n(c.shutdownGraceSeconds))")

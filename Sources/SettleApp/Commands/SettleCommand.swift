@@ -44,6 +44,8 @@ package enum SettleCommand {
               help: TransferCommand.help, options: TransferCommand.spec.options, run: TransferCommand.run),
         .init(name: "redeliver", summary: "re-send an order's last grant or revoke to the hook under its original key",
               help: RedeliverCommand.help, options: RedeliverCommand.spec.options, run: RedeliverCommand.run),
+        .init(name: "audit", summary: "who did what to which order (shell or console), and what the console refused",
+              help: AuditCommand.help, options: AuditCommand.spec.options, run: AuditCommand.run),
         .init(name: "web", summary: "the support console in a browser: overview, search, each order's story (read-only by default)",
               help: WebCommand.help, options: WebCommand.spec.options, run: WebCommand.run),
         .init(name: "web-passwd", summary: "hash a console user's password read on standard input (a line for web.users_file)",

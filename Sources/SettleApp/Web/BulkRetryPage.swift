@@ -22,6 +22,7 @@ enum BulkRetryPage {
             return WebPage.problem(403, "Form refused", detail: "the form has expired or did not come from this console: reload the list "
                                    + "and try again", request: request, console: console)
         }
+        if let refusal = WebPermission.refusal(.retryBulk, subject: "-", request, console: console) { return refusal }
         let ids = orderIds(request.form)
         guard !ids.isEmpty else {
             return WebPage.problem(400, "Nothing selected", detail: "tick the orders to retry, or use Retry all on this page",
@@ -42,7 +43,7 @@ enum BulkRetryPage {
             return confirmation(ids, listed, missingNote: request.form["confirm"] == "yes", request, console: console)
         }
         let outcome = try BulkRetry.run(console.ledger, orderIds: ids, state: state, reason: reason, note: note,
-                                        by: Operator(name: request.operatorName, channel: .web))
+                                        by: request.person)
         console.log.info("web.action", ["user": request.operatorName, "action": "retry_bulk", "orders": outcome.retried.count,
                                         "skipped": outcome.skipped.count])
         var body: Markup = "<p class=\"notice\" id=\"outcome\">retried \(Plural.orders(outcome.retried.count)): pending, due now</p>"

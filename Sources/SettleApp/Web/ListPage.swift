@@ -32,7 +32,7 @@ enum ListPage {
             body = body + "<p class=\"muted\" id=\"reason-meaning\">\(Verdict.explanation(reason))</p>"
         }
         body = body + "<p id=\"list-count\">\(Plural.orders(list.total))" + (query.after == nil ? "" : " (a later page)") + "</p>"
-        let retriable = console.actions && (state == .needsAttention || state == .rejected)
+        let retriable = console.actions && request.allows(.retryBulk) && (state == .needsAttention || state == .rejected)
             && reason != AttentionReason.unclaimedPurchase.rawValue
         body = body + (retriable ? selectable(list.orders, BulkRetryPage.Listed(state: state, reason: reason), request,
                                               console: console, now: now)

@@ -49,7 +49,7 @@ enum SearchPage {
             add(try console.ledger.summary(OrderFilter(appAccountToken: q, limit: 50)).orders)
         }
         var offer: Markup = .empty
-        if let store = storeName(of: q) {
+        if let store = storeName(of: q), request.allows(.lookup) {
             let token = console.csrf.token(for: request.operatorName)
             offer = WebPage.section("Ask \(store) about order \(q)", id: "lookup", """
                 <form method="post" action="/search" class="action" id="lookup-form"><input type="hidden" name="csrf" value="\(token)">\
@@ -76,6 +76,7 @@ enum SearchPage {
             return WebPage.problem(403, "Form refused", detail: "the form has expired or did not come from this console: search again",
                                    request: request, console: console)
         }
+        if let refusal = WebPermission.refusal(.lookup, subject: q, request, console: console) { return refusal }
         guard storeName(of: q) != nil else {
             return page("<p class=\"refusal\">\(q) is not an order id of \(StoreNames.owners())</p>", query: q, request,
                         console: console, status: 400)

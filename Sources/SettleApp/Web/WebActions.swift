@@ -9,6 +9,17 @@ import SettleLedger
 enum WebActions {
     enum Action: String, CaseIterable {
         case retry, assign, resolve, transfer, redeliver
+
+        /// The entry of the role table (`WebAction`) this form is.
+        var permission: WebAction {
+            switch self {
+            case .retry: return .retry
+            case .assign: return .assign
+            case .resolve: return .resolve
+            case .transfer: return .transfer
+            case .redeliver: return .redeliver
+            }
+        }
     }
 
     /// What a done action says on the order's page (a fixed set: nothing from the request is
@@ -40,7 +51,10 @@ enum WebActions {
             return WebPage.problem(403, "Form refused", detail: "the form has expired or did not come from this console: reload the order's page and try again",
                                    request: request, console: console)
         }
-        let by = Operator(name: request.operatorName, channel: .web)
+        if let refusal = WebPermission.refusal(action.permission, subject: orderId, request, console: console) {
+            return refusal
+        }
+        let by = request.person
         let note = request.form["note"].flatMap { $0.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ? nil : $0 }
         let outcome: Outcome
         do {
@@ -110,7 +124,8 @@ enum WebActions {
         let token = console.csrf.token(for: request.operatorName)
         let base = "/orders/\(HTML.pathSegment(order.orderId))/"
         func form(_ action: Action, _ fields: Markup, _ button: String) -> Markup {
-            """
+            guard request.allows(action.permission) else { return .empty }
+            return """
             <form method="post" action="\(base + action.rawValue)" class="action" id="\(action.rawValue)-form">\
             <input type="hidden" name="csrf" value="\(token)">\(fields)<button type="submit">\(button)</button></form>
             """
@@ -151,6 +166,14 @@ enum WebActions {
                 <label><input type="checkbox" name="\(redeliverConfirmation)" value="yes" required> \(redeliverWarning); \
                 ours does (it was told the key and deduplicates on it)</label>
                 """, "Redeliver"))
+        }
+        let applicable = forms.count
+        forms = forms.filter { $0 != .empty }
+        if applicable > 0 && forms.isEmpty {
+            return WebPage.section("Actions", id: "actions", """
+                <p class="muted">the actions on a \(order.state.rawValue) order need another role; \
+                yours is \(request.role.rawValue)</p>
+                """)
         }
         guard !forms.isEmpty else {
             return WebPage.section("Actions", id: "actions", "<p class=\"muted\">no action applies to a \(order.state.rawValue) order</p>")

@@ -2,6 +2,7 @@ import Foundation
 import SettleBase
 import SettleConfig
 import SettleLedger
+import SettleModel
 
 /// `settle web`: the support console, on the project's one HTTP server. Every page is the HTML
 /// form of what `settle status` prints (the same reads, the same words); it never writes unless
@@ -29,6 +30,8 @@ package final class WebConsole: Sendable {
     let inFlight: PerClientLimit
     /// Store lookups from the search page: one client per store for the process, POST only, limited per operator.
     let lookups: ConsoleLookups
+    /// Proxy users seen lately (`web.auth: proxy`): a sign-in is audited once a session.
+    let proxySessions = ProxySessions()
     private let server: EmbeddedHTTPServer
 
     package var port: Int { server.port }
@@ -40,7 +43,8 @@ package final class WebConsole: Sendable {
         guard let address = ListenAddress(listen) else {
             throw StartError(description: "web.listen: \"\(listen)\" is not HOST:PORT with a numeric IPv4 or [IPv6] host")
         }
-        if let refusal = Self.refusal(listen: listen, address: address, hasUsers: users != nil, web: configuration.web) {
+        let identified = users != nil || configuration.web.auth == .proxy
+        if let refusal = Self.refusal(listen: listen, address: address, hasUsers: identified, web: configuration.web) {
             throw StartError(description: refusal)
         }
         self.ledger = ledger
@@ -111,7 +115,8 @@ package final class WebConsole: Sendable {
             return WebResponse.text(421, "settle web answers only to its own address, localhost and the names in web.hosts; "
                                         + "add this name to web.hosts if a proxy of yours sends it")
         }
-        if users == nil, let header = Self.proxyHeaders.first(where: { request.header($0) != nil }) {
+        if users == nil, configuration.web.auth == .basic,
+           let header = Self.proxyHeaders.first(where: { request.header($0) != nil }) {
             // A loopback console with no users file trusts that only this machine reaches it; a
             // proxy in front opens it to everyone who reaches the proxy.
             log.warning("web.proxied_request_refused", ["header": header, "client": request.client?.hostText ?? "unknown"])
@@ -125,30 +130,12 @@ package final class WebConsole: Sendable {
                                     extra: [HTTPHeader("Retry-After", "1")])
         }
         defer { inFlight.leave(client) }
-        var operatorName = "local"
-        if let users {
-            let authorization = request.header("Authorization")
-            // A header checked right before is a signed-in user: never throttled by others' failures.
-            if !users.isKnown(authorization: authorization),
-               let wait = throttle.retryAfter(client: client, user: WebUsers.name(in: authorization)) {
-                return WebResponse.text(429, "too many failed logins from \(client); try again in \(wait) s",
-                                        extra: [HTTPHeader("Retry-After", String(wait))])
-            }
-            switch users.check(authorization: authorization) {
-            case let .user(name):
-                operatorName = name
-            case .missing:
-                return Self.unauthorized
-            case .busy:
-                return WebResponse.text(503, "settle web is checking other passwords; try again in a moment",
-                                        extra: [HTTPHeader("Retry-After", "1")])
-            case let .refused(name):
-                throttle.recordFailure(client: client, user: name)
-                log.warning("web.login_failed", ["user": name, "client": client])
-                return Self.unauthorized
-            }
+        let person: (name: String, role: OperatorRole)
+        switch identify(request, client: client) {
+        case let .person(name, role): person = (name, role)
+        case let .refused(answer): return answer
         }
-        let web = WebRequest(request, operatorName: operatorName, client: client)
+        let web = WebRequest(request, operatorName: person.name, client: client, role: person.role)
         do {
             return try WebRoutes.route(web, console: self)
         } catch let error as LedgerError {
@@ -166,8 +153,6 @@ package final class WebConsole: Sendable {
     /// Headers a reverse proxy adds: a request carrying one did not come from this machine's own user.
     static let proxyHeaders = ["Forwarded", "X-Forwarded-For", "X-Real-IP"]
 
-    private static let unauthorized = WebResponse.text(401, "settle web: sign in with your console user (settle web-passwd NAME made it)",
-                                                       extra: [HTTPHeader("WWW-Authenticate", "Basic realm=\"settle\", charset=\"UTF-8\"")])
 
     /// Holds the console for the server's callbacks, set once the server is up.
     private final class Handler: @unchecked Sendable {

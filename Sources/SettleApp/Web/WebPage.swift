@@ -10,7 +10,8 @@ enum WebPage {
             <!DOCTYPE html>
             <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
             <title>\(title) · settle</title><link rel="stylesheet" href="\(WebStylesheet.path)"></head>
-            <body><header><a class="brand" href="/">settle</a><a href="/">Overview</a><a href="/orders?state=needs_attention">Lists</a><a href="/search">Search</a>
+            <body><header><a class="brand" href="/">settle</a><a href="/">Overview</a><a href="/orders?state=needs_attention">Lists</a>
+            <a href="/search">Search</a><a href="/audit">Audit</a>
             <form method="get" action="/search" role="search"><input type="search" name="q" placeholder="order, user, transaction, \(StoreNames.owners()) order id" aria-label="search">
             <button type="submit">Search</button></form>
             <span class="who" id="who">\(request.operatorName) · \(mode)</span></header>

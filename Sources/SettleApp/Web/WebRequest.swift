@@ -1,5 +1,6 @@
 import Foundation
 import SettleBase
+import SettleModel
 
 /// One request as the console's pages see it: the decoded path, the query and form fields, and
 /// who is asking. Form bodies are read here and nowhere logged: a purchase token arrives in one.
@@ -14,9 +15,12 @@ struct WebRequest: Sendable {
     var operatorName: String
     /// Who sent it: the TCP peer, or the forwarded client behind a trusted proxy (`ClientAddress`).
     var client: String
+    /// What the operator may do: the users file's or `web.roles`' word; admin without users.
+    var role: OperatorRole
 
-    init(_ request: HTTPServerRequest, operatorName: String, client: String = "unknown") {
+    init(_ request: HTTPServerRequest, operatorName: String, client: String = "unknown", role: OperatorRole = .admin) {
         self.client = client
+        self.role = role
         method = request.method
         let target = request.path
         let path = target[..<(target.firstIndex(of: "?") ?? target.endIndex)]

@@ -23,6 +23,8 @@ enum WebRoutes {
             return try OrderPage.render(orderId: s[1], request, console: console)
         case (false, "orders") where s.count == 3:
             return try WebActions.perform(s[2], orderId: s[1], request, console: console)
+        case (true, "audit") where s.count == 1:
+            return try AuditPage.render(request, console: console)
         case (true, "notifications") where s.count == 2:
             return try NotificationPage.render(uuid: s[1], request, console: console)
         case (true, "api"):
@@ -32,7 +34,8 @@ enum WebRoutes {
         }
     }
 
-    /// `/api/status` (the query's user, transaction, state and limit as status takes them),
+    /// `/api/audit` (`AuditPage.api`), `/api/status` (the query's user, transaction, state and limit as status
+    /// takes them),
     /// `/api/orders/ID`, `/api/notifications/UUID`: exactly `settle status --json`'s JSON.
     static func api(_ s: [String], _ request: WebRequest, console: WebConsole) throws -> HTTPServerResponse {
         switch (s.first, s.count) {
@@ -60,6 +63,8 @@ enum WebRoutes {
                 return WebResponse.json(404, .object([("error", .string("no order \(s[1]) in the ledger"))]))
             }
             return WebResponse.json(200, report.json(now: console.time.unixSeconds))
+        case ("audit", 1):
+            return try AuditPage.api(request, console: console)
         case ("notifications", 2):
             guard let record = try console.ledger.notification(uuid: s[1]) else {
                 return WebResponse.json(404, .object([("error", .string("no notification \(s[1]) in the ledger"))]))

@@ -2,11 +2,14 @@ import Foundation
 import SettleBase
 import Synchronization
 import SettleConfig
+import SettleModel
 
-/// The people who may use the console (`web.users_file`: lines `name:hash`, `#` comments and
-/// blank lines allowed), and the check of an HTTP basic auth header against them.
+/// The people who may use the console (`web.users_file`: lines `name:hash` or `name:hash:role`,
+/// `#` comments and blank lines allowed), and the check of an HTTP basic auth header against them.
+/// A line without a role keeps the power every user had before roles: `admin`.
 final class WebUsers: Sendable {
     private let hashes: [String: WebPasswordHash]
+    private let roles: [String: OperatorRole]
     /// Credentials checked once are remembered by their keyed digest, so that a browser sending
     /// the same header with every request does not pay PBKDF2's cost each time. The key is this
     /// process's own; nothing of the password is kept.
@@ -15,27 +18,44 @@ final class WebUsers: Sendable {
 
     var names: [String] { hashes.keys.sorted() }
 
-    init(hashes: [String: WebPasswordHash], concurrentChecks: Int = ProcessInfo.processInfo.activeProcessorCount) {
+    /// Whether `name` is a user's (a failed sign-in's name is audited only then).
+    func knows(_ name: String) -> Bool { hashes[name] != nil }
+
+    /// A user's role: the line's third field, else admin (a two-field line keeps today's power).
+    func role(of name: String) -> OperatorRole { roles[name] ?? .admin }
+
+    init(hashes: [String: WebPasswordHash], roles: [String: OperatorRole] = [:],
+         concurrentChecks: Int = ProcessInfo.processInfo.activeProcessorCount) {
         self.hashes = hashes
+        self.roles = roles
         checks = DispatchSemaphore(value: max(1, concurrentChecks))
     }
 
     /// Parses the file's text; `source` names it in errors (a line number, never a line's text).
     static func parse(_ text: String, source: String) throws(ConfigError) -> WebUsers {
         var hashes: [String: WebPasswordHash] = [:]
+        var roles: [String: OperatorRole] = [:]
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.trimmingCharacters(in: .whitespaces)
             if line.isEmpty || line.hasPrefix("#") { continue }
-            guard let colon = line.firstIndex(of: ":"), WebUsers.isName(String(line[..<colon])),
-                  let hash = WebPasswordHash(String(line[line.index(after: colon)...])) else {
-                throw ConfigError("\(source): line \(index + 1) is not name:hash as settle web-passwd NAME prints it")
+            // name:hash or name:hash:role (a hash holds no colon).
+            let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+            guard fields.count >= 2, WebUsers.isName(fields[0]), let hash = WebPasswordHash(fields[1]) else {
+                throw ConfigError("\(source): line \(index + 1) is not name:hash or name:hash:role "
+                                  + "as settle web-passwd NAME prints it")
             }
-            let name = String(line[..<colon])
+            let name = fields[0]
             guard hashes[name] == nil else { throw ConfigError("\(source): line \(index + 1) names \(name) a second time") }
+            if fields.count == 3 {
+                guard let role = OperatorRole(rawValue: fields[2]) else {
+                    throw ConfigError("\(source): line \(index + 1): a role is viewer, support or admin")
+                }
+                roles[name] = role
+            }
             hashes[name] = hash
         }
         guard !hashes.isEmpty else { throw ConfigError("\(source): no users (add lines from settle web-passwd NAME)") }
-        return WebUsers(hashes: hashes)
+        return WebUsers(hashes: hashes, roles: roles)
     }
 
     /// Reads `web.users_file` (refused when group or others may read it, as every secret file).

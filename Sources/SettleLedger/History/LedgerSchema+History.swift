@@ -603,5 +603,24 @@ extension LedgerSchema {
         ALTER TABLE orders ADD COLUMN proof_key TEXT;
         CREATE INDEX orders_proof_key ON orders(store, proof_key) WHERE proof_key IS NOT NULL;
         """,
+        // 20: the audit log (issue 36): who did what, through which channel, from where, and
+        // whether it was allowed; written by the ledger in the action's own transaction
+        // (`AuditEntry`), and by the console for sign-ins and refusals.
+        """
+        CREATE TABLE audit_log (
+            id       INTEGER PRIMARY KEY AUTOINCREMENT,
+            at       INTEGER NOT NULL,
+            actor    TEXT NOT NULL,
+            channel  TEXT NOT NULL CHECK (channel IN ('cli','web')),
+            role     TEXT,
+            action   TEXT NOT NULL,
+            subject  TEXT NOT NULL,
+            detail   TEXT NOT NULL DEFAULT '',
+            source   TEXT NOT NULL,
+            outcome  TEXT NOT NULL CHECK (outcome IN ('ok','refused'))
+        );
+        CREATE INDEX audit_log_at ON audit_log(at);
+        CREATE INDEX audit_log_actor ON audit_log(actor, id);
+        """,
     ]
 }

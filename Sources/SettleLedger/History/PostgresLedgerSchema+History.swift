@@ -486,5 +486,22 @@ extension PostgresLedgerSchema {
         ALTER TABLE orders ADD CONSTRAINT orders_proof_check CHECK (CASE store WHEN 'google_play' THEN purchase_token IS NOT NULL
             ELSE receipt_sha256 IS NOT NULL OR signed_transaction IS NOT NULL OR transaction_id IS NOT NULL OR proof IS NOT NULL END);
         """,
+        // 17: as the SQLite ledger's migration 20: the audit log.
+        """
+        CREATE TABLE audit_log (
+            id       BIGSERIAL PRIMARY KEY,
+            at       BIGINT NOT NULL,
+            actor    TEXT NOT NULL,
+            channel  TEXT NOT NULL CHECK (channel IN ('cli','web')),
+            role     TEXT,
+            action   TEXT NOT NULL,
+            subject  TEXT NOT NULL,
+            detail   TEXT NOT NULL DEFAULT '',
+            source   TEXT NOT NULL,
+            outcome  TEXT NOT NULL CHECK (outcome IN ('ok','refused'))
+        );
+        CREATE INDEX audit_log_at ON audit_log(at);
+        CREATE INDEX audit_log_actor ON audit_log(actor, id);
+        """,
     ]
 }

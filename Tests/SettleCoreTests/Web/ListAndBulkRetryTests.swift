@@ -113,6 +113,35 @@ final class ListAndBulkRetryTests: WebConsoleTestCase {
         XCTAssertTrue(skipped.contains("id=\"skipped-orders\""))
     }
 
+    /// Bulk retry is an admin's: a support user's list has no boxes, their POST is 403 and
+    /// audited as refused; an admin's retry leaves an audit row per order, naming them.
+    func testBulkRetry_isAnAdmins_andEveryOrderItRetriesIsInTheAuditLog_onBothEngines() throws {
+        try onEachEngine { engine in
+            try setAside(engine, 2, reason: "hook_refused")
+            let users = WebUsers(hashes: ["sam": WebPasswordHash.make("pw", iterations: 1000),
+                                          "ann": WebPasswordHash.make("pw2", iterations: 1000)],
+                                 roles: ["sam": .support, "ann": .admin])
+            let base = try start(engine.ledger, actions: true, users: users)
+            let sam = [Self.basic("sam", "pw")], ann = [Self.basic("ann", "pw2")]
+            let samList = text(try get(base, "/orders?state=needs_attention", headers: sam))
+            XCTAssertFalse(samList.contains("/bulk/retry"), "no bulk form for a support user: \(engine.name)")
+            let samToken = try XCTUnwrap(csrf(text(try get(base, "/orders/o-hook_refused-1", headers: sam))), engine.name)
+            let form = [("state", "needs_attention"), ("id.0", "o-hook_refused-1"), ("id.1", "o-hook_refused-2"), ("confirm", "yes"),
+                        ("note", "INC-3")]
+            XCTAssertEqual(try post(base, "/bulk/retry", form + [("csrf", samToken)], headers: sam).status, 403, engine.name)
+            XCTAssertEqual(try engine.ledger.orderRecord("o-hook_refused-1")?.order.state, .needsAttention, engine.name)
+            let refused = try engine.ledger.auditEntries(actor: "sam").filter { $0.action != "sign_in" }
+            XCTAssertEqual(refused.map(\.action), ["retry_bulk"], engine.name)
+            XCTAssertEqual(refused.first?.outcome, .refused, engine.name)
+            let annToken = try XCTUnwrap(csrf(text(try get(base, "/orders?state=needs_attention", headers: ann))), engine.name)
+            XCTAssertTrue(text(try post(base, "/bulk/retry", form + [("csrf", annToken)], headers: ann)).contains("retried 2 orders"),
+                          engine.name)
+            let rows = try engine.ledger.auditEntries(actor: "ann").filter { $0.action == "retry" }
+            XCTAssertEqual(Set(rows.map(\.subject)), ["o-hook_refused-1", "o-hook_refused-2"], engine.name)
+            XCTAssertTrue(rows.allSatisfy { $0.channel == .web && $0.role == .admin && $0.detail.hasPrefix("INC-3") }, engine.name)
+        }
+    }
+
     private func listed(_ page: String) -> [String] {
         guard let table = page.range(of: "id=\"list-orders\"") else { return [] }
         return page[table.upperBound...].components(separatedBy: "<td><a href=\"/orders/").dropFirst()

@@ -93,7 +93,17 @@ final class WebAuthTests: WebConsoleTestCase {
         let good = WebPasswordHash.make("pw", iterations: 1000).text
         XCTAssertEqual(try WebUsers.parse("# console users\nalice:\(good)\n\nbob:\(good)\n", source: "web.users_file").names, ["alice", "bob"])
         XCTAssertThrowsError(try WebUsers.parse("alice:\(good)\nbob:hunter2\n", source: "web.users_file")) { error in
-            XCTAssertEqual((error as? ConfigError)?.message, "web.users_file: line 2 is not name:hash as settle web-passwd NAME prints it")
+            let expected = "web.users_file: line 2 is not name:hash or name:hash:role as settle web-passwd NAME "
+                + "prints it"
+            XCTAssertEqual((error as? ConfigError)?.message, expected)
+        }
+        // Issue 36: an optional third field is the role; a two-field line keeps today's power, admin.
+        let roled = try WebUsers.parse("alice:\(good)\nvic:\(good):viewer\nsam:\(good):support\n",
+                                       source: "web.users_file")
+        XCTAssertEqual(["alice", "vic", "sam"].map { roled.role(of: $0) }, [.admin, .viewer, .support])
+        XCTAssertThrowsError(try WebUsers.parse("vic:\(good):root\n", source: "web.users_file")) { error in
+            XCTAssertEqual((error as? ConfigError)?.message,
+                           "web.users_file: line 1: a role is viewer, support or admin")
         }
         XCTAssertThrowsError(try WebUsers.parse("alice:\(good)\nalice:\(good)\n", source: "web.users_file"))
         XCTAssertThrowsError(try WebUsers.parse("# nobody\n", source: "web.users_file"))
