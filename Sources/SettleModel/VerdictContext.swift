@@ -82,7 +82,7 @@ extension Verdict {
     }
 
     /// A transfer or redelivery in one line: "transfer 1 to bob: done 2h ago (asked by alice via web)".
-    static func supportLine(_ action: SupportAction, now: Int64) -> String {
+    package static func supportLine(_ action: SupportAction, now: Int64) -> String {
         let what = switch action.kind {
         case .transfer: "transfer \(action.number) from \(action.fromUser ?? "?") to \(action.toUser ?? "?")"
         case .redeliver: "redelivery \(action.number) of \(action.target?.rawValue ?? "?")"

@@ -120,6 +120,14 @@ final class TransferTests: EndToEndTestCase {
         XCTAssertEqual(try listedOrderIds(["--user", "u-9"]), [])
         let text = try settle(expecting: 0, ["status", "--user", "u-1"]).stdout
         XCTAssertTrue(text.contains("o-1"), text)
+        // The customer view (issue 36) says how it is theirs, and who holds it now.
+        XCTAssertTrue(text.contains("customer u-1: 1 order\n  o-1  finished"), text)
+        XCTAssertTrue(text.contains("    bought it; transferred it to u-2; holder now: u-2\n"), text)
+        XCTAssertTrue(text.contains("    support: transfer 1 from u-1 to u-2: done "), text)
+        let received = try settle(expecting: 0, ["status", "--user", "u-2"]).stdout
+        XCTAssertTrue(received.contains("    received it from u-1 by transfer; holds it now\n"), received)
+        let json = try statusJSON(["--user", "u-2"])
+        XCTAssertEqual(json["customer"]?["orders"]?.arrayValue?.first?["holder"], .string("u-2"))
     }
 
     func testTransfer_isRefused_forWhatWasNeverGranted_theSameUser_oneInProgress_andWithoutItsFlags() throws {

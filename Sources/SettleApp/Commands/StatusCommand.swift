@@ -87,7 +87,19 @@ enum StatusCommand {
                 guard check.isHealthy else { throw CommandFailure(.unavailable, check.text) }
                 return context.print(check.text)
             }
-            context.print(parsed.has("--json") ? report.json.serialized(pretty: true) : report.text(now: context.time.unixSeconds))
+            let now = context.time.unixSeconds
+            // With --user, the customer view after the list: what they bought, hold, gave away or received.
+            let customer = try filter.userId.map { try CustomerReport.read(ledger, userId: $0, configuration: configuration, now: now) }
+            if parsed.has("--json") {
+                var json = report.json
+                if let customer, case var .object(members) = json {
+                    members.append(("customer", customer.json))
+                    json = .object(members)
+                }
+                context.print(json.serialized(pretty: true))
+            } else {
+                context.print(report.text(now: now) + (customer.map { "\n" + $0.text(now: now) } ?? ""))
+            }
         } catch let error as LedgerError {
             throw CommandFailure.from(error)
         }

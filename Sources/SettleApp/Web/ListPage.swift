@@ -63,7 +63,7 @@ enum ListPage {
         let token = console.csrf.token(for: request.operatorName)
         let rows = orders.enumerated().map { n, o -> [Markup] in
             ["<input type=\"checkbox\" name=\"id.\(n)\" value=\"\(HTML.pathSegment(o.orderId))\" aria-label=\"select \(o.orderId)\">",
-             WebPage.orderLink(o.orderId), WebPage.stateBadge(o.state), "\(o.userId)", "\(o.productId)", "\(o.reason ?? "-")",
+             WebPage.orderLink(o.orderId), WebPage.stateBadge(o.state), WebPage.userLink(o.userId), "\(o.productId)", "\(o.reason ?? "-")",
              "\(Timestamp.age(max(0, now.saturatingSubtracting(o.updatedAt)))) ago"]
         }
         let table = WebPage.table(["", "order", "state", "user", "product", "reason", "updated"], rows, id: "list-orders")

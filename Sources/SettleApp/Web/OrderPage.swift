@@ -21,6 +21,9 @@ enum OrderPage {
             body = body + "<p class=\"notice\" id=\"outcome\">\(done.message)</p>"
         }
         body = body + WebPage.section("Verdict", id: "verdict", WebPage.facts(Array(fields[..<split]), id: "verdict-facts", classes: "facts verdict"))
+        if !report.order.userId.isEmpty {
+            body = body + "<p id=\"customer-link\">customer: \(WebPage.userLink(report.order.userId)) (every order of theirs)</p>"
+        }
         if console.actions { body = body + WebActions.forms(report.order, request, console: console) }
         body = body + WebPage.section("Order", id: "order", WebPage.stateBadge(report.order.state)
                                       + WebPage.facts(Array(fields[split...]), id: "order-facts"))

@@ -52,6 +52,11 @@ enum WebPage {
         "<a href=\"/orders/\(HTML.pathSegment(id))\">\(id)</a>"
     }
 
+    /// A user id linked to the customer's page (nothing to link for an order without a user).
+    static func userLink(_ id: String) -> Markup {
+        id.isEmpty ? "-" : "<a href=\"/users/\(HTML.pathSegment(id))\">\(id)</a>"
+    }
+
     static func stateBadge(_ state: OrderState) -> Markup {
         "<span class=\"state \(state.rawValue)\">\(state.rawValue)</span>"
     }
@@ -74,7 +79,7 @@ enum WebPage {
     static func orderTable(_ orders: [Order], now: Int64, id: String) -> Markup {
         guard !orders.isEmpty else { return "<p class=\"muted\">no matching orders</p>" }
         let rows = orders.map { o -> [Markup] in
-            [orderLink(o.orderId), stateBadge(o.state), "\(o.userId)", "\(o.productId)", "\(o.transactionId ?? "-")",
+            [orderLink(o.orderId), stateBadge(o.state), userLink(o.userId), "\(o.productId)", "\(o.transactionId ?? "-")",
              "\(o.attempts)", "\(o.reason ?? "-")", "\(Timestamp.age(max(0, now.saturatingSubtracting(o.updatedAt)))) ago"]
         }
         return table(["order", "state", "user", "product", "transaction", "attempts", "reason", "updated"], rows, id: id, numeric: [5])

@@ -25,6 +25,8 @@ enum WebRoutes {
             return try WebActions.perform(s[2], orderId: s[1], request, console: console)
         case (true, "audit") where s.count == 1:
             return try AuditPage.render(request, console: console)
+        case (true, "users") where s.count == 2:
+            return try CustomerPage.render(userId: s[1], request, console: console)
         case (true, "notifications") where s.count == 2:
             return try NotificationPage.render(uuid: s[1], request, console: console)
         case (true, "api"):
@@ -63,6 +65,13 @@ enum WebRoutes {
                 return WebResponse.json(404, .object([("error", .string("no order \(s[1]) in the ledger"))]))
             }
             return WebResponse.json(200, report.json(now: console.time.unixSeconds))
+        case ("users", 2):
+            let report = try CustomerReport.read(console.ledger, userId: s[1], configuration: console.configuration,
+                                                 now: console.time.unixSeconds)
+            guard !report.entries.isEmpty else {
+                return WebResponse.json(404, .object([("error", .string("no order of user \(s[1]) in the ledger"))]))
+            }
+            return WebResponse.json(200, report.json)
         case ("audit", 1):
             return try AuditPage.api(request, console: console)
         case ("notifications", 2):
