@@ -77,7 +77,7 @@ package final class GooglePlaySimulator: StoreSimulator {
         let fake = FakeGooglePlay(packageName: packageName, serviceAccount: key, pushKey: pushKey, pushKeyId: pushKeyId,
                                   time: SystemTimeSource())
         let jwks = JSONWebKeySet.document([(id: pushKeyId, key: pushKey.publicKey)]).data
-        let server = try LoopbackHTTPServer { request in
+        let server = try LoopbackHTTPServer(port: setup.port) { request in
             switch (request.method, String(request.pathWithoutQuery)) {
             case ("GET", "/simulator/jwks"):
                 return .json(200, jwks)

@@ -85,7 +85,7 @@ package final class HuaweiSimulator: StoreSimulator {
         do {
             fake = try FakeHuawei(appId: appId, publicKey: key, time: SystemTimeSource())
             let both = hms
-            server = try LoopbackHTTPServer { request in both?.handle(request) ?? fake.handle(request) }
+            server = try LoopbackHTTPServer(port: setup.port) { request in both?.handle(request) ?? fake.handle(request) }
         } catch {
             throw StoreSimulatorFailure.unavailable("cannot start the simulated Huawei AppGallery: \(error)")
         }

@@ -46,7 +46,7 @@ package final class OneStoreSimulator: StoreSimulator {
             time: SystemTimeSource())
         let server: LoopbackHTTPServer
         do {
-            server = try LoopbackHTTPServer { fake.handle($0) }
+            server = try LoopbackHTTPServer(port: setup.port) { fake.handle($0) }
         } catch {
             throw StoreSimulatorFailure.unavailable("cannot start the simulated ONE store: \(error)")
         }
