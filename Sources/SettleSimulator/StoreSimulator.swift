@@ -50,6 +50,8 @@ package struct StoreSimulatorSetup {
     package var port: UInt16
     /// The store's options as given, by name.
     package var options: [String: String]
+    /// The faults `POST /simulator/faults` switches, shared by every store's fake.
+    package var faults = SimulatedFaults()
 
     /// An empty plans file and no options.
     package init(configuration: Configuration?, configurationPath: String?, port: UInt16) {

@@ -71,7 +71,11 @@ package final class AppStoreSimulator: StoreSimulator {
         }
         let simulator: AppleSimulator
         do {
-            simulator = try AppleSimulator(sharedSecret: secret, credentials: credentials, port: setup.port)
+            let faults = setup.faults
+            faults.register("app_store")
+            simulator = try AppleSimulator(sharedSecret: secret, credentials: credentials, port: setup.port) { request in
+                faults.front(request, store: "app_store") { SimulatedRateLimit.appleRateLimited(retryAfter: $0, now: Date()) }
+            }
         } catch {
             throw StoreSimulatorFailure.unavailable("cannot listen on 127.0.0.1:\(setup.port): \(error)")
         }

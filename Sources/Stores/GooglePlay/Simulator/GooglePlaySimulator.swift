@@ -77,7 +77,10 @@ package final class GooglePlaySimulator: StoreSimulator {
         let fake = FakeGooglePlay(packageName: packageName, serviceAccount: key, pushKey: pushKey, pushKeyId: pushKeyId,
                                   time: SystemTimeSource())
         let jwks = JSONWebKeySet.document([(id: pushKeyId, key: pushKey.publicKey)]).data
+        let faults = setup.faults
+        faults.register("google_play")
         let server = try LoopbackHTTPServer(port: setup.port) { request in
+            if let fault = faults.front(request, store: "google_play", rateLimited: Self.rateLimited) { return fault }
             switch (request.method, String(request.pathWithoutQuery)) {
             case ("GET", "/simulator/jwks"):
                 return .json(200, jwks)
@@ -96,6 +99,14 @@ package final class GooglePlaySimulator: StoreSimulator {
         let script = setup.script.googlePlay
         script.apply(to: fake)
         return GooglePlaySimulator(fake: fake, server: server, source: source, script: script)
+    }
+
+    /// Google's 429 (RESOURCE_EXHAUSTED) with the Retry-After a switched-on fault names.
+    @Sendable static func rateLimited(_ seconds: Double) -> HTTPServerResponse {
+        var response = SimulatedRateLimit.googleRefusal(.limited(retryAfter: seconds), group: "simulated fault")
+            ?? HTTPServerResponse(status: 429)
+        response.headers.append(HTTPHeader("Retry-After", String(Int(seconds.rounded(.up)))))
+        return response
     }
 
     package var baseURL: String { server.baseURL }

@@ -84,8 +84,11 @@ package final class HuaweiSimulator: StoreSimulator {
         let server: LoopbackHTTPServer
         do {
             fake = try FakeHuawei(appId: appId, publicKey: key, time: SystemTimeSource())
-            let both = hms
-            server = try LoopbackHTTPServer(port: setup.port) { request in both?.handle(request) ?? fake.handle(request) }
+            let both = hms, faults = setup.faults
+            faults.register("huawei")
+            server = try LoopbackHTTPServer(port: setup.port) { request in
+                faults.front(request, store: "huawei") ?? both?.handle(request) ?? fake.handle(request)
+            }
         } catch {
             throw StoreSimulatorFailure.unavailable("cannot start the simulated Huawei AppGallery: \(error)")
         }

@@ -46,7 +46,9 @@ package final class OneStoreSimulator: StoreSimulator {
             time: SystemTimeSource())
         let server: LoopbackHTTPServer
         do {
-            server = try LoopbackHTTPServer(port: setup.port) { fake.handle($0) }
+            let faults = setup.faults
+            faults.register("one_store")
+            server = try LoopbackHTTPServer(port: setup.port) { faults.front($0, store: "one_store") ?? fake.handle($0) }
         } catch {
             throw StoreSimulatorFailure.unavailable("cannot start the simulated ONE store: \(error)")
         }
