@@ -4,8 +4,8 @@ import SettleTesting
 import XCTest
 
 /// The guide "Testing your integration" (docs/testing.md), run as written against the built
-/// binary: its command lines (the first ```sh block) and its plans.json (the first ```json
-/// block). The operations guide's install section is run as written by scripts/package-test.sh
+/// binary: the command lines of "The simulator" (its first ```sh block) and its plans.json (its
+/// first ```json block); the walkthrough above it by `TestingWalkthroughTests`. The operations guide's install section is run as written by scripts/package-test.sh
 /// in a fresh Debian root, the README's quick start by .ci/run.
 final class ReadmeCommandTests: EndToEndTestCase {
     static var readme: String {
@@ -75,10 +75,10 @@ final class ReadmeCommandTests: EndToEndTestCase {
     }
 
     func testTestingYourIntegration_commandsRunAsWritten_theBareSimulatorStartsWithItsDocumentedDefaultsAndAcceptsItsSecret() throws {
-        let lines = try Self.commands(in: "Testing your integration")
+        let lines = try Self.commands(in: "The simulator")
         XCTAssertEqual(lines.first, "settle simulator", "the newcomer's first try, the bare command, comes first")
         // The files the lines name: the guide's plans.json, and a test configuration with a Server API key.
-        _ = try world.write("plans.json", try Self.block("json", in: "Testing your integration").joined(separator: "\n"))
+        _ = try world.write("plans.json", try Self.block("json", in: "The simulator").joined(separator: "\n"))
         try world.writeConfig(serverAPI: true)
         _ = try world.write("test-settle.json", try String(contentsOfFile: world.configPath, encoding: .utf8))
         let receipt = Data("a newcomer's receipt".utf8).base64EncodedString()
