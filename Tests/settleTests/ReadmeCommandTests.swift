@@ -102,7 +102,7 @@ final class ReadmeCommandTests: EndToEndTestCase {
                 XCTAssertEqual(try state("o-2"), "rejected")
                 XCTAssertEqual(try order("o-2")["reason"]?.looseString, "receipt_invalid")
             } else {
-                XCTAssertTrue(banner.contains("scripted: 1 receipts, 1 transactions, 1 customers, 1 Apple orders"), banner)
+                XCTAssertTrue(banner.contains("scripted: 1 receipt, 1 transaction, 1 customer, 1 Apple order\n"), banner)
                 XCTAssertTrue(banner.contains("configuration: test-settle.json"), banner)
                 XCTAssertTrue(banner.contains("accepts: the shared secret in \(world.folder)/shared-secret (verifyReceipt); Server API tokens signed by key \(world.keyId)"), banner)
                 XCTAssertFalse(banner.contains(world.sharedSecret), "never the secret itself")

@@ -87,7 +87,7 @@ enum SimulatorCommand {
         let stopped = running
         running = []
         for store in stopped { store.stop() }
-        context.print("settle simulator stopped after \(stopped.map { $0.requestCount }.reduce(0, +)) requests")
+        context.print("settle simulator stopped after \(Plural.count(stopped.map { $0.requestCount }.reduce(0, +), "request"))")
     }
 
     /// `first`'s `count`-th port up.

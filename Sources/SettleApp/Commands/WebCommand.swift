@@ -62,7 +62,7 @@ enum WebCommand {
         let shown = console.boundAddress.map(String.init(describing:)) ?? listen
         log.info("web.listening", ["address": shown, "actions": web.actions, "users": users?.names.count ?? 0])
         context.print("settle web listening on http://\(shown)/ (" + (web.actions ? "actions on" : "read-only")
-                      + (users == nil ? ", no users file: loopback only" : ", \(users!.names.count) users") + ")")
+                      + (users == nil ? ", no users file: loopback only" : ", \(Plural.count(users!.names.count, "user"))") + ")")
         StopSignal.wait()
         console.stop()
         try? ledger.close()

@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 import SettleConfig
 import SettleAppStore
 import SettleSimulator
@@ -88,12 +89,14 @@ package final class AppStoreSimulator: StoreSimulator {
 
     package var banner: String {
         let base = simulator.baseURL
+        let scripted = [Plural.count(script.receipts.count, "receipt"), Plural.count(script.transactions.count, "transaction"),
+                        Plural.count(script.customers.count, "customer"), Plural.count(script.appleOrders.count, "Apple order")]
         return """
             receipt_api.production_url: \(base)/production/verifyReceipt
             receipt_api.sandbox_url: \(base)/sandbox/verifyReceipt
             server_api.production_url: \(base)/production
             server_api.sandbox_url: \(base)/sandbox
-            scripted: \(script.receipts.count) receipts, \(script.transactions.count) transactions, \(script.customers.count) customers, \(script.appleOrders.count) Apple orders
+            scripted: \(scripted.joined(separator: ", "))
             \(accepts)
             """
     }

@@ -112,13 +112,15 @@ package final class GooglePlaySimulator: StoreSimulator {
     package var baseURL: String { server.baseURL }
 
     package var banner: String {
-        """
+        let scripted = [Plural.count(script.products.count, "Play purchase"),
+                        Plural.count(script.subscriptions.count, "Play subscription"), "\(script.voided.count) voided"]
+        return """
         google_play.api_url: \(server.baseURL)
         google_play.token_url: \(server.baseURL)/token
         google_play.package_name: \(fake.packageName), accepting \(source)
         google_play.push.jwks_url: \(server.baseURL)\(FakeGooglePlay.certsPath)
         google_play push keys: GET \(server.baseURL)/simulator/jwks; a push token: POST \(server.baseURL)/simulator/push-token {"audience", "email"}
-        scripted: \(script.products.count) Play purchases, \(script.subscriptions.count) Play subscriptions, \(script.voided.count) voided
+        scripted: \(scripted.joined(separator: ", "))
         """
     }
 

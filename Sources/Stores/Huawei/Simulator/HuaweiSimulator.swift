@@ -103,10 +103,13 @@ package final class HuaweiSimulator: StoreSimulator {
     package var baseURL: String { server.baseURL }
 
     package var banner: String {
-        """
+        let scripted = [Plural.count(script.orders.count, "Huawei order"),
+                        Plural.count(script.subscriptions.count, "Huawei subscription"),
+                        Plural.count(script.hmsPurchases.count, "HMS purchase")]
+        return """
         huawei.api_url: \(server.baseURL)
         huawei.app_id: \(fake.appId), accepting \(source)
-        scripted: \(script.orders.count) Huawei orders, \(script.subscriptions.count) Huawei subscriptions, \(script.hmsPurchases.count) HMS purchases
+        scripted: \(scripted.joined(separator: ", "))
         """
             + (hms == nil
                 ? ""

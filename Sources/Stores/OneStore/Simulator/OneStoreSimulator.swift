@@ -64,7 +64,7 @@ package final class OneStoreSimulator: StoreSimulator {
         one_store.api_url: \(server.baseURL)/commercial
         one_store.sandbox_url: \(server.baseURL)/sandbox
         one_store.client_id: \(fake.clientId), package_name: \(fake.packageName)
-        scripted: \(script.purchases.count) ONE store purchases
+        scripted: \(Plural.count(script.purchases.count, "ONE store purchase"))
         """
     }
 
