@@ -20,7 +20,7 @@ enum BackupCommand {
         let destination = parsed.positionals[0]
         let configuration = try context.loadConfiguration(parsed)
         if configuration.postgresLedger != nil {
-            throw CommandFailure(.config, "settle backup copies an SQLite ledger; back a PostgreSQL ledger up with pg_dump "
+            throw CommandFailure(.config, "it copies an SQLite ledger only; back a PostgreSQL ledger up with pg_dump "
                                  + "(or your database's own backups)")
         }
         do {
