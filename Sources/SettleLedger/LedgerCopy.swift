@@ -70,7 +70,9 @@ package enum LedgerCopy {
                 try destination.write { db in
                     let existing = try db.run("SELECT count(*) AS n FROM orders").first?.int("n") ?? 0
                     guard existing == 0 else {
-                        throw LedgerError.invalid("the destination ledger already holds \(Plural.count(existing, "order")); copy into an empty one")
+                        let held = Plural.count(existing, "order")
+                        throw LedgerError.invalid("the destination ledger already holds \(held); "
+                                                  + "copy into an empty one")
                     }
                     // The destination's own starting rows give way to the source's.
                     try db.run("DELETE FROM store_breakers")
@@ -89,7 +91,8 @@ package enum LedgerCopy {
                         }
                         let counted = Int(try db.run("SELECT count(*) AS n FROM \(table.name)").first?.int("n") ?? -1)
                         guard counted == copied else {
-                            throw LedgerError.invalid("\(table.name): copied \(Plural.count(copied, "row")) but the destination holds \(counted)")
+                            throw LedgerError.invalid("\(table.name): copied \(Plural.count(copied, "row")) "
+                                                      + "but the destination holds \(counted)")
                         }
                         report.counts.append((table.name, copied))
                     }

@@ -48,7 +48,9 @@ package final class SimulatedFaults: Sendable {
 
     /// A store's fake serves faults under `name` (its configuration key: `app_store`, ...).
     package func register(_ name: String) {
-        stores.withLock { list in if !list.contains(where: { $0.name == name }) { list.append((name, SimulatedHold())) } }
+        stores.withLock { list in
+            if !list.contains(where: { $0.name == name }) { list.append((name, SimulatedHold())) }
+        }
     }
 
     package func fault(_ store: String) -> Fault { faults.withLock { $0[store] } ?? Fault(mode: .none) }
@@ -78,7 +80,8 @@ package final class SimulatedFaults: Sendable {
             return Self.message(503, "the simulated \(store) is down (POST \(Self.path) with mode none clears it)")
         case .rateLimited:
             if let rateLimited { return rateLimited(fault.effectiveSeconds) }
-            var response = Self.message(429, "the simulated \(store) is rate limiting (POST \(Self.path) with mode none clears it)")
+            var response = Self.message(429, "the simulated \(store) is rate limiting "
+                                            + "(POST \(Self.path) with mode none clears it)")
             response.headers.append(HTTPHeader("Retry-After", String(Int(fault.effectiveSeconds.rounded(.up)))))
             return response
         case .hang, .slow:
@@ -92,7 +95,9 @@ package final class SimulatedFaults: Sendable {
         .object(stores.withLock { $0.map(\.name) }.map { name in
             let fault = fault(name)
             var members: [(String, JSONValue)] = [("mode", .string(fault.mode.rawValue))]
-            if fault.mode != .none && fault.mode != .unavailable { members.append(("seconds", .number(fault.effectiveSeconds))) }
+            if fault.mode != .none && fault.mode != .unavailable {
+                members.append(("seconds", .number(fault.effectiveSeconds)))
+            }
             return (name, .object(members))
         })
     }
@@ -125,17 +130,20 @@ package final class SimulatedFaults: Sendable {
     private struct Problem: Error, CustomStringConvertible { var description: String }
 
     private static func parse(_ body: Data, stores: [String]) -> Result<(String, Fault), Problem> {
-        let usage = #"expected {"store": "\#(stores.joined(separator: "\"|\""))", "mode": "\#(Mode.allCases.map(\.rawValue).joined(separator: "\"|\""))", "seconds": N}"#
+        let storeNames = stores.joined(separator: "\"|\"")
+        let modes = Mode.allCases.map(\.rawValue).joined(separator: "\"|\"")
+        let usage = #"expected {"store": "\#(storeNames)", "mode": "\#(modes)", "seconds": N}"#
         guard let json = try? JSONValue.parse(body), let store = json["store"]?.looseString,
               let mode = json["mode"]?.looseString.flatMap(Mode.init(rawValue:)) else {
             return .failure(Problem(description: usage))
         }
         guard stores.contains(store) else {
-            return .failure(Problem(description: "store \(PrintableText.escape(String(store.prefix(40)))) is not simulated here; \(usage)"))
+            let shown = PrintableText.escape(String(store.prefix(40)))
+            return .failure(Problem(description: "store \(shown) is not simulated here; \(usage)"))
         }
         var seconds: Double?
         if let value = json["seconds"] {
-            guard let number = value.looseString.flatMap(Double.init), number.isFinite, number >= 0, number <= 3600 else {
+            guard let number = value.looseString.flatMap(Double.init), (0...3600).contains(number) else {
                 return .failure(Problem(description: "seconds: a number from 0 to 3600"))
             }
             seconds = number

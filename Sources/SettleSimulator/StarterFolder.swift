@@ -17,7 +17,8 @@ package struct StarterFolder {
 
     /// The names settle and the hook write there later: a folder holding one is not empty of
     /// this setup (an old ledger would mix its orders into the walkthrough).
-    package static let laterFiles = ["ledger.sqlite3", "ledger.sqlite3-wal", "ledger.sqlite3-shm", ExampleHook.grantsFile]
+    package static let laterFiles = ["ledger.sqlite3", "ledger.sqlite3-wal", "ledger.sqlite3-shm",
+                                     ExampleHook.grantsFile]
 
     /// The folder, absolute (the hook's path in settle.json must be).
     package var folder: String
@@ -46,9 +47,10 @@ package struct StarterFolder {
             ("accept_sandbox", .bool(true)),
         ]
         members += kits.flatMap(\.configuration)
+        let hook = (folder as NSString).appendingPathComponent(ExampleHook.fileName)
         members += [
             ("products", .object(kits.flatMap(\.products))),
-            ("delivery", .object([("command", .array([.string((folder as NSString).appendingPathComponent(ExampleHook.fileName))])),
+            ("delivery", .object([("command", .array([.string(hook)])),
                                   ("timeout_seconds", .number(10))])),
             ("schedule", .object([("interval_seconds", .number(10)), ("max_attempts", .number(5)),
                                   ("backoff_base_seconds", .number(5)), ("backoff_max_seconds", .number(60))])),
@@ -108,29 +110,34 @@ package struct StarterFolder {
             }
             return true
         }
-        guard ok else { throw Failure(description: "cannot write \(path(file.name)): \(String(cString: strerror(errno)))") }
+        guard ok else {
+            throw Failure(description: "cannot write \(path(file.name)): \(String(cString: strerror(errno)))")
+        }
     }
 
     /// What to run next, as copy-paste lines: the simulator in one terminal, settle in another.
     package func nextSteps(shownFolder: String) -> String {
-        func shown(_ name: String) -> String { Self.shellQuoted((shownFolder as NSString).appendingPathComponent(name)) }
-        let config = ["--config", shown("settle.json")]
+        func shown(_ name: String) -> String {
+            Self.shellQuoted((shownFolder as NSString).appendingPathComponent(name))
+        }
+        let config = "--config " + shown("settle.json")
         var lines = ["Start the simulator (it serves this setup until Ctrl-C):",
-                     "  settle simulator --listen \(listen) \(config.joined(separator: " ")) --script \(shown("plans.json"))",
+                     "  settle simulator --listen \(listen) \(config) --script \(shown("plans.json"))",
                      "Then, in another terminal:"]
         let orders = kits.flatMap(\.orders)
         for order in orders {
-            lines.append("  settle enqueue \(config.joined(separator: " ")) " + order.enqueue.map(Self.shellQuoted).joined(separator: " "))
+            lines.append("  settle enqueue \(config) " + order.enqueue.map(Self.shellQuoted).joined(separator: " "))
         }
-        lines.append("  settle reconcile \(config.joined(separator: " "))")
-        for order in orders { lines.append("  settle status \(config.joined(separator: " ")) \(order.id)") }
+        lines.append("  settle reconcile \(config)")
+        for order in orders { lines.append("  settle status \(config) \(order.id)") }
         lines.append("  cat \(shown(ExampleHook.grantsFile))     # what the example hook granted")
         return lines.joined(separator: "\n")
     }
 
     /// `word` as one shell word: as it is when it is plain, else in single quotes.
     package static func shellQuoted(_ word: String) -> String {
-        let plain = !word.isEmpty && word.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_./=:@,+".contains($0)) }
+        let plain = !word.isEmpty
+            && word.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_./=:@,+".contains($0)) }
         return plain ? word : "'" + word.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
     }
 }

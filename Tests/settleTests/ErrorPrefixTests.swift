@@ -22,8 +22,8 @@ final class ErrorPrefixTests: EndToEndTestCase {
         try world.writeConfig(overrides: [("ledger", .string("postgresql://settle@127.0.0.1:1/settle"))])
         let result = try settle(["backup", world.folder + "/copy.sqlite3"])
         XCTAssertEqual(result.status, 78, result.stderr)
-        XCTAssertTrue(result.stderr.hasPrefix("settle backup: it copies an SQLite ledger only; back a PostgreSQL ledger up with pg_dump"),
-                      result.stderr)
+        let expected = "settle backup: it copies an SQLite ledger only; back a PostgreSQL ledger up with pg_dump"
+        XCTAssertTrue(result.stderr.hasPrefix(expected), result.stderr)
         assertNamedOnce(result.stderr)
     }
 }

@@ -47,7 +47,9 @@ final class ManualPageTests: EndToEndTestCase {
                 return String(line[range].dropFirst("settle ".count))
             }
         XCTAssertGreaterThanOrEqual(Set(commands).count, 6, examples)
-        for command in commands { XCTAssertTrue(page.contains("\n.SS \(command)\n"), "EXAMPLES runs settle \(command), a command the page has not") }
+        for command in commands {
+            XCTAssertTrue(page.contains("\n.SS \(command)\n"), "EXAMPLES runs settle \(command), not on the page")
+        }
 
         let file = try world.write("settle.1", page)
         let process = Process()

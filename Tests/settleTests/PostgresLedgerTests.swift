@@ -191,7 +191,8 @@ final class PostgresLedgerTests: EndToEndTestCase {
         try database.close()
         let copy = try settleWithoutConfig(["ledger", "copy", "--from", "sqlite:" + world.ledgerPath, "--to", url])
         XCTAssertEqual(copy.status, 0, copy.stderr)
-        for table in ["notifications: 2 rows", "revocations: 1 row", "consumption_answers: 1 row", "notification_cursor: 1 row"] {
+        for table in ["notifications: 2 rows", "revocations: 1 row", "consumption_answers: 1 row",
+                      "notification_cursor: 1 row"] {
             XCTAssertTrue(copy.stdout.contains("\(table) copied, counts match"), copy.stdout)
         }
         let ledger = try PostgresLedger(url: url, access: .current)

@@ -5,7 +5,8 @@ import XCTest
 
 /// The guide "Testing your integration" (docs/testing.md), run as written against the built
 /// binary: the command lines of "The simulator" (its first ```sh block) and its plans.json (its
-/// first ```json block); the walkthrough above it by `TestingWalkthroughTests`. The operations guide's install section is run as written by scripts/package-test.sh
+/// first ```json block); the walkthrough above it by `TestingWalkthroughTests`. The operations
+/// guide's install section is run as written by scripts/package-test.sh
 /// in a fresh Debian root, the README's quick start by .ci/run.
 final class ReadmeCommandTests: EndToEndTestCase {
     static var readme: String {
@@ -102,7 +103,8 @@ final class ReadmeCommandTests: EndToEndTestCase {
                 XCTAssertEqual(try state("o-2"), "rejected")
                 XCTAssertEqual(try order("o-2")["reason"]?.looseString, "receipt_invalid")
             } else {
-                XCTAssertTrue(banner.contains("scripted: 1 receipt, 1 transaction, 1 customer, 1 Apple order\n"), banner)
+                XCTAssertTrue(banner.contains("scripted: 1 receipt, 1 transaction, 1 customer, 1 Apple order\n"),
+                              banner)
                 XCTAssertTrue(banner.contains("configuration: test-settle.json"), banner)
                 XCTAssertTrue(banner.contains("accepts: the shared secret in \(world.folder)/shared-secret (verifyReceipt); Server API tokens signed by key \(world.keyId)"), banner)
                 XCTAssertFalse(banner.contains(world.sharedSecret), "never the secret itself")

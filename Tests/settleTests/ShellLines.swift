@@ -11,7 +11,8 @@ import Glibc
 enum ShellLines {
     static var environment: [String: String] {
         let folder = SettleBinary.url.deletingLastPathComponent().path
-        return SettleBinary.environment(["PATH": folder + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")])
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return SettleBinary.environment(["PATH": folder + ":" + path])
     }
 
     /// Runs `line` to completion in `folder`.
@@ -65,7 +66,9 @@ enum ShellLines {
             let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             defer { close(probe) }
             let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(probe, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
             if bound == 0 { return port }
         }

@@ -23,7 +23,8 @@ final class SimulatorFaultTests: EndToEndTestCase {
         // settle's HTTP timeout small, so a hung store costs the test one second, never more.
         var json = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: config)))
         json = .object((json.objectMembers ?? []).map { key, value in
-            key == "http" ? (key, .object([("connect_timeout_seconds", .number(1)), ("timeout_seconds", .number(1))])) : (key, value)
+            let short = JSONValue.object([("connect_timeout_seconds", .number(1)), ("timeout_seconds", .number(1))])
+            return key == "http" ? (key, short) : (key, value)
         })
         try json.serialized(pretty: true).write(toFile: config, atomically: true, encoding: .utf8)
         let started = try SettleBinary.start(["simulator", "--listen", "127.0.0.1:\(port)", "--config", config,
@@ -75,7 +76,8 @@ final class SimulatorFaultTests: EndToEndTestCase {
         XCTAssertEqual(try settle(["reconcile"], config: config).status, 69)
         XCTAssertEqual(try orderField("o-1002", "state"), "pending")
         let health = try settle(["status"], config: config).stdout
-        XCTAssertTrue(health.contains("google_play: breaker OPEN"), "Retry-After opens Google's breaker at once: \(health)")
+        XCTAssertTrue(health.contains("google_play: breaker OPEN"),
+                      "Retry-After opens Google's breaker at once: \(health)")
     }
 
     func testHang_isCutBySettlesHTTPTimeout_andSlowAnswersStillSucceed() throws {
@@ -125,13 +127,15 @@ final class SimulatorFaultTests: EndToEndTestCase {
     }
 
     private func enqueueApple() throws {
-        try settle(expecting: 0, ["enqueue", "--order", "o-1001", "--user", "u-42", "--product", "com.example.game.coins100",
-                                  "--receipt-file", sim + "/receipt.b64"], config: config)
+        try settle(expecting: 0, ["enqueue", "--order", "o-1001", "--user", "u-42",
+                                  "--product", "com.example.game.coins100", "--receipt-file", sim + "/receipt.b64"],
+                   config: config)
     }
 
     private func enqueueGoogle() throws {
-        try settle(expecting: 0, ["enqueue", "--store", "google_play", "--order", "o-1002", "--user", "u-42", "--product", "gems_100",
-                                  "--app-account-token", "u-42", "--purchase-token-file", sim + "/play-token.txt"], config: config)
+        try settle(expecting: 0, ["enqueue", "--store", "google_play", "--order", "o-1002", "--user", "u-42",
+                                  "--product", "gems_100", "--app-account-token", "u-42",
+                                  "--purchase-token-file", sim + "/play-token.txt"], config: config)
     }
 
     /// A field of `settle status ORDER`'s block (`state:`, `attempts:`, ...).

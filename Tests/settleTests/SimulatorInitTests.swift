@@ -23,7 +23,8 @@ final class SimulatorInitTests: EndToEndTestCase {
         XCTAssertTrue(settleJSON.contains("http://127.0.0.1:\(port)/production/verifyReceipt"), settleJSON)
         XCTAssertTrue(settleJSON.contains("\"api_url\": \"http://127.0.0.1:\(port + 1)\""), settleJSON)
         for secret in ["shared-secret", "play-token.txt"] {
-            let value = try String(contentsOfFile: sim + "/" + secret, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            let value = try String(contentsOfFile: sim + "/" + secret, encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
             XCTAssertFalse(made.stdout.contains(value), "\(secret)'s value is never printed")
         }
 
@@ -31,7 +32,8 @@ final class SimulatorInitTests: EndToEndTestCase {
         guard let serve = lines.first(where: { $0.hasPrefix("settle simulator --listen") }) else {
             return XCTFail("no simulator line: \(made.stdout)")
         }
-        XCTAssertEqual(serve, "settle simulator --listen 127.0.0.1:\(port) --config sim/settle.json --script sim/plans.json")
+        XCTAssertEqual(serve,
+                       "settle simulator --listen 127.0.0.1:\(port) --config sim/settle.json --script sim/plans.json")
         let simulator = try ShellLines.start(serve, in: world.folder)
         defer { if simulator.isRunning { simulator.send(SIGKILL); _ = simulator.wait() } }
         var banner = ""
@@ -39,7 +41,8 @@ final class SimulatorInitTests: EndToEndTestCase {
             banner = (try? String(contentsOfFile: simulator.stdoutPath, encoding: .utf8)) ?? ""
             return banner.contains("google_play.api_url")
         }, banner)
-        XCTAssertTrue(banner.contains("google_play.api_url: http://127.0.0.1:\(port + 1)\n"), "the next port up: \(banner)")
+        XCTAssertTrue(banner.contains("google_play.api_url: http://127.0.0.1:\(port + 1)\n"),
+                      "the next port up: \(banner)")
 
         let enqueues = lines.filter { $0.hasPrefix("settle enqueue") }
         XCTAssertEqual(enqueues.count, 2, made.stdout)
@@ -54,14 +57,20 @@ final class SimulatorInitTests: EndToEndTestCase {
         for line in statuses {
             let shown = try ShellLines.run(line, in: world.folder)
             XCTAssertEqual(shown.status, 0, shown.stderr)
-            XCTAssertTrue(shown.stdout.contains(try XCTUnwrap(line.split(separator: " ").last).description), shown.stdout)
-            XCTAssertTrue(shown.stdout.split(separator: "\n").contains { $0.hasPrefix("state:") && $0.hasSuffix(" finished") },
-                          "\(line)\n\(shown.stdout)")
+            let order = try XCTUnwrap(line.split(separator: " ").last).description
+            XCTAssertTrue(shown.stdout.contains(order), shown.stdout)
+            let finished = shown.stdout.split(separator: "\n")
+                .contains { $0.hasPrefix("state:") && $0.hasSuffix(" finished") }
+            XCTAssertTrue(finished, "\(line)\n\(shown.stdout)")
         }
         let grants = try String(contentsOfFile: sim + "/grants.jsonl", encoding: .utf8).split(separator: "\n")
         XCTAssertEqual(grants.count, 2, grants.joined(separator: "\n"))
-        XCTAssertTrue(grants.contains { $0.contains("\"order_id\":\"o-1001\"") && $0.contains("\"idempotency_key\":\"1000000000000001\"") })
-        XCTAssertTrue(grants.contains { $0.contains("\"order_id\":\"o-1002\"") && $0.contains("\"store\":\"google_play\"") })
+        XCTAssertTrue(grants.contains {
+            $0.contains(#""order_id":"o-1001""#) && $0.contains(#""idempotency_key":"1000000000000001""#)
+        })
+        XCTAssertTrue(grants.contains {
+            $0.contains(#""order_id":"o-1002""#) && $0.contains(#""store":"google_play""#)
+        })
 
         simulator.send(SIGTERM)
         let ended = simulator.wait()
@@ -80,7 +89,8 @@ final class SimulatorInitTests: EndToEndTestCase {
         XCTAssertEqual(refused.status, 74, refused.stderr)
         XCTAssertTrue(refused.stderr.contains("already holds shared-secret, ledger.sqlite3"), refused.stderr)
         XCTAssertEqual(try String(contentsOfFile: target, encoding: .utf8), "keep me\n")
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: sim).sorted(), ["ledger.sqlite3", "shared-secret"])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: sim).sorted(),
+                       ["ledger.sqlite3", "shared-secret"])
     }
 
     func testInit_needsAFixedLoopbackPort_andNothingElseToServe() throws {
@@ -96,13 +106,15 @@ final class SimulatorInitTests: EndToEndTestCase {
     /// The example hook keeps the contract and never evaluates what it is sent.
     func testExampleHook_grantsOnce_refusesOtherEvents_neverEvaluatesItsInput() throws {
         let port = try ShellLines.freePortPair()
-        XCTAssertEqual(try settleWithoutConfig(["simulator", "--init", "sim", "--listen", "127.0.0.1:\(port)"]).status, 0)
+        let made = try settleWithoutConfig(["simulator", "--init", "sim", "--listen", "127.0.0.1:\(port)"])
+        XCTAssertEqual(made.status, 0, made.stderr)
         let hook = world.folder + "/sim/hook.sh", marker = world.folder + "/evaluated"
         let hostile = #"{"event":"grant","user_id":"$(touch \#(marker))`touch \#(marker)`","idempotency_key":"k-1"}"#
         XCTAssertEqual(try runHook(hook, hostile, key: "k-1").status, 0)
         XCTAssertEqual(try runHook(hook, hostile, key: "k-1").status, 80, "the same key again: already granted")
         XCTAssertEqual(try runHook(hook, #"{"event":"revoke","idempotency_key":"k-2"}"#, key: "k-2").status, 65)
-        XCTAssertEqual(try runHook(hook, #"{"event":"grant","idempotency_key":"$(touch x)"}"#, key: "$(touch \(marker))").status, 0)
+        let keyed = try runHook(hook, #"{"event":"grant","idempotency_key":"$(touch x)"}"#, key: "$(touch \(marker))")
+        XCTAssertEqual(keyed.status, 0)
         XCTAssertFalse(FileManager.default.fileExists(atPath: marker), "the hook evaluated its input")
         let grants = try String(contentsOfFile: world.folder + "/sim/grants.jsonl", encoding: .utf8)
         XCTAssertEqual(grants.split(separator: "\n").count, 2)
@@ -112,7 +124,8 @@ final class SimulatorInitTests: EndToEndTestCase {
     private func runHook(_ hook: String, _ payload: String, key: String) throws -> SettleBinary.Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: hook)
-        process.environment = ["PATH": "/usr/bin:/bin", "SETTLE_IDEMPOTENCY_KEY": key, "SETTLE_EXIT_ALREADY_GRANTED": "80"]
+        process.environment = ["PATH": "/usr/bin:/bin", "SETTLE_IDEMPOTENCY_KEY": key,
+                               "SETTLE_EXIT_ALREADY_GRANTED": "80"]
         let input = Pipe(), output = Pipe()
         process.standardInput = input
         process.standardOutput = output

@@ -14,15 +14,20 @@ final class TestingWalkthroughTests: EndToEndTestCase {
 
     func testWalkthrough_runsAsWritten_andBothOrdersFinish() throws {
         let first = try ReadmeCommandTests.block("sh", in: Self.heading, nth: 1).filter { !$0.isEmpty }
-        let second = try ReadmeCommandTests.block("sh", in: Self.heading, nth: 2).map(Self.withoutComment).filter { !$0.isEmpty }
+        let second = try ReadmeCommandTests.block("sh", in: Self.heading, nth: 2).map(Self.withoutComment)
+            .filter { !$0.isEmpty }
         XCTAssertEqual(first.first, "settle simulator --init ./sim")
         XCTAssertEqual(first.count, 2, "--init, then the simulator")
         let port = try ShellLines.freePortPair()
-        func here(_ line: String) -> String { line.replacingOccurrences(of: "127.0.0.1:8700", with: "127.0.0.1:\(port)") }
+        func here(_ line: String) -> String {
+            line.replacingOccurrences(of: "127.0.0.1:8700", with: "127.0.0.1:\(port)")
+        }
 
         let made = try ShellLines.run(first[0] + " --listen 127.0.0.1:\(port)", in: world.folder)
         XCTAssertEqual(made.status, 0, made.stderr)
-        let printed = Set(made.stdout.split(separator: "\n").map { Self.withoutComment(String($0)).trimmingCharacters(in: .whitespaces) })
+        let printed = Set(made.stdout.split(separator: "\n").map {
+            Self.withoutComment(String($0)).trimmingCharacters(in: .whitespaces)
+        })
         for line in [here(first[1])] + second.filter({ $0.hasPrefix("settle ") || $0.hasPrefix("cat ") }) {
             XCTAssertTrue(printed.contains(line), "the doc's line is not what --init prints: \(line)\n\(made.stdout)")
         }

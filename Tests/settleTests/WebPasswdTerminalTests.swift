@@ -58,7 +58,8 @@ final class WebPasswdTerminalTests: EndToEndTestCase {
         XCTAssertFalse(screen.contains(password), "the terminal echoed the password: \(screen)")
         let line = try XCTUnwrap(screen.components(separatedBy: "\r\n").first { $0.hasPrefix("alice:") }, screen)
         let users = try WebUsers.parse(line + "\n", source: "test")
-        XCTAssertEqual(users.check(authorization: "Basic " + Data("alice:\(password)".utf8).base64EncodedString()), .user("alice"))
+        let basic = "Basic " + Data("alice:\(password)".utf8).base64EncodedString()
+        XCTAssertEqual(users.check(authorization: basic), .user("alice"))
     }
 
     func testAtATerminal_differentEntries_exit64AndPrintNothing() throws {

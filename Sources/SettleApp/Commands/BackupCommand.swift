@@ -61,7 +61,9 @@ enum VerifyBackupCommand {
     static func describe(_ check: BackupCheck) -> String {
         let orders = check.counts.values.reduce(0, +)
         let states = OrderState.allCases.compactMap { s in check.counts[s].flatMap { $0 > 0 ? "\($0) \(s.rawValue)" : nil } }
-        return "OK, schema \(check.schemaVersion), \(Plural.count(orders, "order"))" + (states.isEmpty ? "" : " (\(states.joined(separator: ", ")))")
-            + ", \(Plural.count(check.grants, "grant")), \(Plural.count(check.historyRows, "history row")), integrity ok"
+        return "OK, schema \(check.schemaVersion), \(Plural.count(orders, "order"))"
+            + (states.isEmpty ? "" : " (\(states.joined(separator: ", ")))")
+            + ", \(Plural.count(check.grants, "grant")), \(Plural.count(check.historyRows, "history row"))"
+            + ", integrity ok"
     }
 }

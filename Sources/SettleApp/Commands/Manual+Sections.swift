@@ -20,7 +20,8 @@ extension Manual {
         \\fBsettle run\\fR speaks sd_notify (READY, STATUS, WATCHDOG, RELOADING, STOPPING) when systemd sets them
         .TP
         .BR LISTEN_FDS ", " LISTEN_PID
-        \\fBsettle run\\fR takes the notification listener systemd passed (settle.socket) instead of notifications.listen
+        \\fBsettle run\\fR takes the notification listener systemd passed (settle.socket) instead of
+        notifications.listen
         .TP
         .B JOURNAL_STREAM
         when it names standard error, log lines carry their priority for journald (<N>) instead of a time stamp

@@ -23,7 +23,8 @@ enum SimulatorCommand {
         Content-Type: application/json and {"store": "app_store", "mode": "503"|"429"|"hang"|"slow",
         "seconds": N}, switches a store's fault while it runs ("mode": "none" clears it; GET shows them).
         """
-        return ([usage(options), intro, SimulatorInit.help] + StoreSimulators.all.map { $0.help }).joined(separator: "\n\n")
+        return ([usage(options), intro, SimulatorInit.help] + StoreSimulators.all.map { $0.help })
+            .joined(separator: "\n\n")
     }
 
     /// "Usage: settle simulator" and the options, wrapped under the first at 100 columns.
@@ -87,13 +88,15 @@ enum SimulatorCommand {
         let stopped = running
         running = []
         for store in stopped { store.stop() }
-        context.print("settle simulator stopped after \(Plural.count(stopped.map { $0.requestCount }.reduce(0, +), "request"))")
+        let requests = Plural.count(stopped.map { $0.requestCount }.reduce(0, +), "request")
+        context.print("settle simulator stopped after \(requests)")
     }
 
     /// `first`'s `count`-th port up.
     static func nextPort(_ first: UInt16, after count: Int) throws(UsageError) -> UInt16 {
         guard let port = UInt16(exactly: Int(first) + count) else {
-            throw UsageError(command: "simulator", message: "--listen: no port \(Int(first) + count) for the store after port \(first)")
+            throw UsageError(command: "simulator",
+                             message: "--listen: no port \(Int(first) + count) for the store after port \(first)")
         }
         return port
     }

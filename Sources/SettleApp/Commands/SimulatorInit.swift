@@ -26,14 +26,16 @@ enum SimulatorInit {
         let listen = parsed.value("--listen") ?? defaultListen
         let port = try SimulatorCommand.listenPort(listen)
         guard port != 0 else {
-            throw UsageError(command: "simulator", message: "--init needs a fixed port (--listen 127.0.0.1:PORT, not 0): settle.json names it")
+            throw UsageError(command: "simulator",
+                             message: "--init needs a fixed port (--listen 127.0.0.1:PORT, not 0): settle.json "
+                                 + "names it")
         }
         let bundleId = StoreSimulatorSetup.defaultBundleId
         let now = context.time.now
         var kits: [StarterKit] = []
         for store in StoreSimulators.all {
-            let request = StarterRequest(port: try SimulatorCommand.nextPort(port, after: kits.count), bundleId: bundleId,
-                                         shownFolder: folder, now: now)
+            let next = try SimulatorCommand.nextPort(port, after: kits.count)
+            let request = StarterRequest(port: next, bundleId: bundleId, shownFolder: folder, now: now)
             if let kit = try store.starterKit(request) { kits.append(kit) }
         }
         let absolute = folder.hasPrefix("/") ? folder

@@ -62,7 +62,8 @@ enum WebCommand {
         let shown = console.boundAddress.map(String.init(describing:)) ?? listen
         log.info("web.listening", ["address": shown, "actions": web.actions, "users": users?.names.count ?? 0])
         context.print("settle web listening on http://\(shown)/ (" + (web.actions ? "actions on" : "read-only")
-                      + (users == nil ? ", no users file: loopback only" : ", \(Plural.count(users!.names.count, "user"))") + ")")
+                      + (users.map { ", " + Plural.count($0.names.count, "user") } ?? ", no users file: loopback only")
+                      + ")")
         StopSignal.wait()
         console.stop()
         try? ledger.close()

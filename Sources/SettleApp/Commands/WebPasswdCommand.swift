@@ -2,7 +2,8 @@ import Foundation
 import SettleBase
 
 /// `settle web-passwd NAME`: reads a password (asked twice without echo at a terminal, else
-/// the first line of standard input) and prints the line for `web.users_file`. The password never goes in argv (where `ps` shows it) or anywhere else.
+/// the first line of standard input) and prints the line for `web.users_file`. The password
+/// never goes in argv (where `ps` shows it) or anywhere else.
 enum WebPasswdCommand {
     static let spec = ArgumentSpec(command: "web-passwd", options: [], positionals: 1...1)
 

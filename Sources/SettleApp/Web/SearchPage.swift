@@ -100,7 +100,8 @@ enum SearchPage {
         }
         if sections.isEmpty { sections.append("<p class=\"muted\" id=\"lookup-none\">no store is configured to look up \(q)</p>") }
         let now = console.time.unixSeconds
-        return page(Markup.join(sections) + WebPage.section("\(Plural.count(report.summary.orders.count, "order")) for “\(q)”", id: "results",
+        let found = Plural.count(report.summary.orders.count, "order")
+        return page(Markup.join(sections) + WebPage.section("\(found) for “\(q)”", id: "results",
                                                             WebPage.orderTable(report.summary.orders, now: now, id: "result-orders")),
                     query: q, request, console: console)
     }

@@ -14,7 +14,8 @@ package struct DryRunReport: Sendable, Equatable {
     package var storeUnavailableForWholePass: Bool { storeAnswers == 0 && storeWideFailures > 0 }
 
     package var summaryLine: String {
-        "dry run over \(Plural.count(wouldGrant + wouldReject + wouldRetry, "order")): \(wouldGrant) would be granted, \(wouldReject) rejected, \(wouldRetry) retried; nothing was changed"
+        "dry run over \(Plural.count(wouldGrant + wouldReject + wouldRetry, "order")): \(wouldGrant) would be granted, "
+            + "\(wouldReject) rejected, \(wouldRetry) retried; nothing was changed"
     }
 }
 

@@ -30,15 +30,18 @@ extension AppStoreSimulator {
                                     ("private_key_file", .string("appstore-key.p8")),
                                     ("root_certificates", .array([.string("sim-root.pem")]))])),
         ]
-        kit.products = [(product, .object([("type", .string("consumable")), ("grant", .object([("coins", .number(100))]))]))]
+        kit.products = [(product, .object([("type", .string("consumable")),
+                                           ("grant", .object([("coins", .number(100))]))]))]
         kit.plans = [("receipts", .array([.object([
             ("receipt_data", .string(receipt)), ("environment", .string("Production")),
-            ("in_app", .array([.object([("product_id", .string(product)), ("transaction_id", .string(starterTransaction)),
+            ("in_app", .array([.object([("product_id", .string(product)),
+                                        ("transaction_id", .string(starterTransaction)),
                                         ("purchase_date_ms", .number(boughtMs))])])),
         ])])),
             // The Server API knows it too, as Apple does: Finish Transaction, after the grant, finds it.
-            ("transactions", .array([.object([("transaction_id", .string(starterTransaction)), ("product_id", .string(product)),
-                                              ("environment", .string("Production")), ("purchase_date_ms", .number(boughtMs))])])),
+            ("transactions", .array([.object([("transaction_id", .string(starterTransaction)),
+                                              ("product_id", .string(product)), ("environment", .string("Production")),
+                                              ("purchase_date_ms", .number(boughtMs))])])),
         ]
         kit.files = [
             .secret("shared-secret", secret + "\n"),

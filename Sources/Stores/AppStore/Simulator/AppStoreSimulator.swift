@@ -74,8 +74,11 @@ package final class AppStoreSimulator: StoreSimulator {
         do {
             let faults = setup.faults
             faults.register("app_store")
-            simulator = try AppleSimulator(sharedSecret: secret, credentials: credentials, port: setup.port) { request in
-                faults.front(request, store: "app_store") { SimulatedRateLimit.appleRateLimited(retryAfter: $0, now: Date()) }
+            let limited: @Sendable (Double) -> HTTPServerResponse = {
+                SimulatedRateLimit.appleRateLimited(retryAfter: $0, now: Date())
+            }
+            simulator = try AppleSimulator(sharedSecret: secret, credentials: credentials, port: setup.port) {
+                faults.front($0, store: "app_store", rateLimited: limited)
             }
         } catch {
             throw StoreSimulatorFailure.unavailable("cannot listen on 127.0.0.1:\(setup.port): \(error)")
@@ -89,8 +92,10 @@ package final class AppStoreSimulator: StoreSimulator {
 
     package var banner: String {
         let base = simulator.baseURL
-        let scripted = [Plural.count(script.receipts.count, "receipt"), Plural.count(script.transactions.count, "transaction"),
-                        Plural.count(script.customers.count, "customer"), Plural.count(script.appleOrders.count, "Apple order")]
+        let scripted = [Plural.count(script.receipts.count, "receipt"),
+                        Plural.count(script.transactions.count, "transaction"),
+                        Plural.count(script.customers.count, "customer"),
+                        Plural.count(script.appleOrders.count, "Apple order")]
         return """
             receipt_api.production_url: \(base)/production/verifyReceipt
             receipt_api.sandbox_url: \(base)/sandbox/verifyReceipt

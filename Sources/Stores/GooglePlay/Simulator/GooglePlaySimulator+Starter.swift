@@ -17,8 +17,8 @@ extension GooglePlaySimulator {
         let token = "sim-play-token-" + UUID().uuidString.lowercased()
         let boughtMs = Int64((request.now.timeIntervalSince1970 - 60) * 1000)
         let key = ServiceAccountKey.document(clientEmail: "settle-simulator@example-project.iam.gserviceaccount.com",
-                                             privateKeyId: "simulator-key", privateKeyPEM: try RSAPrivateKey.generatePEM(),
-                                             tokenURI: base + "/token")
+                                             privateKeyId: "simulator-key",
+                                             privateKeyPEM: try RSAPrivateKey.generatePEM(), tokenURI: base + "/token")
         var kit = StarterKit()
         kit.configuration = [("google_play", .object([
             ("package_name", .string(request.bundleId)), ("service_account_file", .string("play-service-account.json")),
@@ -30,12 +30,14 @@ extension GooglePlaySimulator {
             ("purchase_token", .string(token)),
             ("purchase", .object([("purchaseState", .number(0)), ("orderId", .string("GPA.3300-0000-0000-00001")),
                                   ("productId", .string(product)), ("purchaseTimeMillis", .string(String(boughtMs))),
-                                  ("acknowledgementState", .number(0)), ("obfuscatedExternalAccountId", .string("u-42"))])),
+                                  ("acknowledgementState", .number(0)),
+                                  ("obfuscatedExternalAccountId", .string("u-42"))])),
         ])]))]))]
         kit.files = [.secret("play-service-account.json", key.serialized(pretty: true) + "\n"),
                      .secret("play-token.txt", token + "\n")]
-        kit.orders = [(starterOrder, ["--store", "google_play", "--order", starterOrder, "--user", "u-42", "--product", product,
-                                      "--app-account-token", "u-42", "--purchase-token-file", request.shown("play-token.txt")])]
+        kit.orders = [(starterOrder, ["--store", "google_play", "--order", starterOrder, "--user", "u-42",
+                                      "--product", product, "--app-account-token", "u-42",
+                                      "--purchase-token-file", request.shown("play-token.txt")])]
         return kit
     }
 }

@@ -48,7 +48,9 @@ package final class OneStoreSimulator: StoreSimulator {
         do {
             let faults = setup.faults
             faults.register("one_store")
-            server = try LoopbackHTTPServer(port: setup.port) { faults.front($0, store: "one_store") ?? fake.handle($0) }
+            server = try LoopbackHTTPServer(port: setup.port) {
+                faults.front($0, store: "one_store") ?? fake.handle($0)
+            }
         } catch {
             throw StoreSimulatorFailure.unavailable("cannot start the simulated ONE store: \(error)")
         }
