@@ -9,7 +9,8 @@ import Glibc
 /// folder), plans.json (one example purchase a store), the example hook and the stores' files
 /// (secrets mode 600). It never writes over a file: a planted file or symlink by any of its
 /// names (or the ledger's, or the hook's output) stops it before it writes anything, and each
-/// file is created with O_EXCL|O_NOFOLLOW, so one planted in the meantime is refused too.
+/// file is created with O_EXCL|O_NOFOLLOW, so one planted in the meantime is refused too; and a
+/// folder another user may write in is refused, as they could swap the hook afterwards.
 package struct StarterFolder {
     package struct Failure: Error, CustomStringConvertible {
         package var description: String
@@ -69,6 +70,13 @@ package struct StarterFolder {
                                                     attributes: [.posixPermissions: 0o700])
         } catch {
             throw Failure(description: "cannot create the folder \(folder): \(error.localizedDescription)")
+        }
+        // Someone else who may write in the folder could swap settle.json or hook.sh afterwards,
+        // and settle would run their hook as you.
+        var folderInfo = stat()
+        guard stat(folder, &folderInfo) == 0, folderInfo.st_uid == geteuid(), folderInfo.st_mode & 0o022 == 0 else {
+            throw Failure(description: "\(folder) is not yours alone (another user owns it or may write in it); "
+                              + "nothing was written (give a folder only you can write in)")
         }
         let files = files
         let taken = (files.map(\.name) + Self.laterFiles).filter { name in

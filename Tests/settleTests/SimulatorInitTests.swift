@@ -93,6 +93,17 @@ final class SimulatorInitTests: EndToEndTestCase {
                        ["ledger.sqlite3", "shared-secret"])
     }
 
+    /// A folder others may write in could have its hook swapped after the fact: refused.
+    func testInit_refusesAFolderOthersMayWriteIn() throws {
+        let shared = world.folder + "/shared"
+        try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: false)
+        XCTAssertEqual(chmod(shared, 0o777), 0)
+        let refused = try settleWithoutConfig(["simulator", "--init", shared])
+        XCTAssertEqual(refused.status, 74, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("is not yours alone"), refused.stderr)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: shared), [])
+    }
+
     func testInit_needsAFixedLoopbackPort_andNothingElseToServe() throws {
         for listen in ["127.0.0.1:0", "0.0.0.0:8700"] {
             let refused = try settleWithoutConfig(["simulator", "--init", "sim", "--listen", listen])
