@@ -1,5 +1,6 @@
 import Foundation
 import SettleModel
+import SettleBase
 
 /// Moves a ledger from SQLite to PostgreSQL (`settle ledger copy`): orders with their refund
 /// marks, receipts, history, grants, the Apple breaker, and App Store Server Notifications
@@ -70,7 +71,9 @@ package enum LedgerCopy {
                 try destination.write { db in
                     let existing = try db.run("SELECT count(*) AS n FROM orders").first?.int("n") ?? 0
                     guard existing == 0 else {
-                        throw LedgerError.invalid("the destination ledger already holds \(existing) orders; copy into an empty one")
+                        let held = Plural.count(existing, "order")
+                        throw LedgerError.invalid("the destination ledger already holds \(held); "
+                                                  + "copy into an empty one")
                     }
                     // The destination's own starting rows give way to the source's.
                     try db.run("DELETE FROM store_breakers")
@@ -89,7 +92,8 @@ package enum LedgerCopy {
                         }
                         let counted = Int(try db.run("SELECT count(*) AS n FROM \(table.name)").first?.int("n") ?? -1)
                         guard counted == copied else {
-                            throw LedgerError.invalid("\(table.name): copied \(copied) rows but the destination holds \(counted)")
+                            throw LedgerError.invalid("\(table.name): copied \(Plural.count(copied, "row")) "
+                                                      + "but the destination holds \(counted)")
                         }
                         report.counts.append((table.name, copied))
                     }

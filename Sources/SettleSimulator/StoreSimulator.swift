@@ -14,6 +14,9 @@ package protocol StoreSimulator: AnyObject {
     /// Starts it, scripted with its part of `setup.script`; nil when the setup gives it nothing
     /// to stand in for. Throws `StoreSimulatorFailure`, or the configuration's `ConfigError`.
     static func start(_ setup: StoreSimulatorSetup) throws -> Self?
+    /// Its part of `settle simulator --init`'s folder: a test configuration, files and one
+    /// example purchase that `start` then serves; nil for a store the folder leaves out.
+    static func starterKit(_ request: StarterRequest) throws -> StarterKit?
     /// Where it listens: "http://127.0.0.1:<port>".
     var baseURL: String { get }
     /// What `settle simulator` prints once it listens: what to configure, what it was scripted
@@ -22,6 +25,11 @@ package protocol StoreSimulator: AnyObject {
     /// The requests it answered, for the line `settle simulator` ends with.
     var requestCount: Int { get }
     func stop()
+}
+
+extension StoreSimulator {
+    /// Left out of `settle simulator --init`'s folder unless the store says what it adds.
+    package static func starterKit(_ request: StarterRequest) throws -> StarterKit? { nil }
 }
 
 /// What a store's stand-in starts from.
@@ -42,6 +50,8 @@ package struct StoreSimulatorSetup {
     package var port: UInt16
     /// The store's options as given, by name.
     package var options: [String: String]
+    /// The faults `POST /simulator/faults` switches, shared by every store's fake.
+    package var faults = SimulatedFaults()
 
     /// An empty plans file and no options.
     package init(configuration: Configuration?, configurationPath: String?, port: UInt16) {

@@ -12,7 +12,9 @@ final class BackupTests: EndToEndTestCase {
         try enqueueValid("o-2", transaction: "2000000000000002")
         let destination = world.folder + "/copy.sqlite3"
         let backup = try settle(expecting: 0, ["backup", destination])
-        XCTAssertTrue(backup.stdout.contains("OK, schema \(LedgerSchema.migrations.count), 2 orders (1 pending, 1 finished), 1 grants"), backup.stdout)
+        let schema = LedgerSchema.migrations.count
+        XCTAssertTrue(backup.stdout.contains("OK, schema \(schema), 2 orders (1 pending, 1 finished), 1 grant,"),
+                      backup.stdout)
         XCTAssertFalse(FileManager.default.fileExists(atPath: destination + "-wal"), "a backup is one self-contained file")
         let verify = try settleWithoutConfig(["verify-backup", destination])
         XCTAssertEqual(verify.status, 0, verify.stderr)
@@ -80,7 +82,8 @@ final class BackupTests: EndToEndTestCase {
         XCTAssertTrue(result.stdout.contains("from schema 2 to \(LedgerSchema.migrations.count)"), result.stdout)
         let backup = world.ledgerPath + ".schema-2.backup"
         let check = try settleWithoutConfig(["verify-backup", backup])
-        XCTAssertTrue(check.stdout.contains("schema 2, 1 orders"), check.stdout + check.stderr)
+        XCTAssertNotNil(check.stdout.range(of: "schema 2, 1 order[ ,]", options: .regularExpression),
+                        check.stdout + check.stderr)
         XCTAssertEqual(try settle(expecting: 0, ["migrate"]).stdout, "ledger \(world.ledgerPath) is at schema \(LedgerSchema.migrations.count): nothing to do\n")
     }
 

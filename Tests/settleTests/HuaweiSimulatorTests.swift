@@ -34,7 +34,8 @@ final class HuaweiSimulatorTests: EndToEndTestCase {
         }
         let base = try XCTUnwrap(api, (try? String(contentsOfFile: simulator.stderrPath, encoding: .utf8)) ?? "")
         let banner = try String(contentsOfFile: simulator.stdoutPath, encoding: .utf8)
-        XCTAssertTrue(banner.contains("huawei.app_id: 10000001") && banner.contains("scripted: 1 Huawei orders"), banner)
+        XCTAssertTrue(banner.contains("huawei.app_id: 10000001") && banner.contains("scripted: 1 Huawei order,"),
+                      banner)
         let mode = try FileManager.default.attributesOfItem(atPath: world.folder + "/huawei-iap.p8")[.posixPermissions] as? Int
         XCTAssertEqual(mode, 0o600)
         try world.writeConfig(overrides: [

@@ -4,8 +4,9 @@ import SettleTesting
 import XCTest
 
 /// The guide "Testing your integration" (docs/testing.md), run as written against the built
-/// binary: its command lines (the first ```sh block) and its plans.json (the first ```json
-/// block). The operations guide's install section is run as written by scripts/package-test.sh
+/// binary: the command lines of "The simulator" (its first ```sh block) and its plans.json (its
+/// first ```json block); the walkthrough above it by `TestingWalkthroughTests`. The operations
+/// guide's install section is run as written by scripts/package-test.sh
 /// in a fresh Debian root, the README's quick start by .ci/run.
 final class ReadmeCommandTests: EndToEndTestCase {
     static var readme: String {
@@ -75,10 +76,10 @@ final class ReadmeCommandTests: EndToEndTestCase {
     }
 
     func testTestingYourIntegration_commandsRunAsWritten_theBareSimulatorStartsWithItsDocumentedDefaultsAndAcceptsItsSecret() throws {
-        let lines = try Self.commands(in: "Testing your integration")
+        let lines = try Self.commands(in: "The simulator")
         XCTAssertEqual(lines.first, "settle simulator", "the newcomer's first try, the bare command, comes first")
         // The files the lines name: the guide's plans.json, and a test configuration with a Server API key.
-        _ = try world.write("plans.json", try Self.block("json", in: "Testing your integration").joined(separator: "\n"))
+        _ = try world.write("plans.json", try Self.block("json", in: "The simulator").joined(separator: "\n"))
         try world.writeConfig(serverAPI: true)
         _ = try world.write("test-settle.json", try String(contentsOfFile: world.configPath, encoding: .utf8))
         let receipt = Data("a newcomer's receipt".utf8).base64EncodedString()
@@ -102,7 +103,8 @@ final class ReadmeCommandTests: EndToEndTestCase {
                 XCTAssertEqual(try state("o-2"), "rejected")
                 XCTAssertEqual(try order("o-2")["reason"]?.looseString, "receipt_invalid")
             } else {
-                XCTAssertTrue(banner.contains("scripted: 1 receipts, 1 transactions, 1 customers, 1 Apple orders"), banner)
+                XCTAssertTrue(banner.contains("scripted: 1 receipt, 1 transaction, 1 customer, 1 Apple order\n"),
+                              banner)
                 XCTAssertTrue(banner.contains("configuration: test-settle.json"), banner)
                 XCTAssertTrue(banner.contains("accepts: the shared secret in \(world.folder)/shared-secret (verifyReceipt); Server API tokens signed by key \(world.keyId)"), banner)
                 XCTAssertFalse(banner.contains(world.sharedSecret), "never the secret itself")

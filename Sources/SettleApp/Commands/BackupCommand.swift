@@ -1,4 +1,5 @@
 import SettleModel
+import SettleBase
 import SettleLedger
 
 /// `settle backup DEST`: a consistent copy of the live ledger.
@@ -19,7 +20,7 @@ enum BackupCommand {
         let destination = parsed.positionals[0]
         let configuration = try context.loadConfiguration(parsed)
         if configuration.postgresLedger != nil {
-            throw CommandFailure(.config, "settle backup copies an SQLite ledger; back a PostgreSQL ledger up with pg_dump "
+            throw CommandFailure(.config, "it copies an SQLite ledger only; back a PostgreSQL ledger up with pg_dump "
                                  + "(or your database's own backups)")
         }
         do {
@@ -60,7 +61,9 @@ enum VerifyBackupCommand {
     static func describe(_ check: BackupCheck) -> String {
         let orders = check.counts.values.reduce(0, +)
         let states = OrderState.allCases.compactMap { s in check.counts[s].flatMap { $0 > 0 ? "\($0) \(s.rawValue)" : nil } }
-        return "OK, schema \(check.schemaVersion), \(orders) orders" + (states.isEmpty ? "" : " (\(states.joined(separator: ", ")))")
-            + ", \(check.grants) grants, \(check.historyRows) history rows, integrity ok"
+        return "OK, schema \(check.schemaVersion), \(Plural.count(orders, "order"))"
+            + (states.isEmpty ? "" : " (\(states.joined(separator: ", ")))")
+            + ", \(Plural.count(check.grants, "grant")), \(Plural.count(check.historyRows, "history row"))"
+            + ", integrity ok"
     }
 }

@@ -45,7 +45,7 @@ enum BulkRetryCommand {
             let found = try BulkRetry.orderIds(ledger, OrderList.Query(state: state, reason: reason, since: since), cap: cap)
             let scope = "\(state.rawValue) as \(reason)" + (since.map { ", changed since \(Timestamp.rfc3339(unixSeconds: $0))" } ?? "")
             guard !found.ids.isEmpty else { return context.print("no order is \(scope); nothing to retry") }
-            let count = Plural.orders(found.ids.count)
+            let count = Plural.count(found.ids.count, "order")
             context.print("\(count) \(scope)" + (found.total > found.ids.count ? " (of \(found.total); run again for the rest)" : ""))
             context.print("  " + found.ids.prefix(10).map(Verdict.shellWord).joined(separator: " ") + (found.ids.count > 10 ? " …" : ""))
             if let warning = BulkRetry.warning(reason: reason) { context.printError("settle retry: warning: \(warning)") }
@@ -62,7 +62,7 @@ enum BulkRetryCommand {
             let outcome = try BulkRetry.run(ledger, orderIds: found.ids, state: state, reason: reason, note: note,
                                             by: Operator.commandLine(environment: context.environment))
             for skip in outcome.skipped { context.printError("settle retry: skipped \(skip.orderId): \(skip.why)") }
-            context.print("retried \(Plural.orders(outcome.retried.count)): pending, due now"
+            context.print("retried \(Plural.count(outcome.retried.count, "order")): pending, due now"
                           + (outcome.skipped.isEmpty ? "" : "; \(outcome.skipped.count) skipped (changed since they were listed)"))
         } catch let error as LedgerError {
             throw CommandFailure.from(error)
@@ -76,9 +76,4 @@ enum BulkRetryCommand {
               let seconds = ["m": Int64(60), "h": 3600, "d": 86400][String(unit)] else { return nil }
         return now - n * seconds
     }
-}
-
-/// Counts in words: "1 order", "2 orders".
-enum Plural {
-    static func orders(_ n: Int) -> String { n == 1 ? "1 order" : "\(n) orders" }
 }

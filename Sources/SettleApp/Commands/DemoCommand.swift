@@ -57,7 +57,8 @@ enum DemoCommand {
                                                    log: Log(environment: [:], time: time, sink: { _ in }), modules: StoreModules.all)
         let stands = chapters.compactMap { $0.headline } + ["ledger in \(folder)"]
         context.print("settle demo: \(stands.joined(separator: ", "))")
-        context.print("enqueued \(orders.count) orders: \(orders.map(\.orderId).joined(separator: ", "))\n")
+        context.print("enqueued \(Plural.count(orders.count, "order")): "
+                      + orders.map(\.orderId).joined(separator: ", ") + "\n")
         let first = try reconciler.runPass()
         context.print("pass 1: \(first.summaryLine)")
         time.advance(by: 3600)
@@ -71,7 +72,8 @@ enum DemoCommand {
             })
         for chapter in chapters { try chapter.afterPasses(stage) }
         let granted = (try? String(contentsOfFile: folder + "/granted.log", encoding: .utf8)) ?? ""
-        context.print("the demo hook was called \(granted.split(separator: "\n").count) times (idempotency key, order):\n" + granted)
+        let calls = Plural.count(granted.split(separator: "\n").count, "time")
+        context.print("the demo hook was called \(calls) (idempotency key, order):\n" + granted)
         for chapter in chapters { try chapter.laterActs(stage) }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 import SettleModel
 import SettleConfig
 import SettleLedger
@@ -41,7 +42,9 @@ enum LedgerCommand {
         do {
             let destination = try PostgresLedger(url: to, password: password, time: context.time, connections: 1)
             let report = try LedgerCopy.copy(fromSQLite: String(from.dropFirst(7)), to: destination)
-            for (table, rows) in report.counts { context.print("\(table): \(rows) rows copied, counts match") }
+            for (table, rows) in report.counts {
+                context.print("\(table): \(Plural.count(rows, "row")) copied, counts match")
+            }
             context.print("copied \(from) to \(PostgresLedger.redacted(to))")
         } catch {
             throw CommandFailure.from(error)

@@ -24,7 +24,7 @@ enum Manual {
         .SH EXIT STATUS
         0 success; 64 usage error; 65 bad input data; 69 a store unavailable for the whole pass (or its breaker open);
         74 ledger I/O error or permission denied; 75 try again later; 78 configuration error.
-        .SH FILES
+        \(environment)\(examples).SH FILES
         .TP
         .I /etc/settle/settle.json
         the configuration (or \\fB$SETTLE_CONFIG\\fR)

@@ -22,6 +22,7 @@ enum RunCommand {
         let daemon = Daemon(configPath: context.configPath(parsed), environment: context.environment, log: context.log,
                             time: context.time)
         let code = daemon.run()
-        if code != .success { throw CommandFailure(code, "settle run stopped with an error (see the log above)") }
+        // The command's name is the line's prefix already (SettleCommand): "settle run: stopped ...".
+        if code != .success { throw CommandFailure(code, "stopped with an error (see the log above)") }
     }
 }

@@ -9,16 +9,22 @@ import SettleSimulator
 enum SimulatorCommand {
     static let spec = ArgumentSpec(command: "simulator", options: [
         .init(name: "--listen", takesValue: true), .init(name: "--script", takesValue: true),
+        .init(name: "--init", takesValue: true),
     ] + StoreSimulators.all.flatMap { $0.options.map { ArgumentSpec.Option(name: $0.name, takesValue: true) } })
 
     static var help: String {
-        let options = ["[--listen 127.0.0.1:PORT]", "[--script PLANS.json]"]
+        let options = ["[--init DIR]", "[--listen 127.0.0.1:PORT]", "[--script PLANS.json]"]
             + StoreSimulators.all.flatMap { $0.options.map { "[\($0.name) \($0.value)]" } } + ["[--config PATH]"]
         let intro = """
         Runs local stand-ins for the stores on loopback until SIGINT or SIGTERM, answering as the
         plans file scripts (docs/testing.md; /usr/share/doc/settle/docs/testing.md when installed).
+        With --listen naming a port, the first store listens there and each next one on the next
+        port up; without, each on a free port. POST /simulator/faults on any of its ports, with
+        Content-Type: application/json and {"store": "app_store", "mode": "503"|"429"|"hang"|"slow",
+        "seconds": N}, switches a store's fault while it runs ("mode": "none" clears it; GET shows them).
         """
-        return ([usage(options), intro] + StoreSimulators.all.map { $0.help }).joined(separator: "\n\n")
+        return ([usage(options), intro, SimulatorInit.help] + StoreSimulators.all.map { $0.help })
+            .joined(separator: "\n\n")
     }
 
     /// "Usage: settle simulator" and the options, wrapped under the first at 100 columns.
@@ -37,6 +43,7 @@ enum SimulatorCommand {
     static func run(_ context: CommandContext) throws {
         let parsed = try ParsedArguments(context.arguments, spec: spec)
         if parsed.wantsHelp { return context.print(help) }
+        if let folder = parsed.value("--init") { return try SimulatorInit.run(folder: folder, parsed, context) }
         let port = try listenPort(parsed.value("--listen") ?? "127.0.0.1:0")
         // Without --config or $SETTLE_CONFIG, never /etc/settle/settle.json: a production
         // configuration's secrets are not for a simulator.
@@ -59,7 +66,8 @@ enum SimulatorCommand {
         for store in StoreSimulators.all {
             setup.options = [:]
             for option in store.options { setup.options[option.name] = parsed.value(option.name) }
-            setup.port = running.isEmpty ? port : 0
+            // A fixed port: the next ones up for the next stores, where --init's settle.json expects them.
+            setup.port = try port == 0 ? 0 : nextPort(port, after: running.count)
             do {
                 if let started = try store.start(setup) { running.append(started) }
             } catch let error as StoreSimulatorFailure {
@@ -80,7 +88,17 @@ enum SimulatorCommand {
         let stopped = running
         running = []
         for store in stopped { store.stop() }
-        context.print("settle simulator stopped after \(stopped.map { $0.requestCount }.reduce(0, +)) requests")
+        let requests = Plural.count(stopped.map { $0.requestCount }.reduce(0, +), "request")
+        context.print("settle simulator stopped after \(requests)")
+    }
+
+    /// `first`'s `count`-th port up.
+    static func nextPort(_ first: UInt16, after count: Int) throws(UsageError) -> UInt16 {
+        guard let port = UInt16(exactly: Int(first) + count) else {
+            throw UsageError(command: "simulator",
+                             message: "--listen: no port \(Int(first) + count) for the store after port \(first)")
+        }
+        return port
     }
 
     /// `127.0.0.1:PORT` or `localhost:PORT`: the simulator never listens beyond this machine.

@@ -69,7 +69,7 @@ enum WebCommand {
         log.info("web.listening", ["address": shown, "actions": web.actions, "users": users?.names.count ?? 0])
         context.print("settle web listening on http://\(shown)/ (" + (web.actions ? "actions on" : "read-only")
                       + (web.auth == .proxy ? ", users from \(web.proxyUserHeader ?? "?") set by a trusted proxy"
-                         : users == nil ? ", no users file: loopback only" : ", \(users!.names.count) users") + ")")
+                         : users.map { ", " + Plural.count($0.names.count, "user") } ?? ", no users file: loopback only") + ")")
         StopSignal.wait()
         console.stop()
         try? ledger.close()

@@ -74,7 +74,7 @@ package struct CustomerReport: Sendable {
 
     /// `settle status --user U`'s customer section.
     package func text(now: Int64) -> String {
-        var out = "customer \(userId): \(total == 1 ? "1 order" : "\(total) orders")"
+        var out = "customer \(userId): \(Plural.count(total, "order"))"
             + (entries.count < total ? " (the \(entries.count) most recently changed shown)" : "") + "\n"
         for e in entries {
             out += "  \(e.order.orderId)  \(e.order.state.rawValue)" + (e.order.reason.map { " (\($0))" } ?? "")

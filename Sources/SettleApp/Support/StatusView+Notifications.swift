@@ -77,7 +77,8 @@ extension StatusView {
         for section in storeSections { out += "\n" + section.text + "\n" }
         if let revoke {
             out += "\nrevoke: \(revoke.state), key \(RevokeHook.idempotencyKey(transactionId: revoke.job.transactionId, round: revoke.job.round))"
-                + ", \(revoke.job.attempts) attempts" + (revoke.job.lastError.map { ": " + PrintableText.escape($0) } ?? "") + "\n"
+                + ", \(Plural.count(revoke.job.attempts, "attempt"))"
+                + (revoke.job.lastError.map { ": " + PrintableText.escape($0) } ?? "") + "\n"
         }
         guard !notifications.isEmpty else { return out }
         out += "\nnotifications:\n"

@@ -70,9 +70,9 @@ extension StatusView {
             line += " (\(b.sharedBy) hosts, \(Pacer.formatRate(b.storeRate / Double(b.sharedBy)))/s each"
                 + (b.hosts < b.sharedBy ? ", \(b.hosts) reporting" : "") + ")"
         }
-        line += "; \(b.grantedLastPass) requests last pass"
+        line += "; \(Plural.count(b.grantedLastPass, "request")) last pass"
         if b.throttles > 0 { line += ", \(b.throttles) throttled (429), \(b.floorThrottles) at the floor rate" }
-        if b.waits > 0 { line += ", \(b.waits) waits" }
+        if b.waits > 0 { line += ", \(Plural.count(b.waits, "wait"))" }
         return line
     }
 

@@ -69,9 +69,11 @@ extension StatusView {
             case .cancelled: steps.insert("cancelled: \(a.lastError ?? "")", at: 0)
             case .pending:
                 steps.insert("pending at step \(a.step.rawValue), next attempt \(Timestamp.relative(a.nextAttemptAt, now: now)), "
-                             + "\(a.attempts) attempts" + (a.lastError.map { ", last error: \($0)" } ?? ""), at: 0)
+                             + Plural.count(a.attempts, "attempt")
+                             + (a.lastError.map { ", last error: \($0)" } ?? ""), at: 0)
             case .waiting:
-                steps.insert("WAITING for a person at step \(a.step.rawValue) after \(a.attempts) attempts: \(a.lastError ?? "")"
+                steps.insert("WAITING for a person at step \(a.step.rawValue) after "
+                             + "\(Plural.count(a.attempts, "attempt")): \(a.lastError ?? "")"
                              + (a.kind == .transfer ? " (fix the hook, then ask for the same transfer again to resume)"
                                                     : " (fix the hook, then settle redeliver again to resume)"), at: 0)
             }

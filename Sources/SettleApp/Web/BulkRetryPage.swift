@@ -46,7 +46,7 @@ enum BulkRetryPage {
                                         by: request.person)
         console.log.info("web.action", ["user": request.operatorName, "action": "retry_bulk", "orders": outcome.retried.count,
                                         "skipped": outcome.skipped.count])
-        var body: Markup = "<p class=\"notice\" id=\"outcome\">retried \(Plural.orders(outcome.retried.count)): pending, due now</p>"
+        var body: Markup = "<p class=\"notice\" id=\"outcome\">retried \(Plural.count(outcome.retried.count, "order")): pending, due now</p>"
         if !outcome.retried.isEmpty {
             body = body + "<p id=\"retried\">" + Markup.join(outcome.retried.map(WebPage.orderLink), separator: ", ") + "</p>"
         }
@@ -83,16 +83,16 @@ enum BulkRetryPage {
         let refusal: Markup = missingNote ? "<p class=\"refusal\" id=\"outcome\">refused: a note is required: say why (the incident, a ticket)</p>"
             : .empty
         let body: Markup = """
-            \(refusal)<p id="confirm-count">Retry <strong>\(Plural.orders(ids.count))</strong> \
+            \(refusal)<p id="confirm-count">Retry <strong>\(Plural.count(ids.count, "order"))</strong> \
             (\(listed.state.rawValue)\(listed.reason.map { " as " + $0 } ?? ""))? Each still so goes back to pending, due now, \
             its attempts reset, its history naming you (\(request.operatorName) via web).</p>
             <p>\(Markup.join(ids.map(WebPage.orderLink), separator: ", "))</p>\(warnings)
             <form method="post" action="/bulk/retry" id="confirm-form"><input type="hidden" name="csrf" value="\(token)">\
             <input type="hidden" name="confirm" value="yes">\(listed.fields)\(hidden)\
             <input type="text" name="note" placeholder="note (required)" aria-label="retry note" required>\
-            <button type="submit" id="confirm-retry">Retry \(Plural.orders(ids.count))</button></form>
+            <button type="submit" id="confirm-retry">Retry \(Plural.count(ids.count, "order"))</button></form>
             """
-        return WebPage.render("Retry \(Plural.orders(ids.count))?", body, request: request, console: console)
+        return WebPage.render("Retry \(Plural.count(ids.count, "order"))?", body, request: request, console: console)
     }
 
     /// The form's `id.N` fields, percent-decoded, each once, in N's order.

@@ -16,7 +16,7 @@ enum CustomerPage {
         let summary = OrderState.allCases.compactMap { state -> Markup? in
             counts[state].map { "\(WebPage.stateBadge(state)) \($0)" }
         }
-        var body: Markup = "<p id=\"customer-summary\">\(report.total == 1 ? "1 order" : "\(report.total) orders"): "
+        var body: Markup = "<p id=\"customer-summary\">\(Plural.count(report.total, "order")): "
             + Markup.join(summary, separator: " · ") + "</p>"
         if report.entries.count < report.total {
             body = body + "<p class=\"muted\">the \(report.entries.count) most recently changed are shown</p>"

@@ -31,7 +31,7 @@ enum ListPage {
         if let reason {
             body = body + "<p class=\"muted\" id=\"reason-meaning\">\(Verdict.explanation(reason))</p>"
         }
-        body = body + "<p id=\"list-count\">\(Plural.orders(list.total))" + (query.after == nil ? "" : " (a later page)") + "</p>"
+        body = body + "<p id=\"list-count\">\(Plural.count(list.total, "order"))" + (query.after == nil ? "" : " (a later page)") + "</p>"
         let retriable = console.actions && request.allows(.retryBulk) && (state == .needsAttention || state == .rejected)
             && reason != AttentionReason.unclaimedPurchase.rawValue
         body = body + (retriable ? selectable(list.orders, BulkRetryPage.Listed(state: state, reason: reason), request,

@@ -67,7 +67,8 @@ enum OverviewPage {
                 """)
         }
         let sampled: Markup = waiting.complete ? .empty
-            : "<p class=\"muted\">\(total) orders wait; the reasons are of the newest \(waiting.read)</p>"
+            : "<p class=\"muted\">\(Plural.count(total, "order")) \(Plural.verb(total, "waits", "wait")); "
+                + "the reasons are of the newest \(waiting.read)</p>"
         return WebPage.section("Waiting for a person", id: "attention", "<ul>\(items)</ul>" + sampled + actions)
     }
 

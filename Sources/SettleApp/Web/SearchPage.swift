@@ -56,7 +56,7 @@ enum SearchPage {
                 <input type="hidden" name="lookup" value="\(q)"><button type="submit">Look up \(q) with \(store)</button></form>
                 """)
         }
-        results = offer + WebPage.section("\(found.count) orders for “\(q)”", id: "results",
+        results = offer + WebPage.section("\(Plural.count(found.count, "order")) for “\(q)”", id: "results",
                                           WebPage.orderTable(found, now: now, id: "result-orders"))
         return page(results, query: q, request, console: console)
     }
@@ -101,7 +101,8 @@ enum SearchPage {
         }
         if sections.isEmpty { sections.append("<p class=\"muted\" id=\"lookup-none\">no store is configured to look up \(q)</p>") }
         let now = console.time.unixSeconds
-        return page(Markup.join(sections) + WebPage.section("\(report.summary.orders.count) orders for “\(q)”", id: "results",
+        let found = Plural.count(report.summary.orders.count, "order")
+        return page(Markup.join(sections) + WebPage.section("\(found) for “\(q)”", id: "results",
                                                             WebPage.orderTable(report.summary.orders, now: now, id: "result-orders")),
                     query: q, request, console: console)
     }

@@ -1,4 +1,5 @@
 import SettleModel
+import SettleBase
 
 /// What `reconcile --dry-run` found: per order, what a real pass would do.
 package struct DryRunReport: Sendable, Equatable {
@@ -13,7 +14,8 @@ package struct DryRunReport: Sendable, Equatable {
     package var storeUnavailableForWholePass: Bool { storeAnswers == 0 && storeWideFailures > 0 }
 
     package var summaryLine: String {
-        "dry run over \(wouldGrant + wouldReject + wouldRetry) orders: \(wouldGrant) would be granted, \(wouldReject) rejected, \(wouldRetry) retried; nothing was changed"
+        "dry run over \(Plural.count(wouldGrant + wouldReject + wouldRetry, "order")): \(wouldGrant) would be granted, "
+            + "\(wouldReject) rejected, \(wouldRetry) retried; nothing was changed"
     }
 }
 

@@ -48,7 +48,7 @@ package enum SignedDataFailure: Error, Sendable, Equatable, CustomStringConverti
              let .bundleMismatch(detail), let .environmentMismatch(detail), let .payloadInvalid(detail):
             return "\(code): \(detail)"
         case let .invalidChainLength(count):
-            return "\(code): x5c holds \(count) certificates, expected 3"
+            return "\(code): x5c holds \(Plural.count(count, "certificate")), expected 3"
         case .signatureInvalid:
             return "\(code): the ES256 signature does not verify with the leaf certificate's key"
         case .sandboxNotAccepted:

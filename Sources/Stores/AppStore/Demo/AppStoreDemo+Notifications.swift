@@ -47,7 +47,7 @@ extension AppStoreDemo {
             stage.print(text)
         }
         let revoked = (try? String(contentsOfFile: folder + "/revoked.log", encoding: .utf8)) ?? ""
-        stage.print("the demo revoke hook was called \(revoked.split(separator: "\n").count) times "
+        stage.print("the demo revoke hook was called \(Plural.count(revoked.split(separator: "\n").count, "time")) "
                       + "(idempotency key, order, revocation type, percentage in milliunits):\n" + revoked)
         let finished = simulator.finishRequests.map(\.transactionId)
         stage.print("Finish Transaction told Apple \(finished.count) App Store transactions are finished, so StoreKit stops "

@@ -103,7 +103,8 @@ package struct AppAccountTokens: Sendable {
         var entry = entry
         let exhausted = job.attempts + 1 >= policy.maxAttempts
         entry.outcome = exhausted ? "account_token_failed" : "account_token_retry"
-        entry.detail = "\(what): \(message)" + (exhausted ? "; gave up after \(job.attempts + 1) attempts" : "; retrying")
+        entry.detail = "\(what): \(message)"
+            + (exhausted ? "; gave up after \(Plural.count(job.attempts + 1, "attempt"))" : "; retrying")
         try ledger.recordAccountToken(job, state: exhausted ? "failed" : "pending", appleStatus: nil, error: message,
                                       nextAttemptAt: entry.at + Int64(delay), history: entry)
         log.warning("order.account_token_failed", ["order": order.orderId, "attempt": job.attempts + 1, "error": message,

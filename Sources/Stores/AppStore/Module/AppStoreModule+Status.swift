@@ -20,7 +20,7 @@ extension AppStoreModule {
                                      ("last_error", .string(finish.lastError)),
                                      ("updated_at", .string(Timestamp.rfc3339(unixSeconds: finish.updatedAt)))])
         // Finish Transaction: whether StoreKit still offers the transaction to the app.
-        let text = "finished with Apple: \(finish.state), \(finish.attempts) attempts"
+        let text = "finished with Apple: \(finish.state), \(Plural.count(finish.attempts, "attempt"))"
             + (finish.lastError.map { ": " + PrintableText.escape($0) } ?? "")
         return [StoreOrderSection(jsonKey: "apple_finish", json: json, title: "Finished with Apple", id: "apple-finish", text: text,
                                   facts: [("state", finish.state), ("attempts", String(finish.attempts)),

@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 import SettleConfig
 import SettleAppStore
 import SettleSimulator
@@ -71,7 +72,14 @@ package final class AppStoreSimulator: StoreSimulator {
         }
         let simulator: AppleSimulator
         do {
-            simulator = try AppleSimulator(sharedSecret: secret, credentials: credentials, port: setup.port)
+            let faults = setup.faults
+            faults.register("app_store")
+            let limited: @Sendable (Double) -> HTTPServerResponse = {
+                SimulatedRateLimit.appleRateLimited(retryAfter: $0, now: Date())
+            }
+            simulator = try AppleSimulator(sharedSecret: secret, credentials: credentials, port: setup.port) {
+                faults.front($0, store: "app_store", rateLimited: limited)
+            }
         } catch {
             throw StoreSimulatorFailure.unavailable("cannot listen on 127.0.0.1:\(setup.port): \(error)")
         }
@@ -84,12 +92,16 @@ package final class AppStoreSimulator: StoreSimulator {
 
     package var banner: String {
         let base = simulator.baseURL
+        let scripted = [Plural.count(script.receipts.count, "receipt"),
+                        Plural.count(script.transactions.count, "transaction"),
+                        Plural.count(script.customers.count, "customer"),
+                        Plural.count(script.appleOrders.count, "Apple order")]
         return """
             receipt_api.production_url: \(base)/production/verifyReceipt
             receipt_api.sandbox_url: \(base)/sandbox/verifyReceipt
             server_api.production_url: \(base)/production
             server_api.sandbox_url: \(base)/sandbox
-            scripted: \(script.receipts.count) receipts, \(script.transactions.count) transactions, \(script.customers.count) customers, \(script.appleOrders.count) Apple orders
+            scripted: \(scripted.joined(separator: ", "))
             \(accepts)
             """
     }

@@ -44,11 +44,12 @@ package final class AppleSimulator: Sendable {
     private let server: LoopbackHTTPServer
 
     /// Listens on 127.0.0.1:`port` (0: any free port; the standalone `settle simulator` picks one).
+    /// `front` answers first when it answers (the standalone simulator's faults).
     package init(sharedSecret: String, credentials: ServerAPICredentials? = nil, time: any TimeSource = SystemTimeSource(),
-                port: UInt16 = 0) throws {
+                port: UInt16 = 0, front: (@Sendable (HTTPServerRequest) -> HTTPServerResponse?)? = nil) throws {
         let core = AppleSimulatorCore(sharedSecret: sharedSecret, credentials: credentials, time: time)
         self.core = core
-        server = try LoopbackHTTPServer(port: port) { request in core.handle(request) }
+        server = try LoopbackHTTPServer(port: port) { request in front?(request) ?? core.handle(request) }
     }
 
     /// "http://127.0.0.1:<port>"

@@ -15,6 +15,15 @@ extension SimulatedRateLimit {
         return nil
     }
 
+    /// Apple's 429: RateLimitExceededError, `Retry-After` the UNIX time in milliseconds of the
+    /// next allowed request, `retryAfter` seconds after `now`.
+    package static func appleRateLimited(retryAfter: Double, now: Date) -> HTTPServerResponse {
+        var response = AppleSimulatorCore.apiError(429, 4290000, "Rate limit exceeded.")
+        let next = ((now.timeIntervalSince1970 + retryAfter) * 1000).rounded(.up)
+        response.headers.append(HTTPHeader("Retry-After", String(Int64(next))))
+        return response
+    }
+
     /// Apple's answer over the limit: 429 with RateLimitExceededError and `Retry-After` as
     /// Apple documents it, the UNIX time in milliseconds of the next allowed request. In an
     /// outage: 500 GeneralInternalRetryableError.
@@ -23,10 +32,7 @@ extension SimulatedRateLimit {
         case .granted:
             return nil
         case let .limited(retryAfter):
-            var response = AppleSimulatorCore.apiError(429, 4290000, "Rate limit exceeded.")
-            let next = ((time.now.timeIntervalSince1970 + retryAfter) * 1000).rounded(.up)
-            response.headers.append(HTTPHeader("Retry-After", String(Int64(next))))
-            return response
+            return Self.appleRateLimited(retryAfter: retryAfter, now: time.now)
         case .outage:
             return AppleSimulatorCore.apiError(500, 5000001, "An unknown error occurred. Please try again.")
         }

@@ -77,7 +77,10 @@ package final class GooglePlaySimulator: StoreSimulator {
         let fake = FakeGooglePlay(packageName: packageName, serviceAccount: key, pushKey: pushKey, pushKeyId: pushKeyId,
                                   time: SystemTimeSource())
         let jwks = JSONWebKeySet.document([(id: pushKeyId, key: pushKey.publicKey)]).data
-        let server = try LoopbackHTTPServer { request in
+        let faults = setup.faults
+        faults.register("google_play")
+        let server = try LoopbackHTTPServer(port: setup.port) { request in
+            if let fault = faults.front(request, store: "google_play", rateLimited: Self.rateLimited) { return fault }
             switch (request.method, String(request.pathWithoutQuery)) {
             case ("GET", "/simulator/jwks"):
                 return .json(200, jwks)
@@ -98,16 +101,26 @@ package final class GooglePlaySimulator: StoreSimulator {
         return GooglePlaySimulator(fake: fake, server: server, source: source, script: script)
     }
 
+    /// Google's 429 (RESOURCE_EXHAUSTED) with the Retry-After a switched-on fault names.
+    @Sendable static func rateLimited(_ seconds: Double) -> HTTPServerResponse {
+        var response = SimulatedRateLimit.googleRefusal(.limited(retryAfter: seconds), group: "simulated fault")
+            ?? HTTPServerResponse(status: 429)
+        response.headers.append(HTTPHeader("Retry-After", String(Int(seconds.rounded(.up)))))
+        return response
+    }
+
     package var baseURL: String { server.baseURL }
 
     package var banner: String {
-        """
+        let scripted = [Plural.count(script.products.count, "Play purchase"),
+                        Plural.count(script.subscriptions.count, "Play subscription"), "\(script.voided.count) voided"]
+        return """
         google_play.api_url: \(server.baseURL)
         google_play.token_url: \(server.baseURL)/token
         google_play.package_name: \(fake.packageName), accepting \(source)
         google_play.push.jwks_url: \(server.baseURL)\(FakeGooglePlay.certsPath)
         google_play push keys: GET \(server.baseURL)/simulator/jwks; a push token: POST \(server.baseURL)/simulator/push-token {"audience", "email"}
-        scripted: \(script.products.count) Play purchases, \(script.subscriptions.count) Play subscriptions, \(script.voided.count) voided
+        scripted: \(scripted.joined(separator: ", "))
         """
     }
 

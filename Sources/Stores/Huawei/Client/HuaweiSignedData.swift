@@ -72,7 +72,8 @@ package struct HuaweiSignedData: Sendable {
             throw Failure("the JWS header has no x5c certificate chain")
         }
         guard entries.count == 3 else {
-            throw Failure("the JWS x5c holds \(entries.count) certificates, expected 3 (leaf, intermediate, root)")
+            throw Failure("the JWS x5c holds \(Plural.count(entries.count, "certificate")), "
+                          + "expected 3 (leaf, intermediate, root)")
         }
         let maxEncoded = (maxCertificateBytes + 2) / 3 * 4
         var certificates: [X509Certificate] = []

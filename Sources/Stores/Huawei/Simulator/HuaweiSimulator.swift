@@ -84,8 +84,11 @@ package final class HuaweiSimulator: StoreSimulator {
         let server: LoopbackHTTPServer
         do {
             fake = try FakeHuawei(appId: appId, publicKey: key, time: SystemTimeSource())
-            let both = hms
-            server = try LoopbackHTTPServer { request in both?.handle(request) ?? fake.handle(request) }
+            let both = hms, faults = setup.faults
+            faults.register("huawei")
+            server = try LoopbackHTTPServer(port: setup.port) { request in
+                faults.front(request, store: "huawei") ?? both?.handle(request) ?? fake.handle(request)
+            }
         } catch {
             throw StoreSimulatorFailure.unavailable("cannot start the simulated Huawei AppGallery: \(error)")
         }
@@ -100,10 +103,13 @@ package final class HuaweiSimulator: StoreSimulator {
     package var baseURL: String { server.baseURL }
 
     package var banner: String {
-        """
+        let scripted = [Plural.count(script.orders.count, "Huawei order"),
+                        Plural.count(script.subscriptions.count, "Huawei subscription"),
+                        Plural.count(script.hmsPurchases.count, "HMS purchase")]
+        return """
         huawei.api_url: \(server.baseURL)
         huawei.app_id: \(fake.appId), accepting \(source)
-        scripted: \(script.orders.count) Huawei orders, \(script.subscriptions.count) Huawei subscriptions, \(script.hmsPurchases.count) HMS purchases
+        scripted: \(scripted.joined(separator: ", "))
         """
             + (hms == nil
                 ? ""

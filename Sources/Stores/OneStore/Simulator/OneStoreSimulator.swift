@@ -46,7 +46,11 @@ package final class OneStoreSimulator: StoreSimulator {
             time: SystemTimeSource())
         let server: LoopbackHTTPServer
         do {
-            server = try LoopbackHTTPServer { fake.handle($0) }
+            let faults = setup.faults
+            faults.register("one_store")
+            server = try LoopbackHTTPServer(port: setup.port) {
+                faults.front($0, store: "one_store") ?? fake.handle($0)
+            }
         } catch {
             throw StoreSimulatorFailure.unavailable("cannot start the simulated ONE store: \(error)")
         }
@@ -62,7 +66,7 @@ package final class OneStoreSimulator: StoreSimulator {
         one_store.api_url: \(server.baseURL)/commercial
         one_store.sandbox_url: \(server.baseURL)/sandbox
         one_store.client_id: \(fake.clientId), package_name: \(fake.packageName)
-        scripted: \(script.purchases.count) ONE store purchases
+        scripted: \(Plural.count(script.purchases.count, "ONE store purchase"))
         """
     }
 
