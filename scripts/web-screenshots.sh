@@ -2,7 +2,8 @@
 # Screenshots of the support console for the docs (docs/images/web-*.png): seeds a demo ledger
 # (settle demo --keep), serves it with settle web (read-only, then with actions on), and has
 # headless chromium draw each page: the overview, search results, an order's page, a
-# notification's page, and an order's page with the actions.
+# notification's page, a customer's page, and, with actions on, an order's page with the actions,
+# a list with its bulk retry and the audit log.
 #
 #   scripts/web-screenshots.sh [SETTLE_BINARY]
 #
@@ -53,9 +54,12 @@ shoot overview / 1500
 shoot search "/search?q=u-51" 700
 shoot order /orders/o-1005 1500
 shoot notification "/notifications/$notification" 700
+shoot customer /users/u-51 1200
 kill "$web"; wait "$web" 2>/dev/null || true; web=""
 
 # The same ledger with web.actions on: the order waiting for a person, with its forms.
 sed '0,/{/s//{\n  "web": {"actions": true},/' "$demo/settle.json" > "$demo/settle-actions.json"
 serve "$demo/settle-actions.json"
 shoot actions /orders/o-3002 1300
+shoot list "/orders?state=needs_attention" 900
+shoot audit /audit 700

@@ -108,6 +108,8 @@ package protocol DaemonRegistry: LedgerBase {
     func recordDaemonStarted(_ owner: LeaseOwner) throws(LedgerError)
     func recordDaemonPass(_ owner: LeaseOwner, summary: String) throws(LedgerError)
     func recordDaemonStopped(_ owner: LeaseOwner) throws(LedgerError)
+    /// A reload's outcome: its error when it failed, nil when it worked.
+    func recordDaemonReload(_ owner: LeaseOwner, error: String?) throws(LedgerError)
     /// The most recently started daemon (SQLite keeps only that one).
     func daemonRecord() throws(LedgerError) -> DaemonRecord?
     /// The daemons whose heartbeat is recent, newest first (`settle status`).

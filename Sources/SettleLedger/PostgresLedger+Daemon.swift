@@ -58,6 +58,16 @@ extension PostgresLedger {
         }
     }
 
+    /// Records the outcome of this daemon's reload: its error when it failed (nil clears it).
+    package func recordDaemonReload(_ owner: LeaseOwner, error: String?) throws(LedgerError) {
+        let now = time.unixSeconds
+        _ = try write { db in
+            try db.run("""
+                UPDATE daemons SET reload_error = ?, reload_failed_at = ? WHERE host = ? AND pid = ? AND process_start = ?
+                """, [.from(error), .from(error.map { _ in now }), .text(owner.host), .integer(Int64(owner.pid)), .text(owner.leaseStart)])
+        }
+    }
+
     package func recordDaemonStopped(_ owner: LeaseOwner) throws(LedgerError) {
         let now = time.unixSeconds
         try write { db in
@@ -105,6 +115,7 @@ extension PostgresLedger {
                                   startedAt: row.int("started_at") ?? 0, lastPassAt: row.int("last_pass_at"),
                                   lastPassSummary: row.string("last_pass_summary"), stoppedAt: row.int("stopped_at"))
         record.heartbeatAt = row.int("heartbeat_at")
+        (record.reloadError, record.reloadFailedAt) = (row.string("reload_error"), row.int("reload_failed_at"))
         return record
     }
 }

@@ -10,6 +10,9 @@ package struct DaemonRecord: Sendable, Equatable {
     package var stoppedAt: Int64?
     /// The last sign of life on a shared ledger (PostgreSQL's clock); nil on SQLite.
     package var heartbeatAt: Int64? = nil
+    /// The last reload that failed (the daemon runs on with its previous configuration), until one works.
+    package var reloadError: String? = nil
+    package var reloadFailedAt: Int64? = nil
 
     /// Whether the recorded daemon is running now, judged without its lock: not stopped, and
     /// its process (same host, pid and start time) still alive.
@@ -54,6 +57,18 @@ extension SQLiteLedger {
         }
     }
 
+    /// Records the outcome of a reload: its error when it failed (nil clears it: it worked).
+    package func recordDaemonReload(_ owner: LeaseOwner, error: String?) throws(LedgerError) {
+        guard try schemaVersion() >= LedgerSchema.auditLogVersion else { return }
+        let now = time.unixSeconds
+        _ = try locked { () throws(LedgerError) in
+            try write {
+                try database.query("UPDATE daemon SET reload_error = ?, reload_failed_at = ? WHERE id = 1",
+                                   [.from(error), .from(error.map { _ in now })])
+            }
+        }
+    }
+
     /// One host: a due breaker is this daemon's to probe.
     package func breakersForPass() throws(LedgerError) -> [Store: StoreBreaker] { try breakers() }
 
@@ -69,10 +84,12 @@ extension SQLiteLedger {
         guard try schemaVersion() >= 2 else { return nil }
         return try read { db in
             try db.query("SELECT * FROM daemon WHERE id = 1").first.map { row in
-                DaemonRecord(owner: LeaseOwner(host: row.string("host") ?? "", pid: Int32(truncatingIfNeeded: row.int("pid") ?? 0),
-                                               leaseStart: row.string("process_start") ?? ""),
-                             startedAt: row.int("started_at") ?? 0, lastPassAt: row.int("last_pass_at"),
-                             lastPassSummary: row.string("last_pass_summary"), stoppedAt: row.int("stopped_at"))
+                var record = DaemonRecord(owner: LeaseOwner(host: row.string("host") ?? "", pid: Int32(truncatingIfNeeded: row.int("pid") ?? 0),
+                                                            leaseStart: row.string("process_start") ?? ""),
+                                          startedAt: row.int("started_at") ?? 0, lastPassAt: row.int("last_pass_at"),
+                                          lastPassSummary: row.string("last_pass_summary"), stoppedAt: row.int("stopped_at"))
+                (record.reloadError, record.reloadFailedAt) = (row.string("reload_error"), row.int("reload_failed_at"))
+                return record
             }
         }
     }

@@ -257,6 +257,15 @@ final class DaemonTests: EndToEndTestCase {
             notify.messages.contains { $0.hasPrefix("STATUS=reload failed, running with the previous configuration: ") }
         }, "systemctl status shows the failed reload: \(notify.messages)")
         XCTAssertTrue(daemon.isRunning)
+        // The ledger keeps it for settle status --check and the console's banner (issue 36) ...
+        let ledger = try SQLiteLedger(path: world.ledgerPath, time: world.time)
+        defer { try? ledger.close() }
+        XCTAssertTrue(eventually(within: 5) { (try? ledger.daemonRecord()?.reloadError)??.contains("settle.json: ") == true },
+                      "\(String(describing: try? ledger.daemonRecord()))")
+        // ... until a reload works.
+        try world.writeConfig(schedule: [("interval_seconds", .number(1800))])
+        daemon.send(SIGHUP)
+        XCTAssertTrue(eventually(within: 10) { (try? ledger.daemonRecord())??.reloadError == nil }, log(daemon))
         // Still serving with the previous configuration.
         try world.writeConfig(schedule: [("interval_seconds", .number(3600))])
         try enqueueValid("o-1", transaction: "100")

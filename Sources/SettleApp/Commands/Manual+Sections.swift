@@ -39,7 +39,7 @@ extension Manual {
 
     static let examples = """
         .SH EXAMPLES
-        A test setup with one App Store and one Google Play purchase, settled against the simulator:
+        A test setup with a purchase of each store the simulator plays, settled against it:
         .PP
         .nf
         .RS

@@ -20,7 +20,7 @@ enum SimulatorCommand {
         plans file scripts (docs/testing.md; /usr/share/doc/settle/docs/testing.md when installed).
         With --listen naming a port, the first store listens there and each next one on the next
         port up; without, each on a free port. POST /simulator/faults on any of its ports, with
-        Content-Type: application/json and {"store": "app_store", "mode": "503"|"429"|"hang"|"slow",
+        Content-Type: application/json and {"store": STORE, "mode": "503"|"429"|"hang"|"slow",
         "seconds": N}, switches a store's fault while it runs ("mode": "none" clears it; GET shows them).
         """
         return ([usage(options), intro, SimulatorInit.help] + StoreSimulators.all.map { $0.help })

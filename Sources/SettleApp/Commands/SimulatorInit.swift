@@ -12,7 +12,7 @@ enum SimulatorInit {
         --init DIR writes a working TEST setup into DIR (created, mode 700; it never writes over a
         file, naming any it finds, nor into a folder others may write in): settle.json (its ledger
         in DIR, the simulator's URLs on \(defaultListen) and the next ports up, or --listen's),
-        plans.json with one App Store receipt and one Google Play purchase, the secrets they need
+        plans.json with a purchase for each store it sets up, the secrets they need
         (mode 600), the simulator's test root sim-root.pem, and an example hook, hook.sh, that
         appends what it grants to grants.jsonl. It prints the commands that serve, enqueue,
         reconcile and show those orders.

@@ -390,8 +390,10 @@ package final class Daemon: @unchecked Sendable {
             // Said in the journal and in `systemctl status`, which is where whoever reloaded looks.
             func failed(_ error: String) {
                 log.error("daemon.reload_failed", ["error": error, "kept": "previous configuration"])
-                notifier.send("STATUS=reload failed, running with the previous configuration: "
-                              + PrintableText.escape(error.split(separator: "\n").first.map(String.init) ?? error))
+                let line = error.split(separator: "\n").first.map(String.init) ?? error
+                notifier.send("STATUS=reload failed, running with the previous configuration: " + PrintableText.escape(line))
+                // And in the ledger, so settle status --check and the console's banner say so.
+                try? current?.ledger.recordDaemonReload(owner, error: String(line.prefix(500)))
             }
             // A reload only changes a running daemon; once a stop began it has nothing to change.
             guard let running = current, !isStopping else { return }
@@ -428,6 +430,7 @@ package final class Daemon: @unchecked Sendable {
                 breaker.retryAt = time.unixSeconds
                 try? running.ledger.saveBreaker(breaker, of: store)
             }
+            try? running.ledger.recordDaemonReload(owner, error: nil)
             log.info("daemon.reloaded", ["interval_seconds": fresh.schedule.intervalSeconds,
                                          "concurrency": fresh.schedule.concurrency])
         }

@@ -49,6 +49,11 @@ package struct StatusCheck: Sendable {
         } else {
             problems.append("daemon: not running (settle run); nothing is reconciled until it is")
         }
+        if let daemon, daemon.isRunning, let error = daemon.reloadError {
+            let when = daemon.reloadFailedAt.map { " at \(Timestamp.rfc3339(unixSeconds: $0))" } ?? ""
+            problems.append("daemon: its last reload failed\(when), so it runs with the previous configuration: "
+                            + PrintableText.escape(String(error.prefix(300))) + "; fix it (settle check-config), then reload again")
+        }
         for note in storeNotes { if let alert = note.alert { problems.append(alert) } }
         if let fault = Self.hookCannotStart(hook, breakers: breakers) {
             problems.append("hook: it cannot start (\(PrintableText.escape(String(fault.prefix(300))))); run settle check-config, "

@@ -605,8 +605,11 @@ extension LedgerSchema {
         """,
         // 20: the audit log (issue 36): who did what, through which channel, from where, and
         // whether it was allowed; written by the ledger in the action's own transaction
-        // (`AuditEntry`), and by the console for sign-ins and refusals.
+        // (`AuditEntry`), and by the console for sign-ins and refusals. With it, the daemon's last
+        // failed reload (its error and time, cleared by a reload that works), for the health check.
         """
+        ALTER TABLE daemon ADD COLUMN reload_error TEXT;
+        ALTER TABLE daemon ADD COLUMN reload_failed_at INTEGER;
         CREATE TABLE audit_log (
             id       INTEGER PRIMARY KEY AUTOINCREMENT,
             at       INTEGER NOT NULL,

@@ -486,8 +486,10 @@ extension PostgresLedgerSchema {
         ALTER TABLE orders ADD CONSTRAINT orders_proof_check CHECK (CASE store WHEN 'google_play' THEN purchase_token IS NOT NULL
             ELSE receipt_sha256 IS NOT NULL OR signed_transaction IS NOT NULL OR transaction_id IS NOT NULL OR proof IS NOT NULL END);
         """,
-        // 17: as the SQLite ledger's migration 20: the audit log.
+        // 17: as the SQLite ledger's migration 20: the audit log, and each daemon's last failed reload.
         """
+        ALTER TABLE daemons ADD COLUMN reload_error TEXT;
+        ALTER TABLE daemons ADD COLUMN reload_failed_at BIGINT;
         CREATE TABLE audit_log (
             id       BIGSERIAL PRIMARY KEY,
             at       BIGINT NOT NULL,

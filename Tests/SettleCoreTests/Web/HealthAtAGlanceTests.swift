@@ -91,6 +91,24 @@ final class HealthAtAGlanceTests: WebConsoleTestCase {
         XCTAssertFalse(text(try get(base, "/")).contains("health-banner"), "a healthy settle shows no banner")
     }
 
+    func testAFailedReload_isAProblemAndOnTheBanner_untilAReloadWorks_onBothEngines() throws {
+        try onEachEngine { engine in
+            let now = world.time.unixSeconds
+            try engine.ledger.recordDaemonStarted(.current)
+            try engine.ledger.recordDaemonPass(.current, summary: "ok")
+            let configuration = try world.configuration()
+            XCTAssertEqual(try StatusCheck.read(engine.ledger, configuration: configuration, now: now).problems, [], engine.name)
+            try engine.ledger.recordDaemonReload(.current, error: "settle.json: unknown key \"bogus\"")
+            let problems = try StatusCheck.read(engine.ledger, configuration: configuration, now: now).problems
+            XCTAssertEqual(problems, ["daemon: its last reload failed at \(Timestamp.rfc3339(unixSeconds: now)), so it runs with the "
+                                      + "previous configuration: settle.json: unknown key \"bogus\"; fix it (settle check-config), then "
+                                      + "reload again"], engine.name)
+            XCTAssertTrue(text(try get(try start(engine.ledger), "/")).contains("<li>daemon: its last reload failed at "), engine.name)
+            try engine.ledger.recordDaemonReload(.current, error: nil)
+            XCTAssertEqual(try StatusCheck.read(engine.ledger, configuration: configuration, now: now).problems, [], engine.name)
+        }
+    }
+
     func testAnOpenBreaker_putsTheBannerOnEveryPage() throws {
         let engine = try sqlite()
         _ = try WebSeed(self, engine)
