@@ -13,6 +13,7 @@ enum WebStylesheet {
     header form { margin-left: auto; display: flex; gap: 6px; }
     header input[type=search] { width: 320px; padding: 5px 8px; border-radius: 4px; border: 0; }
     .banner { background: #fdecea; color: #7a1c12; border-bottom: 2px solid #c0392b; padding: 8px 24px; }
+    #retry-selected-form, #retry-page-form { margin: 8px 0; }
     .banner ul { margin: 4px 0 0 18px; padding: 0; }
     header .who { color: #c9d1e0; font-size: 13px; }
     main { max-width: 1180px; margin: 0 auto; padding: 18px 24px 48px; }
