@@ -72,6 +72,9 @@ package struct StoreDescriptor: Sendable {
     /// What status calls the account id an order carries: StoreKit's "app account token", Play
     /// Billing's obfuscated "account id".
     package var accountIdLabel = "app account token"
+    /// Whether the account id the app passes at purchase must be a UUID (StoreKit's
+    /// appAccountToken is one); `settle bind` refuses anything else for its orders.
+    package var accountIdIsUUID = false
     /// Whether its orders are proven by a bearer purchase token (`Order.purchaseToken`), shown
     /// by its fingerprint, or "missing" when a row lacks it.
     package var provenByPurchaseToken = false
