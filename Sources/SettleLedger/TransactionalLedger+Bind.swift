@@ -41,6 +41,9 @@ extension TransactionalLedger {
                                           + "(\(AccountTokenBinding.fingerprint(replaced))); give --replace to bind "
                                           + "\(fingerprint) instead")
             }
+            // Two binds of one token to two users' orders, on two hosts at once, run one after the
+            // other (PostgreSQL; SQLite's writers already do), so the second sees the first's token.
+            if let lock = db.dialect.keyLock { try db.query(lock, [.text("bind:" + token)]) }
             if let other = try db.otherUsersOrder(carrying: token, besides: order) {
                 throw LedgerError.invalid("order \(orderId) not bound: the \(order.store.descriptor.accountIdLabel) "
                                           + "\(fingerprint) is already bound to order \(other), another user's; binding it "
