@@ -47,8 +47,8 @@ package enum AccountTokenBinding {
     }
 
     /// The token as the ledger keeps it (a UUID in lowercase, any other id as given), or why it
-    /// cannot be one for `store`: a UUID for a store whose account id is one (StoreKit), else 1 to
-    /// 64 printable ASCII characters without spaces (Play's obfuscated account id is at most 64).
+    /// cannot be one for `store`: a UUID for a store whose account id is one (StoreKit), else
+    /// printable text up to the store's `accountIdMaxLength` (the id is compared as it is).
     package static func normalized(_ token: String, store: Store) -> Result<String, BindingRefusal> {
         let label = store.descriptor.accountIdLabel
         if store.descriptor.accountIdIsUUID {
@@ -58,8 +58,11 @@ package enum AccountTokenBinding {
             }
             return .success(uuid.uuidString.lowercased())
         }
-        guard !token.isEmpty, token.utf8.count <= 64, token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            return .failure(BindingRefusal("the \(label) must be 1 to 64 printable characters without spaces"))
+        let limit = store.descriptor.accountIdMaxLength
+        guard !token.isEmpty, token.utf8.count <= limit, !token.unicodeScalars.contains(where: PrintableText.isControl),
+              token.trimmingCharacters(in: .whitespaces) == token else {
+            return .failure(BindingRefusal("the \(label) must be 1 to \(limit) bytes of printable text, "
+                                           + "without control characters or spaces at either end"))
         }
         return .success(UserBinding.normalizedAccountId(token))
     }

@@ -26,7 +26,8 @@ enum BindCommand {
 
     Refused (exit 65, nothing written) for any other reason (proof_unbound: the purchase carries
     no token; user_mismatch: it names another user's, and binding would hand it over), a token
-    that is not a UUID for the App Store, a token another user's order carries, a different
+    that is not a UUID for the App Store (or longer than the store allows: 64 bytes for Google
+    Play), a token another user's order carries, a different
     token already stored (unless --replace), or user_binding.app_account_token other than order
     (then a stored token is never read). History and the audit log name the operator and the
     token's fingerprint (sha256:…), never the token.

@@ -3,6 +3,7 @@ import SettleTesting
 import XCTest
 @testable import SettleModel
 @testable import SettleLedger
+@testable import SettleGooglePlayModule
 
 /// `settle bind` (issue 36) on every back end: a `token_unverifiable` order gets its user's token,
 /// a history row and an audit row naming the operator, and is due now, in one transaction; every
@@ -120,6 +121,24 @@ extension LedgerContractTests {
             XCTAssertEqual(bound.replacedFingerprint, AccountTokenBinding.fingerprint("not-a-uuid"), b.name)
             XCTAssertEqual(try b.store.orderRecord("o-1")?.order.appAccountToken, Self.aliceToken.lowercased(), b.name)
             XCTAssertTrue(try b.store.auditEntries().first?.detail.contains("(replacing sha256:") ?? false, b.name)
+        }
+    }
+
+    func testBind_ofAPlayOrder_takesItsAccountIdAsItIs_upTo64Bytes() throws {
+        try onEachBackEnd { b in
+            _ = try b.store.enqueue(NewOrder(orderId: "p-1", userId: "u-1", productId: "gems_100", store: .googlePlay,
+                                             purchaseToken: Self.playToken))
+            try b.execute("UPDATE orders SET state = 'needs_attention', reason = 'token_unverifiable' WHERE order_id = 'p-1'")
+            XCTAssertThrowsError(try b.store.bind(orderId: "p-1", accountToken: String(repeating: "a", count: 65), note: "n",
+                                                  binding: UserBinding()), b.name) { error in
+                XCTAssertTrue("\(error)".contains("the account id must be 1 to 64 bytes"), "\(b.name): \(error)")
+            }
+            XCTAssertThrowsError(try b.store.bind(orderId: "p-1", accountToken: "acct\n42", note: "n", binding: UserBinding()),
+                                 b.name)
+            try b.store.bind(orderId: "p-1", accountToken: "Acct-42", note: "n", binding: UserBinding())
+            XCTAssertEqual(try b.store.orderRecord("p-1")?.order.appAccountToken, "Acct-42", b.name)
+            XCTAssertEqual(try b.store.orderRecord("p-1")?.history.last?.detail?.hasPrefix("bound account id sha256:"), true,
+                           b.name)
         }
     }
 }
