@@ -36,8 +36,9 @@ extension TransactionalLedger {
             let fingerprint = AccountTokenBinding.fingerprint(token)
             let previous = order.appAccountToken.flatMap { $0.isEmpty ? nil : $0 }
             let replaced = previous.flatMap { UserBinding.normalizedAccountId($0) == token ? nil : $0 }
+            let label = order.store.descriptor.accountIdLabel
             if let replaced, !replace {
-                throw LedgerError.invalid("order \(orderId) already carries another \(order.store.descriptor.accountIdLabel) "
+                throw LedgerError.invalid("order \(orderId) already carries another \(label) "
                                           + "(\(AccountTokenBinding.fingerprint(replaced))); give --replace to bind "
                                           + "\(fingerprint) instead")
             }
@@ -45,20 +46,20 @@ extension TransactionalLedger {
             // other (PostgreSQL; SQLite's writers already do), so the second sees the first's token.
             if let lock = db.dialect.keyLock { try db.query(lock, [.text("bind:" + token)]) }
             if let other = try db.otherUsersOrder(carrying: token, besides: order) {
-                throw LedgerError.invalid("order \(orderId) not bound: the \(order.store.descriptor.accountIdLabel) "
-                                          + "\(fingerprint) is already bound to order \(other), another user's; binding it "
-                                          + "here would give that person's purchases to user \(order.userId)")
+                throw LedgerError.invalid("order \(orderId) not bound: the \(label) \(fingerprint) is already bound to "
+                                          + "order \(other), another user's; binding it here would give that person's "
+                                          + "purchases to user \(order.userId)")
             }
             try db.query("""
-                UPDATE orders SET app_account_token = ?, state = 'pending', attempts = 0, next_attempt_at = ?, reason = NULL,
-                       last_error = NULL, finished_at = NULL, updated_at = ? WHERE order_id = ?
+                UPDATE orders SET app_account_token = ?, state = 'pending', attempts = 0, next_attempt_at = ?,
+                       reason = NULL, last_error = NULL, finished_at = NULL, updated_at = ? WHERE order_id = ?
                 """, [.text(token), .integer(now), .integer(now), .text(orderId)])
-            let what = "bound \(order.store.descriptor.accountIdLabel) \(fingerprint)"
+            let what = "bound \(label) \(fingerprint)"
                 + (replaced.map { " (replacing \(AccountTokenBinding.fingerprint($0)))" } ?? "")
             let from = "from \(order.state.rawValue)" + (order.reason.map { " (\($0))" } ?? "")
+            let detail = Operator.attributed("\(what), \(from): \(note)", to: person) + "; pending, due now"
             try db.appendHistory(orderId, HistoryEntry(at: now, kind: .retry, outcome: "account_token_bound",
-                                                       detail: Operator.attributed("\(what), \(from): \(note)", to: person)
-                                                           + "; pending, due now"))
+                                                       detail: detail))
             if let audit, let person {
                 try audit(db, AuditEntry(person, action: "bind", subject: orderId, at: now, detail: "\(what): \(note)"))
             }

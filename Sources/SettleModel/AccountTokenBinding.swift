@@ -31,15 +31,17 @@ package enum AccountTokenBinding {
     package static func orderRefusal(_ order: Order) -> String? {
         if isBindable(order) { return nil }
         let state = order.state.rawValue + (order.reason.map { " (\($0))" } ?? "")
+        let label = order.store.descriptor.accountIdLabel
         switch order.reason {
         case RejectionReason.proofUnbound.rawValue?:
-            return "order \(order.orderId) is \(state): its purchase carries no \(order.store.descriptor.accountIdLabel), so a "
-                + "token stored with the order is compared with nothing and the pass would end the same way; check the "
+            return "order \(order.orderId) is \(state): its purchase carries no \(label), so a token stored with "
+                + "the order is compared with nothing and the pass would end the same way; check the "
                 + "customer's account, then settle resolve"
         case RejectionReason.userMismatch.rawValue?:
             return "order \(order.orderId) is \(state): its purchase names another user's "
-                + "\(order.store.descriptor.accountIdLabel), and binding it would hand that user's purchase to "
-                + "user \(order.userId); settle bind never does that (settle resolve, or settle transfer from the buyer's order)"
+                + "\(label), and binding it would hand that user's purchase to "
+                + "user \(order.userId); settle bind never does that "
+                + "(settle resolve, or settle transfer from the buyer's order)"
         default:
             return "order \(order.orderId) is \(state); only needs_attention orders with reason "
                 + "\(bindableReasons.joined(separator: ", ")) can be bound"
@@ -71,8 +73,9 @@ package enum AccountTokenBinding {
     /// `user_binding.app_account_token` is `order`; otherwise the user's token follows the user id.
     package static func configurationRefusal(_ binding: UserBinding) -> BindingRefusal? {
         guard binding.tokenSource != .order else { return nil }
-        return BindingRefusal("user_binding.app_account_token is \(binding.tokenSource.rawValue): the user's token follows "
-                              + "the user id and a token stored with the order is never read, so binding changes nothing")
+        return BindingRefusal("user_binding.app_account_token is \(binding.tokenSource.rawValue): the user's token "
+                              + "follows the user id and a token stored with the order is never read, so binding "
+                              + "changes nothing")
     }
 
     /// What history, audit and messages show instead of a token: "sha256:" and 12 hex digits.

@@ -174,8 +174,9 @@ package struct Verdict: Sendable, Equatable {
         case "sandbox_not_accepted": return "set accept_sandbox if sandbox purchases should be granted, then settle retry ID"
         case "user_mismatch", "proof_unbound", "upgraded": return "check the customer's account; a plain retry is rejected the same way"
         case "token_unverifiable":
-            return "a plain retry ends the same way: take the user's token from your backend (never from the purchase), "
-                + "then settle bind ID --app-account-token TOKEN --note TICKET, which checks the purchase against it"
+            return "a plain retry ends the same way: take the user's token from your backend "
+                + "(never from the purchase), then settle bind ID --app-account-token TOKEN --note TICKET, "
+                + "which checks the purchase against it"
         case "already_granted_unclear":
             return "check in the backend whether this order's user got the purchase: if so settle resolve ID --as granted_by_hand "
                 + "(a plain retry ends the same way)"

@@ -19,7 +19,8 @@ final class BindCommandTests: EndToEndTestCase {
     /// the pass sets it aside as token_unverifiable.
     func unverifiable(_ id: String, transaction: String, user: String) throws {
         let purchase = world.scriptTransaction(transaction, appAccountToken: aliceToken)
-        let path = try world.write("\(id).jws", try purchase.signed(at: Int64(Date().timeIntervalSince1970) * 1000) + "\n")
+        let signed = try purchase.signed(at: Int64(Date().timeIntervalSince1970) * 1000)
+        let path = try world.write("\(id).jws", signed + "\n")
         try settle(expecting: 0, ["enqueue", "--order", id, "--user", user, "--product", world.coins,
                                   "--signed-transaction-file", path])
     }
@@ -33,7 +34,8 @@ final class BindCommandTests: EndToEndTestCase {
 
         // A plain retry is warned as recurring, and it does recur.
         let retry = try settle(expecting: 0, ["retry", "o-1", "--note", "try again"])
-        XCTAssertTrue(retry.stderr.contains("settle retry: warning: o-1 needed attention as token_unverifiable"), retry.stderr)
+        XCTAssertTrue(retry.stderr.contains("settle retry: warning: o-1 needed attention as token_unverifiable"),
+                      retry.stderr)
         XCTAssertTrue(retry.stderr.contains("settle bind o-1 --app-account-token TOKEN --note TICKET"), retry.stderr)
         try settle(expecting: 0, ["reconcile"])
         XCTAssertEqual(try order("o-1")["reason"], .string("token_unverifiable"))
@@ -49,7 +51,8 @@ final class BindCommandTests: EndToEndTestCase {
         XCTAssertEqual(try state("o-1"), "finished")
         XCTAssertEqual(world.deliveries, ["2000000960000001 o-1"])
 
-        let audit = try settle(expecting: 0, ["audit", "--json"]).stdout.split(separator: "\n").map { try JSONValue.parse(String($0)) }
+        let audit = try settle(expecting: 0, ["audit", "--json"]).stdout.split(separator: "\n")
+            .map { try JSONValue.parse(String($0)) }
         let bind = try XCTUnwrap(audit.first { $0["action"] == .string("bind") })
         XCTAssertEqual(bind["actor"], .string("alice"))
         XCTAssertEqual(bind["subject"], .string("o-1"))
@@ -66,19 +69,21 @@ final class BindCommandTests: EndToEndTestCase {
         try settle(expecting: 0, ["bind", "o-1", "--app-account-token", aliceToken, "--note", "ticket 5"])
 
         // Mallory's support ticket asks for alice's token on his order: it is alice's already.
-        var result = try settle(expecting: 65, ["bind", "o-2", "--app-account-token", aliceToken, "--note", "he says so"])
+        var result = try settle(expecting: 65,
+                                ["bind", "o-2", "--app-account-token", aliceToken, "--note", "he says so"])
         XCTAssertTrue(result.stderr.contains("already bound to order o-1, another user's"), result.stderr)
         XCTAssertFalse(result.stderr.contains(aliceToken), result.stderr)
         result = try settle(expecting: 65, ["bind", "o-2", "--app-account-token", "alice", "--note", "n"])
         XCTAssertTrue(result.stderr.contains("is not a UUID"), result.stderr)
         result = try settle(expecting: 65, ["bind", "o-1", "--app-account-token", aliceToken, "--note", "again"])
-        XCTAssertTrue(result.stderr.contains("order o-1 is pending; only needs_attention orders with reason token_unverifiable"),
-                      result.stderr)
+        XCTAssertTrue(result.stderr.contains("order o-1 is pending; only needs_attention orders with reason "
+                                             + "token_unverifiable"), result.stderr)
         XCTAssertEqual(try order("o-2")["reason"], .string("token_unverifiable"))
 
         try settle(expecting: 64, ["bind", "o-2", "--app-account-token", aliceToken])
         try settle(expecting: 64, ["bind", "o-2", "--note", "n"])
         try settle(expecting: 64, ["bind", "--app-account-token", aliceToken, "--note", "n"])
-        XCTAssertTrue(try settleWithoutConfig(["help", "bind"]).stdout.contains("Usage: settle bind ORDER_ID --app-account-token"))
+        let help = try settleWithoutConfig(["help", "bind"]).stdout
+        XCTAssertTrue(help.contains("Usage: settle bind ORDER_ID --app-account-token"), help)
     }
 }

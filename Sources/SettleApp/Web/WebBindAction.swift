@@ -18,10 +18,11 @@ extension WebActions {
         guard AccountTokenBinding.isBindable(order) else { return nil }
         let label = order.store.descriptor.accountIdLabel
         return """
-            <input type="text" name="token" placeholder="the user's \(label) (from your backend)" aria-label="\(label)" \
-            autocomplete="off" required>\
+            <input type="text" name="token" placeholder="the user's \(label) (from your backend)" \
+            aria-label="\(label)" autocomplete="off" required>\
             <input type="text" name="note" placeholder="note (required)" aria-label="bind note">\
-            <label><input type="checkbox" name="replace" value="yes"> replace a different token the order carries</label>
+            <label><input type="checkbox" name="replace" value="yes"> \
+            replace a different token the order carries</label>
             """
     }
 
@@ -32,9 +33,11 @@ extension WebActions {
             return try refuse("the user's account token is required", orderId: orderId, request, console: console)
         }
         guard let note else {
-            return try refuse("a note is required: say why (a ticket number)", orderId: orderId, request, console: console)
+            return try refuse("a note is required: say why (a ticket number)", orderId: orderId, request,
+                              console: console)
         }
-        try console.ledger.bind(orderId: orderId, accountToken: token, note: note, replace: request.form["replace"] == "yes",
+        try console.ledger.bind(orderId: orderId, accountToken: token, note: note,
+                                replace: request.form["replace"] == "yes",
                                 binding: console.configuration.userBinding, by: request.person)
         return nil
     }

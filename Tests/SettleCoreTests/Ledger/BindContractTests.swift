@@ -18,8 +18,10 @@ extension LedgerContractTests {
         try enqueue(b.store, id, transaction: nil)
         let stored = token.map { "'\($0)'" } ?? "NULL"
         try b.execute("""
-            UPDATE orders SET user_id = '\(user)', state = '\(state)', reason = '\(reason)', last_error = 'the purchase carries …',
-                   attempts = 3, app_account_token = \(stored), next_attempt_at = 0 WHERE order_id = '\(id)'
+            UPDATE orders SET user_id = '\(user)', state = '\(state)', reason = '\(reason)',
+                   last_error = 'the purchase carries …', attempts = 3, app_account_token = \(stored),
+                   next_attempt_at = 0
+            WHERE order_id = '\(id)'
             """)
     }
 
@@ -30,9 +32,11 @@ extension LedgerContractTests {
             let bound = try b.store.bind(orderId: "o-1", accountToken: Self.aliceToken, note: "ticket 12",
                                          binding: UserBinding(), by: alice)
             let fingerprint = AccountTokenBinding.fingerprint(Self.aliceToken.lowercased())
-            XCTAssertEqual(bound, BoundOrder(orderId: "o-1", fingerprint: fingerprint, replacedFingerprint: nil), b.name)
+            XCTAssertEqual(bound, BoundOrder(orderId: "o-1", fingerprint: fingerprint, replacedFingerprint: nil),
+                           b.name)
             let record = try XCTUnwrap(try b.store.orderRecord("o-1"), b.name)
-            XCTAssertEqual(record.order.appAccountToken, Self.aliceToken.lowercased(), "a UUID is kept lowercase (\(b.name))")
+            XCTAssertEqual(record.order.appAccountToken, Self.aliceToken.lowercased(),
+                           "a UUID is kept lowercase (\(b.name))")
             XCTAssertEqual(record.order.state, .pending, b.name)
             XCTAssertNil(record.order.reason, b.name)
             XCTAssertEqual(record.order.attempts, 0, b.name)
@@ -47,7 +51,8 @@ extension LedgerContractTests {
             XCTAssertEqual(audit.actor, "alice", b.name)
             XCTAssertEqual(audit.detail, "bound app account token \(fingerprint): ticket 12", b.name)
             for text in [row.detail ?? "", audit.detail] {
-                XCTAssertFalse(text.lowercased().contains(Self.aliceToken.lowercased()), "the token itself stays out (\(b.name))")
+                XCTAssertFalse(text.lowercased().contains(Self.aliceToken.lowercased()),
+                               "the token itself stays out (\(b.name))")
             }
         }
     }
@@ -69,9 +74,12 @@ extension LedgerContractTests {
                 ("o-none", Self.aliceToken, "no order o-none"),
             ]
             for (id, token, why) in refusals {
-                XCTAssertThrowsError(try b.store.bind(orderId: id, accountToken: token, note: "n", binding: UserBinding(),
-                                                      by: Operator(name: "alice", channel: .cli)), "\(b.name) \(id)") { error in
-                    guard case let .invalid(message) = error as? LedgerError else { return XCTFail("\(b.name): \(error)") }
+                let alice = Operator(name: "alice", channel: .cli)
+                XCTAssertThrowsError(try b.store.bind(orderId: id, accountToken: token, note: "n",
+                                                      binding: UserBinding(), by: alice), "\(b.name) \(id)") { error in
+                    guard case let .invalid(message) = error as? LedgerError else {
+                        return XCTFail("\(b.name): \(error)")
+                    }
                     XCTAssertTrue(message.contains(why), "\(b.name) \(id): \(message)")
                 }
             }
@@ -99,8 +107,8 @@ extension LedgerContractTests {
             XCTAssertEqual(try b.store.orderRecord("o-1")?.order.state, .needsAttention, b.name)
             // The same user's other order carrying the token is no objection: it is theirs.
             try setAside(b, "o-2", user: "bob")
-            XCTAssertNoThrow(try b.store.bind(orderId: "o-2", accountToken: Self.aliceToken, note: "n", binding: UserBinding()),
-                             b.name)
+            XCTAssertNoThrow(try b.store.bind(orderId: "o-2", accountToken: Self.aliceToken, note: "n",
+                                              binding: UserBinding()), b.name)
         }
     }
 
@@ -111,8 +119,9 @@ extension LedgerContractTests {
             XCTAssertThrowsError(try b.store.bind(orderId: "o-1", accountToken: Self.aliceToken, note: "n",
                                                   binding: UserBinding()), b.name) { error in
                 let message = "\(error)"
-                XCTAssertTrue(message.contains("already carries another app account token "
-                                               + "(\(AccountTokenBinding.fingerprint("not-a-uuid")))"), "\(b.name): \(message)")
+                let old = AccountTokenBinding.fingerprint("not-a-uuid")
+                XCTAssertTrue(message.contains("already carries another app account token (\(old))"),
+                              "\(b.name): \(message)")
                 XCTAssertTrue(message.contains("--replace"), "\(b.name): \(message)")
             }
             XCTAssertEqual(try b.store.orderRecord("o-1")?.order.appAccountToken, "not-a-uuid", b.name)
@@ -128,17 +137,19 @@ extension LedgerContractTests {
         try onEachBackEnd { b in
             _ = try b.store.enqueue(NewOrder(orderId: "p-1", userId: "u-1", productId: "gems_100", store: .googlePlay,
                                              purchaseToken: Self.playToken))
-            try b.execute("UPDATE orders SET state = 'needs_attention', reason = 'token_unverifiable' WHERE order_id = 'p-1'")
-            XCTAssertThrowsError(try b.store.bind(orderId: "p-1", accountToken: String(repeating: "a", count: 65), note: "n",
+            try b.execute("UPDATE orders SET state = 'needs_attention', reason = 'token_unverifiable' "
+                          + "WHERE order_id = 'p-1'")
+            let long = String(repeating: "a", count: 65)
+            XCTAssertThrowsError(try b.store.bind(orderId: "p-1", accountToken: long, note: "n",
                                                   binding: UserBinding()), b.name) { error in
                 XCTAssertTrue("\(error)".contains("the account id must be 1 to 64 bytes"), "\(b.name): \(error)")
             }
-            XCTAssertThrowsError(try b.store.bind(orderId: "p-1", accountToken: "acct\n42", note: "n", binding: UserBinding()),
-                                 b.name)
+            XCTAssertThrowsError(try b.store.bind(orderId: "p-1", accountToken: "acct\n42", note: "n",
+                                                  binding: UserBinding()), b.name)
             try b.store.bind(orderId: "p-1", accountToken: "Acct-42", note: "n", binding: UserBinding())
             XCTAssertEqual(try b.store.orderRecord("p-1")?.order.appAccountToken, "Acct-42", b.name)
-            XCTAssertEqual(try b.store.orderRecord("p-1")?.history.last?.detail?.hasPrefix("bound account id sha256:"), true,
-                           b.name)
+            let detail = try b.store.orderRecord("p-1")?.history.last?.detail ?? ""
+            XCTAssertTrue(detail.hasPrefix("bound account id sha256:"), "\(b.name): \(detail)")
         }
     }
 }

@@ -49,7 +49,8 @@ final class BindReconcileTests: XCTestCase {
 
     func testBindingAnotherToken_neverGrants_theOrderIsRejectedAsUserMismatch_andCannotBeBoundAgain() throws {
         try unverifiable("o-1", txn: "2000000970000002", user: "mallory")
-        try ledger.bind(orderId: "o-1", accountToken: mallory, note: "he says it is his", binding: UserBinding(), by: support)
+        try ledger.bind(orderId: "o-1", accountToken: mallory, note: "he says it is his", binding: UserBinding(),
+                        by: support)
         _ = try pass()
         XCTAssertEqual(try order("o-1").state, .rejected)
         XCTAssertEqual(try order("o-1").reason, "user_mismatch")
