@@ -68,6 +68,8 @@ final class WebBindTests: WebConsoleTestCase {
             try setAside(engine, "o-1", user: "mallory")
             let base = try start(engine.ledger, actions: true, users: users())
             let csrf = try csrfToken(base, order: "o-1", headers: sam)
+            let forged = try post(base, "/orders/o-1/bind", [("token", token), ("note", "n")], headers: sam)
+            XCTAssertEqual(forged.status, 403, "no CSRF token, no bind: \(engine.name)")
             let stolen = try post(base, "/orders/o-1/bind", [("csrf", csrf), ("token", token), ("note", "n")],
                                   headers: sam)
             XCTAssertEqual(stolen.status, 409, engine.name)
