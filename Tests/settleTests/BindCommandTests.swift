@@ -59,7 +59,8 @@ final class BindCommandTests: EndToEndTestCase {
         XCTAssertEqual(bind["channel"], .string("cli"))
         XCTAssertTrue(try history("o-1").contains { $0["outcome"] == .string("account_token_bound") })
         XCTAssertFalse((bound.stdout + bound.stderr).lowercased().contains(aliceToken), "bind names its fingerprint")
-        XCTAssertFalse(try settle(expecting: 0, ["status", "o-1"]).stdout.contains("bound app account token \(aliceToken)"))
+        let story = try settle(expecting: 0, ["status", "o-1"]).stdout
+        XCTAssertFalse(story.contains("bound app account token \(aliceToken)"), story)
     }
 
     func testBind_refusals_exit65NamingWhy_andUsage64() throws {
