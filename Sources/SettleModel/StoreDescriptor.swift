@@ -72,6 +72,12 @@ package struct StoreDescriptor: Sendable {
     /// What status calls the account id an order carries: StoreKit's "app account token", Play
     /// Billing's obfuscated "account id".
     package var accountIdLabel = "app account token"
+    /// Whether the account id the app passes at purchase must be a UUID (StoreKit's
+    /// appAccountToken is one); `settle bind` refuses anything else for its orders.
+    package var accountIdIsUUID = false
+    /// The longest account id (in UTF-8 bytes) the store carries, for `settle bind` to refuse a
+    /// longer one: Play's obfuscatedExternalAccountId is at most 64 characters.
+    package var accountIdMaxLength = 256
     /// Whether its orders are proven by a bearer purchase token (`Order.purchaseToken`), shown
     /// by its fingerprint, or "missing" when a row lacks it.
     package var provenByPurchaseToken = false

@@ -150,7 +150,10 @@ package struct Verdict: Sendable, Equatable {
                     + "or settle resolve \(id) --as wont_grant --note TICKET"
             }
             if let reason = order.reason, let advice = retryAdvice(reason, store: order.store) {
-                return advice + "; or settle resolve \(id) --as wont_grant --note TICKET"
+                // A command to paste: the advice's placeholders become this order's id and transaction.
+                return advice.replacingOccurrences(of: " ID", with: " \(id)")
+                    .replacingOccurrences(of: "TXN", with: order.transactionId.map(shellWord) ?? "TXN")
+                    + "; or settle resolve \(id) --as wont_grant --note TICKET"
             }
             return "fix the cause, then settle retry \(id) --note TICKET; or settle resolve \(id) --as granted_by_hand|wont_grant --note TICKET"
         }
@@ -174,7 +177,9 @@ package struct Verdict: Sendable, Equatable {
         case "sandbox_not_accepted": return "set accept_sandbox if sandbox purchases should be granted, then settle retry ID"
         case "user_mismatch", "proof_unbound", "upgraded": return "check the customer's account; a plain retry is rejected the same way"
         case "token_unverifiable":
-            return "check the token is the customer's, then store it with the order (app_account_token) and settle retry ID; a plain retry ends the same way"
+            return "a plain retry ends the same way: take the user's token from your backend "
+                + "(never from the purchase), then settle bind ID --app-account-token TOKEN --note TICKET, "
+                + "which checks the purchase against it"
         case "already_granted_unclear":
             return "check in the backend whether this order's user got the purchase: if so settle resolve ID --as granted_by_hand "
                 + "(a plain retry ends the same way)"

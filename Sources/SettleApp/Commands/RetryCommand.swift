@@ -23,7 +23,8 @@ enum RetryCommand {
       --signed-transaction-file FILE  a fresh StoreKit 2 signed transaction for the one named order
 
     The previous proof is kept (the history names it). A warning on stderr says when the order
-    will most likely fail the same way (refunded, another app's receipt, the same proof again).
+    will most likely fail the same way (refunded, another app's receipt, the same proof again),
+    and what fixes it (token_unverifiable: settle bind ORDER_ID --app-account-token TOKEN).
 
     After an incident, --reason retries every order set aside with that reason (in needs_attention,
     or --state rejected), changed since --since (RFC 3339, or an age: 30m, 6h, 2d): it prints how
@@ -71,10 +72,18 @@ enum RetryCommand {
         if newProof {
             return order.proofUnchanged ? "\(order.orderId): the new proof is the same as the old one" : nil
         }
-        guard order.previousState == .rejected, let reason = order.previousReason,
-              let advice = Verdict.retryAdvice(reason) else { return nil }
-        return "\(order.orderId) was rejected as \(reason) (\(Verdict.explanation(reason))); it will most likely be rejected the same way. "
-            + advice.replacingOccurrences(of: " ID", with: " \(Verdict.shellWord(order.orderId))")
-                .replacingOccurrences(of: "TXN", with: order.transactionId ?? "TXN")
+        guard let reason = order.previousReason, let advice = Verdict.retryAdvice(reason) else { return nil }
+        let said = advice.replacingOccurrences(of: " ID", with: " \(Verdict.shellWord(order.orderId))")
+            .replacingOccurrences(of: "TXN", with: order.transactionId ?? "TXN")
+        switch order.previousState {
+        case .rejected:
+            return "\(order.orderId) was rejected as \(reason) (\(Verdict.explanation(reason))); "
+                + "it will most likely be rejected the same way. " + said
+        case .needsAttention:
+            // Set aside for a person: the reasons with advice are the ones a retry alone does not fix.
+            return "\(order.orderId) needed attention as \(reason) (\(Verdict.explanation(reason))): " + said
+        default:
+            return nil
+        }
     }
 }

@@ -36,6 +36,8 @@ package enum SettleCommand {
               help: RetryCommand.help, options: RetryCommand.spec.options, run: RetryCommand.run),
         .init(name: "assign", summary: "give an unclaimed purchase a store reported to its buyer",
               help: AssignCommand.help, options: AssignCommand.spec.options, run: AssignCommand.run),
+        .init(name: "bind", summary: "store a user's account token with a token_unverifiable order, then verify it",
+              help: BindCommand.help, options: BindCommand.spec.options, run: BindCommand.run),
         .init(name: "grant-recorded", summary: "record that your backend granted a transaction itself",
               help: GrantRecordedCommand.help, options: GrantRecordedCommand.spec.options, run: GrantRecordedCommand.run),
         .init(name: "resolve", summary: "close needs_attention or rejected orders by hand (granted_by_hand or wont_grant)",

@@ -8,7 +8,7 @@ import SettleLedger
 /// another site, or without a valid token, is refused before anything is read or written.
 enum WebActions {
     enum Action: String, CaseIterable {
-        case retry, assign, resolve, transfer, redeliver
+        case retry, assign, resolve, transfer, redeliver, bind
 
         /// The entry of the role table (`WebAction`) this form is.
         var permission: WebAction {
@@ -18,6 +18,7 @@ enum WebActions {
             case .resolve: return .resolve
             case .transfer: return .transfer
             case .redeliver: return .redeliver
+            case .bind: return .bind
             }
         }
     }
@@ -25,7 +26,7 @@ enum WebActions {
     /// What a done action says on the order's page (a fixed set: nothing from the request is
     /// echoed through the redirect).
     enum Outcome: String {
-        case retried, assigned, resolved, transferred, redelivered
+        case retried, assigned, resolved, transferred, redelivered, bound
 
         var message: String {
             switch self {
@@ -34,6 +35,7 @@ enum WebActions {
             case .resolved: return "resolved"
             case .transferred: return "transfer requested: the next pass revokes it from its user and grants it to the new one"
             case .redelivered: return "redelivery requested: the next pass re-sends it to the hook under its original key"
+            case .bound: return "account token bound: pending, due now (the next pass checks the purchase against it)"
             }
         }
     }
@@ -94,6 +96,9 @@ enum WebActions {
                 }
                 try console.ledger.requestRedelivery(orderId: orderId, note: note, by: by)
                 outcome = .redelivered
+            case .bind:
+                if let refused = try bind(orderId: orderId, note: note, request, console: console) { return refused }
+                outcome = .bound
             }
         } catch let error as LedgerError {
             let failure = CommandFailure.from(error)
@@ -154,6 +159,7 @@ enum WebActions {
                 <input type="text" name="note" placeholder="note" aria-label="assign note">
                 """, "Assign"))
         }
+        if let bind = bindForm(order) { forms.append(form(.bind, bind, "Bind")) }
         if order.state == .finished {
             forms.append(form(.transfer, """
                 <input type="text" name="to_user" placeholder="move to user id" aria-label="transfer to user">\

@@ -87,6 +87,9 @@ final class VerdictTableTests: XCTestCase {
         if [.needsAttention, .rejected].contains(o.state), Resolution(rawValue: o.reason ?? "") == nil {
             XCTAssertTrue(v.next?.contains("settle ") == true, "\(label): \(all)")
         }
+        // Every command in it can be pasted: no placeholder for the order's own id.
+        XCTAssertFalse((v.next ?? "").contains(" ID "), "\(label): \(all)")
+        XCTAssertFalse((v.next ?? "").hasSuffix(" ID"), "\(label): \(all)")
         // The store's answer is quoted: "not yet" never stands above it.
         if let reason = o.reason, ["token_unverifiable", "purchase_state_unclear", "proof_unbound", "history_incomplete"].contains(reason),
            o.state == .needsAttention, o.verified == nil {

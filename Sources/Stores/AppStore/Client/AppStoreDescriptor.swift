@@ -23,6 +23,7 @@ extension StoreDescriptor {
             ],
             environmentRateFractions: [AppleEnvironment.sandbox.rawValue: 0.1],
             isDefaultForProducts: true, productStoreAliases: ["both"], heldUnnamedOrders: true)
+        descriptor.accountIdIsUUID = true
         descriptor.help = [
             "transaction": "an Apple transaction id (or original transaction id)",
             "order_lookup": "an Apple order id from the customer's receipt email (e.g. MQ5Q8W3X2Z) is looked up with Apple "

@@ -30,6 +30,7 @@ extension StoreDescriptor {
         ]
         descriptor.reservedOrderIdPrefix = "play-"
         descriptor.accountIdLabel = "account id"
+        descriptor.accountIdMaxLength = 64
         descriptor.provenByPurchaseToken = true
         descriptor.finishName = "acknowledge or consume"
         return descriptor
