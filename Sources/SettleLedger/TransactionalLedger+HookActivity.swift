@@ -27,11 +27,16 @@ package struct HookActivity: Sendable, Equatable {
     /// The outcome of the newest call in the window (a fault fixed since is not one now).
     package var lastOutcome: String?
     package var running: [Running] = []
+    /// The window held more calls than were read (`callsCap`): the counts are of the newest that many.
+    package var capped = false
 
     /// The outcomes of the grant hook's calls as history records them (a store's finish is a
     /// delivery entry too, but without a hook's duration).
     package static let outcomes = ["delivered", "already_granted", "failed", "timed_out", "refused", "unconfirmed", "cannot_start"]
     package static let failed: Set<String> = ["failed", "timed_out", "refused", "unconfirmed", "cannot_start"]
+    /// At most this many calls are read for one view: a backlog draining thousands a minute is
+    /// shown as "10000+ calls", and status stays quick.
+    package static let callsCap = 10_000
 }
 
 extension TransactionalLedger {
@@ -39,7 +44,7 @@ extension TransactionalLedger {
     /// call changes its order: the `orders_recent` index, then each order's history by
     /// `history_order`), never a scan of the history; and the orders delivering now (the
     /// `orders_leased` index), at most `runningLimit` of them, longest running first.
-    package func hookActivity(since: Int64, runningLimit: Int = 10) throws(LedgerError) -> HookActivity {
+    package func hookActivity(since: Int64, runningLimit: Int = 10, callsCap: Int = HookActivity.callsCap) throws(LedgerError) -> HookActivity {
         let marks = HookActivity.outcomes.map { _ in "?" }.joined(separator: ",")
         return try reading { db in
             var activity = HookActivity(since: since)
@@ -48,8 +53,10 @@ extension TransactionalLedger {
                 SELECT h.order_id, h.at, h.outcome, h.detail FROM orders o JOIN history h ON h.order_id = o.order_id
                 WHERE o.updated_at >= ? AND h.kind = 'delivery' AND h.at >= ? AND h.duration_ms IS NOT NULL
                   AND h.outcome IN (\(marks))
-                """, [.integer(since), .integer(since)] + HookActivity.outcomes.map { .text($0) })
-            for row in rows {
+                ORDER BY o.updated_at DESC LIMIT ?
+                """, [.integer(since), .integer(since)] + HookActivity.outcomes.map { .text($0) } + [.integer(Int64(callsCap + 1))])
+            activity.capped = rows.count > callsCap
+            for row in rows.prefix(callsCap) {
                 activity.calls += 1
                 let outcome = row.string("outcome") ?? ""
                 let at = row.int("at") ?? 0

@@ -18,16 +18,15 @@ enum BindCommand {
 
     For an order in needs_attention with reason token_unverifiable (its purchase names its buyer
     by an account token, and the order's user's token is unknown to settle): stores TOKEN, the
-    token your backend gave this user (StoreKit's appAccountToken, a UUID; Google Play's
-    obfuscatedExternalAccountId; a developer payload), with the order and puts it back to
+    token your backend gave this user (\(StoreRegistry.descriptors.map { "\($0.displayName): \($0.accountIdLabel)" }.joined(separator: "; "))), with the order and puts it back to
     pending, due now. The next pass grants it only if the purchase's token is TOKEN; otherwise
     it is rejected as user_mismatch. Take TOKEN from your backend's record of the user, never
     from the purchase: copying the purchase's token would bind any purchase to anyone.
 
     Refused (exit 65, nothing written) for any other reason (proof_unbound: the purchase carries
     no token; user_mismatch: it names another user's, and binding would hand it over), a token
-    that is not a UUID for the App Store (or longer than the store allows: 64 bytes for Google
-    Play), a token another user's order carries, a different
+    that is not in the form the order's store takes (a UUID where the store says so, and no
+    longer than the store allows), a token another user's order carries, a different
     token already stored (unless --replace), or user_binding.app_account_token other than order
     (then a stored token is never read). History and the audit log name the operator and the
     token's fingerprint (sha256:…), never the token.

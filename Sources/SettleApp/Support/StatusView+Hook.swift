@@ -9,7 +9,7 @@ extension StatusView {
     /// running now: o-7 for 12s of its 30 s timeout".
     package static func hookText(_ hook: HookActivity, timeoutSeconds: Double, now: Int64) -> String {
         let minutes = max(1, (now - hook.since) / 60)
-        var out = "\(Plural.count(hook.calls, "call")) in the last \(minutes) min"
+        var out = (hook.capped ? "\(hook.calls)+ calls" : Plural.count(hook.calls, "call")) + " in the last \(minutes) min"
         if hook.calls > 0 {
             out += ", \(hook.failures) failed" + (hook.timeouts > 0 ? " (\(hook.timeouts) timed out)" : "")
         }
@@ -28,6 +28,7 @@ extension StatusView {
         .object([
             ("since", time(hook.since)),
             ("calls", .number(hook.calls)),
+            ("calls_capped", .bool(hook.capped)),
             ("failures", .number(hook.failures)),
             ("timeouts", .number(hook.timeouts)),
             ("last_failure", hook.lastFailure.map { f in

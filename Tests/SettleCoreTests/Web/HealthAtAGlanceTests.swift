@@ -42,6 +42,11 @@ final class HealthAtAGlanceTests: WebConsoleTestCase {
             XCTAssertEqual(activity.lastFailure?.outcome, "timed_out", engine.name)
             XCTAssertEqual(activity.lastOutcome, "timed_out", engine.name)
             XCTAssertEqual(activity.running, [.init(orderId: "o-5", since: now - 12)], engine.name)
+            XCTAssertFalse(activity.capped, engine.name)
+            // A window with more calls than a view reads says so, and counts the newest.
+            let capped = try engine.ledger.hookActivity(since: now - 900, callsCap: 2)
+            XCTAssertTrue(capped.capped, engine.name)
+            XCTAssertEqual(capped.calls, 2, engine.name)
             let report = try StatusReport.read(engine.ledger, filter: OrderFilter(limit: 5), configuration: try world.configuration(),
                                                time: world.time, lookups: .localOnly)
             let line = report.text(now: now).split(separator: "\n").first { $0.hasPrefix("hook: ") }.map(String.init)
