@@ -25,7 +25,8 @@ package enum AppStoreModule: StoreModule {
     package static var verificationRateGroups: Set<String> { ["transaction_info", "transaction_history"] }
 
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
-        configuration.serverAPI?.rateLimits ?? [:]
+        // Their groups never overlap: verify_receipt is receipt_api's, the rest server_api's.
+        (configuration.serverAPI?.rateLimits ?? [:]).merging(configuration.receiptAPI?.rateLimits ?? [:]) { server, _ in server }
     }
 
     /// Reads its secrets (refusing readable ones), loads the StoreKit roots and key, and wires
@@ -49,6 +50,7 @@ package enum AppStoreModule: StoreModule {
                                        sharedSecret: try api.sharedSecretFile.read(), matcher: matcher, client: client,
                                        receiptText: { order in try storedReceipt(order, ledger: ledger) })
             receipts?.observe = observe
+            receipts?.pacer = pacer
         }
         var api: AppStoreServerClient? = nil
         var roots: [X509Certificate] = []
