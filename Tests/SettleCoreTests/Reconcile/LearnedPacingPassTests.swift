@@ -68,6 +68,22 @@ class LearnedPacingPassTests: XCTestCase {
         let learned = try XCTUnwrap(bucket.learning?.learnedRate)
         XCTAssertLessThan(learned, 100, "learned near Apple's 40/s, far under the 1000/s ceiling")
         XCTAssertLessThan(passes, 50, "drained")
+
+        // What status and the metrics show of it: the learned rate, like the Server API's buckets.
+        let saved = StatusView.pacedBuckets(try ledger.pacerBuckets(since: 0))
+        let shown = try XCTUnwrap(saved.first { $0.key == verifyReceipt })
+        let line = StatusView.text(bucket: shown)
+        XCTAssertTrue(line.hasPrefix("verify_receipt (Production) \(Pacer.formatRate(shown.storeRate))/s learned (ceiling 1000/s)"), line)
+        XCTAssertLessThan(shown.storeRate, 1000, "the rate saved is the learned one")
+        let json = StatusView.json(pacer: saved, summary: try ledger.summary(OrderFilter(limit: 0)))
+        let row = json["app_store"]?["buckets"]?.arrayValue?.first { $0["group"] == .string("verify_receipt") }
+        XCTAssertEqual(row?["learned"], .bool(true))
+        let metrics = Metrics()
+        metrics.observePacer(pacer.snapshots())
+        let rendered = metrics.render(summary: try ledger.summary(OrderFilter(limit: 0)), bundleId: world.bundleId)
+        let labels = "bundle_id=\"\(world.bundleId)\",store=\"app_store\",group=\"verify_receipt\",environment=\"Production\""
+        XCTAssertTrue(rendered.contains("settle_pacer_learned_rate{\(labels)} \(Metrics.format(learned))"), rendered)
+        XCTAssertTrue(rendered.contains("settle_pacer_rate{\(labels)} \(Metrics.format(bucket.rate))"), rendered)
     }
 
     func testApple429sEvenAtTheFloorRate_openTheBreaker_stillWithoutAttempts() throws {

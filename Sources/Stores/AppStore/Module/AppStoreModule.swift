@@ -21,8 +21,9 @@ package enum AppStoreModule: StoreModule {
     /// Finish Transaction and Set App Account Token calls owed to Apple, rescued with the core's queues.
     package static var sideQueues: [SideQueue] { [AppleFinishJob.queue, AccountTokenJob.queue] }
 
-    /// An order is verified by Get Transaction Info, its history by Get Transaction History.
-    package static var verificationRateGroups: Set<String> { ["transaction_info", "transaction_history"] }
+    /// An order is verified by Get Transaction Info, its history by Get Transaction History, or
+    /// by verifyReceipt.
+    package static var verificationRateGroups: Set<String> { ["transaction_info", "transaction_history", AppStoreRateGroups.verifyReceipt] }
 
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
         // Their groups never overlap: verify_receipt is receipt_api's, the rest server_api's.
