@@ -69,7 +69,8 @@ extension StatusView {
     /// "transaction_info (Production) 48/s of 50/s (2 hosts, 24/s each); 1204 requests last pass, 3 throttled (429), 0 at the floor rate, 12 waits";
     /// a learned rate: "verify_receipt (Production) 196/s learned (ceiling 1000/s); ...".
     package static func text(bucket b: PacedBucket) -> String {
-        let of = isLearned(b.key) ? "learned (ceiling \(Pacer.formatRate(b.configuredRate))/s)" : "of \(Pacer.formatRate(b.configuredRate))/s"
+        let configured = Pacer.formatRate(b.configuredRate)
+        let of = isLearned(b.key) ? "learned (ceiling \(configured)/s)" : "of \(configured)/s"
         var line = "\(b.key.group) (\(b.key.environment)) \(Pacer.formatRate(b.storeRate))/s \(of)"
         if b.sharedBy > 1 {
             line += " (\(b.sharedBy) hosts, \(Pacer.formatRate(b.storeRate / Double(b.sharedBy)))/s each"

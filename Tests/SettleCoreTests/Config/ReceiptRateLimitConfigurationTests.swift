@@ -18,7 +18,8 @@ final class ReceiptRateLimitConfigurationTests: XCTestCase {
     func load(_ rateLimits: JSONValue?) throws -> Configuration {
         try world.writeConfig()
         var receiptAPI: [(String, JSONValue)] = [
-            ("production_url", .string(world.simulator.productionURL)), ("sandbox_url", .string(world.simulator.sandboxURL)),
+            ("production_url", .string(world.simulator.productionURL)),
+            ("sandbox_url", .string(world.simulator.sandboxURL)),
             ("shared_secret_file", .string("shared-secret")),
         ]
         if let rateLimits { receiptAPI.append(("rate_limits", rateLimits)) }
@@ -41,15 +42,16 @@ final class ReceiptRateLimitConfigurationTests: XCTestCase {
         XCTAssertEqual(rates(PacerKey(store: "app_store", group: "verify_receipt", environment: "Sandbox")), 30)
         XCTAssertEqual(rates(PacerKey(store: "app_store", group: "transaction_info", environment: "Production")), 50,
                        "the Server API keeps its published rate")
-        XCTAssertTrue(AppStoreModule.describe(c).contains("receipt_api.rate_limits: verify_receipt 300 (configured) "
-                                                          + "(a ceiling in production: the rate is learned from Apple's 429s)"),
-                      "\(AppStoreModule.describe(c))")
+        let line = "receipt_api.rate_limits: verify_receipt 300 (configured) "
+            + "(a ceiling in production: the rate is learned from Apple's 429s)"
+        XCTAssertTrue(AppStoreModule.describe(c).contains(line), "\(AppStoreModule.describe(c))")
     }
 
     func testAServerAPIGroup_orAZeroRate_isAnErrorNamingItsKey() {
         XCTAssertThrowsError(try load(.object([("transaction_info", .number(5))]))) { error in
-            XCTAssertTrue("\(error)".contains("receipt_api.rate_limits.transaction_info: unknown endpoint group (expected one of verify_receipt)"),
-                          "\(error)")
+            let expected = "receipt_api.rate_limits.transaction_info: unknown endpoint group "
+                + "(expected one of verify_receipt)"
+            XCTAssertTrue("\(error)".contains(expected), "\(error)")
         }
         XCTAssertThrowsError(try load(.object([("verify_receipt", .number(0))]))) { error in
             XCTAssertTrue("\(error)".contains("receipt_api.rate_limits.verify_receipt"), "\(error)")

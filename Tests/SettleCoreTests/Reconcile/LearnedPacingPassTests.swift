@@ -33,8 +33,10 @@ class LearnedPacingPassTests: XCTestCase {
     func enqueue(_ ledger: any SettleLedger, _ count: Int, answers: [SimulatedAnswer] = []) throws {
         for i in 0..<count {
             let txn = String(2_000_000_970_000_000 + i)
-            let receipt = world.scriptReceipt("o-\(i)", [SimulatedTransaction(productId: world.coins, transactionId: txn)], answers: answers)
-            _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u-\(i)", productId: world.coins, transactionId: txn, receipt: receipt))
+            let bought = SimulatedTransaction(productId: world.coins, transactionId: txn)
+            let receipt = world.scriptReceipt("o-\(i)", [bought], answers: answers)
+            _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u-\(i)", productId: world.coins,
+                                            transactionId: txn, receipt: receipt))
         }
     }
 
@@ -73,7 +75,8 @@ class LearnedPacingPassTests: XCTestCase {
         let saved = StatusView.pacedBuckets(try ledger.pacerBuckets(since: 0))
         let shown = try XCTUnwrap(saved.first { $0.key == verifyReceipt })
         let line = StatusView.text(bucket: shown)
-        XCTAssertTrue(line.hasPrefix("verify_receipt (Production) \(Pacer.formatRate(shown.storeRate))/s learned (ceiling 1000/s)"), line)
+        let rate = Pacer.formatRate(shown.storeRate)
+        XCTAssertTrue(line.hasPrefix("verify_receipt (Production) \(rate)/s learned (ceiling 1000/s)"), line)
         XCTAssertLessThan(shown.storeRate, 1000, "the rate saved is the learned one")
         let json = StatusView.json(pacer: saved, summary: try ledger.summary(OrderFilter(limit: 0)))
         let row = json["app_store"]?["buckets"]?.arrayValue?.first { $0["group"] == .string("verify_receipt") }
@@ -81,7 +84,8 @@ class LearnedPacingPassTests: XCTestCase {
         let metrics = Metrics()
         metrics.observePacer(pacer.snapshots())
         let rendered = metrics.render(summary: try ledger.summary(OrderFilter(limit: 0)), bundleId: world.bundleId)
-        let labels = "bundle_id=\"\(world.bundleId)\",store=\"app_store\",group=\"verify_receipt\",environment=\"Production\""
+        let labels = "bundle_id=\"\(world.bundleId)\",store=\"app_store\",group=\"verify_receipt\","
+            + "environment=\"Production\""
         XCTAssertTrue(rendered.contains("settle_pacer_learned_rate{\(labels)} \(Metrics.format(learned))"), rendered)
         XCTAssertTrue(rendered.contains("settle_pacer_rate{\(labels)} \(Metrics.format(bucket.rate))"), rendered)
     }

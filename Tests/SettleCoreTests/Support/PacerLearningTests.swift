@@ -22,7 +22,8 @@ final class PacerLearningTests: XCTestCase {
         var bucket = PacerBucket(rate: 1000, learns: true, now: 0)
         let now = succeed(&bucket, rate: 200, from: 0, seconds: 3)
         XCTAssertEqual(bucket.rate, 1000, "no 429 yet: the ceiling")
-        XCTAssertFalse(bucket.throttled(retryAfter: 0.005, now: now, sentAt: now - 0.02), "above the floor: settle too fast")
+        XCTAssertFalse(bucket.throttled(retryAfter: 0.005, now: now, sentAt: now - 0.02),
+                       "above the floor: settle too fast")
         let learned = try? XCTUnwrap(bucket.learning?.learnedRate)
         XCTAssertEqual(learned ?? 0, 200, accuracy: 2, "the store granted 200 a second, not the bucket's 1000")
         XCTAssertEqual(bucket.rate, 100, accuracy: 1)
@@ -35,7 +36,8 @@ final class PacerLearningTests: XCTestCase {
         bucket.throttled(retryAfter: nil, now: now, sentAt: now - 0.02)
         let lowered = bucket.rate
         for i in 1...7 {
-            XCTAssertFalse(bucket.throttled(retryAfter: nil, now: now + Double(i) * 0.001, sentAt: now - 0.01), "sent before the decrease")
+            XCTAssertFalse(bucket.throttled(retryAfter: nil, now: now + Double(i) * 0.001, sentAt: now - 0.01),
+                           "sent before the decrease")
         }
         XCTAssertEqual(bucket.rate, lowered, "eight 429s of one burst: one halving")
         XCTAssertEqual(bucket.throttles, 8, "all counted")
@@ -51,11 +53,13 @@ final class PacerLearningTests: XCTestCase {
         now = succeed(&bucket, rate: 100, from: now, seconds: 0.5)
         XCTAssertEqual(bucket.rate, 194, accuracy: 1, "within half a second: 97 % of the learned 200")
         now = succeed(&bucket, rate: 190, from: now, seconds: 10)
-        XCTAssertEqual(bucket.rate, 194 + 2 * 10, accuracy: 1.5, "then a hundredth of the learned rate a second: additive")
+        XCTAssertEqual(bucket.rate, 194 + 2 * 10, accuracy: 1.5,
+                       "then a hundredth of the learned rate a second: additive")
         let before = bucket.rate
         bucket.succeeded(now: now)
         bucket.succeeded(now: now)
-        XCTAssertEqual(bucket.rate, before, accuracy: 0.05, "successes at one instant add nothing: the climb is by time")
+        XCTAssertEqual(bucket.rate, before, accuracy: 0.05,
+                       "successes at one instant add nothing: the climb is by time")
         for _ in 0..<10_000 { now += 1; bucket.succeeded(now: now) }
         XCTAssertEqual(bucket.rate, 1000, "never above the ceiling")
     }
@@ -78,11 +82,16 @@ final class PacerLearningTests: XCTestCase {
     func testRetryAfter_isWaited_butAtMostAMinute() {
         var bucket = PacerBucket(rate: 1000, learns: true, now: 0)
         bucket.throttled(retryAfter: 2, now: 0, sentAt: 0)
-        guard case let .wait(wait) = bucket.take(.dueOrders, now: 1) else { return XCTFail("granted inside Retry-After") }
+        guard case let .wait(wait) = bucket.take(.dueOrders, now: 1) else {
+            return XCTFail("granted inside Retry-After")
+        }
         XCTAssertEqual(wait, 1, accuracy: 1e-9)
         bucket.throttled(retryAfter: RetryAfter.longest, now: 10, sentAt: 10)
-        guard case let .wait(capped) = bucket.take(.dueOrders, now: 10) else { return XCTFail("granted inside Retry-After") }
-        XCTAssertEqual(capped, PacerLearning.longestWait, accuracy: 1e-9, "a day's Retry-After does not stop the endpoint a day")
+        guard case let .wait(capped) = bucket.take(.dueOrders, now: 10) else {
+            return XCTFail("granted inside Retry-After")
+        }
+        XCTAssertEqual(capped, PacerLearning.longestWait, accuracy: 1e-9,
+                       "a day's Retry-After does not stop the endpoint a day")
         var published = PacerBucket(rate: 50, now: 0)
         published.throttled(retryAfter: 120, now: 0)
         XCTAssertEqual(published.notBefore, 120, "a published rate's bucket waits what it is told, as before")
@@ -135,7 +144,8 @@ struct PacerSimulation {
     struct Result: CustomStringConvertible {
         var granted = 0, refused = 0, refusedAfter10s = 0, requestsAfter10s = 0, floorThrottles = 0
         var description: String {
-            "granted \(granted), refused \(refused), after 10 s \(refusedAfter10s) of \(requestsAfter10s), at the floor \(floorThrottles)"
+            "granted \(granted), refused \(refused), after 10 s \(refusedAfter10s) of \(requestsAfter10s), "
+                + "at the floor \(floorThrottles)"
         }
     }
 

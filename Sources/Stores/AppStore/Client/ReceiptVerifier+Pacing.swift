@@ -10,7 +10,8 @@ import SettleModel
 extension ReceiptVerifier {
     /// verifyReceipt's bucket in `environment`.
     package func pacerKey(_ environment: AppleEnvironment) -> PacerKey {
-        PacerKey(store: Store.appStore.rawValue, group: AppStoreRateGroups.verifyReceipt, environment: environment.rawValue)
+        PacerKey(store: Store.appStore.rawValue, group: AppStoreRateGroups.verifyReceipt,
+                 environment: environment.rawValue)
     }
 
     /// Takes the request's token, waiting at most the HTTP client's whole-request timeout; the
@@ -26,7 +27,8 @@ extension ReceiptVerifier {
 
     /// Tells the pacer how Apple answered. For a 429 the pacer took as its own (the bucket was
     /// above its floor), the "paced: ..." message the order waits with; nil otherwise.
-    func paced(_ key: PacerKey, _ response: HTTPResponse, sentAt: Double?, retryAfter: Double?, who: String) -> String? {
+    func paced(_ key: PacerKey, _ response: HTTPResponse, sentAt: Double?, retryAfter: Double?,
+               who: String) -> String? {
         guard let pacer else { return nil }
         switch response.status {
         case 429:
@@ -37,11 +39,11 @@ extension ReceiptVerifier {
                 pacer.throttled(key, retryAfter: nil, sentAt: sentAt)
                 return nil
             }
-            guard pacer.throttled(key, retryAfter: retryAfter, sentAt: sentAt) == false, let bucket = pacer.bucket(key) else {
-                return nil
-            }
+            guard pacer.throttled(key, retryAfter: retryAfter, sentAt: sentAt) == false,
+                  let bucket = pacer.bucket(key) else { return nil }
             let wait = retryAfter.map { ", Retry-After \(String(format: "%.1f", $0)) s" } ?? ""
-            return "paced: \(key) at \(Pacer.formatRate(bucket.rate))/s (\(who) answered HTTP 429\(wait); the learned rate was lowered)"
+            return "paced: \(key) at \(Pacer.formatRate(bucket.rate))/s "
+                + "(\(who) answered HTTP 429\(wait); the learned rate was lowered)"
         case 500...599:
             pacer.overloaded(key, sentAt: sentAt)
         default:

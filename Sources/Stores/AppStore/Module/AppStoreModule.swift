@@ -23,11 +23,14 @@ package enum AppStoreModule: StoreModule {
 
     /// An order is verified by Get Transaction Info, its history by Get Transaction History, or
     /// by verifyReceipt.
-    package static var verificationRateGroups: Set<String> { ["transaction_info", "transaction_history", AppStoreRateGroups.verifyReceipt] }
+    package static var verificationRateGroups: Set<String> {
+        ["transaction_info", "transaction_history", AppStoreRateGroups.verifyReceipt]
+    }
 
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
         // Their groups never overlap: verify_receipt is receipt_api's, the rest server_api's.
-        (configuration.serverAPI?.rateLimits ?? [:]).merging(configuration.receiptAPI?.rateLimits ?? [:]) { server, _ in server }
+        let server = configuration.serverAPI?.rateLimits ?? [:]
+        return server.merging(configuration.receiptAPI?.rateLimits ?? [:]) { fromServerAPI, _ in fromServerAPI }
     }
 
     /// Reads its secrets (refusing readable ones), loads the StoreKit roots and key, and wires

@@ -169,9 +169,9 @@ package final class AppleSimulatorCore: Sendable {
             // verifyReceipt publishes no limit: only an outage refuses it, unless the limit gives
             // it a rate of its own (`groupRates["verify_receipt"]`), one settle must learn.
             let group = SimulatedRateLimit.appleGroup(method: request.method, path: request.path)
-            let verifyReceiptLimited = limit.groupRates[AppStoreRateGroups.verifyReceipt] != nil
-            if let refusal = limit.appleRefusal(limit.admit(group ?? AppStoreRateGroups.verifyReceipt,
-                                                            limited: group != nil || verifyReceiptLimited)) { return refusal }
+            let limited = group != nil || limit.groupRates[AppStoreRateGroups.verifyReceipt] != nil
+            let decision = limit.admit(group ?? AppStoreRateGroups.verifyReceipt, limited: limited)
+            if let refusal = limit.appleRefusal(decision) { return refusal }
         }
         if let response = notificationRoute(request) { return response }
         if let response = appAccountTokenRoute(request) { return response }
