@@ -27,9 +27,9 @@ final class ReceiptVerifierPacingTests: XCTestCase {
         let client = HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: 2, totalTimeout: 3))
         let matcher = ReceiptMatcher(bundleId: world.bundleId, acceptSandbox: true,
                                      eligibility: PurchaseEligibility(products: [world.coins: .consumable]))
-        var verifier = ReceiptVerifier(productionURL: world.simulator.productionURL, sandboxURL: world.simulator.sandboxURL,
-                                       sharedSecret: Secret(world.sharedSecret), matcher: matcher, client: client,
-                                       receiptText: { _ in receipt })
+        var verifier = ReceiptVerifier(productionURL: world.simulator.productionURL,
+                                       sandboxURL: world.simulator.sandboxURL, sharedSecret: Secret(world.sharedSecret),
+                                       matcher: matcher, client: client, receiptText: { _ in receipt })
         verifier.pacer = pacer
         let order = Order(orderId: "o-1", userId: "u", productId: world.coins, requestedTransactionId: "100",
                           receiptSHA256: "h", signedTransaction: nil, state: .verifying, attempts: 0, nextAttemptAt: 0,
@@ -49,8 +49,9 @@ final class ReceiptVerifierPacingTests: XCTestCase {
     func testA429WithRetryAfterInSeconds_pacesTheOrder_andHalvesTheLearnedRate() throws {
         let pacer = try world.pacer()
         let v = try verify([.http(429, retryAfter: "2")], pacer: pacer)
-        XCTAssertEqual(v.outcome, .paced("paced: app_store verify_receipt (Production) at 500/s (production verifyReceipt "
-                                         + "answered HTTP 429, Retry-After 2.0 s; the learned rate was lowered)"))
+        let expected = "paced: app_store verify_receipt (Production) at 500/s (production verifyReceipt "
+            + "answered HTTP 429, Retry-After 2.0 s; the learned rate was lowered)"
+        XCTAssertEqual(v.outcome, .paced(expected))
         XCTAssertTrue(v.pacerAdapted, "the pass goes on at the lowered rate")
         XCTAssertFalse(v.storeAnswered, "nothing about the order: no attempt")
         let bucket = try XCTUnwrap(pacer.bucket(key))
@@ -63,7 +64,8 @@ final class ReceiptVerifierPacingTests: XCTestCase {
         let dated = try verify([.http(429, retryAfter: httpDate(5))], pacer: pacer)
         guard case let .paced(message) = dated.outcome else { return XCTFail("\(dated.outcome)") }
         XCTAssertTrue(message.contains("Retry-After 5.0 s"), message)
-        XCTAssertEqual(try XCTUnwrap(pacer.bucket(key)).notBefore, world.time.now.timeIntervalSince1970 + 5, accuracy: 1)
+        let notBefore = try XCTUnwrap(pacer.bucket(key)).notBefore
+        XCTAssertEqual(notBefore, world.time.now.timeIntervalSince1970 + 5, accuracy: 1)
         world.time.advance(by: 6)
         let garbage = try verify([.http(429, retryAfter: "soon, maybe")], pacer: pacer)
         guard case let .paced(text) = garbage.outcome else { return XCTFail("\(garbage.outcome)") }
@@ -78,7 +80,8 @@ final class ReceiptVerifierPacingTests: XCTestCase {
                                                     retryAfter: RetryAfter.longest))
         let bucket = try XCTUnwrap(pacer.bucket(key))
         XCTAssertEqual(bucket.rate, 500, "lowered all the same")
-        XCTAssertLessThan(bucket.notBefore, world.time.now.timeIntervalSince1970 + 1, "the pacer does not hold it a day")
+        XCTAssertLessThan(bucket.notBefore, world.time.now.timeIntervalSince1970 + 1,
+                          "the pacer does not hold it a day")
     }
 
     func testA503_slowsTheBucket_andIsStillAppleWide() throws {
