@@ -32,6 +32,9 @@ struct BenchReport {
         if options.rows.contains("web") { try webRows(settle: binaries + "/settle", folder: folder) }
         if options.rows.contains("finish") { try FinishRows(options: options, runner: runner, bench: bench).run { emit($0) } }
         if options.rows.contains("rate") { try RateRows(options: options, bench: bench, folder: folder).run { emit($0) } }
+        if options.rows.contains("rate") || options.rows.contains("learned") {
+            try LearnedRateRows(options: options, bench: bench, folder: folder).run { emit($0) }
+        }
         print("\n==== summary ====")
         for line in table { print(line) }
     }

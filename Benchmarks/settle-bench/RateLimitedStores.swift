@@ -59,6 +59,10 @@ enum RateLimitedStores {
         var rate = 200.0
         var appleOutage: Range<Double>?
         var playOutage: Range<Double>?
+        /// Receipt orders (`BenchOrders.receipt`) verifyReceipt answers, and its own limit, one
+        /// settle is not told and must learn (issue 38); nil: verifyReceipt unlimited.
+        var receiptOrders = 0
+        var verifyReceiptRate: Double?
 
         /// As `RateLimitedStoresProcess` passes them.
         var argv: [String] {
@@ -66,6 +70,8 @@ enum RateLimitedStores {
                         "--play-orders", String(playOrders), "--now", String(now), "--rate", String(rate)]
             if let appleOutage { list += ["--apple-outage", "\(appleOutage.lowerBound):\(appleOutage.upperBound)"] }
             if let playOutage { list += ["--play-outage", "\(playOutage.lowerBound):\(playOutage.upperBound)"] }
+            if receiptOrders > 0 { list += ["--receipt-orders", String(receiptOrders)] }
+            if let verifyReceiptRate { list += ["--verify-receipt-rate", String(verifyReceiptRate)] }
             return list
         }
 
@@ -92,6 +98,8 @@ enum RateLimitedStores {
                 case "--rate": rate = Double(try value(flag)) ?? 0
                 case "--apple-outage": appleOutage = try window(flag)
                 case "--play-outage": playOutage = try window(flag)
+                case "--receipt-orders": receiptOrders = Int(try value(flag)) ?? 0
+                case "--verify-receipt-rate": verifyReceiptRate = Double(try value(flag))
                 default: throw BenchError("--serve-stores: unknown option \(flag)")
                 }
             }
@@ -110,7 +118,12 @@ enum RateLimitedStores {
             apple.script(transaction: id, TransactionScript(transaction: SimulatedSignedTransaction(
                 transactionId: id, productId: BenchOrders.productId, bundleId: BenchOrders.bundleId)))
         }
-        let appleLimit = SimulatedRateLimit(rate: arguments.rate, outage: arguments.appleOutage, time: time)
+        for index in 0..<arguments.receiptOrders {
+            apple.script(BenchOrders.receipt(index), ReceiptScript(receipt: SimulatedReceipt(bundleId: BenchOrders.bundleId, inApp: [
+                SimulatedTransaction(productId: BenchOrders.productId, transactionId: BenchOrders.transactionId(index))])))
+        }
+        let verifyReceipt = arguments.verifyReceiptRate.map { ["verify_receipt": $0] } ?? [:]
+        let appleLimit = SimulatedRateLimit(rate: arguments.rate, groupRates: verifyReceipt, outage: arguments.appleOutage, time: time)
         apple.limit(appleLimit)
 
         let account = try ServiceAccountKey(json: Data(contentsOf: URL(fileURLWithPath: arguments.playKey)))
@@ -128,8 +141,10 @@ enum RateLimitedStores {
         let googleServer = try LoopbackHTTPServer { google.handle($0) }
         google.expectTokenURL(googleServer.baseURL + "/token")
 
+        // Confirms each grant by naming its key (`granted`), as settle requires of a webhook.
         let webhook = try LoopbackHTTPServer { request in
-            .json(200, JSONValue.object([("idempotency_key", .string(request.header("Idempotency-Key") ?? ""))]).data)
+            let key = request.header("Idempotency-Key") ?? ""
+            return .json(200, JSONValue.object([("idempotency_key", .string(key)), ("granted", .string(key))]).data)
         }
         print(JSONValue.object([("server", .string(apple.serverProductionURL)), ("serverSandbox", .string(apple.serverSandboxURL)),
                                 ("receipt", .string(apple.productionURL)), ("receiptSandbox", .string(apple.sandboxURL)),

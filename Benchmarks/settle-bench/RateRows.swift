@@ -193,7 +193,7 @@ struct RateRows {
     }
 
     /// `hosts` passes at once over one configuration, each in a process of its own.
-    private static func passes(bench: String, config: String, hosts: Int, timeout: Double) throws -> [PassResult] {
+    static func passes(bench: String, config: String, hosts: Int, timeout: Double) throws -> [PassResult] {
         let lock = NSLock()
         nonisolated(unsafe) var outcomes: [Result<(status: Int32, output: String), Error>] = []
         let group = DispatchGroup()
@@ -258,7 +258,7 @@ struct RateRows {
     // MARK: Setup
 
     /// The service account key settle signs its Google assertions with (the fake keeps the public half).
-    private func playKey() throws -> String {
+    func playKey() throws -> String {
         let file = folder.path + "/play-service-account.json"
         if FileManager.default.fileExists(atPath: file) { return file }
         let document = ServiceAccountKey.document(clientEmail: RateOrders.serviceAccountEmail, privateKeyId: "bench-key",

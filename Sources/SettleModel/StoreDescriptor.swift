@@ -41,6 +41,9 @@ package struct StoreDescriptor: Sendable {
     package var publishedRates: [String: Double]
     /// A rate's fraction in another environment (Apple's sandbox: a tenth).
     package var environmentRateFractions: [String: Double]
+    /// Endpoint groups the store publishes no limit for, with the ceiling (production) the pacer
+    /// learns their rate under: a 429 lowers it, successes raise it back (issue 38).
+    package var learnedRates: [String: Double] = [:]
     /// The top-level configuration section the store's module reads (`huawei`), kept raw by
     /// the core's configuration and decoded by the module, which names its keys in its errors.
     /// Nil for a store whose module registers decoded sections instead (`ConfigurationSection`).
@@ -110,9 +113,13 @@ package struct StoreDescriptor: Sendable {
     /// published one, scaled for the environment. Nil for a group the store does not publish
     /// (and was not configured): such calls are not paced.
     package func rate(group: String, environment: String, configured: [String: Double] = [:]) -> Double? {
-        guard let rate = configured[group] ?? publishedRates[group] else { return nil }
+        guard let rate = configured[group] ?? publishedRates[group] ?? learnedRates[group] else { return nil }
         return rate * (environmentRateFractions[environment] ?? 1)
     }
+
+    /// Whether the pacer learns `group`'s rate (the store publishes none for it) instead of
+    /// keeping to a published one.
+    package func learns(group: String) -> Bool { publishedRates[group] == nil && learnedRates[group] != nil }
 
     /// What settle shows for a store no module registered (an order of a store this build does
     /// not know): it waits, named by its raw value.

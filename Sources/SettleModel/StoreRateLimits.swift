@@ -12,4 +12,11 @@ package enum StoreRateLimits {
         guard StoreRegistry.stores.contains(store) else { return nil }
         return store.descriptor.rate(group: key.group, environment: key.environment, configured: configured[store] ?? [:])
     }
+
+    /// Whether the pacer learns a key's rate: its store publishes none for the group (verifyReceipt).
+    package static func learns(_ key: PacerKey) -> Bool {
+        let store = Store(rawValue: key.store)
+        guard StoreRegistry.stores.contains(store) else { return false }
+        return store.descriptor.learns(group: key.group)
+    }
 }

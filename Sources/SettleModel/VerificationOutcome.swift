@@ -75,6 +75,10 @@ package struct Verification: Sendable, Equatable {
     /// What the store's verification learned beyond the answer (the App Store: the order's signed
     /// AppTransaction, verified), for its module to record (`LearnedFacts`); a dry run records nothing.
     package var learned: (any LearnedFact)? = nil
+    /// For `.paced`: the store's 429 lowered a bucket that learns its rate (verifyReceipt): the
+    /// pacer already slowed down, so the pass goes on claiming the store's orders at the new
+    /// rate instead of ending there, as a published rate's 429 ends it (issue 38).
+    package var pacerAdapted = false
 
     package init(outcome: VerificationOutcome, appleStatus: Int? = nil, environment: String? = nil, durationMs: Int = 0,
                 storeAnswered: Bool = false) {
@@ -90,7 +94,7 @@ package struct Verification: Sendable, Equatable {
         }
         return sameLearned && a.outcome == b.outcome && a.appleStatus == b.appleStatus && a.environment == b.environment
             && a.durationMs == b.durationMs && a.storeAnswered == b.storeAnswered && a.keepsAttempt == b.keepsAttempt
-            && a.retryAfterSeconds == b.retryAfterSeconds
+            && a.retryAfterSeconds == b.retryAfterSeconds && a.pacerAdapted == b.pacerAdapted
     }
 }
 

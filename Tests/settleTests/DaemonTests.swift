@@ -337,7 +337,8 @@ final class DaemonTests: EndToEndTestCase {
                                   "settle_last_pass_timestamp_seconds", "settle_notifications_total",
                                   "settle_newest_notification_age_seconds", "settle_store_orders", "settle_play_ack_deadline_soon",
                                   "settle_support_actions_waiting", "settle_store_requests_total", "settle_store_finish_total",
-                                  "settle_pacer_rate", "settle_pacer_ceiling_rate", "settle_pacer_requests_total",
+                                  "settle_pacer_rate", "settle_pacer_ceiling_rate", "settle_pacer_learned_rate",
+                                  "settle_pacer_requests_total",
                                   "settle_pacer_throttled_total", "settle_pacer_floor_throttled_total", "settle_pacer_waits_total",
                                   "settle_google_play_push_unknown_key_total", "settle_build_info"])
         for state in ["pending", "verifying", "delivering", "finished", "rejected", "needs_attention"] {

@@ -63,9 +63,15 @@ extension StatusView {
         return (production.isEmpty ? mine : production).min { $0.storeRate < $1.storeRate }
     }
 
-    /// "transaction_info (Production) 48/s of 50/s (2 hosts, 24/s each); 1204 requests last pass, 3 throttled (429), 0 at the floor rate, 12 waits"
+    /// Whether the bucket's rate is learned from the store's 429s (verifyReceipt), not published.
+    package static func isLearned(_ key: PacerKey) -> Bool { StoreRateLimits.learns(key) }
+
+    /// "transaction_info (Production) 48/s of 50/s (2 hosts, 24/s each); 1204 requests last pass, 3 throttled (429), 0 at the floor rate, 12 waits";
+    /// a learned rate: "verify_receipt (Production) 196/s learned (ceiling 1000/s); ...".
     package static func text(bucket b: PacedBucket) -> String {
-        var line = "\(b.key.group) (\(b.key.environment)) \(Pacer.formatRate(b.storeRate))/s of \(Pacer.formatRate(b.configuredRate))/s"
+        let configured = Pacer.formatRate(b.configuredRate)
+        let of = isLearned(b.key) ? "learned (ceiling \(configured)/s)" : "of \(configured)/s"
+        var line = "\(b.key.group) (\(b.key.environment)) \(Pacer.formatRate(b.storeRate))/s \(of)"
         if b.sharedBy > 1 {
             line += " (\(b.sharedBy) hosts, \(Pacer.formatRate(b.storeRate / Double(b.sharedBy)))/s each"
                 + (b.hosts < b.sharedBy ? ", \(b.hosts) reporting" : "") + ")"
@@ -106,6 +112,7 @@ extension StatusView {
                     .object([
                         ("group", .string(b.key.group)), ("environment", .string(b.key.environment)),
                         ("rate", .number(Pacer.formatRate(b.storeRate))), ("configured_rate", .number(Pacer.formatRate(b.configuredRate))),
+                        ("learned", .bool(isLearned(b.key))),
                         ("hosts", .number(b.sharedBy)), ("hosts_reporting", .number(b.hosts)),
                         ("requests_last_pass", .number(b.grantedLastPass)), ("throttled", .number(b.throttles)),
                         ("throttled_at_floor", .number(b.floorThrottles)), ("waits", .number(b.waits)),

@@ -77,9 +77,15 @@ package struct PacerBucket: Sendable, Equatable {
     /// Requests granted, and times a request was told to wait.
     package private(set) var granted = 0
     package private(set) var waits = 0
+    /// 5xx answers that lowered a learning bucket's rate.
+    package private(set) var overloads = 0
+    /// For a rate the store publishes none for: how the bucket learns it (nil: a published rate).
+    package private(set) var learning: PacerLearning?
 
-    /// `burst` defaults to one second's worth of requests (at least one).
-    package init(rate: Double, burst: Double? = nil, reserve: Double = 0.1, share: Double = 1, now: Double) {
+    /// `burst` defaults to one second's worth of requests (at least one). `learns`: the store
+    /// publishes no rate for the bucket, whose rate is a ceiling to learn under (`PacerLearning`).
+    package init(rate: Double, burst: Double? = nil, reserve: Double = 0.1, share: Double = 1, learns: Bool = false,
+                 now: Double) {
         configuredRate = rate
         self.share = share
         burstOverride = burst
@@ -87,13 +93,18 @@ package struct PacerBucket: Sendable, Equatable {
         self.rate = rate * share
         tokens = max(1, burst ?? rate * share)
         updated = now
+        learning = learns ? PacerLearning() : nil
     }
 
     /// This host's ceiling: its share of the configured rate.
     package var ceilingRate: Double { configuredRate * share }
-    /// The least a 429 lowers the rate to: an eighth of the ceiling (three halvings).
-    package var floorRate: Double { ceilingRate / 8 }
-    package var burst: Double { max(1, burstOverride ?? ceilingRate) }
+    /// The least a 429 lowers the rate to: an eighth of the ceiling (three halvings) of a
+    /// published rate; a sixty-fourth of a learned one, whose ceiling is a guess, not a promise.
+    package var floorRate: Double { ceilingRate / (learning == nil ? 8 : 64) }
+    /// A second's worth of requests: at the ceiling, or at the rate now for a learning bucket,
+    /// whose ceiling may be many times what the store grants (a second at the ceiling would be
+    /// a burst the store refuses, and its reserve for support lookups seconds of no due work).
+    package var burst: Double { max(1, burstOverride ?? (learning == nil ? ceilingRate : rate)) }
     /// The bucket is at its floor: a 429 now is the store refusing below its published rate.
     package var isAtFloor: Bool { rate <= floorRate * (1 + 1e-9) }
 
@@ -125,23 +136,54 @@ package struct PacerBucket: Sendable, Equatable {
     /// `retryAfter` seconds (without one, before one request's worth of time at the new rate).
     /// True when the bucket was at its floor already: the store refuses even an eighth of its
     /// rate, which is the store in trouble (its breaker hears of it), not settle too fast.
+    ///
+    /// A learning bucket (`PacerLearning`) lowers to half what the store granted lately, and a
+    /// 429 to a request sent (`sentAt`) before its last decrease only waits out `retryAfter`.
     @discardableResult
-    package mutating func throttled(retryAfter: Double?, now: Double) -> Bool {
+    package mutating func throttled(retryAfter: Double?, now: Double, sentAt: Double? = nil) -> Bool {
         refill(now)
-        let atFloor = isAtFloor
         throttles += 1
-        if atFloor { floorThrottles += 1 }
-        rate = max(floorRate, rate / 2)
         tokens = 0
+        // A learning bucket waits at most a minute whatever the store says: a Retry-After of a
+        // day (garbage, or capped by `RetryAfter`) would stop the endpoint for that day.
+        let retryAfter = learning == nil ? retryAfter : retryAfter.map { min($0, PacerLearning.longestWait) }
+        if learning?.isStale(sentAt: sentAt) == true {
+            notBefore = max(notBefore, now + (retryAfter ?? 0))
+            return false
+        }
+        let atFloor = isAtFloor
+        if atFloor { floorThrottles += 1 }
+        if learning != nil {
+            rate = learning!.throttled(rate: rate, floor: floorRate, now: now)
+        } else {
+            rate = max(floorRate, rate / 2)
+        }
         notBefore = max(notBefore, now + (retryAfter ?? 1 / rate))
         return atFloor
     }
 
+    /// A 5xx of a store whose rate the bucket learns: halve the rate (once for the requests in
+    /// flight), so a struggling store is asked less before its breaker gives up on it. A
+    /// published rate is the store's promise and stays (its breaker alone hears a 5xx).
+    package mutating func overloaded(now: Double, sentAt: Double? = nil) {
+        guard learning != nil, learning?.isStale(sentAt: sentAt) == false else { return }
+        refill(now)
+        overloads += 1
+        rate = learning!.overloaded(rate: rate, floor: floorRate, now: now)
+        tokens = min(tokens, 1)
+    }
+
     /// A request the store answered: the rate climbs back by a hundredth of the ceiling, so a
-    /// lowered bucket is back after a hundred successes, not at the first one.
+    /// lowered bucket is back after a hundred successes, not at the first one. A learning
+    /// bucket climbs by time instead (`PacerLearning`): per success, a fast worker pool would
+    /// be back above the store's limit within a few dozen requests.
     package mutating func succeeded(now: Double) {
         refill(now)
-        rate = min(ceilingRate, rate + ceilingRate / 100)
+        if learning != nil {
+            rate = learning!.succeeded(rate: rate, ceiling: ceilingRate, now: now)
+        } else {
+            rate = min(ceilingRate, rate + ceilingRate / 100)
+        }
     }
 
     /// A new share (the live hosts changed): the rate, lowered or not, scales with it, and the
@@ -173,9 +215,12 @@ package struct PacerSnapshot: Sendable, Equatable {
     package var throttles: Int
     package var floorThrottles: Int
     package var waits: Int
+    /// For a bucket that learns its rate: the rate the store last refused at (its ceiling until
+    /// it refused once); nil for a published rate.
+    package var learnedRate: Double?
 
     package init(key: PacerKey, rate: Double, ceilingRate: Double, configuredRate: Double, share: Double, granted: Int,
-                 throttles: Int, floorThrottles: Int, waits: Int) {
+                 throttles: Int, floorThrottles: Int, waits: Int, learnedRate: Double? = nil) {
         self.key = key
         self.rate = rate
         self.ceilingRate = ceilingRate
@@ -185,12 +230,13 @@ package struct PacerSnapshot: Sendable, Equatable {
         self.throttles = throttles
         self.floorThrottles = floorThrottles
         self.waits = waits
+        self.learnedRate = learnedRate
     }
 
     package init(_ key: PacerKey, _ bucket: PacerBucket) {
         self.init(key: key, rate: bucket.rate, ceilingRate: bucket.ceilingRate, configuredRate: bucket.configuredRate,
                   share: bucket.share, granted: bucket.granted, throttles: bucket.throttles, floorThrottles: bucket.floorThrottles,
-                  waits: bucket.waits)
+                  waits: bucket.waits, learnedRate: bucket.learning.map { $0.learnedRate ?? bucket.ceilingRate })
     }
 }
 
@@ -221,15 +267,19 @@ package final class Pacer: Sendable {
 
     private let time: any TimeSource
     private let rates: @Sendable (PacerKey) -> Double?
+    private let learns: @Sendable (PacerKey) -> Bool
     private let sleep: @Sendable (Double) -> Void
     private let state = Mutex(State())
 
     /// `rates` gives each key's requests a second (nil: that key is not paced); `sleep` is how a
-    /// caller waits for its token (tests pass one that moves a `ManualTimeSource`).
+    /// caller waits for its token (tests pass one that moves a `ManualTimeSource`); `learns` says
+    /// which keys' rates are ceilings to learn under (`PacerLearning`), not published limits.
     package init(time: any TimeSource, rates: @escaping @Sendable (PacerKey) -> Double?,
+                 learns: @escaping @Sendable (PacerKey) -> Bool = { _ in false },
                  sleep: @escaping @Sendable (Double) -> Void = Pacer.sleep(seconds:)) {
         self.time = time
         self.rates = rates
+        self.learns = learns
         self.sleep = sleep
     }
 
@@ -239,7 +289,8 @@ package final class Pacer: Sendable {
         usleep(UInt32(max(0, min(seconds, 3600)) * 1e6))
     }
 
-    private var now: Double { time.now.timeIntervalSince1970 }
+    /// The pacer's clock, seconds since the epoch: a request's `sentAt`.
+    package var now: Double { time.now.timeIntervalSince1970 }
 
     /// "50", "12.5", "0.83": a rate as status and messages print it.
     package static func formatRate(_ rate: Double) -> String {
@@ -253,7 +304,7 @@ package final class Pacer: Sendable {
         guard let rate = rates(key) else { return .granted }
         let now = now
         return state.withLock { s in
-            var bucket = s.buckets[key] ?? PacerBucket(rate: rate, share: s.share, now: now)
+            var bucket = s.buckets[key] ?? PacerBucket(rate: rate, share: s.share, learns: learns(key), now: now)
             defer { s.buckets[key] = bucket }
             return bucket.take(PacerPriority.forCall(priority), now: now)
         }
@@ -274,9 +325,16 @@ package final class Pacer: Sendable {
 
     /// A 429 from the store: true when it came at the bucket's floor rate (see `PacerBucket`),
     /// nil for a key that is not paced.
+    /// `sentAt` (the pacer's `now` when the request went) lets a learning bucket tell the 429s
+    /// of requests already in flight from new ones.
     @discardableResult
-    package func throttled(_ key: PacerKey, retryAfter: Double?) -> Bool? {
-        update(key) { $0.throttled(retryAfter: retryAfter, now: $1) }
+    package func throttled(_ key: PacerKey, retryAfter: Double?, sentAt: Double? = nil) -> Bool? {
+        update(key) { $0.throttled(retryAfter: retryAfter, now: $1, sentAt: sentAt) }
+    }
+
+    /// A 5xx from the store: a learning bucket slows down (`PacerBucket.overloaded`).
+    package func overloaded(_ key: PacerKey, sentAt: Double? = nil) {
+        update(key) { $0.overloaded(now: $1, sentAt: sentAt) }
     }
 
     package func succeeded(_ key: PacerKey) {
@@ -314,7 +372,7 @@ package final class Pacer: Sendable {
         guard let rate = rates(key) else { return nil }
         let now = now
         return state.withLock { s in
-            var bucket = s.buckets[key] ?? PacerBucket(rate: rate, share: s.share, now: now)
+            var bucket = s.buckets[key] ?? PacerBucket(rate: rate, share: s.share, learns: learns(key), now: now)
             defer { s.buckets[key] = bucket }
             return change(&bucket, now)
         }

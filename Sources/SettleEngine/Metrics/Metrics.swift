@@ -209,6 +209,12 @@ package final class Metrics: Sendable {
         out += family("settle_pacer_ceiling_rate", "gauge",
                       "This host's share of the store's published or configured rate.")
         for b in pacer { out += "settle_pacer_ceiling_rate{\(bucket(b))} \(format(b.ceilingRate))\n" }
+        out += family("settle_pacer_learned_rate", "gauge",
+                      "For an endpoint the store publishes no limit for (verifyReceipt): the rate it last refused at "
+                          + "(the ceiling until its first 429), which the bucket's rate stays near.")
+        for b in pacer {
+            if let learned = b.learnedRate { out += "settle_pacer_learned_rate{\(bucket(b))} \(format(learned))\n" }
+        }
         out += family("settle_pacer_requests_total", "counter", "Requests the pacer let through to the store.")
         for b in pacer { out += "settle_pacer_requests_total{\(bucket(b))} \(b.granted)\n" }
         out += family("settle_pacer_throttled_total", "counter",

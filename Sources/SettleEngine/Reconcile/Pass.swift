@@ -221,7 +221,8 @@ package final class Pass: Sendable {
                 // defer them one by one. The breaker hears nothing: the store did not fail.
                 s.report.paced[store, default: 0] += 1
                 s.report.pacedBy[store] = s.report.pacedBy[store] ?? message
-                work.paced = true
+                // A learning bucket's 429 already slowed the pacer: claiming goes on at its new rate.
+                if !verification.pacerAdapted { work.paced = true }
             } else if case let .configurationFault(message) = verification.outcome {
                 work.breaker.recordConfigurationFault(message, now: now, baseSeconds: policy.baseSeconds, maxSeconds: policy.maxSeconds)
                 work.stopped = true

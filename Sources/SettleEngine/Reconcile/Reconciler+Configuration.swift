@@ -60,8 +60,9 @@ extension Reconciler {
     package static func storePacer(_ configuration: Configuration, modules: [any StoreModule.Type], time: any TimeSource = SystemTimeSource(),
                                    sleep: (@Sendable (Double) -> Void)? = nil) -> Pacer {
         let rates = storeRates(configuration, modules: modules)
-        guard let sleep else { return Pacer(time: time, rates: rates) }
-        return Pacer(time: time, rates: rates, sleep: sleep)
+        let learns: @Sendable (PacerKey) -> Bool = { StoreRateLimits.learns($0) }
+        guard let sleep else { return Pacer(time: time, rates: rates, learns: learns) }
+        return Pacer(time: time, rates: rates, learns: learns, sleep: sleep)
     }
 
     /// Each pacer key's requests a second under `configuration` (the published rate where none is configured).

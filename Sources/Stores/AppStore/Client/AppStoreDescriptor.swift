@@ -41,6 +41,11 @@ extension StoreDescriptor {
                 + "answers owed or done, where the history catch-up resumes",
         ]
         descriptor.reservedOrderIdPrefix = "apple-"
+        // verifyReceipt: Apple publishes no limit, so the pacer learns it under this ceiling
+        // (`receipt_api.rate_limits`). High enough never to slow an app Apple serves faster (it
+        // only caps the climb after a 429), and its floor (a 64th, about 16/s) is still a rate
+        // at which a 429 means Apple is in trouble, not settle too fast.
+        descriptor.learnedRates = [AppStoreRateGroups.verifyReceipt: 1000]
         return descriptor
     }()
 }

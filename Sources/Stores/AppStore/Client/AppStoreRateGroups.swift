@@ -3,6 +3,9 @@ import SettleBase
 /// Which Server API endpoint group (the unit Apple's published limits count) a request falls
 /// under, and which work it serves for the pacer's priorities.
 package enum AppStoreRateGroups {
+    /// verifyReceipt's group: no published limit, its rate is learned (`StoreDescriptor.learnedRates`).
+    package static let verifyReceipt = "verify_receipt"
+
     /// The Server API endpoint group of a request path (`/inApps/v1/lookup/...` is order_lookup).
     package static func group(method: String, path: String) -> String {
         let p = path.split(separator: "?").first.map(String.init) ?? path

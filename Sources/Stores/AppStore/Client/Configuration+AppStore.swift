@@ -8,6 +8,9 @@ extension Configuration {
         package var productionURL: String
         package var sandboxURL: String
         package var sharedSecretFile: SecretFile
+        /// `rate_limits`: `{"verify_receipt": N}`, the ceiling in production (sandbox a tenth) under
+        /// which the pacer learns verifyReceipt's rate; absent, `StoreDescriptor.appStore`'s.
+        package var rateLimits: [String: Double] = [:]
     }
 
     /// The App Store Server API (StoreKit 2) and the roots StoreKit 2 signed data must chain to.
@@ -70,8 +73,9 @@ extension ConfigurationDecoder {
         let production = try url(&o, "production_url", default: "https://buy.itunes.apple.com/verifyReceipt")
         let sandbox = try url(&o, "sandbox_url", default: "https://sandbox.itunes.apple.com/verifyReceipt")
         let secret = try secretFile(&o, "shared_secret_file")
+        let limits = try rateLimits(&o, groups: StoreDescriptor.appStore.learnedRates)
         try o.rejectUnknownKeys()
-        return .init(productionURL: production, sandboxURL: sandbox, sharedSecretFile: secret)
+        return .init(productionURL: production, sandboxURL: sandbox, sharedSecretFile: secret, rateLimits: limits)
     }
 
     func decodeServerAPI(_ object: ConfigObject) throws(ConfigError) -> Configuration.ServerAPIConfiguration {

@@ -16,6 +16,9 @@ package struct ReceiptVerifier: OrderVerifier {
     package var receiptText: @Sendable (Order) throws -> String?
     /// Told about every HTTP request: environment, a short outcome label, seconds (for metrics).
     package var observe: (@Sendable (_ environment: AppleEnvironment, _ outcome: String, _ seconds: Double) -> Void)?
+    /// The process's pacer: each request takes a token of `verify_receipt`'s bucket for its
+    /// environment, whose rate is learned from Apple's 429s (`ReceiptVerifier+Pacing`). Nil sends unpaced.
+    package var pacer: Pacer?
 
     package init(productionURL: String, sandboxURL: String, sharedSecret: Secret, matcher: ReceiptMatcher,
                 client: HTTPClient, receiptText: @escaping @Sendable (Order) throws -> String?) {
@@ -60,6 +63,9 @@ package struct ReceiptVerifier: OrderVerifier {
     package enum Answer {
         case answered(ReceiptResponse, AppleEnvironment)
         case failed(VerificationOutcome, AppleEnvironment, answered: Bool)
+        /// A 429 above the bucket's floor: the pacer lowered verifyReceipt's rate and the order
+        /// waits, no attempt used, while the pass goes on at the new rate.
+        case slowed(String, AppleEnvironment)
     }
 
     private func post(_ receipt: String, to endpoint: AppleEnvironment) -> Answer {
@@ -80,6 +86,11 @@ package struct ReceiptVerifier: OrderVerifier {
         let request = HTTPRequest(method: "POST", url: url, headers: [HTTPHeader("Content-Type", "application/json")],
                                   body: body.data)
         let name = "\(endpoint.rawValue.lowercased()) verifyReceipt"
+        let key = pacerKey(endpoint)
+        if let refusal = pace(key) {
+            return (.failed(.paced("\(refusal)"), endpoint, answered: false), "paced")
+        }
+        let sentAt = pacer?.now
         let response: HTTPResponse
         do {
             response = try client.send(request)
@@ -89,11 +100,15 @@ package struct ReceiptVerifier: OrderVerifier {
             }
             return (.failed(.storeUnavailable("\(name): \(error)", retryAfter: nil), endpoint, answered: false), error.kind.rawValue)
         }
+        let now = pacer.map { Date(timeIntervalSince1970: $0.now) } ?? Date()
+        let retryAfter = RetryAfter.seconds(response.header("Retry-After"), now: now)
+        if let slowed = paced(key, response, sentAt: sentAt, retryAfter: retryAfter, who: name) {
+            return (.slowed(slowed, endpoint), "http_429")
+        }
         switch response.status {
         case 200...299: break
         case 429:
-            return (.failed(.storeUnavailable("\(name) answered HTTP 429 (rate limited)",
-                                              retryAfter: RetryAfter.seconds(response.header("Retry-After"), now: Date())),
+            return (.failed(.storeUnavailable("\(name) answered HTTP 429 (rate limited)", retryAfter: retryAfter),
                             endpoint, answered: false), "http_429")
         case 500...599:
             return (.failed(.storeUnavailable("\(name) answered HTTP \(response.status)", retryAfter: nil), endpoint, answered: false),
@@ -123,6 +138,10 @@ package struct ReceiptVerifier: OrderVerifier {
         switch answer {
         case let .failed(outcome, endpoint, answered):
             return Verification(outcome: outcome, environment: endpoint.rawValue, storeAnswered: answered)
+        case let .slowed(message, endpoint):
+            var verification = Verification(outcome: .paced(message), environment: endpoint.rawValue)
+            verification.pacerAdapted = true
+            return verification
         case let .answered(response, endpoint):
             let environment = response.environment ?? endpoint.rawValue
             let name = "\(endpoint.rawValue.lowercased()) verifyReceipt"

@@ -21,7 +21,9 @@ extension AppStoreModule {
         var lines: [String] = []
         if let r = c.receiptAPI {
             lines += ["receipt_api.production_url: \(r.productionURL)", "receipt_api.sandbox_url: \(r.sandboxURL)",
-                      "receipt_api.shared_secret_file: \(r.sharedSecretFile.path) (contents redacted)"]
+                      "receipt_api.shared_secret_file: \(r.sharedSecretFile.path) (contents redacted)",
+                      "receipt_api.rate_limits: " + ConfigurationText.rates(descriptor.learnedRates, r.rateLimits)
+                        + " (a ceiling in production: the rate is learned from Apple's 429s)"]
         }
         if let s = c.serverAPI {
             let sandbox = descriptor.environmentRateFractions[AppleEnvironment.sandbox.rawValue] ?? 1

@@ -21,11 +21,16 @@ package enum AppStoreModule: StoreModule {
     /// Finish Transaction and Set App Account Token calls owed to Apple, rescued with the core's queues.
     package static var sideQueues: [SideQueue] { [AppleFinishJob.queue, AccountTokenJob.queue] }
 
-    /// An order is verified by Get Transaction Info, its history by Get Transaction History.
-    package static var verificationRateGroups: Set<String> { ["transaction_info", "transaction_history"] }
+    /// An order is verified by Get Transaction Info, its history by Get Transaction History, or
+    /// by verifyReceipt.
+    package static var verificationRateGroups: Set<String> {
+        ["transaction_info", "transaction_history", AppStoreRateGroups.verifyReceipt]
+    }
 
     package static func configuredRates(_ configuration: Configuration) -> [String: Double] {
-        configuration.serverAPI?.rateLimits ?? [:]
+        // Their groups never overlap: verify_receipt is receipt_api's, the rest server_api's.
+        let server = configuration.serverAPI?.rateLimits ?? [:]
+        return server.merging(configuration.receiptAPI?.rateLimits ?? [:]) { fromServerAPI, _ in fromServerAPI }
     }
 
     /// Reads its secrets (refusing readable ones), loads the StoreKit roots and key, and wires
@@ -49,6 +54,7 @@ package enum AppStoreModule: StoreModule {
                                        sharedSecret: try api.sharedSecretFile.read(), matcher: matcher, client: client,
                                        receiptText: { order in try storedReceipt(order, ledger: ledger) })
             receipts?.observe = observe
+            receipts?.pacer = pacer
         }
         var api: AppStoreServerClient? = nil
         var roots: [X509Certificate] = []

@@ -166,9 +166,12 @@ package final class AppleSimulatorCore: Sendable {
         defer { state.withLock { $0.inFlight -= 1 } }
         if let limit = rateLimit.withLock({ $0 }) {
             if request.method == "GET", request.path == SimulatedRateLimit.countsPath { return .json(200, limit.json.data) }
-            // verifyReceipt publishes no limit: only an outage refuses it.
+            // verifyReceipt publishes no limit: only an outage refuses it, unless the limit gives
+            // it a rate of its own (`groupRates["verify_receipt"]`), one settle must learn.
             let group = SimulatedRateLimit.appleGroup(method: request.method, path: request.path)
-            if let refusal = limit.appleRefusal(limit.admit(group ?? "verify_receipt", limited: group != nil)) { return refusal }
+            let limited = group != nil || limit.groupRates[AppStoreRateGroups.verifyReceipt] != nil
+            let decision = limit.admit(group ?? AppStoreRateGroups.verifyReceipt, limited: limited)
+            if let refusal = limit.appleRefusal(decision) { return refusal }
         }
         if let response = notificationRoute(request) { return response }
         if let response = appAccountTokenRoute(request) { return response }
