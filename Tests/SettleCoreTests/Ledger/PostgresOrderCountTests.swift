@@ -133,8 +133,53 @@ final class PostgresOrderCountTests: XCTestCase {
         XCTAssertEqual(try ledger.schemaVersion(), PostgresLedgerSchema.migrations.count)
         XCTAssertTrue(try ledger.keepsOrderCounts())
         XCTAssertEqual(try summarized(ledger), ["app_store pending": 2, "app_store rejected": 1])
+        XCTAssertEqual(try ledger.settlementsPerHour(since: 0).map(\.settled), [1], "the chart's hours are counted too")
         _ = try ledger.enqueue(NewOrder(orderId: "o-4", userId: "u-3", productId: world.coins, transactionId: "4",
                                         receipt: world.receipt("o-4")))
         XCTAssertEqual(try summarized(ledger), ["app_store pending": 3, "app_store rejected": 1])
+    }
+
+    /// The chart's hours as a scan of the orders finds them: (hour, ended, finished).
+    private func scannedHours(_ url: String) throws -> [String] {
+        let connection = try PostgresConnection(url: url)
+        defer { connection.close() }
+        return try connection.query("""
+            SELECT updated_at - updated_at % 3600 AS hour, count(*) AS settled, count(*) FILTER (WHERE state = 'finished') AS recovered
+            FROM orders WHERE state IN ('finished', 'rejected') GROUP BY 1 ORDER BY 1
+            """).map { "\($0.int("hour") ?? -1) \($0.int("settled") ?? -1) \($0.int("recovered") ?? -1)" }
+    }
+
+    func testHourlySettlements_followEveryChangeOfStateAndUpdatedAt_andMatchAScanOfTheOrders() throws {
+        let url = try freshURL()
+        let ledger = try PostgresLedger(url: url, time: world.time)
+        for i in 0..<8 {
+            _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u-1", productId: world.coins, transactionId: "t-\(i)",
+                                            receipt: world.receipt("o-\(i)")))
+        }
+        let now = world.time.unixSeconds
+        let connection = try PostgresConnection(url: url)
+        defer { connection.close() }
+        func run(_ sql: String) throws { try connection.execute(sql) }
+        func hours() throws -> [String] {
+            try ledger.settlementsPerHour(since: now - 7 * 86400).map { "\($0.hour) \($0.settled) \($0.recovered)" }
+        }
+        try run("""
+            UPDATE orders SET state = 'finished', verified_transaction_id = transaction_id, finished_at = \(now - 7200),
+                   updated_at = \(now - 7200) - 60 * substr(order_id, 3)::int WHERE order_id IN ('o-0', 'o-1', 'o-2', 'o-3');
+            UPDATE orders SET state = 'rejected', reason = 'receipt_invalid', updated_at = \(now - 3600) WHERE order_id IN ('o-4', 'o-5');
+            """)
+        XCTAssertEqual(try hours(), try scannedHours(url))
+        let first = try hours()
+        XCTAssertEqual(first.count, 2, "\(first)")
+        try run("""
+            UPDATE orders SET updated_at = \(now - 86400) WHERE order_id = 'o-0';
+            UPDATE orders SET attempts = 2 WHERE order_id = 'o-1';
+            UPDATE orders SET state = 'pending', reason = NULL, updated_at = \(now) WHERE order_id = 'o-4';
+            UPDATE orders SET state = 'finished', verified_transaction_id = transaction_id, finished_at = \(now) WHERE order_id = 'o-5';
+            DELETE FROM history WHERE order_id = 'o-2'; DELETE FROM apple_finishes WHERE order_id = 'o-2'; DELETE FROM orders WHERE order_id = 'o-2';
+            """)
+        XCTAssertEqual(try hours(), try scannedHours(url))
+        let after = try hours()
+        XCTAssertEqual(after.map { $0.split(separator: " ")[1] }.reduce(0) { $0 + Int($1)! }, 4, "\(after)")
     }
 }
