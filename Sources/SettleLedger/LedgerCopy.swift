@@ -145,6 +145,7 @@ package enum LedgerCopy {
     /// Streams one table: keyset batches by rowid out of SQLite, one COPY into PostgreSQL.
     private static func copyTable(_ table: String, columns: [String], from source: SQLiteDatabase, to db: PostgresConnection,
                                   progress: ((String, Int) -> Void)?) throws -> Int {
+        let rebuilt = try SecondaryIndexes.drop(on: table, db)
         var copy = try PostgresCopyIn("COPY \(table)(\(columns.joined(separator: ", "))) FROM STDIN", on: db)
         let select = "SELECT rowid AS settle_copy_rowid, \(columns.joined(separator: ", ")) FROM \(table)"
             + " WHERE rowid > ? ORDER BY rowid LIMIT \(batchRows)"
@@ -164,6 +165,7 @@ package enum LedgerCopy {
         }
         let rows = copy.rows
         try copy.finish()
+        try rebuilt.create(db)
         return rows
     }
 

@@ -74,6 +74,10 @@ final class LedgerCopyStreamingTests: XCTestCase {
             UPDATE orders SET state = 'rejected', reason = 'receipt_invalid' WHERE order_id = 'o-0';
             """)
         let (ledger, url) = try destination()
+        let connection = try PostgresConnection(url: url)
+        defer { connection.close() }
+        let indexes = "SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() ORDER BY 1"
+        let before = try connection.query(indexes).compactMap { $0.string("indexdef") }
         var heard: [Int] = []
         let report = try LedgerCopy.copy(fromSQLite: path, to: ledger) { table, rows in
             if table == "history" { heard.append(rows) }
@@ -81,8 +85,9 @@ final class LedgerCopyStreamingTests: XCTestCase {
         let history = try XCTUnwrap(report.counts.first { $0.table == "history" }?.rows)
         XCTAssertEqual(history, extra + 2, "the two enqueued rows and the inserted ones")
         XCTAssertEqual(heard, [LedgerCopy.batchRows, LedgerCopy.batchRows * 2, history])
-        let connection = try PostgresConnection(url: url)
-        defer { connection.close() }
+        XCTAssertEqual(try connection.query(indexes).compactMap { $0.string("indexdef") }, before,
+                       "the indexes dropped for the load are all built again")
+        XCTAssertGreaterThan(before.count, 20)
         XCTAssertEqual(try connection.query("SELECT detail FROM history WHERE at = \(extra)").first?.string("detail"), "row \(extra)")
         let counts = try ledger.summary(OrderFilter(limit: 0)).counts
         XCTAssertEqual(counts[.pending], 1, "the counts are recounted after the copy")
