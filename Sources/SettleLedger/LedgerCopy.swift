@@ -86,12 +86,14 @@ package enum LedgerCopy {
                     // `pending` is off for this transaction only (DDL is transactional).
                     try db.run("ALTER TABLE orders DISABLE TRIGGER orders_new_pending")
                     // Counted once at the end rather than by the trigger a row.
-                    let keepsCounts = try db.run("SELECT to_regclass('order_count_deltas') IS NOT NULL AS kept").first?.bool("kept") == true
+                    let keepsCounts = try db.run("SELECT to_regclass('order_count_deltas') IS NOT NULL AS kept")
+                        .first?.bool("kept") == true
                     if keepsCounts { try db.run("ALTER TABLE orders DISABLE TRIGGER orders_count") }
                     for table in tables {
                         let columns = table.columns.filter { present[table.name]?.contains($0) == true }
                         guard !columns.isEmpty else { continue }
-                        let copied = try copyTable(table.name, columns: columns, from: source.database, to: db, progress: progress)
+                        let copied = try copyTable(table.name, columns: columns, from: source.database, to: db,
+                                                   progress: progress)
                         let counted = Int(try db.run("SELECT count(*) AS n FROM \(table.name)").first?.int("n") ?? -1)
                         guard counted == copied else {
                             throw LedgerError.invalid("\(table.name): copied \(Plural.count(copied, "row")) "
@@ -143,8 +145,8 @@ package enum LedgerCopy {
     package static let batchRows = 10_000
 
     /// Streams one table: keyset batches by rowid out of SQLite, one COPY into PostgreSQL.
-    private static func copyTable(_ table: String, columns: [String], from source: SQLiteDatabase, to db: PostgresConnection,
-                                  progress: ((String, Int) -> Void)?) throws -> Int {
+    private static func copyTable(_ table: String, columns: [String], from source: SQLiteDatabase,
+                                  to db: PostgresConnection, progress: ((String, Int) -> Void)?) throws -> Int {
         let rebuilt = try SecondaryIndexes.drop(on: table, db)
         var copy = try PostgresCopyIn("COPY \(table)(\(columns.joined(separator: ", "))) FROM STDIN", on: db)
         let select = "SELECT rowid AS settle_copy_rowid, \(columns.joined(separator: ", ")) FROM \(table)"

@@ -157,7 +157,9 @@ extension PostgresLedger: TransactionalLedger {
 
     package func transition<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T { try writing(body) }
 
-    package func keepsOrderCounts() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.orderCountsVersion }
+    package func keepsOrderCounts() throws(LedgerError) -> Bool {
+        try schemaVersion() >= PostgresLedgerSchema.orderCountsVersion
+    }
 
     package func hasNotificationTables() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.notificationsVersion }
 

@@ -18,7 +18,8 @@ package struct PostgresCopyIn: ~Copyable {
     package private(set) var rows = 0
 
     /// Starts `statement` (`COPY t(a, b) FROM STDIN`) on `connection`, inside its transaction.
-    package init(_ statement: String, on connection: PostgresConnection, chunkBytes: Int = 1 << 20) throws(PostgresError) {
+    package init(_ statement: String, on connection: PostgresConnection,
+                 chunkBytes: Int = 1 << 20) throws(PostgresError) {
         self.connection = connection
         self.statement = statement
         self.chunkBytes = chunkBytes
@@ -59,7 +60,9 @@ package struct PostgresCopyIn: ~Copyable {
     private mutating func flush() throws(PostgresError) {
         guard !buffer.isEmpty else { return }
         let sent = buffer.withUnsafeBufferPointer { bytes in
-            bytes.withMemoryRebound(to: CChar.self) { PQputCopyData(connection.handle, $0.baseAddress, Int32($0.count)) }
+            bytes.withMemoryRebound(to: CChar.self) { chars in
+                PQputCopyData(connection.handle, chars.baseAddress, Int32(chars.count))
+            }
         }
         guard sent == 1 else { throw lost() }
         buffer.removeAll(keepingCapacity: true)
@@ -75,7 +78,8 @@ package struct PostgresCopyIn: ~Copyable {
     }
 
     private func lost() -> PostgresError {
-        PostgresError(sqlstate: nil, message: PostgresConnection.trimmed(PQerrorMessage(connection.handle)), sql: statement)
+        let message = PostgresConnection.trimmed(PQerrorMessage(connection.handle))
+        return PostgresError(sqlstate: nil, message: message, sql: statement)
     }
 
     /// One value in COPY's text format.

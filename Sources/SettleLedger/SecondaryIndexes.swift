@@ -12,7 +12,8 @@ struct SecondaryIndexes {
         let rows = try db.run("""
             SELECT i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS definition
             FROM pg_index i
-            WHERE i.indrelid = to_regclass(?) AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
+            WHERE i.indrelid = to_regclass(?)
+              AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
             ORDER BY 1
             """, [.text(table)])
         for row in rows {

@@ -29,7 +29,8 @@ final class LedgerCopyStreamingTests: XCTestCase {
         let path = world.folder + "/copy-\(UUID().uuidString).sqlite3"
         let ledger = try SQLiteLedger(path: path, time: world.time)
         for i in 0..<orders {
-            _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u-\(i)", productId: world.coins, transactionId: "t-\(i)",
+            _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u-\(i)", productId: world.coins,
+                                            transactionId: "t-\(i)",
                                             receipt: world.receipt("o-\(i)")))
         }
         try ledger.close()
@@ -42,7 +43,8 @@ final class LedgerCopyStreamingTests: XCTestCase {
         var sql = ""
         for (i, text) in awkward.enumerated() {
             let quoted = "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
-            sql += "UPDATE orders SET last_error = \(quoted), user_id = \(quoted), purchase_date_ms = \(Int64.max - Int64(i)),"
+            sql += "UPDATE orders SET last_error = \(quoted), user_id = \(quoted),"
+                + " purchase_date_ms = \(Int64.max - Int64(i)),"
                 + " expires_date_ms = NULL, lease_expires_at = -\(i) WHERE order_id = 'o-\(i)';\n"
         }
         let path = try source(orders: awkward.count + 1, sql)
@@ -70,7 +72,8 @@ final class LedgerCopyStreamingTests: XCTestCase {
         let extra = LedgerCopy.batchRows * 2 + 17
         let path = try source(orders: 2, """
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(extra))
-            INSERT INTO history(order_id, at, kind, outcome, detail) SELECT 'o-1', i, 'verification', 'verified', 'row ' || i FROM n;
+            INSERT INTO history(order_id, at, kind, outcome, detail)
+                SELECT 'o-1', i, 'verification', 'verified', 'row ' || i FROM n;
             UPDATE orders SET state = 'rejected', reason = 'receipt_invalid' WHERE order_id = 'o-0';
             """)
         let (ledger, url) = try destination()
@@ -88,13 +91,15 @@ final class LedgerCopyStreamingTests: XCTestCase {
         XCTAssertEqual(try connection.query(indexes).compactMap { $0.string("indexdef") }, before,
                        "the indexes dropped for the load are all built again")
         XCTAssertGreaterThan(before.count, 20)
-        XCTAssertEqual(try connection.query("SELECT detail FROM history WHERE at = \(extra)").first?.string("detail"), "row \(extra)")
+        let lastRow = try connection.query("SELECT detail FROM history WHERE at = \(extra)").first
+        XCTAssertEqual(lastRow?.string("detail"), "row \(extra)")
         let counts = try ledger.summary(OrderFilter(limit: 0)).counts
         XCTAssertEqual(counts[.pending], 1, "the counts are recounted after the copy")
         XCTAssertEqual(counts[.rejected], 1)
         _ = try ledger.enqueue(NewOrder(orderId: "o-new", userId: "u-9", productId: world.coins, transactionId: "t-new",
                                         receipt: world.receipt("o-new")))
-        XCTAssertEqual(try ledger.summary(OrderFilter(limit: 0)).counts[.pending], 2, "and kept again by the trigger after it")
+        XCTAssertEqual(try ledger.summary(OrderFilter(limit: 0)).counts[.pending], 2,
+                       "and kept again by the trigger after it")
     }
 
     func testACopyThatFailsPartWay_leavesTheDestinationEmpty_andCanRunAgain() throws {

@@ -64,14 +64,16 @@ final class PostgresOrderCountTests: XCTestCase {
             Thread {
                 defer { group.leave() }
                 do {
-                    while case let batch = try store.claimDue(owner: owner, leaseSeconds: 60, limit: 3), !batch.isEmpty {
+                    while case let batch = try store.claimDue(owner: owner, leaseSeconds: 60, limit: 3),
+                          !batch.isEmpty {
                         for order in batch where Int(order.orderId.dropFirst(2))! % 3 != 0 {
                             let txn = order.requestedTransactionId ?? ""
                             let purchase = VerifiedPurchase(transactionId: txn, originalTransactionId: txn,
                                                             productId: coins, environment: "Production", quantity: 1,
                                                             purchaseDateMs: 1, expiresDateMs: nil)
-                            _ = try store.recordVerified(orderId: order.orderId, owner: owner, fence: order.fencingToken,
-                                                         match: .only(purchase), deliveryLeaseSeconds: 60, history: entry)
+                            _ = try store.recordVerified(orderId: order.orderId, owner: owner,
+                                                         fence: order.fencingToken, match: .only(purchase),
+                                                         deliveryLeaseSeconds: 60, history: entry)
                         }
                     }
                 } catch {
@@ -89,7 +91,8 @@ final class PostgresOrderCountTests: XCTestCase {
         // The summary reads the kept counts, not a scan: a count changed by hand is what it shows.
         let connection = try PostgresConnection(url: url)
         defer { connection.close() }
-        try connection.execute("INSERT INTO order_count_deltas(store, state, slot, n) VALUES ('app_store', 'finished', 63, 5)"
+        try connection.execute("INSERT INTO order_count_deltas(store, state, slot, n)"
+                               + " VALUES ('app_store', 'finished', 63, 5)"
                                + " ON CONFLICT (store, state, slot) DO UPDATE SET n = order_count_deltas.n + 5")
         XCTAssertEqual(try hosts[0].summary(OrderFilter(limit: 0)).counts[.finished], 5)
     }
@@ -98,7 +101,8 @@ final class PostgresOrderCountTests: XCTestCase {
         let url = try freshURL()
         let ledger = try PostgresLedger(url: url, time: world.time)
         for i in 0..<6 {
-            _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u-1", productId: world.coins, transactionId: "t-\(i)",
+            _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u-1", productId: world.coins,
+                                            transactionId: "t-\(i)",
                                             receipt: world.receipt("o-\(i)")))
         }
         let connection = try PostgresConnection(url: url)
@@ -120,7 +124,8 @@ final class PostgresOrderCountTests: XCTestCase {
         try connection.execute("""
             CREATE TABLE settle_schema (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
             """)
-        for (index, sql) in PostgresLedgerSchema.migrations.prefix(PostgresLedgerSchema.orderCountsVersion - 1).enumerated() {
+        let before = PostgresLedgerSchema.migrations.prefix(PostgresLedgerSchema.orderCountsVersion - 1)
+        for (index, sql) in before.enumerated() {
             try connection.execute(sql)
             try connection.execute("INSERT INTO settle_schema(version) VALUES (\(index + 1))")
         }
@@ -144,7 +149,8 @@ final class PostgresOrderCountTests: XCTestCase {
         let connection = try PostgresConnection(url: url)
         defer { connection.close() }
         return try connection.query("""
-            SELECT updated_at - updated_at % 3600 AS hour, count(*) AS settled, count(*) FILTER (WHERE state = 'finished') AS recovered
+            SELECT updated_at - updated_at % 3600 AS hour, count(*) AS settled,
+                   count(*) FILTER (WHERE state = 'finished') AS recovered
             FROM orders WHERE state IN ('finished', 'rejected') GROUP BY 1 ORDER BY 1
             """).map { "\($0.int("hour") ?? -1) \($0.int("settled") ?? -1) \($0.int("recovered") ?? -1)" }
     }
@@ -153,7 +159,8 @@ final class PostgresOrderCountTests: XCTestCase {
         let url = try freshURL()
         let ledger = try PostgresLedger(url: url, time: world.time)
         for i in 0..<8 {
-            _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u-1", productId: world.coins, transactionId: "t-\(i)",
+            _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u-1", productId: world.coins,
+                                            transactionId: "t-\(i)",
                                             receipt: world.receipt("o-\(i)")))
         }
         let now = world.time.unixSeconds
@@ -165,8 +172,10 @@ final class PostgresOrderCountTests: XCTestCase {
         }
         try run("""
             UPDATE orders SET state = 'finished', verified_transaction_id = transaction_id, finished_at = \(now - 7200),
-                   updated_at = \(now - 7200) - 60 * substr(order_id, 3)::int WHERE order_id IN ('o-0', 'o-1', 'o-2', 'o-3');
-            UPDATE orders SET state = 'rejected', reason = 'receipt_invalid', updated_at = \(now - 3600) WHERE order_id IN ('o-4', 'o-5');
+                   updated_at = \(now - 7200) - 60 * substr(order_id, 3)::int
+            WHERE order_id IN ('o-0', 'o-1', 'o-2', 'o-3');
+            UPDATE orders SET state = 'rejected', reason = 'receipt_invalid', updated_at = \(now - 3600)
+            WHERE order_id IN ('o-4', 'o-5');
             """)
         XCTAssertEqual(try hours(), try scannedHours(url))
         let first = try hours()
@@ -175,8 +184,10 @@ final class PostgresOrderCountTests: XCTestCase {
             UPDATE orders SET updated_at = \(now - 86400) WHERE order_id = 'o-0';
             UPDATE orders SET attempts = 2 WHERE order_id = 'o-1';
             UPDATE orders SET state = 'pending', reason = NULL, updated_at = \(now) WHERE order_id = 'o-4';
-            UPDATE orders SET state = 'finished', verified_transaction_id = transaction_id, finished_at = \(now) WHERE order_id = 'o-5';
-            DELETE FROM history WHERE order_id = 'o-2'; DELETE FROM apple_finishes WHERE order_id = 'o-2'; DELETE FROM orders WHERE order_id = 'o-2';
+            UPDATE orders SET state = 'finished', verified_transaction_id = transaction_id, finished_at = \(now)
+            WHERE order_id = 'o-5';
+            DELETE FROM history WHERE order_id = 'o-2'; DELETE FROM apple_finishes WHERE order_id = 'o-2';
+            DELETE FROM orders WHERE order_id = 'o-2';
             """)
         XCTAssertEqual(try hours(), try scannedHours(url))
         let after = try hours()

@@ -10,6 +10,11 @@
 /// (`pg_try_advisory_xact_lock`, starting from its backend's pid) and keeps it to its end, so two
 /// transactions never update the same count row: no waits, no deadlock between them. Only when 64
 /// transactions write orders at once does the 65th wait for a slot.
+///
+/// The trigger runs as the ledger's owner (`SECURITY DEFINER`, with the schema it was created
+/// in as its search path): a backend's role may insert orders without any right on the counts.
+/// An hour is `updated_at - updated_at % 3600`, which cannot overflow whatever a backend wrote
+/// (an absurd negative time lands in a wrong hour, never in the last week the chart reads).
 extension PostgresLedgerSchema {
     /// The migration that keeps the counts by store and state in `order_count_deltas`.
     package static let orderCountsVersion = 18
@@ -52,17 +57,18 @@ extension PostgresLedgerSchema {
             n      BIGINT NOT NULL,
             PRIMARY KEY (hour, state, slot)
         );
-        CREATE FUNCTION settle_count_orders() RETURNS trigger LANGUAGE plpgsql AS $$
+        CREATE FUNCTION settle_count_orders() RETURNS trigger LANGUAGE plpgsql
+            SECURITY DEFINER SET search_path FROM CURRENT AS $$
         DECLARE
             chosen integer;
             old_hour bigint;
             new_hour bigint;
         BEGIN
             IF TG_OP <> 'INSERT' AND OLD.state IN ('finished', 'rejected') THEN
-                old_hour := OLD.updated_at - ((OLD.updated_at % 3600) + 3600) % 3600;
+                old_hour := OLD.updated_at - OLD.updated_at % 3600;
             END IF;
             IF TG_OP <> 'DELETE' AND NEW.state IN ('finished', 'rejected') THEN
-                new_hour := NEW.updated_at - ((NEW.updated_at % 3600) + 3600) % 3600;
+                new_hour := NEW.updated_at - NEW.updated_at % 3600;
             END IF;
             IF TG_OP = 'UPDATE' AND OLD.state = NEW.state AND OLD.store = NEW.store
                AND old_hour IS NOT DISTINCT FROM new_hour THEN
@@ -91,9 +97,10 @@ extension PostgresLedgerSchema {
         END $$;
         CREATE TRIGGER orders_count AFTER INSERT OR DELETE OR UPDATE OF state, store, updated_at ON orders
             FOR EACH ROW EXECUTE FUNCTION settle_count_orders();
-        INSERT INTO order_count_deltas(store, state, slot, n) SELECT store, state, 0, count(*) FROM orders GROUP BY store, state;
+        INSERT INTO order_count_deltas(store, state, slot, n)
+            SELECT store, state, 0, count(*) FROM orders GROUP BY store, state;
         INSERT INTO order_hour_counts(hour, state, slot, n)
-            SELECT updated_at - ((updated_at % 3600) + 3600) % 3600, state, 0, count(*) FROM orders
+            SELECT updated_at - updated_at % 3600, state, 0, count(*) FROM orders
             WHERE state IN ('finished', 'rejected') GROUP BY 1, 2;
         CREATE VIEW order_counts AS
             SELECT store, state, sum(n)::bigint AS n FROM order_count_deltas GROUP BY store, state;
@@ -103,10 +110,11 @@ extension PostgresLedgerSchema {
     /// off (`LedgerCopy`): one scan instead of a trigger a row.
     static let recountOrders = """
         DELETE FROM order_count_deltas;
-        INSERT INTO order_count_deltas(store, state, slot, n) SELECT store, state, 0, count(*) FROM orders GROUP BY store, state;
+        INSERT INTO order_count_deltas(store, state, slot, n)
+            SELECT store, state, 0, count(*) FROM orders GROUP BY store, state;
         DELETE FROM order_hour_counts;
         INSERT INTO order_hour_counts(hour, state, slot, n)
-            SELECT updated_at - ((updated_at % 3600) + 3600) % 3600, state, 0, count(*) FROM orders
+            SELECT updated_at - updated_at % 3600, state, 0, count(*) FROM orders
             WHERE state IN ('finished', 'rejected') GROUP BY 1, 2;
         """
 }
