@@ -5,7 +5,11 @@ import Foundation
 /// standard error is not a terminal (a log, a pipe): there it would be noise.
 final class CopyProgress: @unchecked Sendable {
     private let write: @Sendable (String) -> Void
-    private let started = Date()
+    /// The table being copied and when it started (the previous table's last rows): the rate
+    /// is of that table's rows.
+    private var table = ""
+    private var started = Date()
+    private var last = Date()
     private var shown = false
 
     /// A progress line when standard error is a terminal; nil otherwise.
@@ -16,7 +20,13 @@ final class CopyProgress: @unchecked Sendable {
     init(write: @escaping @Sendable (String) -> Void) { self.write = write }
 
     func update(table: String, rows: Int) {
-        let seconds = max(Date().timeIntervalSince(started), 0.001)
+        let now = Date()
+        if table != self.table {
+            self.table = table
+            started = last
+        }
+        last = now
+        let seconds = max(now.timeIntervalSince(started), 0.001)
         write("\r\u{1B}[K\(table): \(rows.formatted()) rows, \(Int(Double(rows) / seconds).formatted()) a second")
         shown = true
     }
