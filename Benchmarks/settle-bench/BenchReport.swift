@@ -30,6 +30,10 @@ struct BenchReport {
         if options.rows.contains("jws") { try jwsRows(runner, bench: bench, folder: folder) }
         if options.rows.contains("status") { try statusRows(settle: binaries + "/settle", folder: folder) }
         if options.rows.contains("web") { try webRows(settle: binaries + "/settle", folder: folder) }
+        if options.rows.contains("pgstatus") {
+            let rows = PostgresStatusRows(settle: binaries + "/settle", folder: folder, orders: options.statusOrders)
+            try rows.run { emit($0) }
+        }
         if options.rows.contains("finish") { try FinishRows(options: options, runner: runner, bench: bench).run { emit($0) } }
         if options.rows.contains("rate") { try RateRows(options: options, bench: bench, folder: folder).run { emit($0) } }
         if options.rows.contains("rate") || options.rows.contains("learned") {
@@ -39,7 +43,7 @@ struct BenchReport {
         for line in table { print(line) }
     }
 
-    private mutating func emit(_ line: String) {
+    mutating func emit(_ line: String) {
         print(line)
         fflush(nil)
         table.append(line)
@@ -266,7 +270,7 @@ struct BenchReport {
         String(format: "%.2f s, %.2f ms CPU/order, %d MiB", result.wall, result.cpuPerOrderMs, result.peakRSSKiB / 1024)
     }
 
-    private static func columns(_ a: String, _ b: String, _ c: String, _ d: String) -> String {
+    static func columns(_ a: String, _ b: String, _ c: String, _ d: String) -> String {
         func pad(_ text: String, _ width: Int) -> String { text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count) }
         return pad(a, 40) + pad(b, 38) + pad(c, 34) + d
     }

@@ -33,7 +33,7 @@ struct WebBench {
         return (sqlite, try pages(ledger: url, orders: orders))
     }
 
-    private func pages(ledger: String, orders: Int) throws -> [Timing] {
+    func pages(ledger: String, orders: Int) throws -> [Timing] {
         let config = try folder.configuration(name: "web", ledger: ledger, apple: nil, delivery: .command(["/bin/true"]),
                                               concurrency: 8)
         let server = try WebProcess(settle: settle, config: config)

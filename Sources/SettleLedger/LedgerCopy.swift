@@ -52,8 +52,13 @@ package enum LedgerCopy {
 
     /// Copies the SQLite ledger at `path` into `destination`. The source is read in one read
     /// transaction (a consistent snapshot: stop `settle run` first so nothing changes after);
-    /// the destination must hold no orders.
-    package static func copy(fromSQLite path: String, to destination: PostgresLedger) throws(LedgerError) -> Report {
+    /// the destination must hold no orders. All or nothing: the destination is written in one
+    /// transaction, so a copy that fails or is interrupted leaves it empty, to be run again.
+    /// Each table is read in batches of `batchRows` by rowid and written with one
+    /// `COPY … FROM STDIN` (`PostgresCopyIn`): memory stays flat however large the ledger.
+    /// `progress` hears each table's rows as they go (every `batchRows`), for a terminal's progress line.
+    package static func copy(fromSQLite path: String, to destination: PostgresLedger,
+                             progress: ((_ table: String, _ rows: Int) -> Void)? = nil) throws(LedgerError) -> Report {
         let source = try SQLiteLedger(readOnlyPath: path)
         let version = try source.schemaVersion()
         guard version >= 4 else { throw .olderSchema(found: version, needed: 4) }
@@ -80,22 +85,25 @@ package enum LedgerCopy {
                     // Orders keep their states: the trigger that makes a backend's new rows
                     // `pending` is off for this transaction only (DDL is transactional).
                     try db.run("ALTER TABLE orders DISABLE TRIGGER orders_new_pending")
+                    // Counted once at the end rather than by the trigger a row.
+                    let keepsCounts = try db.run("SELECT to_regclass('order_count_deltas') IS NOT NULL AS kept")
+                        .first?.bool("kept") == true
+                    if keepsCounts { try db.run("ALTER TABLE orders DISABLE TRIGGER orders_count") }
                     for table in tables {
                         let columns = table.columns.filter { present[table.name]?.contains($0) == true }
                         guard !columns.isEmpty else { continue }
-                        let marks = Array(repeating: "?", count: columns.count).joined(separator: ", ")
-                        let insert = "INSERT INTO \(table.name)(\(columns.joined(separator: ", "))) VALUES (\(marks))"
-                        var copied = 0
-                        for row in try source.database.query("SELECT \(columns.joined(separator: ", ")) FROM \(table.name)") {
-                            try db.run(insert, columns.map { column in value(row, column) })
-                            copied += 1
-                        }
+                        let copied = try copyTable(table.name, columns: columns, from: source.database, to: db,
+                                                   progress: progress)
                         let counted = Int(try db.run("SELECT count(*) AS n FROM \(table.name)").first?.int("n") ?? -1)
                         guard counted == copied else {
                             throw LedgerError.invalid("\(table.name): copied \(Plural.count(copied, "row")) "
                                                       + "but the destination holds \(counted)")
                         }
                         report.counts.append((table.name, copied))
+                    }
+                    if keepsCounts {
+                        try db.execute(PostgresLedgerSchema.recountOrders)
+                        try db.run("ALTER TABLE orders ENABLE TRIGGER orders_count")
                     }
                     // A source older than the store breakers has Apple's only: the App Store's.
                     let breakers = version >= LedgerSchema.storeBreakersVersion
@@ -131,6 +139,36 @@ package enum LedgerCopy {
         } catch {
             throw .invalid("\(error)")
         }
+    }
+
+    /// Rows read from the source at a time.
+    package static let batchRows = 10_000
+
+    /// Streams one table: keyset batches by rowid out of SQLite, one COPY into PostgreSQL.
+    private static func copyTable(_ table: String, columns: [String], from source: SQLiteDatabase,
+                                  to db: PostgresConnection, progress: ((String, Int) -> Void)?) throws -> Int {
+        let rebuilt = try SecondaryIndexes.drop(on: table, db)
+        var copy = try PostgresCopyIn("COPY \(table)(\(columns.joined(separator: ", "))) FROM STDIN", on: db)
+        let select = "SELECT rowid AS settle_copy_rowid, \(columns.joined(separator: ", ")) FROM \(table)"
+            + " WHERE rowid > ? ORDER BY rowid LIMIT \(batchRows)"
+        var last = Int64.min
+        do {
+            while true {
+                let batch = try source.query(select, [.integer(last)])
+                for row in batch { try copy.append(columns.map { value(row, $0) }) }
+                guard let end = batch.last?.int("settle_copy_rowid") else { break }
+                last = end
+                progress?(table, copy.rows)
+                if batch.count < batchRows { break }
+            }
+        } catch {
+            copy.abandon()
+            throw error
+        }
+        let rows = copy.rows
+        try copy.finish()
+        try rebuilt.create(db)
+        return rows
     }
 
     private static func value(_ row: SQLiteRow, _ column: String) -> PostgresValue {

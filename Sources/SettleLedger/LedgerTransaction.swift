@@ -87,7 +87,8 @@ package protocol TransactionalLedger: LedgerStore {
     /// Whether the schema has the notification tables (a read-only status of an older ledger may not).
     func hasNotificationTables() throws(LedgerError) -> Bool
     /// Whether the schema keeps the counts by store and state in `order_counts` (SQLite's schema
-    /// 9, kept by triggers, so status does not count a million rows); PostgreSQL counts them.
+    /// 9, kept by triggers, so status does not count a million rows); on PostgreSQL (schema 18) a view
+    /// of the same name sums `order_count_deltas`, kept by a trigger.
     func keepsOrderCounts() throws(LedgerError) -> Bool
     /// Whether the schema keeps each host's pacer buckets (`pacer_buckets`).
     func knowsPacerBuckets() throws(LedgerError) -> Bool
@@ -156,7 +157,9 @@ extension PostgresLedger: TransactionalLedger {
 
     package func transition<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T { try writing(body) }
 
-    package func keepsOrderCounts() throws(LedgerError) -> Bool { false }
+    package func keepsOrderCounts() throws(LedgerError) -> Bool {
+        try schemaVersion() >= PostgresLedgerSchema.orderCountsVersion
+    }
 
     package func hasNotificationTables() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.notificationsVersion }
 

@@ -48,7 +48,7 @@ package struct PostgresRow: Sendable, LedgerRow {
 /// at once", https://www.postgresql.org/docs/current/libpq-threading.html); `PostgresPool`
 /// hands each connection to one thread at a time.
 package final class PostgresConnection {
-    private var handle: OpaquePointer?
+    private(set) var handle: OpaquePointer?
     /// Statement names by SQL text: each statement is prepared once per connection.
     private var prepared: [String: String] = [:]
     package static let preparedLimit = 256
@@ -146,7 +146,7 @@ package final class PostgresConnection {
         return name
     }
 
-    private func rows(_ result: OpaquePointer?, sql: String) throws(PostgresError) -> [PostgresRow] {
+    func rows(_ result: OpaquePointer?, sql: String) throws(PostgresError) -> [PostgresRow] {
         guard let result else {
             throw PostgresError(sqlstate: nil, message: PostgresConnection.trimmed(PQerrorMessage(handle)), sql: sql)
         }
@@ -173,7 +173,7 @@ package final class PostgresConnection {
         }
     }
 
-    private static func trimmed(_ message: UnsafePointer<CChar>?) -> String {
+    static func trimmed(_ message: UnsafePointer<CChar>?) -> String {
         message.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? "unknown error"
     }
 }

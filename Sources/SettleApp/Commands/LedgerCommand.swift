@@ -41,7 +41,11 @@ enum LedgerCommand {
         }
         do {
             let destination = try PostgresLedger(url: to, password: password, time: context.time, connections: 1)
-            let report = try LedgerCopy.copy(fromSQLite: String(from.dropFirst(7)), to: destination)
+            let progress = CopyProgress.onTerminal(context)
+            defer { progress?.end() }
+            let report = try LedgerCopy.copy(fromSQLite: String(from.dropFirst(7)), to: destination,
+                                             progress: progress.map { line in { line.update(table: $0, rows: $1) } })
+            progress?.end()
             for (table, rows) in report.counts {
                 context.print("\(table): \(Plural.count(rows, "row")) copied, counts match")
             }

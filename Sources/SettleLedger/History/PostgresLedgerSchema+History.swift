@@ -505,5 +505,8 @@ extension PostgresLedgerSchema {
         CREATE INDEX audit_log_at ON audit_log(at);
         CREATE INDEX audit_log_actor ON audit_log(actor, id);
         """,
+        // 18: the counts by store and state and the chart's hours, kept by a trigger
+        // (PostgresLedgerSchema+OrderCounts).
+        orderCountsMigration,
     ]
 }
