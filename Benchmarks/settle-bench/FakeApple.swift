@@ -41,8 +41,10 @@ enum FakeAppleServer {
         }
         // A receiver that grants everything at once, so the bound N·L/C stays Apple's alone; it
         // confirms each grant by naming its key, as settle requires of a webhook.
+        // (`granted`: `idempotency_key` alone echoes what settle sent and confirms nothing).
         let webhook = try LoopbackHTTPServer { request in
-            .json(200, JSONValue.object([("idempotency_key", .string(request.header("Idempotency-Key") ?? ""))]).data)
+            let key = request.header("Idempotency-Key") ?? ""
+            return .json(200, JSONValue.object([("idempotency_key", .string(key)), ("granted", .string(key))]).data)
         }
         let line = JSONValue.object([("apple", .string(simulator.productionURL)), ("sandbox", .string(simulator.sandboxURL)),
                                      ("webhook", .string(webhook.baseURL + "/grant")),
