@@ -67,12 +67,15 @@ extension TransactionalLedger {
 
 /// What a retry of listed orders did: the orders put back to pending, and each skipped with why.
 package struct ListedRetry: Sendable, Equatable {
-    package var retried: [String] = []
-    package var skipped: [(orderId: String, why: String)] = []
-
-    package static func == (a: ListedRetry, b: ListedRetry) -> Bool {
-        a.retried == b.retried && a.skipped.map(\.orderId) == b.skipped.map(\.orderId) && a.skipped.map(\.why) == b.skipped.map(\.why)
+    package struct Skip: Sendable, Equatable {
+        package var orderId: String
+        package var why: String
     }
+
+    package var retried: [String] = []
+    package var skipped: [Skip] = []
+
+    package init() {}
 }
 
 extension TransactionalLedger {
@@ -89,20 +92,20 @@ extension TransactionalLedger {
             var outcome = ListedRetry()
             for id in orderIds {
                 guard let row = try db.query("SELECT * FROM orders WHERE order_id = ?\(db.dialect.lockRows)", [.text(id)]).first else {
-                    outcome.skipped.append((id, "no order \(id) in the ledger"))
+                    outcome.skipped.append(.init(orderId: id, why: "no order \(id) in the ledger"))
                     continue
                 }
                 let order = Order(row: row)
                 guard order.state == state, reason == nil || order.reason == reason else {
                     let now = order.state.rawValue + (order.reason.map { " (\($0))" } ?? "")
-                    outcome.skipped.append((id, "now \(now), not \(state.rawValue)" + (reason.map { " (\($0))" } ?? "")
-                                            + " as it was listed"))
+                    outcome.skipped.append(.init(orderId: id, why: "now \(now), not \(state.rawValue)"
+                                                 + (reason.map { " (\($0))" } ?? "") + " as it was listed"))
                     continue
                 }
                 do throws(LedgerError) {
                     try Resolution.checkRetryable(order)
                 } catch {
-                    if case let .invalid(why) = error { outcome.skipped.append((id, why)) }
+                    if case let .invalid(why) = error { outcome.skipped.append(.init(orderId: id, why: why)) }
                     continue
                 }
                 try db.putBackToPending(id, detail: person.attributed(note), now: now)

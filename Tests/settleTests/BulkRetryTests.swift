@@ -68,6 +68,10 @@ final class BulkRetryTests: EndToEndTestCase {
         XCTAssertTrue(unclaimed.stderr.contains("settle assign"), unclaimed.stderr)
         XCTAssertEqual(try settle(["retry", "--reason", "hook_refused", "--state", "finished", "--yes", "--note", "x"]).status, 64)
         XCTAssertEqual(try settle(["retry", "--reason", "hook_refused", "--since", "yesterday", "--yes", "--note", "x"]).status, 64)
+        // An absurd age is refused, not an overflow.
+        let absurd = try settle(["retry", "--reason", "hook_refused", "--since", "9223372036854775807d", "--yes", "--note", "x"])
+        XCTAssertEqual(absurd.status, 64, absurd.stderr)
+        XCTAssertTrue(absurd.stderr.contains("--since: \"9223372036854775807d\" is not"), absurd.stderr)
         XCTAssertEqual(try settle(["retry", "--reason", "hook_refused", "--yes"]).status, 64, "a note is required")
         XCTAssertEqual(try settle(["retry", "o-1", "--reason", "hook_refused", "--yes", "--note", "x"]).status, 64)
         XCTAssertEqual(try settle(["retry", "--yes", "o-1"]).status, 64, "--yes belongs to --reason")

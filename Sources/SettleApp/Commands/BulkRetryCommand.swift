@@ -74,6 +74,8 @@ enum BulkRetryCommand {
         if let ms = ConfigurationDecoder.rfc3339Milliseconds(text) { return ms / 1000 }
         guard let unit = text.last, let n = Int64(text.dropLast()), n >= 0,
               let seconds = ["m": Int64(60), "h": 3600, "d": 86400][String(unit)] else { return nil }
-        return now - n * seconds
+        // An age from the command line may be absurd: refused, never an overflow.
+        let (age, overflow) = n.multipliedReportingOverflow(by: seconds)
+        return overflow ? nil : now.saturatingSubtracting(age)
     }
 }

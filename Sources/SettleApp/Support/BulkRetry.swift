@@ -7,15 +7,7 @@ import SettleLedger
 /// as it was listed: an order that changed since (a person resolved it, a notification finished
 /// it) or that cannot be retried (no buyer) is skipped with its reason; the others go on.
 package enum BulkRetry {
-    package struct Outcome: Sendable, Equatable {
-        package var retried: [String] = []
-        package var skipped: [Skip] = []
-    }
-
-    package struct Skip: Sendable, Equatable {
-        package var orderId: String
-        package var why: String
-    }
+    package typealias Outcome = ListedRetry
 
     static let chunk = 200
 
@@ -30,7 +22,7 @@ package enum BulkRetry {
             start += chunk
             let done = try ledger.retryListed(orderIds: ids, state: state, reason: reason, note: note, by: person)
             outcome.retried += done.retried
-            outcome.skipped += done.skipped.map { Skip(orderId: $0.orderId, why: $0.why) }
+            outcome.skipped += done.skipped
         }
         return outcome
     }
