@@ -18,10 +18,12 @@ package enum LedgerSchema {
     package static let storeProofVersion = 19
     /// The migration that keeps the audit log (`audit_log`, issue 36).
     package static let auditLogVersion = 20
+    /// The migration that writes the CHECKs' `IN` lists as comparisons (`InListChecks`, issue 38).
+    package static let inListChecksVersion = 21
 
     /// What a migration needs beyond its SQL, run after it in the same transaction.
     static let afterMigration: [Int: @Sendable (SQLiteDatabase) throws -> Void] = [
-        openStoresVersion: dropStoreLists, storeProofVersion: acceptStoreProofs,
+        openStoresVersion: dropStoreLists, storeProofVersion: acceptStoreProofs, inListChecksVersion: InListChecks.rewrite,
     ]
 
     /// An order's proof may be a module's (`proof`): the proof CHECK of `orders` accepts it.
