@@ -1,6 +1,7 @@
 import Foundation
 import SettleTesting
 import XCTest
+@testable import SettleApp
 @testable import SettleBase
 @testable import SettleModel
 @testable import SettleLedger
@@ -94,6 +95,17 @@ class GooglePlayBindingParityTests: GooglePlayReconcileTests {
         XCTAssertNil(PlayFinisherProbe.accountId(user: "bob\u{7}"), "a control character is never sent")
         XCTAssertNil(PlayFinisherProbe.accountId(user: "bob", binding: .order),
                      "the order stores no account id: none is known")
+    }
+
+    func testGoogleRefusingTheAccountId_neverCostsTheAcknowledge_andTheOrderSaysSo() throws {
+        let ledger = try makeLedger()
+        fake.state.withLock { $0.refusesAccountIds = true }
+        let sub = try assignedOutsidePurchase(ledger, user: "alice")
+        XCTAssertEqual(fake.subscription(sub.value)?.acknowledgementState, .acknowledged)
+        XCTAssertNil(fake.subscription(sub.value)?.obfuscatedExternalAccountId)
+        XCTAssertEqual(fake.acknowledgeBodies(sub.value).count, 1, "the second acknowledge carries no body")
+        let section = try XCTUnwrap(GooglePlayModule.orderSections(ledger, orderId: "play-GPA.A..0").first)
+        XCTAssertTrue(section.text.contains("Google refused it"), section.text)
     }
 
     // MARK: - outOfAppPurchaseContext
@@ -211,6 +223,11 @@ class GooglePlayBindingParityTests: GooglePlayReconcileTests {
         let section = try XCTUnwrap(GooglePlayModule.orderSections(ledger, orderId: "o-grace").first)
         XCTAssertTrue(section.text.contains("grace period until 2099-01-08T00:00:00Z"), section.text)
         XCTAssertTrue(section.text.contains("GPA.M..1"), section.text)
+        // The customer view shows it on the subscription's line.
+        let customer = try CustomerReport.read(ledger, userId: "alice", configuration: try world.configuration(),
+                                               now: world.time.unixSeconds)
+        let line = try XCTUnwrap(customer.entries.first?.subscription)
+        XCTAssertTrue(line.hasPrefix("active until") && line.contains("grace period until 2099-01-08T00:00:00Z"), line)
     }
 }
 

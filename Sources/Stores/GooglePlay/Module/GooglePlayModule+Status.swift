@@ -37,8 +37,10 @@ extension GooglePlayModule {
             facts.append(("externalAccountId", account.words))
         }
         let text = [state, account.map { "externalAccountId: " + $0.words }].compactMap { $0 }.joined(separator: "; ")
-        return [StoreOrderSection(jsonKey: "google_play", json: .object(members), title: "Google Play",
-                                  id: "google-play", text: PrintableText.escape(text), facts: facts)]
+        var section = StoreOrderSection(jsonKey: "google_play", json: .object(members), title: "Google Play",
+                                        id: "google-play", text: PrintableText.escape(text), facts: facts)
+        section.subscriptionNote = state.map { PrintableText.escape($0) }
+        return [section]
     }
 
     /// The acknowledge outcomes that say something of `externalAccountIds`, in words.

@@ -19,7 +19,8 @@ extension FakeGooglePlay {
             }
             s.acknowledgeBodies[token, default: []].append(json)
             if let ids = json["externalAccountIds"] {
-                guard case let .string(id)? = ids["obfuscatedAccountId"], !id.isEmpty, id.count <= 64 else {
+                guard case let .string(id)? = ids["obfuscatedAccountId"], !id.isEmpty, id.count <= 64,
+                      !s.refusesAccountIds else {
                     return error(400, reason: "invalid", "Invalid externalAccountIds.obfuscatedAccountId.")
                 }
                 accountId = id

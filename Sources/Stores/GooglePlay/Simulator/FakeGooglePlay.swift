@@ -57,6 +57,8 @@ package final class FakeGooglePlay: Sendable {
         package var refundReviews: [String: [JSONValue]] = [:]
         /// Subscription acknowledge bodies as received, by token, in order (`FakeGooglePlay+Acknowledge.swift`).
         package var acknowledgeBodies: [String: [JSONValue]] = [:]
+        /// Answers 400 to an acknowledge carrying `externalAccountIds` (as for an id Google takes for personal data).
+        package var refusesAccountIds = false
         package var voidedPageSize = 2
         package var apiFailures: [Failure] = []
         package var tokenFailures: [Failure] = []
