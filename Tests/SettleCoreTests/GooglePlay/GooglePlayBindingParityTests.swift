@@ -108,6 +108,61 @@ class GooglePlayBindingParityTests: GooglePlayReconcileTests {
         XCTAssertTrue(section.text.contains("Google refused it"), section.text)
     }
 
+    // MARK: - Shapes Google adds later (docs/store-changes.md)
+
+    func testNotificationKindsTypesAndFieldsGoogleAddsLater_areStoredAndRecorded_neverRefused() throws {
+        let ledger = try makeLedger()
+        let future = """
+            {"version":"1.0","packageName":"\(PlayTestWorld.packageName)","eventTimeMillis":"\(nowMs)",
+             "aNotificationGoogleAddsLater":{"version":"1.0","someId":"x"}}
+            """
+        let kind = try DeveloperNotification(json: try JSONValue.parse(Data(future.utf8)))
+        XCTAssertEqual(kind.kind, .unknown(["aNotificationGoogleAddsLater"]))
+        XCTAssertTrue(try ledger.storePlayNotification(messageId: "m-future", kind: "unknown", token: nil, payload: future))
+        let sub = token("typed")
+        scripted(sub, period: "GPA.T..0", account: "alice")
+        let newType = """
+            {"version":"1.0","packageName":"\(PlayTestWorld.packageName)","eventTimeMillis":"\(nowMs)",
+             "subscriptionNotification":{"version":"1.0","notificationType":99,"purchaseToken":"\(sub.value)",
+             "aFieldGoogleAddsLater":{"x":[1,2]}}}
+            """
+        XCTAssertTrue(try ledger.storePlayNotification(messageId: "m-type", kind: "subscription", token: sub, payload: newType))
+        try pass(ledger)
+        XCTAssertEqual(try ledger.playNotification(messageId: "m-future")?.outcome, "unknown_kind")
+        XCTAssertEqual(try ledger.playNotification(messageId: "m-type")?.outcome, "noted")
+        XCTAssertEqual(try waitingPushes(ledger), [])
+    }
+
+    func testSubscriptionAnswerWithFieldsAndStatesGoogleAddsLater_isRead_andAnUnknownStateWaitsForAPerson() throws {
+        let answer = """
+            {"kind":"androidpublisher#subscriptionPurchaseV2","subscriptionState":"SUBSCRIPTION_STATE_GOOGLE_ADDS_LATER",
+             "acknowledgementState":"ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED","etag":"e1","aFieldGoogleAddsLater":{"y":true},
+             "outOfAppPurchaseContext":{"expiredPurchaseToken":"tok-old","expiredExternalAccountIdentifiers":
+               {"obfuscatedExternalAccountId":"acct-1","aNewId":"z"}},
+             "onHoldStateContext":{"renewalDeclined":{"pendingOrderId":"GPA.Z..1","aNewField":3}},
+             "lineItems":[{"productId":"pro_monthly","expiryTime":"2026-11-01T00:00:00Z","latestSuccessfulOrderId":"GPA.Z..0",
+               "offerPhase":{"basePrice":{}},"itemReplacement":{"productId":"x"}}]}
+            """
+        let read = try XCTUnwrap(SubscriptionPurchaseV2(json: try JSONValue.parse(Data(answer.utf8))))
+        XCTAssertEqual(read.outOfAppPurchase?.expiredPurchaseToken?.value, "tok-old")
+        XCTAssertEqual(read.outOfAppPurchase?.expiredAccountId, "acct-1")
+        XCTAssertEqual(read.onHold?.pendingOrderId, "GPA.Z..1")
+        XCTAssertNil(read.holdContext, "a hold context speaks only for a subscription on hold")
+        let facts = PlayPurchaseFacts(subscription: read, productId: pro)
+        XCTAssertEqual(facts.state, .unclear("subscriptionState SUBSCRIPTION_STATE_GOOGLE_ADDS_LATER"))
+        // Garbage where a context belongs is no context, never a crash.
+        let garbage = """
+            {"subscriptionState":"SUBSCRIPTION_STATE_ON_HOLD","onHoldStateContext":"???","outOfAppPurchaseContext":[1],
+             "inGracePeriodStateContext":{"renewalDeclined":{"pendingOrderId":12345}},"lineItems":[]}
+            """
+        let bad = try XCTUnwrap(SubscriptionPurchaseV2(json: try JSONValue.parse(Data(garbage.utf8))))
+        XCTAssertNil(bad.onHold)
+        XCTAssertNil(bad.outOfAppPurchase)
+        XCTAssertEqual(bad.inGracePeriod, .init(pendingOrderId: nil))
+        XCTAssertEqual(PlayPurchaseFacts(subscription: bad, productId: pro).state,
+                       .unclear("subscriptionState SUBSCRIPTION_STATE_ON_HOLD"))
+    }
+
     // MARK: - outOfAppPurchaseContext
 
     /// Alice's subscription granted through her backend, expired; she resubscribes in the Play Store.
