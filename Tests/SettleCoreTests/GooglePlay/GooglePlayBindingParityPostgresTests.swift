@@ -26,6 +26,7 @@ final class GooglePlayBindingParityPostgresTests: GooglePlayBindingParityTests {
     override func testSubscriptionAnswerWithFieldsAndStatesGoogleAddsLater_isRead_andAnUnknownStateWaitsForAPerson() throws { try super.testSubscriptionAnswerWithFieldsAndStatesGoogleAddsLater_isRead_andAnUnknownStateWaitsForAPerson() }
     override func testResubscriptionInThePlayStore_goesToTheUserOfTheExpiredGrantItNames_withTheEvidenceInItsHistory() throws { try super.testResubscriptionInThePlayStore_goesToTheUserOfTheExpiredGrantItNames_withTheEvidenceInItsHistory() }
     override func testResubscriptionWhoseExpiredOrderWasRefunded_staysUnclaimed_andSaysWhy() throws { try super.testResubscriptionWhoseExpiredOrderWasRefunded_staysUnclaimed_andSaysWhy() }
+    override func testResubscriptionWhoseExpiredOrderSupportTransferred_staysUnclaimed_andSaysWhy() throws { try super.testResubscriptionWhoseExpiredOrderSupportTransferred_staysUnclaimed_andSaysWhy() }
     override func testResubscriptionByAnAccountIdNoVerifiedOrderCarries_orATokenNeverGranted_staysUnclaimed() throws { try super.testResubscriptionByAnAccountIdNoVerifiedOrderCarries_orATokenNeverGranted_staysUnclaimed() }
     override func testOnHoldWithGooglesContext_waitsWithoutAPerson_thenIsDeliveredOnceGoogleRecovers() throws { try super.testOnHoldWithGooglesContext_waitsWithoutAPerson_thenIsDeliveredOnceGoogleRecovers() }
     override func testOnHoldWithoutAContext_stillNeedsAPerson() throws { try super.testOnHoldWithoutAContext_stillNeedsAPerson() }

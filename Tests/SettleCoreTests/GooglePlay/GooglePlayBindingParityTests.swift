@@ -212,6 +212,22 @@ class GooglePlayBindingParityTests: GooglePlayReconcileTests {
         XCTAssertEqual(deliveries, ["GPA.E..0 o-alice"])
     }
 
+    func testResubscriptionWhoseExpiredOrderSupportTransferred_staysUnclaimed_andSaysWhy() throws {
+        let ledger = try makeLedger()
+        let old = try expiredAlice(ledger)
+        _ = try ledger.requestTransfer(orderId: "o-alice", toUser: "bob", note: "ticket 12",
+                                       by: Operator(name: "sam", channel: .cli))
+        let resubscribed = token("transferred-new")
+        scripted(resubscribed, period: "GPA.J..0", outOfApp: .init(expiredPurchaseToken: old))
+        try subscriptionPush(ledger, "m-resub", type: 4, resubscribed)
+        try pass(ledger)
+        let made = try XCTUnwrap(try order(ledger, "play-GPA.J..0"))
+        XCTAssertEqual(made.userId, "", "neither the buyer nor the new holder: a person decides")
+        XCTAssertEqual(made.reason, AttentionReason.unclaimedPurchase.rawValue)
+        let created = try XCTUnwrap(try history(ledger, "play-GPA.J..0").first { $0.outcome == "created" }?.detail)
+        XCTAssertTrue(created.contains("support transferred"), created)
+    }
+
     func testResubscriptionByAnAccountIdNoVerifiedOrderCarries_orATokenNeverGranted_staysUnclaimed() throws {
         let ledger = try makeLedger()
         _ = try expiredAlice(ledger)

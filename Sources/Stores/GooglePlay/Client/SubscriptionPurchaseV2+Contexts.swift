@@ -1,3 +1,4 @@
+import Foundation
 import SettleBase
 import SettleModel
 
@@ -85,7 +86,9 @@ extension SubscriptionPurchaseV2 {
                 + (onHold.pendingOrderId.map { "order \($0)" } ?? "(order not named)")
                 + " was declined and Google keeps retrying it; access is suspended until it is paid"
         case .inGracePeriod?:
-            let until = lineItems.compactMap(\.expiryTime).max().map { " until \($0)" } ?? ""
+            // Read as a time and written anew: Google's text is never passed on as it came.
+            let end = lineItems.compactMap(\.expiry).max()
+            let until = end.map { " until " + ISO8601DateFormatter().string(from: $0) } ?? ""
             return "in its grace period\(until): the payment of renewal "
                 + (inGracePeriod?.pendingOrderId.map { "order \($0)" } ?? "(order not named)")
                 + " was declined and Google keeps retrying it; the customer keeps access meanwhile"
