@@ -12,7 +12,7 @@ import SettleConfig
 package struct PlayFinisher: StoreFinisher {
     package let client: PlayDeveloperClient
     package let products: [String: Configuration.Product]
-    /// Says which obfuscated account id a subscription's acknowledge carries (`PlayAccountIdToSend`).
+    /// Says which obfuscated account id a subscription's acknowledge carries (`accountIdToSend`, in `PlayFinisher+AccountId.swift`).
     package var binding: UserBinding
 
     package init(client: PlayDeveloperClient, products: [String: Configuration.Product],

@@ -45,7 +45,8 @@ extension PlayNotificationInbox {
                             + "settle cannot say whose the resubscription is")
         }
         guard let holder = grants.first(where: bound) else {
-            return .refused("\(named) is order \(grants[0].orderId), whose grant was not made under a verified binding")
+            return .refused("\(named) is order \(grants[0].orderId), to which user_binding does not bind the resubscription "
+                            + "(its account id is another, or it carries none and tokenless_signed_proofs is not trust)")
         }
         return .user(holder, "\(named) was granted to user \(holder.userId) by order \(holder.orderId); for that user")
     }
