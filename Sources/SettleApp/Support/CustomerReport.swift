@@ -34,7 +34,7 @@ package struct CustomerReport: Sendable {
             let actions = try ledger.supportActions(orderId: order.orderId)
             entries.append(Entry(order: order, relation: relation(order, of: userId, actions: actions),
                                  goods: goods(order, configuration: configuration),
-                                 subscription: subscription(order, configuration: configuration, now: now),
+                                 subscription: try subscription(order, configuration: configuration, now: now, ledger: ledger),
                                  refund: order.refund.map(StatusView.refundText), supportActions: actions))
         }
         return CustomerReport(userId: userId, entries: entries, total: summary.matching)

@@ -27,6 +27,8 @@ package struct StoreOrderSection: Sendable {
     /// Its line in `settle status ORDER`.
     package var text: String
     package var facts: [(String, String)]
+    /// What it adds to the customer view's subscription line (a hold, a grace period); nil: nothing.
+    package var subscriptionNote: String? = nil
 
     package init(jsonKey: String, json: JSONValue, title: String, id: String, text: String, facts: [(String, String)]) {
         (self.jsonKey, self.json, self.title, self.id, self.text, self.facts) = (jsonKey, json, title, id, text, facts)

@@ -586,6 +586,33 @@ class NotificationInboxTests: XCTestCase {
         XCTAssertEqual(try rowCount("orders"), 0)
     }
 
+    /// Apple's changes after API 1.21 / the 2026-04-27 notifications (docs/store-changes.md): a
+    /// transaction with fields settle does not know, and a notification type and subtype Apple
+    /// adds later, are verified, stored and recorded, never refused; a purchase carrying them is delivered.
+    func testTypesSubtypesAndTransactionFieldsAppleAddsLater_areStoredAndRecorded_andTheirPurchaseDelivered() throws {
+        try configure()
+        let ledger = try makeLedger()
+        let (reconciler, inbox) = try settle(ledger)
+        var later = purchase("930", token: buyer)
+        later.laterFields = ["billingPlanType": .string("MONTHLY_WITH_TWELVE_MONTH_COMMITMENT"),
+                             "commitmentInfo": .object([("commitmentPrice", .number(119_880))]),
+                             "aFieldOfAVersionNotWrittenYet": .array([.number(1), .null])]
+        world.simulator.script(transaction: "930", TransactionScript(transaction: later))
+        let bought = try tell(inbox, "ONE_TIME_CHARGE", later)
+        XCTAssertEqual(bought.outcome, "order_created")
+        _ = try reconciler.runPass()
+        XCTAssertEqual(try order(ledger, "apple-930")?.state, .finished)
+        let future = SimulatedNotification(type: "A_TYPE_APPLE_ADDS_LATER", subtype: "A_NEW_SUBTYPE", transaction: later,
+                                           bundleId: world.bundleId, signedDateMs: nowMs - 500)
+        let body = JSONValue.object([("signedPayload", .string(try future.signed()))]).data
+        let (response, _) = inbox.answer(body)
+        XCTAssertEqual(response.status, 200, String(decoding: response.body, as: UTF8.self))
+        let stored = try XCTUnwrap(try ledger.notification(uuid: future.uuid))
+        XCTAssertEqual(stored.type, "A_TYPE_APPLE_ADDS_LATER")
+        XCTAssertEqual(stored.outcome, "recorded")
+        XCTAssertEqual(world.deliveries, ["930 apple-930"], "nothing is delivered twice for a type settle does not act on")
+    }
+
     func testNewShapes_whoseBundleOrEnvironmentFails_areStillRefused() throws {
         try configure()
         let ledger = try makeLedger()

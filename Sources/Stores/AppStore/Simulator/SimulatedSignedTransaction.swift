@@ -26,6 +26,9 @@ package struct SimulatedSignedTransaction: Sendable, Equatable {
     /// `FAMILY_REVOKE`) and `revocationPercentage` (milliunits), each sent only when set.
     package var revocationType: String? = nil
     package var revocationPercentage: Int64? = nil
+    /// Fields Apple added after settle was written (1.21's `billingPlanType`, one of a later
+    /// version), signed as Apple would: settle must read the transaction regardless.
+    package var laterFields: [String: JSONValue] = [:]
 
     package init(transactionId: String, originalTransactionId: String? = nil, productId: String, bundleId: String,
                 environment: String = "Production", purchaseDateMs: Int64 = 1_764_410_645_000, quantity: Int = 1,
@@ -72,6 +75,7 @@ package struct SimulatedSignedTransaction: Sendable, Equatable {
             if let revocationType { members.append(("revocationType", .string(revocationType))) }
             if let revocationPercentage { members.append(("revocationPercentage", .number(revocationPercentage))) }
         }
+        members += laterFields.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         return .object(members)
     }
 

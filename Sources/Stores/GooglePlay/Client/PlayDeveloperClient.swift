@@ -91,10 +91,18 @@ package struct PlayDeveloperClient: Sendable {
                           verb: ":consume", permission: .manageOrders, token: token))
     }
 
-    package func acknowledgeSubscription(subscriptionId: String, token: PurchaseToken) throws(PlayAPIError) {
+    /// `accountId`: the buyer's obfuscated account id in the app, sent as
+    /// `externalAccountIds.obfuscatedAccountId` (accepted since 2025-11-19): Google then shows it
+    /// on the purchase and its renewals. Nil sends no body.
+    /// https://developers.google.com/android-publisher/api-ref/rest/v3/purchases.subscriptions/acknowledge
+    package func acknowledgeSubscription(subscriptionId: String, token: PurchaseToken,
+                                         accountId: String? = nil) throws(PlayAPIError) {
+        let body = accountId.map { id in
+            JSONValue.object([("externalAccountIds", .object([("obfuscatedAccountId", .string(id))]))])
+        }
         _ = try send(Call(name: "subscriptions.acknowledge", method: "POST",
                           segments: ["purchases", "subscriptions", subscriptionId, "tokens", token.value],
-                          verb: ":acknowledge", permission: .manageOrders, token: token))
+                          verb: ":acknowledge", permission: .manageOrders, token: token, body: body))
     }
 
     /// One page of voided purchases, one-time products and subscriptions both (`type=1`), each

@@ -12,23 +12,21 @@ import SettleConfig
 package struct PlayFinisher: StoreFinisher {
     package let client: PlayDeveloperClient
     package let products: [String: Configuration.Product]
+    /// Says which obfuscated account id a subscription's acknowledge carries (`accountIdToSend`, in `PlayFinisher+AccountId.swift`).
+    package var binding: UserBinding
 
-    package init(client: PlayDeveloperClient, products: [String: Configuration.Product]) {
+    package init(client: PlayDeveloperClient, products: [String: Configuration.Product],
+                 binding: UserBinding = UserBinding()) {
         self.client = client
         self.products = products
+        self.binding = binding
     }
 
     package func finish(_ order: Order) -> StoreFinishOutcome {
         guard let token = order.purchaseToken else { return .failed("the order has no usable purchase token", configuration: false) }
         let kind = products[order.productId]?.kind
         do {
-            if kind == .autoRenewable {
-                if try client.subscriptionPurchase(token: token).acknowledgementState == .acknowledged {
-                    return .finished("already_acknowledged")
-                }
-                try client.acknowledgeSubscription(subscriptionId: order.productId, token: token)
-                return .finished("acknowledged")
-            }
+            if kind == .autoRenewable { return try acknowledgeSubscription(order, token: token) }
             let purchase = try client.productPurchaseV2(token: token)
             if kind == .consumable {
                 let item = purchase.lineItems.first { $0.productId == order.productId } ?? purchase.lineItems.first

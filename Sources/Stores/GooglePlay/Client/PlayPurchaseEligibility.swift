@@ -65,6 +65,7 @@ package struct PlayPurchaseEligibility: Sendable {
         switch facts.state {
         case .pending: return .wait("purchase \(name) is pending payment")
         case let .unclear(what): return .needsAttention("purchase \(name): Google says \(what), which settle has no rule for")
+        case let .suspended(what): return .wait("purchase \(name) is \(what)")
         case .purchased, .canceled: break
         }
         if facts.isTest && !acceptSandbox {

@@ -18,6 +18,9 @@ package struct PlayPurchaseFacts: Sendable, Equatable {
         case canceled
         /// A state settle has no rule for (expired, on hold, paused, or one Google added): a person decides.
         case unclear(String)
+        /// On hold, and Google says what happens next (`onHoldStateContext`: it keeps retrying the
+        /// declined renewal): nothing to decide yet, settle asks again later (the words say why).
+        case suspended(String)
     }
 
     package var state: State
@@ -70,6 +73,7 @@ package struct PlayPurchaseFacts: Sendable, Equatable {
         case .active?, .inGracePeriod?, .canceled?: state = .purchased
         case .pending?: state = .pending
         case .pendingPurchaseCanceled?: state = .canceled
+        case .onHold? where s.holdContext != nil: state = .suspended(s.holdContext ?? "")
         case .expired?, .onHold?, .paused?, nil: state = .unclear("subscriptionState \(s.rawSubscriptionState ?? "absent")")
         }
         if state == .purchased && orderId == nil {

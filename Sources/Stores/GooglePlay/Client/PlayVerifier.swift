@@ -55,9 +55,12 @@ package final class PlayVerifier: OrderVerifier {
         var startMs: Int64? = nil
         var linked: PurchaseToken? = nil
         var kept = false
+        // What Google says of a subscription on hold or in its grace period, for the order's history.
+        var holdContext: String? = nil
         do {
             if product.kind == .autoRenewable {
                 let subscription = try client.subscriptionPurchase(token: token)
+                holdContext = subscription.holdContext
                 var read = PlayPurchaseFacts(subscription: subscription, productId: order.productId)
                 linked = subscription.linkedPurchaseToken
                 expiresMs = subscription.lineItems.first { $0.productId == order.productId }?.expiry
@@ -103,6 +106,7 @@ package final class PlayVerifier: OrderVerifier {
         var verification = try decide(order, facts: facts, token: token, expiresMs: expiresMs, startMs: startMs, linked: linked,
                                       subscription: product.kind == .autoRenewable)
         verification.storeAnswered = true
+        verification.learned = holdContext.map(PlayStateContext.init)
         return verification
     }
 
@@ -163,6 +167,8 @@ package final class PlayVerifier: OrderVerifier {
             waiting.keepsAttempt = true
             // A slow payment takes hours or days; a notification that it completed makes the order due at once.
             waiting.retryAfterSeconds = PlayVerifier.pendingRecheckSeconds
+            // An account hold lasts up to 60 days: asked again every few hours, or at once on Google's recovered push.
+            if case .suspended = facts.state { waiting.retryAfterSeconds = PlayVerifier.holdRecheckSeconds }
             return waiting
         case let .rejected(rejection, message):
             let reason: RejectionReason
@@ -229,6 +235,9 @@ package final class PlayVerifier: OrderVerifier {
 
     /// How long a purchase pending payment waits before Google is asked again (at most `backoff_max_seconds`).
     package static let pendingRecheckSeconds: Double = 600
+    /// How long a subscription on hold, whose declined renewal Google keeps retrying, waits before
+    /// Google is asked again.
+    package static let holdRecheckSeconds: Double = 6 * 3600
 
     /// The obfuscatedExternalAccountId the order's user must carry, by `user_binding.app_account_token`:
     /// the one stored with the order, the user id itself, or the user id's version-5 UUID.

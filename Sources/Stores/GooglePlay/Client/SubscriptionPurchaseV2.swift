@@ -67,6 +67,12 @@ package struct SubscriptionPurchaseV2: Sendable, Equatable {
     package var obfuscatedExternalAccountId: String?
     package var regionCode: String?
     package var startTime: String?
+    /// `outOfAppPurchaseContext` (a resubscription made in the Play Store), in `+Contexts`.
+    package var outOfAppPurchase: OutOfAppPurchase? = nil
+    /// `onHoldStateContext`: the declined renewal behind an account hold.
+    package var onHold: DeclinedRenewal? = nil
+    /// `inGracePeriodStateContext`: the declined renewal behind a grace period.
+    package var inGracePeriod: DeclinedRenewal? = nil
 
     package var subscriptionState: State? { rawSubscriptionState.flatMap(State.init(rawValue:)) }
     package var acknowledgementState: AcknowledgementState? { rawAcknowledgementState.flatMap(AcknowledgementState.init(rawValue:)) }
@@ -105,6 +111,9 @@ package struct SubscriptionPurchaseV2: Sendable, Equatable {
                   isTestPurchase: json["testPurchase"].map { $0 != .null } ?? false,
                   obfuscatedExternalAccountId: string(json["externalAccountIdentifiers"]?["obfuscatedExternalAccountId"]),
                   regionCode: string(json["regionCode"]), startTime: string(json["startTime"]))
+        outOfAppPurchase = Self.outOfAppPurchase(json["outOfAppPurchaseContext"])
+        onHold = Self.declinedRenewal(json["onHoldStateContext"])
+        inGracePeriod = Self.declinedRenewal(json["inGracePeriodStateContext"])
     }
 
     /// The answer as Google sends it (for the fake Google and round-trip tests).
@@ -120,6 +129,7 @@ package struct SubscriptionPurchaseV2: Sendable, Equatable {
             members.append(("externalAccountIdentifiers", .object([("obfuscatedExternalAccountId", .string(obfuscatedExternalAccountId))])))
         }
         if isTestPurchase { members.append(("testPurchase", .object([]))) }
+        members += contextMembers
         members.append(("lineItems", .array(lineItems.map { item in
             var fields: [(String, JSONValue)] = [("productId", .string(item.productId))]
             if let expiryTime = item.expiryTime { fields.append(("expiryTime", .string(expiryTime))) }

@@ -53,7 +53,8 @@ package enum GooglePlayModule: StoreModule {
             playInbox?.refundReview = settings.refundReview
         }
         return GooglePlayAdapter(
-            verifier: play, finisher: PlayFinisher(client: play.client, products: configuration.products), inbox: playInbox,
+            verifier: play, finisher: PlayFinisher(client: play.client, products: configuration.products,
+                                                 binding: configuration.userBinding), inbox: playInbox,
             notificationsPath: settings.notificationsPath,
             voided: PlayVoidedPoll(ledger: ledger, client: play.client, intervalSeconds: settings.voidedPollIntervalSeconds, log: log))
     }

@@ -239,7 +239,9 @@ package struct PlayNotificationInbox: Sendable {
     ///    its token whose order the purchase binds to (only that, for a renewal);
     ///  - else the user of the grant it replaces (Google's linkedPurchaseToken: an upgrade, a
     ///    downgrade, a resubscription), bound the same way;
-    ///  - else the user its obfuscated account id maps to;
+    ///  - else, for a resubscription made in the Play Store, the user of the expired grant its
+    ///    `outOfAppPurchaseContext` names (`resubscriber`), bound the same way;
+    ///  - else the user its obfuscated account id maps to, or the expired one's (the same rules);
     ///  - else nobody: `needs_attention` (`unclaimed_purchase`) for `settle assign`.
     /// A product missing from the configuration still becomes an order, which the pass sets aside
     /// as `unknown_product` (a paid purchase is never dropped for settle's gap).
@@ -315,10 +317,15 @@ package struct PlayNotificationInbox: Sendable {
             accountToken = holder.appAccountToken
             detail = "Google Play reported purchase \(googleOrderId) (\(token.fingerprint)), which replaces order \(holder.orderId)'s "
                 + "subscription (linkedPurchaseToken): for its user \(user)"
+        } else if case let .user(holder, why) = try resubscriber(read.outOfApp, bound: bound) {
+            user = holder.userId
+            accountToken = holder.appAccountToken
+            detail = "Google Play reported purchase \(googleOrderId) (\(token.fingerprint)), "
+                + "a resubscription made in the Play Store: \(why)"
         } else {
-            user = try accountId.flatMap { (id) throws(LedgerError) in try userFor(accountId: id) } ?? ""
+            (user, detail) = try buyer(read, accountId: accountId, bound: bound)
             detail = "Google Play reported purchase \(googleOrderId) (\(token.fingerprint)) that no backend enqueued for its buyer"
-                + (user.isEmpty ? "; nothing maps it to a user" : "; its obfuscatedExternalAccountId maps to user \(user)")
+                + detail
         }
         if user.isEmpty {
             detail += "; find the buyer and run: settle assign \(Verdict.shellWord(orderId)) --user USER_ID"
@@ -334,10 +341,12 @@ package struct PlayNotificationInbox: Sendable {
     }
 
     /// A purchase as Google answers it, with the product it is for.
-    private struct Read {
+    struct Read {
         var facts: PlayPurchaseFacts
         var productId: String
         var linked: PurchaseToken?
+        /// What a purchase made outside the app says of the expired subscription it follows.
+        var outOfApp: SubscriptionPurchaseV2.OutOfAppPurchase? = nil
     }
 
     /// Reads the purchase behind `token`: a one-time product by its notification's `sku`, a
@@ -354,13 +363,13 @@ package struct PlayNotificationInbox: Sendable {
             return nil
         }
         return Read(facts: PlayPurchaseFacts(subscription: subscription, productId: productId), productId: productId,
-                    linked: subscription.linkedPurchaseToken)
+                    linked: subscription.linkedPurchaseToken, outOfApp: subscription.outOfAppPurchase)
     }
 
     /// The user an obfuscated account id stands for: the id itself when user ids are the account
     /// ids (`user_binding.app_account_token: user_id`), else the one user whose orders carry it.
     /// A version-5 UUID cannot be turned back into its user id.
-    private func userFor(accountId: String) throws(LedgerError) -> String? {
+    func userFor(accountId: String) throws(LedgerError) -> String? {
         switch binding.tokenSource {
         case .userId: return accountId
         case .order: return try ledger.playUser(accountId: accountId)

@@ -55,6 +55,10 @@ package final class FakeGooglePlay: Sendable {
         package var orders: [String: PlayOrder] = [:]
         /// Review Refund answers as received, by order id, in order (the first is the one Google keeps).
         package var refundReviews: [String: [JSONValue]] = [:]
+        /// Subscription acknowledge bodies as received, by token, in order (`FakeGooglePlay+Acknowledge.swift`).
+        package var acknowledgeBodies: [String: [JSONValue]] = [:]
+        /// Answers 400 to an acknowledge carrying `externalAccountIds` (as for an id Google takes for personal data).
+        package var refusesAccountIds = false
         package var voidedPageSize = 2
         package var apiFailures: [Failure] = []
         package var tokenFailures: [Failure] = []
@@ -144,10 +148,12 @@ package final class FakeGooglePlay: Sendable {
         if request.path.hasPrefix(ordersPrefix) { return orders(request, rest: String(request.path.dropFirst(ordersPrefix.count))) }
         let rest = String(request.path.dropFirst(prefix.count))
         let (route, query) = rest.firstIndex(of: "?").map { (String(rest[..<$0]), String(rest[rest.index(after: $0)...])) } ?? (rest, "")
-        return purchases(request.method, segments: route.split(separator: "/", omittingEmptySubsequences: false), query: query)
+        let segments = route.split(separator: "/", omittingEmptySubsequences: false)
+        return purchases(request.method, segments: segments, query: query, body: request.body)
     }
 
-    private func purchases(_ method: String, segments raw: [Substring], query: String) -> HTTPServerResponse {
+    private func purchases(_ method: String, segments raw: [Substring], query: String,
+                           body: Data) -> HTTPServerResponse {
         // The custom verb's colon is literal; one inside an id arrives encoded as %3A.
         var segments = raw
         var verb = ""
@@ -192,8 +198,7 @@ package final class FakeGooglePlay: Sendable {
                 return .json(200, p.json.data)
             case ("POST", "subscriptions", "acknowledge"):
                 guard s.subscriptions[token]?.lineItems.contains(where: { $0.productId == parts[1] }) == true else { return Self.tokenInvalid }
-                s.subscriptions[token]!.rawAcknowledgementState = SubscriptionPurchaseV2.AcknowledgementState.acknowledged.rawValue
-                return HTTPServerResponse(status: 200)
+                return Self.acknowledgeSubscription(&s, token: token, body: body)
             default:
                 return Self.error(404, reason: "notFound", "Not Found")
             }
