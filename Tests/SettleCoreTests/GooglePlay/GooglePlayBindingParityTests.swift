@@ -15,24 +15,7 @@ import XCTest
 /// ledger's evidence only; a subscription on hold whose Google answer says what happens next
 /// waits instead of asking a person. Whole passes against the fake Google over loopback, on
 /// SQLite here and on PostgreSQL in `GooglePlayBindingParityPostgresTests`.
-class GooglePlayBindingParityTests: GooglePlayReconcileTests {
-    /// The tests this file declares: the ones it inherits run in `GooglePlayReconcileTests` (and its
-    /// PostgreSQL twin), so here they are skipped rather than run twice with this class's overrides.
-    static let ownTests: Set<String> = {
-        let source = (try? String(contentsOfFile: #filePath, encoding: .utf8)) ?? ""
-        return Set(source.split(separator: "\n").compactMap { line -> String? in
-            guard line.hasPrefix("    func test"), line.hasSuffix("() throws {") else { return nil }
-            return String(line.dropFirst("    func ".count).prefix { $0 != "(" })
-        })
-    }()
-
-    override func setUpWithError() throws {
-        let test = String(name.split(whereSeparator: { $0 == "." || $0 == " " }).last ?? "").trimmingCharacters(in: ["]"])
-        let own = Self.ownTests.contains(test) || test == "testEveryBindingParityTest_alsoRunsOnPostgreSQL"
-        try XCTSkipUnless(own, "\(test) runs in GooglePlayReconcileTests")
-        try super.setUpWithError()
-    }
-
+class GooglePlayBindingParityTests: GooglePlayPassCase {
     /// A subscription Google answers with the contexts of 2025-11 and 2026-05.
     func scripted(_ token: PurchaseToken, state: String = "SUBSCRIPTION_STATE_ACTIVE", period: String,
                   account: String? = nil, acknowledged: Bool = false, expiry: String = "2099-01-01T00:00:00Z",

@@ -16,7 +16,7 @@ import XCTest
 /// `settle reconcile` builds it, Google's pushes stored as the listener stores them, the fake
 /// Google over loopback through libcurl, real hook processes. Every test runs on SQLite here and
 /// on PostgreSQL in `GooglePlayReconcilePostgresTests`.
-class GooglePlayReconcileTests: XCTestCase {
+class GooglePlayPassCase: XCTestCase {
     var world: TestWorld!
     var fake: FakeGooglePlay!
     var google: LoopbackHTTPServer!
@@ -198,6 +198,23 @@ class GooglePlayReconcileTests: XCTestCase {
 
     // MARK: - Renewals, upgrades (issue 23, 2.1)
 
+    // MARK: - Deprecations (2.11)
+
+    // MARK: - Refunds (2.3, 2.5)
+
+    // MARK: - Purchase pushes (2.6, 2.7)
+
+    // MARK: - Finished elsewhere (2.9)
+
+    // MARK: - A slow Google (2.8, 2.12)
+
+    // MARK: - Pushes on the ledger (2.13)
+
+    // MARK: - Numbers from outside in the ledger's rows (issue 32, item 16; GooglePlayNumberTests.swift)
+}
+
+/// The pass tests on a SQLite ledger; `GooglePlayReconcilePostgresTests` runs them on PostgreSQL.
+class GooglePlayReconcileTests: GooglePlayPassCase {
     func testRenewal_goesToTheSubscriberWhoseGrantItIs_neverToTheOldestOrderHoldingTheToken() throws {
         // Backends store the account id with each order (`app_account_token: order`).
         try configure(binding: "order")
@@ -290,8 +307,6 @@ class GooglePlayReconcileTests: XCTestCase {
         XCTAssertEqual(deliveries.sorted(), ["GPA.K..0 o-sub", "GPA.K..1 play-GPA.K..1"])
     }
 
-    // MARK: - Deprecations (2.11)
-
     func testSubscriptionBoughtOutsideTheApp_isFoundWithoutSubscriptionId_andGrantedItsLatestSuccessfulOrder() throws {
         let ledger = try makeLedger()
         let sub = token("outside")
@@ -304,8 +319,6 @@ class GooglePlayReconcileTests: XCTestCase {
         XCTAssertEqual(deliveries, ["GPA.O..0 play-GPA.O..0"], "granted under the deprecated latestOrderId")
         XCTAssertEqual(fake.subscription(sub.value)?.acknowledgementState, .acknowledged)
     }
-
-    // MARK: - Refunds (2.3, 2.5)
 
     func testRefundOfOnePeriod_revokesThatPeriodOnly_andARenewalNotYetDelivered_isStillDelivered() throws {
         let ledger = try makeLedger()
@@ -383,8 +396,6 @@ class GooglePlayReconcileTests: XCTestCase {
         XCTAssertEqual(revokes, ["revoke:GPA.VR o-vr"])
     }
 
-    // MARK: - Purchase pushes (2.6, 2.7)
-
     func testPurchasePush_forATokenAnotherUsersRejectedOrderHolds_createsTheBuyersOwnOrder() throws {
         let ledger = try makeLedger()
         let alices = product("alices", orderId: "GPA.A", account: "alice")
@@ -417,8 +428,6 @@ class GooglePlayReconcileTests: XCTestCase {
         XCTAssertEqual(deliveries, [])
     }
 
-    // MARK: - Finished elsewhere (2.9)
-
     func testPurchaseGoogleSaysConsumedOrAcknowledged_isSetAside_finishedElsewhere_andARetryDeliversIt() throws {
         let ledger = try makeLedger()
         let consumed = product("consumed", orderId: "GPA.C", account: "alice", consumed: true)
@@ -439,8 +448,6 @@ class GooglePlayReconcileTests: XCTestCase {
         XCTAssertEqual(deliveries, ["GPA.C o-c"])
         XCTAssertEqual(try order(ledger, "o-k")?.state, .needsAttention)
     }
-
-    // MARK: - A slow Google (2.8, 2.12)
 
     func testSlowGoogle_getsABoundedShareOfThePass_kicksProgressAfterEachPush_andTheAppStoreOrdersSettleInThatPass() throws {
         let ledger = try makeLedger()
@@ -517,8 +524,6 @@ class GooglePlayReconcileTests: XCTestCase {
         XCTAssertEqual(pacer.bucket(PacerKey(store: "google_play", group: "one_time_purchases", environment: "production"))?.throttles, 1)
     }
 
-    // MARK: - Pushes on the ledger (2.13)
-
     func testPushWhoseEffectCannotBeWritten_isKeptNotApplied_andTheOtherPushesAndPassesGoOn() throws {
         let ledger = try makeLedger()
         try poisonOrders(orderId: "play-GPA.BAD")
@@ -540,8 +545,6 @@ class GooglePlayReconcileTests: XCTestCase {
         try pass(ledger)
         XCTAssertEqual(try order(ledger, "play-GPA.O")?.origin, "google_play_notification")
     }
-
-    // MARK: - Numbers from outside in the ledger's rows (issue 32, item 16; GooglePlayNumberTests.swift)
 
     func testOrdersWithAbsurdTimesAndAttemptsInTheirRows_areSettled_andThePassDoesNotTrap() throws { try checkOrdersWithAbsurdTimesAndAttemptsInTheirRows() }
     func testVoidedPollCursorWithAbsurdTimes_neverTraps_andNeverAsksGoogleForAWindowAfterNow() throws { try checkVoidedPollCursorWithAbsurdTimes() }
