@@ -625,5 +625,7 @@ extension LedgerSchema {
         CREATE INDEX audit_log_at ON audit_log(at);
         CREATE INDEX audit_log_actor ON audit_log(actor, id);
         """,
+        // 21: customers' refund policy and orders' usage evidence (issue 37, `CustomerSchema`).
+        CustomerSchema.sqlite,
     ]
 }

@@ -45,7 +45,8 @@ extension PlayNotificationInbox {
         case let .delivered(why):
             delivered = why
         }
-        let evidence = try self.evidence(orderId: orderId, delivered: delivered)
+        // The customer's preference and, with consent, usage evidence (PlayNotificationInbox+CustomerEvidence).
+        let (evidence, note) = try withCustomerEvidence(try self.evidence(orderId: orderId, delivered: delivered), orderId: orderId)
         guard case let .object(members) = evidence else { return false }
         do throws(PlayAPIError) {
             try client.reviewRefund(orderId: n.orderId, body: .object([("pendingRefundToken", .string(n.pendingRefundToken))] + members))
@@ -61,7 +62,7 @@ extension PlayNotificationInbox {
             log.error("google_play.refund_review_failed", ["google_order": n.orderId, "order": orderId, "error": error.message])
             return true
         }
-        let detail = "\(what): \(evidence.serialized())"
+        let detail = "\(what): \(evidence.serialized())" + (note.isEmpty ? "" : " (\(note))")
         try ledger.finishPlayRefundReview(messageId: record.messageId, outcome: "answered", detail: detail, orderId: orderId,
                                           history: HistoryEntry(at: now, kind: .consumption, outcome: "answered", detail: detail))
         log.info("google_play.refund_review_answered", ["google_order": n.orderId, "order": orderId, "body": evidence.serialized()])
