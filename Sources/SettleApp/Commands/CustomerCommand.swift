@@ -8,36 +8,39 @@ import SettleLedger
 /// their data with the store and the developer's refund preference for them, and what is known of
 /// an order's use; settle's answers to the stores' refund requests use them (docs/backend.md).
 enum CustomerCommand {
-    static let spec = ArgumentSpec(command: "customer", options: [
-        .init(name: "--consented", takesValue: true), .init(name: "--refund-preference", takesValue: true),
-        .init(name: "--note", takesValue: true), .init(name: "--json", takesValue: false),
-        .init(name: "--consumption-percentage", takesValue: true), .init(name: "--play-time-seconds", takesValue: true),
-        .init(name: "--ip-address", takesValue: true), .init(name: "--region-code", takesValue: true),
-        .init(name: "--administrative-area", takesValue: true), .init(name: "--locality", takesValue: true),
-        .init(name: "--events-file", takesValue: true),
-    ], positionals: 2...2)
+    static let spec = ArgumentSpec(
+        command: "customer",
+        options: [
+            .init(name: "--consented", takesValue: true), .init(name: "--refund-preference", takesValue: true),
+            .init(name: "--note", takesValue: true), .init(name: "--json", takesValue: false),
+            .init(name: "--consumption-percentage", takesValue: true),
+            .init(name: "--play-time-seconds", takesValue: true),
+            .init(name: "--ip-address", takesValue: true), .init(name: "--region-code", takesValue: true),
+            .init(name: "--administrative-area", takesValue: true), .init(name: "--locality", takesValue: true),
+            .init(name: "--events-file", takesValue: true),
+        ], positionals: 2...2)
 
     static let help = """
-    Usage: settle customer set USER [--consented yes|no] [--refund-preference P|none] [--note TEXT]
-           settle customer show USER [--json]
-           settle customer usage ORDER_ID [--consumption-percentage MILLIUNITS] [--play-time-seconds S]
-                                 [--ip-address IP] [--region-code CC [--administrative-area A] [--locality L]]
-                                 [--events-file FILE|-]
+        Usage: settle customer set USER [--consented yes|no] [--refund-preference P|none] [--note TEXT]
+               settle customer show USER [--json]
+               settle customer usage ORDER_ID [--consumption-percentage MILLIUNITS] [--play-time-seconds S]
+                                     [--ip-address IP] [--region-code CC [--administrative-area A] [--locality L]]
+                                     [--events-file FILE|-]
 
-    set records a customer's refund policy: whether they consented to their data being shared
-    with the store, and the developer's refund preference for them (decline, grant_full,
-    grant_prorated, neutral; none forgets it and the global setting answers again). Audited.
+        set records a customer's refund policy: whether they consented to their data being shared
+        with the store, and the developer's refund preference for them (decline, grant_full,
+        grant_prorated, neutral; none forgets it and the global setting answers again). Audited.
 
-    show prints the record and the global settings it overrides.
+        show prints the record and the global settings it overrides.
 
-    usage records what is known of one order's use: the consumption percentage in thousandths
-    of a percent (45200 is 45.2 %), the play time, where it was used (IP address, CLDR region
-    code, region, city) and usage events, a JSON array of {"time": RFC 3339, "description": text}
-    (at most 100). Sent to the store only when the customer consented; unknown stays unsent.
-    Fields given replace the stored ones; the rest stay. Audited.
+        usage records what is known of one order's use: the consumption percentage in thousandths
+        of a percent (45200 is 45.2 %), the play time, where it was used (IP address, CLDR region
+        code, region, city) and usage events, a JSON array of {"time": RFC 3339, "description": text}
+        (at most 100). Sent to the store only when the customer consented; unknown stays unsent.
+        Fields given replace the stored ones; the rest stay. Audited.
 
-    Exit 65 when a value is out of range or the order is unknown.
-    """
+        Exit 65 when a value is out of range or the order is unknown.
+        """
 
     static func run(_ context: CommandContext) throws {
         let parsed = try ParsedArguments(context.arguments, spec: spec)
@@ -53,7 +56,10 @@ enum CustomerCommand {
 
     /// A `CustomerInput` problem is bad data: exit 65, naming the option.
     static func checked<T>(_ body: () throws(CustomerInput.Problem) -> T) throws(CommandFailure) -> T {
-        do { return try body() } catch { throw CommandFailure(.dataError, "--\(error.field.replacingOccurrences(of: "_", with: "-")): \(error.message)") }
+        do { return try body() } catch {
+            throw CommandFailure(
+                .dataError, "--\(error.field.replacingOccurrences(of: "_", with: "-")): \(error.message)")
+        }
     }
 
     static func set(_ context: CommandContext, _ parsed: ParsedArguments, user: String) throws {
@@ -63,26 +69,35 @@ enum CustomerCommand {
             switch text {
             case "yes": change.consented = true
             case "no": change.consented = false
-            default: throw UsageError(command: "customer", message: "--consented takes yes or no, not '\(PrintableText.clip(text, 20))'")
+            default:
+                throw UsageError(
+                    command: "customer", message: "--consented takes yes or no, not '\(PrintableText.clip(text, 20))'")
             }
         }
         if let text = parsed.value("--refund-preference") {
             if text == "none" {
                 change.clearsPreference = true
             } else {
-                change.refundPreference = try checked { () throws(CustomerInput.Problem) in try CustomerInput.preference(text) }
+                change.refundPreference = try checked { () throws(CustomerInput.Problem) in
+                    try CustomerInput.preference(text)
+                }
             }
         }
-        if let text = parsed.value("--note") { change.note = try checked { () throws(CustomerInput.Problem) in try CustomerInput.note(text) } }
+        if let text = parsed.value("--note") {
+            change.note = try checked { () throws(CustomerInput.Problem) in try CustomerInput.note(text) }
+        }
         guard !change.isEmpty else {
-            throw UsageError(command: "customer", message: "say what to record: --consented, --refund-preference or --note")
+            throw UsageError(
+                command: "customer", message: "say what to record: --consented, --refund-preference or --note")
         }
         let configuration = try context.loadConfiguration(parsed)
         do {
             let ledger = try configuration.openLedger(.current, time: context.time)
-            let policy = try ledger.setCustomer(user, change, source: .cli, by: Operator.commandLine(environment: context.environment))
-            context.print("customer \(user): consent \(policy.consentText), refund preference "
-                          + (policy.refundPreference?.rawValue ?? "none (the global setting answers)"))
+            let policy = try ledger.setCustomer(
+                user, change, source: .cli, by: Operator.commandLine(environment: context.environment))
+            context.print(
+                "customer \(user): consent \(policy.consentText), refund preference "
+                    + (policy.refundPreference?.rawValue ?? "none (the global setting answers)"))
         } catch {
             throw CommandFailure.from(error)
         }
@@ -104,17 +119,24 @@ enum CustomerCommand {
         var usage = OrderUsage(orderId: order)
         try checked { () throws(CustomerInput.Problem) in
             if let text = parsed.value("--consumption-percentage") {
-                guard let value = Int64(text) else { throw CustomerInput.Problem("consumption_percentage", "'\(PrintableText.clip(text, 20))' is not a whole number") }
+                guard let value = Int64(text) else {
+                    throw CustomerInput.Problem(
+                        "consumption_percentage", "'\(PrintableText.clip(text, 20))' is not a whole number")
+                }
                 usage.consumptionMilliunits = try CustomerInput.milliunits(value)
             }
             if let text = parsed.value("--play-time-seconds") {
-                guard let value = Int64(text) else { throw CustomerInput.Problem("play_time_seconds", "'\(PrintableText.clip(text, 20))' is not a whole number") }
+                guard let value = Int64(text) else {
+                    throw CustomerInput.Problem(
+                        "play_time_seconds", "'\(PrintableText.clip(text, 20))' is not a whole number")
+                }
                 usage.playTimeSeconds = try CustomerInput.playTime(value)
             }
             if let text = parsed.value("--ip-address") { usage.ipAddress = try CustomerInput.ipAddress(text) }
             if let code = parsed.value("--region-code") {
-                usage.location = try CustomerInput.location(regionCode: code, administrativeArea: parsed.value("--administrative-area"),
-                                                            locality: parsed.value("--locality"))
+                usage.location = try CustomerInput.location(
+                    regionCode: code, administrativeArea: parsed.value("--administrative-area"),
+                    locality: parsed.value("--locality"))
             }
         }
         if let file = parsed.value("--events-file") {
@@ -122,13 +144,18 @@ enum CustomerCommand {
             guard let json = try? JSONValue.parse(Data(text.utf8)) else {
                 throw CommandFailure(.dataError, "--events-file: \(file) is not JSON")
             }
-            usage.events = try checked { () throws(CustomerInput.Problem) in try CustomerInput.events(json, field: "events_file") }
+            usage.events = try checked { () throws(CustomerInput.Problem) in
+                try CustomerInput.events(json, field: "events_file")
+            }
         }
-        guard !usage.isEmpty else { throw UsageError(command: "customer", message: "say what is known of the order's use (see --help)") }
+        guard !usage.isEmpty else {
+            throw UsageError(command: "customer", message: "say what is known of the order's use (see --help)")
+        }
         let configuration = try context.loadConfiguration(parsed)
         do {
             let ledger = try configuration.openLedger(.current, time: context.time)
-            let stored = try ledger.setOrderUsage(usage, source: .cli, by: Operator.commandLine(environment: context.environment))
+            let stored = try ledger.setOrderUsage(
+                usage, source: .cli, by: Operator.commandLine(environment: context.environment))
             context.print("order \(order): \(stored.summary)")
         } catch {
             throw CommandFailure.from(error)

@@ -25,9 +25,12 @@ package struct CustomerPolicyView: Sendable {
 
     package var text: String {
         guard let policy else {
-            return "customer \(userId): no refund policy recorded (consent unknown; each store's global setting answers)"
+            return
+                "customer \(userId): no refund policy recorded (consent unknown; each store's global setting answers)"
         }
-        var out = "customer \(userId) refund policy:\n  consent: \(policy.consentText)\n  refund preference: \(preferenceText)\n"
+        var out =
+            "customer \(userId) refund policy:\n  consent: \(policy.consentText)\n"
+            + "  refund preference: \(preferenceText)\n"
         if let note = policy.note { out += "  note: \(note)\n" }
         if let setText { out += "  set by: \(setText)\n" }
         for problem in policy.problems { out += "  unusable: \(problem)\n" }

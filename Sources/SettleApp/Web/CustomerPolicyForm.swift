@@ -19,8 +19,10 @@ enum CustomerPolicyForm {
 
     static func card(userId: String, _ request: WebRequest, console: WebConsole) throws -> Markup {
         let view = try CustomerPolicyView.read(console.ledger, userId: userId)
-        var facts: [(String, String)] = [("consent", view.policy?.consentText ?? "unknown (no record)"),
-                                          ("refund preference", view.preferenceText)]
+        var facts: [(String, String)] = [
+            ("consent", view.policy?.consentText ?? "unknown (no record)"),
+            ("refund preference", view.preferenceText),
+        ]
         if let note = view.policy?.note { facts.append(("note", note)) }
         if let set = view.setText { facts.append(("set by", set)) }
         facts += (view.policy?.problems ?? []).map { ("unusable", $0) }
@@ -28,34 +30,43 @@ enum CustomerPolicyForm {
         if console.actions && request.allows(.customerSet) {
             let token = console.csrf.token(for: request.operatorName)
             let options = ["", "none"] + RefundPreference.allCases.map(\.rawValue)
-            let choices = Markup.join(options.map { value -> Markup in
-                "<option value=\"\(value)\">\(value.isEmpty ? "preference unchanged" : value)</option>"
-            })
-            content = content + """
-                <form method="post" action="/users/\(HTML.pathSegment(userId))/policy" class="action" id="policy-form">\
-                <input type="hidden" name="csrf" value="\(token)">\
-                <select name="consented" aria-label="consent"><option value="">consent unchanged</option>\
-                <option value="yes">consented</option><option value="no">refused</option></select>\
-                <select name="refund_preference" aria-label="refund preference">\(choices)</select>\
-                <input type="text" name="note" placeholder="note (required)" aria-label="policy note">\
-                <button type="submit">Record</button></form>
-                """
+            let choices = Markup.join(
+                options.map { value -> Markup in
+                    "<option value=\"\(value)\">\(value.isEmpty ? "preference unchanged" : value)</option>"
+                })
+            content =
+                content + """
+                    <form method="post" action="/users/\(HTML.pathSegment(userId))/policy" class="action" \
+                    id="policy-form">\
+                    <input type="hidden" name="csrf" value="\(token)">\
+                    <select name="consented" aria-label="consent"><option value="">consent unchanged</option>\
+                    <option value="yes">consented</option><option value="no">refused</option></select>\
+                    <select name="refund_preference" aria-label="refund preference">\(choices)</select>\
+                    <input type="text" name="note" placeholder="note (required)" aria-label="policy note">\
+                    <button type="submit">Record</button></form>
+                    """
         }
         return WebPage.section("Refund policy", id: "refund-policy", content)
     }
 
     static func perform(userId: String, _ request: WebRequest, console: WebConsole) throws -> HTTPServerResponse {
         guard console.actions else {
-            return WebPage.problem(403, "Actions are off", detail: "this console is read-only (web.actions is false)",
-                                   request: request, console: console)
+            return WebPage.problem(
+                403, "Actions are off", detail: "this console is read-only (web.actions is false)",
+                request: request, console: console)
         }
         guard !request.isCrossSite else { return WebActions.crossSite(request, console: console) }
         guard console.csrf.isValid(request.form["csrf"], for: request.operatorName) else {
-            console.log.warning("web.csrf_refused", ["user": request.operatorName, "action": WebAction.customerSet.rawValue])
-            return WebPage.problem(403, "Form refused", detail: "the form has expired or did not come from this console: reload "
-                                   + "the customer's page and try again", request: request, console: console)
+            console.log.warning(
+                "web.csrf_refused", ["user": request.operatorName, "action": WebAction.customerSet.rawValue])
+            return WebPage.problem(
+                403, "Form refused",
+                detail: "the form has expired or did not come from this console: reload "
+                    + "the customer's page and try again", request: request, console: console)
         }
-        if let refusal = WebPermission.refusal(.customerSet, subject: userId, request, console: console) { return refusal }
+        if let refusal = WebPermission.refusal(.customerSet, subject: userId, request, console: console) {
+            return refusal
+        }
         var change = CustomerChange()
         switch request.form["consented"] ?? "" {
         case "": break
@@ -73,18 +84,24 @@ enum CustomerPolicyForm {
             change.refundPreference = preference
         }
         let note = request.form["note"]?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-        guard !note.isEmpty else { return refuse("a note is required: say why (a ticket number)", request, console: console) }
+        guard !note.isEmpty else {
+            return refuse("a note is required: say why (a ticket number)", request, console: console)
+        }
         guard note.count <= CustomerLimits.noteCharacters else {
-            return refuse("the note is longer than \(CustomerLimits.noteCharacters) characters", request, console: console)
+            return refuse(
+                "the note is longer than \(CustomerLimits.noteCharacters) characters", request, console: console)
         }
         change.note = note
         guard change.consented != nil || change.refundPreference != nil || change.clearsPreference else {
             return refuse("choose a consent or a refund preference to record", request, console: console)
         }
         let user: String
-        do { user = try CustomerInput.userId(userId) } catch { return refuse(error.description, request, console: console) }
+        do { user = try CustomerInput.userId(userId) } catch {
+            return refuse(error.description, request, console: console)
+        }
         try console.ledger.setCustomer(user, change, source: .console, by: request.person)
-        console.log.info("web.action", ["user": request.operatorName, "action": WebAction.customerSet.rawValue, "customer": user])
+        console.log.info(
+            "web.action", ["user": request.operatorName, "action": WebAction.customerSet.rawValue, "customer": user])
         return WebResponse.seeOther("/users/\(HTML.pathSegment(user))?done=policy")
     }
 

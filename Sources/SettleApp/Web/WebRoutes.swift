@@ -73,7 +73,8 @@ enum WebRoutes {
             guard !report.entries.isEmpty else {
                 return WebResponse.json(404, .object([("error", .string("no order of user \(s[1]) in the ledger"))]))
             }
-            return WebResponse.json(200, try CustomerPolicyView.read(console.ledger, userId: s[1]).adding(to: report.json))
+            let policy = try CustomerPolicyView.read(console.ledger, userId: s[1])
+            return WebResponse.json(200, policy.adding(to: report.json))
         case ("audit", 1):
             return try AuditPage.api(request, console: console)
         case ("notifications", 2):

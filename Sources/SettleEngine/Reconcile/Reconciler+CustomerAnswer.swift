@@ -52,19 +52,28 @@ extension Reconciler {
         guard case let .object(members) = json else { throw CustomerInput.Problem("customer", "is not a JSON object") }
         let known: Set = ["user_id", "consented", "refund_preference"]
         if let unknown = members.first(where: { !known.contains($0.0) }) {
-            throw CustomerInput.Problem("customer.\(PrintableText.clip(unknown.0, 40))", "is not a customer field (consented, refund_preference)")
+            throw CustomerInput.Problem(
+                "customer.\(PrintableText.clip(unknown.0, 40))",
+                "is not a customer field (consented, refund_preference)")
         }
-        guard !order.userId.isEmpty else { throw CustomerInput.Problem("customer", "the order has no user to record it for") }
+        guard !order.userId.isEmpty else {
+            throw CustomerInput.Problem("customer", "the order has no user to record it for")
+        }
         if let named = json["user_id"], named != .string(order.userId) {
-            throw CustomerInput.Problem("customer.user_id", "names another user than the order's: a hook records only its order's customer")
+            throw CustomerInput.Problem(
+                "customer.user_id", "names another user than the order's: a hook records only its order's customer")
         }
         var change = CustomerChange()
         if let value = json["consented"], value != .null {
-            guard case let .bool(consented) = value else { throw CustomerInput.Problem("customer.consented", "is not true or false") }
+            guard case let .bool(consented) = value else {
+                throw CustomerInput.Problem("customer.consented", "is not true or false")
+            }
             change.consented = consented
         }
         if let value = json["refund_preference"], value != .null {
-            guard case let .string(text) = value else { throw CustomerInput.Problem("customer.refund_preference", "is not a string") }
+            guard case let .string(text) = value else {
+                throw CustomerInput.Problem("customer.refund_preference", "is not a string")
+            }
             change.refundPreference = try CustomerInput.preference(text, field: "customer.refund_preference")
         }
         return change

@@ -23,11 +23,15 @@ package enum CustomerInput {
         guard text.count <= CustomerLimits.userIdCharacters else {
             throw Problem("user", "longer than \(CustomerLimits.userIdCharacters) characters")
         }
-        guard !text.unicodeScalars.contains(where: PrintableText.isControl) else { throw Problem("user", "holds control characters") }
+        guard !text.unicodeScalars.contains(where: PrintableText.isControl) else {
+            throw Problem("user", "holds control characters")
+        }
         return text
     }
 
-    package static func preference(_ text: String, field: String = "refund_preference") throws(Problem) -> RefundPreference {
+    package static func preference(
+        _ text: String, field: String = "refund_preference"
+    ) throws(Problem) -> RefundPreference {
         guard let preference = RefundPreference(rawValue: text) else {
             let allowed = RefundPreference.allCases.map(\.rawValue).joined(separator: ", ")
             throw Problem(field, "'\(PrintableText.clip(text, 40))' is not one of \(allowed)")
@@ -50,8 +54,8 @@ package enum CustomerInput {
     }
 
     package static func playTime(_ value: Int64, field: String = "play_time_seconds") throws(Problem) -> Int64 {
-        guard (0...CustomerLimits.maxPlayTimeSeconds).contains(value) else {
-            throw Problem(field, "\(value) is outside 0...\(CustomerLimits.maxPlayTimeSeconds) seconds")
+        guard (0...CustomerLimits.maxSecondsOfUse).contains(value) else {
+            throw Problem(field, "\(value) is outside 0...\(CustomerLimits.maxSecondsOfUse) seconds")
         }
         return value
     }
@@ -66,23 +70,32 @@ package enum CustomerInput {
     }
 
     /// A CLDR region code ("KR", "US", "419") and optional first subdivision and city.
-    package static func location(regionCode: String, administrativeArea: String?, locality: String?,
-                                 field: String = "location") throws(Problem) -> CoarseLocation {
+    package static func location(
+        regionCode: String, administrativeArea: String?, locality: String?,
+        field: String = "location"
+    ) throws(Problem) -> CoarseLocation {
         let code = regionCode.unicodeScalars
         let letters = code.count == 2 && code.allSatisfy { ("A"..."Z").contains($0) }
         let digits = code.count == 3 && code.allSatisfy { ("0"..."9").contains($0) }
         guard letters || digits else {
-            throw Problem("\(field).region_code", "'\(PrintableText.clip(regionCode, 8))' is not a CLDR region code (KR, US, 419)")
+            throw Problem(
+                "\(field).region_code", "'\(PrintableText.clip(regionCode, 8))' is not a CLDR region code (KR, US, 419)"
+            )
         }
         func place(_ text: String?, _ name: String) throws(Problem) -> String? {
             guard let text, !text.isEmpty else { return nil }
-            guard text.count <= CustomerLimits.placeCharacters, !text.unicodeScalars.contains(where: PrintableText.isControl) else {
-                throw Problem("\(field).\(name)", "longer than \(CustomerLimits.placeCharacters) characters or holds control characters")
+            guard text.count <= CustomerLimits.placeCharacters,
+                !text.unicodeScalars.contains(where: PrintableText.isControl)
+            else {
+                throw Problem(
+                    "\(field).\(name)",
+                    "longer than \(CustomerLimits.placeCharacters) characters or holds control characters")
             }
             return text
         }
-        return CoarseLocation(regionCode: regionCode, administrativeArea: try place(administrativeArea, "administrative_area"),
-                              locality: try place(locality, "locality"))
+        return CoarseLocation(
+            regionCode: regionCode, administrativeArea: try place(administrativeArea, "administrative_area"),
+            locality: try place(locality, "locality"))
     }
 
     /// `[{"time": RFC 3339, "description": text}, …]`, at most `CustomerLimits.maxEvents`.
@@ -101,10 +114,15 @@ package enum CustomerInput {
                 throw Problem("\(name).description", "missing or empty")
             }
             guard description.count <= CustomerLimits.eventDescriptionCharacters else {
-                throw Problem("\(name).description", "longer than \(CustomerLimits.eventDescriptionCharacters) characters")
+                throw Problem(
+                    "\(name).description", "longer than \(CustomerLimits.eventDescriptionCharacters) characters")
             }
-            events.append(UsageEvent(at: ms / 1000, description: AuditEntry.printable(description,
-                                                                                     limit: CustomerLimits.eventDescriptionCharacters)))
+            events.append(
+                UsageEvent(
+                    at: ms / 1000,
+                    description: AuditEntry.printable(
+                        description,
+                        limit: CustomerLimits.eventDescriptionCharacters)))
         }
         return events
     }
@@ -112,27 +130,39 @@ package enum CustomerInput {
     /// The events as stored (`order_usage.usage_events`).
     package static func eventsText(_ events: [UsageEvent]) -> String? {
         guard !events.isEmpty else { return nil }
-        return JSONValue.array(events.map { event in
-            .object([("time", .string(Timestamp.rfc3339(unixSeconds: event.at))), ("description", .string(event.description))])
-        }).serialized()
+        return JSONValue.array(
+            events.map { event in
+                .object([
+                    ("time", .string(Timestamp.rfc3339(unixSeconds: event.at))),
+                    ("description", .string(event.description)),
+                ])
+            }
+        ).serialized()
     }
 
     /// The `usage` object of a hook's answer or `settle customer usage --json`:
     /// `{"consumption_percentage": 45200, "play_time_seconds": 3600, "ip_address": "…",
     ///   "location": {"region_code": "KR", "administrative_area": "…", "locality": "…"}, "events": […]}`.
-    package static func usage(_ json: JSONValue, orderId: String, field: String = "usage") throws(Problem) -> OrderUsage {
+    package static func usage(_ json: JSONValue, orderId: String, field: String = "usage") throws(Problem) -> OrderUsage
+    {
         guard case let .object(members) = json else { throw Problem(field, "is not a JSON object") }
         let known: Set = ["consumption_percentage", "play_time_seconds", "ip_address", "location", "events"]
         if let unknown = members.first(where: { !known.contains($0.0) }) {
-            throw Problem("\(field).\(PrintableText.clip(unknown.0, 40))", "is not a usage field (\(known.sorted().joined(separator: ", ")))")
+            throw Problem(
+                "\(field).\(PrintableText.clip(unknown.0, 40))",
+                "is not a usage field (\(known.sorted().joined(separator: ", ")))")
         }
         var usage = OrderUsage(orderId: orderId)
         if let value = json["consumption_percentage"], value != .null {
-            guard let number = value.exactInt64 else { throw Problem("\(field).consumption_percentage", "is not a whole number") }
+            guard let number = value.exactInt64 else {
+                throw Problem("\(field).consumption_percentage", "is not a whole number")
+            }
             usage.consumptionMilliunits = try milliunits(number, field: "\(field).consumption_percentage")
         }
         if let value = json["play_time_seconds"], value != .null {
-            guard let number = value.exactInt64 else { throw Problem("\(field).play_time_seconds", "is not a whole number") }
+            guard let number = value.exactInt64 else {
+                throw Problem("\(field).play_time_seconds", "is not a whole number")
+            }
             usage.playTimeSeconds = try playTime(number, field: "\(field).play_time_seconds")
         }
         if let value = json["ip_address"], value != .null {
@@ -143,8 +173,9 @@ package enum CustomerInput {
             guard case let .string(code)? = value["region_code"] else {
                 throw Problem("\(field).location.region_code", "missing (a CLDR region code: KR, US)")
             }
-            usage.location = try location(regionCode: code, administrativeArea: value["administrative_area"]?.looseString,
-                                          locality: value["locality"]?.looseString, field: "\(field).location")
+            usage.location = try location(
+                regionCode: code, administrativeArea: value["administrative_area"]?.looseString,
+                locality: value["locality"]?.looseString, field: "\(field).location")
         }
         if let value = json["events"], value != .null { usage.events = try events(value, field: "\(field).events") }
         return usage

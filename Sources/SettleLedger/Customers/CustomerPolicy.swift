@@ -48,9 +48,11 @@ package struct CustomerPolicy: Sendable, Equatable {
     /// What a row written by SQL held that settle cannot use ("refund_preference 'maybe' is not one of …").
     package var problems: [String] = []
 
-    package init(userId: String, consented: Bool? = nil, consentAt: Int64? = nil, consentBy: String? = nil,
-                 refundPreference: RefundPreference? = nil, note: String? = nil, updatedAt: Int64 = 0,
-                 setBy: CustomerSource = .backend, setByName: String? = nil) {
+    package init(
+        userId: String, consented: Bool? = nil, consentAt: Int64? = nil, consentBy: String? = nil,
+        refundPreference: RefundPreference? = nil, note: String? = nil, updatedAt: Int64 = 0,
+        setBy: CustomerSource = .backend, setByName: String? = nil
+    ) {
         self.userId = userId
         self.consented = consented
         self.consentAt = consentAt
@@ -118,8 +120,10 @@ package struct OrderUsage: Sendable, Equatable {
     /// What a row written by SQL held that settle cannot use; that field is treated as unknown.
     package var problems: [String] = []
 
-    package init(orderId: String, consumptionMilliunits: Int64? = nil, playTimeSeconds: Int64? = nil, events: [UsageEvent] = [],
-                 ipAddress: String? = nil, location: CoarseLocation? = nil) {
+    package init(
+        orderId: String, consumptionMilliunits: Int64? = nil, playTimeSeconds: Int64? = nil, events: [UsageEvent] = [],
+        ipAddress: String? = nil, location: CoarseLocation? = nil
+    ) {
         self.orderId = orderId
         self.consumptionMilliunits = consumptionMilliunits
         self.playTimeSeconds = playTimeSeconds
@@ -164,7 +168,7 @@ package enum CustomerLimits {
     package static let noteCharacters = 1000
     package static let maxMilliunits: Int64 = 100_000
     /// Ten years of play.
-    package static let maxPlayTimeSeconds: Int64 = 315_360_000
+    package static let maxSecondsOfUse: Int64 = 315_360_000
     /// Events kept per order (Google takes up to 1,000; settle keeps what a refund review weighs).
     package static let maxEvents = 100
     /// Google's own limit for a usage event's description is 5,000.

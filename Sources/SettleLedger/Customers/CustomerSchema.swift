@@ -9,7 +9,8 @@ enum CustomerSchema {
     static func tables(integer: String, now: String) -> String {
         """
         CREATE TABLE customers (
-            user_id            TEXT PRIMARY KEY CHECK (length(user_id) BETWEEN 1 AND \(CustomerLimits.userIdCharacters)),
+            user_id            TEXT PRIMARY KEY
+                               CHECK (length(user_id) BETWEEN 1 AND \(CustomerLimits.userIdCharacters)),
             consented          \(integer) CHECK (consented IN (0, 1)),
             consent_at         \(integer),
             consent_by         TEXT CHECK (length(consent_by) <= 200),
@@ -21,15 +22,17 @@ enum CustomerSchema {
         );
         CREATE TABLE order_usage (
             order_id               TEXT PRIMARY KEY CHECK (length(order_id) BETWEEN 1 AND 200),
-            consumption_milliunits \(integer) CHECK (consumption_milliunits BETWEEN 0 AND \(CustomerLimits.maxMilliunits)),
-            play_time_seconds      \(integer) CHECK (play_time_seconds BETWEEN 0 AND \(CustomerLimits.maxPlayTimeSeconds)),
+            consumption_milliunits \(integer)
+                                   CHECK (consumption_milliunits BETWEEN 0 AND \(CustomerLimits.maxMilliunits)),
+            play_time_seconds      \(integer) CHECK (play_time_seconds BETWEEN 0 AND \(CustomerLimits.maxSecondsOfUse)),
             usage_events           TEXT CHECK (length(usage_events) <= \(CustomerLimits.eventsTextCharacters)),
             ip_address             TEXT CHECK (length(ip_address) BETWEEN 2 AND 45),
             region_code            TEXT CHECK (length(region_code) BETWEEN 2 AND 3),
             administrative_area    TEXT CHECK (length(administrative_area) <= \(CustomerLimits.placeCharacters)),
             locality               TEXT CHECK (length(locality) <= \(CustomerLimits.placeCharacters)),
             updated_at             \(integer) NOT NULL DEFAULT (\(now)),
-            set_by                 TEXT NOT NULL DEFAULT 'backend' CHECK (set_by IN ('backend', 'cli', 'hook', 'console'))
+            set_by                 TEXT NOT NULL DEFAULT 'backend'
+                                   CHECK (set_by IN ('backend', 'cli', 'hook', 'console'))
         );
         """
     }
@@ -39,10 +42,20 @@ enum CustomerSchema {
 
     /// The tables and columns `settle ledger copy` carries.
     static let copied: [(name: String, columns: [String])] = [
-        ("customers", ["user_id", "consented", "consent_at", "consent_by", "refund_preference", "note", "updated_at", "set_by",
-                       "set_by_name"]),
-        ("order_usage", ["order_id", "consumption_milliunits", "play_time_seconds", "usage_events", "ip_address", "region_code",
-                         "administrative_area", "locality", "updated_at", "set_by"]),
+        (
+            "customers",
+            [
+                "user_id", "consented", "consent_at", "consent_by", "refund_preference", "note", "updated_at", "set_by",
+                "set_by_name",
+            ]
+        ),
+        (
+            "order_usage",
+            [
+                "order_id", "consumption_milliunits", "play_time_seconds", "usage_events", "ip_address", "region_code",
+                "administrative_area", "locality", "updated_at", "set_by",
+            ]
+        ),
     ]
 }
 

@@ -10,8 +10,10 @@ package struct CustomerChange: Sendable, Equatable {
     package var clearsPreference = false
     package var note: String?
 
-    package init(consented: Bool? = nil, refundPreference: RefundPreference? = nil, clearsPreference: Bool = false,
-                 note: String? = nil) {
+    package init(
+        consented: Bool? = nil, refundPreference: RefundPreference? = nil, clearsPreference: Bool = false,
+        note: String? = nil
+    ) {
         self.consented = consented
         self.refundPreference = refundPreference
         self.clearsPreference = clearsPreference
@@ -40,20 +42,30 @@ extension TransactionalLedger {
 
     package func customerPolicy(userId: String) throws(LedgerError) -> CustomerPolicy? {
         guard try knowsCustomers() else { return nil }
-        return try reading { db in try db.query("SELECT * FROM customers WHERE user_id = ?", [.text(userId)]).first.map(CustomerPolicy.init(row:)) }
+        return try reading { db in
+            try db.query("SELECT * FROM customers WHERE user_id = ?", [.text(userId)]).first.map(
+                CustomerPolicy.init(row:))
+        }
     }
 
     package func orderUsage(orderId: String) throws(LedgerError) -> OrderUsage? {
         guard try knowsCustomers() else { return nil }
-        return try reading { db in try db.query("SELECT * FROM order_usage WHERE order_id = ?", [.text(orderId)]).first.map(OrderUsage.init(row:)) }
+        return try reading { db in
+            try db.query("SELECT * FROM order_usage WHERE order_id = ?", [.text(orderId)]).first.map(
+                OrderUsage.init(row:))
+        }
     }
 
     /// Records `change` for `userId`, written by `source` (and `person`, audited, at a shell or on
     /// the console). The consent's time and author change only when the consent does.
     @discardableResult
-    package func setCustomer(_ userId: String, _ change: CustomerChange, source: CustomerSource,
-                             by person: Operator? = nil) throws(LedgerError) -> CustomerPolicy {
-        guard try knowsCustomers() else { throw .invalid("the ledger's schema keeps no customers yet: run settle migrate") }
+    package func setCustomer(
+        _ userId: String, _ change: CustomerChange, source: CustomerSource,
+        by person: Operator? = nil
+    ) throws(LedgerError) -> CustomerPolicy {
+        guard try knowsCustomers() else {
+            throw .invalid("the ledger's schema keeps no customers yet: run settle migrate")
+        }
         let audit = try auditor(person)
         let now = time.unixSeconds
         let author = person.map { "\(source.rawValue) \($0.name)" } ?? source.rawValue
@@ -72,15 +84,22 @@ extension TransactionalLedger {
             policy.updatedAt = now
             policy.setBy = source
             policy.setByName = person?.name
-            try db.query("""
-                INSERT INTO customers(user_id, consented, consent_at, consent_by, refund_preference, note, updated_at, set_by, set_by_name)
+            try db.query(
+                """
+                INSERT INTO customers(user_id, consented, consent_at, consent_by, refund_preference, note, updated_at,
+                                      set_by, set_by_name)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (user_id) DO UPDATE SET consented = excluded.consented, consent_at = excluded.consent_at,
-                    consent_by = excluded.consent_by, refund_preference = excluded.refund_preference, note = excluded.note,
+                    consent_by = excluded.consent_by, refund_preference = excluded.refund_preference,
+                    note = excluded.note,
                     updated_at = excluded.updated_at, set_by = excluded.set_by, set_by_name = excluded.set_by_name
-                """, [.text(userId), .from(policy.consented.map { Int64($0 ? 1 : 0) }), .from(policy.consentAt), .from(policy.consentBy),
-                      .from(policy.refundPreference?.rawValue), .from(policy.note), .integer(now), .text(source.rawValue),
-                      .from(person?.name)])
+                """,
+                [
+                    .text(userId), .from(policy.consented.map { Int64($0 ? 1 : 0) }), .from(policy.consentAt),
+                    .from(policy.consentBy),
+                    .from(policy.refundPreference?.rawValue), .from(policy.note), .integer(now), .text(source.rawValue),
+                    .from(person?.name),
+                ])
             if let person, let audit {
                 try audit(db, AuditEntry(person, action: "customer_set", subject: userId, at: now, detail: change.text))
             }
@@ -91,16 +110,22 @@ extension TransactionalLedger {
     /// Records what is known of `usage.orderId`'s use: each known field replaces the stored one,
     /// the rest stay. The order must be in the ledger.
     @discardableResult
-    package func setOrderUsage(_ usage: OrderUsage, source: CustomerSource, by person: Operator? = nil) throws(LedgerError) -> OrderUsage {
-        guard try knowsCustomers() else { throw .invalid("the ledger's schema keeps no usage evidence yet: run settle migrate") }
+    package func setOrderUsage(
+        _ usage: OrderUsage, source: CustomerSource, by person: Operator? = nil
+    ) throws(LedgerError) -> OrderUsage {
+        guard try knowsCustomers() else {
+            throw .invalid("the ledger's schema keeps no usage evidence yet: run settle migrate")
+        }
         let audit = try auditor(person)
         let now = time.unixSeconds
         return try writing { db in
             guard try !db.query("SELECT 1 AS one FROM orders WHERE order_id = ?", [.text(usage.orderId)]).isEmpty else {
                 throw LedgerError.invalid("no order \(usage.orderId) in the ledger")
             }
-            let old = try db.query("SELECT * FROM order_usage WHERE order_id = ?" + db.dialect.lockRows, [.text(usage.orderId)])
-                .first.map(OrderUsage.init(row:))
+            let old = try db.query(
+                "SELECT * FROM order_usage WHERE order_id = ?" + db.dialect.lockRows, [.text(usage.orderId)]
+            )
+            .first.map(OrderUsage.init(row:))
             var merged = old ?? OrderUsage(orderId: usage.orderId)
             merged.problems = []
             if let value = usage.consumptionMilliunits { merged.consumptionMilliunits = value }
@@ -110,8 +135,10 @@ extension TransactionalLedger {
             if let value = usage.location { merged.location = value }
             merged.updatedAt = now
             merged.setBy = source
-            try db.query("""
-                INSERT INTO order_usage(order_id, consumption_milliunits, play_time_seconds, usage_events, ip_address, region_code,
+            try db.query(
+                """
+                INSERT INTO order_usage(order_id, consumption_milliunits, play_time_seconds, usage_events, ip_address,
+                                        region_code,
                                         administrative_area, locality, updated_at, set_by)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (order_id) DO UPDATE SET consumption_milliunits = excluded.consumption_milliunits,
@@ -119,12 +146,17 @@ extension TransactionalLedger {
                     ip_address = excluded.ip_address, region_code = excluded.region_code,
                     administrative_area = excluded.administrative_area, locality = excluded.locality,
                     updated_at = excluded.updated_at, set_by = excluded.set_by
-                """, [.text(usage.orderId), .from(merged.consumptionMilliunits), .from(merged.playTimeSeconds),
-                      .from(CustomerInput.eventsText(merged.events)), .from(merged.ipAddress), .from(merged.location?.regionCode),
-                      .from(merged.location?.administrativeArea), .from(merged.location?.locality), .integer(now),
-                      .text(source.rawValue)])
+                """,
+                [
+                    .text(usage.orderId), .from(merged.consumptionMilliunits), .from(merged.playTimeSeconds),
+                    .from(CustomerInput.eventsText(merged.events)), .from(merged.ipAddress),
+                    .from(merged.location?.regionCode),
+                    .from(merged.location?.administrativeArea), .from(merged.location?.locality), .integer(now),
+                    .text(source.rawValue),
+                ])
             if let person, let audit {
-                try audit(db, AuditEntry(person, action: "usage_set", subject: usage.orderId, at: now, detail: usage.summary))
+                try audit(
+                    db, AuditEntry(person, action: "usage_set", subject: usage.orderId, at: now, detail: usage.summary))
             }
             return merged
         }
@@ -139,24 +171,31 @@ extension TransactionalLedger {
         let userId = try reading { db in
             try db.query("SELECT user_id FROM orders WHERE order_id = ?", [.text(orderId)]).first?.string("user_id")
         }
-        guard let userId, !userId.isEmpty, let policy = try customerPolicy(userId: userId) else { return .unknown(userId) }
+        guard let userId, !userId.isEmpty, let policy = try customerPolicy(userId: userId) else {
+            return .unknown(userId)
+        }
         let who = "customer \(userId)"
-        let preference = policy.refundPreference.map { "preference \($0.rawValue) (\(policy.setBy.rawValue))" } ?? "no preference of theirs"
+        let preference =
+            policy.refundPreference.map { "preference \($0.rawValue) (\(policy.setBy.rawValue))" }
+            ?? "no preference of theirs"
         let unusable = policy.problems.isEmpty ? "" : "; unusable: " + policy.problems.joined(separator: "; ")
         switch policy.consented {
         case false?:
-            return RefundEvidence(userId: userId, consent: .refused, preference: nil, usage: nil,
-                                  summary: "\(who) refused consent (\(policy.consentText)): nothing of theirs is sent\(unusable)")
+            return RefundEvidence(
+                userId: userId, consent: .refused, preference: nil, usage: nil,
+                summary: "\(who) refused consent (\(policy.consentText)): nothing of theirs is sent\(unusable)")
         case nil:
-            return RefundEvidence(userId: userId, consent: .unknown, preference: policy.refundPreference, usage: nil,
-                                  summary: "\(who): consent unknown, \(preference); no usage evidence is sent\(unusable)")
+            return RefundEvidence(
+                userId: userId, consent: .unknown, preference: policy.refundPreference, usage: nil,
+                summary: "\(who): consent unknown, \(preference); no usage evidence is sent\(unusable)")
         case true?:
             let usage = try orderUsage(orderId: orderId).flatMap { $0.isEmpty ? nil : $0 }
             let used = usage.map { "usage: " + $0.summary } ?? "no usage evidence recorded"
             let problems = (usage?.problems ?? []) + policy.problems
-            return RefundEvidence(userId: userId, consent: .given, preference: policy.refundPreference, usage: usage,
-                                  summary: "\(who): consent given (\(policy.consentText)), \(preference); \(used)"
-                                      + (problems.isEmpty ? "" : "; unusable: " + problems.joined(separator: "; ")))
+            return RefundEvidence(
+                userId: userId, consent: .given, preference: policy.refundPreference, usage: usage,
+                summary: "\(who): consent given (\(policy.consentText)), \(preference); \(used)"
+                    + (problems.isEmpty ? "" : "; unusable: " + problems.joined(separator: "; ")))
         }
     }
 }
@@ -170,7 +209,9 @@ extension CustomerPolicy {
         consentAt = row.int("consent_at")
         consentBy = row.string("consent_by")
         if let text = row.string("refund_preference") {
-            do throws(CustomerInput.Problem) { refundPreference = try CustomerInput.preference(text) } catch { problems.append(error.description) }
+            do throws(CustomerInput.Problem) { refundPreference = try CustomerInput.preference(text) } catch {
+                problems.append(error.description)
+            }
         }
         note = row.string("note")
         updatedAt = row.int("updated_at") ?? 0
@@ -185,7 +226,9 @@ extension OrderUsage {
         updatedAt = row.int("updated_at") ?? 0
         setBy = row.string("set_by").flatMap(CustomerSource.init(rawValue:)) ?? .backend
         do throws(CustomerInput.Problem) {
-            if let value = row.int("consumption_milliunits") { consumptionMilliunits = try CustomerInput.milliunits(value) }
+            if let value = row.int("consumption_milliunits") {
+                consumptionMilliunits = try CustomerInput.milliunits(value)
+            }
         } catch { problems.append(error.description) }
         do throws(CustomerInput.Problem) {
             if let value = row.int("play_time_seconds") { playTimeSeconds = try CustomerInput.playTime(value) }
@@ -203,8 +246,9 @@ extension OrderUsage {
         } catch { problems.append(error.description) }
         do throws(CustomerInput.Problem) {
             if let code = row.string("region_code") {
-                location = try CustomerInput.location(regionCode: code, administrativeArea: row.string("administrative_area"),
-                                                      locality: row.string("locality"))
+                location = try CustomerInput.location(
+                    regionCode: code, administrativeArea: row.string("administrative_area"),
+                    locality: row.string("locality"))
             }
         } catch { problems.append(error.description) }
     }
@@ -217,8 +261,10 @@ extension OrderUsage {
         if !events.isEmpty { parts.append(Plural.count(events.count, "event")) }
         if ipAddress != nil { parts.append("an IP address") }
         if let location {
-            parts.append("location " + [location.regionCode, location.administrativeArea, location.locality].compactMap { $0 }
-                .joined(separator: ", "))
+            parts.append(
+                "location "
+                    + [location.regionCode, location.administrativeArea, location.locality].compactMap { $0 }
+                    .joined(separator: ", "))
         }
         return parts.isEmpty ? "nothing known" : parts.joined(separator: ", ")
     }

@@ -16,6 +16,12 @@ extension NotificationInbox {
         case send(body: JSONValue, note: String)
         /// Send nothing, for this reason.
         case withhold(String)
+
+        /// Why nothing is sent; nil when an answer is.
+        package var withheldBecause: String? {
+            if case let .withhold(why) = self { return why }
+            return nil
+        }
     }
 
     /// The answer for a delivered purchase of `orderId`: the global body, with the customer's
@@ -23,11 +29,14 @@ extension NotificationInbox {
     package func consumptionAnswer(orderId: String?) throws(LedgerError) -> ConsumptionAnswer {
         let evidence = try ledger.refundEvidence(orderId: orderId)
         if evidence.consent == .refused {
-            return .withhold(evidence.summary + "; Apple takes consumption information only from a customer who consented")
+            return .withhold(
+                evidence.summary + "; Apple takes consumption information only from a customer who consented")
         }
         var global = consumption.refundPreference
         var notes = [evidence.summary]
-        let subscription = try orderId.flatMap { id throws(LedgerError) in try ledger.orderRecord(id) }?.order.verified?.expiresDateMs != nil
+        let subscription =
+            try orderId.flatMap { id throws(LedgerError) in try ledger.orderRecord(id) }?.order.verified?.expiresDateMs
+            != nil
         // Apple: no percentage for an auto-renewable subscription (it computes it itself).
         let percentage = subscription ? nil : evidence.usage?.consumptionMilliunits
         if subscription, evidence.usage?.consumptionMilliunits != nil {
@@ -51,9 +60,12 @@ extension NotificationInbox {
         ]
         if let percentage { members.append(("consumptionPercentage", .number(String(percentage)))) }
         if let global { members.append(("refundPreference", .string(global.rawValue))) }
-        if let usage = evidence.usage, usage.playTimeSeconds != nil || usage.ipAddress != nil || usage.location != nil
-            || !usage.events.isEmpty {
-            notes.append("play time, usage events, IP and location are not fields of Apple's ConsumptionRequest v2: not sent")
+        if let usage = evidence.usage,
+            usage.playTimeSeconds != nil || usage.ipAddress != nil || usage.location != nil
+                || !usage.events.isEmpty
+        {
+            notes.append(
+                "play time, usage events, IP and location are not fields of Apple's ConsumptionRequest v2: not sent")
         }
         return .send(body: .object(members), note: notes.filter { !$0.isEmpty }.joined(separator: "; "))
     }

@@ -68,12 +68,9 @@ extension NotificationInbox {
             case .delivered:
                 break
             }
-            // The customer's preference and usage evidence, when consented (NotificationInbox+CustomerEvidence).
-            let answer = try consumptionAnswer(orderId: job.orderId)
-            guard case let .send(body, note) = answer else {
-                if case let .withhold(why) = answer { try leaveUnanswered(job, why: why, entry: entry, now: now) }
-                continue
-            }
+            let answer = try consumptionAnswer(orderId: job.orderId) // the customer's part: +CustomerEvidence
+            if let why = answer.withheldBecause { try leaveUnanswered(job, why: why, entry: entry, now: now); continue }
+            guard case let .send(body, note) = answer else { continue }
             let text = body.serialized()
             // Re-checked at the last moment: Apple hears one answer, from the host that holds it.
             guard try ledger.holds(job) else {

@@ -7,19 +7,29 @@ import SettleBase
 /// with Apple's status and a message naming the field, so a test sees it.
 /// https://developer.apple.com/documentation/appstoreserverapi/consumptionrequest
 enum SimulatedConsumptionRequest {
-    static let fields: Set = ["customerConsented", "deliveryStatus", "sampleContentProvided", "consumptionPercentage", "refundPreference"]
-    static let deliveryStatuses: Set = ["DELIVERED", "UNDELIVERED_QUALITY_ISSUE", "UNDELIVERED_WRONG_ITEM",
-                                        "UNDELIVERED_SERVER_OUTAGE", "UNDELIVERED_OTHER"]
+    static let fields: Set = [
+        "customerConsented", "deliveryStatus", "sampleContentProvided", "consumptionPercentage", "refundPreference",
+    ]
+    static let deliveryStatuses: Set = [
+        "DELIVERED", "UNDELIVERED_QUALITY_ISSUE", "UNDELIVERED_WRONG_ITEM",
+        "UNDELIVERED_SERVER_OUTAGE", "UNDELIVERED_OTHER",
+    ]
     static let refundPreferences: Set = ["DECLINE", "GRANT_FULL", "GRANT_PRORATED"]
 
     /// Apple's error for `body`, nil when Apple would take it.
     static func problem(_ body: JSONValue?) -> (code: Int, message: String)? {
-        guard let body, case let .object(members) = body else { return (4000000, "Invalid request: the body is not a JSON object.") }
+        guard let body, case let .object(members) = body else {
+            return (4000000, "Invalid request: the body is not a JSON object.")
+        }
         if let unknown = members.first(where: { !fields.contains($0.0) }) {
             return (4000000, "Invalid request: \(unknown.0) is not a field of ConsumptionRequest.")
         }
         guard case .bool(true)? = body["customerConsented"] else {
-            return (4000035, "Invalid request. The customer consented field is invalid or doesn't indicate that the customer consented.")
+            return (
+                4000035,
+                "Invalid request. The customer consented field is invalid or doesn't indicate that the customer "
+                    + "consented."
+            )
         }
         guard case let .string(status)? = body["deliveryStatus"], deliveryStatuses.contains(status) else {
             return (4000036, "Invalid request. The delivery status field is invalid.")

@@ -23,7 +23,9 @@ extension PlayNotificationInbox {
 
     /// `body` (the global answer, as the ledger shows the order delivered) with the customer's part;
     /// and a note for the history of what was used and left out (empty when nothing is known).
-    func withCustomerEvidence(_ body: JSONValue, orderId: String?) throws(LedgerError) -> (body: JSONValue, note: String) {
+    func withCustomerEvidence(
+        _ body: JSONValue, orderId: String?
+    ) throws(LedgerError) -> (body: JSONValue, note: String) {
         guard case var .object(members) = body else { return (body, "") }
         let evidence = try ledger.refundEvidence(orderId: orderId)
         var notes = [evidence.summary]
@@ -32,18 +34,24 @@ extension PlayNotificationInbox {
             members.insert(("refundPreference", .string(Self.googlePreference(preference))), at: 0)
             if preference == .grantProrated { notes.append("Google has no prorated refund: NEUTRAL sent") }
         }
-        guard let usage = evidence.usage else { return (.object(members), notes.filter { !$0.isEmpty }.joined(separator: "; ")) }
+        guard let usage = evidence.usage else {
+            return (.object(members), notes.filter { !$0.isEmpty }.joined(separator: "; "))
+        }
         if let percentage = usage.consumptionMilliunits {
             members.append(("consumptionPercentageMilliunits", .number(String(percentage))))
         }
         var events: [JSONValue] = []
-        if let index = members.firstIndex(where: { $0.0 == "consumptionUsageEvents" }), case let .array(known) = members[index].1 {
+        if let index = members.firstIndex(where: { $0.0 == "consumptionUsageEvents" }),
+            case let .array(known) = members[index].1
+        {
             events = known
             members.remove(at: index)
         }
         let account = events.first?["obfuscatedAccountId"]?.looseString
         if let seconds = usage.playTimeSeconds, case var .object(delivery)? = events.first,
-           let at = delivery.firstIndex(where: { $0.0 == "consumptionItemDescription" }), let said = delivery[at].1.looseString {
+            let at = delivery.firstIndex(where: { $0.0 == "consumptionItemDescription" }),
+            let said = delivery[at].1.looseString
+        {
             delivery[at].1 = .string(said + "; the backend counts \(OrderUsage.duration(seconds)) of use in total")
             events[0] = .object(delivery)
         }

@@ -46,7 +46,8 @@ extension PlayNotificationInbox {
             delivered = why
         }
         // The customer's preference and, with consent, usage evidence (PlayNotificationInbox+CustomerEvidence).
-        let (evidence, note) = try withCustomerEvidence(try self.evidence(orderId: orderId, delivered: delivered), orderId: orderId)
+        let (evidence, note) = try withCustomerEvidence(try self.evidence(orderId: orderId, delivered: delivered),
+                                                        orderId: orderId)
         guard case let .object(members) = evidence else { return false }
         do throws(PlayAPIError) {
             try client.reviewRefund(orderId: n.orderId, body: .object([("pendingRefundToken", .string(n.pendingRefundToken))] + members))

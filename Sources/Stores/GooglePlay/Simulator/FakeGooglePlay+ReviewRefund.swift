@@ -9,20 +9,28 @@ import SettleConfig
 /// most 5,000 characters, an `ipAddress`, a `location` with only `CoarseLocation`'s fields).
 /// https://developers.google.com/android-publisher/api-ref/rest/v3/orders/reviewrefund
 enum FakeReviewRefund {
-    static let fields: Set = ["pendingRefundToken", "sampleContentProvided", "refundPreference", "consumptionPercentageMilliunits",
-                              "consumptionUsageEvents"]
-    static let eventFields: Set = ["obfuscatedAccountId", "obfuscatedProfileId", "consumptionTime", "consumptionItemDescription",
-                                   "ipAddress", "location"]
+    static let fields: Set = [
+        "pendingRefundToken", "sampleContentProvided", "refundPreference", "consumptionPercentageMilliunits",
+        "consumptionUsageEvents",
+    ]
+    static let eventFields: Set = [
+        "obfuscatedAccountId", "obfuscatedProfileId", "consumptionTime", "consumptionItemDescription",
+        "ipAddress", "location",
+    ]
     static let locationFields: Set = ["regionCode", "administrativeArea", "locality", "sublocality"]
 
     /// Google's message for a body it would refuse; nil when it takes it.
     static func problem(_ body: JSONValue) -> String? {
         guard case let .object(members) = body else { return "Invalid JSON payload received." }
-        if let unknown = members.first(where: { !fields.contains($0.0) }) { return "Invalid JSON payload received. Unknown name \"\(unknown.0)\"" }
+        if let unknown = members.first(where: { !fields.contains($0.0) }) {
+            return "Invalid JSON payload received. Unknown name \"\(unknown.0)\""
+        }
         guard body["pendingRefundToken"]?.looseString != nil, case .bool? = body["sampleContentProvided"] else {
             return "Request contains an invalid argument."
         }
-        guard case let .string(preference)? = body["refundPreference"], ["DECLINE", "APPROVE", "NEUTRAL"].contains(preference) else {
+        guard case let .string(preference)? = body["refundPreference"],
+            ["DECLINE", "APPROVE", "NEUTRAL"].contains(preference)
+        else {
             return "Invalid value at 'refund_preference'."
         }
         if let value = body["consumptionPercentageMilliunits"] {
@@ -31,13 +39,17 @@ enum FakeReviewRefund {
             }
         }
         guard let events = body["consumptionUsageEvents"] else { return nil }
-        guard case let .array(items) = events, items.count <= 1000 else { return "Lists with over 1000 items will be rejected." }
+        guard case let .array(items) = events, items.count <= 1000 else {
+            return "Lists with over 1000 items will be rejected."
+        }
         for item in items {
             guard case let .object(eventMembers) = item else { return "Invalid value at 'consumption_usage_events'." }
             if let unknown = eventMembers.first(where: { !eventFields.contains($0.0) }) {
                 return "Invalid JSON payload received. Unknown name \"\(unknown.0)\" at 'consumption_usage_events'"
             }
-            if let time = item["consumptionTime"], time.looseString.flatMap(ConfigurationDecoder.rfc3339Milliseconds) == nil {
+            if let time = item["consumptionTime"],
+                time.looseString.flatMap(ConfigurationDecoder.rfc3339Milliseconds) == nil
+            {
                 return "Invalid value at 'consumption_usage_events.consumption_time'."
             }
             if let text = item["consumptionItemDescription"]?.looseString, text.count > 5000 {
