@@ -99,11 +99,11 @@ class GooglePlayCustomerEvidenceTests: GooglePlayTestCase {
         // u-a consented, with evidence; u-b has no record; u-c refused, with evidence recorded anyway.
         try settle(expecting: 0, ["customer", "set", "u-a", "--consented", "yes", "--refund-preference", "grant_full",
                                   "--note", "ticket 5"])
-        let events = try world.write("events.json", """
+        let eventsFile = try world.write("events.json", """
             [{"time": "2026-01-01T10:00:00Z", "description": "spent 60 of 100 gems"}]
             """)
         let usage = ["--consumption-percentage", "45200", "--play-time-seconds", "5400", "--ip-address", "192.0.2.10",
-                     "--region-code", "KR", "--administrative-area", "Seoul", "--events-file", events]
+                     "--region-code", "KR", "--administrative-area", "Seoul", "--events-file", eventsFile]
         try settle(expecting: 0, ["customer", "usage", "o-ca"] + usage)
         try settle(expecting: 0, ["customer", "set", "u-c", "--consented", "no", "--refund-preference", "grant_full"])
         try settle(expecting: 0, ["customer", "usage", "o-cc"] + usage)
@@ -120,15 +120,15 @@ class GooglePlayCustomerEvidenceTests: GooglePlayTestCase {
         let consented = try XCTUnwrap(fake.refundReviews("GPA.5555-0000-0000-00001").first)
         XCTAssertEqual(consented["refundPreference"], .string("APPROVE"), "grant_full is Google's APPROVE")
         XCTAssertEqual(consented["consumptionPercentageMilliunits"], .number("45200"))
-        let used = try XCTUnwrap(consented["consumptionUsageEvents"]?.arrayValue)
-        XCTAssertEqual(used.count, 2, "the delivery, then the backend's event: \(used)")
-        XCTAssertTrue(used[0]["consumptionItemDescription"]?.looseString?.contains("1 h 30 min") == true, "\(used[0])")
-        XCTAssertNil(used[0]["ipAddress"], "the delivery event is settle's, not where the customer used it")
-        XCTAssertEqual(used[1]["consumptionItemDescription"], .string("spent 60 of 100 gems"))
-        XCTAssertEqual(used[1]["consumptionTime"], .string("2026-01-01T10:00:00Z"))
-        XCTAssertEqual(used[1]["ipAddress"], .string("192.0.2.10"))
-        XCTAssertEqual(used[1]["location"], .object([("regionCode", .string("KR")), ("administrativeArea", .string("Seoul"))]))
-        XCTAssertEqual(used[1]["obfuscatedAccountId"], .string("u-a"))
+        let events = try XCTUnwrap(consented["consumptionUsageEvents"]?.arrayValue)
+        XCTAssertEqual(events.count, 2, "the delivery, then the backend's event: \(events)")
+        XCTAssertTrue(events[0]["consumptionItemDescription"]?.looseString?.contains("1 h 30 min") == true, "\(events[0])")
+        XCTAssertNil(events[0]["ipAddress"], "the delivery event is settle's, not where the customer used it")
+        XCTAssertEqual(events[1]["consumptionItemDescription"], .string("spent 60 of 100 gems"))
+        XCTAssertEqual(events[1]["consumptionTime"], .string("2026-01-01T10:00:00Z"))
+        XCTAssertEqual(events[1]["ipAddress"], .string("192.0.2.10"))
+        XCTAssertEqual(events[1]["location"], .object([("regionCode", .string("KR")), ("administrativeArea", .string("Seoul"))]))
+        XCTAssertEqual(events[1]["obfuscatedAccountId"], .string("u-a"))
 
         for google in ["GPA.5555-0000-0000-00002", "GPA.5555-0000-0000-00003"] {
             let body = try XCTUnwrap(fake.refundReviews(google).first)
@@ -151,6 +151,12 @@ class GooglePlayCustomerEvidenceTests: GooglePlayTestCase {
         XCTAssertEqual(policy["set_by"], .string("cli"))
         let status = try JSONValue.parse(Data(try settle(expecting: 0, ["status", "--user", "u-a", "--json"]).stdout.utf8))
         XCTAssertEqual(status["customer"]?["refund_policy"]?["refund_preference"], .string("grant_full"))
+        let used = status["customer"]?["refund_policy"]?["order_usage"]?.arrayValue?.first
+        XCTAssertEqual(used?["consumption_milliunits"], .number("45200"))
+        XCTAssertEqual(used?["ip_address_known"], .bool(true))
+        let text = try settle(expecting: 0, ["status", "--user", "u-a"]).stdout
+        XCTAssertTrue(text.contains("usage of o-ca: consumption 45.2 %, play time 1 h 30 min, 1 event"), text)
+        XCTAssertFalse(text.contains("192.0.2.10") || shown.contains("192.0.2.10"), "the IP is the store's to see, not a page's")
     }
 
     func testCustomerCommand_refusesOutOfRangeValues_andUnknownOrders_withExit65() throws {

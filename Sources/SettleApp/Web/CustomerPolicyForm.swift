@@ -26,6 +26,7 @@ enum CustomerPolicyForm {
         if let note = view.policy?.note { facts.append(("note", note)) }
         if let set = view.setText { facts.append(("set by", set)) }
         facts += (view.policy?.problems ?? []).map { ("unusable", $0) }
+        facts += view.usage.map { ("usage of \($0.orderId)", CustomerPolicyView.usageLine($0)) }
         var content = WebPage.facts(facts, id: "refund-policy-facts")
         if console.actions && request.allows(.customerSet) {
             let token = console.csrf.token(for: request.operatorName)

@@ -56,6 +56,17 @@ extension TransactionalLedger {
         }
     }
 
+    /// The usage evidence of `userId`'s orders (those they hold now), newest change first; at most `limit`.
+    package func orderUsages(userId: String, limit: Int = 200) throws(LedgerError) -> [OrderUsage] {
+        guard try knowsCustomers() else { return [] }
+        return try reading { db in
+            try db.query("""
+                SELECT u.* FROM order_usage u JOIN orders o ON o.order_id = u.order_id
+                WHERE o.user_id = ? ORDER BY u.updated_at DESC, u.order_id LIMIT ?
+                """, [.text(userId), .integer(Int64(limit))]).map(OrderUsage.init(row:))
+        }
+    }
+
     /// Records `change` for `userId`, written by `source` (and `person`, audited, at a shell or on
     /// the console). The consent's time and author change only when the consent does.
     @discardableResult
