@@ -35,7 +35,8 @@ package struct CustomerPolicyView: Sendable {
             if let setText { out += "  set by: \(setText)\n" }
             for problem in policy.problems { out += "  unusable: \(problem)\n" }
         } else {
-            out = "customer \(userId): no refund policy recorded (consent unknown; each store's global setting answers)\n"
+            out = "customer \(userId): no refund policy recorded "
+                + "(consent unknown; each store's global setting answers)\n"
         }
         for known in usage { out += "  usage of \(known.orderId): \(Self.usageLine(known))\n" }
         return String(out.dropLast())
