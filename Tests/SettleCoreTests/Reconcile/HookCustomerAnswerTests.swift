@@ -86,6 +86,31 @@ class HookCustomerAnswerTests: XCTestCase {
         XCTAssertTrue(logged.contains { $0.contains("hook.usage_refused") && $0.contains("usage.consumption_percentage") }, "\(logged)")
     }
 
+    func testWebhookAnswer_carriesTheCustomer_inItsJSONBody() throws {
+        let server = try LoopbackHTTPServer { request in
+            let key = request.header("Idempotency-Key") ?? ""
+            return .json(200, JSONValue.object([
+                ("granted", .string(key)),
+                ("customer", .object([("consented", .bool(true)), ("refund_preference", .string("neutral"))])),
+                ("usage", .object([("play_time_seconds", .number(60))])),
+            ]).data)
+        }
+        defer { server.stop() }
+        try world.write("webhook-secret", "WEBHOOK-SECRET-0b1c2d3e4f", mode: 0o600)
+        try world.writeConfig(overrides: [("delivery", .object([
+            ("webhook", .object([("url", .string(server.baseURL + "/grant")), ("secret_file", .string("webhook-secret"))])),
+            ("timeout_seconds", .number(3)),
+        ]))])
+        let ledger = try makeLedger()
+        let receipt = world.scriptReceipt("o-1", [SimulatedTransaction(productId: world.coins, transactionId: "2000000000000002")])
+        _ = try ledger.enqueue(NewOrder(orderId: "o-1", userId: "u-w", productId: world.coins, transactionId: "2000000000000002",
+                                        receipt: receipt))
+        _ = try world.reconciler(ledger: ledger).runPass()
+        XCTAssertEqual(try ledger.orderRecord("o-1")?.order.state, .finished)
+        XCTAssertEqual(try ledger.customerPolicy(userId: "u-w")?.refundPreference, .neutral)
+        XCTAssertEqual(try ledger.orderUsage(orderId: "o-1")?.playTimeSeconds, 60)
+    }
+
     func testAnswerOfAHookThatDidNotDeliver_isNotRead_andAnOlderAnswerReadsAsBefore() throws {
         let ledger = try deliver(answer: #"{"customer": {"consented": true}, "usage": {"consumption_percentage": 5}}"#, exit: 75)
         XCTAssertEqual(try ledger.orderRecord("o-1")?.order.state, .pending)
@@ -114,6 +139,10 @@ final class HookCustomerAnswerPostgresTests: HookCustomerAnswerTests {
 
     override func testAnswerWithGarbage_isRefusedByMember_namedInTheLog_andNeverStopsTheGrant() throws {
         try super.testAnswerWithGarbage_isRefusedByMember_namedInTheLog_andNeverStopsTheGrant()
+    }
+
+    override func testWebhookAnswer_carriesTheCustomer_inItsJSONBody() throws {
+        try super.testWebhookAnswer_carriesTheCustomer_inItsJSONBody()
     }
 
     override func testAnswerOfAHookThatDidNotDeliver_isNotRead_andAnOlderAnswerReadsAsBefore() throws {
