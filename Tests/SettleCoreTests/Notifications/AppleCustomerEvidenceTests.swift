@@ -134,6 +134,22 @@ class AppleCustomerEvidenceTests: XCTestCase {
         XCTAssertNil(neutral?["refundPreference"], "Apple has no neutral value; its refundPreference is optional")
     }
 
+    func testGlobalProrated_forAConsentedCustomerWhoUsedNothing_leavesThePreferenceOut_asAppleRefusesIt() throws {
+        try world.writeConfig(serverAPI: true, overrides: [
+            ("notifications", .object([("listen", .string("127.0.0.1:0"))])),
+            ("user_binding", .object([("app_account_token", .string("user_id"))])),
+            ("consumption", .object([("respond", .bool(true)), ("customer_consented", .bool(true)),
+                                     ("refund_preference", .string("GRANT_PRORATED"))])),
+        ])
+        let (body, history) = try answer("948") { ledger, order in
+            try ledger.setCustomer(self.buyer, CustomerChange(consented: true), source: .hook)
+            try ledger.setOrderUsage(OrderUsage(orderId: order, consumptionMilliunits: 0), source: .hook)
+        }
+        XCTAssertEqual(body?["consumptionPercentage"], .number("0"))
+        XCTAssertNil(body?["refundPreference"])
+        XCTAssertEqual(history.last?.outcome, "answered", "Apple took it: \(history.last?.detail ?? "")")
+    }
+
     func testTheSimulator_refusesWhatApplesConsumptionRequestDoesNotTake() {
         func code(_ members: [(String, JSONValue)]) -> Int? {
             let base: [(String, JSONValue)] = [("customerConsented", .bool(true)), ("deliveryStatus", .string("DELIVERED")),
@@ -167,5 +183,8 @@ final class AppleCustomerEvidencePostgresTests: AppleCustomerEvidenceTests {
     override func testConsentedCustomer_withEvidence_sendsTheirPreferenceAndThePercentage_andNothingAppleDoesNotDefine() throws { try super.testConsentedCustomer_withEvidence_sendsTheirPreferenceAndThePercentage_andNothingAppleDoesNotDefine() }
     override func testConsentUnknown_sendsTheirPreference_butNoUsage() throws { try super.testConsentUnknown_sendsTheirPreference_butNoUsage() }
     override func testCustomerWhoRefusedConsent_getsNoAnswer_andTheHistorySaysWhy() throws { try super.testCustomerWhoRefusedConsent_getsNoAnswer_andTheHistorySaysWhy() }
+    override func testGlobalProrated_forAConsentedCustomerWhoUsedNothing_leavesThePreferenceOut_asAppleRefusesIt() throws {
+        try super.testGlobalProrated_forAConsentedCustomerWhoUsedNothing_leavesThePreferenceOut_asAppleRefusesIt()
+    }
     override func testProratedWithoutAPercentage_sendsTheGlobalPreference_andNeutralLeavesItOut() throws { try super.testProratedWithoutAPercentage_sendsTheGlobalPreference_andNeutralLeavesItOut() }
 }

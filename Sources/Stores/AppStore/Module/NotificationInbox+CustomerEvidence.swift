@@ -32,7 +32,7 @@ extension NotificationInbox {
             return .withhold(
                 evidence.summary + "; Apple takes consumption information only from a customer who consented")
         }
-        var global = consumption.refundPreference
+        var global = consumption.refundPreference  // replaced by the customer's own, where Apple has one
         var notes = [evidence.summary]
         let subscription =
             try orderId.flatMap { id throws(LedgerError) in try ledger.orderRecord(id) }?.order.verified?.expiresDateMs
@@ -52,6 +52,11 @@ extension NotificationInbox {
             global = nil
             notes.append("Apple has no neutral preference: refundPreference left out")
         case nil: break
+        }
+        if global == .grantProrated, percentage == 0 {
+            // Apple refuses GRANT_PRORATED with a consumption percentage of 0.
+            global = nil
+            notes.append("GRANT_PRORATED with nothing used cannot be sent: refundPreference left out")
         }
         var members: [(String, JSONValue)] = [
             ("customerConsented", .bool(true)),
