@@ -48,7 +48,7 @@ package enum LedgerCopy {
                              "target_key", "target_number", "requested_at", "revoked_at", "granted_at", "done_at", "attempts",
                              "next_attempt_at", "last_error", "claim", "updated_at"]),
         ("audit_log", ["id", "at", "actor", "channel", "role", "action", "subject", "detail", "source", "outcome"]),
-    ]
+    ] + CustomerSchema.copied
 
     /// Copies the SQLite ledger at `path` into `destination`. The source is read in one read
     /// transaction (a consistent snapshot: stop `settle run` first so nothing changes after);

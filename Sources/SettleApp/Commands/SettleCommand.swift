@@ -46,6 +46,8 @@ package enum SettleCommand {
               help: TransferCommand.help, options: TransferCommand.spec.options, run: TransferCommand.run),
         .init(name: "redeliver", summary: "re-send an order's last grant or revoke to the hook under its original key",
               help: RedeliverCommand.help, options: RedeliverCommand.spec.options, run: RedeliverCommand.run),
+        .init(name: "customer", summary: "record a customer's consent and refund preference, or an order's usage",
+              help: CustomerCommand.help, options: CustomerCommand.spec.options, run: CustomerCommand.run),
         .init(name: "audit", summary: "who did what to which order (shell or console), and what the console refused",
               help: AuditCommand.help, options: AuditCommand.spec.options, run: AuditCommand.run),
         .init(name: "web", summary: "the support console in a browser: overview, search, each order's story (read-only by default)",

@@ -90,15 +90,17 @@ enum StatusCommand {
             let now = context.time.unixSeconds
             // With --user, the customer view after the list: what they bought, hold, gave away or received.
             let customer = try filter.userId.map { try CustomerReport.read(ledger, userId: $0, configuration: configuration, now: now) }
+            let policy = try filter.userId.map { try CustomerPolicyView.read(ledger, userId: $0) }
             if parsed.has("--json") {
                 var json = report.json
                 if let customer, case var .object(members) = json {
-                    members.append(("customer", customer.json))
+                    members.append(("customer", policy?.adding(to: customer.json) ?? customer.json))
                     json = .object(members)
                 }
                 context.print(json.serialized(pretty: true))
             } else {
-                context.print(report.text(now: now) + (customer.map { "\n" + $0.text(now: now) } ?? ""))
+                context.print(report.text(now: now) + (customer.map { "\n" + $0.text(now: now) } ?? "")
+                              + (policy.map { "\n" + $0.text } ?? ""))
             }
         } catch let error as LedgerError {
             throw CommandFailure.from(error)

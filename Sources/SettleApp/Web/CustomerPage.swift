@@ -34,7 +34,10 @@ enum CustomerPage {
                 \(WebPage.facts(facts, id: "facts-\(HTML.pathSegment(e.order.orderId))"))</section>
                 """
         }
-        body = body + Markup.join(cards)
+        if request.query["done"] == "policy" {
+            body = "<p class=\"notice\" id=\"outcome\">\(CustomerPolicyForm.doneMessage)</p>" + body
+        }
+        body = body + (try CustomerPolicyForm.card(userId: userId, request, console: console)) + Markup.join(cards)
         body = body + "<p class=\"muted\"><a href=\"/api/users/\(HTML.pathSegment(userId))\">as JSON</a> "
             + "(settle status --user \(Verdict.shellWord(userId)) --json, its customer object)</p>"
         return WebPage.render("Customer \(userId)", body, request: request, console: console)

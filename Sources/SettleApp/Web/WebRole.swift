@@ -15,10 +15,12 @@ enum WebAction: String, CaseIterable, Sendable {
     case transfer, redeliver
     /// Retrying many orders at once (the lead's bulk retry).
     case retryBulk = "retry_bulk"
+    /// Recording a customer's refund policy on their page (`CustomerPolicyForm`).
+    case customerSet = "customer_set"
 
     var requiredRole: WebRole {
         switch self {
-        case .retry, .assign, .resolve, .bind, .lookup: return .support
+        case .retry, .assign, .resolve, .bind, .lookup, .customerSet: return .support
         case .transfer, .redeliver, .retryBulk: return .admin
         }
     }

@@ -25,6 +25,8 @@ enum WebRoutes {
             return try WebActions.perform(s[2], orderId: s[1], request, console: console)
         case (true, "audit") where s.count == 1:
             return try AuditPage.render(request, console: console)
+        case (false, "users") where s.count == 3 && s[2] == "policy":
+            return try CustomerPolicyForm.perform(userId: s[1], request, console: console)
         case (true, "users") where s.count == 2:
             return try CustomerPage.render(userId: s[1], request, console: console)
         case (true, "notifications") where s.count == 2:
@@ -71,7 +73,8 @@ enum WebRoutes {
             guard !report.entries.isEmpty else {
                 return WebResponse.json(404, .object([("error", .string("no order of user \(s[1]) in the ledger"))]))
             }
-            return WebResponse.json(200, report.json)
+            let policy = try CustomerPolicyView.read(console.ledger, userId: s[1])
+            return WebResponse.json(200, policy.adding(to: report.json))
         case ("audit", 1):
             return try AuditPage.api(request, console: console)
         case ("notifications", 2):

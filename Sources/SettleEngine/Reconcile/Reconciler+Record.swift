@@ -8,6 +8,7 @@ extension Reconciler {
     func record(_ report: DeliveryReport, of order: Order, purchase: VerifiedPurchase, pass: Pass) throws {
         metrics?.observeDelivery(report.outcome, timedOut: report.timedOut, durationMs: report.durationMs)
         defer { pass.progress() }
+        recordCustomerAnswer(report, of: order)
         let now = ledger.time.unixSeconds
         var entry = HistoryEntry(at: now, kind: .delivery, outcome: "", hookExit: report.exitCode,
                                  environment: purchase.environment, durationMs: report.durationMs,

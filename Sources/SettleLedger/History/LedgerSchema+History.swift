@@ -629,5 +629,7 @@ extension LedgerSchema {
         // INSERT or UPDATE builds an ephemeral b-tree to check one (issue 38): the stored table
         // text is edited by `InListChecks.rewrite`, after this (empty) step, with no rebuild.
         "-- 21: InListChecks.rewrite",
+        // 22: customers' refund policy and orders' usage evidence (issue 37, `CustomerSchema`).
+        CustomerSchema.sqlite,
     ]
 }

@@ -11,8 +11,11 @@ extension LedgerContractTests {
             let ledger = try XCTUnwrap(b.store as? any TransactionalLedger, b.name)
             XCTAssertTrue(try ledger.hasMigration("app_store.finish_queue"), b.name)
             let triggers = try ledger.reading { db in
-                try db.query(b.store.isShared ? "SELECT tgname AS name FROM pg_trigger WHERE NOT tgisinternal"
-                                              : "SELECT name FROM sqlite_schema WHERE type = 'trigger'").compactMap { $0.string("name") }
+                // This ledger's schema only: other tests' schemas on the same server hold their own triggers.
+                try db.query(b.store.isShared ? """
+                    SELECT t.tgname AS name FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+                    JOIN pg_namespace n ON n.oid = c.relnamespace WHERE NOT t.tgisinternal AND n.nspname = current_schema()
+                    """ : "SELECT name FROM sqlite_schema WHERE type = 'trigger'").compactMap { $0.string("name") }
             }
             XCTAssertTrue(triggers.contains("app_store_finish_queue"), "\(b.name): \(triggers)")
             XCTAssertFalse(triggers.contains("orders_apple_finish"), "\(b.name): \(triggers)")

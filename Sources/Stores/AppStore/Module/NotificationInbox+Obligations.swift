@@ -22,21 +22,6 @@ extension NotificationInbox {
         try answerConsumptionRequests(recheckSeconds: recheckSeconds)
     }
 
-    /// The Send Consumption Information v2 body for a purchase the ledger shows delivered: the
-    /// only answer settle ever sends (nothing is sent when it does not know).
-    /// https://developer.apple.com/documentation/appstoreserverapi/consumptionrequest
-    package func deliveredConsumptionBody() -> JSONValue {
-        // How much of a delivered purchase was used is the operator's knowledge, not the
-        // ledger's, so consumptionPercentage is left out.
-        var members: [(String, JSONValue)] = [
-            ("customerConsented", .bool(true)),
-            ("deliveryStatus", .string("DELIVERED")),
-            ("sampleContentProvided", .bool(consumption.sampleContentProvided)),
-        ]
-        if let preference = consumption.refundPreference { members.append(("refundPreference", .string(preference.rawValue))) }
-        return .object(members)
-    }
-
     /// How long an answer waits for an order still being settled before it looks again.
     package static let evidenceRecheckSeconds: Int64 = 600
 
@@ -83,14 +68,16 @@ extension NotificationInbox {
             case .delivered:
                 break
             }
-            let body = deliveredConsumptionBody()
+            let answer = try consumptionAnswer(orderId: job.orderId) // the customer's part: +CustomerEvidence
+            if let why = answer.withheldBecause { try leaveUnanswered(job, why: why, entry: entry, now: now); continue }
+            guard case let .send(body, note) = answer else { continue }
             let text = body.serialized()
             // Re-checked at the last moment: Apple hears one answer, from the host that holds it.
             guard try ledger.holds(job) else {
                 log.warning("consumption.lease_lost", ["transaction": job.transactionId])
                 continue
             }
-            entry.detail = (entry.detail ?? "") + ": \(text)"
+            entry.detail = (entry.detail ?? "") + ": \(text)" + (note.isEmpty ? "" : " (\(note))")
             switch api.sendConsumptionInformation(transactionId: job.transactionId, environment: environment, body: body) {
             case .ok:
                 entry.outcome = "answered"

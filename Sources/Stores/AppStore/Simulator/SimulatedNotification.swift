@@ -230,6 +230,9 @@ extension AppleSimulatorCore {
             return s.consumptionAnswers.isEmpty ? .transaction : s.consumptionAnswers.removeFirst()
         }
         if let failure = Self.scriptedFailure(answer, notFound: "Transaction id not found.") { return failure }
+        if let refused = SimulatedConsumptionRequest.problem(try? JSONValue.parse(request.body)) {
+            return Self.apiError(400, refused.code, refused.message)
+        }
         return HTTPServerResponse(status: 202)
     }
 }

@@ -15,9 +15,10 @@ extension PlayNotificationInbox {
     /// since, or a grant of it is recorded outside settle): the configured refund preference and
     /// sample-content statement, and the delivery as one usage event (when, to which account, and
     /// whether settle consumed it with Google). How much of it the customer used is the operator's
-    /// knowledge, so no consumption percentage is sent. While an order of it is still being
-    /// settled the review waits (the notification stays pending: looked at again at the next
-    /// pass, within the deadline); when settle does not know, nothing is sent. A failure Google
+    /// knowledge: sent only as the backend recorded it, with the customer's consent, as is their
+    /// own preference (+CustomerEvidence). While an order of it is still being settled the review
+    /// waits (the notification stays pending: looked at again at the next pass, within the deadline);
+    /// when settle does not know, nothing is sent. A failure Google
     /// may recover from is asked again at the next pass, until the deadline. The pending refund
     /// token goes to Google only.
     /// True once the review is recorded (answered, or not and why); false while it waits.
@@ -45,7 +46,9 @@ extension PlayNotificationInbox {
         case let .delivered(why):
             delivered = why
         }
-        let evidence = try self.evidence(orderId: orderId, delivered: delivered)
+        // The customer's preference and, with consent, usage evidence (PlayNotificationInbox+CustomerEvidence).
+        let (evidence, note) = try withCustomerEvidence(try self.evidence(orderId: orderId, delivered: delivered),
+                                                        orderId: orderId)
         guard case let .object(members) = evidence else { return false }
         do throws(PlayAPIError) {
             try client.reviewRefund(orderId: n.orderId, body: .object([("pendingRefundToken", .string(n.pendingRefundToken))] + members))
@@ -61,7 +64,7 @@ extension PlayNotificationInbox {
             log.error("google_play.refund_review_failed", ["google_order": n.orderId, "order": orderId, "error": error.message])
             return true
         }
-        let detail = "\(what): \(evidence.serialized())"
+        let detail = "\(what): \(evidence.serialized())" + (note.isEmpty ? "" : " (\(note))")
         try ledger.finishPlayRefundReview(messageId: record.messageId, outcome: "answered", detail: detail, orderId: orderId,
                                           history: HistoryEntry(at: now, kind: .consumption, outcome: "answered", detail: detail))
         log.info("google_play.refund_review_answered", ["google_order": n.orderId, "order": orderId, "body": evidence.serialized()])

@@ -27,10 +27,10 @@ extension FakeGooglePlay {
                 return .json(200, order.json.data)
             case ("POST", "reviewrefund"):
                 guard s.orders[orderId] != nil else { return Self.error(404, reason: "notFound", "Order not found.") }
-                guard let body = try? JSONValue.parse(request.body), body["pendingRefundToken"]?.looseString != nil,
-                      body["refundPreference"]?.looseString != nil, body["sampleContentProvided"]?.looseBool != nil else {
+                guard let body = try? JSONValue.parse(request.body) else {
                     return Self.error(400, reason: "invalid", "Request contains an invalid argument.")
                 }
+                if let refused = FakeReviewRefund.problem(body) { return Self.error(400, reason: "invalid", refused) }
                 s.refundReviews[orderId, default: []].append(body)
                 return .json(200, Data("{}".utf8))
             default:

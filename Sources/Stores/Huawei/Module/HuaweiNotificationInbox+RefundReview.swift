@@ -36,7 +36,7 @@ extension HuaweiNotificationInbox {
             log.warning("huawei.refund_review_not_answered", ["batch": request.refundBatchNo, "why": why])
             return .finished(("not_answered", detail, firstOrder), answered: false)
         }
-        guard refundReview.respond, let decision = refundReview.delivered else {
+        guard refundReview.respond, let configured = refundReview.delivered else {
             return try notAnswered("huawei.refund_review.respond is off")
         }
         var evidence: [String] = []
@@ -54,6 +54,7 @@ extension HuaweiNotificationInbox {
                 return try notAnswered(why)
             }
         }
+        let (decision, source) = try customerDecision(holders, global: configured) // +CustomerEvidence
         let approve = decision == .approve
         let remark = "delivered: " + evidence.joined(separator: "; ")
         let body = request.answer(
@@ -61,7 +62,7 @@ extension HuaweiNotificationInbox {
             nowMs: ledger.time.unixSeconds.saturatingMultiplied(by: 1000))
         switch verifier.client.refundResult(body, batch: request.refundBatchNo) {
         case .success:
-            let detail = "\(what): answered \(decision.rawValue) (huawei.refund_review.delivered), \(remark)"
+            let detail = "\(what): answered \(decision.rawValue) (\(source)), \(remark)"
             try note(holders, outcome: "answered_\(decision.rawValue)", detail: detail)
             log.info("huawei.refund_review_answered", ["batch": request.refundBatchNo, "decision": decision.rawValue])
             return .finished(("answered_\(decision.rawValue)", detail, firstOrder), answered: true)
