@@ -625,5 +625,7 @@ extension LedgerSchema {
         CREATE INDEX audit_log_at ON audit_log(at);
         CREATE INDEX audit_log_actor ON audit_log(actor, id);
         """,
+        // 21: the money side (issue 37): each order's price and when settle recovered it (`revenueMigration`).
+        revenueMigration,
     ]
 }

@@ -508,5 +508,7 @@ extension PostgresLedgerSchema {
         // 18: the counts by store and state and the chart's hours, kept by a trigger
         // (PostgresLedgerSchema+OrderCounts).
         orderCountsMigration,
+        // 19: as the SQLite ledger's migration 21: prices and `recovered_at` (`revenueMigration`).
+        revenueMigration,
     ]
 }

@@ -26,6 +26,10 @@ package struct SimulatedSignedTransaction: Sendable, Equatable {
     /// `FAMILY_REVOKE`) and `revocationPercentage` (milliunits), each sent only when set.
     package var revocationType: String? = nil
     package var revocationPercentage: Int64? = nil
+    /// Sent as `price` and `currency` exactly as given (Apple: milliunits and ISO 4217, together),
+    /// so a test can send what Apple would and what it never should.
+    package var price: JSONValue? = nil
+    package var currency: JSONValue? = nil
 
     package init(transactionId: String, originalTransactionId: String? = nil, productId: String, bundleId: String,
                 environment: String = "Production", purchaseDateMs: Int64 = 1_764_410_645_000, quantity: Int = 1,
@@ -66,6 +70,8 @@ package struct SimulatedSignedTransaction: Sendable, Equatable {
         if let token = appAccountToken { members.append(("appAccountToken", .string(token))) }
         if isUpgraded { members.append(("isUpgraded", .bool(true))) }
         if let appTransactionId { members.append(("appTransactionId", .string(appTransactionId))) }
+        if let price { members.append(("price", price)) }
+        if let currency { members.append(("currency", currency)) }
         if let revoked = revocationDateMs {
             members.append(("revocationDate", .number(revoked)))
             members.append(("revocationReason", .number(0)))
