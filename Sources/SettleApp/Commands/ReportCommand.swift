@@ -30,9 +30,6 @@ enum ReportCommand {
     static func run(_ context: CommandContext) throws {
         let parsed = try ParsedArguments(context.arguments, spec: spec)
         if parsed.wantsHelp { return context.print(help) }
-        guard parsed.positionals.isEmpty else {
-            throw UsageError(command: "report", message: "takes no order or user; use --since for the window")
-        }
         let now = context.time.unixSeconds
         let text = parsed.value("--since") ?? "30d"
         guard let since = AuditView.since(text, now: now), since <= now else {
