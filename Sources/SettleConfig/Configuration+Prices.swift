@@ -9,7 +9,8 @@ extension ConfigurationDecoder {
     /// product, a currency of three capital letters, and a plain decimal amount (no sign, no
     /// exponent) with no more digits after the point than the currency has (two for USD, none
     /// for JPY, three for KWD).
-    package func decodePrices(_ object: ConfigObject, products: [String: Configuration.Product]) throws(ConfigError) -> [String: Price] {
+    package func decodePrices(_ object: ConfigObject,
+                              products: [String: Configuration.Product]) throws(ConfigError) -> [String: Price] {
         var o = object
         var prices: [String: Price] = [:]
         for product in o.allKeys() {
@@ -35,11 +36,13 @@ extension ConfigurationDecoder {
         let decimals = amount.split(separator: ".", omittingEmptySubsequences: false).dropFirst().first?.count ?? 0
         guard let price = Price(decimal: amount, currency: currency, source: .configured) else {
             let why = amount.hasPrefix("-") ? "a price is never negative"
-                : "the amount is not a plain decimal number (digits and at most one point) up to \(Price.maxMilliunits / 1000)"
+                : "the amount is not a plain decimal number (digits and at most one point) "
+                    + "up to \(Price.maxMilliunits / 1000)"
             throw ConfigError("\(key): \"\(shown)\": \(why)")
         }
         guard decimals <= Price.minorDigits(currency) else {
-            throw ConfigError("\(key): \"\(shown)\": \(currency) has \(Price.minorDigits(currency)) digits after the point, "
+            let digits = Price.minorDigits(currency)
+            throw ConfigError("\(key): \"\(shown)\": \(currency) has \(digits) digits after the point, "
                               + "the amount has \(decimals)")
         }
         return price

@@ -7,21 +7,25 @@
 /// - `recovered_at`: when settle's hook confirmed it granted the order's purchase (its first
 ///   `delivery`/`delivered` history row): the goods the backend had not granted, which settle
 ///   did. Set once; a redelivery never moves it.
-/// - `orders_recovered` and `revocations_revoked` bound `settle report --since` by time.
+/// - `orders_recovered` (covering: the report reads it alone) and `revocations_revoked` bound
+///   `settle report --since` by time.
 ///
 /// A backend's own new row carries none of these (a trigger clears them): only settle says what
 /// it recovered. Rows delivered before this migration get `recovered_at` from their history.
 extension LedgerSchema {
     /// The SQLite ledger's migration.
     static let revenueMigration = """
-        ALTER TABLE orders ADD COLUMN price_milliunits INTEGER CHECK (price_milliunits IS NULL OR price_milliunits >= 0);
+        ALTER TABLE orders ADD COLUMN price_milliunits INTEGER
+            CHECK (price_milliunits IS NULL OR price_milliunits >= 0);
         ALTER TABLE orders ADD COLUMN price_currency TEXT;
-        ALTER TABLE orders ADD COLUMN price_source TEXT CHECK (price_source IS NULL OR price_source IN ('store','configured'));
+        ALTER TABLE orders ADD COLUMN price_source TEXT
+            CHECK (price_source IS NULL OR price_source IN ('store','configured'));
         ALTER TABLE orders ADD COLUMN recovered_at INTEGER;
         UPDATE orders SET recovered_at = (SELECT min(h.at) FROM history h WHERE h.order_id = orders.order_id
                                           AND h.kind = 'delivery' AND h.outcome = 'delivered')
         WHERE state IN ('delivering','finished','needs_attention','rejected') AND verified_transaction_id IS NOT NULL;
-        CREATE INDEX orders_recovered ON orders(recovered_at) WHERE recovered_at IS NOT NULL;
+        CREATE INDEX orders_recovered ON orders(recovered_at, store, price_currency, price_milliunits)
+            WHERE recovered_at IS NOT NULL;
         CREATE INDEX revocations_revoked ON revocations(updated_at) WHERE state = 'revoked';
         CREATE TRIGGER orders_new_unpriced AFTER INSERT ON orders
         WHEN NEW.recovered_at IS NOT NULL OR NEW.price_milliunits IS NOT NULL OR NEW.price_currency IS NOT NULL
@@ -40,12 +44,14 @@ extension PostgresLedgerSchema {
     static let revenueMigration = """
         ALTER TABLE orders ADD COLUMN price_milliunits BIGINT CHECK (price_milliunits IS NULL OR price_milliunits >= 0);
         ALTER TABLE orders ADD COLUMN price_currency TEXT;
-        ALTER TABLE orders ADD COLUMN price_source TEXT CHECK (price_source IS NULL OR price_source IN ('store','configured'));
+        ALTER TABLE orders ADD COLUMN price_source TEXT
+            CHECK (price_source IS NULL OR price_source IN ('store','configured'));
         ALTER TABLE orders ADD COLUMN recovered_at BIGINT;
         UPDATE orders SET recovered_at = (SELECT min(h.at) FROM history h WHERE h.order_id = orders.order_id
                                           AND h.kind = 'delivery' AND h.outcome = 'delivered')
         WHERE state IN ('delivering','finished','needs_attention','rejected') AND verified_transaction_id IS NOT NULL;
-        CREATE INDEX orders_recovered ON orders(recovered_at) WHERE recovered_at IS NOT NULL;
+        CREATE INDEX orders_recovered ON orders(recovered_at, store, price_currency, price_milliunits)
+            WHERE recovered_at IS NOT NULL;
         CREATE INDEX revocations_revoked ON revocations(updated_at) WHERE state = 'revoked';
         CREATE FUNCTION settle_orders_new_unpriced() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN

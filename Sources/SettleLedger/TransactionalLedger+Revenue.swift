@@ -27,7 +27,8 @@ package struct RevenueReport: Sendable, Equatable {
         package var milliunits: Int64
 
         package init(day: Int64, store: String, currency: String?, orders: Int, milliunits: Int64) {
-            (self.day, self.store, self.currency, self.orders, self.milliunits) = (day, store, currency, orders, milliunits)
+            (self.day, self.store, self.currency) = (day, store, currency)
+            (self.orders, self.milliunits) = (orders, milliunits)
         }
     }
 
@@ -52,7 +53,7 @@ package struct RevenueReport: Sendable, Equatable {
     }
 
     /// How many of the rows' orders had no price.
-    package static func unpriced(_ rows: [Row]) -> Int { rows.filter { $0.currency == nil }.reduce(0) { $0 + $1.orders } }
+    package static func unpriced(_ rows: [Row]) -> Int { orders(rows.filter { $0.currency == nil }) }
 
     /// How many orders the rows count, priced or not.
     package static func orders(_ rows: [Row]) -> Int { rows.reduce(0) { $0 + $1.orders } }
@@ -78,13 +79,15 @@ extension LedgerTransaction {
 extension TransactionalLedger {
     /// Whether the schema keeps prices and `recovered_at` (a read-only status of an older ledger may not).
     package func knowsRevenue() throws(LedgerError) -> Bool {
-        try schemaVersion() >= (self is PostgresLedger ? PostgresLedgerSchema.revenueVersion : LedgerSchema.revenueVersion)
+        let needed = self is PostgresLedger ? PostgresLedgerSchema.revenueVersion : LedgerSchema.revenueVersion
+        return try schemaVersion() >= needed
     }
 
     /// What settle recovered and clawed back from `since` (inclusive) to `until` (exclusive),
     /// by UTC day, store and currency. Empty on a ledger older than the migration.
     package func revenue(since: Int64, until: Int64) throws(LedgerError) -> RevenueReport {
-        guard try knowsRevenue() else { return RevenueReport(since: since, until: until, recovered: [], clawedBack: []) }
+        let empty = RevenueReport(since: since, until: until, recovered: [], clawedBack: [])
+        guard try knowsRevenue() else { return empty }
         return try reading { db in
             let recovered = try db.query("""
                 SELECT recovered_at / 86400 AS day, store, price_currency AS currency, count(*) AS n,
@@ -104,14 +107,16 @@ extension TransactionalLedger {
                 WHERE r.state = 'revoked' AND r.updated_at >= ? AND r.updated_at < ?
                 GROUP BY r.updated_at / 86400, o.store, o.price_currency
                 """, [.integer(since), .integer(until)])
-            return RevenueReport(since: since, until: until, recovered: Self.rows(recovered), clawedBack: Self.rows(clawed))
+            return RevenueReport(since: since, until: until, recovered: Self.rows(recovered),
+                                 clawedBack: Self.rows(clawed))
         }
     }
 
     private static func rows(_ rows: [any LedgerRow]) -> [RevenueReport.Row] {
         rows.map { row in
-            RevenueReport.Row(day: (row.int("day") ?? 0) * 86400, store: row.string("store") ?? "", currency: row.string("currency"),
-                              orders: row.count("n"), milliunits: row.int("amount") ?? 0)
+            RevenueReport.Row(day: (row.int("day") ?? 0) * 86400, store: row.string("store") ?? "",
+                              currency: row.string("currency"), orders: row.count("n"),
+                              milliunits: row.int("amount") ?? 0)
         }.sorted { ($0.day, $0.store, $0.currency ?? "") < ($1.day, $1.store, $1.currency ?? "") }
     }
 }

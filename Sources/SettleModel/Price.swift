@@ -69,8 +69,8 @@ package struct Price: Sendable, Equatable {
         return threeDigits.contains(currency) ? 3 : 2
     }
 
-    private static let noMinorUnit: Set<String> = ["BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX",
-                                                   "UYI", "VND", "VUV", "XAF", "XOF", "XPF"]
+    private static let noMinorUnit: Set<String> = ["BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF",
+                                                   "UGX", "UYI", "VND", "VUV", "XAF", "XOF", "XPF"]
     private static let threeDigits: Set<String> = ["BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND"]
 
     /// Milliunits of a plain decimal text in the main unit; nil for anything but digits with at
@@ -82,7 +82,8 @@ package struct Price: Sendable, Equatable {
         let fraction = parts.count == 2 ? parts[1] : ""
         guard parts.count == 1 || !fraction.isEmpty, fraction.count <= 3,
               fraction.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
-        guard let units = Int64(whole), let thousandths = Int64(fraction + String(repeating: "0", count: 3 - fraction.count)) else {
+        let padded = fraction + String(repeating: "0", count: 3 - fraction.count)
+        guard let units = Int64(whole), let thousandths = Int64(padded) else {
             return nil
         }
         let milli = units.multipliedReportingOverflow(by: 1000)

@@ -87,8 +87,10 @@ package final class BogusShop: Sendable {
 
     package init() {}
 
-    package func sell(_ transactionId: String, productId: String, to buyer: String, quantity: Int = 1, price: Price? = nil) {
-        state.withLock { $0.sales[transactionId] = Sale(productId: productId, buyer: buyer, quantity: quantity, price: price) }
+    package func sell(_ transactionId: String, productId: String, to buyer: String, quantity: Int = 1,
+                      price: Price? = nil) {
+        let sale = Sale(productId: productId, buyer: buyer, quantity: quantity, price: price)
+        state.withLock { $0.sales[transactionId] = sale }
     }
 
     package func refund(_ transactionId: String) { state.withLock { $0.sales[transactionId]?.refunded = true } }
@@ -168,7 +170,8 @@ package struct BogusStoreAdapter: StoreAdapter {
             }
             var purchase = VerifiedPurchase(
                 transactionId: transactionId, originalTransactionId: transactionId, productId: sale.productId,
-                environment: "production", quantity: sale.quantity, purchaseDateMs: sale.purchasedAtMs, expiresDateMs: nil)
+                environment: "production", quantity: sale.quantity, purchaseDateMs: sale.purchasedAtMs,
+                expiresDateMs: nil)
             purchase.price = sale.price
             verification.outcome = .verified(.only(purchase))
         }

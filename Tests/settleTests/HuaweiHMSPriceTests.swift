@@ -8,13 +8,17 @@ import SettleHuaweiSimulator
 /// counts it; a purchase whose price is no price is delivered and counted without one.
 extension HuaweiHMSTests {
     func testHMSPurchaseDataPrice_isWhatTheReportCounts_andAnAbsurdOneIsWithoutAPrice() throws {
-        for (name, price, currency, user) in [("p1", JSONValue.number(499), "EUR", "u-1"), ("p2", .string("lots"), "EUR", "u-2")] {
+        let purchases: [(String, JSONValue, String, String)] = [("p1", .number(499), "EUR", "u-1"),
+                                                                 ("p2", .string("lots"), "EUR", "u-2")]
+        for (name, price, currency, user) in purchases {
             let token = token("hms-" + name)
             hms.script(purchase: .object([
-                ("applicationId", .string(Self.appId)), ("orderId", .string("HMS.\(name)")), ("productId", .string(coins)),
+                ("applicationId", .string(Self.appId)), ("orderId", .string("HMS.\(name)")),
+                ("productId", .string(coins)),
                 ("purchaseToken", .string(token)), ("purchaseState", .number(0)), ("kind", .number(0)),
                 ("purchaseTime", .number((world.time.unixSeconds - 60) * 1000)), ("developerPayload", .string(user)),
-                ("consumptionState", .number(0)), ("confirmed", .number(0)), ("price", price), ("currency", .string(currency)),
+                ("consumptionState", .number(0)), ("confirmed", .number(0)), ("price", price),
+                ("currency", .string(currency)),
             ]))
             try enqueueHMS("o-\(name)", token: token, user: user)
         }

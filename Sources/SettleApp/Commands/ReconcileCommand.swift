@@ -88,7 +88,8 @@ enum ReconcileCommand {
         guard let path = reconciler.configuration.metricsFile else { return }
         do {
             let now = reconciler.ledger.time.unixSeconds
-            metrics.observeRevenue(try? reconciler.ledger.revenue(since: now - Metrics.revenueWindowSeconds, until: now + 1))
+            let window = now - Metrics.revenueWindowSeconds
+            metrics.observeRevenue(try? reconciler.ledger.revenue(since: window, until: now + 1))
             try metrics.write(to: path, summary: try reconciler.ledger.summary(OrderFilter(limit: 0)),
                               bundleId: reconciler.configuration.bundleId)
         } catch {

@@ -33,7 +33,8 @@ enum ReportCommand {
         let now = context.time.unixSeconds
         let text = parsed.value("--since") ?? "30d"
         guard let since = AuditView.since(text, now: now), since <= now else {
-            throw UsageError(command: "report", message: "--since takes \(AuditView.sinceForms) in the past, got '\(text)'")
+            throw UsageError(command: "report",
+                             message: "--since takes \(AuditView.sinceForms) in the past, got '\(text)'")
         }
         let configuration = try context.loadConfiguration(parsed)
         let report: RevenueReport

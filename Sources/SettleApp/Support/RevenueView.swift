@@ -14,9 +14,10 @@ enum RevenueView {
     static func summary(_ label: String, _ rows: [RevenueReport.Row]) -> String {
         let count = RevenueReport.orders(rows)
         guard count > 0 else { return "\(label): none" }
-        let amounts = RevenueReport.totals(rows).map { Price.format(milliunits: $0.milliunits, currency: $0.currency) + " " + $0.currency }
+        let amounts = RevenueReport.totals(rows).map { amount($0.milliunits, $0.currency) }
         let unpriced = RevenueReport.unpriced(rows)
-        return "\(label): \(Plural.count(count, "order"))" + (amounts.isEmpty ? "" : ", " + amounts.joined(separator: ", "))
+        return "\(label): \(Plural.count(count, "order"))"
+            + (amounts.isEmpty ? "" : ", " + amounts.joined(separator: ", "))
             + (unpriced > 0 ? "; \(unpriced) without a price" : "")
     }
 
@@ -27,23 +28,31 @@ enum RevenueView {
 
     /// `settle report`'s text: the window, the totals, then one line a day, store and currency.
     static func text(_ report: RevenueReport) -> String {
-        var lines = ["from \(Timestamp.rfc3339(unixSeconds: report.since)) to \(Timestamp.rfc3339(unixSeconds: report.until)) (UTC days)",
-                     summary("recovered", report.recovered), summary("clawed back", report.clawedBack)]
+        let since = Timestamp.rfc3339(unixSeconds: report.since), until = Timestamp.rfc3339(unixSeconds: report.until)
+        var lines = ["from \(since) to \(until) (UTC days)", summary("recovered", report.recovered),
+                     summary("clawed back", report.clawedBack)]
         for (label, rows) in [("recovered", report.recovered), ("clawed back", report.clawedBack)] where !rows.isEmpty {
             lines.append("")
             lines.append(label + ":")
             lines.append(row(["day", "store", "orders", "amount"]))
             for r in rows {
-                let amount = r.currency.map { Price.format(milliunits: r.milliunits, currency: $0) + " " + $0 } ?? "no price"
-                lines.append(row([day(r.day), r.store, String(r.orders), amount]))
+                let price = r.currency.map { amount(r.milliunits, $0) } ?? "no price"
+                lines.append(row([day(r.day), r.store, String(r.orders), price]))
             }
         }
         return lines.joined(separator: "\n")
     }
 
+    /// `"59.88 USD"`.
+    private static func amount(_ milliunits: Int64, _ currency: String) -> String {
+        Price.format(milliunits: milliunits, currency: currency) + " " + currency
+    }
+
     private static func row(_ cells: [String]) -> String {
-        "  " + zip(cells, [10, 14, 7, 0]).map { cell, width in width == 0 ? cell : cell.padding(toLength: max(width, cell.count), withPad: " ", startingAt: 0) }
-            .joined(separator: "  ")
+        let padded = zip(cells, [10, 14, 7, 0]).map { cell, width in
+            width == 0 ? cell : cell.padding(toLength: max(width, cell.count), withPad: " ", startingAt: 0)
+        }
+        return "  " + padded.joined(separator: "  ")
     }
 
     private static func day(_ unix: Int64) -> String { String(Timestamp.rfc3339(unixSeconds: unix).prefix(10)) }
@@ -61,9 +70,11 @@ enum RevenueView {
                              ("amount", .string(Price.format(milliunits: t.milliunits, currency: t.currency)))])
                 })),
                 ("by_day", .array(rows.map { r in
-                    .object([("day", .string(day(r.day))), ("store", .string(r.store)), ("currency", .string(r.currency)),
-                             ("orders", .number(r.orders)), ("amount_milliunits", r.currency == nil ? .null : .number(r.milliunits)),
-                             ("amount", .string(r.currency.map { Price.format(milliunits: r.milliunits, currency: $0) }))])
+                    .object([("day", .string(day(r.day))), ("store", .string(r.store)),
+                             ("currency", .string(r.currency)), ("orders", .number(r.orders)),
+                             ("amount_milliunits", r.currency == nil ? .null : .number(r.milliunits)),
+                             ("amount",
+                              .string(r.currency.map { Price.format(milliunits: r.milliunits, currency: $0) }))])
                 })),
             ])
         }

@@ -73,7 +73,8 @@ package struct StatusReport: Sendable {
         }
         // Buckets a host saved within the live window: a stopped host's are left out.
         let pacer = StatusView.pacedBuckets(try ledger.pacerBuckets(since: time.unixSeconds - PostgresLedger.liveWindowSeconds))
-        var report = StatusReport(summary: try ledger.summary(filter), breakers: try ledger.breakers(), daemon: try ledger.daemonRecord(),
+        var report = StatusReport(summary: try ledger.summary(filter), breakers: try ledger.breakers(),
+                                  daemon: try ledger.daemonRecord(),
                             workers: ledger.isShared ? try ledger.liveDaemons() : nil,
                             storeNotes: try StoreModules.all.statusNotes(ledger),
                             pacer: pacer,

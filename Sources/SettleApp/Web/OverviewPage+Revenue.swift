@@ -9,14 +9,16 @@ extension OverviewPage {
     static func revenue(_ report: RevenueReport) -> Markup {
         func rows(_ label: String, _ part: [RevenueReport.Row]) -> [[Markup]] {
             let totals = RevenueReport.totals(part).map { t -> [Markup] in
-                ["\(label)", "\(t.currency)", "\(t.orders)", "\(Price.format(milliunits: t.milliunits, currency: t.currency))"]
+                let amount = Price.format(milliunits: t.milliunits, currency: t.currency)
+                return ["\(label)", "\(t.currency)", "\(t.orders)", "\(amount)"]
             }
             let unpriced = RevenueReport.unpriced(part)
             return totals + (unpriced > 0 ? [["\(label)", "no price", "\(unpriced)", "-"]] : [])
         }
         let all = rows("recovered", report.recovered) + rows("clawed back", report.clawedBack)
         let none: Markup = "<p>nothing recovered or clawed back in the last 30 days</p>"
-        let content = all.isEmpty ? none : WebPage.table(["", "currency", "orders", "amount"], all, id: "revenue", numeric: [2, 3])
+        let table = WebPage.table(["", "currency", "orders", "amount"], all, id: "revenue", numeric: [2, 3])
+        let content = all.isEmpty ? none : table
         return WebPage.section("Recovered, last 30 days", id: "recovered", content)
     }
 }

@@ -16,20 +16,23 @@ extension Metrics {
 
     static func revenueFamilies(_ report: RevenueReport, app: String) -> String {
         var out = ""
-        for (name, rows, what) in [("recovered", report.recovered, "settle granted that the backend had not"),
-                                   ("clawed_back", report.clawedBack, "settle's revoke hook took back after a refund")] {
+        let parts = [("recovered", report.recovered, "settle granted that the backend had not"),
+                     ("clawed_back", report.clawedBack, "settle's revoke hook took back after a refund")]
+        for (name, rows, what) in parts {
             out += header("settle_\(name)_amount", "gauge",
                           "The price of the orders \(what), last 30 days, in the currency's main unit.")
             for (store, currency, milliunits) in sums(rows) {
                 out += "settle_\(name)_amount{\(app),store=\"\(labelValue(store))\",currency=\"\(currency)\"} "
                     + Price.format(milliunits: milliunits, currency: currency) + "\n"
             }
-            out += header("settle_\(name)_orders", "gauge", "The orders \(what), last 30 days; priced=\"false\": without a price.")
+            out += header("settle_\(name)_orders", "gauge",
+                          "The orders \(what), last 30 days; priced=\"false\": without a price.")
             var orders: [String: Int] = [:]
             for row in rows { orders["\(row.store)|\(row.currency != nil)", default: 0] += row.orders }
             for key in orders.keys.sorted() {
-                let parts = key.split(separator: "|")
-                out += "settle_\(name)_orders{\(app),store=\"\(labelValue(String(parts[0])))\",priced=\"\(parts[1])\"} \(orders[key]!)\n"
+                let labels = key.split(separator: "|")
+                let store = labelValue(String(labels[0]))
+                out += "settle_\(name)_orders{\(app),store=\"\(store)\",priced=\"\(labels[1])\"} \(orders[key]!)\n"
             }
         }
         return out

@@ -8,8 +8,8 @@ extension Reconciler {
     func priced(_ match: Match) -> Match {
         var priced = match
         for i in priced.candidates.indices where priced.candidates[i].price == nil {
-            let candidate = priced.candidates[i]
-            priced.candidates[i].price = configuration.configuredPrice(of: candidate.productId, quantity: candidate.quantity)
+            let (product, quantity) = (priced.candidates[i].productId, priced.candidates[i].quantity)
+            priced.candidates[i].price = configuration.configuredPrice(of: product, quantity: quantity)
         }
         return priced
     }

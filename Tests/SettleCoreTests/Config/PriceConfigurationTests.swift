@@ -23,7 +23,8 @@ final class PriceConfigurationTests: XCTestCase {
     }
 
     func testPrices_areReadAsIntegerMilliunits_andScaledByQuantity() throws {
-        try world.writeConfig(overrides: [("prices", .object([(world.coins, .string("4.99 USD")), (world.premium, .string("1200 JPY"))]))])
+        let prices: JSONValue = .object([(world.coins, .string("4.99 USD")), (world.premium, .string("1200 JPY"))])
+        try world.writeConfig(overrides: [("prices", prices)])
         let c = try world.configuration()
         XCTAssertEqual(c.prices[world.coins], Price(milliunits: 4990, currency: "USD", source: .configured))
         XCTAssertEqual(c.prices[world.premium], Price(milliunits: 1_200_000, currency: "JPY", source: .configured))
@@ -33,7 +34,7 @@ final class PriceConfigurationTests: XCTestCase {
 
     func testABadPrice_isRefusedWithItsKeyAndWhy() {
         let coins = world.coins
-        XCTAssertTrue(error(.object([(coins, .string("-4.99 USD"))])).contains("never negative"), error(.object([(coins, .string("-4.99 USD"))])))
+        XCTAssertTrue(error(.object([(coins, .string("-4.99 USD"))])).contains("never negative"))
         XCTAssertTrue(error(.object([(coins, .string("4.999 USD"))])).contains("USD has 2 digits after the point"))
         XCTAssertTrue(error(.object([(coins, .string("12.5 JPY"))])).contains("JPY has 0 digits after the point"))
         XCTAssertTrue(error(.object([(coins, .string("4.99 usd"))])).contains("is not AMOUNT CURRENCY"))
@@ -51,7 +52,8 @@ final class PriceConfigurationTests: XCTestCase {
         XCTAssertEqual(Price(milliunits: 4900, currency: "USD", source: .store)?.text, "4.90 USD")
         XCTAssertEqual(Price(milliunits: 1_200_000, currency: "JPY", source: .store)?.text, "1200 JPY")
         XCTAssertEqual(Price(milliunits: 1_500, currency: "KWD", source: .store)?.text, "1.500 KWD")
-        XCTAssertEqual(Price(milliunits: 4995, currency: "USD", source: .store)?.text, "4.995 USD", "never rounded away")
+        XCTAssertEqual(Price(milliunits: 4995, currency: "USD", source: .store)?.text, "4.995 USD",
+                       "never rounded away")
         XCTAssertEqual(Price(hundredths: 880, currency: "SGD", source: .store)?.milliunits, 8800)
         XCTAssertNil(Price(milliunits: -1, currency: "USD", source: .store))
         XCTAssertNil(Price(milliunits: Price.maxMilliunits + 1, currency: "USD", source: .store))

@@ -15,7 +15,8 @@ extension GooglePlayReconcileTests {
     private func configurePrices(orderPrices: Bool, prices: [(String, JSONValue)]) throws {
         let text = try String(contentsOfFile: world.configPath, encoding: .utf8)
         guard case var .object(members) = try JSONValue.parse(text),
-              let index = members.firstIndex(where: { $0.0 == "google_play" }), case var .object(play) = members[index].1 else {
+              let index = members.firstIndex(where: { $0.0 == "google_play" }),
+              case var .object(play) = members[index].1 else {
             return XCTFail("no google_play section")
         }
         play.append(("order_prices", .bool(orderPrices)))
@@ -32,14 +33,16 @@ extension GooglePlayReconcileTests {
         try configurePrices(orderPrices: true, prices: [])
         let ledger = try makeLedger()
         let totals: [(String, JSONValue)] = [
-            ("GPA.3300-0000-0000-00001", .object([("currencyCode", .string("EUR")), ("units", .string("4")), ("nanos", .number(990_000_000))])),
+            ("GPA.3300-0000-0000-00001", .object([("currencyCode", .string("EUR")), ("units", .string("4")),
+                                                  ("nanos", .number(990_000_000))])),
             ("GPA.3300-0000-0000-00002", .object([("currencyCode", .string("EUR")), ("units", .string("-4"))])),
             ("GPA.3300-0000-0000-00003", .object([("currencyCode", .string("<b>")), ("units", .string("4"))])),
             ("GPA.3300-0000-0000-00004", .object([("currencyCode", .string("EUR")), ("units", .string("1e30"))])),
         ]
         for (index, (orderId, total)) in totals.enumerated() {
             let token = product("priced-\(index)", orderId: orderId, account: "u-\(index)")
-            var order = PlayOrder(orderId: orderId, purchaseToken: token, state: "PROCESSED", lineItems: [.init(productId: gems)])
+            var order = PlayOrder(orderId: orderId, purchaseToken: token, state: "PROCESSED",
+                                  lineItems: [.init(productId: gems)])
             order.total = total
             fake.script(order: order)
             try enqueue(ledger, "p-\(index)", user: "u-\(index)", token: token, account: "u-\(index)")
@@ -50,14 +53,16 @@ extension GooglePlayReconcileTests {
             XCTAssertEqual(try ledger.orderRecord("p-\(index)")?.order.state, .finished, "p-\(index): still delivered")
             XCTAssertNil(try priceOf(ledger, "p-\(index)"), "p-\(index): no price is guessed")
         }
-        XCTAssertEqual(fake.calls.filter { $0.path.contains("/orders/") }.count, totals.count, "one orders.get a purchase")
+        let asked = fake.calls.filter { $0.path.contains("/orders/") }.count
+        XCTAssertEqual(asked, totals.count, "one orders.get a purchase")
     }
 
     func testWithoutOrderPrices_noOrderIsAskedFor_andTheConfiguredPriceCounts() throws {
         try configurePrices(orderPrices: false, prices: [(gems, .string("0.99 EUR"))])
         let ledger = try makeLedger()
         let token = product("configured", orderId: "GPA.3300-0000-0000-00009", account: "u-9", quantity: 2)
-        var order = PlayOrder(orderId: "GPA.3300-0000-0000-00009", purchaseToken: token, state: "PROCESSED", lineItems: [.init(productId: gems)])
+        var order = PlayOrder(orderId: "GPA.3300-0000-0000-00009", purchaseToken: token, state: "PROCESSED",
+                              lineItems: [.init(productId: gems)])
         order.total = .object([("currencyCode", .string("EUR")), ("units", .string("4"))])
         fake.script(order: order)
         try enqueue(ledger, "c-9", user: "u-9", token: token, account: "u-9")

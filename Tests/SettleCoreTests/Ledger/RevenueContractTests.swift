@@ -20,11 +20,16 @@ extension LedgerContractTests {
 
     private func priceColumns(_ b: LedgerBackEnd, _ id: String) throws -> [String?] {
         try b.store.reading { db in
-            let row = try db.query("SELECT price_milliunits, price_currency, price_source, recovered_at FROM orders WHERE order_id = ?",
-                                   [.text(id)]).first
-            return [row?.int("price_milliunits").map(String.init), row?.string("price_currency"), row?.string("price_source"),
-                    row?.int("recovered_at").map(String.init)]
+            let row = try db.query("""
+                SELECT price_milliunits, price_currency, price_source, recovered_at FROM orders WHERE order_id = ?
+                """, [.text(id)]).first
+            return [row?.int("price_milliunits").map(String.init), row?.string("price_currency"),
+                    row?.string("price_source"), row?.int("recovered_at").map(String.init)]
         }
+    }
+
+    private func store(_ milliunits: Int64, _ currency: String) -> Price? {
+        Price(milliunits: milliunits, currency: currency, source: .store)
     }
 
     /// The store's price, the configured one (times the quantity), and none, through the pass;
@@ -35,8 +40,8 @@ extension LedgerContractTests {
             shop.reset()
             try world.writeConfig(hook: try world.hook("revenue-\(b.name).sh", exit: 0),
                                   overrides: [("prices", .object([(world.coins, .string("0.99 USD"))]))])
-            shop.sell("\(b.name)-S1", productId: world.coins, to: "u-1", price: Price(milliunits: 4990, currency: "USD", source: .store))
-            shop.sell("\(b.name)-S2", productId: world.coins, to: "u-1", price: Price(milliunits: 1_200_000, currency: "JPY", source: .store))
+            shop.sell("\(b.name)-S1", productId: world.coins, to: "u-1", price: store(4990, "USD"))
+            shop.sell("\(b.name)-S2", productId: world.coins, to: "u-1", price: store(1_200_000, "JPY"))
             shop.sell("\(b.name)-C", productId: world.coins, to: "u-1", quantity: 3)
             shop.sell("\(b.name)-U", productId: world.premium, to: "u-1")
             try bogusOrder(b, "r-store", sale: "\(b.name)-S1")
@@ -49,23 +54,25 @@ extension LedgerContractTests {
             let now = String(world.time.unixSeconds)
             XCTAssertEqual(try priceColumns(b, "r-store"), ["4990", "USD", "store", now], b.name)
             XCTAssertEqual(try priceColumns(b, "r-yen"), ["1200000", "JPY", "store", now], b.name)
-            XCTAssertEqual(try priceColumns(b, "r-configured"), ["2970", "USD", "configured", now], "\(b.name): 3 × 0.99 USD")
+            XCTAssertEqual(try priceColumns(b, "r-configured"), ["2970", "USD", "configured", now],
+                           "\(b.name): 3 × 0.99 USD")
             XCTAssertEqual(try priceColumns(b, "r-unknown"), [nil, nil, nil, now], "\(b.name): no price is guessed")
-            XCTAssertEqual(try b.store.orderRecord("r-store")?.order.verified?.price, Price(milliunits: 4990, currency: "USD", source: .store))
+            XCTAssertEqual(try b.store.orderRecord("r-store")?.order.verified?.price, store(4990, "USD"))
 
             let report = try b.store.revenue(since: start - 86400, until: world.time.unixSeconds + 1)
             XCTAssertEqual(RevenueReport.orders(report.recovered), 4, b.name)
             XCTAssertEqual(RevenueReport.unpriced(report.recovered), 1, b.name)
-            XCTAssertEqual(RevenueReport.totals(report.recovered).map { "\($0.orders) \($0.milliunits) \($0.currency)" },
-                           ["1 1200000 JPY", "2 7960 USD"], "\(b.name): never two currencies in one sum")
+            let totals = RevenueReport.totals(report.recovered).map { "\($0.orders) \($0.milliunits) \($0.currency)" }
+            XCTAssertEqual(totals, ["1 1200000 JPY", "2 7960 USD"], "\(b.name): never two currencies in one sum")
             XCTAssertEqual(report.recovered.map(\.store), ["bogus", "bogus", "bogus"], b.name)
             XCTAssertEqual(RevenueView.summary("recovered", report.recovered),
                            "recovered: 4 orders, 1200 JPY, 7.96 USD; 1 without a price", b.name)
             XCTAssertTrue(report.clawedBack.isEmpty, b.name)
             let json = RevenueView.json(report)
             XCTAssertEqual(json["recovered"]?["without_price"], .number(1), b.name)
-            XCTAssertEqual(json["recovered"]?["by_currency"]?.arrayValue?.last?["amount"], .string("7.96"), b.name)
-            XCTAssertEqual(json["recovered"]?["by_currency"]?.arrayValue?.last?["amount_milliunits"], .number(7960), b.name)
+            let usd = json["recovered"]?["by_currency"]?.arrayValue?.last
+            XCTAssertEqual(usd?["amount"], .string("7.96"), b.name)
+            XCTAssertEqual(usd?["amount_milliunits"], .number(7960), b.name)
             XCTAssertEqual(json["recovered"]?["by_day"]?.arrayValue?.count, 3, b.name)
 
             // Outside the window: nothing.
@@ -84,8 +91,9 @@ extension LedgerContractTests {
                                   overrides: [("prices", .object([(world.coins, .string("2.50 EUR"))]))])
             shop.sell("\(b.name)-R1", productId: world.coins, to: "u-1")
             shop.sell("\(b.name)-R2", productId: world.coins, to: "u-1")
-            XCTAssertEqual(try b.store.recordOutsideGrant(transactionId: "\(b.name)-R2", grantKey: "\(b.name)-R2", note: "backend"),
-                           .recorded, b.name)
+            let outside = "\(b.name)-R2"
+            XCTAssertEqual(try b.store.recordOutsideGrant(transactionId: outside, grantKey: outside, note: "backend"),
+                           .recorded)
             try bogusOrder(b, "once", sale: "\(b.name)-R1")
             try bogusOrder(b, "backend-granted", sale: "\(b.name)-R2")
             _ = try world.reconciler(ledger: b.store).runPass()
@@ -94,11 +102,13 @@ extension LedgerContractTests {
             let first = try priceColumns(b, "once")[3]
             world.time.advance(by: 90_000)
             try b.store.writing { db in
-                try db.appendHistory("once", HistoryEntry(at: self.world.time.unixSeconds, kind: .delivery, outcome: "delivered"))
+                let again = HistoryEntry(at: self.world.time.unixSeconds, kind: .delivery, outcome: "delivered")
+                try db.appendHistory("once", again)
             }
             XCTAssertEqual(try priceColumns(b, "once")[3], first, "\(b.name): the first delivery stays the one counted")
             let report = try b.store.revenue(since: 0, until: world.time.unixSeconds + 1)
-            XCTAssertEqual(report.recovered.map { "\($0.orders) \($0.milliunits) \($0.currency ?? "-")" }, ["1 2500 EUR"], b.name)
+            let rows = report.recovered.map { "\($0.orders) \($0.milliunits) \($0.currency ?? "-")" }
+            XCTAssertEqual(rows, ["1 2500 EUR"], b.name)
         }
     }
 
@@ -113,23 +123,26 @@ extension LedgerContractTests {
                 ("delivery", .object([("command", .array([.string(try world.hook("claw-\(b.name).sh", exit: 0))])),
                                       ("revoke_command", .array([.string(revoke)]))])),
             ])
-            shop.sell("\(b.name)-K", productId: world.coins, to: "u-1", price: Price(milliunits: 9990, currency: "USD", source: .store))
-            shop.sell("\(b.name)-P", productId: world.coins, to: "u-1", price: Price(milliunits: 10000, currency: "USD", source: .store))
+            shop.sell("\(b.name)-K", productId: world.coins, to: "u-1", price: store(9990, "USD"))
+            shop.sell("\(b.name)-P", productId: world.coins, to: "u-1", price: store(10000, "USD"))
             try bogusOrder(b, "kept-then-refunded", sale: "\(b.name)-K")
             try bogusOrder(b, "prorated", sale: "\(b.name)-P")
             _ = try world.reconciler(ledger: b.store).runPass()
             world.time.advance(by: 2 * 86400)
-            let refunded = try b.store.applyStoreRefund(store: .bogus, grantKey: "\(b.name)-K", kind: "REFUND", reason: nil,
-                                                        why: "test", source: "test")
+            let refunded = try b.store.applyStoreRefund(store: .bogus, grantKey: "\(b.name)-K", kind: "REFUND",
+                                                        reason: nil, why: "test", source: "test")
             XCTAssertEqual(refunded["kept-then-refunded"], "revoke_queued", "\(b.name): \(refunded)")
-            _ = try b.store.applyStoreRefund(store: .bogus, grantKey: "\(b.name)-P", kind: "REFUND", reason: nil, why: "t", source: "t")
+            _ = try b.store.applyStoreRefund(store: .bogus, grantKey: "\(b.name)-P", kind: "REFUND",
+                                             reason: nil, why: "t", source: "t")
             try b.execute("UPDATE revocations SET revocation_percentage = 25000 WHERE order_id = 'prorated'")
             _ = try world.reconciler(ledger: b.store).runPass()
             let report = try b.store.revenue(since: 0, until: world.time.unixSeconds + 1)
-            XCTAssertEqual(RevenueReport.totals(report.recovered).map { "\($0.orders) \($0.milliunits)" }, ["2 19990"], b.name)
-            XCTAssertEqual(RevenueReport.totals(report.clawedBack).map { "\($0.orders) \($0.milliunits) \($0.currency)" },
-                           ["2 12490 USD"], "\(b.name): 9.99 whole and 25 % of 10.00")
-            XCTAssertEqual(report.clawedBack.map(\.day), [world.time.unixSeconds / 86400 * 86400], "\(b.name): on the day revoked")
+            let recovered = RevenueReport.totals(report.recovered).map { "\($0.orders) \($0.milliunits)" }
+            XCTAssertEqual(recovered, ["2 19990"], b.name)
+            let clawed = RevenueReport.totals(report.clawedBack).map { "\($0.orders) \($0.milliunits) \($0.currency)" }
+            XCTAssertEqual(clawed, ["2 12490 USD"], "\(b.name): 9.99 whole and 25 % of 10.00")
+            let today = world.time.unixSeconds / 86400 * 86400
+            XCTAssertEqual(report.clawedBack.map(\.day), [today], "\(b.name): on the day revoked")
             XCTAssertNotEqual(report.recovered.map(\.day), report.clawedBack.map(\.day), b.name)
         }
     }
@@ -138,8 +151,8 @@ extension LedgerContractTests {
     func testABackendsRow_cannotClaimARecoveryOrAPrice_onBothEngines() throws {
         try onEachBackEnd { b in
             try b.execute("""
-                INSERT INTO orders(order_id, user_id, product_id, transaction_id, state, next_attempt_at, created_at, updated_at,
-                                   recovered_at, price_milliunits, price_currency, price_source)
+                INSERT INTO orders(order_id, user_id, product_id, transaction_id, state, next_attempt_at, created_at,
+                                   updated_at, recovered_at, price_milliunits, price_currency, price_source)
                 VALUES ('forged', 'u-1', 'coins', '555', 'pending', 0, 0, 0, 1, 999999, 'USD', 'store')
                 """)
             XCTAssertEqual(try priceColumns(b, "forged"), [nil, nil, nil, nil], b.name)
@@ -154,7 +167,8 @@ extension LedgerContractTests {
 extension LedgerContractTests {
     func testApplesSignedTransactionPrice_isRecorded_andAnAbsurdOneIsUnknown_onBothEngines() throws {
         try onEachBackEnd { b in
-            try world.writeConfig(hook: try world.hook("apple-price-\(b.name).sh", exit: 0), receiptAPI: false, serverAPI: true)
+            let hook = try world.hook("apple-price-\(b.name).sh", exit: 0)
+            try world.writeConfig(hook: hook, receiptAPI: false, serverAPI: true)
             let cases: [(String, JSONValue?, JSONValue?, [String?])] = [
                 ("good", .number(4990), .string("USD"), ["4990", "USD", "store"]),
                 ("negative", .number(-1), .string("USD"), [nil, nil, nil]),
@@ -165,8 +179,8 @@ extension LedgerContractTests {
                 ("none", nil, nil, [nil, nil, nil]),
             ]
             for (i, c) in cases.enumerated() {
-                var t = SimulatedSignedTransaction(transactionId: "\(b.name.count)00000099000000\(i)", productId: world.coins,
-                                                   bundleId: world.bundleId)
+                var t = SimulatedSignedTransaction(transactionId: "\(b.name.count)00000099000000\(i)",
+                                                   productId: world.coins, bundleId: world.bundleId)
                 (t.price, t.currency) = (c.1, c.2)
                 world.simulator.script(transaction: t.transactionId, TransactionScript(transaction: t))
                 _ = try b.store.enqueue(NewOrder(orderId: "priced-\(c.0)", userId: "u-1", productId: world.coins,
@@ -175,11 +189,13 @@ extension LedgerContractTests {
             _ = try world.reconciler(ledger: b.store).runPass()
             for c in cases {
                 let order = try b.store.orderRecord("priced-\(c.0)")?.order
-                XCTAssertEqual(order?.state, .finished, "\(b.name) \(c.0): a bad price never holds a purchase back: \(order?.lastError ?? "")")
+                XCTAssertEqual(order?.state, .finished,
+                               "\(b.name) \(c.0): a bad price never holds a purchase back: \(order?.lastError ?? "")")
                 XCTAssertEqual(Array(try priceColumns(b, "priced-\(c.0)").prefix(3)), c.3, "\(b.name) \(c.0)")
             }
             let report = try b.store.revenue(since: 0, until: world.time.unixSeconds + 1)
-            XCTAssertEqual(RevenueView.summary("recovered", report.recovered), "recovered: 7 orders, 4.99 USD; 6 without a price", b.name)
+            XCTAssertEqual(RevenueView.summary("recovered", report.recovered),
+                           "recovered: 7 orders, 4.99 USD; 6 without a price", b.name)
         }
     }
 }

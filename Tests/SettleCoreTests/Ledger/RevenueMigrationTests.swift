@@ -19,13 +19,15 @@ final class RevenueMigrationTests: XCTestCase {
         }
         try database.execute("PRAGMA user_version = \(LedgerSchema.revenueVersion - 1)")
         try database.execute("""
-            INSERT INTO orders(order_id, user_id, product_id, transaction_id, state, verified_transaction_id, grant_key, finished_at)
-            VALUES ('o-delivered', 'u-1', 'coins', '1', 'finished', '1', '1', 200000);
-            INSERT INTO orders(order_id, user_id, product_id, transaction_id, state, reason, verified_transaction_id, grant_key,
+            INSERT INTO orders(order_id, user_id, product_id, transaction_id, state, verified_transaction_id, grant_key,
                                finished_at)
+            VALUES ('o-delivered', 'u-1', 'coins', '1', 'finished', '1', '1', 200000);
+            INSERT INTO orders(order_id, user_id, product_id, transaction_id, state, reason, verified_transaction_id,
+                               grant_key, finished_at)
             VALUES ('o-outside', 'u-1', 'coins', '2', 'finished', 'already_delivered', '2', '2', 200000);
             INSERT INTO history(order_id, at, kind, outcome) VALUES ('o-delivered', 100000, 'delivery', 'delivered');
-            INSERT INTO history(order_id, at, kind, outcome) VALUES ('o-outside', 100000, 'delivery', 'already_granted');
+            INSERT INTO history(order_id, at, kind, outcome)
+            VALUES ('o-outside', 100000, 'delivery', 'already_granted');
             """)
         try database.execute("COMMIT")
         try database.close()
@@ -34,7 +36,8 @@ final class RevenueMigrationTests: XCTestCase {
         XCTAssertEqual(try ledger.schemaVersion(), LedgerSchema.migrations.count)
         XCTAssertTrue(try ledger.knowsRevenue())
         let report = try ledger.revenue(since: 0, until: 1_000_000)
-        XCTAssertEqual(report.recovered, [RevenueReport.Row(day: 86400, store: "app_store", currency: nil, orders: 1, milliunits: 0)])
+        XCTAssertEqual(report.recovered,
+                       [RevenueReport.Row(day: 86400, store: "app_store", currency: nil, orders: 1, milliunits: 0)])
         XCTAssertNil(try ledger.orderRecord("o-delivered")?.order.verified?.price)
     }
 
@@ -43,13 +46,16 @@ final class RevenueMigrationTests: XCTestCase {
         defer { TestPostgres.drop(schema: fresh.schema) }
         let connection = try PostgresConnection(url: fresh.url)
         defer { connection.close() }
-        try connection.execute("CREATE TABLE settle_schema (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
-        for (index, sql) in PostgresLedgerSchema.migrations.prefix(PostgresLedgerSchema.revenueVersion - 1).enumerated() {
+        try connection.execute(
+            "CREATE TABLE settle_schema (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+        let previous = PostgresLedgerSchema.revenueVersion - 1
+        for (index, sql) in PostgresLedgerSchema.migrations.prefix(previous).enumerated() {
             try connection.execute(sql)
             try connection.execute("INSERT INTO settle_schema(version) VALUES (\(index + 1))")
         }
         try connection.execute("""
-            INSERT INTO orders(order_id, user_id, product_id, transaction_id) VALUES ('o-delivered', 'u-1', 'coins', '1');
+            INSERT INTO orders(order_id, user_id, product_id, transaction_id)
+            VALUES ('o-delivered', 'u-1', 'coins', '1');
             UPDATE orders SET state = 'finished', verified_transaction_id = '1', grant_key = '1', finished_at = 200000
             WHERE order_id = 'o-delivered';
             INSERT INTO history(order_id, at, kind, outcome) VALUES ('o-delivered', 100000, 'delivery', 'delivered');
@@ -69,8 +75,11 @@ final class RevenueMigrationTests: XCTestCase {
         _ = try ledger.revenue(since: 0, until: 1)
         let plans = try ledger.reading { db in
             try ["SELECT count(*) FROM orders WHERE recovered_at >= 1 AND recovered_at < 2",
-                 "SELECT count(*) FROM revocations r WHERE r.state = 'revoked' AND r.updated_at >= 1 AND r.updated_at < 2"]
-                .map { sql in try db.query("EXPLAIN QUERY PLAN " + sql, []).compactMap { $0.string("detail") }.joined(separator: "; ") }
+                 "SELECT count(*) FROM revocations WHERE state = 'revoked' AND updated_at >= 1 AND updated_at < 2"]
+                .map { sql in
+                    try db.query("EXPLAIN QUERY PLAN " + sql, []).compactMap { $0.string("detail") }
+                        .joined(separator: "; ")
+                }
         }
         XCTAssertTrue(plans[0].contains("orders_recovered"), plans[0])
         XCTAssertTrue(plans[1].contains("revocations_revoked"), plans[1])

@@ -242,7 +242,8 @@ package struct StoreKitVerifier: OrderVerifier {
             var purchase = ConfirmedPurchase(
                 transactionId: t.transactionId, originalTransactionId: t.originalTransactionId, productId: t.productId,
                 environment: t.environment.rawValue, quantity: t.quantity, purchaseDateMs: t.purchaseDateMs,
-                expiresDateMs: t.expiresDateMs, refunded: t.revocationDateMs.map { "was revoked at \(Timestamp.rfc3339(milliseconds: $0))" },
+                expiresDateMs: t.expiresDateMs,
+                refunded: t.revocationDateMs.map { "was revoked at \(Timestamp.rfc3339(milliseconds: $0))" },
                 isUpgraded: t.isUpgraded, appAccountToken: t.appAccountToken, appTransactionId: t.appTransactionId,
                 familyShared: t.isFamilyShared)
             purchase.price = t.price

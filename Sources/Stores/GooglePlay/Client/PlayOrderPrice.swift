@@ -36,8 +36,8 @@ extension PlayDeveloperClient {
     /// `orders.get` for the price only (`PlayOrderPrice`), named apart from support's lookup so its
     /// pacing priority is the due orders' and its metrics say what it was for.
     package func orderTotal(_ orderId: String) throws(PlayAPIError) -> Price? {
-        let call = Call(name: "orders.price", method: "GET", segments: ["orders", orderId], permission: .viewFinancialData,
-                        orderId: orderId)
+        let call = Call(name: "orders.price", method: "GET", segments: ["orders", orderId],
+                        permission: .viewFinancialData, orderId: orderId)
         return PlayOrderPrice.price(money: try send(call)["total"])
     }
 }

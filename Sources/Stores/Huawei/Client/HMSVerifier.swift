@@ -211,7 +211,8 @@ extension HMSVerifier {
                     VerifiedPurchase(
                         transactionId: orderId, originalTransactionId: purchase.subscriptionId ?? orderId,
                         productId: purchase.productId, environment: environment, quantity: 1,
-                        purchaseDateMs: purchase.purchaseTimeMs, expiresDateMs: purchase.expirationDateMs).paying(purchase.paid))))
+                        purchaseDateMs: purchase.purchaseTimeMs, expiresDateMs: purchase.expirationDateMs
+                    ).paying(purchase.paid))))
     }
 }
 
