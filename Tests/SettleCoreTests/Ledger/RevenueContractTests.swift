@@ -28,7 +28,7 @@ extension LedgerContractTests {
         }
     }
 
-    private func store(_ milliunits: Int64, _ currency: String) -> Price? {
+    func store(_ milliunits: Int64, _ currency: String) -> Price? {
         Price(milliunits: milliunits, currency: currency, source: .store)
     }
 
@@ -197,5 +197,40 @@ extension LedgerContractTests {
             XCTAssertEqual(RevenueView.summary("recovered", report.recovered),
                            "recovered: 7 orders, 4.99 USD; 6 without a price", b.name)
         }
+    }
+}
+
+/// `settle ledger copy` carries each order's price and recovery into PostgreSQL: the insert guard
+/// that clears them on a backend's rows is off for the copy, and on again after it.
+extension LedgerContractTests {
+    func testLedgerCopy_carriesPricesAndRecoveries_andTheGuardIsOnAgainAfter() throws {
+        let shop = BogusStoreModule.shop
+        shop.reset()
+        try world.writeConfig(hook: try world.hook("revenue-copy.sh", exit: 0))
+        let path = world.folder + "/revenue-copy.sqlite3"
+        let source = try SQLiteLedger(path: path, time: world.time)
+        shop.sell("COPY-P", productId: world.coins, to: "u-1", price: store(4990, "USD"))
+        var order = NewOrder(orderId: "priced-copy", userId: "u-1", productId: world.coins, store: .bogus)
+        order.storeProof = BogusStoreAdapter.proof(sale: "COPY-P")
+        _ = try source.enqueue(order)
+        _ = try world.reconciler(ledger: source).runPass()
+        let before = try source.revenue(since: 0, until: world.time.unixSeconds + 1)
+        try source.close()
+        let fresh = try TestPostgres.freshSchema()
+        schemas.append(fresh.schema)
+        let destination = try PostgresLedger(url: fresh.url, time: world.time)
+        _ = try LedgerCopy.copy(fromSQLite: path, to: destination)
+        XCTAssertEqual(try destination.revenue(since: 0, until: world.time.unixSeconds + 1), before)
+        XCTAssertEqual(RevenueReport.totals(before.recovered).map(\.milliunits), [4990])
+        XCTAssertEqual(try destination.orderRecord("priced-copy")?.order.verified?.price?.text, "4.99 USD")
+        let connection = try PostgresConnection(url: fresh.url)
+        defer { connection.close() }
+        try connection.execute("""
+            INSERT INTO orders(order_id, user_id, product_id, transaction_id, recovered_at, price_milliunits, price_currency)
+            VALUES ('after-copy', 'u-1', 'coins', '777', 5, 1, 'USD')
+            """)
+        let row = try connection.run("SELECT recovered_at, price_milliunits FROM orders WHERE order_id = 'after-copy'").first
+        XCTAssertNil(row?.int("recovered_at"), "the guard is on again after the copy")
+        XCTAssertNil(row?.int("price_milliunits"))
     }
 }
