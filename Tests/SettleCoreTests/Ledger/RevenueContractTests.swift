@@ -226,10 +226,12 @@ extension LedgerContractTests {
         let connection = try PostgresConnection(url: fresh.url)
         defer { connection.close() }
         try connection.execute("""
-            INSERT INTO orders(order_id, user_id, product_id, transaction_id, recovered_at, price_milliunits, price_currency)
+            INSERT INTO orders(order_id, user_id, product_id, transaction_id, recovered_at, price_milliunits,
+                               price_currency)
             VALUES ('after-copy', 'u-1', 'coins', '777', 5, 1, 'USD')
             """)
-        let row = try connection.run("SELECT recovered_at, price_milliunits FROM orders WHERE order_id = 'after-copy'").first
+        let read = "SELECT recovered_at, price_milliunits FROM orders WHERE order_id = 'after-copy'"
+        let row = try connection.run(read).first
         XCTAssertNil(row?.int("recovered_at"), "the guard is on again after the copy")
         XCTAssertNil(row?.int("price_milliunits"))
     }
