@@ -11,13 +11,16 @@
 ///   `settle report --since` by time.
 ///
 /// A backend's own new row carries none of these (a trigger clears them): only settle says what
-/// it recovered. Rows delivered before this migration get `recovered_at` from their history.
+/// it recovered. CHECKs hold a price to what `Price` accepts (0 to `Price.maxMilliunits`, a
+/// currency of three capital letters), so no row can make a sum overflow or a page show markup.
+/// Rows delivered before this migration get `recovered_at` from their history.
 extension LedgerSchema {
     /// The SQLite ledger's migration.
     static let revenueMigration = """
         ALTER TABLE orders ADD COLUMN price_milliunits INTEGER
-            CHECK (price_milliunits IS NULL OR price_milliunits >= 0);
-        ALTER TABLE orders ADD COLUMN price_currency TEXT;
+            CHECK (price_milliunits IS NULL OR price_milliunits BETWEEN 0 AND 1000000000000);
+        ALTER TABLE orders ADD COLUMN price_currency TEXT
+            CHECK (price_currency IS NULL OR (length(price_currency) = 3 AND price_currency GLOB '[A-Z][A-Z][A-Z]'));
         ALTER TABLE orders ADD COLUMN price_source TEXT
             CHECK (price_source IS NULL OR price_source IN ('store','configured'));
         ALTER TABLE orders ADD COLUMN recovered_at INTEGER;
@@ -42,8 +45,10 @@ extension LedgerSchema {
 extension PostgresLedgerSchema {
     /// As the SQLite ledger's `revenueMigration`.
     static let revenueMigration = """
-        ALTER TABLE orders ADD COLUMN price_milliunits BIGINT CHECK (price_milliunits IS NULL OR price_milliunits >= 0);
-        ALTER TABLE orders ADD COLUMN price_currency TEXT;
+        ALTER TABLE orders ADD COLUMN price_milliunits BIGINT
+            CHECK (price_milliunits IS NULL OR price_milliunits BETWEEN 0 AND 1000000000000);
+        ALTER TABLE orders ADD COLUMN price_currency TEXT
+            CHECK (price_currency IS NULL OR price_currency ~ '^[A-Z]{3}$');
         ALTER TABLE orders ADD COLUMN price_source TEXT
             CHECK (price_source IS NULL OR price_source IN ('store','configured'));
         ALTER TABLE orders ADD COLUMN recovered_at BIGINT;

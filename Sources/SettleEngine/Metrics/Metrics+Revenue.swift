@@ -22,7 +22,8 @@ extension Metrics {
             out += header("settle_\(name)_amount", "gauge",
                           "The price of the orders \(what), last 30 days, in the currency's main unit.")
             for (store, currency, milliunits) in sums(rows) {
-                out += "settle_\(name)_amount{\(app),store=\"\(labelValue(store))\",currency=\"\(currency)\"} "
+                let labels = "store=\"\(labelValue(store))\",currency=\"\(labelValue(currency))\""
+                out += "settle_\(name)_amount{\(app),\(labels)} "
                     + Price.format(milliunits: milliunits, currency: currency) + "\n"
             }
             out += header("settle_\(name)_orders", "gauge",

@@ -156,6 +156,11 @@ extension LedgerContractTests {
                 VALUES ('forged', 'u-1', 'coins', '555', 'pending', 0, 0, 0, 1, 999999, 'USD', 'store')
                 """)
             XCTAssertEqual(try priceColumns(b, "forged"), [nil, nil, nil, nil], b.name)
+            for change in ["price_currency = '<b>'", "price_currency = 'usd'", "price_milliunits = -1",
+                           "price_milliunits = 1000000000001", "price_source = 'guessed'"] {
+                XCTAssertThrowsError(try b.execute("UPDATE orders SET \(change) WHERE order_id = 'forged'"),
+                                     "\(b.name): \(change) is no price")
+            }
             XCTAssertTrue(try b.store.revenue(since: 0, until: .max).recovered.isEmpty, b.name)
         }
     }
