@@ -12,6 +12,8 @@ package struct Configuration: Sendable {
     package var bundleId: String
     package var acceptSandbox: Bool
     package var products: [String: Product]
+    /// `prices`: one unit's price by product id, for orders whose store states none (`decodePrices`).
+    package var prices: [String: Price] = [:]
     /// How purchases are bound to the order's user (appAccountToken) and which proofs are trusted.
     package var userBinding = UserBinding()
     package var delivery: DeliveryConfiguration

@@ -39,6 +39,9 @@ package struct ConfigurationDecoder {
             guard let productsObject = try root.object("products") else { throw ConfigError("products: required key is missing") }
             return try decodeProducts(productsObject)
         }
+        let prices = collect([:]) { () throws(ConfigError) in
+            try root.object("prices").map { (o) throws(ConfigError) in try decodePrices(o, products: products) } ?? [:]
+        }
         let delivery = collect(Configuration.DeliveryConfiguration(method: .command(["/"]), timeoutSeconds: 30)) { () throws(ConfigError) in
             guard let deliveryObject = try root.object("delivery") else { throw ConfigError("delivery: required key is missing") }
             return try decodeDelivery(deliveryObject)
@@ -71,6 +74,7 @@ package struct ConfigurationDecoder {
                                           products: products, delivery: delivery, schedule: schedule, http: http,
                                           metricsFile: metricsFile, shutdownGraceSeconds: grace, sourcePath: path)
         configuration.userBinding = binding
+        configuration.prices = prices
         configuration.storeSections = storeSections
         configuration.postgresLedger = postgresLedger
         configuration.logLevel = logLevel

@@ -22,7 +22,8 @@ package enum LedgerCopy {
                     "original_transaction_id", "verified_product_id", "quantity", "purchase_date_ms", "expires_date_ms",
                     "lease_host", "lease_pid", "lease_start", "lease_expires_at", "created_at", "updated_at", "finished_at",
                     "grant_key", "app_account_token", "origin", "refunded_at", "refund_kind", "refund_reason", "store",
-                    "purchase_token", "delivered_at", "replaces", "app_transaction", "proof_kind", "proof", "proof_key"]),
+                    "purchase_token", "delivered_at", "replaces", "app_transaction", "proof_kind", "proof", "proof_key",
+                    "price_milliunits", "price_currency", "price_source", "recovered_at"]),
         ("history", ["id", "order_id", "at", "kind", "outcome", "apple_status", "hook_exit", "environment", "duration_ms", "detail"]),
         ("grants", ["grant_key", "transaction_id", "order_id", "source", "granted_at", "note"]),
         ("notifications", ["uuid", "type", "subtype", "environment", "signed_date_ms", "transaction_id", "original_transaction_id",
@@ -85,6 +86,7 @@ package enum LedgerCopy {
                     // Orders keep their states: the trigger that makes a backend's new rows
                     // `pending` is off for this transaction only (DDL is transactional).
                     try db.run("ALTER TABLE orders DISABLE TRIGGER orders_new_pending")
+                    try db.run("ALTER TABLE orders DISABLE TRIGGER orders_new_unpriced")
                     // Counted once at the end rather than by the trigger a row.
                     let keepsCounts = try db.run("SELECT to_regclass('order_count_deltas') IS NOT NULL AS kept")
                         .first?.bool("kept") == true
@@ -119,6 +121,7 @@ package enum LedgerCopy {
                         try db.run("INSERT INTO store_breakers(store) VALUES (?) ON CONFLICT DO NOTHING", [.text(store.rawValue)])
                     }
                     try db.run("ALTER TABLE orders ENABLE TRIGGER orders_new_pending")
+                    try db.run("ALTER TABLE orders ENABLE TRIGGER orders_new_unpriced")
                     // History ids were copied as they were: the sequence continues after the last.
                     try db.run("SELECT setval(pg_get_serial_sequence('history', 'id'), greatest((SELECT max(id) FROM history), 1))")
                     try db.run("""

@@ -46,6 +46,7 @@ extension LedgerTransaction {
             """, [.text(orderId), .integer(entry.at), .text(entry.kind.rawValue), .text(entry.outcome),
                   .from(entry.appleStatus), .from(entry.hookExit), .from(entry.environment), .from(entry.durationMs),
                   .from(entry.detail)])
+        try markRecovered(orderId, entry)
     }
 
     /// Who holds a purchase: its grant key, or its transaction id recorded by a backend.

@@ -106,6 +106,7 @@ extension Order {
                                             purchaseDateMs: row.int("purchase_date_ms"), expiresDateMs: row.int("expires_date_ms"),
                                             grantKey: row.string("grant_key"))
             purchase.replaces = row.string("replaces")
+            purchase.price = Price(row: row)
             return purchase
         }
         var lease: Lease? = nil

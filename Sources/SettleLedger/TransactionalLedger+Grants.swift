@@ -174,6 +174,7 @@ extension TransactionalLedger {
                       .text(purchase.productId), .integer(Int64(purchase.quantity)), .from(purchase.purchaseDateMs),
                       .from(purchase.expiresDateMs), .text(purchase.grantKey), .from(purchase.replaces)]
                     + expiry.values + [.integer(now), .text(orderId)])
+            try db.recordPrice(orderId, purchase.price)
             var entry = history
             entry.detail = GrantChoice.reserved(purchase)
             try db.appendHistory(orderId, entry)

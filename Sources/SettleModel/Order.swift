@@ -32,6 +32,8 @@ package struct VerifiedPurchase: Sendable, Equatable {
     /// an upgrade, a downgrade or a resubscription of one the same user holds (Google's
     /// `linkedPurchaseToken`), so the hook can end the old one. Nil for anything else.
     package var replaces: String? = nil
+    /// What the customer paid, as the store's answer states it (`Price`); nil when it states none.
+    package var price: Price? = nil
 
     package init(transactionId: String, originalTransactionId: String, productId: String, environment: String,
                 quantity: Int, purchaseDateMs: Int64?, expiresDateMs: Int64?, grantKey: String? = nil) {

@@ -18,6 +18,8 @@ package struct ConfirmedPurchase: Sendable, Equatable {
     package var appTransactionId: String? = nil
     /// `inAppOwnershipType` `FAMILY_SHARED`: any token it carries is the buyer's, not the member's.
     package var familyShared = false
+    /// The price the store's answer states for it (a signed transaction's `price` and `currency`).
+    package var price: Price? = nil
 
     package init(transactionId: String, originalTransactionId: String, productId: String, environment: String, quantity: Int,
                 purchaseDateMs: Int64?, expiresDateMs: Int64?, refunded: String?, isUpgraded: Bool, appAccountToken: String?,
@@ -107,6 +109,7 @@ package struct PurchaseEligibility: Sendable {
                 transactionId: p.transactionId, originalTransactionId: p.originalTransactionId, productId: p.productId,
                 environment: p.environment, quantity: max(1, p.quantity), purchaseDateMs: p.purchaseDateMs,
                 expiresDateMs: p.expiresDateMs, grantKey: key))
+            candidates[candidates.count - 1].price = p.price
         }
         if !candidates.isEmpty { return .verified(Match(candidates: candidates, named: named, excluded: excluded)) }
         if let needsPerson { return .needsAttention(reason: needsPerson.reason, detail: needsPerson.detail) }

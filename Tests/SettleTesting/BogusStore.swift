@@ -79,14 +79,18 @@ package final class BogusShop: Sendable {
         package var purchasedAtMs: Int64 = 1_700_000_000_000
         package var refunded = false
         package var acknowledged = false
+        /// What the shop says the buyer paid, as its answer carries it (nil: it says nothing).
+        package var price: Price? = nil
     }
 
     private let state = Mutex((sales: [String: Sale](), down: false, verifications: 0, acknowledgements: 0))
 
     package init() {}
 
-    package func sell(_ transactionId: String, productId: String, to buyer: String, quantity: Int = 1) {
-        state.withLock { $0.sales[transactionId] = Sale(productId: productId, buyer: buyer, quantity: quantity) }
+    package func sell(_ transactionId: String, productId: String, to buyer: String, quantity: Int = 1,
+                      price: Price? = nil) {
+        let sale = Sale(productId: productId, buyer: buyer, quantity: quantity, price: price)
+        state.withLock { $0.sales[transactionId] = sale }
     }
 
     package func refund(_ transactionId: String) { state.withLock { $0.sales[transactionId]?.refunded = true } }
@@ -164,9 +168,12 @@ package struct BogusStoreAdapter: StoreAdapter {
                 try db.query("INSERT INTO bogus_sales_seen(sale, order_id, seen_at) VALUES (?, ?, ?) ON CONFLICT (sale) DO NOTHING",
                              [.text(transactionId), .text(order.orderId), .integer(now)])
             }
-            verification.outcome = .verified(.only(VerifiedPurchase(
+            var purchase = VerifiedPurchase(
                 transactionId: transactionId, originalTransactionId: transactionId, productId: sale.productId,
-                environment: "production", quantity: sale.quantity, purchaseDateMs: sale.purchasedAtMs, expiresDateMs: nil)))
+                environment: "production", quantity: sale.quantity, purchaseDateMs: sale.purchasedAtMs,
+                expiresDateMs: nil)
+            purchase.price = sale.price
+            verification.outcome = .verified(.only(purchase))
         }
         return verification
     }

@@ -340,6 +340,8 @@ final class DaemonTests: EndToEndTestCase {
                                   "settle_pacer_rate", "settle_pacer_ceiling_rate", "settle_pacer_learned_rate",
                                   "settle_pacer_requests_total",
                                   "settle_pacer_throttled_total", "settle_pacer_floor_throttled_total", "settle_pacer_waits_total",
+                                  "settle_recovered_amount", "settle_recovered_orders", "settle_clawed_back_amount",
+                                  "settle_clawed_back_orders",
                                   "settle_google_play_push_unknown_key_total", "settle_build_info"])
         for state in ["pending", "verifying", "delivering", "finished", "rejected", "needs_attention"] {
             XCTAssertTrue(text.contains("settle_orders{bundle_id=\"com.example.game\",state=\"\(state)\"}"), state)

@@ -87,6 +87,9 @@ enum ReconcileCommand {
     static func writeMetrics(_ metrics: Metrics, reconciler: Reconciler, context: CommandContext) {
         guard let path = reconciler.configuration.metricsFile else { return }
         do {
+            let now = reconciler.ledger.time.unixSeconds
+            let window = now - Metrics.revenueWindowSeconds
+            metrics.observeRevenue(try? reconciler.ledger.revenue(since: window, until: now + 1))
             try metrics.write(to: path, summary: try reconciler.ledger.summary(OrderFilter(limit: 0)),
                               bundleId: reconciler.configuration.bundleId)
         } catch {

@@ -50,6 +50,8 @@ package enum SettleCommand {
               help: CustomerCommand.help, options: CustomerCommand.spec.options, run: CustomerCommand.run),
         .init(name: "audit", summary: "who did what to which order (shell or console), and what the console refused",
               help: AuditCommand.help, options: AuditCommand.spec.options, run: AuditCommand.run),
+        .init(name: "report", summary: "what settle recovered and clawed back, by currency, store and day",
+              help: ReportCommand.help, options: ReportCommand.spec.options, run: ReportCommand.run),
         .init(name: "web", summary: "the support console in a browser: overview, search, each order's story (read-only by default)",
               help: WebCommand.help, options: WebCommand.spec.options, run: WebCommand.run),
         .init(name: "web-passwd", summary: "hash a console user's password read on standard input (a line for web.users_file)",

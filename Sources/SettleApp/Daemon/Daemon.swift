@@ -326,6 +326,8 @@ package final class Daemon: @unchecked Sendable {
         notifier.send("STATUS=" + statusLine(report, summary: summary, breakers: breakers))
         if let path = configuration.metricsFile, let summary {
             do {
+                let now = ledger.time.unixSeconds
+                metrics.observeRevenue(try? ledger.revenue(since: now - Metrics.revenueWindowSeconds, until: now + 1))
                 try metrics.write(to: path, summary: summary, bundleId: configuration.bundleId)
             } catch {
                 log.error("metrics.write_failed", ["path": path, "error": "\(error)"])

@@ -23,6 +23,8 @@ package struct StatusReport: Sendable {
     package var hook: HookActivity
     /// The configured hook timeout, against which a running call's age is shown.
     package var hookTimeoutSeconds: Double
+    /// What settle recovered and clawed back in the last 30 days (`RevenueView`); nil for a filtered status.
+    package var revenue: RevenueReport? = nil
 
     /// The window of the hook's activity that status and the console show.
     package static let hookWindowSeconds: Int64 = 15 * 60
@@ -71,13 +73,16 @@ package struct StatusReport: Sendable {
         }
         // Buckets a host saved within the live window: a stopped host's are left out.
         let pacer = StatusView.pacedBuckets(try ledger.pacerBuckets(since: time.unixSeconds - PostgresLedger.liveWindowSeconds))
-        return StatusReport(summary: try ledger.summary(filter), breakers: try ledger.breakers(), daemon: try ledger.daemonRecord(),
+        var report = StatusReport(summary: try ledger.summary(filter), breakers: try ledger.breakers(),
+                                  daemon: try ledger.daemonRecord(),
                             workers: ledger.isShared ? try ledger.liveDaemons() : nil,
                             storeNotes: try StoreModules.all.statusNotes(ledger),
                             pacer: pacer,
                             storeOrders: storeOrders,
                             hook: try ledger.hookActivity(since: time.unixSeconds - hookWindowSeconds),
                             hookTimeoutSeconds: configuration.delivery.timeoutSeconds)
+        report.revenue = try revenue(ledger, filtered: report.summary.filtered, now: time.unixSeconds)
+        return report
     }
 
     /// `settle status --json` (SPEC section 6).
@@ -90,6 +95,7 @@ package struct StatusReport: Sendable {
         members.insert(contentsOf: storeOrders.map { ($0.jsonKey, $0.json(held)) }, at: 0)
         if let workers { members.append(("workers", StatusView.json(workers: workers))) }
         members.append(("hook", StatusView.json(hook, timeoutSeconds: hookTimeoutSeconds)))
+        if let revenue { members.append(("revenue", RevenueView.json(revenue))) }
         json = .object(members)
         return json
     }
@@ -101,6 +107,7 @@ package struct StatusReport: Sendable {
         out += StatusView.text(summary, breakers: breakers, daemon: daemon, pacer: pacer, now: now).withLineEnd
         out += "hook: " + StatusView.hookText(hook, timeoutSeconds: hookTimeoutSeconds, now: now) + "\n"
         for note in storeNotes { if let line = note.text { out += line + "\n" } }
+        if let revenue { out += RevenueView.statusLine(revenue) + "\n" }
         if let workers { out += StatusView.text(workers: workers, now: now).withLineEnd }
         return out
     }

@@ -25,6 +25,7 @@ package final class Metrics: Sendable {
         var storeRequests: [String: Int] = [:]     // "store|call|outcome" -> count
         var storeFinishes: [String: Int] = [:]     // "store|outcome" -> count
         var pacer: [PacerSnapshot] = []
+        var revenue: RevenueReport? = nil
     }
 
     private let state = Mutex(State())
@@ -103,6 +104,10 @@ package final class Metrics: Sendable {
         }
     }
 
+    /// What settle recovered and clawed back in the last 30 days, read from the ledger before the
+    /// file is written (`Metrics+Revenue`).
+    package func observeRevenue(_ report: RevenueReport?) { state.withLock { $0.revenue = report } }
+
     /// The whole file, in the Prometheus text exposition format (version 0.0.4).
     package func render(summary: LedgerSummary, bundleId: String,
                         now: Int64 = Int64(Date().timeIntervalSince1970)) -> String {
@@ -114,6 +119,7 @@ package final class Metrics: Sendable {
         out += Metrics.storeFamilies(s, app: app)
         out += Metrics.pacerFamilies(s.pacer, app: app)
         out += renderStoreFamilies(app: app)
+        out += s.revenue.map { Metrics.revenueFamilies($0, app: app) } ?? ""
         out += Metrics.family("settle_build_info", "gauge", "The running settle's version.")
         out += "settle_build_info{\(app),version=\"\(SettleVersion.number)\"} 1\n"
         return out

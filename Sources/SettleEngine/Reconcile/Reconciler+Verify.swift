@@ -77,7 +77,8 @@ extension Reconciler {
     /// granted, delivered or taken already), and an order now `delivering` is handed off.
     private func recordVerified(_ order: Order, match: Match, verification: Verification, entry: HistoryEntry,
                                 now: Int64, pass: Pass, handOff: (DeliveryQueue.Leased) throws -> Void) throws {
-        switch try ledger.recordVerified(orderId: order.orderId, owner: owner, fence: order.fencingToken, match: match,
+        switch try ledger.recordVerified(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                         match: priced(match),
                                          deliveryLeaseSeconds: deliveryLeaseSeconds, history: entry) {
         case let .delivering(verified):
             log.info("order.verified", ["order": order.orderId, "transaction": verified.verified?.transactionId,

@@ -631,5 +631,7 @@ extension LedgerSchema {
         "-- 21: InListChecks.rewrite",
         // 22: customers' refund policy and orders' usage evidence (issue 37, `CustomerSchema`).
         CustomerSchema.sqlite,
+        // 23: the money side (issue 37): each order's price and when settle recovered it (`revenueMigration`).
+        revenueMigration,
     ]
 }

@@ -510,5 +510,7 @@ extension PostgresLedgerSchema {
         orderCountsMigration,
         // 19: as the SQLite ledger's migration 22: customers' refund policy, orders' usage evidence.
         CustomerSchema.postgres,
+        // 20: as the SQLite ledger's migration 23: prices and `recovered_at` (`revenueMigration`).
+        revenueMigration,
     ]
 }

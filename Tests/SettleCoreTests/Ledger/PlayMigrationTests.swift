@@ -45,7 +45,8 @@ final class PlayMigrationTests: XCTestCase {
         let check = try SQLiteDatabase(path: path, mode: .readOnly)
         defer { try? check.close() }
         XCTAssertTrue(try check.query("PRAGMA foreign_key_check").isEmpty)
-        XCTAssertEqual(try check.query("SELECT count(*) AS n FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'orders'").first?.int("n"), 4,
-                       "the order counts' three and migration 12's Finish Transaction queue")
+        let triggers = "SELECT count(*) AS n FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'orders'"
+        XCTAssertEqual(try check.query(triggers).first?.int("n"), 5,
+                       "the order counts' three, migration 12's Finish Transaction queue, the revenue insert guard")
     }
 }

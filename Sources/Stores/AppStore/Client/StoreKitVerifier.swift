@@ -239,12 +239,15 @@ package struct StoreKitVerifier: OrderVerifier {
 
     private func decide(_ transactions: [SignedTransaction], order: Order, named: Bool, proofSigned: Bool) -> VerificationOutcome {
         let confirmed = transactions.map { t in
-            ConfirmedPurchase(transactionId: t.transactionId, originalTransactionId: t.originalTransactionId, productId: t.productId,
-                              environment: t.environment.rawValue, quantity: t.quantity, purchaseDateMs: t.purchaseDateMs,
-                              expiresDateMs: t.expiresDateMs,
-                              refunded: t.revocationDateMs.map { "was revoked at \(Timestamp.rfc3339(milliseconds: $0))" },
-                              isUpgraded: t.isUpgraded, appAccountToken: t.appAccountToken,
-                              appTransactionId: t.appTransactionId, familyShared: t.isFamilyShared)
+            var purchase = ConfirmedPurchase(
+                transactionId: t.transactionId, originalTransactionId: t.originalTransactionId, productId: t.productId,
+                environment: t.environment.rawValue, quantity: t.quantity, purchaseDateMs: t.purchaseDateMs,
+                expiresDateMs: t.expiresDateMs,
+                refunded: t.revocationDateMs.map { "was revoked at \(Timestamp.rfc3339(milliseconds: $0))" },
+                isUpgraded: t.isUpgraded, appAccountToken: t.appAccountToken, appTransactionId: t.appTransactionId,
+                familyShared: t.isFamilyShared)
+            purchase.price = t.price
+            return purchase
         }
         let ids = Array(Set(transactions.compactMap(\.appTransactionId))).sorted()
         var linked: LinkedAppTransactions = [:]

@@ -13,6 +13,7 @@ import SettleSimulator
 ///                 "answers": [{"status": 21005}, {"http": 503}, "receipt"]}],
 ///   "transactions": [{"transaction_id": "2000", "product_id": "coins", "environment": "Sandbox",
 ///                     "app_account_token": "6f1e4c2a-5b3d-4e8f-9a0b-1c2d3e4f5a6b",
+///                     "price": 4990, "currency": "USD",
 ///                     "answers": ["not_found", {"http": 500, "error_code": 5000001}, "transaction"]}],
 ///   "customers": [["2000", "2001"]],
 ///   "apple_orders": {"MQ5Q8W3X2Z": ["2000"]},
@@ -61,12 +62,14 @@ package struct AppStoreScript: StoreScript {
                 throw Failure(message: "\(at): transaction_id and product_id are required")
             }
             let purchased = entry["purchase_date_ms"]?.looseInt64 ?? 1_764_410_645_000
-            let transaction = SimulatedSignedTransaction(
+            var transaction = SimulatedSignedTransaction(
                 transactionId: id, originalTransactionId: entry["original_transaction_id"]?.looseString, productId: product,
                 bundleId: entry["bundle_id"]?.looseString ?? bundleId, environment: entry["environment"]?.looseString ?? "Production",
                 purchaseDateMs: purchased, quantity: Int(entry["quantity"]?.looseInt64 ?? 1),
                 revocationDateMs: entry["revoked"]?.looseBool == true ? purchased + 60_000 : nil,
                 appAccountToken: entry["app_account_token"]?.looseString, isUpgraded: entry["is_upgraded"]?.looseBool ?? false)
+            // Sent as written (Apple: `price` in milliunits, `currency` ISO 4217), absurd values included.
+            (transaction.price, transaction.currency) = (entry["price"], entry["currency"])
             let answers = try (entry["answers"]?.arrayValue ?? []).enumerated().map { (j, a) throws(Failure) in
                 try Self.serverAnswer(a, at: "\(at).answers[\(j)]")
             }

@@ -29,6 +29,10 @@ package struct SimulatedSignedTransaction: Sendable, Equatable {
     /// Fields Apple added after settle was written (1.21's `billingPlanType`, one of a later
     /// version), signed as Apple would: settle must read the transaction regardless.
     package var laterFields: [String: JSONValue] = [:]
+    /// Sent as `price` and `currency` exactly as given (Apple: milliunits and ISO 4217, together),
+    /// so a test can send what Apple would and what it never should.
+    package var price: JSONValue? = nil
+    package var currency: JSONValue? = nil
 
     package init(transactionId: String, originalTransactionId: String? = nil, productId: String, bundleId: String,
                 environment: String = "Production", purchaseDateMs: Int64 = 1_764_410_645_000, quantity: Int = 1,
@@ -69,6 +73,8 @@ package struct SimulatedSignedTransaction: Sendable, Equatable {
         if let token = appAccountToken { members.append(("appAccountToken", .string(token))) }
         if isUpgraded { members.append(("isUpgraded", .bool(true))) }
         if let appTransactionId { members.append(("appTransactionId", .string(appTransactionId))) }
+        if let price { members.append(("price", price)) }
+        if let currency { members.append(("currency", currency)) }
         if let revoked = revocationDateMs {
             members.append(("revocationDate", .number(revoked)))
             members.append(("revocationReason", .number(0)))

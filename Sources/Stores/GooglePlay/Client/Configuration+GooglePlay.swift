@@ -20,6 +20,8 @@ extension Configuration {
         package var push: Push?
         /// How often `settle run` reads `purchases.voidedpurchases.list`.
         package var voidedPollIntervalSeconds: Double = 3600
+        /// `order_prices` (default false): read each verified purchase's price with `orders.get` (`PlayOrderPrice`).
+        package var orderPrices = false
         package var refundReview = RefundReview()
         /// `rate_limits`: requests a second per Play Developer API bucket, for an app Google
         /// granted more than the published quota; absent groups keep `StoreRateLimits`'.
@@ -115,6 +117,7 @@ extension ConfigurationDecoder {
             throw ConfigError("\(o.name("push")): required with notifications_path (settle refuses unauthenticated pushes)")
         }
         play.voidedPollIntervalSeconds = try o.number("voided_poll_interval_seconds", default: 3600, range: 60...86_400)
+        play.orderPrices = try o.bool("order_prices", default: false)
         if var review = try o.object("refund_review") {
             play.refundReview.respond = try review.bool("respond", default: false)
             if let text = try review.string("refund_preference") {

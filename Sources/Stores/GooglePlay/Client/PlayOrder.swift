@@ -34,6 +34,8 @@ package struct PlayOrder: Sendable, Equatable {
     /// RFC 3339, as Google sends it.
     package var createTime: String?
     package var lineItems: [LineItem]
+    /// `total`, Google's Money (`currencyCode`, `units`, `nanos`), as Google sent it (`PlayOrderPrice` reads it).
+    package var total: JSONValue? = nil
 
     package init(orderId: String, purchaseToken: PurchaseToken, state: String?, createTime: String? = nil, lineItems: [LineItem]) {
         self.orderId = orderId
@@ -64,6 +66,7 @@ package struct PlayOrder: Sendable, Equatable {
         var members: [(String, JSONValue)] = [("orderId", .string(orderId)), ("purchaseToken", .string(purchaseToken.value))]
         if let state { members.append(("state", .string(state))) }
         if let createTime { members.append(("createTime", .string(createTime))) }
+        if let total { members.append(("total", total)) }
         members.append(("lineItems", .array(lineItems.map { item in
             var fields: [(String, JSONValue)] = [("productId", .string(item.productId))]
             if let title = item.productTitle { fields.append(("productTitle", .string(title))) }

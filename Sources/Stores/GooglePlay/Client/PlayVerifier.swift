@@ -23,9 +23,12 @@ package final class PlayVerifier: OrderVerifier {
     /// What the ledger knows of Play purchases (grants, voidings, a person's retry); without it
     /// (tests of the rules alone) Google's answer is all there is.
     package let records: (any PlayGrantRecords)?
+    /// `google_play.order_prices`: each verified purchase's price is read with `orders.get` (`PlayOrderPrice`).
+    package let readsOrderPrices: Bool
 
     package init(client: PlayDeveloperClient, products: [String: Configuration.Product], acceptSandbox: Bool, binding: UserBinding,
-                time: any TimeSource, records: (any PlayGrantRecords)? = nil) {
+                time: any TimeSource, records: (any PlayGrantRecords)? = nil, readsOrderPrices: Bool = false) {
+        self.readsOrderPrices = readsOrderPrices
         self.records = records
         self.client = client
         self.products = products
@@ -145,6 +148,7 @@ package final class PlayVerifier: OrderVerifier {
                                             environment: grant.environment.rawValue, quantity: grant.quantity,
                                             purchaseDateMs: grant.purchaseTimeMillis ?? startMs, expiresDateMs: expiresMs,
                                             grantKey: grant.grantKey)
+            if readsOrderPrices { purchase.price = paid(orderId: grant.grantKey) }
             // An upgrade, downgrade or resubscription of a subscription this user holds: the hook ends the old one.
             if let linked, let records {
                 purchase.replaces = try records.grants(token: linked).first { $0.userId == order.userId }?.grantKey

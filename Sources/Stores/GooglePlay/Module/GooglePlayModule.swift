@@ -75,6 +75,6 @@ package enum GooglePlayModule: StoreModule {
         }
         let products = configuration.products.filter { $0.value.stores.contains(.googlePlay) }
         return PlayVerifier(client: api, products: products, acceptSandbox: configuration.acceptSandbox, binding: configuration.userBinding,
-                            time: time, records: records)
+                            time: time, records: records, readsOrderPrices: settings.orderPrices)
     }
 }

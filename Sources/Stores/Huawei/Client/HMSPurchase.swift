@@ -28,6 +28,8 @@ package struct HMSPurchase: Sendable, Equatable {
     package var expirationDateMs: Int64?
     package var subIsValid: Bool?
     package var cancelTimeMs: Int64?
+    /// InAppPurchaseData's `price` (times 100) and `currency`, as a price; nil when it states none that is one.
+    package var paid: Price? = nil
 
     package struct Invalid: Error, Sendable, Equatable {
         package var message: String
@@ -68,6 +70,7 @@ package struct HMSPurchase: Sendable, Equatable {
         expirationDateMs = json["expirationDate"]?.looseInt64
         subIsValid = json["subIsvalid"]?.looseBool
         cancelTimeMs = json["cancelTime"]?.looseInt64
+        paid = Self.paid(json)
     }
 }
 

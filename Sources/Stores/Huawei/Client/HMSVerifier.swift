@@ -166,7 +166,7 @@ package struct HMSVerifier: Sendable {
                     VerifiedPurchase(
                         transactionId: orderId, originalTransactionId: orderId, productId: purchase.productId,
                         environment: environment, quantity: 1, purchaseDateMs: purchase.purchaseTimeMs,
-                        expiresDateMs: nil))))
+                        expiresDateMs: nil).paying(purchase.paid))))
     }
 }
 
@@ -211,7 +211,8 @@ extension HMSVerifier {
                     VerifiedPurchase(
                         transactionId: orderId, originalTransactionId: purchase.subscriptionId ?? orderId,
                         productId: purchase.productId, environment: environment, quantity: 1,
-                        purchaseDateMs: purchase.purchaseTimeMs, expiresDateMs: purchase.expirationDateMs))))
+                        purchaseDateMs: purchase.purchaseTimeMs, expiresDateMs: purchase.expirationDateMs
+                    ).paying(purchase.paid))))
     }
 }
 

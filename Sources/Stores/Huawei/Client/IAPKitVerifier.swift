@@ -211,11 +211,12 @@ package struct IAPKitVerifier: Sendable {
                         "Huawei says order \(purchase.purchaseOrderId) was already confirmed as shipped, and not by settle: the backend may have granted it"
                 ))
         }
-        let verified = VerifiedPurchase(
+        var verified = VerifiedPurchase(
             transactionId: purchase.purchaseOrderId,
             originalTransactionId: purchase.subscriptionId ?? purchase.purchaseOrderId,
             productId: purchase.productId, environment: environment, quantity: purchase.quantity,
             purchaseDateMs: purchaseTimeMs, expiresDateMs: expiresMs)
+        verified.price = purchase.paid
         return answer(.verified(.only(verified)))
     }
 
