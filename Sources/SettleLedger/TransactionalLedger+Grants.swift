@@ -168,13 +168,13 @@ extension TransactionalLedger {
                 UPDATE orders SET state = 'delivering', environment = ?, verified_transaction_id = ?,
                        original_transaction_id = ?, verified_product_id = ?, quantity = ?, purchase_date_ms = ?,
                        expires_date_ms = ?, grant_key = ?, replaces = ?, reason = NULL, last_error = NULL,
+                       price_milliunits = ?, price_currency = ?, price_source = ?,
                        lease_expires_at = \(expiry.sql), updated_at = ?
                 WHERE order_id = ? RETURNING *
                 """, [.text(purchase.environment), .text(purchase.transactionId), .text(purchase.originalTransactionId),
                       .text(purchase.productId), .integer(Int64(purchase.quantity)), .from(purchase.purchaseDateMs),
                       .from(purchase.expiresDateMs), .text(purchase.grantKey), .from(purchase.replaces)]
-                    + expiry.values + [.integer(now), .text(orderId)])
-            try db.recordPrice(orderId, purchase.price)
+                    + Price.columns(purchase.price) + expiry.values + [.integer(now), .text(orderId)])
             var entry = history
             entry.detail = GrantChoice.reserved(purchase)
             try db.appendHistory(orderId, entry)

@@ -60,13 +60,6 @@ package struct RevenueReport: Sendable, Equatable {
 }
 
 extension LedgerTransaction {
-    /// Records the price of the purchase an order now holds (`Price`; nil: unknown), in the
-    /// transition that gave it the purchase.
-    package func recordPrice(_ orderId: String, _ price: Price?) throws {
-        try query("UPDATE orders SET price_milliunits = ?, price_currency = ?, price_source = ? WHERE order_id = ?",
-                  [.from(price?.milliunits), .from(price?.currency), .from(price?.source.rawValue), .text(orderId)])
-    }
-
     /// Marks an order recovered when its history records that settle's hook granted it (`delivered`),
     /// once: a later delivery (a rescue's redelivery under the same key) never moves the mark.
     package func markRecovered(_ orderId: String, _ entry: HistoryEntry) throws {
@@ -127,5 +120,13 @@ extension Price {
         guard let milliunits = row.int("price_milliunits"), let currency = row.string("price_currency"),
               let source = row.string("price_source").flatMap(PriceSource.init(rawValue:)) else { return nil }
         self.init(milliunits: milliunits, currency: currency, source: source)
+    }
+}
+
+extension Price {
+    /// The bound values of `price_milliunits, price_currency, price_source` for `price` (nil:
+    /// unknown), written by the UPDATE that gives an order its verified purchase.
+    static func columns(_ price: Price?) -> [SQLiteValue] {
+        [.from(price?.milliunits), .from(price?.currency), .from(price?.source.rawValue)]
     }
 }
