@@ -23,6 +23,8 @@ package struct CustomerReport: Sendable {
     package var entries: [Entry]
     /// Every order of the customer's, when more than `entries` were read.
     package var total: Int
+    /// The customer's refunds as buyer in the last 90 days (`CustomerReport+Refunds.swift`).
+    package var refunds: RefundHistory? = nil
 
     package static let limit = 200
 
@@ -37,7 +39,8 @@ package struct CustomerReport: Sendable {
                                  subscription: subscription(order, configuration: configuration, now: now),
                                  refund: order.refund.map(StatusView.refundText), supportActions: actions))
         }
-        return CustomerReport(userId: userId, entries: entries, total: summary.matching)
+        return CustomerReport(userId: userId, entries: entries, total: summary.matching,
+                              refunds: try ledger.refundHistory(of: userId, now: now))
     }
 
     /// How `order` is `user`'s, from its holder and its transfers.
@@ -76,6 +79,7 @@ package struct CustomerReport: Sendable {
     package func text(now: Int64) -> String {
         var out = "customer \(userId): \(Plural.count(total, "order"))"
             + (entries.count < total ? " (the \(entries.count) most recently changed shown)" : "") + "\n"
+        out += refundsText(now: now)
         for e in entries {
             out += "  \(e.order.orderId)  \(e.order.state.rawValue)" + (e.order.reason.map { " (\($0))" } ?? "")
                 + "  \(e.order.store.rawValue)\n"
@@ -91,6 +95,7 @@ package struct CustomerReport: Sendable {
         .object([
             ("user_id", .string(userId)),
             ("orders_total", .number(total)),
+            ("refunds_90d", refundsJSON),
             ("orders", .array(entries.map { e in
                 .object([
                     ("order_id", .string(e.order.orderId)), ("state", .string(e.order.state.rawValue)),

@@ -23,6 +23,8 @@ package struct StatusReport: Sendable {
     package var hook: HookActivity
     /// The configured hook timeout, against which a running call's age is shown.
     package var hookTimeoutSeconds: Double
+    /// The customers with `refunds.flag_after` refunds or more in 90 days; nil for a filtered report.
+    package var refunders: FrequentRefunders? = nil
 
     /// The window of the hook's activity that status and the console show.
     package static let hookWindowSeconds: Int64 = 15 * 60
@@ -71,13 +73,19 @@ package struct StatusReport: Sendable {
         }
         // Buckets a host saved within the live window: a stopped host's are left out.
         let pacer = StatusView.pacedBuckets(try ledger.pacerBuckets(since: time.unixSeconds - PostgresLedger.liveWindowSeconds))
-        return StatusReport(summary: try ledger.summary(filter), breakers: try ledger.breakers(), daemon: try ledger.daemonRecord(),
-                            workers: ledger.isShared ? try ledger.liveDaemons() : nil,
-                            storeNotes: try StoreModules.all.statusNotes(ledger),
-                            pacer: pacer,
-                            storeOrders: storeOrders,
-                            hook: try ledger.hookActivity(since: time.unixSeconds - hookWindowSeconds),
-                            hookTimeoutSeconds: configuration.delivery.timeoutSeconds)
+        var report = StatusReport(summary: try ledger.summary(filter), breakers: try ledger.breakers(),
+                                  daemon: try ledger.daemonRecord(),
+                                  workers: ledger.isShared ? try ledger.liveDaemons() : nil,
+                                  storeNotes: try StoreModules.all.statusNotes(ledger),
+                                  pacer: pacer,
+                                  storeOrders: storeOrders,
+                                  hook: try ledger.hookActivity(since: time.unixSeconds - hookWindowSeconds),
+                                  hookTimeoutSeconds: configuration.delivery.timeoutSeconds)
+        // The whole ledger's flagged customers; a filtered report (one user, one order) names no others.
+        if !report.summary.filtered {
+            report.refunders = try ledger.frequentRefunders(configuration, now: time.unixSeconds)
+        }
+        return report
     }
 
     /// `settle status --json` (SPEC section 6).
@@ -90,6 +98,7 @@ package struct StatusReport: Sendable {
         members.insert(contentsOf: storeOrders.map { ($0.jsonKey, $0.json(held)) }, at: 0)
         if let workers { members.append(("workers", StatusView.json(workers: workers))) }
         members.append(("hook", StatusView.json(hook, timeoutSeconds: hookTimeoutSeconds)))
+        if let refunders { members.append(("refunders", refunders.json)) }
         json = .object(members)
         return json
     }
@@ -102,6 +111,7 @@ package struct StatusReport: Sendable {
         out += "hook: " + StatusView.hookText(hook, timeoutSeconds: hookTimeoutSeconds, now: now) + "\n"
         for note in storeNotes { if let line = note.text { out += line + "\n" } }
         if let workers { out += StatusView.text(workers: workers, now: now).withLineEnd }
+        if let refunders { out += "refunds: " + refunders.text + "\n" }
         return out
     }
 }
