@@ -18,13 +18,10 @@ extension TransactionalLedger {
     /// `orders_refunded`; past that the counts are of those and say so.
     package func frequentRefunders(atLeast threshold: Int, now: Int64) throws(LedgerError) -> FrequentRefunders {
         let since = now - RefundHistory.windowSeconds
-        let buyer = try knowsSupportActions() ? OrderBuyer.column : "o.user_id"
+        let sql = RefundHistorySQL.newestRefunds(transfers: try knowsSupportActions())
         let cap = FrequentRefunders.refundsCap
         return try reading { db in
-            let rows = try db.query("""
-                SELECT o.store, o.refund_kind, \(buyer) AS buyer FROM orders o
-                WHERE o.refunded_at >= ? ORDER BY o.refunded_at DESC LIMIT ?
-                """, [.integer(since), .integer(Int64(cap + 1))])
+            let rows = try db.query(sql, [.integer(since), .integer(Int64(cap + 1))])
             var counts: [String: Int] = [:]
             for row in rows.prefix(cap) {
                 let store = Store(rawValue: row.string("store") ?? Store.ofUnnamedOrders.rawValue)
@@ -80,20 +77,11 @@ extension LedgerTransaction {
     /// The refunds of `user` as buyer since `since`: the orders they hold (`orders_user`) and the
     /// ones they gave away by transfer, each kept only when they are its buyer, each order once.
     package func refundHistory(of user: String, since: Int64, transfers: Bool) throws -> RefundHistory {
-        let buyer = transfers ? OrderBuyer.column : "o.user_id"
-        let columns = "o.order_id, o.store, o.refund_kind, o.refunded_at, \(buyer) AS buyer"
-        var sql = "SELECT \(columns) FROM orders o WHERE o.user_id = ? AND o.refunded_at >= ?"
         var values: [LedgerValue] = [.text(user), .integer(since)]
-        if transfers {
-            sql += """
-
-                UNION SELECT \(columns) FROM orders o WHERE o.refunded_at >= ? AND o.order_id IN (
-                    SELECT s.order_id FROM support_actions s WHERE s.kind = 'transfer' AND s.from_user = ?)
-                """
-            values += [.integer(since), .text(user)]
-        }
+        if transfers { values += [.integer(since), .text(user)] }
         var entries: [RefundHistory.Entry] = []
-        for row in try query(sql, values) where row.string("buyer") == user {
+        let rows = try query(RefundHistorySQL.buyersRefunds(transfers: transfers), values)
+        for row in rows where row.string("buyer") == user {
             let store = Store(rawValue: row.string("store") ?? Store.ofUnnamedOrders.rawValue)
             let kind = row.string("refund_kind")
             guard store.refundIsTheCustomers(kind: kind), let id = row.string("order_id"),
@@ -102,5 +90,34 @@ extension LedgerTransaction {
         }
         entries.sort { ($0.at, $1.orderId) > ($1.at, $0.orderId) }
         return RefundHistory(userId: user, since: since, entries: entries)
+    }
+}
+
+/// The two reads of refund history, each through indexes only (`RefundHistoryMigrationTests`
+/// reads SQLite's plan of each).
+package enum RefundHistorySQL {
+    /// A buyer's refunded orders since a time (`?` user, since; with transfers, since, user again):
+    /// those they hold (`orders_user`) and those they gave away (`support_actions_from_user`), each
+    /// row with its buyer, who may be someone else (the user received it by transfer).
+    package static func buyersRefunds(transfers: Bool) -> String {
+        let buyer = transfers ? OrderBuyer.column : "o.user_id"
+        let columns = "o.order_id, o.store, o.refund_kind, o.refunded_at, \(buyer) AS buyer"
+        let held = "SELECT \(columns) FROM orders o WHERE o.user_id = ? AND o.refunded_at >= ?"
+        guard transfers else { return held }
+        return held + """
+
+            UNION SELECT \(columns) FROM orders o WHERE o.refunded_at >= ? AND o.order_id IN (
+                SELECT s.order_id FROM support_actions s WHERE s.kind = 'transfer' AND s.from_user = ?)
+            """
+    }
+
+    /// The newest refunds since a time, at most a number of them (`?` since, limit), with each one's
+    /// buyer, through `orders_refunded`.
+    package static func newestRefunds(transfers: Bool) -> String {
+        let buyer = transfers ? OrderBuyer.column : "o.user_id"
+        return """
+            SELECT o.store, o.refund_kind, \(buyer) AS buyer FROM orders o
+            WHERE o.refunded_at >= ? ORDER BY o.refunded_at DESC LIMIT ?
+            """
     }
 }

@@ -625,5 +625,11 @@ extension LedgerSchema {
         CREATE INDEX audit_log_at ON audit_log(at);
         CREATE INDEX audit_log_actor ON audit_log(actor, id);
         """,
+        // 21: refund history per customer (issue 37): a buyer's refunds include the orders they
+        // gave away by transfer, found by the buyer here rather than by a scan of support_actions
+        // at every grant.
+        """
+        CREATE INDEX support_actions_from_user ON support_actions(from_user) WHERE kind = 'transfer';
+        """,
     ]
 }

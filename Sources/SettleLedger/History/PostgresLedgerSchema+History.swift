@@ -508,5 +508,9 @@ extension PostgresLedgerSchema {
         // 18: the counts by store and state and the chart's hours, kept by a trigger
         // (PostgresLedgerSchema+OrderCounts).
         orderCountsMigration,
+        // 19: as the SQLite ledger's migration 21: the transfers a buyer made, found by the buyer.
+        """
+        CREATE INDEX support_actions_from_user ON support_actions(from_user) WHERE kind = 'transfer';
+        """,
     ]
 }
