@@ -108,7 +108,8 @@ final class HuaweiNotificationTests: HuaweiTestCase {
         usleep(300_000)
         XCTAssertEqual(revokes.count, 1, "revoked once")
         // Issue 37: the customer's refund history counts the revoked purchase once, however often it was told.
-        let customer = try JSONValue.parse(try settle(expecting: 0, ["status", "--user", "u-7", "--json"]).stdout)["customer"]
+        let status = try settle(expecting: 0, ["status", "--user", "u-7", "--json"]).stdout
+        let customer = try JSONValue.parse(status)["customer"]
         XCTAssertEqual(customer?["refunds_90d"]?["count"], .number(1), "\(customer?.serialized() ?? "no customer")")
         XCTAssertEqual(customer?["refunds_90d"]?["orders"]?.arrayValue?.first?["kind"], .string("REVOKE"))
         XCTAssertFalse(log(daemon).contains("SECRETHUAWEITOKEN"), "a purchase token was logged")

@@ -66,7 +66,9 @@ final class DeliveryEventTests: XCTestCase {
         items[0].order.refunds90d = 4
         items[1].order.refunds90d = 0
         XCTAssertEqual(hook.deliver(batch: items).map(\.outcome), [.delivered, .delivered, .delivered])
-        let lines = try String(contentsOfFile: world.folder + "/refund-lines.log", encoding: .utf8).split(separator: "\n")
-        XCTAssertEqual(try lines.map { try JSONValue.parse(Data($0.utf8))["refunds_90d"] }, [.number(4), .number(0), nil])
+        let lines = try String(contentsOfFile: world.folder + "/refund-lines.log", encoding: .utf8)
+            .split(separator: "\n")
+        XCTAssertEqual(try lines.map { try JSONValue.parse(Data($0.utf8))["refunds_90d"] },
+                       [.number(4), .number(0), nil])
     }
 }

@@ -39,15 +39,17 @@ final class RefundHistoryMigrationTests: XCTestCase {
         // Enough rows that a scan would cost more than a probe, as on a real ledger.
         try ledger.writing { db in
             for i in 0..<300 {
-                try db.query("INSERT INTO orders(order_id, user_id, product_id, transaction_id) VALUES (?, ?, 'coins', ?)",
-                             [.text("o-\(i)"), .text("u-\(i % 50)"), .text("t-\(i)")])
+                try db.query("""
+                    INSERT INTO orders(order_id, user_id, product_id, transaction_id) VALUES (?, ?, 'coins', ?)
+                    """, [.text("o-\(i)"), .text("u-\(i % 50)"), .text("t-\(i)")])
             }
             try db.query("ANALYZE")
         }
         for (what, sql, values) in [
             ("a buyer's refunds", RefundHistorySQL.buyersRefunds(transfers: true),
              [LedgerValue.text("u-buyer"), .integer(0), .integer(0), .text("u-buyer")]),
-            ("the newest refunds", RefundHistorySQL.newestRefunds(transfers: true), [LedgerValue.integer(0), .integer(10)]),
+            ("the newest refunds", RefundHistorySQL.newestRefunds(transfers: true),
+             [LedgerValue.integer(0), .integer(10)]),
         ] {
             let plan = try ledger.reading { db in try db.query("EXPLAIN QUERY PLAN " + sql, values) }
                 .compactMap { $0.string("detail") }
@@ -71,7 +73,8 @@ final class RefundHistoryMigrationTests: XCTestCase {
         try connection.execute("""
             CREATE TABLE settle_schema (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
             """)
-        for (index, sql) in PostgresLedgerSchema.migrations.prefix(PostgresLedgerSchema.refundHistoryVersion - 1).enumerated() {
+        let before = PostgresLedgerSchema.migrations.prefix(PostgresLedgerSchema.refundHistoryVersion - 1)
+        for (index, sql) in before.enumerated() {
             try connection.execute(sql)
             try connection.execute("INSERT INTO settle_schema(version) VALUES (\(index + 1))")
         }
@@ -83,7 +86,9 @@ final class RefundHistoryMigrationTests: XCTestCase {
         let ledger = try PostgresLedger(url: fresh.url, time: world.time)
         XCTAssertEqual(try ledger.schemaVersion(), PostgresLedgerSchema.migrations.count)
         let indexes = try ledger.reading { db in
-            try db.query("SELECT indexname FROM pg_indexes WHERE tablename = 'support_actions' AND schemaname = current_schema()")
+            try db.query("""
+                SELECT indexname FROM pg_indexes WHERE tablename = 'support_actions' AND schemaname = current_schema()
+                """)
         }.compactMap { $0.string("indexname") }
         XCTAssertTrue(indexes.contains("support_actions_from_user"), "\(indexes)")
         XCTAssertEqual(try ledger.refundHistory(of: "u-buyer", now: 100).entries.map(\.orderId), ["o-old"])

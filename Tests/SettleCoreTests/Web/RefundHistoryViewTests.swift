@@ -40,17 +40,20 @@ final class RefundHistoryViewTests: WebConsoleTestCase {
             let configuration = try world.configuration()
             let report = try CustomerReport.read(engine.ledger, userId: hostile, configuration: configuration, now: now)
             XCTAssertEqual(report.refunds?.count, 3, "\(engine.name): the family revoke is not theirs")
-            XCTAssertTrue(report.text(now: now).contains("  refunds in 90 days: 3 (app_store 3): "), report.text(now: now))
+            let customerText = report.text(now: now)
+            XCTAssertTrue(customerText.contains("  refunds in 90 days: 3 (app_store 3): "), customerText)
             XCTAssertEqual(report.json["refunds_90d"]?["count"], .number(3), engine.name)
-            XCTAssertEqual(try CustomerReport.read(engine.ledger, userId: "u-calm", configuration: configuration, now: now).refunds?.count,
-                           1, engine.name)
+            let calm = try CustomerReport.read(engine.ledger, userId: "u-calm", configuration: configuration, now: now)
+            XCTAssertEqual(calm.refunds?.count, 1, engine.name)
 
-            let status = try StatusReport.read(engine.ledger, filter: OrderFilter(limit: 5), configuration: configuration,
-                                               time: world.time, lookups: .localOnly)
-            XCTAssertTrue(status.text(now: now).contains("refunds: 1 customer with >= 3 refunds in 90 days (\(hostile) 3)\n"),
-                          status.text(now: now))
+            let status = try StatusReport.read(engine.ledger, filter: OrderFilter(limit: 5),
+                                               configuration: configuration, time: world.time, lookups: .localOnly)
+            let statusText = status.text(now: now)
+            XCTAssertTrue(statusText.contains("refunds: 1 customer with >= 3 refunds in 90 days (\(hostile) 3)\n"),
+                          statusText)
             XCTAssertEqual(status.json["refunders"]?["customers_total"], .number(1), engine.name)
-            XCTAssertEqual(status.json["refunders"]?["customers"]?.arrayValue?.first?["user_id"], .string(hostile), engine.name)
+            let first = status.json["refunders"]?["customers"]?.arrayValue?.first
+            XCTAssertEqual(first?["user_id"], .string(hostile), engine.name)
             let filtered = try StatusReport.read(engine.ledger, filter: OrderFilter(userId: "u-calm", limit: 5),
                                                  configuration: configuration, time: world.time, lookups: .localOnly)
             XCTAssertNil(filtered.refunders, "\(engine.name): one customer's status names no other customer")
@@ -59,7 +62,8 @@ final class RefundHistoryViewTests: WebConsoleTestCase {
             let page = text(try get(base, "/users/\(HTML.pathSegment(hostile))"))
             XCTAssertFalse(page.contains("<script>alert"), page)
             XCTAssertTrue(page.contains("id=\"refunds-90d\"><strong class=\"bad\">3</strong>"), page)
-            let table = try XCTUnwrap(page.components(separatedBy: "id=\"refund-orders\"").last?.components(separatedBy: "</table>").first)
+            let table = try XCTUnwrap(page.components(separatedBy: "id=\"refund-orders\"").last?
+                .components(separatedBy: "</table>").first)
             XCTAssertTrue(table.contains("/orders/r-3") && table.contains("/orders/r-1"), table)
             XCTAssertFalse(table.contains("r-family"), "\(engine.name): a family revoke is not listed as theirs")
             let api = try JSONValue.parse(text(try get(base, "/api/users/\(HTML.pathSegment(hostile))")))
@@ -75,8 +79,10 @@ final class RefundHistoryViewTests: WebConsoleTestCase {
             // The ledger is whole: the id was a value, never SQL.
             XCTAssertEqual(try engine.ledger.summary(OrderFilter(limit: 0)).counts[.rejected], 6, engine.name)
 
-            let metrics = Metrics().render(summary: try engine.ledger.summary(OrderFilter(limit: 0)), bundleId: "b", now: now)
-            XCTAssertTrue(metrics.contains("settle_refunds_last_hour{bundle_id=\"b\",store=\"app_store\"} 4\n"), metrics)
+            let metrics = Metrics().render(summary: try engine.ledger.summary(OrderFilter(limit: 0)), bundleId: "b",
+                                           now: now)
+            XCTAssertTrue(metrics.contains("settle_refunds_last_hour{bundle_id=\"b\",store=\"app_store\"} 4\n"),
+                          metrics)
             XCTAssertTrue(metrics.contains("settle_refunds_last_hour{bundle_id=\"b\",store=\"bogus\"} 0\n"), metrics)
         }
     }
