@@ -79,7 +79,6 @@ package struct CustomerReport: Sendable {
     package func text(now: Int64) -> String {
         var out = "customer \(userId): \(Plural.count(total, "order"))"
             + (entries.count < total ? " (the \(entries.count) most recently changed shown)" : "") + "\n"
-        out += refundsText(now: now)
         for e in entries {
             out += "  \(e.order.orderId)  \(e.order.state.rawValue)" + (e.order.reason.map { " (\($0))" } ?? "")
                 + "  \(e.order.store.rawValue)\n"
@@ -88,7 +87,7 @@ package struct CustomerReport: Sendable {
             if let r = e.refund { out += "    refund: \(r)\n" }
             for a in e.supportActions { out += "    support: \(Verdict.supportLine(a, now: now))\n" }
         }
-        return out
+        return out + refundsText(now: now)
     }
 
     package var json: JSONValue {

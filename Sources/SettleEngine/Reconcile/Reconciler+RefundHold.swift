@@ -45,3 +45,13 @@ extension Reconciler {
         return counted
     }
 }
+
+extension SupportActionRunner {
+    /// A grant re-sent (`settle redeliver`) is the grant's document again: with its buyer's
+    /// refunds in 90 days, counted now.
+    func withRefundCount(_ order: Order) throws(LedgerError) -> Order {
+        var counted = order
+        counted.refunds90d = try ledger.refundHistory(of: order.userId, now: ledger.time.unixSeconds).count
+        return counted
+    }
+}
