@@ -38,6 +38,8 @@ package struct Configuration: Sendable {
     package var storeSections: [String: JSONValue] = [:]
     /// The support console, `settle web` (absent: every default).
     package var web = WebConfiguration()
+    /// Refund history thresholds (`refunds`; absent: nobody held, flagged from 3).
+    package var refunds = Refunds()
     /// The file this was read from; relative paths in it are resolved against its folder.
     package var sourcePath: String
 

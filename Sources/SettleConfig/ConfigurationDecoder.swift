@@ -70,6 +70,10 @@ package struct ConfigurationDecoder {
         let web = collect(nil) { () throws(ConfigError) in
             try root.object("web").map { (o) throws(ConfigError) in try decodeWeb(o) }
         }
+        let refunds = collect(Configuration.Refunds()) { () throws(ConfigError) in
+            try root.object("refunds").map { (o) throws(ConfigError) in try decodeRefunds(o) }
+                ?? Configuration.Refunds()
+        }
         var configuration = Configuration(ledgerPath: ledger, bundleId: bundleId, acceptSandbox: acceptSandbox,
                                           products: products, delivery: delivery, schedule: schedule, http: http,
                                           metricsFile: metricsFile, shutdownGraceSeconds: grace, sourcePath: path)
@@ -82,6 +86,7 @@ package struct ConfigurationDecoder {
         configuration.notifications = notifications
         configuration.storeSettings = storeSettings
         if let web { configuration.web = web }
+        configuration.refunds = refunds
         for section in sections { problems += section.problems?(configuration) ?? [] }
         if let unknown = root.unknownKeys() { problems.append(unknown) }
         guard problems.isEmpty else { throw ConfigError(problems.joined(separator: "\n")) }

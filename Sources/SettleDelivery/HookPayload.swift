@@ -29,6 +29,8 @@ package enum HookPayload {
             ("expires_date", .string(purchase.expiresDateMs.map { Timestamp.rfc3339(milliseconds: $0) })),
             ("idempotency_key", .string(idempotencyKey(purchase))),
         ]
+        // The buyer's refunds in 90 days, counted just before this call (issue 37): the backend decides.
+        if let refunds = order.refunds90d { members.append(("refunds_90d", .number(refunds))) }
         // A subscription bought in place of another the user holds: the backend ends the old one.
         if let replaced = purchase.replaces { members.append(("replaces", .string(replaced))) }
         if let token = order.fencingToken { members.append(("fencing_token", .number(String(token)))) }

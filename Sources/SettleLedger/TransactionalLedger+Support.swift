@@ -61,6 +61,8 @@ package struct LedgerSummary: Sendable, Equatable {
     /// ran out), of the whole ledger, first few by order id; and how many there are.
     package var supportActionsWaiting: [String] = []
     package var supportActionsWaitingCount = 0
+    /// The customers' refunds recorded in the last hour by store, of the whole ledger (`RefundHistory`).
+    package var customerRefundsLastHour: [Store: Int] = [:]
 }
 
 /// What support does to orders settle could not settle by itself, and what status reads,
@@ -325,6 +327,9 @@ extension TransactionalLedger {
             if storeColumn {
                 // Only the subject's clocks: `--user u-42` shows no other customer's.
                 summary.refundDeadlines = try Self.refundDeadlines(db, now: now, limit: 20, subject: subject, arguments)
+                if conditions.isEmpty {
+                    summary.customerRefundsLastHour = try db.customerRefundsByStore(since: now - 3600)
+                }
             }
             if supportActions {
                 let waiting = try db.query("SELECT order_id FROM support_actions WHERE state = 'waiting' ORDER BY order_id")

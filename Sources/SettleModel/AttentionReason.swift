@@ -62,4 +62,8 @@ package enum AttentionReason: String, Sendable, Equatable, CaseIterable {
     /// delivered (Apple's 4000185 from Get Transaction Info for a family member's shared
     /// transaction): a retry is refused the same way, and nothing says the goods were granted.
     case storeRefused = "store_refused"
+    /// The store confirmed the purchase, and its buyer had `refunds.hold_after` or more refunds in
+    /// the last 90 days (`RefundHistory`): the grant waits for a person, the hook was not called.
+    /// A person's `settle retry` grants it (never held again), `settle resolve` closes it.
+    case repeatRefunder = "repeat_refunder"
 }

@@ -86,6 +86,10 @@ package struct StoreDescriptor: Sendable {
     package var provenByPurchaseToken = false
     /// What telling it of a delivery is called there: "acknowledge or consume".
     package var finishName = "finish"
+    /// Refund kinds (`orders.refund_kind`) this store records that are not the customer's own
+    /// refund, so they never count in the customer's refund history (`RefundHistory`): Apple's
+    /// `REVOKE` is Family Sharing taking a shared purchase from a family member, who asked for nothing.
+    package var refundKindsNotTheCustomers: Set<String> = []
 
     package init(store: Store, displayName: String, owner: String, logName: String, unconfiguredHint: String,
                  deliveryNotice: DeliveryNotice, publishedRates: [String: Double] = [:],

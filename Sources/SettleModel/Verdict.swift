@@ -121,6 +121,9 @@ package struct Verdict: Sendable, Equatable {
         case "already_granted_unclear": return "the hook said the purchase was granted before, maybe by settle's own earlier call for this order"
         case "store_finish_refused": return "delivered, and the store refused every attempt to acknowledge or consume it"
         case "store_refused": return "the store refused for good to answer about this purchase; nothing was delivered"
+        case "repeat_refunder":
+            return "the store confirmed the purchase; its buyer reached refunds.hold_after refunds in 90 days, "
+                + "so the grant waits for a person"
         case Resolution.grantedByHand.rawValue: return "a person granted it by hand"
         case Resolution.wontGrant.rawValue: return "a person decided not to grant it"
         default: return nil
@@ -190,6 +193,9 @@ package struct Verdict: Sendable, Equatable {
             return "check whether the customer got it: if so settle resolve ID --as granted_by_hand; if not, settle retry ID delivers it"
         case "backfilled_purchase":
             return "check whether the app already granted it: if it did, settle resolve ID --as granted_by_hand; if not, settle retry ID delivers it"
+        case "repeat_refunder":
+            return "its history names the buyer's refunds (the customer's page lists them); "
+                + "to grant it anyway, settle retry ID (it is not held again)"
         case "store_refused":
             return "a retry is refused the same way: check the purchase with the customer (a family member's shared purchase "
                 + "is granted through the family organizer's own order), then settle resolve ID"

@@ -47,6 +47,16 @@ package enum BogusStoreModule: StoreModule {
                          copied: [CopiedTable("bogus_sales_seen", columns: ["sale", "order_id", "seen_at"])])]
     }
 
+    /// The bogus shop voided (refunded) `sale` and says so, as a store's notification does: the
+    /// shop's record changes, and the ledger takes it back from the order holding it (a revoke)
+    /// or never delivers it to one waiting for it, as every store's refund does.
+    @discardableResult
+    package static func reportRefund(_ sale: String, ledger: any SettleLedger) throws -> [String: String] {
+        shop.refund(sale)
+        return try ledger.applyStoreRefund(store: .bogus, grantKey: sale, kind: "SALE_VOIDED", reason: nil,
+                                           why: "the bogus shop voided sale \(sale)", source: "bogus refund notice")
+    }
+
     /// `settle enqueue --store bogus --proof-file F`: the file holds the sale's id.
     package static var proofFormat: ProofFormat? {
         ProofFormat(what: "a bogus sale id (letters, digits, '-', at most 64)") { text in

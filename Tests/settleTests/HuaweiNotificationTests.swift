@@ -107,6 +107,11 @@ final class HuaweiNotificationTests: HuaweiTestCase {
         XCTAssertTrue(text.contains("Huawei notifications:") && text.contains("DID_NEW_TRANSACTION (INITIAL_BUY): order_created (endpoint)"), text)
         usleep(300_000)
         XCTAssertEqual(revokes.count, 1, "revoked once")
+        // Issue 37: the customer's refund history counts the revoked purchase once, however often it was told.
+        let status = try settle(expecting: 0, ["status", "--user", "u-7", "--json"]).stdout
+        let customer = try JSONValue.parse(status)["customer"]
+        XCTAssertEqual(customer?["refunds_90d"]?["count"], .number(1), "\(customer?.serialized() ?? "no customer")")
+        XCTAssertEqual(customer?["refunds_90d"]?["orders"]?.arrayValue?.first?["kind"], .string("REVOKE"))
         XCTAssertFalse(log(daemon).contains("SECRETHUAWEITOKEN"), "a purchase token was logged")
     }
 

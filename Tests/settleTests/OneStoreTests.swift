@@ -127,6 +127,13 @@ final class OneStoreTests: OneStoreTestCase {
         // The cancellation waits, and the next pass (the next start's) sees the purchase cancelled.
         let (second, _) = try startDaemon()
         XCTAssertTrue(eventually(within: 20) { self.revokes == ["revoke:1700000000006 onestore-1700000000006"] }, "\(revokes) \(log(second))")
+        // Issue 37: the cancellation is the buyer's refund, counted once in their history.
+        let status = try settle(expecting: 0, ["status", "--user", "u-6", "--json"]).stdout
+        let customer = try JSONValue.parse(status)["customer"]
+        XCTAssertEqual(customer?["refunds_90d"]?["count"], .number(1), status)
+        XCTAssertEqual(customer?["refunds_90d"]?["orders"]?.arrayValue?.first?["kind"], .string("CANCELED"), status)
+        let text = try settle(expecting: 0, ["status"]).stdout
+        XCTAssertTrue(text.contains("refunds: 0 customers with >= 3 refunds in 90 days\n"), text)
         XCTAssertFalse(log(daemon).contains("SECRETONESTORETOKEN") || log(second).contains("SECRETONESTORETOKEN"), "a token was logged")
     }
 

@@ -26,7 +26,7 @@ final class StatusTests: EndToEndTestCase {
         let status = try statusJSON()
         XCTAssertEqual(status.objectMembers?.map(\.0), ["counts", "oldest_undelivered_seconds", "apple", "health", "daemon", "matching", "orders",
                                                          "stores", "google_play", "one_store", "support_actions_waiting", "apple_finishes_refused", "pacer",
-                                                         "hook", "revenue"])
+                                                         "hook", "revenue", "refunders"])
         XCTAssertEqual(status["apple_finishes_refused"], .number(0))
         XCTAssertEqual(status["stores"]?["app_store"]?["finished"], status["counts"]?["finished"])
         XCTAssertEqual(status["stores"]?["google_play"]?["finished"], .number(0))

@@ -138,6 +138,7 @@ enum CheckConfigCommand {
                      + (c.web.tlsInFront ? ", TLS terminated in front" : "")
                      + ", actions " + (c.web.actions ? "on" : "off (read-only)"))
         lines.append("shutdown_grace_seconds: \(n(c.shutdownGraceSeconds))")
+        lines.append(c.refunds.text)
         return lines.joined(separator: "\n")
     }
 

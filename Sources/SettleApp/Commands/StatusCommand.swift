@@ -18,12 +18,15 @@ enum StatusCommand {
 
     Shows counts by state, the oldest undelivered order's age and the matching orders (most
     recently changed first); with --user, --transaction or --app-account-token the counts are
-    of those orders only. With ORDER_ID, starts with a verdict in plain words (charged?
+    of those orders only; without, a refunds: line names the customers with
+    refunds.flag_after refunds or more in 90 days. With ORDER_ID, starts with a verdict in plain words (charged?
     delivered? why? what next?), then the order's full record and every verification and
     delivery attempt. Read-only: never writes, never takes the daemon's lock.
 
       --state STATE      pending, verifying, delivering, finished, rejected or needs_attention
-      --user USER        orders of this user id
+      --user USER        orders of this user id, then the customer: every order they
+                         bought, hold, gave away or received, and their refunds in the
+                         last 90 days (what the grant hook is told as refunds_90d)
       --transaction TXN  \(StoreNames.wrap("orders with this transaction or order id: \(StoreNames.help("transaction")); "
         + "\(StoreNames.help("order_lookup", "and")): whose purchase it is, and the orders holding its purchase token",
         column: 21, indent: 21))

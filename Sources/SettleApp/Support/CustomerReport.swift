@@ -23,6 +23,8 @@ package struct CustomerReport: Sendable {
     package var entries: [Entry]
     /// Every order of the customer's, when more than `entries` were read.
     package var total: Int
+    /// The customer's refunds as buyer in the last 90 days (`CustomerReport+Refunds.swift`).
+    package var refunds: RefundHistory? = nil
 
     package static let limit = 200
 
@@ -37,7 +39,8 @@ package struct CustomerReport: Sendable {
                                  subscription: try subscription(order, configuration: configuration, now: now, ledger: ledger),
                                  refund: order.refund.map(StatusView.refundText), supportActions: actions))
         }
-        return CustomerReport(userId: userId, entries: entries, total: summary.matching)
+        return CustomerReport(userId: userId, entries: entries, total: summary.matching,
+                              refunds: try ledger.refundHistory(of: userId, now: now))
     }
 
     /// How `order` is `user`'s, from its holder and its transfers.
@@ -84,13 +87,14 @@ package struct CustomerReport: Sendable {
             if let r = e.refund { out += "    refund: \(r)\n" }
             for a in e.supportActions { out += "    support: \(Verdict.supportLine(a, now: now))\n" }
         }
-        return out
+        return out + refundsText(now: now)
     }
 
     package var json: JSONValue {
         .object([
             ("user_id", .string(userId)),
             ("orders_total", .number(total)),
+            ("refunds_90d", refundsJSON),
             ("orders", .array(entries.map { e in
                 .object([
                     ("order_id", .string(e.order.orderId)), ("state", .string(e.order.state.rawValue)),

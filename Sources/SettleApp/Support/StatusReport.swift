@@ -25,6 +25,8 @@ package struct StatusReport: Sendable {
     package var hookTimeoutSeconds: Double
     /// What settle recovered and clawed back in the last 30 days (`RevenueView`); nil for a filtered status.
     package var revenue: RevenueReport? = nil
+    /// The customers with `refunds.flag_after` refunds or more in 90 days; nil for a filtered report.
+    package var refunders: FrequentRefunders? = nil
 
     /// The window of the hook's activity that status and the console show.
     package static let hookWindowSeconds: Int64 = 15 * 60
@@ -75,13 +77,17 @@ package struct StatusReport: Sendable {
         let pacer = StatusView.pacedBuckets(try ledger.pacerBuckets(since: time.unixSeconds - PostgresLedger.liveWindowSeconds))
         var report = StatusReport(summary: try ledger.summary(filter), breakers: try ledger.breakers(),
                                   daemon: try ledger.daemonRecord(),
-                            workers: ledger.isShared ? try ledger.liveDaemons() : nil,
-                            storeNotes: try StoreModules.all.statusNotes(ledger),
-                            pacer: pacer,
-                            storeOrders: storeOrders,
-                            hook: try ledger.hookActivity(since: time.unixSeconds - hookWindowSeconds),
-                            hookTimeoutSeconds: configuration.delivery.timeoutSeconds)
+                                  workers: ledger.isShared ? try ledger.liveDaemons() : nil,
+                                  storeNotes: try StoreModules.all.statusNotes(ledger),
+                                  pacer: pacer,
+                                  storeOrders: storeOrders,
+                                  hook: try ledger.hookActivity(since: time.unixSeconds - hookWindowSeconds),
+                                  hookTimeoutSeconds: configuration.delivery.timeoutSeconds)
         report.revenue = try revenue(ledger, filtered: report.summary.filtered, now: time.unixSeconds)
+        // The whole ledger's flagged customers; a filtered report (one user, one order) names no others.
+        if !report.summary.filtered {
+            report.refunders = try ledger.frequentRefunders(configuration, now: time.unixSeconds)
+        }
         return report
     }
 
@@ -96,6 +102,7 @@ package struct StatusReport: Sendable {
         if let workers { members.append(("workers", StatusView.json(workers: workers))) }
         members.append(("hook", StatusView.json(hook, timeoutSeconds: hookTimeoutSeconds)))
         if let revenue { members.append(("revenue", RevenueView.json(revenue))) }
+        if let refunders { members.append(("refunders", refunders.json)) }
         json = .object(members)
         return json
     }
@@ -109,6 +116,7 @@ package struct StatusReport: Sendable {
         for note in storeNotes { if let line = note.text { out += line + "\n" } }
         if let revenue { out += RevenueView.statusLine(revenue) + "\n" }
         if let workers { out += StatusView.text(workers: workers, now: now).withLineEnd }
+        if let refunders { out += "refunds: " + refunders.text + "\n" }
         return out
     }
 }

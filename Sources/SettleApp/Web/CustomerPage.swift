@@ -21,6 +21,7 @@ enum CustomerPage {
         if report.entries.count < report.total {
             body = body + "<p class=\"muted\">the \(report.entries.count) most recently changed are shown</p>"
         }
+        body = body + refundHistory(report, configuration: console.configuration, now: now)
         let cards = report.entries.map { e -> Markup in
             var facts: [(String, String)] = [("how", e.relation), ("goods", e.goods)]
             if let s = e.subscription { facts.append(("subscription", s)) }

@@ -19,6 +19,7 @@ enum OverviewPage {
         var first = [counts(summary), attention(waiting, summary: summary, console: console, now: now)]
         if !summary.refundDeadlines.isEmpty { first.append(refundClocks(summary, now: now)) }
         if let revenue = report.revenue { first.append(Self.revenue(revenue)) }
+        first.append(refunders(report))
         let body: Markup = """
             <div class="grid">\(first)</div>
             <div class="grid">\(health(report, now: now))\(hook(report, now: now))\(daemon(report, newest: newest, now: now))</div>

@@ -116,6 +116,7 @@ package final class Metrics: Sendable {
         var out = Metrics.passFamilies(s, summary, app: app)
         out += Metrics.notificationFamilies(s, app: app, now: now)
         out += Metrics.ledgerFamilies(summary, app: app, now: now)
+        out += Metrics.refundFamilies(summary, app: app)
         out += Metrics.storeFamilies(s, app: app)
         out += Metrics.pacerFamilies(s.pacer, app: app)
         out += renderStoreFamilies(app: app)
@@ -126,7 +127,7 @@ package final class Metrics: Sendable {
     }
 
     /// A family's HELP and TYPE lines, which come before its series.
-    private static func family(_ name: String, _ type: String, _ help: String) -> String { header(name, type, help) }
+    static func family(_ name: String, _ type: String, _ help: String) -> String { header(name, type, help) }
 
     /// What the passes did: the orders by state, the hook's answers, the breakers.
     private static func passFamilies(_ s: State, _ summary: LedgerSummary, app: String) -> String {

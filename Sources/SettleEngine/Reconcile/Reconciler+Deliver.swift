@@ -87,6 +87,7 @@ extension Reconciler {
             items.append((order, purchase))
         }
         guard !items.isEmpty else { return }
+        items = try withRefundCounts(items)
         let taken = items.map(\.order)
         let reports = withLeasesRenewed(taken, state: .delivering, leaseSeconds: deliveryLeaseSeconds) {
             deliverer.deliver(batch: items)

@@ -9,7 +9,7 @@ extension Reconciler {
     /// that is now `delivering` is handed off (to the delivery queue, or to the delivery worker
     /// that re-matched it).
     func verify(_ order: Order, pass: Pass, handOff: (DeliveryQueue.Leased) throws -> Void) throws {
-        let verification = try askStore(about: order)
+        let verification = try holdingForRefunds(try askStore(about: order), of: order)
         let now = ledger.time.unixSeconds
         var entry = HistoryEntry(at: now, kind: .verification, outcome: "", appleStatus: verification.appleStatus,
                                  environment: verification.environment, durationMs: verification.durationMs)

@@ -117,7 +117,7 @@ package struct SupportActionRunner: Sendable {
         var document: JSONValue
         switch target {
         case .grant:
-            document = HookPayload.make(order: order, purchase: purchase, product: product)
+            document = HookPayload.make(order: try withRefundCount(order), purchase: purchase, product: product)
         case .revoke:
             guard let job = try ledger.finishedRevocation(orderId: order.orderId) else {
                 try cancel(action, why: "the refund's revoke is no longer in the ledger", revokeDone: nil)

@@ -633,5 +633,11 @@ extension LedgerSchema {
         CustomerSchema.sqlite,
         // 23: the money side (issue 37): each order's price and when settle recovered it (`revenueMigration`).
         revenueMigration,
+        // 24: refund history per customer (issue 37): a buyer's refunds include the orders they
+        // gave away by transfer, found by the buyer here rather than by a scan of support_actions
+        // at every grant.
+        """
+        CREATE INDEX support_actions_from_user ON support_actions(from_user) WHERE kind = 'transfer';
+        """,
     ]
 }

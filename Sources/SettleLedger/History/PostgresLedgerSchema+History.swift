@@ -512,5 +512,9 @@ extension PostgresLedgerSchema {
         CustomerSchema.postgres,
         // 20: as the SQLite ledger's migration 23: prices and `recovered_at` (`revenueMigration`).
         revenueMigration,
+        // 21: as the SQLite ledger's migration 24: the transfers a buyer made, found by the buyer.
+        """
+        CREATE INDEX support_actions_from_user ON support_actions(from_user) WHERE kind = 'transfer';
+        """,
     ]
 }

@@ -48,4 +48,27 @@ final class DeliveryEventTests: XCTestCase {
         XCTAssertEqual(lines.count, 2)
         XCTAssertEqual(try lines.map { try JSONValue.parse(Data($0.utf8))["event"] }, [.string("grant"), .string("grant")])
     }
+
+    /// Issue 37: `refunds_90d` is on each line of a batch with the count the pass made for its
+    /// order, and absent where nothing counted (a document built outside a pass).
+    func testBatchLines_carryEachOrdersRefunds90d_onlyWhenCounted() throws {
+        let script = try world.write("batch-refunds.sh", """
+            #!/bin/sh
+            while IFS= read -r line; do
+              printf '%s\\n' "$line" >> "\(world.folder)/refund-lines.log"
+              key=$(printf '%s' "$line" | sed 's/.*"idempotency_key":"\\([^"]*\\)".*/\\1/')
+              printf '{"idempotency_key":"%s","result":"delivered"}\\n' "$key"
+            done
+            """, mode: 0o755)
+        var hook = CommandHook(arguments: [script], timeoutSeconds: 10, products: [:], baseEnvironment: [:])
+        hook.batchSize = 4
+        var items = ["804", "805", "806"].map(item)
+        items[0].order.refunds90d = 4
+        items[1].order.refunds90d = 0
+        XCTAssertEqual(hook.deliver(batch: items).map(\.outcome), [.delivered, .delivered, .delivered])
+        let lines = try String(contentsOfFile: world.folder + "/refund-lines.log", encoding: .utf8)
+            .split(separator: "\n")
+        XCTAssertEqual(try lines.map { try JSONValue.parse(Data($0.utf8))["refunds_90d"] },
+                       [.number(4), .number(0), nil])
+    }
 }

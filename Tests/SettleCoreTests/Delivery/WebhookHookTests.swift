@@ -101,6 +101,8 @@ final class WebhookHookTests: XCTestCase {
         XCTAssertTrue(signature.hasSuffix(",v1=\(expected)"))
         XCTAssertEqual(try JSONValue.parse(request.body)["idempotency_key"], .string("700"))
         XCTAssertEqual(try JSONValue.parse(request.body)["event"], .string("grant"), "every delivery says what it is")
+        XCTAssertEqual(try JSONValue.parse(request.body)["refunds_90d"], .number(0),
+                       "the buyer's refunds, counted by the pass")
         XCTAssertFalse(String(decoding: request.body, as: UTF8.self).contains(webhookSecret))
     }
 

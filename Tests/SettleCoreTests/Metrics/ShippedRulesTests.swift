@@ -83,7 +83,7 @@ final class ShippedRulesTests: XCTestCase {
     func testEveryAlert_hasASeverity_andARunbookThatNamesASettleCommand() throws {
         let rules = try String(contentsOf: Self.config.appendingPathComponent("settle.rules.yml"), encoding: .utf8)
         let alerts = rules.components(separatedBy: "\n      - alert: ").dropFirst()
-        XCTAssertEqual(alerts.count, 11, "the alerts were not found")
+        XCTAssertEqual(alerts.count, 12, "the alerts were not found")
         for alert in alerts {
             let name = String(alert.prefix { $0 != "\n" })
             XCTAssertTrue(alert.contains("severity: critical") || alert.contains("severity: warning"), name)

@@ -59,7 +59,7 @@ final class ReconcilerTests: XCTestCase {
         let payload = try JSONValue.parse(try Data(contentsOf: URL(fileURLWithPath: world.folder + "/payload-o-1.json")))
         XCTAssertEqual(payload.objectMembers?.map(\.0), ["event", "store", "order_id", "user_id", "product_id", "product_type", "quantity", "grant",
                                                          "transaction_id", "original_transaction_id", "environment",
-                                                         "purchase_date", "expires_date", "idempotency_key"])
+                                                         "purchase_date", "expires_date", "idempotency_key", "refunds_90d"])
         XCTAssertEqual(payload["event"], .string("grant"))
         XCTAssertEqual(payload["store"], .string("app_store"))
         XCTAssertEqual(payload["product_type"], .string("consumable"))
@@ -68,6 +68,7 @@ final class ReconcilerTests: XCTestCase {
         XCTAssertEqual(payload["environment"], .string("Production"))
         XCTAssertEqual(payload["purchase_date"], .string("2025-11-29T10:04:05Z"))
         XCTAssertEqual(payload["expires_date"], .null)
+        XCTAssertEqual(payload["refunds_90d"], .number(0), "the buyer's refunds in 90 days: none")
         let delivery = try XCTUnwrap(try history("o-1").last)
         XCTAssertEqual(delivery.kind, .delivery)
         XCTAssertEqual(delivery.hookExit, 0)

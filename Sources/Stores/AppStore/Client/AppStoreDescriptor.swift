@@ -41,6 +41,8 @@ extension StoreDescriptor {
                 + "answers owed or done, where the history catch-up resumes",
         ]
         descriptor.reservedOrderIdPrefix = "apple-"
+        // A REVOKE notification is Family Sharing's: the family member asked for no refund.
+        descriptor.refundKindsNotTheCustomers = ["REVOKE"]
         // verifyReceipt: Apple publishes no limit, so the pacer learns it under this ceiling
         // (`receipt_api.rate_limits`). High enough never to slow an app Apple serves faster (it
         // only caps the climb after a 429), and its floor (a 64th, about 16/s) is still a rate
