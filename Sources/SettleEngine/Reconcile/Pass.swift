@@ -126,9 +126,11 @@ package final class Pass: Sendable {
                 return .named(id)
             }
             func next(_ store: Store) -> Next? {
-                if var orders = s.claimed[store], !orders.isEmpty {
+                // Moved out of the dictionary, so the list is not shared and loses its first order in
+                // place: a copy of it (every order in it retained) per take was 3 % of a pass.
+                if var orders = s.claimed.removeValue(forKey: store), !orders.isEmpty {
                     let order = orders.removeFirst()
-                    s.claimed[store] = orders.isEmpty ? nil : orders
+                    if !orders.isEmpty { s.claimed[store] = orders }
                     return .claimed(order)
                 }
                 guard var work = s.stores[store], !work.stopped, !work.noMoreDue else { return nil }
