@@ -32,7 +32,7 @@ package final class SQLiteDatabase {
     /// Prepared statements by SQL text, reused across calls: preparing is a large part of a
     /// short statement's cost ("reused ... can be more efficient than ... preparing a new
     /// statement", https://www.sqlite.org/c3ref/stmt.html). Bounded: status filters build SQL.
-    private var statements: [String: SQLiteStatement] = [:]
+    private var statements: [StatementKey: SQLiteStatement] = [:]
     package static let statementCacheLimit = 128
 
     package enum Mode: Sendable { case readWrite, readOnly }
@@ -40,6 +40,7 @@ package final class SQLiteDatabase {
     package init(path: String, mode: Mode) throws(SQLiteError) {
         self.path = path
         // SQLITE_OPEN_NOMUTEX: the SQLiteLedger serialises access itself, so SQLite's own mutex is redundant.
+        _ = SQLiteDatabase.memoryStatisticsOff
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         flags |= mode == .readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         var db: OpaquePointer?
@@ -88,6 +89,11 @@ package final class SQLiteDatabase {
         default: return false
         }
     }
+
+    /// SQLite's allocation counters off, once, before the process's first connection initializes
+    /// SQLite: nothing here reads them, and keeping them took a global mutex around each of the
+    /// ~400 mallocs and frees SQLite makes an order (a few per cent of a pass's instructions).
+    private static let memoryStatisticsOff: Int32 = settle_sqlite_config_memstatus_off()
 
     /// How long a statement waits for another connection's lock before SQLITE_BUSY.
     package static let busyTimeoutMilliseconds: Int32 = 5000
@@ -139,20 +145,18 @@ package final class SQLiteDatabase {
     /// Runs a statement with bound parameters and returns every row.
     @discardableResult
     package func query(_ sql: String, _ arguments: [SQLiteValue] = []) throws(SQLiteError) -> [SQLiteRow] {
-        let statement = try prepared(sql)
-        defer { statement.reset() }
-        try statement.bind(arguments)
-        return try statement.rows()
+        try prepared(sql).run(arguments)
     }
 
     /// Rows the last INSERT, UPDATE or DELETE changed (not counting its triggers').
     package var changes: Int { Int(sqlite3_changes(handle)) }
 
     private func prepared(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
-        if let cached = statements[sql] { return cached }
+        let key = StatementKey(sql)
+        if let cached = statements[key] { return cached }
         let statement = try SQLiteStatement(database: self, handle: handle, sql: sql)
         if statements.count >= SQLiteDatabase.statementCacheLimit { statements.removeAll() }
-        statements[sql] = statement
+        statements[key] = statement
         return statement
     }
 
@@ -211,18 +215,56 @@ package final class SQLiteStatement {
         sqlite3_clear_bindings(handle)
     }
 
-    package func bind(_ arguments: [SQLiteValue]) throws(SQLiteError) {
-        for (offset, argument) in arguments.enumerated() {
+    /// Binds `arguments`, runs the statement, and resets it before returning its rows.
+    ///
+    /// Text is bound in place (SQLITE_STATIC), not copied: each string is bound inside its own
+    /// `withUTF8`, one within the next, the statement runs inside the innermost, and it is reset
+    /// and its parameters cleared there, before any of those pointers ends. A copied (transient)
+    /// string was a malloc, a copy and a free each, some forty an order.
+    package func run(_ arguments: [SQLiteValue]) throws(SQLiteError) -> [SQLiteRow] {
+        try runBinding(arguments, from: 0).get()
+    }
+
+    /// How many leading parameters are bound in place (hot statements have fewer); the rest are copied.
+    static let textBoundInPlace = 24
+
+    private func runBinding(_ arguments: [SQLiteValue], from first: Int) -> Result<[SQLiteRow], SQLiteError> {
+        var offset = first
+        while offset < arguments.count {
             let index = Int32(offset + 1)
             let rc: Int32
-            switch argument {
+            switch arguments[offset] {
             case .null: rc = sqlite3_bind_null(handle, index)
             case let .integer(v): rc = sqlite3_bind_int64(handle, index, v)
-            // An explicit byte length: text may hold NUL bytes (a hook's output), which -1 would cut at.
-            case let .text(s): rc = sqlite3_bind_text(handle, index, s, Int32(s.utf8.count), settle_sqlite_transient())
+            case let .text(s) where offset >= Self.textBoundInPlace:
+                // Past the first few, copied: a list of thousands (a customer's every transaction)
+                // must not nest a frame each on a thread's stack.
+                rc = sqlite3_bind_text(handle, index, s, Int32(s.utf8.count), settle_sqlite_transient())
+            case let .text(s):
+                var text = s
+                let next = offset + 1
+                return text.withUTF8 { bytes in
+                    // An explicit byte length: text may hold NUL bytes (a hook's output). A NULL
+                    // pointer would bind NULL, so text without one is bound as a copy of "".
+                    let rc = bytes.baseAddress.map {
+                        sqlite3_bind_text(handle, index, UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self),
+                                          Int32(bytes.count), settle_sqlite_static())
+                    } ?? sqlite3_bind_text(handle, index, "", 0, settle_sqlite_transient())
+                    return rc == SQLITE_OK ? runBinding(arguments, from: next) : failed(rc)
+                }
             }
-            guard rc == SQLITE_OK else { throw database.error(rc, sql: sql) }
+            guard rc == SQLITE_OK else { return failed(rc) }
+            offset += 1
         }
+        defer { reset() }
+        return Result { () throws(SQLiteError) in try rows() }
+    }
+
+    /// A failed bind: the error as SQLite words it, then the statement reset (nothing stays bound).
+    private func failed(_ rc: Int32) -> Result<[SQLiteRow], SQLiteError> {
+        let error = database.error(rc, sql: sql)
+        reset()
+        return .failure(error)
     }
 
     package func rows() throws(SQLiteError) -> [SQLiteRow] {
@@ -264,12 +306,12 @@ package final class SQLiteStatement {
 /// shared by every row it returns, so a row is an array, not a dictionary built per row.
 package final class SQLiteColumns: Sendable {
     package let names: [String]
-    package let positions: [String: Int]
+    /// Each name's position; the last column of a name wins.
+    let positions: ColumnPositions
 
     package init(_ names: [String]) {
         self.names = names
-        // The last column of a name wins, as it did when each row was a dictionary filled in order.
-        positions = Dictionary(names.enumerated().map { ($1, $0) }, uniquingKeysWith: { _, last in last })
+        positions = ColumnPositions(names)
     }
 }
 
@@ -280,7 +322,7 @@ package struct SQLiteRow: Sendable {
 
     /// The value of `column`; nil when the row has no such column.
     package func value(_ column: String) -> SQLiteValue? {
-        columns.positions[column].map { cells[$0] }
+        columns.positions.position(column).map { cells[$0] }
     }
 
     package func string(_ column: String) -> String? {

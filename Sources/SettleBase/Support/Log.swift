@@ -64,11 +64,16 @@ package final class Log: Sendable {
         guard level >= minimumLevel else { return }
         var line = journal ? "<\(level.syslogPriority)>" + event
             : Timestamp.rfc3339(unixSeconds: time.unixSeconds) + " " + level.rawValue + " " + event
+        // Appended piece by piece, not interpolated into a string per field and then copied.
         for (key, value) in fields {
             guard let value else { continue }
-            line += " \(key)=\(Log.quote(String(describing: value)))"
+            line += " "
+            line += key
+            line += "="
+            line += Log.quote(String(describing: value))
         }
-        lock.withLock { _ in sink(line + "\n") }
+        line += "\n"
+        lock.withLock { _ in sink(line) }
     }
 
     package func debug(_ event: String, _ fields: KeyValuePairs<String, Any?> = [:]) { log(.debug, event, fields) }

@@ -38,7 +38,9 @@ package final class Pass: Sendable {
         /// The whole pass stops (a fault of the hook's or the ledger's).
         var stopped = false
         /// Orders a batch claim took beyond the one its worker works on, per store in claim
-        /// order: the next workers of that store take them before claiming again.
+        /// order from the last: the next workers of that store take them (`popLast`) before
+        /// claiming again. Taking the first of a list in claim order moved all the others, and
+        /// the lists of 32 workers' batches grow to hundreds: 2 % of a pass's instructions.
         var claimed: [Store: [Order]] = [:]
         var stores: [Store: StoreWork]
         /// Workers enlisted so far: each is given a home store in turn (`enlist`).
@@ -126,9 +128,10 @@ package final class Pass: Sendable {
                 return .named(id)
             }
             func next(_ store: Store) -> Next? {
-                if var orders = s.claimed[store], !orders.isEmpty {
-                    let order = orders.removeFirst()
-                    s.claimed[store] = orders.isEmpty ? nil : orders
+                // Taken in place from the end of the list (kept in reverse claim order): copying it
+                // out of the dictionary (every order in it retained) per take was 3 % of a pass.
+                if let order = s.claimed[store]?.popLast() {
+                    if s.claimed[store]?.isEmpty == true { s.claimed[store] = nil }
                     return .claimed(order)
                 }
                 guard var work = s.stores[store], !work.stopped, !work.noMoreDue else { return nil }
@@ -185,7 +188,10 @@ package final class Pass: Sendable {
     package func keepClaimed(_ orders: [Order]) {
         guard !orders.isEmpty else { return }
         state.withLock { s in
-            for order in orders { s.claimed[order.store, default: []].append(order) }
+            var byStore: [Store: [Order]] = [:]
+            for order in orders { byStore[order.store, default: []].append(order) }
+            // In reverse claim order: a new batch goes before (is taken after) the orders kept already.
+            for (store, batch) in byStore { s.claimed[store] = batch.reversed() + (s.claimed[store] ?? []) }
         }
     }
 
@@ -193,7 +199,7 @@ package final class Pass: Sendable {
     package func unworkedClaims() -> [Order] {
         state.withLock { s in
             defer { s.claimed = [:] }
-            return s.claimed.keys.sorted { $0.rawValue < $1.rawValue }.flatMap { s.claimed[$0] ?? [] }
+            return s.claimed.keys.sorted { $0.rawValue < $1.rawValue }.flatMap { (s.claimed[$0] ?? []).reversed() }
         }
     }
 

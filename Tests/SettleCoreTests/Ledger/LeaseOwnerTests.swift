@@ -52,6 +52,23 @@ final class LeaseOwnerTests: XCTestCase {
         XCTAssertNil(odd.pidNamespace)
     }
 
+    /// ASCII text (what settle writes) is read byte by byte; any other text Character by Character:
+    /// both read the same parts, and an empty or odd text is still read leniently.
+    func testLeaseStart_readsTheSame_inASCIIAndInOtherText() {
+        let ascii = LeaseOwner(host: us.host, pid: 7, leaseStart: "999;boot=b-1;pidns=42")
+        let other = LeaseOwner(host: us.host, pid: 7, leaseStart: "99é;boot=b-é;pidns=42")
+        XCTAssertEqual([ascii.startTime, ascii.bootId], ["999", "b-1"])
+        XCTAssertEqual([other.startTime, other.bootId], ["99é", "b-é"])
+        XCTAssertEqual([ascii.pidNamespace, other.pidNamespace], [42, 42])
+        let empty = LeaseOwner(host: us.host, pid: 7, leaseStart: "")
+        XCTAssertEqual(empty.startTime, "")
+        XCTAssertNil(empty.bootId)
+        let repeated = LeaseOwner(host: us.host, pid: 7, leaseStart: ";;boot=;boot=x;pidns=1;pidns=2;")
+        XCTAssertEqual(repeated.startTime, "")
+        XCTAssertEqual(repeated.bootId, "x", "the last part of a kind wins")
+        XCTAssertEqual(repeated.pidNamespace, 2)
+    }
+
     func testTheLedger_keepsTheWholeIdentityOfAClaim() throws {
         let world = try TestWorld()
         let ledger = try world.ledger()
