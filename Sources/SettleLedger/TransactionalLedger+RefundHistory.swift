@@ -102,7 +102,7 @@ package enum RefundHistorySQL {
     package static func buyersRefunds(transfers: Bool) -> String {
         let buyer = transfers ? OrderBuyer.column : "o.user_id"
         let columns = "o.order_id, o.store, o.refund_kind, o.refunded_at, \(buyer) AS buyer"
-        let held = "SELECT \(columns) FROM orders o WHERE o.user_id = ? AND o.refunded_at >= ?"
+        let held = "SELECT \(columns) FROM orders o WHERE o.user_id = ? AND o.refunded_at IS NOT NULL AND o.refunded_at >= ?"
         guard transfers else { return held }
         return held + """
 
