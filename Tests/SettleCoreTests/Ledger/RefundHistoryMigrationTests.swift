@@ -47,7 +47,7 @@ final class RefundHistoryMigrationTests: XCTestCase {
         }
         for (what, sql, values) in [
             ("a buyer's refunds", RefundHistorySQL.buyersRefunds(transfers: true),
-             [LedgerValue.text("u-buyer"), .integer(0), .integer(0), .text("u-buyer")]),
+             [LedgerValue.text("u-buyer"), .integer(0), .text("u-buyer"), .integer(0)]),
             ("the newest refunds", RefundHistorySQL.newestRefunds(transfers: true),
              [LedgerValue.integer(0), .integer(10)]),
         ] {
@@ -59,7 +59,7 @@ final class RefundHistoryMigrationTests: XCTestCase {
         }
         let buyerPlan = try ledger.reading { db in
             try db.query("EXPLAIN QUERY PLAN " + RefundHistorySQL.buyersRefunds(transfers: true),
-                         [.text("u-buyer"), .integer(0), .integer(0), .text("u-buyer")])
+                         [.text("u-buyer"), .integer(0), .text("u-buyer"), .integer(0)])
         }.compactMap { $0.string("detail") }
         XCTAssertTrue(buyerPlan.contains { $0.contains("support_actions_from_user") }, "\(buyerPlan)")
         // By the buyer AND the refund's time: `orders_user` alone would read every order the buyer has.
