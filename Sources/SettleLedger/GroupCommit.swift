@@ -19,6 +19,8 @@ package final class GroupCommit: @unchecked Sendable {
         /// Set when the batch's commit failed after `run` succeeded: the work was rolled back.
         package var commitFailure: (any Error)?
         package var done = false
+        /// Submitted after another item of the same caller (`submit(_ items:)`), whose wake covers it.
+        package var wokenWithFirst = false
         /// Each submitter sleeps on its own semaphore: woken once, either done or made leader
         /// (a shared condition would wake every waiting worker after every commit).
         package let wake = DispatchSemaphore(value: 0)
@@ -40,8 +42,18 @@ package final class GroupCommit: @unchecked Sendable {
     /// is called by whichever submitter leads, with every item waiting at that moment; when
     /// its own item is done, the leader hands the lead to the first item still waiting.
     package func submit(_ item: Item, runBatch: ([Item]) -> Void) {
+        submit([item], runBatch: runBatch)
+    }
+
+    /// Submits several items at once (one caller's transitions, such as a batch hook's grants)
+    /// and returns once the commit holding them all finished: they join the queue together, so
+    /// one batch always takes all of them and one fsync covers them, where submitting them one
+    /// after another would wait for a commit each. Only the first item's submitter is woken.
+    package func submit(_ items: [Item], runBatch: ([Item]) -> Void) {
+        guard let item = items.first else { return }
+        for sibling in items.dropFirst() { sibling.wokenWithFirst = true }
         lock.lock()
-        queue.append(item)
+        queue.append(contentsOf: items)
         if leading {
             lock.unlock()
             item.wake.wait()
@@ -57,11 +69,12 @@ package final class GroupCommit: @unchecked Sendable {
         batchesRun += 1
         lock.unlock()
         runBatch(batch)
+        // Every item is done before any submitter wakes: a woken caller's siblings are done too.
         for done in batch {
             done.run = nil
             done.done = true
-            if done !== item { done.wake.signal() }
         }
+        for done in batch where done !== item && !done.wokenWithFirst { done.wake.signal() }
         lock.lock()
         if let next = queue.first {
             lock.unlock()
@@ -79,21 +92,7 @@ extension SQLiteLedger {
     package func transition<T>(_ body: () throws -> T) throws(LedgerError) -> T {
         var result: Result<T, any Error> = .failure(LedgerError.invalid("transition did not run"))
         let outcome: Result<T, any Error> = withoutActuallyEscaping(body) { body in
-            let item = GroupCommit.Item {
-                do {
-                    try self.database.query("SAVEPOINT transition")
-                    do {
-                        result = .success(try body())
-                        try self.database.query("RELEASE transition")
-                    } catch {
-                        _ = try? self.database.query("ROLLBACK TO transition")
-                        _ = try? self.database.query("RELEASE transition")
-                        result = .failure(error)
-                    }
-                } catch {
-                    result = .failure(error)
-                }
-            }
+            let item = GroupCommit.Item { result = self.inSavepoint(body) }
             groupCommit.submit(item) { batch in runBatch(batch) }
             if let failure = item.commitFailure { return .failure(failure) }
             return result
@@ -101,6 +100,39 @@ extension SQLiteLedger {
         switch outcome {
         case let .success(value): return value
         case let .failure(error): throw SQLiteLedger.ledgerError(error)
+        }
+    }
+
+    /// Several transitions of one caller, each its own unit as `transition` (its own savepoint:
+    /// one failing leaves the others), submitted together so that one commit holds them all.
+    /// Each result apart, in order.
+    package func transitions<T>(_ bodies: [() throws -> T]) -> [Result<T, LedgerError>] {
+        var results = [Result<T, any Error>](repeating: .failure(LedgerError.invalid("transition did not run")),
+                                             count: bodies.count)
+        let items = bodies.indices.map { index in GroupCommit.Item { results[index] = self.inSavepoint(bodies[index]) } }
+        groupCommit.submit(items) { batch in runBatch(batch) }
+        return zip(items, results).map { item, result in
+            if let failure = item.commitFailure { return .failure(SQLiteLedger.ledgerError(failure)) }
+            return result.mapError(SQLiteLedger.ledgerError)
+        }
+    }
+
+    /// Runs `body` inside its own savepoint of the batch's transaction: kept when it returns,
+    /// rolled back (and only it) when it throws.
+    private func inSavepoint<T>(_ body: () throws -> T) -> Result<T, any Error> {
+        do {
+            try database.query("SAVEPOINT transition")
+            do {
+                let value = try body()
+                try database.query("RELEASE transition")
+                return .success(value)
+            } catch {
+                _ = try? database.query("ROLLBACK TO transition")
+                _ = try? database.query("RELEASE transition")
+                return .failure(error)
+            }
+        } catch {
+            return .failure(error)
         }
     }
 

@@ -57,6 +57,9 @@ package protocol OrderLedger: LedgerBase {
                        exhaustedReason: AttentionReason, environment: String?, history: HistoryEntry) throws(LedgerError) -> OrderState?
     @discardableResult
     func markFinished(orderId: String, owner: LeaseOwner, fence: Int64?, history: HistoryEntry) throws(LedgerError) -> Bool
+    /// Several orders a hook confirmed at once (a batch hook's answer), each as `markFinished`
+    /// (true: finished; false: the claim is gone), committed together where the engine can.
+    func markFinished(_ orders: [FinishedDelivery], owner: LeaseOwner) -> [Result<Bool, LedgerError>]
     /// A Google Play order's hook said delivered and Google is not told yet (see `Ledger.recordDelivered`).
     @discardableResult
     func recordDelivered(orderId: String, owner: LeaseOwner, fence: Int64?, error: String?, history: HistoryEntry) throws(LedgerError) -> Bool
@@ -127,6 +130,19 @@ package protocol DaemonRegistry: LedgerBase {
 /// change state, whichever database holds it. `SQLiteLedger` keeps it in SQLite on one host;
 /// `PostgresLedger` in PostgreSQL, shared by any number of `settle run` processes on any
 /// number of hosts. A caller that needs one role takes that protocol.
+/// One order of `markFinished(_:owner:)`: the claim it was delivered under and its history entry.
+package struct FinishedDelivery: Sendable {
+    package var orderId: String
+    package var fence: Int64?
+    package var history: HistoryEntry
+
+    package init(orderId: String, fence: Int64?, history: HistoryEntry) {
+        self.orderId = orderId
+        self.fence = fence
+        self.history = history
+    }
+}
+
 package protocol LedgerStore: OrderLedger, GrantLedger, SupportLedger, DaemonRegistry {}
 
 extension OrderLedger {

@@ -82,6 +82,10 @@ package protocol TransactionalLedger: LedgerStore {
     /// transition waiting at that moment, one fsync for all); on PostgreSQL it is its own
     /// transaction.
     func transition<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T
+    /// Several transitions of one caller, each its own unit as `transition` (one failing leaves
+    /// the others), each result apart: on SQLite submitted together, so one group commit (one
+    /// fsync) holds them all; on PostgreSQL one transaction each.
+    func transitions<T>(_ bodies: [(any LedgerTransaction) throws -> T]) -> [Result<T, LedgerError>]
     /// One read-only transaction with one snapshot.
     func reading<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T
     /// Whether the schema has the notification tables (a read-only status of an older ledger may not).
@@ -137,6 +141,11 @@ extension SQLiteLedger: TransactionalLedger {
         try transition { try body(SQLiteTransaction(database: database)) }
     }
 
+    package func transitions<T>(_ bodies: [(any LedgerTransaction) throws -> T]) -> [Result<T, LedgerError>] {
+        let database = database
+        return transitions(bodies.map { body in { try body(SQLiteTransaction(database: database)) } })
+    }
+
     package func hasNotificationTables() throws(LedgerError) -> Bool { try schemaVersion() >= 5 }
 
     package func keepsOrderCounts() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.storeBreakersVersion }
@@ -156,6 +165,10 @@ extension PostgresLedger: TransactionalLedger {
     }
 
     package func transition<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T { try writing(body) }
+
+    package func transitions<T>(_ bodies: [(any LedgerTransaction) throws -> T]) -> [Result<T, LedgerError>] {
+        bodies.map { body in Result { () throws(LedgerError) in try writing(body) } }
+    }
 
     package func keepsOrderCounts() throws(LedgerError) -> Bool {
         try schemaVersion() >= PostgresLedgerSchema.orderCountsVersion

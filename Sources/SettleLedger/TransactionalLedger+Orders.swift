@@ -88,11 +88,26 @@ extension TransactionalLedger {
                 environment: nil, history: history)
     }
 
+    package func markFinished(_ orders: [FinishedDelivery], owner: LeaseOwner) -> [Result<Bool, LedgerError>] {
+        let now = time.unixSeconds
+        return transitions(orders.map { order in
+            ending(order.orderId, from: .delivering, owner: owner, fence: order.fence, as: .finished, reason: nil, error: nil,
+                   environment: nil, history: order.history, now: now)
+        })
+    }
+
     /// Ends a claimed order in `state`; false (nothing written) when the claim is gone.
     private func end(_ orderId: String, from current: OrderState, owner: LeaseOwner, fence: Int64?, as state: OrderState,
                      reason: String?, error: String?, environment: String?, history: HistoryEntry) throws(LedgerError) -> Bool {
-        let now = time.unixSeconds
-        return try transition { db in
+        try transition(ending(orderId, from: current, owner: owner, fence: fence, as: state, reason: reason, error: error,
+                              environment: environment, history: history, now: time.unixSeconds))
+    }
+
+    /// The transition `end` runs.
+    private func ending(_ orderId: String, from current: OrderState, owner: LeaseOwner, fence: Int64?, as state: OrderState,
+                        reason: String?, error: String?, environment: String?, history: HistoryEntry,
+                        now: Int64) -> (any LedgerTransaction) throws -> Bool {
+        { db in
             guard try db.finalize(orderId, held: (current, owner, fence), state: state, reason: reason, error: error,
                                   environment: environment, now: now) else { return false }
             try db.appendHistory(orderId, history)

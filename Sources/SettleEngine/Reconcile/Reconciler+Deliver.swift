@@ -92,14 +92,7 @@ extension Reconciler {
         let reports = withLeasesRenewed(taken, state: .delivering, leaseSeconds: deliveryLeaseSeconds) {
             deliverer.deliver(batch: items)
         }
-        for ((order, purchase), report) in zip(items, reports) {
-            do {
-                try record(report, of: order, purchase: purchase, pass: pass)
-            } catch let error as LedgerError {
-                guard let violation = error.constraintViolation else { throw error }
-                try setAside(order, violation: violation, pass: pass)
-            }
-        }
+        try record(batch: zip(items, reports).map { item, report in (item.order, item.purchase, report) }, pass: pass)
     }
 
     /// Whether `leased`'s claim is still this process's as its hook starts. A lease taken less

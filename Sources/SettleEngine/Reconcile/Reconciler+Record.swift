@@ -10,9 +10,7 @@ extension Reconciler {
         defer { pass.progress() }
         recordCustomerAnswer(report, of: order)
         let now = ledger.time.unixSeconds
-        var entry = HistoryEntry(at: now, kind: .delivery, outcome: "", hookExit: report.exitCode,
-                                 environment: purchase.environment, durationMs: report.durationMs,
-                                 detail: report.output.isEmpty ? nil : report.output)
+        var entry = Self.deliveryEntry(report, purchase: purchase, now: now)
         let key = HookPayload.idempotencyKey(purchase)
         switch report.outcome {
         case .delivered where order.store.mustBeToldOfDelivery:
@@ -34,19 +32,9 @@ extension Reconciler {
             try finishWithStore(delivered, purchase: purchase, pass: pass)
         case .delivered:
             entry.outcome = "delivered"
-            if try ledger.markFinished(orderId: order.orderId, owner: owner, fence: order.fencingToken,
-                                       history: entry) {
-                log.info("order.finished", ["order": order.orderId, "idempotency_key": key,
-                                            "hook_exit": report.exitCode, "duration_ms": report.durationMs])
-                pass.count(.finished)
-            } else {
-                // The hook granted, but another process holds the order now: it will deliver it
-                // again with the same key, which the receiver must answer as a duplicate.
-                log.warning("order.lease_lost", [
-                    "order": order.orderId, "refused": "finished", "idempotency_key": key,
-                    "why": "delivered, but the claim expired and another process took the order over",
-                ])
-            }
+            let finished = try ledger.markFinished(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                                   history: entry)
+            recordFinished(order, finished: finished, key: key, report: report, pass: pass)
         case let .alreadyGranted(message) where order.store.mustBeToldOfDelivery:
             // The backend holds this very purchase's grant (its key is the store's own id for
             // it): evidence it was granted, so the store is told, as after a delivery. Google
@@ -79,6 +67,69 @@ extension Reconciler {
                                      maxAttempts: policy.maxAttempts, environment: nil, history: entry)
             log.error("delivery.configuration_fault", ["order": order.orderId, "error": message])
             pass.stop(order.store, deliveryConfigurationFault: message)
+        }
+    }
+
+    /// What a hook said about several orders at once (a batch hook): the plain deliveries (the
+    /// store need not hear of them) are finished together, one group commit for all where one
+    /// each would wait for a commit of its own; every other answer is recorded as `record` does.
+    func record(batch answers: [(order: Order, purchase: VerifiedPurchase, report: DeliveryReport)], pass: Pass) throws {
+        let plain = answers.filter { $0.report.outcome == .delivered && !$0.order.store.mustBeToldOfDelivery }
+        for answer in answers where plain.count < 2 || !plain.contains(where: { $0.order.orderId == answer.order.orderId }) {
+            try recordOne(answer.report, of: answer.order, purchase: answer.purchase, pass: pass)
+        }
+        guard plain.count > 1 else { return }
+        let now = ledger.time.unixSeconds
+        let finishing = plain.map { answer in
+            metrics?.observeDelivery(answer.report.outcome, timedOut: answer.report.timedOut,
+                                     durationMs: answer.report.durationMs)
+            recordCustomerAnswer(answer.report, of: answer.order)
+            var entry = Self.deliveryEntry(answer.report, purchase: answer.purchase, now: now)
+            entry.outcome = "delivered"
+            return FinishedDelivery(orderId: answer.order.orderId, fence: answer.order.fencingToken, history: entry)
+        }
+        let results = ledger.markFinished(finishing, owner: owner)
+        for (answer, result) in zip(plain, results) {
+            defer { pass.progress() }
+            do {
+                recordFinished(answer.order, finished: try result.get(), key: HookPayload.idempotencyKey(answer.purchase),
+                               report: answer.report, pass: pass)
+            } catch {
+                guard let violation = error.constraintViolation else { throw error }
+                try setAside(answer.order, violation: violation, pass: pass)
+            }
+        }
+    }
+
+    /// One order's answer, a write about it that fails a constraint setting it aside.
+    private func recordOne(_ report: DeliveryReport, of order: Order, purchase: VerifiedPurchase, pass: Pass) throws {
+        do {
+            try record(report, of: order, purchase: purchase, pass: pass)
+        } catch let error as LedgerError {
+            guard let violation = error.constraintViolation else { throw error }
+            try setAside(order, violation: violation, pass: pass)
+        }
+    }
+
+    /// The history entry of a hook's answer about one order (its outcome is set by the caller).
+    private static func deliveryEntry(_ report: DeliveryReport, purchase: VerifiedPurchase, now: Int64) -> HistoryEntry {
+        HistoryEntry(at: now, kind: .delivery, outcome: "", hookExit: report.exitCode, environment: purchase.environment,
+                     durationMs: report.durationMs, detail: report.output.isEmpty ? nil : report.output)
+    }
+
+    /// A delivered order of a store that need not hear of it, finished (or its claim found gone).
+    private func recordFinished(_ order: Order, finished: Bool, key: String, report: DeliveryReport, pass: Pass) {
+        if finished {
+            log.info("order.finished", ["order": order.orderId, "idempotency_key": key,
+                                        "hook_exit": report.exitCode, "duration_ms": report.durationMs])
+            pass.count(.finished)
+        } else {
+            // The hook granted, but another process holds the order now: it will deliver it
+            // again with the same key, which the receiver must answer as a duplicate.
+            log.warning("order.lease_lost", [
+                "order": order.orderId, "refused": "finished", "idempotency_key": key,
+                "why": "delivered, but the claim expired and another process took the order over",
+            ])
         }
     }
 

@@ -66,4 +66,45 @@ final class GroupCommitTests: XCTestCase {
         XCTAssertEqual(outcomes.lines.sorted(), (0..<8).map { "o-\($0): pending" })
         XCTAssertEqual(ledger.groupCommit.batches - before, 2, "the held commit, then the eight transitions in one")
     }
+
+    func testSeveralTransitionsOfOneCaller_joinOneCommit_evenWhileAnotherRuns_andEachFailsAlone() throws {
+        let world = try TestWorld()
+        let ledger = try world.ledger()
+        for i in 0..<8 { _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "\(i)")) }
+        let before = ledger.groupCommit.batches
+        let gate = DispatchSemaphore(value: 0)
+        let held = DispatchGroup()
+        held.enter()
+        Thread { _ = try? ledger.transition { gate.wait() }; held.leave() }.start()
+        let deadline = Date().addingTimeInterval(10)
+        while ledger.groupCommit.batches == before && Date() < deadline { usleep(1000) }
+        let results = LineCollector()
+        let done = DispatchGroup()
+        done.enter()
+        Thread {
+            let outcomes = ledger.transitions((0..<8).map { i in {
+                try ledger.database.query("UPDATE orders SET last_error = 'touched' WHERE order_id = ?", [.text("o-\(i)")])
+                if i == 5 { throw LedgerError.invalid("refused on purpose") }
+                return i
+            } })
+            for outcome in outcomes {
+                switch outcome {
+                case let .success(i): results.append("\(i)")
+                case let .failure(error): results.append("\(error)")
+                }
+            }
+            done.leave()
+        }.start()
+        while ledger.groupCommit.waiting < 8 && Date() < deadline { usleep(1000) }
+        XCTAssertEqual(ledger.groupCommit.waiting, 8, "all eight queued at once behind the held commit")
+        gate.signal()
+        held.wait()
+        done.wait()
+        XCTAssertEqual(results.lines, ["0", "1", "2", "3", "4", "refused on purpose", "6", "7"])
+        XCTAssertEqual(ledger.groupCommit.batches - before, 2, "the held commit, then the caller's eight in one")
+        let reader = try SQLiteDatabase(path: world.ledgerPath, mode: .readOnly)
+        let touched = try reader.query("SELECT order_id FROM orders WHERE last_error = 'touched' ORDER BY order_id")
+            .compactMap { $0.string("order_id") }
+        XCTAssertEqual(touched, ["o-0", "o-1", "o-2", "o-3", "o-4", "o-6", "o-7"])
+    }
 }

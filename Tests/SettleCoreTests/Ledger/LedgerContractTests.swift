@@ -122,6 +122,39 @@ final class LedgerContractTests: XCTestCase {
         }
     }
 
+    func testMarkFinishedTogether_eachOrderAsIfAlone_aLostClaimLeavesTheOthersFinished() throws {
+        try onEachBackEnd { b in
+            let ids = ["a", "b", "c", "d"]
+            var claims: [String: Order] = [:]
+            for id in ids {
+                try enqueue(b.store, id, transaction: id)
+                let claimed = try XCTUnwrap(try b.store.claim(orderId: id, owner: me, leaseSeconds: 60)?.order, b.name)
+                guard case .delivering = try b.store.recordVerified(orderId: id, owner: me, fence: claimed.fencingToken,
+                                                                    match: .only(purchase("t-\(id)")), deliveryLeaseSeconds: 60,
+                                                                    history: entry) else { return XCTFail(b.name) }
+                claims[id] = claimed
+            }
+            // c finished on its own first: its claim is gone by the time the batch is recorded.
+            XCTAssertTrue(try b.store.markFinished(orderId: "c", owner: me, fence: claims["c"]?.fencingToken,
+                                                   history: HistoryEntry(at: 0, kind: .delivery, outcome: "delivered")), b.name)
+            let results = b.store.markFinished(ids.map { id in
+                FinishedDelivery(orderId: id, fence: claims[id]?.fencingToken,
+                                 history: HistoryEntry(at: 0, kind: .delivery, outcome: "delivered", detail: "batch \(id)"))
+            } + [FinishedDelivery(orderId: "nowhere", fence: nil, history: HistoryEntry(at: 0, kind: .delivery, outcome: "delivered"))],
+                                               owner: me)
+            XCTAssertEqual(results.map { try? $0.get() }, [true, true, false, true, false], b.name)
+            for id in ["a", "b", "d"] {
+                let record = try XCTUnwrap(try b.store.orderRecord(id), b.name)
+                XCTAssertEqual(record.order.state, .finished, "\(b.name) \(id)")
+                XCTAssertNil(record.order.lease, "\(b.name) \(id)")
+                XCTAssertEqual(record.history.last?.detail, "batch \(id)", "\(b.name) \(id)")
+            }
+            XCTAssertEqual(try b.store.orderRecord("c")?.history.filter { $0.outcome == "delivered" }.count, 1,
+                           "\(b.name): the lost claim wrote nothing")
+            XCTAssertNil(try b.store.orderRecord("nowhere"), b.name)
+        }
+    }
+
     func testRejectNeedsAttentionFailureAndRelease_eachEndWhereTheContractSays() throws {
         try onEachBackEnd { b in
             for id in ["r", "n", "f", "x", "p", "l"] { try enqueue(b.store, id, transaction: id) }
