@@ -52,6 +52,8 @@ package final class DeliveryQueue: @unchecked Sendable {
     private var inProgress = 0
     private var abandoned = false
     private var blockedProducers = 0
+    /// Places kept for verified orders whose answers are still being recorded (`reserve`).
+    private var reserved = 0
 
     package init(capacity: Int) {
         self.capacity = max(1, capacity)
@@ -82,7 +84,7 @@ package final class DeliveryQueue: @unchecked Sendable {
         locked {
             // Counted while it waits: others see it only then, the lock being held otherwise.
             blockedProducers += 1
-            while orders.count >= capacity && !abandoned {
+            while orders.count + reserved >= capacity && !abandoned {
                 pthread_cond_wait(hasRoom, mutex)
             }
             blockedProducers -= 1
@@ -90,6 +92,43 @@ package final class DeliveryQueue: @unchecked Sendable {
             orders.append(order)
             pthread_cond_signal(hasOrders)
             return true
+        }
+    }
+
+    /// Waits for room for one order and keeps it: a verification worker whose store confirmed a
+    /// purchase keeps its place before a recorder writes the answer down, so verification never
+    /// runs ahead of the hooks. False when the pass was abandoned meanwhile. Every true answer is
+    /// followed by `put(reserved:)` or `cancelReservation()`.
+    package func reserve() -> Bool {
+        locked {
+            blockedProducers += 1
+            while orders.count + reserved >= capacity && !abandoned {
+                pthread_cond_wait(hasRoom, mutex)
+            }
+            blockedProducers -= 1
+            guard !abandoned else { return false }
+            reserved += 1
+            return true
+        }
+    }
+
+    /// Queues `order` in the place `reserve` kept: never waits. False when the pass was abandoned.
+    @discardableResult
+    package func put(reserved order: Leased) -> Bool {
+        locked {
+            reserved -= 1
+            guard !abandoned else { return false }
+            orders.append(order)
+            pthread_cond_signal(hasOrders)
+            return true
+        }
+    }
+
+    /// Gives back a place `reserve` kept (the answer did not end in a delivery).
+    package func cancelReservation() {
+        locked {
+            reserved -= 1
+            pthread_cond_signal(hasRoom)
         }
     }
 

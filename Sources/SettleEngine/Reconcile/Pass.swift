@@ -52,6 +52,8 @@ package final class Pass: Sendable {
     private let state: Mutex<State>
     /// Verified orders waiting for their hook.
     package let deliveries: DeliveryQueue
+    /// The stores' answers waiting to be recorded.
+    package let answers: AnswerQueue
     private let policy: RetryPolicy
     private let time: any TimeSource
     private let shouldStop: @Sendable () -> Bool
@@ -62,6 +64,7 @@ package final class Pass: Sendable {
     package init(redeliver: [String], named: [String]?, breakers: [Store: StoreBreaker], policy: RetryPolicy, time: any TimeSource,
                  deliveryCapacity: Int, shouldStop: @escaping @Sendable () -> Bool, progress: @escaping @Sendable () -> Void) {
         deliveries = DeliveryQueue(capacity: deliveryCapacity)
+        answers = AnswerQueue(capacity: deliveryCapacity)
         let now = time.unixSeconds
         var stores: [Store: StoreWork] = [:]
         var report = PassReport()

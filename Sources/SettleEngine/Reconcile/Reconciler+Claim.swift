@@ -12,6 +12,11 @@ extension Reconciler {
 
     /// The verification workers claim and verify until nothing is left to claim or the pass stops.
     func claimAndVerify(_ pass: Pass) {
+        let recording = startRecorders(pass)
+        defer {
+            pass.answers.producersFinished()
+            recording.wait()
+        }
         runWorkers(count: configuration.schedule.concurrency) { self.work(pass) }
         // A store whose probe closed its breaker once the other workers had run out of work:
         // its due orders are claimed now, not a pass later.
@@ -31,6 +36,46 @@ extension Reconciler {
             } catch {
                 log.warning("order.release_failed", ["order": order.orderId, "error": "\(error)",
                                                      "why": "rescued at the next pass"])
+            }
+        }
+    }
+
+    /// As many recorders as verification workers: each writes one store's answer at a time, and
+    /// its write waits for others to share the commit (`CommitPace`). A confirmed purchase's
+    /// place in the delivery queue was kept by its worker, so a recorder never waits for room.
+    private func startRecorders(_ pass: Pass) -> DispatchGroup {
+        let group = DispatchGroup()
+        for _ in 0..<configuration.schedule.concurrency {
+            group.enter()
+            Thread {
+                CommitPace.$deferrable.withValue(true) { self.recordAnswers(pass) }
+                group.leave()
+            }.start()
+        }
+        return group
+    }
+
+    private func recordAnswers(_ pass: Pass) {
+        while let answer = pass.answers.take() {
+            var reserved = answer.deliveryReserved
+            defer { if reserved { pass.deliveries.cancelReservation() } }
+            do {
+                do {
+                    try record(answer.verification, of: answer.order, pass: pass) { verified in
+                        if reserved {
+                            reserved = false
+                            pass.deliveries.put(reserved: verified)
+                        } else {
+                            pass.deliveries.put(verified)
+                        }
+                    }
+                } catch let error as LedgerError {
+                    // A row a backend broke fails its own writes; it must not stop every other order.
+                    guard let violation = error.constraintViolation else { throw error }
+                    try setAside(answer.order, violation: violation, pass: pass)
+                }
+            } catch {
+                pass.fail(error)
             }
         }
     }
@@ -61,8 +106,13 @@ extension Reconciler {
                     if next.state == .delivering {
                         pass.deliveries.put(DeliveryQueue.Leased(next, leasedAt: claimedAt))
                     } else {
-                        // Waits while the delivery queue is full: verification never runs ahead of the hooks.
-                        try verify(next, pass: pass) { verified in pass.deliveries.put(verified) }
+                        // A recorder writes the answer down; this worker goes back to the store, once
+                        // a confirmed purchase has its place among the deliveries (waits while the
+                        // delivery queue is full: verification never runs ahead of the hooks).
+                        let verification = try ask(next, pass: pass)
+                        var reserved = false
+                        if case .verified = verification.outcome { reserved = pass.deliveries.reserve() }
+                        pass.answers.put(AnswerQueue.Answer(order: next, verification: verification, deliveryReserved: reserved))
                     }
                 } catch let error as LedgerError {
                     // A row a backend broke fails its own writes; it must not stop every other order.

@@ -24,7 +24,8 @@ extension Reconciler {
         for _ in 0..<deliveryWorkerCount {
             group.enter()
             Thread {
-                self.deliveryWork(pass)
+                // A delivery worker's next hook does not wait on the commit of its last: deferrable.
+                CommitPace.$deferrable.withValue(true) { self.deliveryWork(pass) }
                 group.leave()
             }.start()
         }

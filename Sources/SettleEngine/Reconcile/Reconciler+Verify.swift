@@ -9,11 +9,23 @@ extension Reconciler {
     /// that is now `delivering` is handed off (to the delivery queue, or to the delivery worker
     /// that re-matched it).
     func verify(_ order: Order, pass: Pass, handOff: (DeliveryQueue.Leased) throws -> Void) throws {
+        try record(try ask(order, pass: pass), of: order, pass: pass, handOff: handOff)
+    }
+
+    /// The store's answer about `order` (asked while its lease is renewed; a refund hold applied),
+    /// counted at once for the store's breaker and pace: the next claim already knows of it.
+    func ask(_ order: Order, pass: Pass) throws -> Verification {
         let verification = try holdingForRefunds(try askStore(about: order), of: order)
+        pass.recordStore(order.store, verification)
+        return verification
+    }
+
+    /// Records the store's answer about `order`; an order now `delivering` is handed off.
+    func record(_ verification: Verification, of order: Order, pass: Pass,
+                handOff: (DeliveryQueue.Leased) throws -> Void) throws {
         let now = ledger.time.unixSeconds
         var entry = HistoryEntry(at: now, kind: .verification, outcome: "", appleStatus: verification.appleStatus,
                                  environment: verification.environment, durationMs: verification.durationMs)
-        pass.recordStore(order.store, verification)
         defer { pass.progress() }
         // What the store learned beyond the answer (an Apple Account is the order's user's): its module records it.
         if let learned = verification.learned { try LearnedFacts.record(learned, of: order, in: ledger) }

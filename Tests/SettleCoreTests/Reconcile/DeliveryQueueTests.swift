@@ -111,8 +111,10 @@ final class DeliveryQueueTests: XCTestCase {
                                     policy: base.policy, log: .silent)
         let pass = DispatchGroup()
         DispatchQueue.global().async(group: pass) { _ = try? reconciler.runPass() }
-        // o-0 in its hook, o-1 queued, o-2 verified and waiting for room.
-        XCTAssertTrue(eventually { (try? ledger.orderRecord("o-2"))??.order.state == .delivering })
+        // o-0 in its hook, o-1 queued, o-2 confirmed by the store and its worker waiting for room
+        // (the answer is written down once it has its place: it is still `verifying`).
+        XCTAssertTrue(eventually { (try? ledger.orderRecord("o-1"))??.order.state == .delivering })
+        XCTAssertTrue(eventually { seen.withLock { $0["o-2"] } != nil })
         let fd = open(fifo, O_WRONLY)
         _ = write(fd, "go\n", 3)
         close(fd)
