@@ -33,8 +33,10 @@ package final class GroupCommit: @unchecked Sendable {
     /// How long a leader whose own transition is deferrable (`CommitPace`) waits for others to
     /// join its commit: at about 600 transitions a second, a few share each commit instead of
     /// one or two. The wait ends early once `fullBatch` wait or one that is not deferrable comes.
-    package static let deferredWait: TimeInterval = 0.004
+    package static let defaultDeferredWait: TimeInterval = 0.004
     package static let fullBatch = 32
+    /// `defaultDeferredWait`; tests set it.
+    package var deferredWait = GroupCommit.defaultDeferredWait
     /// One lock for the queue, and the condition a deferring leader waits on.
     private let lock = NSCondition()
     private var deferring = false
@@ -46,6 +48,8 @@ package final class GroupCommit: @unchecked Sendable {
     package var waiting: Int { lock.withLock { queue.count } }
     /// How many batches (transactions) ran so far (tests look).
     package var batches: Int { lock.withLock { batchesRun } }
+    /// Whether a leader waits for company now (tests look).
+    package var waitingForCompany: Bool { lock.withLock { deferring } }
 
     /// Submits `item` and returns once a commit holding it finished (or failed). `runBatch`
     /// is called by whichever submitter leads, with every item waiting at that moment; when
@@ -103,7 +107,7 @@ extension GroupCommit {
     /// released meanwhile) until `deferredWait` has passed, `fullBatch` items wait or one that is
     /// not deferrable does.
     private func waitForCompany() {
-        let deadline = Date(timeIntervalSinceNow: Self.deferredWait)
+        let deadline = Date(timeIntervalSinceNow: deferredWait)
         deferring = true
         while queue.count < Self.fullBatch && queue.allSatisfy(\.deferrable) {
             guard lock.wait(until: deadline) else { break }

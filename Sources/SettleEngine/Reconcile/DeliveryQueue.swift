@@ -112,6 +112,15 @@ package final class DeliveryQueue: @unchecked Sendable {
         }
     }
 
+    /// `reserve` when there is room now; false (nothing kept) when it would wait.
+    package func tryReserve() -> Bool {
+        locked {
+            guard orders.count + reserved < capacity && !abandoned else { return false }
+            reserved += 1
+            return true
+        }
+    }
+
     /// Queues `order` in the place `reserve` kept: never waits. False when the pass was abandoned.
     @discardableResult
     package func put(reserved order: Leased) -> Bool {

@@ -111,7 +111,13 @@ extension Reconciler {
                         // delivery queue is full: verification never runs ahead of the hooks).
                         let verification = try ask(next, pass: pass)
                         var reserved = false
-                        if case .verified = verification.outcome { reserved = pass.deliveries.reserve() }
+                        if case .verified = verification.outcome {
+                            // Its verification lease is renewed while it waits (hooks may be slow).
+                            reserved = pass.deliveries.tryReserve()
+                                || withLeasesRenewed([next], state: .verifying, leaseSeconds: verifyLeaseSeconds) {
+                                    pass.deliveries.reserve()
+                                }
+                        }
                         pass.answers.put(AnswerQueue.Answer(order: next, verification: verification, deliveryReserved: reserved))
                     }
                 } catch let error as LedgerError {

@@ -107,4 +107,47 @@ final class GroupCommitTests: XCTestCase {
             .compactMap { $0.string("order_id") }
         XCTAssertEqual(touched, ["o-0", "o-1", "o-2", "o-3", "o-4", "o-6", "o-7"])
     }
+
+    /// A leader whose transition is deferrable waits for company; a transition someone waits on
+    /// (not deferrable) ends the wait at once, and both share the commit. The wait is made long
+    /// here so that nothing but the second transition can end it.
+    func testADeferrableLeader_waitsForCompany_andATransitionThatIsNotDeferrable_endsTheWait() throws {
+        let world = try TestWorld()
+        let ledger = try world.ledger()
+        ledger.groupCommit.deferredWait = 600
+        let before = ledger.groupCommit.batches
+        let done = DispatchGroup()
+        done.enter()
+        Thread {
+            CommitPace.$deferrable.withValue(true) { _ = try? ledger.transition { 1 } }
+            done.leave()
+        }.start()
+        let deadline = Date().addingTimeInterval(10)
+        while !ledger.groupCommit.waitingForCompany && Date() < deadline { usleep(1000) }
+        XCTAssertTrue(ledger.groupCommit.waitingForCompany, "the deferrable transition waits for company")
+        XCTAssertEqual(ledger.groupCommit.waiting, 1)
+        XCTAssertEqual(ledger.groupCommit.batches - before, 0, "it leads, and its batch has not begun")
+        XCTAssertNoThrow(try ledger.transition { 2 })
+        done.wait()
+        XCTAssertEqual(ledger.groupCommit.batches - before, 1, "both in the one commit")
+        XCTAssertEqual(ledger.groupCommit.waiting, 0)
+    }
+
+    /// Deferrable transitions alone end the wait once a full batch waits.
+    func testDeferrableTransitions_commitAtOnce_whenAFullBatchWaits() throws {
+        let world = try TestWorld()
+        let ledger = try world.ledger()
+        ledger.groupCommit.deferredWait = 600
+        let before = ledger.groupCommit.batches
+        let done = DispatchGroup()
+        for _ in 0..<GroupCommit.fullBatch {
+            done.enter()
+            Thread {
+                CommitPace.$deferrable.withValue(true) { _ = try? ledger.transition { 1 } }
+                done.leave()
+            }.start()
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + 60), .success, "a full batch commits without waiting out the delay")
+        XCTAssertEqual(ledger.groupCommit.batches - before, 1)
+    }
 }

@@ -87,6 +87,36 @@ final class DeliveryQueueTests: XCTestCase {
         XCTAssertNil(queue.take(limit: 1))
     }
 
+    /// A kept place counts as taken: a worker whose answer is still being recorded holds it, and
+    /// another worker waits for room until a hook takes an order or the place is given back.
+    func testAReservedPlace_countsAsTaken_untilItsOrderIsPut_orTheReservationIsCancelled() throws {
+        let all = try orders(3)
+        let queue = DeliveryQueue(capacity: 2)
+        XCTAssertTrue(queue.tryReserve())
+        XCTAssertTrue(queue.put(all[0]))
+        XCTAssertFalse(queue.tryReserve(), "one order queued and one place kept: full")
+        let reserved = Atomic<Bool>(false)
+        let waiting = DispatchGroup()
+        waiting.enter()
+        Thread {
+            reserved.store(queue.reserve(), ordering: .relaxed)
+            waiting.leave()
+        }.start()
+        XCTAssertTrue(eventually { queue.state.waitingToPut == 1 })
+        XCTAssertEqual(queue.take(limit: 1)?.map(\.order.orderId), ["o-0"])
+        queue.finished()
+        waiting.wait()
+        XCTAssertTrue(reserved.load(ordering: .relaxed), "the hook's take made room for the waiting worker")
+        XCTAssertFalse(queue.tryReserve(), "two places kept")
+        XCTAssertTrue(queue.put(reserved: all[1]))
+        queue.cancelReservation()
+        XCTAssertTrue(queue.tryReserve(), "a cancelled place is free again")
+        XCTAssertTrue(queue.put(reserved: all[2]))
+        XCTAssertEqual(queue.state.queued, 2)
+        XCTAssertEqual(queue.take(limit: 2)?.map(\.order.orderId), ["o-1", "o-2"])
+        queue.finished()
+    }
+
     func testPass_withEveryHookSlot_andTheQueueFull_claimsNoMoreOrdersUntilAHookEnds() throws {
         // One verification worker, one delivery worker, room for one order in the queue.
         let fifo = world.folder + "/release"
