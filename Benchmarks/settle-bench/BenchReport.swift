@@ -54,7 +54,7 @@ struct BenchReport {
     private mutating func networkRows(_ runner: PassRunner, bench: String, folder: BenchFolder) throws {
         let n = options.orders, c = options.concurrency, l = options.latencyMs
         let bound = Double(n) * Double(l) / 1000 / Double(c)
-        emit(String(format: "\n-- %d due orders, concurrency %d, Apple at %d ms: wall / (N·L/C = %.2f s); goal <= 1.10; CPU goal <= 0.6 ms/order", n, c, l, bound))
+        emit(String(format: "\n-- %d due orders, concurrency %d, Apple at %d ms: wall / (N·L/C = %.2f s); goal <= 1.10; CPU goal <= 0.5 ms/order", n, c, l, bound))
         emit(Self.columns("measure", "settle", "python", "python/settle"))
         let deliveries: [(String, BenchFolder.Delivery)] = [
             ("command hook", .command([folder.path + "/hook.sh"])), ("webhook", .webhook("")),
