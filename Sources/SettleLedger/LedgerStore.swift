@@ -9,6 +9,11 @@ package protocol LedgerBase: AnyObject, Sendable {
     /// Whether several `settle run` processes may share this ledger (PostgreSQL), or one
     /// holds it under the file lock (SQLite).
     var isShared: Bool { get }
+    /// Whether transitions submitted at about the same time share one commit (SQLite's group
+    /// commit, one fsync for all; see `CommitPace`): then a pass hands the stores' answers to
+    /// recorders whose writes wait for one another. PostgreSQL commits each transition on its
+    /// own connection, where more writers at once only contend: answers are recorded inline.
+    var sharesCommits: Bool { get }
 
     func schemaVersion() throws(LedgerError) -> Int
     func close() throws(LedgerError)
@@ -173,6 +178,7 @@ extension SupportLedger {
 extension SQLiteLedger: LedgerStore {
     package var location: String { path }
     package var isShared: Bool { false }
+    package var sharesCommits: Bool { true }
 }
 
 extension LedgerError {

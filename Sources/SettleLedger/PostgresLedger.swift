@@ -19,6 +19,7 @@ package final class PostgresLedger: LedgerStore, @unchecked Sendable {
     package let time: any TimeSource
     package let location: String
     package var isShared: Bool { true }
+    package var sharesCommits: Bool { false }
 
     /// The database's clock in the ledger's unit (seconds since the epoch).
     package static let databaseNow = "extract(epoch FROM now())::bigint"

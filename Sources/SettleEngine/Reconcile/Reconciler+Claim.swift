@@ -12,10 +12,10 @@ extension Reconciler {
 
     /// The verification workers claim and verify until nothing is left to claim or the pass stops.
     func claimAndVerify(_ pass: Pass) {
-        let recording = startRecorders(pass)
+        let recording = ledger.sharesCommits ? startRecorders(pass) : nil
         defer {
             pass.answers.producersFinished()
-            recording.wait()
+            recording?.wait()
         }
         runWorkers(count: configuration.schedule.concurrency) { self.work(pass) }
         // A store whose probe closed its breaker once the other workers had run out of work:
@@ -105,6 +105,9 @@ extension Reconciler {
                 do {
                     if next.state == .delivering {
                         pass.deliveries.put(DeliveryQueue.Leased(next, leasedAt: claimedAt))
+                    } else if !ledger.sharesCommits {
+                        // Waits while the delivery queue is full: verification never runs ahead of the hooks.
+                        try verify(next, pass: pass) { verified in pass.deliveries.put(verified) }
                     } else {
                         // A recorder writes the answer down; this worker goes back to the store, once
                         // a confirmed purchase has its place among the deliveries (waits while the
