@@ -140,7 +140,9 @@ extension SQLiteLedger {
     package func transitions<T>(_ bodies: [() throws -> T]) -> [Result<T, LedgerError>] {
         var results = [Result<T, any Error>](repeating: .failure(LedgerError.invalid("transition did not run")),
                                              count: bodies.count)
-        let items = bodies.indices.map { index in GroupCommit.Item { results[index] = self.inSavepoint(bodies[index]) } }
+        let items = bodies.indices.map { index in
+            GroupCommit.Item { results[index] = self.inSavepoint(bodies[index]) }
+        }
         for item in items { item.deferrable = CommitPace.deferrable }
         groupCommit.submit(items) { batch in runBatch(batch) }
         return zip(items, results).map { item, result in

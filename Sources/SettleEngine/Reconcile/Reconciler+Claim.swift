@@ -121,7 +121,8 @@ extension Reconciler {
                                     pass.deliveries.reserve()
                                 }
                         }
-                        pass.answers.put(AnswerQueue.Answer(order: next, verification: verification, deliveryReserved: reserved))
+                        pass.answers.put(AnswerQueue.Answer(order: next, verification: verification,
+                                                            deliveryReserved: reserved))
                     }
                 } catch let error as LedgerError {
                     // A row a backend broke fails its own writes; it must not stop every other order.

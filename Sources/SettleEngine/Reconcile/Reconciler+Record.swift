@@ -75,10 +75,11 @@ extension Reconciler {
     /// each would wait for a commit of its own; every other answer is recorded as `record` does.
     func record(batch answers: [(order: Order, purchase: VerifiedPurchase, report: DeliveryReport)], pass: Pass) throws {
         let plain = answers.filter { $0.report.outcome == .delivered && !$0.order.store.mustBeToldOfDelivery }
-        for answer in answers where plain.count < 2 || !plain.contains(where: { $0.order.orderId == answer.order.orderId }) {
+        let together = plain.count > 1 ? Set(plain.map(\.order.orderId)) : []
+        for answer in answers where !together.contains(answer.order.orderId) {
             try recordOne(answer.report, of: answer.order, purchase: answer.purchase, pass: pass)
         }
-        guard plain.count > 1 else { return }
+        guard !together.isEmpty else { return }
         let now = ledger.time.unixSeconds
         let finishing = plain.map { answer in
             metrics?.observeDelivery(answer.report.outcome, timedOut: answer.report.timedOut,
@@ -92,8 +93,8 @@ extension Reconciler {
         for (answer, result) in zip(plain, results) {
             defer { pass.progress() }
             do {
-                recordFinished(answer.order, finished: try result.get(), key: HookPayload.idempotencyKey(answer.purchase),
-                               report: answer.report, pass: pass)
+                let key = HookPayload.idempotencyKey(answer.purchase)
+                recordFinished(answer.order, finished: try result.get(), key: key, report: answer.report, pass: pass)
             } catch {
                 guard let violation = error.constraintViolation else { throw error }
                 try setAside(answer.order, violation: violation, pass: pass)

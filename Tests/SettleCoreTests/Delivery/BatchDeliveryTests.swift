@@ -88,6 +88,51 @@ final class BatchDeliveryTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(runs, 3, "at most 16 a run")
     }
 
+    /// A batch's answers are recorded each as its own: the plain deliveries finish together (one
+    /// commit), a retry and a refusal in the same batch end where they would alone.
+    func testAPassWithMixedAnswersInOneBatch_finishesTheDelivered_andRecordsEachOtherAnswerAsItsOwn() throws {
+        let hook = try world.write("mixed.sh", """
+            #!/bin/sh
+            while IFS= read -r line; do
+              key=$(printf '%s' "$line" | sed 's/.*"idempotency_key":"\\([^"]*\\)".*/\\1/')
+              echo "$key" >> "\(world.deliveriesPath)"
+              case "$key" in
+                *000003|*000011|*000019) r=retry;;
+                *000005|*000013|*000021) r=refused;;
+                *) r=delivered;;
+              esac
+              printf '{"idempotency_key":"%s","result":"%s","message":"from the batch hook"}\\n' "$key" "$r"
+            done
+            """, mode: 0o755)
+        try world.writeConfig(hook: hook, schedule: [("concurrency", .number(8))],
+                              overrides: [("delivery", .object([("command", .array([.string(hook)])),
+                                                                ("batch_size", .number(8))]))])
+        let ledger = try world.ledger()
+        for i in 0..<24 {
+            let txn = String(2_000_000_750_000_000 + i)
+            let receipt = world.scriptReceipt("r\(i)", [SimulatedTransaction(productId: world.coins, transactionId: txn)])
+            _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: txn, receipt: receipt))
+        }
+        let report = try world.reconciler(ledger: ledger).runPass()
+        XCTAssertEqual(report.finished, 18)
+        XCTAssertEqual(world.deliveries.count, 24, "every order's hook ran once")
+        for i in 0..<24 {
+            let record = try XCTUnwrap(try ledger.orderRecord("o-\(i)"))
+            switch i {
+            case 3, 11, 19:
+                XCTAssertEqual(record.order.state, .pending, "o-\(i)")
+                XCTAssertEqual(record.order.attempts, 1, "o-\(i)")
+            case 5, 13, 21:
+                XCTAssertEqual(record.order.state, .needsAttention, "o-\(i)")
+            default:
+                XCTAssertEqual(record.order.state, .finished, "o-\(i)")
+                XCTAssertEqual(record.history.filter { $0.outcome == "delivered" }.count, 1, "o-\(i)")
+                XCTAssertEqual(record.history.last?.outcome, "delivered", "o-\(i)")
+                XCTAssertNil(record.order.lease, "o-\(i)")
+            }
+        }
+    }
+
     func testBatchSize_isForCommandsOnly() throws {
         try world.write("webhook-secret", "s", mode: 0o600)
         try world.writeConfig(overrides: [("delivery", .object([
