@@ -79,6 +79,9 @@ struct BenchReport {
             emit(Self.columns("own CPU per settled order, \(name)", String(format: "%.3f ms", settle.cpuPerOrderMs),
                               python.map { String(format: "%.3f ms", $0.cpuPerOrderMs) } ?? "-",
                               python.map { String(format: "%.1fx", $0.cpuPerOrderMs / settle.cpuPerOrderMs) } ?? "-"))
+            let receiver = if case .webhook = delivery { " (its receiver is another process)" } else { "" }
+            emit(Self.columns("CPU per settled order with hooks, \(name)",
+                              String(format: "%.3f ms", settle.cpuWithHooksPerOrderMs) + receiver, "-", ""))
             emit(Self.columns("voluntary context switches per order, \(name)", String(format: "%.1f", settle.contextSwitchesPerOrder),
                               python.map { String(format: "%.1f", $0.contextSwitchesPerOrder) } ?? "-", ""))
             emit(Self.columns("peak RSS, \(name)", "\(settle.peakRSSKiB / 1024) MiB",

@@ -8,6 +8,14 @@ func ownCPUSeconds() -> Double {
     return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
 }
 
+/// CPU time (user + system) of this process's children that ended and were waited for: a pass's
+/// hook processes (the fake Apple and the webhook receiver are not its children).
+func childrenCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
 /// Voluntary context switches of this process's threads so far (involuntary ones measure the machine's load): each is a
 /// thread that slept and was woken, the cost behind most of a pass's kernel time.
 func ownContextSwitches() -> Int {

@@ -20,6 +20,8 @@ struct PassResult {
     var writeBytes: Int
     /// The pass's context switches (0 where the reconciler does not report them).
     var contextSwitches: Int
+    /// CPU seconds of the hook processes the pass ran (0 where the reconciler does not report them).
+    var hooksCPU: Double
 
     var cpuPerOrderMs: Double { cpu * 1000 / Double(max(finished, 1)) }
 
@@ -33,7 +35,11 @@ struct PassResult {
         wchar = line.int("wchar")
         writeBytes = line.int("write_bytes")
         contextSwitches = line.int("context_switches")
+        hooksCPU = line.double("hooks_cpu")
     }
+
+    /// settle's own CPU and its hook processes', per settled order.
+    var cpuWithHooksPerOrderMs: Double { (cpu + hooksCPU) * 1000 / Double(max(finished, 1)) }
 
     var contextSwitchesPerOrder: Double { Double(contextSwitches) / Double(max(finished, 1)) }
 }
@@ -60,6 +66,7 @@ enum PassChild {
         let log = Log(environment: [:], sink: { _ in })
         let reconciler = try Reconciler.configured(configuration, ledger: ledger, environment: [:], log: log, modules: StoreModules.all)
         let cpuStart = ownCPUSeconds()
+        let hooksStart = childrenCPUSeconds()
         let ioStart = IOCounters.now()
         let switchesStart = ownContextSwitches()
         let start = DispatchTime.now()
@@ -67,13 +74,14 @@ enum PassChild {
         let wall = seconds(since: start)
         if daemons > 0 { try ledger.recordDaemonStopped(.current) }
         let cpu = ownCPUSeconds() - cpuStart
+        let hooks = childrenCPUSeconds() - hooksStart
         let io = IOCounters.now()
         let switches = ownContextSwitches() - switchesStart
         let line = JSONValue.object([
             ("finished", .number(report.finished)), ("wall", .number(String(wall))), ("cpu", .number(String(cpu))),
             ("maxrss_kib", .number(peakRSSKiB())), ("summary", .string(report.summaryLine)),
             ("wchar", .number(io.wchar - ioStart.wchar)), ("write_bytes", .number(io.writeBytes - ioStart.writeBytes)),
-            ("context_switches", .number(switches)),
+            ("context_switches", .number(switches)), ("hooks_cpu", .number(String(hooks))),
         ])
         print(line.serialized())
         exit(0)
