@@ -77,7 +77,7 @@ extension TransactionalLedger {
     /// Whether the schema keeps the audit log (a ledger not yet migrated has none; its actions are
     /// not audited, and reads find nothing).
     package func knowsAuditLog() throws(LedgerError) -> Bool {
-        try schemaVersion() >= (isShared ? PostgresLedgerSchema.auditLogVersion : LedgerSchema.auditLogVersion)
+        try schemaReached(isShared ? PostgresLedgerSchema.auditLogVersion : LedgerSchema.auditLogVersion)
     }
 
     /// The audit step of an action `person` takes: nil when nobody is named or the schema has no

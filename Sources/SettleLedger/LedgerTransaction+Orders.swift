@@ -11,20 +11,24 @@ extension LedgerTransaction {
     /// dialect fences claims, this fencing token): the check and the write in one statement,
     /// which PostgreSQL re-evaluates on the row's latest version. False (nothing written) when
     /// the claim is gone.
+    /// `recoveredAt`: the order's recovery (`markRecovered`) in the same statement, set only if unset.
     package func finalize(_ orderId: String, held: (state: OrderState, owner: LeaseOwner, fence: Int64?)?, state: OrderState,
-                          reason: String?, error: String?, environment: String?, now: Int64) throws -> Bool {
+                          reason: String?, error: String?, environment: String?, now: Int64, recoveredAt: Int64? = nil) throws -> Bool {
         var claim: (sql: String, values: [LedgerValue]) = ("", [])
         if let held {
             let holder = claimedBy(held.owner, fence: held.fence)
             claim = (" AND state = ? AND " + holder.sql, [.text(held.state.rawValue)] + holder.values)
         }
+        var values: [LedgerValue] = [.text(state.rawValue), .from(reason), .from(error), .from(environment),
+                                     state == .finished ? .integer(now) : .null, .integer(now)]
+        if let recoveredAt { values.append(.integer(recoveredAt)) }
+        values.append(.text(orderId))
         return try changedRows("""
             UPDATE orders SET state = ?, reason = ?, last_error = ?, environment = coalesce(?, environment),
-                   finished_at = ?, updated_at = ?,
+                   finished_at = ?, updated_at = ?,\(recoveredAt == nil ? "" : " recovered_at = coalesce(recovered_at, ?),")
                    lease_host = NULL, lease_pid = NULL, lease_start = NULL, lease_expires_at = NULL
             WHERE order_id = ?\(claim.sql)
-            """, [.text(state.rawValue), .from(reason), .from(error), .from(environment),
-                  state == .finished ? .integer(now) : .null, .integer(now), .text(orderId)] + claim.values) == 1
+            """, values + claim.values) == 1
     }
 
     /// Whether this claim still holds the order in `state`, as `holding`, without reading the row.
@@ -39,14 +43,15 @@ extension LedgerTransaction {
         try query("SELECT * FROM orders WHERE order_id = ?", [.text(id)]).first.map { Order(row: $0) }
     }
 
-    package func appendHistory(_ orderId: String, _ entry: HistoryEntry) throws {
+    /// `markingRecovery` false: the caller already set the recovery an entry may carry (`finalize`'s `recoveredAt`).
+    package func appendHistory(_ orderId: String, _ entry: HistoryEntry, markingRecovery: Bool = true) throws {
         try query("""
             INSERT INTO history(order_id, at, kind, outcome, apple_status, hook_exit, environment, duration_ms, detail)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, [.text(orderId), .integer(entry.at), .text(entry.kind.rawValue), .text(entry.outcome),
                   .from(entry.appleStatus), .from(entry.hookExit), .from(entry.environment), .from(entry.durationMs),
                   .from(entry.detail)])
-        try markRecovered(orderId, entry)
+        if markingRecovery { try markRecovered(orderId, entry) }
     }
 
     /// Who holds a purchase: its grant key, or its transaction id recorded by a backend.

@@ -73,6 +73,8 @@ package struct LedgerDialect: Sendable {
 
 /// A ledger whose transitions can be written once over `LedgerTransaction`: both engines.
 package protocol TransactionalLedger: LedgerStore {
+    /// The highest schema version seen (`schemaReached`).
+    var schemaFloor: SchemaFloor { get }
     /// One read-write transaction. Returns once it is committed (durable), or throws and
     /// nothing of it stays.
     @discardableResult
@@ -88,6 +90,9 @@ package protocol TransactionalLedger: LedgerStore {
     func transitions<T>(_ bodies: [(any LedgerTransaction) throws -> T]) -> [Result<T, LedgerError>]
     /// One read-only transaction with one snapshot.
     func reading<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T
+    /// A read whose body runs exactly one statement, which is a snapshot by itself: on SQLite
+    /// without BEGIN and COMMIT; on PostgreSQL `reading`.
+    func readingStatement<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T
     /// Whether the schema has the notification tables (a read-only status of an older ledger may not).
     func hasNotificationTables() throws(LedgerError) -> Bool
     /// Whether the schema keeps the counts by store and state in `order_counts` (SQLite's schema
@@ -137,6 +142,10 @@ extension SQLiteLedger: TransactionalLedger {
         try read { connection in try body(SQLiteTransaction(database: connection)) }
     }
 
+    package func readingStatement<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T {
+        try readStatement { connection in try body(SQLiteTransaction(database: connection)) }
+    }
+
     package func transition<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T {
         try transition { try body(SQLiteTransaction(database: database)) }
     }
@@ -146,12 +155,12 @@ extension SQLiteLedger: TransactionalLedger {
         return transitions(bodies.map { body in { try body(SQLiteTransaction(database: database)) } })
     }
 
-    package func hasNotificationTables() throws(LedgerError) -> Bool { try schemaVersion() >= 5 }
+    package func hasNotificationTables() throws(LedgerError) -> Bool { try schemaReached(5) }
 
-    package func keepsOrderCounts() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.storeBreakersVersion }
+    package func keepsOrderCounts() throws(LedgerError) -> Bool { try schemaReached(LedgerSchema.storeBreakersVersion) }
 
-    package func knowsPacerBuckets() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.pacerBucketsVersion }
-    package func knowsSupportActions() throws(LedgerError) -> Bool { try schemaVersion() >= LedgerSchema.supportActionsVersion }
+    package func knowsPacerBuckets() throws(LedgerError) -> Bool { try schemaReached(LedgerSchema.pacerBucketsVersion) }
+    package func knowsSupportActions() throws(LedgerError) -> Bool { try schemaReached(LedgerSchema.supportActionsVersion) }
 }
 
 extension PostgresLedger: TransactionalLedger {
@@ -164,6 +173,8 @@ extension PostgresLedger: TransactionalLedger {
         try read { connection in try body(PostgresTransaction(connection: connection)) }
     }
 
+    package func readingStatement<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T { try reading(body) }
+
     package func transition<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T { try writing(body) }
 
     package func transitions<T>(_ bodies: [(any LedgerTransaction) throws -> T]) -> [Result<T, LedgerError>] {
@@ -171,11 +182,11 @@ extension PostgresLedger: TransactionalLedger {
     }
 
     package func keepsOrderCounts() throws(LedgerError) -> Bool {
-        try schemaVersion() >= PostgresLedgerSchema.orderCountsVersion
+        try schemaReached(PostgresLedgerSchema.orderCountsVersion)
     }
 
-    package func hasNotificationTables() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.notificationsVersion }
+    package func hasNotificationTables() throws(LedgerError) -> Bool { try schemaReached(PostgresLedgerSchema.notificationsVersion) }
 
-    package func knowsPacerBuckets() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.pacerBucketsVersion }
-    package func knowsSupportActions() throws(LedgerError) -> Bool { try schemaVersion() >= PostgresLedgerSchema.supportActionsVersion }
+    package func knowsPacerBuckets() throws(LedgerError) -> Bool { try schemaReached(PostgresLedgerSchema.pacerBucketsVersion) }
+    package func knowsSupportActions() throws(LedgerError) -> Bool { try schemaReached(PostgresLedgerSchema.supportActionsVersion) }
 }

@@ -16,6 +16,7 @@ import SettleConfig
 /// host's clock skew can move a retry by that much, never hand one order to two workers.
 package final class PostgresLedger: LedgerStore, @unchecked Sendable {
     package let pool: PostgresPool
+    package let schemaFloor = SchemaFloor()
     package let time: any TimeSource
     package let location: String
     package var isShared: Bool { true }

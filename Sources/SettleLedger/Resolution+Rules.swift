@@ -1,4 +1,5 @@
 import Foundation
+import SettleBase
 import SettleModel
 
 /// The rules support commands follow on both back ends, so each engine only writes rows.
@@ -7,7 +8,7 @@ extension Resolution {
     /// user: an order without one (an unclaimed purchase) first needs its buyer.
     package static func checkRetryable(_ order: Order) throws(LedgerError) {
         let unclaimed = order.reason == AttentionReason.unclaimedPurchase.rawValue
-        guard unclaimed || order.userId.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return }
+        guard unclaimed || order.userId.isBlank else { return }
         throw .invalid("order \(order.orderId) names no user (\(order.reason ?? "no reason")): a retry would deliver it to nobody. "
                        + "Find the buyer and run: settle assign \(Verdict.shellWord(order.orderId)) --user USER_ID --note TICKET")
     }

@@ -56,7 +56,7 @@ extension TransactionalLedger {
     /// The stored receipt with this hash, checked against the hash (a backend may have
     /// written the row by hand).
     package func receipt(sha256: String) throws(LedgerError) -> String? {
-        let stored = try reading { db in
+        let stored = try readingStatement { db in
             try db.query("SELECT data FROM receipts WHERE sha256 = ?", [.text(sha256)]).first?.string("data")
         }
         guard let stored, SHA256.hex(Data(stored.utf8)) == sha256.lowercased() else { return nil }
@@ -108,9 +108,11 @@ extension TransactionalLedger {
                         reason: String?, error: String?, environment: String?, history: HistoryEntry,
                         now: Int64) -> (any LedgerTransaction) throws -> Bool {
         { db in
+            // The recovery a delivered history entry marks, written by the same UPDATE.
+            let recovery = history.recoveredAt
             guard try db.finalize(orderId, held: (current, owner, fence), state: state, reason: reason, error: error,
-                                  environment: environment, now: now) else { return false }
-            try db.appendHistory(orderId, history)
+                                  environment: environment, now: now, recoveredAt: recovery) else { return false }
+            try db.appendHistory(orderId, history, markingRecovery: recovery == nil)
             return true
         }
     }

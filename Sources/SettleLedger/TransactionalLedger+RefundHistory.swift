@@ -10,7 +10,8 @@ extension TransactionalLedger {
     package func refundHistory(of user: String, now: Int64) throws(LedgerError) -> RefundHistory {
         let since = now - RefundHistory.windowSeconds
         let transfers = try knowsSupportActions()
-        return try reading { db in try db.refundHistory(of: user, since: since, transfers: transfers) }
+        // One statement (`RefundHistorySQL.buyersRefunds`).
+        return try readingStatement { db in try db.refundHistory(of: user, since: since, transfers: transfers) }
     }
 
     /// The customers (buyers) with at least `threshold` refunds in the last 90 days, most first:
@@ -101,6 +102,14 @@ package enum RefundHistorySQL {
     /// those they hold (`orders_user`) and those they gave away (`support_actions_from_user`), each
     /// row with its buyer, who may be someone else (the user received it by transfer).
     package static func buyersRefunds(transfers: Bool) -> String {
+        transfers ? buyersRefundsWithTransfers : buyersRefundsHeld
+    }
+
+    // Built once: every grant reads its buyer's refunds (withRefundCounts).
+    private static let buyersRefundsWithTransfers = buildBuyersRefunds(transfers: true)
+    private static let buyersRefundsHeld = buildBuyersRefunds(transfers: false)
+
+    private static func buildBuyersRefunds(transfers: Bool) -> String {
         let buyer = transfers ? OrderBuyer.column : "o.user_id"
         let columns = "o.order_id, o.store, o.refund_kind, o.refunded_at, \(buyer) AS buyer"
         let held = "SELECT \(columns) FROM orders o WHERE o.user_id = ? AND o.refunded_at IS NOT NULL AND o.refunded_at >= ?"

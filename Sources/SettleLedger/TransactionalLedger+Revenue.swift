@@ -63,17 +63,23 @@ extension LedgerTransaction {
     /// Marks an order recovered when its history records that settle's hook granted it (`delivered`),
     /// once: a later delivery (a rescue's redelivery under the same key) never moves the mark.
     package func markRecovered(_ orderId: String, _ entry: HistoryEntry) throws {
-        guard entry.kind == .delivery, entry.outcome == "delivered" else { return }
+        guard let at = entry.recoveredAt else { return }
         try query("UPDATE orders SET recovered_at = ? WHERE order_id = ? AND recovered_at IS NULL",
-                  [.integer(entry.at), .text(orderId)])
+                  [.integer(at), .text(orderId)])
     }
+
+}
+
+extension HistoryEntry {
+    /// When this entry makes its order recovered: a delivery settle's hook confirmed; nil for any other.
+    package var recoveredAt: Int64? { kind == .delivery && outcome == "delivered" ? at : nil }
 }
 
 extension TransactionalLedger {
     /// Whether the schema keeps prices and `recovered_at` (a read-only status of an older ledger may not).
     package func knowsRevenue() throws(LedgerError) -> Bool {
         let needed = self is PostgresLedger ? PostgresLedgerSchema.revenueVersion : LedgerSchema.revenueVersion
-        return try schemaVersion() >= needed
+        return try schemaReached(needed)
     }
 
     /// What settle recovered and clawed back from `since` (inclusive) to `until` (exclusive),

@@ -70,7 +70,17 @@ package struct LeaseOwner: Sendable, Equatable, CustomStringConvertible {
 
     /// What the ledger stores in `lease_start` and `process_start` (see `init(host:pid:leaseStart:)`).
     package var leaseStart: String {
-        startTime + (bootId.map { ";boot=\($0)" } ?? "") + (pidNamespace.map { ";pidns=\($0)" } ?? "")
+        // Appended, not interpolated: every claim check of every order binds it.
+        var text = startTime
+        if let bootId {
+            text += ";boot="
+            text += bootId
+        }
+        if let pidNamespace {
+            text += ";pidns="
+            text += String(pidNamespace)
+        }
+        return text
     }
 
     /// This process.

@@ -147,7 +147,7 @@ package struct Verdict: Sendable, Equatable {
         case .verifying, .delivering: return "nothing: wait for the pass to end"
         case .rejected, .needsAttention:
             if let reason = order.reason, Resolution(rawValue: reason) != nil { return nil }
-            if order.reason == AttentionReason.unclaimedPurchase.rawValue || order.userId.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+            if order.reason == AttentionReason.unclaimedPurchase.rawValue || order.userId.isBlank {
                 // A retry would deliver to nobody (and is refused): the buyer comes first.
                 return "find the buyer, then settle assign \(id) --user USER_ID --note TICKET; "
                     + "or settle resolve \(id) --as wont_grant --note TICKET"

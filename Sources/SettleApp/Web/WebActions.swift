@@ -139,7 +139,7 @@ enum WebActions {
         let closable = order.state == .needsAttention || order.state == .rejected
         // An order with no buyer is refused a retry (it would deliver to nobody): assign comes first.
         let unclaimed = order.reason == AttentionReason.unclaimedPurchase.rawValue
-            || order.userId.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
+            || order.userId.isBlank
         if closable && !unclaimed {
             forms.append(form(.retry, "<input type=\"text\" name=\"note\" placeholder=\"note (ticket)\" aria-label=\"retry note\">", "Retry"))
         }

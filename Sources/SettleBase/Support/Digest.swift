@@ -12,11 +12,16 @@ package enum SHA1 {
 
 /// SHA-256 through OpenSSL's one-shot EVP_Digest.
 package enum SHA256 {
+    /// Fetched once: `EVP_sha256()` makes OpenSSL 3 look the implementation up again at every
+    /// digest (a lock and a method-store search), and every order's receipt is hashed.
+    /// Shared by every thread: a fetched EVP_MD is immutable and OpenSSL allows that.
+    nonisolated(unsafe) static let fetched: OpaquePointer? = EVP_MD_fetch(nil, "SHA256", nil)
+
     package static func hash(_ data: Data) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         let ok = data.withUnsafeBytes { buffer in
-            EVP_Digest(buffer.baseAddress, buffer.count, &digest, &length, EVP_sha256(), nil)
+            EVP_Digest(buffer.baseAddress, buffer.count, &digest, &length, fetched ?? EVP_sha256(), nil)
         }
         // EVP_Digest fails only when OpenSSL cannot allocate; there is no sensible recovery.
         precondition(ok == 1, "EVP_Digest(SHA-256) failed")

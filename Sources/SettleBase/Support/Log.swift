@@ -62,18 +62,51 @@ package final class Log: Sendable {
     /// A line whose fields are made at run time (a store task's report); nil values are left out.
     package func log(_ level: Level, _ event: String, pairs fields: [(String, Any?)]) {
         guard level >= minimumLevel else { return }
-        var line = journal ? "<\(level.syslogPriority)>" + event
-            : Timestamp.rfc3339(unixSeconds: time.unixSeconds) + " " + level.rawValue + " " + event
-        // Appended piece by piece, not interpolated into a string per field and then copied.
+        // Written as bytes into one buffer: appending a dozen pieces to a String, each value
+        // through `String(describing:)`, was 20 K instructions a line, two lines an order.
+        var line: [UInt8] = []
+        line.reserveCapacity(256)
+        if journal {
+            line += "<\(level.syslogPriority)>".utf8
+        } else {
+            line += Timestamp.rfc3339(unixSeconds: time.unixSeconds).utf8
+            line.append(UInt8(ascii: " "))
+            line += level.rawValue.utf8
+            line.append(UInt8(ascii: " "))
+        }
+        line += event.utf8
         for (key, value) in fields {
             guard let value else { continue }
-            line += " "
-            line += key
-            line += "="
-            line += Log.quote(String(describing: value))
+            line.append(UInt8(ascii: " "))
+            line += key.utf8
+            line.append(UInt8(ascii: "="))
+            Log.appendQuoted(Log.text(of: value), to: &line)
         }
-        line += "\n"
-        lock.withLock { _ in sink(line) }
+        line.append(UInt8(ascii: "\n"))
+        let text = String(decoding: line, as: UTF8.self)
+        lock.withLock { _ in sink(text) }
+    }
+
+    /// A field's text: what `String(describing:)` makes of it, the common kinds without its
+    /// dynamic lookup.
+    static func text(of value: Any) -> String {
+        switch value {
+        case let text as String: return text
+        case let number as Int: return String(number)
+        case let number as Int64: return String(number)
+        case let number as Int32: return String(number)
+        default: return String(describing: value)
+        }
+    }
+
+    /// `quote(value)` appended: plain ASCII with nothing to quote goes in as it is.
+    static func appendQuoted(_ value: String, to line: inout [UInt8]) {
+        var plain = !value.isEmpty
+        for byte in value.utf8 where byte <= 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "=") || byte >= 0x7F {
+            plain = false
+            break
+        }
+        if plain { line += value.utf8 } else { line += quote(value).utf8 }
     }
 
     package func debug(_ event: String, _ fields: KeyValuePairs<String, Any?> = [:]) { log(.debug, event, fields) }

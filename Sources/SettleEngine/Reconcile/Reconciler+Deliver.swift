@@ -71,7 +71,7 @@ extension Reconciler {
                 try finishDelivered(order, purchase: purchase, pass: pass)
                 continue
             }
-            guard !order.userId.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+            guard !order.userId.isBlank else {
                 // Verification never lets such an order through: only a row written in `delivering` gets here.
                 let detail = "the order is delivering with an empty user_id; settle never delivers to nobody"
                 try ledger.quarantine(orderId: order.orderId, detail: detail)

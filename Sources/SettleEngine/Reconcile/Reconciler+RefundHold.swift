@@ -13,7 +13,7 @@ extension Reconciler {
     /// reserved, on any host, from the ledger every host shares.
     func holdingForRefunds(_ verification: Verification, of order: Order) throws -> Verification {
         guard case .verified = verification.outcome, let holdAfter = configuration.refunds.holdAfter,
-              !order.userId.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return verification }
+              !order.userId.isBlank else { return verification }
         let history = try ledger.refundHistory(of: order.userId, now: ledger.time.unixSeconds)
         guard history.count >= holdAfter, try !ledger.releasedFromRefundHold(orderId: order.orderId) else {
             return verification

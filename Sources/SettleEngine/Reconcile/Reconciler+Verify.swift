@@ -190,7 +190,7 @@ extension Reconciler {
     /// What a pass (or a dry run) concludes about a claimed order. An order naming no user is
     /// never verified nor delivered, whoever wrote the row: a person names the buyer first.
     package static func verification(of order: Order, by verifier: any OrderVerifier) throws -> Verification {
-        guard !order.userId.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+        guard !order.userId.isBlank else {
             return Verification(outcome: .needsAttention(
                 reason: .unclaimedPurchase,
                 detail: "the order names no user (user_id is empty): settle never verifies or delivers "

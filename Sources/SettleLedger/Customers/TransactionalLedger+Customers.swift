@@ -37,7 +37,7 @@ extension TransactionalLedger {
     /// Whether the schema keeps customers and usage evidence (a ledger not yet migrated does not:
     /// reads find nothing, and every answer is the global settings').
     package func knowsCustomers() throws(LedgerError) -> Bool {
-        try schemaVersion() >= (isShared ? PostgresLedgerSchema.customersVersion : LedgerSchema.customersVersion)
+        try schemaReached(isShared ? PostgresLedgerSchema.customersVersion : LedgerSchema.customersVersion)
     }
 
     package func customerPolicy(userId: String) throws(LedgerError) -> CustomerPolicy? {

@@ -16,6 +16,31 @@ final class DigestTests: XCTestCase {
                        "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
     }
 
+    /// RFC 4231 test cases 6 (a key longer than SHA-256's block, hashed first) and an empty key,
+    /// each asked twice among other keys: the kept keyed contexts never mix keys up.
+    func testHMACHex_longAndEmptyKeys_andKeysTakenInTurn() {
+        let long = Data(repeating: 0xaa, count: 131)
+        let message = Data("Test Using Larger Than Block-Size Key - Hash Key First".utf8)
+        let jefe = (Data("Jefe".utf8), Data("what do ya want for nothing?".utf8))
+        for _ in 0..<2 {
+            XCTAssertEqual(HMACSHA256.hex(key: long, message: message),
+                           "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
+            XCTAssertEqual(HMACSHA256.hex(key: jefe.0, message: jefe.1),
+                           "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+            // HMAC-SHA256 with an empty key and message (a known value).
+            XCTAssertEqual(HMACSHA256.hex(key: Data(), message: Data()),
+                           "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad")
+        }
+        // More keys than are kept: each still answers its own.
+        for index in 0..<20 {
+            let key = Data("key-\(index)".utf8)
+            XCTAssertEqual(HMACSHA256.hex(key: key, message: jefe.1), HMACSHA256.hex(key: key, message: jefe.1))
+            XCTAssertNotEqual(HMACSHA256.hex(key: key, message: jefe.1), HMACSHA256.hex(key: Data("key-\(index + 1)".utf8), message: jefe.1))
+        }
+        XCTAssertEqual(HMACSHA256.hex(key: jefe.0, message: jefe.1),
+                       "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+    }
+
     func testLowercaseHex_writesEveryByteValueAsTwoDigits() {
         let all = (0...255).map { UInt8($0) }
         XCTAssertEqual(LowercaseHex.encode(all), all.map { String(format: "%02x", $0) }.joined())
