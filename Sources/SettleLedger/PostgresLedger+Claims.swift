@@ -20,7 +20,8 @@ extension PostgresLedger {
         let only = Store.only(stores)
         let now = time.unixSeconds
         let lease = leaseArguments(owner, seconds: leaseSeconds) + [.integer(now)]
-        return try write { db in
+        // The stored receipts of the orders claimed are read in the same transaction (`ClaimedReceipts`).
+        func pickAndClaim(_ db: PostgresConnection) throws -> [Order] {
             // The orders `picking` names (a SELECT of order ids, in claim order, with its
             // arguments), locked and claimed in one statement and returned in `order`.
             // SKIP LOCKED: concurrent claimers each take different rows instead of queueing on
@@ -62,6 +63,13 @@ extension PostgresLedger {
                     SELECT order_id FROM orders WHERE state = 'pending' AND store = ? AND next_attempt_at <= ?
                     ORDER BY next_attempt_at, order_id LIMIT ?
                     """, [.text(store.rawValue), .integer(now), .integer(Int64(limit - claimed.count))], order: Order.beforeInDueOrder)
+            }
+            return claimed
+        }
+        return try write { db in
+            var claimed = try pickAndClaim(db)
+            if let receipts = ClaimedReceipts.query(for: claimed) {
+                ClaimedReceipts.attach(try db.run(receipts.sql, receipts.hashes.map { .text($0) }), to: &claimed)
             }
             return claimed
         }

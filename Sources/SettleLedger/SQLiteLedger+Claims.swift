@@ -20,7 +20,7 @@ extension SQLiteLedger {
                 RETURNING *
                 """, lease + values).map(Order.init(row:)).sorted(by: order)
         }
-        return try transition {
+        func pickAndClaim() throws -> [Order] {
             // A store that refunds a purchase it was not told of (Google, after three days): its
             // orders less than a day from that deadline go before everything else
             // (orders_play_pending; the store is written into the SQL so the partial index applies).
@@ -53,6 +53,14 @@ extension SQLiteLedger {
                     WHERE state = 'pending' AND store = ? AND next_attempt_at <= ? AND \(SQLiteLedger.wellFormed)
                     ORDER BY next_attempt_at, order_id LIMIT ?
                     """, [.text(store.rawValue), .integer(now), .integer(Int64(limit - claimed.count))], order: Order.beforeInDueOrder)
+            }
+            return claimed
+        }
+        // The stored receipts of the orders claimed, in the same transaction (`ClaimedReceipts`).
+        return try transition {
+            var claimed = try pickAndClaim()
+            if let receipts = ClaimedReceipts.query(for: claimed) {
+                ClaimedReceipts.attach(try database.query(receipts.sql, receipts.hashes.map { .text($0) }), to: &claimed)
             }
             return claimed
         }

@@ -59,8 +59,7 @@ extension TransactionalLedger {
         let stored = try readingStatement { db in
             try db.query("SELECT data FROM receipts WHERE sha256 = ?", [.text(sha256)]).first?.string("data")
         }
-        guard let stored, SHA256.hex(Data(stored.utf8)) == sha256.lowercased() else { return nil }
-        return stored
+        return stored.flatMap { ClaimedReceipts.checked($0, sha256: sha256) }
     }
 
     // MARK: - Verification outcomes

@@ -95,6 +95,14 @@ package struct Order: Sendable, Equatable {
     /// A store module's proof, as its module wrote it and alone reads (`StoreProof`): the core
     /// stores it, compares it and never shows it (it may be a bearer secret).
     package var storeProof: StoreProof? = nil
+    /// The receipt stored with the order (`receiptSHA256`), read with its claim and checked
+    /// against its hash, so verification need not read it again; nil when not read that way.
+    /// A copy of what the ledger holds, not part of the order: equal orders may differ in it.
+    package var storedReceipt: String? {
+        get { attachedReceipt.text }
+        set { attachedReceipt.text = newValue }
+    }
+    private var attachedReceipt = AttachedText()
 
     /// Whether the order names the one purchase it claims (a transaction id or a signed
     /// transaction), rather than "a purchase of this product" in a receipt.
@@ -228,4 +236,11 @@ package struct NewOrder: Sendable, Equatable {
         self.receipt = receipt
         self.signedTransaction = signedTransaction
     }
+}
+
+/// Text read alongside an order (`Order.storedReceipt`), left out of the order's equality.
+struct AttachedText: Sendable, Equatable {
+    var text: String?
+
+    static func == (lhs: AttachedText, rhs: AttachedText) -> Bool { true }
 }

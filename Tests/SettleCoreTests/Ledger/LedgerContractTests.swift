@@ -97,6 +97,28 @@ final class LedgerContractTests: XCTestCase {
         }
     }
 
+    /// A claim reads the receipts of the orders it claims in its own transaction, each checked
+    /// against its hash: a row a backend rewrote by hand is not attached (verification then reads
+    /// it itself, and refuses it as before), and an order without a receipt has none.
+    func testClaimDue_attachesEachOrdersStoredReceipt_onlyWhereItMatchesItsHash_onEveryBackEnd() throws {
+        try onEachBackEnd { b in
+            let shared = world.receipt("shared")
+            for id in ["o-1", "o-2"] {
+                _ = try b.store.enqueue(NewOrder(orderId: id, userId: "u-1", productId: world.coins, transactionId: id, receipt: shared))
+            }
+            let forged = world.receipt("forged")
+            _ = try b.store.enqueue(NewOrder(orderId: "o-3", userId: "u-1", productId: world.coins, transactionId: "o-3", receipt: forged))
+            let forgedHash = SHA256.hex(Data(forged.utf8))
+            try b.execute("UPDATE receipts SET data = 'not the receipt' WHERE sha256 = '\(forgedHash)'")
+            let claimed = Dictionary(uniqueKeysWithValues: try b.store.claimDue(owner: me, leaseSeconds: 60, limit: 10).map { ($0.orderId, $0) })
+            XCTAssertEqual(claimed["o-1"]?.storedReceipt, shared, b.name)
+            XCTAssertEqual(claimed["o-2"]?.storedReceipt, shared, b.name)
+            XCTAssertNil(claimed["o-3"]?.storedReceipt, "\(b.name): a receipt that does not match its hash is never attached")
+            XCTAssertNil(try b.store.receipt(sha256: forgedHash), b.name)
+            XCTAssertEqual(claimed.count, 3, b.name)
+        }
+    }
+
     // MARK: - Every transition
 
     func testClaimVerifyDeliverFinish_movesThroughEachState_andCarriesAFencingTokenOnSharedLedgers() throws {

@@ -110,6 +110,8 @@ package enum AppStoreModule: StoreModule {
 
     private static func storedReceipt(_ order: Order, ledger: any OrderLedger) throws -> String? {
         guard let hash = order.receiptSHA256 else { return nil }
+        // Read with the order's claim, where it was (`ClaimedReceipts`).
+        if let claimed = order.storedReceipt { return claimed }
         return try ledger.receipt(sha256: hash)
     }
 
