@@ -69,6 +69,7 @@ extension TransactionalLedger {
     package func recordVerified(orderId: String, owner: LeaseOwner, fence: Int64?, match: Match, deliveryLeaseSeconds: Int64,
                                history: HistoryEntry) throws(LedgerError) -> VerifiedResult {
         let now = time.unixSeconds
+        let transfers = try knowsSupportActions()
         return try transition { db in
             // The claim, a refund heard of meanwhile and the grant this order already holds, in one read.
             let claim = db.claimedBy(owner, fence: fence)
@@ -178,7 +179,14 @@ extension TransactionalLedger {
             var entry = history
             entry.detail = GrantChoice.reserved(purchase)
             try db.appendHistory(orderId, entry)
-            return .delivering(Order(row: row[0]))
+            var delivering = Order(row: row[0])
+            // Its buyer's refunds in 90 days (the hook's `refunds_90d`), counted as its grant is
+            // reserved, in the same transaction: no read of its own before the hook.
+            if !delivering.userId.isBlank {
+                delivering.refunds90d = try db.refundHistory(of: delivering.userId, since: now - RefundHistory.windowSeconds,
+                                                             transfers: transfers).count
+            }
+            return .delivering(delivering)
         }
     }
 

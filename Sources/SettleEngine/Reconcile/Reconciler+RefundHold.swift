@@ -29,13 +29,18 @@ extension Reconciler {
     }
 
     /// The orders about to be handed to the hook, each with its buyer's refunds in the last 90
-    /// days (`refunds_90d`), counted now, once per user of the batch.
+    /// days (`refunds_90d`): as counted when its grant was reserved (`recordVerified`, in that
+    /// transaction), or else (an order rescued or redelivered) counted now, once per user of the batch.
     func withRefundCounts(_ items: [(order: Order, purchase: VerifiedPurchase)]) throws
         -> [(order: Order, purchase: VerifiedPurchase)] {
         let now = ledger.time.unixSeconds
         var counts: [String: Int] = [:]
         var counted: [(order: Order, purchase: VerifiedPurchase)] = []
         for var item in items {
+            guard item.order.refunds90d == nil else {
+                counted.append(item)
+                continue
+            }
             let user = item.order.userId
             let count = try counts[user] ?? ledger.refundHistory(of: user, now: now).count
             counts[user] = count

@@ -54,6 +54,28 @@ extension LedgerContractTests {
         try deliver(b, id, key(googleOrderId, product: "gems_100"))
     }
 
+    /// The order handed to the hook carries its buyer's refunds as counted in the transaction
+    /// that reserved its grant: a refund recorded before it counts, another user's does not.
+    func testRecordVerified_countsTheBuyersRefunds_asTheGrantIsReserved() throws {
+        try onEachBackEnd { b in
+            try appleOrder(b, "a-1", user: "u-r", transaction: "9200")
+            XCTAssertEqual(try b.store.ingest(try appleNotification("REFUND", transaction: "9200"), source: "endpoint",
+                                              rules: rules).outcome, "revoke_queued", b.name)
+            try appleOrder(b, "a-other", user: "u-other", transaction: "9201")
+            _ = try b.store.ingest(try appleNotification("REFUND", transaction: "9201"), source: "endpoint", rules: rules)
+            for (id, user, transaction, expected) in [("a-2", "u-r", "9202", 1), ("a-3", "u-new", "9203", 0)] {
+                _ = try b.store.enqueue(NewOrder(orderId: id, userId: user, productId: world.coins, transactionId: transaction,
+                                                 receipt: world.receipt(id)))
+                let claimed = try XCTUnwrap(try b.store.claim(orderId: id, owner: me, leaseSeconds: 60)?.order, b.name)
+                guard case let .delivering(order) = try b.store.recordVerified(
+                    orderId: id, owner: me, fence: claimed.fencingToken, match: Match(candidates: [purchase(transaction)], named: true),
+                    deliveryLeaseSeconds: 60, history: entry) else { return XCTFail("\(b.name): \(id) was not reserved") }
+                XCTAssertEqual(order.refunds90d, expected, "\(b.name): \(id)")
+                XCTAssertEqual(order.refunds90d, try b.store.refundHistory(of: user, now: world.time.unixSeconds).count, b.name)
+            }
+        }
+    }
+
     func testRefundHistory_countsEachStoresOwnRefundPath_forTheBuyerOnly_onceEach_notAFamilyRevoke() throws {
         try onEachBackEnd { b in
             let user = "u-refunds"
