@@ -39,8 +39,7 @@ extension Reconciler {
     /// The JSON object of a hook's answer: the whole output, or its last line that is one.
     static func answerObject(_ output: String) -> JSONValue? {
         // Most answers name neither member: looked for in the bytes, before any copy is made.
-        guard output.utf8.firstRange(of: #""customer""#.utf8) != nil || output.utf8.firstRange(of: #""usage""#.utf8) != nil
-        else { return nil }
+        guard output.containsBytes(#""customer""#) || output.containsBytes(#""usage""#) else { return nil }
         let trimmed = output.trimmingCharacters(in: .whitespacesAndNewlines)
         if let whole = try? JSONValue.parse(Data(trimmed.utf8)), case .object = whole { return whole }
         for line in trimmed.split(separator: "\n").reversed() where line.hasPrefix("{") {

@@ -190,6 +190,18 @@ final class HTTPClientTests: XCTestCase {
                        ["Retry-After=[120]", "X-Empty=[]", "X-Inner=[a  b]", "X-Folded=[one two]", "X-Unicode=[\u{A0}nbsp\u{A0}]"])
     }
 
+    /// Read as bytes: a line without a colon, a bare line ending, a value of invalid UTF-8
+    /// (replaced, never dropped silently into another header) and a colon in the value.
+    func testResponseHeaderLines_oddBytes() {
+        let state = CurlTransferState(maxResponseBytes: 1024)
+        let lines: [[UInt8]] = [Array("HTTP/2 200\r\n".utf8), Array("no colon here\r\n".utf8), Array("\n".utf8),
+                                Array("X-Bytes: a".utf8) + [0xFF, 0xFE] + Array("b\r\n".utf8), Array("Location: http://x:1/\r\n".utf8),
+                                Array("X-Tab:\tv\t".utf8), Array(":empty-name\r\n".utf8)]
+        for line in lines { line.withUnsafeBytes { state.receiveHeaderLine($0) } }
+        XCTAssertEqual(state.headers.map { "\($0.name)=[\($0.value)]" },
+                       ["X-Bytes=[a\u{FFFD}\u{FFFD}b]", "Location=[http://x:1/]", "X-Tab=[v]", "=[empty-name]"])
+    }
+
     func testHeaderValueWithLineBreakIsRefused() throws {
         let error = try XCTUnwrap(sendExpectingError(client, HTTPRequest(
             method: "GET", url: "http://127.0.0.1:1/", headers: [HTTPHeader("X-Evil", "a\r\nX-Injected: 1")])))

@@ -43,6 +43,17 @@ final class LogLineTests: XCTestCase {
         }
     }
 
+    func testContainsBytes_findsTheNeedleWhereContainsDoes() {
+        let haystacks = ["", "\"", "{\"customer\": 1}", "xx\"customer", "\"customer\"", "\"custome\"customer\"", "ab\u{0}\"usage\"",
+                         "é\"usage\"é", "\"usag\"", String(repeating: "\"", count: 50) + "usage\""]
+        for haystack in haystacks {
+            for needle in [#""customer""#, #""usage""#, "", "é\""] {
+                XCTAssertEqual(haystack.containsBytes(needle), needle.isEmpty || haystack.contains(needle),
+                               "\(haystack.debugDescription) ∋ \(needle.debugDescription)")
+            }
+        }
+    }
+
     func testSchemaFloor_answersFromWhatItSaw_andNeverGoesDown() {
         let floor = SchemaFloor()
         XCTAssertFalse(floor.reached(1))
