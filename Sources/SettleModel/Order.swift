@@ -79,8 +79,9 @@ package struct Order: Sendable, Equatable {
     package var origin: String = "backend"
     /// Set once Apple refunded or revoked the purchase.
     package var refund: Refund? = nil
-    /// Its buyer's refunds in the last 90 days (`RefundHistory`), counted just before the grant
-    /// hook is called and sent as `refunds_90d`; nil anywhere else (never stored).
+    /// Its buyer's refunds in the last 90 days (`RefundHistory`), counted as its grant is
+    /// reserved (`recordVerified`) or else just before the grant hook is called, and sent as
+    /// `refunds_90d`; nil anywhere else (never stored).
     package var refunds90d: Int? = nil
     /// Which store sold the purchase.
     package var store: Store
