@@ -18,29 +18,38 @@ import SettleModel
 /// out, `needs_attention` `hook_unconfirmed`). Other output lines are kept in the
 /// history. One process per batch instead of one per order is the point: a process start costs
 /// more than most grants.
+///
+/// A command configured for batches gets every grant this way, a batch of one included (and a
+/// grant `settle transfer` or `settle redeliver` sends): it answers with lines and may exit 0
+/// whatever its lines say, so its exit code alone must never finish an order.
 extension CommandHook {
     package func deliver(batch: [(order: Order, purchase: VerifiedPurchase)]) -> [DeliveryReport] {
-        guard batchSize > 1, batch.count > 1 else {
-            return batch.map { deliver(order: $0.order, purchase: $0.purchase) }
-        }
+        guard batchSize > 1 else { return batch.map { deliver(order: $0.order, purchase: $0.purchase) } }
+        return run(lines: batch.map { item in
+            (HookPayload.make(order: item.order, purchase: item.purchase, product: products[item.purchase.productId]),
+             HookPayload.idempotencyKey(item.purchase))
+        })
+    }
+
+    /// One run of the command with `lines` (each document and its idempotency key), one report
+    /// a line, in order: each order decided by its own answer line.
+    func run(lines: [(document: JSONValue, key: String)]) -> [DeliveryReport] {
         var environment = environment(orderId: "", idempotencyKey: "")
         environment["SETTLE_ORDER_ID"] = nil
         environment["SETTLE_IDEMPOTENCY_KEY"] = nil
-        environment["SETTLE_BATCH"] = String(batch.count)
-        let input = batch.map { item in
-            HookPayload.make(order: item.order, purchase: item.purchase, product: products[item.purchase.productId]).serialized() + "\n"
-        }.joined()
+        environment["SETTLE_BATCH"] = String(lines.count)
+        let input = lines.map { $0.document.serialized() + "\n" }.joined()
         let started = DispatchTime.now()
         let result: SubprocessResult
         do {
             // Room for every answer line and some words besides.
             result = try Subprocess.run(arguments: arguments, environment: environment, standardInput: Data(input.utf8),
-                                        timeout: timeoutSeconds, outputLimit: CommandHook.outputLimit + 512 * batch.count)
+                                        timeout: timeoutSeconds, outputLimit: CommandHook.outputLimit + 512 * lines.count)
         } catch {
             let ms = Int((DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1_000_000)
             let message = HookFault.cannotStart + "\(error)"
             let unusable = error.programUnusable
-            return batch.map { _ in DeliveryReport(outcome: unusable ? .cannotStart(message) : .retry(message), exitCode: nil,
+            return lines.map { _ in DeliveryReport(outcome: unusable ? .cannotStart(message) : .retry(message), exitCode: nil,
                                                    output: "", durationMs: ms) }
         }
         let ms = Int(result.duration * 1000)
@@ -55,8 +64,8 @@ extension CommandHook {
             }
         }
         let said = String(other.joined(separator: "\n").suffix(CommandHook.outputLimit - 64))
-        return batch.map { item in
-            let key = HookPayload.idempotencyKey(item.purchase)
+        return lines.map { line in
+            let key = line.key
             let whole = DeliveryReport(outcome: .retry(""), exitCode: nil, output: said, durationMs: ms)
             guard let answer = answers[key] else { return unanswered(result, output: said, durationMs: ms) }
             var report = whole

@@ -51,12 +51,15 @@ package struct CommandHook: Deliverer {
     }
 
     package func deliver(order: Order, purchase: VerifiedPurchase) -> DeliveryReport {
-        run(HookPayload.make(order: order, purchase: purchase, product: products[purchase.productId]), orderId: order.orderId,
-            idempotencyKey: HookPayload.idempotencyKey(purchase))
+        // A command configured for batches speaks the batch contract to every grant.
+        guard batchSize <= 1 else { return deliver(batch: [(order, purchase)])[0] }
+        return run(HookPayload.make(order: order, purchase: purchase, product: products[purchase.productId]), orderId: order.orderId,
+                   idempotencyKey: HookPayload.idempotencyKey(purchase))
     }
 
     package func send(_ document: JSONValue, orderId: String, idempotencyKey: String) -> DeliveryReport {
-        run(document, orderId: orderId, idempotencyKey: idempotencyKey)
+        guard batchSize <= 1 else { return run(lines: [(document, idempotencyKey)])[0] }
+        return run(document, orderId: orderId, idempotencyKey: idempotencyKey)
     }
 
     /// Runs the command with `payload` on stdin and reads its answer (also for revokes).

@@ -59,6 +59,32 @@ final class BatchDeliveryTests: XCTestCase {
         XCTAssertTrue(reports[0].output.contains("starting a batch of 5"), reports[0].output)
     }
 
+    /// A batch of one, a single order and a re-sent grant get the batch contract too: a batch
+    /// hook answers with lines and exits 0 whatever they say, so its exit code alone must never
+    /// finish an order (before, a batch of one got the one-order contract, and a `retry` or
+    /// `refused` line with exit 0 was taken for `delivered`: an order finished, its goods never granted).
+    func testABatchOfOne_aSingleOrderAndAResentGrant_getTheBatchContract_soARetryLineIsNeverADelivery() throws {
+        var hook = CommandHook(arguments: [try batchHook()], timeoutSeconds: 10, products: [:], baseEnvironment: [:])
+        hook.batchSize = 8
+        XCTAssertEqual(hook.deliver(batch: [item("T-retry")]).map(\.outcome),
+                       [.retry("hook asked to try again later: from the batch hook")])
+        XCTAssertEqual(hook.deliver(batch: [item("T-refused")]).map(\.outcome),
+                       [.refused("hook refused the delivery permanently: from the batch hook")])
+        XCTAssertEqual(hook.deliver(batch: [item("T-silent")]).map(\.outcome),
+                       [.unconfirmed("hook exited 0 without an answer line for this order")])
+        XCTAssertEqual(hook.deliver(order: item("T-retry").order, purchase: item("T-retry").purchase).outcome,
+                       .retry("hook asked to try again later: from the batch hook"))
+        let resent = HookPayload.make(order: item("T-retry").order, purchase: item("T-retry").purchase, product: nil)
+        XCTAssertEqual(hook.send(resent, orderId: "o-T-retry", idempotencyKey: "T-retry").outcome,
+                       .retry("hook asked to try again later: from the batch hook"))
+        XCTAssertEqual(hook.deliver(batch: [item("T-ok")]).map(\.outcome), [.delivered])
+        let output = hook.deliver(batch: [item("T-ok")])[0].output
+        XCTAssertTrue(output.contains("starting a batch of 1"), output)
+        // Without batch_size, the one-order contract: exit 0 is delivered.
+        hook.batchSize = 1
+        XCTAssertEqual(hook.deliver(batch: [item("T-retry")]).map(\.outcome), [.delivered])
+    }
+
     func testABatchThatCannotStart_isAConfigurationFaultForEveryOrder() {
         var hook = CommandHook(arguments: [world.folder + "/missing.sh"], timeoutSeconds: 10, products: [:], baseEnvironment: [:])
         hook.batchSize = 8
