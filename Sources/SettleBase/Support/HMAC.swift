@@ -50,10 +50,13 @@ package enum HMACSHA256 {
             let ok = digestName.withUnsafeMutableBufferPointer { name in
                 var params = [OSSL_PARAM_construct_utf8_string("digest", name.baseAddress, 0), OSSL_PARAM_construct_end()]
                 return key.withUnsafeBytes { k in
-                    // A zero-length key is a valid HMAC key; OpenSSL needs a pointer for it all the same.
-                    let bytes = k.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                    if let bytes = k.baseAddress?.assumingMemoryBound(to: UInt8.self) {
+                        return EVP_MAC_init(handle, bytes, k.count, &params) == 1
+                    }
+                    // A zero-length key is a valid HMAC key; OpenSSL needs a pointer for it all the
+                    // same, one that lives through the call.
                     var empty: UInt8 = 0
-                    return EVP_MAC_init(handle, bytes ?? withUnsafePointer(to: &empty) { $0 }, k.count, &params) == 1
+                    return withUnsafePointer(to: &empty) { EVP_MAC_init(handle, $0, 0, &params) == 1 }
                 }
             }
             guard ok else {

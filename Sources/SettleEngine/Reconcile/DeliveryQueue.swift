@@ -82,13 +82,7 @@ package final class DeliveryQueue: @unchecked Sendable {
     @discardableResult
     package func put(_ order: Leased) -> Bool {
         locked {
-            // Counted while it waits: others see it only then, the lock being held otherwise.
-            blockedProducers += 1
-            while orders.count + reserved >= capacity && !abandoned {
-                pthread_cond_wait(hasRoom, mutex)
-            }
-            blockedProducers -= 1
-            guard !abandoned else { return false }
+            guard waitForRoom() else { return false }
             orders.append(order)
             pthread_cond_signal(hasOrders)
             return true
@@ -101,15 +95,21 @@ package final class DeliveryQueue: @unchecked Sendable {
     /// followed by `put(reserved:)` or `cancelReservation()`.
     package func reserve() -> Bool {
         locked {
-            blockedProducers += 1
-            while orders.count + reserved >= capacity && !abandoned {
-                pthread_cond_wait(hasRoom, mutex)
-            }
-            blockedProducers -= 1
-            guard !abandoned else { return false }
+            guard waitForRoom() else { return false }
             reserved += 1
             return true
         }
+    }
+
+    /// Waits, the lock held, until the queue has room; false when the pass was abandoned meanwhile.
+    private func waitForRoom() -> Bool {
+        // Counted while it waits: others see it only then, the lock being held otherwise.
+        blockedProducers += 1
+        while orders.count + reserved >= capacity && !abandoned {
+            pthread_cond_wait(hasRoom, mutex)
+        }
+        blockedProducers -= 1
+        return !abandoned
     }
 
     /// `reserve` when there is room now; false (nothing kept) when it would wait.
