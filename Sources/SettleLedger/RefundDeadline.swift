@@ -57,13 +57,18 @@ package struct RefundDeadline: Sendable, Equatable {
     /// (arguments: now, the limit). The store is written into the SQL (a registered store's
     /// name, never input) so a partial index on it applies.
     /// `subject`: a condition on the orders (a user, a transaction), its arguments bound between
-    /// the time and the limit; `TRUE` for the whole ledger.
+    /// the time and the limit; `TRUE` for the whole ledger. A subject's own index finds its few
+    /// orders: `store || ''` keeps SQLite's planner off `orders_store_state`, which it takes for
+    /// `store = ?` and then reads every order of the store (113 ms for one user among 500,000
+    /// orders of one store, against 1).
     static func query(_ store: Store, window: Int64, subject: String = "TRUE") -> String {
-        """
+        let name = store.rawValue.replacingOccurrences(of: "'", with: "''")
+        let storeTerm = subject == "TRUE" ? "store = '\(name)'" : "store || '' = '\(name)'"
+        return """
         SELECT order_id, state, \(bought) + \(window) AS refund_at,
                CASE WHEN purchase_date_ms IS NULL THEN 0 ELSE 1 END AS exact,
                CASE WHEN delivered_at IS NULL THEN 0 ELSE 1 END AS delivered
-        FROM orders WHERE store = '\(store.rawValue.replacingOccurrences(of: "'", with: "''"))'
+        FROM orders WHERE \(storeTerm)
             AND (state IN ('pending','verifying','delivering') OR (state = 'needs_attention' AND \(bought) + \(window) > ?))
             AND (\(subject))
         ORDER BY refund_at, order_id LIMIT ?

@@ -126,6 +126,21 @@ extension TransactionalLedger {
         }
     }
 
+    /// The orders a store's refund names (arguments: the store, the grant key, the store, the
+    /// grant key): by its proof (`orders_proof_key`) or the grant it holds (the grant, then the
+    /// order's key). `store || ''` in the second branch keeps SQLite's planner off
+    /// `orders_store_state`: it read every order of the store there, in the write transaction
+    /// (278 ms a refund among 500,000 orders of one store, every other write waiting, against 1).
+    static var storeRefundOrders: String {
+        """
+        SELECT o.*, (SELECT g.grant_key FROM grants g WHERE g.order_id = o.order_id) AS held_key
+        FROM orders o
+        WHERE (o.store = ? AND o.proof_key = ?)
+           OR (o.store || '' = ? AND o.order_id IN (SELECT order_id FROM grants WHERE grant_key = ?))
+        ORDER BY o.created_at, o.order_id
+        """
+    }
+
     /// Its store refunded (revoked) purchase `grantKey` in whole. Each order of `store` that holds
     /// it, or waits for it (its proof's key is the purchase's id), records the refund once:
     ///  - delivered (`delivering`, `finished`): a revoke is owed once, keyed by the purchase,
@@ -141,11 +156,8 @@ extension TransactionalLedger {
                                   source: String) throws(LedgerError) -> [String: String] {
         let now = time.unixSeconds
         return try writing { db in
-            let rows = try db.query("""
-                SELECT o.*, (SELECT g.grant_key FROM grants g WHERE g.order_id = o.order_id) AS held_key
-                FROM orders o WHERE o.store = ? AND (o.proof_key = ? OR o.order_id IN (SELECT order_id FROM grants WHERE grant_key = ?))
-                ORDER BY o.created_at, o.order_id\(db.dialect.lockRows)
-                """, [.text(store.rawValue), .text(grantKey), .text(grantKey)])
+            let rows = try db.query(Self.storeRefundOrders + db.dialect.lockRows,
+                                    [.text(store.rawValue), .text(grantKey), .text(store.rawValue), .text(grantKey)])
             var outcomes: [String: String] = [:]
             for row in rows {
                 let order = Order(row: row)

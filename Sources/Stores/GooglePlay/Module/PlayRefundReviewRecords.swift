@@ -5,6 +5,16 @@ import SettleLedger
 /// and what settle answered (or why it answered nothing), recorded on the notification and in
 /// that order's history in one write.
 extension TransactionalLedger {
+    /// The newest order verified as a Google order id (arguments: the id twice): through the two
+    /// transaction indexes. `store || ''` keeps SQLite's planner off `orders_store_state`, which
+    /// it took for `store = ?` and then read every Play order (251 ms among 500,000, against 1).
+    static var playOrderByTransaction: String {
+        """
+        SELECT order_id FROM orders WHERE store || '' = 'google_play' AND (verified_transaction_id = ? OR transaction_id = ?)
+        ORDER BY updated_at DESC, order_id LIMIT 1
+        """
+    }
+
     /// The order of the ledger that holds Google order `googleOrderId`'s grant, or else was
     /// verified as it (newest first); nil when none does.
     package func playOrderId(googleOrderId: String) throws(LedgerError) -> String? {
@@ -13,10 +23,8 @@ extension TransactionalLedger {
                                          [.text(googleOrderId), .text(googleOrderId)]).first?.string("order_id") {
                 return holder
             }
-            return try db.query("""
-                SELECT order_id FROM orders WHERE store = 'google_play' AND (verified_transaction_id = ? OR transaction_id = ?)
-                ORDER BY updated_at DESC, order_id LIMIT 1
-                """, [.text(googleOrderId), .text(googleOrderId)]).first?.string("order_id")
+            return try db.query(Self.playOrderByTransaction, [.text(googleOrderId), .text(googleOrderId)])
+                .first?.string("order_id")
         }
     }
 
