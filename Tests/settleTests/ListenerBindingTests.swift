@@ -32,15 +32,27 @@ final class ListenerBindingTests: NotificationTestCase {
     }
 
     func testSimulator_onAFixedPort_listensOn127001Only_andSoDoesItsGooglePlay() throws {
-        let port = try KernelListeners.freePort()
-        let simulator = try SettleBinary.start(["simulator", "--listen", "127.0.0.1:\(port)", "--google-key", world.folder + "/sa.json"],
-                                               outputFolder: world.folder)
-        defer { if simulator.isRunning { simulator.send(SIGKILL); _ = simulator.wait() } }
+        // A port found free may be taken before the simulator binds it (another process's
+        // outgoing connection draws from the same range): then it exits at once, and another
+        // free port is tried. Any other early exit fails the test with what it said.
+        var port = 0
+        var simulator: SettleBinary.Running?
         var out = ""
-        XCTAssertTrue(eventually(within: 20) {
-            out = (try? String(contentsOfFile: simulator.stdoutPath, encoding: .utf8)) ?? ""
-            return out.contains("scripted:") && out.contains("google_play")
-        }, out)
+        for _ in 0..<3 {
+            port = try KernelListeners.freePort()
+            let started = try SettleBinary.start(["simulator", "--listen", "127.0.0.1:\(port)", "--google-key", world.folder + "/sa.json"],
+                                                 outputFolder: world.folder)
+            simulator = started
+            XCTAssertTrue(eventually(within: 20) {
+                out = (try? String(contentsOfFile: started.stdoutPath, encoding: .utf8)) ?? ""
+                return (out.contains("scripted:") && out.contains("google_play")) || !started.isRunning
+            }, out + ((try? String(contentsOfFile: started.stderrPath, encoding: .utf8)) ?? ""))
+            let said = (try? String(contentsOfFile: started.stderrPath, encoding: .utf8)) ?? ""
+            guard !started.isRunning, said.contains("in use") else { break }
+        }
+        guard let simulator else { return XCTFail("the simulator did not start") }
+        defer { if simulator.isRunning { simulator.send(SIGKILL); _ = simulator.wait() } }
+        XCTAssertTrue(simulator.isRunning, (try? String(contentsOfFile: simulator.stderrPath, encoding: .utf8)) ?? "")
         XCTAssertTrue(out.hasPrefix("settle simulator listening on http://127.0.0.1:\(port)\n"), out)
         XCTAssertEqual(KernelListeners.addresses(onPort: port), ["127.0.0.1:\(port)"])
         let googlePorts = out.split(separator: "\n").compactMap { line -> Int? in
