@@ -51,25 +51,27 @@ package final class AnswerQueue: @unchecked Sendable {
         return body()
     }
 
-    /// Queues `answer`, waiting while the queue is full.
+    /// Queues `answer`, waiting while the queue is full. The recorder is woken once the lock is
+    /// released (as in `DeliveryQueue`): woken under it, it would find the mutex held and sleep
+    /// again on it, one more futex wait and wake an answer.
     package func put(_ answer: Answer) {
         locked {
             while answers.count >= capacity { pthread_cond_wait(hasRoom, mutex) }
             answers.append(answer)
-            pthread_cond_signal(hasAnswers)
         }
+        pthread_cond_signal(hasAnswers)
     }
 
     /// The oldest answer, waiting while none is queued and more may come; nil once the workers
     /// are done and every answer was taken.
     package func take() -> Answer? {
-        locked {
+        let answer: Answer? = locked {
             while answers.isEmpty && producing { pthread_cond_wait(hasAnswers, mutex) }
             guard !answers.isEmpty else { return nil }
-            let answer = answers.removeFirst()
-            pthread_cond_signal(hasRoom)
-            return answer
+            return answers.removeFirst()
         }
+        if answer != nil { pthread_cond_signal(hasRoom) }
+        return answer
     }
 
     /// The workers are done: recorders stop once the queue is empty.

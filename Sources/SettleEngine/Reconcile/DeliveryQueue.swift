@@ -16,7 +16,8 @@ import SettleModel
 ///
 /// Producers and consumers wait on conditions of their own and each change wakes only the
 /// waiters it can help: with one condition and broadcasts, every queued order woke every idle
-/// delivery worker (about 35 context switches an order at concurrency 32).
+/// delivery worker (about 35 context switches an order at concurrency 32). A hand-off wakes its
+/// waiter after releasing the lock, so the woken thread does not sleep again on the mutex.
 package final class DeliveryQueue: @unchecked Sendable {
     /// A `delivering` order and when its delivery lease was taken, at the latest (the lease runs
     /// until at least then plus its length): on the ledger's clock, and on this host's monotonic
@@ -81,12 +82,13 @@ package final class DeliveryQueue: @unchecked Sendable {
     /// meanwhile: the order stays `delivering` under its lease, for rescue.
     @discardableResult
     package func put(_ order: Leased) -> Bool {
-        locked {
+        let queued = locked {
             guard waitForRoom() else { return false }
             orders.append(order)
-            pthread_cond_signal(hasOrders)
             return true
         }
+        if queued { pthread_cond_signal(hasOrders) }
+        return queued
     }
 
     /// Waits for room for one order and keeps it: a verification worker whose store confirmed a
@@ -124,28 +126,29 @@ package final class DeliveryQueue: @unchecked Sendable {
     /// Queues `order` in the place `reserve` kept: never waits. False when the pass was abandoned.
     @discardableResult
     package func put(reserved order: Leased) -> Bool {
-        locked {
+        let queued = locked {
             reserved -= 1
             guard !abandoned else { return false }
             orders.append(order)
-            pthread_cond_signal(hasOrders)
             return true
         }
+        if queued { pthread_cond_signal(hasOrders) }
+        return queued
     }
 
     /// Gives back a place `reserve` kept (the answer did not end in a delivery).
     package func cancelReservation() {
-        locked {
-            reserved -= 1
-            pthread_cond_signal(hasRoom)
-        }
+        locked { reserved -= 1 }
+        pthread_cond_signal(hasRoom)
     }
 
     /// Up to `limit` orders, waiting while none is queued and more may come; nil once the
     /// verification workers are done, nothing is queued and no delivery is in progress.
     /// Every non-nil answer must be followed by `finished()`.
     package func take(limit: Int) -> [Leased]? {
-        locked {
+        var leftOver = false
+        var roomFor = 0
+        let batch: [Leased]? = locked {
             while orders.isEmpty && !abandoned && (producing || inProgress > 0) {
                 pthread_cond_wait(hasOrders, mutex)
             }
@@ -153,12 +156,15 @@ package final class DeliveryQueue: @unchecked Sendable {
             let batch = Array(orders.prefix(max(1, limit)))
             orders.removeFirst(batch.count)
             inProgress += 1
-            // Orders left over: another delivery worker may take them.
-            if !orders.isEmpty { pthread_cond_signal(hasOrders) }
-            // Room again: wake as many verification workers as there are new places.
-            for _ in 0..<min(batch.count, blockedProducers) { pthread_cond_signal(hasRoom) }
+            leftOver = !orders.isEmpty
+            roomFor = min(batch.count, blockedProducers)
             return batch
         }
+        // Orders left over: another delivery worker may take them.
+        if leftOver { pthread_cond_signal(hasOrders) }
+        // Room again: wake as many verification workers as there are new places.
+        for _ in 0..<roomFor { pthread_cond_signal(hasRoom) }
+        return batch
     }
 
     package func finished() {
