@@ -67,6 +67,46 @@ final class GroupCommitTests: XCTestCase {
         XCTAssertEqual(ledger.groupCommit.batches - before, 2, "the held commit, then the eight transitions in one")
     }
 
+    /// A transition's savepoint journal keeps the original of every page it changes: one that
+    /// rewrites megabytes of pages and then fails is still rolled back alone, and the transitions
+    /// around it in the same commit are kept.
+    func testATransitionRewritingMegabytesOfPages_failing_isRolledBackAlone_andItsBatchCommits() throws {
+        let world = try TestWorld()
+        let ledger = try world.ledger()
+        for i in 0..<2 { _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "\(i)")) }
+        let pageSize = try XCTUnwrap(ledger.database.query("PRAGMA page_size").first?.int("page_size"))
+        let pagesBefore = try XCTUnwrap(ledger.database.query("PRAGMA page_count").first?.int("page_count"))
+        try ledger.database.execute("CREATE TABLE scratch (x TEXT NOT NULL)")
+        try ledger.database.execute("""
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+            INSERT INTO scratch SELECT lower(hex(randomblob(512))) FROM n
+            """)
+        let pagesAfter = try XCTUnwrap(ledger.database.query("PRAGMA page_count").first?.int("page_count"))
+        XCTAssertGreaterThan((pagesAfter - pagesBefore) * pageSize, 2 << 20, "the transition below journals megabytes")
+        let bodies: [() throws -> String] = [
+            { _ = try ledger.database.query("UPDATE orders SET last_error = 'before' WHERE order_id = 'o-0'"); return "before" },
+            {
+                _ = try ledger.database.query("UPDATE scratch SET x = upper(x)")
+                throw LedgerError.invalid("refused after rewriting every page")
+            },
+            { _ = try ledger.database.query("UPDATE orders SET last_error = 'after' WHERE order_id = 'o-1'"); return "after" },
+        ]
+        let outcomes = ledger.transitions(bodies)
+        XCTAssertEqual(outcomes.map { outcome in
+            switch outcome {
+            case let .success(value): value
+            case let .failure(error): "\(error)"
+            }
+        }, ["before", "refused after rewriting every page", "after"])
+        let reader = try SQLiteDatabase(path: world.ledgerPath, mode: .readOnly)
+        XCTAssertEqual(try reader.query("SELECT count(*) AS n FROM scratch WHERE x <> lower(x)").first?.int("n"), 0,
+                       "the failed transition left no page changed")
+        XCTAssertEqual(try reader.query("SELECT count(*) AS n FROM scratch").first?.int("n"), 2000)
+        let errors = try reader.query("SELECT order_id, last_error FROM orders ORDER BY order_id")
+            .map { "\($0.string("order_id") ?? "?"): \($0.string("last_error") ?? "nil")" }
+        XCTAssertEqual(errors, ["o-0: before", "o-1: after"])
+    }
+
     func testSeveralTransitionsOfOneCaller_joinOneCommit_evenWhileAnotherRuns_andEachFailsAlone() throws {
         let world = try TestWorld()
         let ledger = try world.ledger()
