@@ -27,6 +27,7 @@ struct BenchReport {
         if options.rows.contains("durability") { try durabilityRows(runner, bench: bench, folder: folder) }
         if options.rows.contains("postgres") { try postgresRows(runner, bench: bench, folder: folder) }
         if options.rows.contains("pass") { try passRows(runner, bench: bench, folder: folder) }
+        if options.rows.contains("instructions") { try InstructionRows(options: options, runner: runner, bench: bench).run { emit($0) } }
         if options.rows.contains("jws") { try jwsRows(runner, bench: bench, folder: folder) }
         if options.rows.contains("status") { try statusRows(settle: binaries + "/settle", folder: folder) }
         if options.rows.contains("web") { try webRows(settle: binaries + "/settle", folder: folder) }

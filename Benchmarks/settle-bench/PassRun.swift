@@ -99,11 +99,11 @@ struct PassRunner {
 
     func settle(orders: Int, apple: FakeAppleProcess?, delivery: BenchFolder.Delivery, concurrency: Int, tag: String,
                 storeKit: Bool = false, syncs: SyncTrace? = nil,
-                finishTransactions: Bool = BenchFolder.finishTransactions) throws -> PassResult {
+                finishTransactions: Bool = BenchFolder.finishTransactions, profiler: [String]? = nil) throws -> PassResult {
         let ledger = try folder.dueLedger(name: "settle-\(tag)", orders: orders, storeKit: storeKit)
         let config = try folder.configuration(name: "settle-\(tag)", ledger: ledger, apple: apple, delivery: delivery,
                                               concurrency: concurrency, finishTransactions: finishTransactions)
-        let (status, output) = try ChildProcess.run((syncs?.wrapper ?? wrapper) + [bench, "--run-pass", config], timeout: timeout)
+        let (status, output) = try ChildProcess.run((syncs?.wrapper ?? profiler ?? wrapper) + [bench, "--run-pass", config], timeout: timeout)
         guard status == 0 else { throw BenchError("settle pass \(tag) exited \(status): \(output.suffix(400))") }
         let result = PassResult(orders: orders, json: try ChildProcess.lastJSON(output), finishedKey: "finished")
         try? FileManager.default.removeItem(atPath: ledger)
