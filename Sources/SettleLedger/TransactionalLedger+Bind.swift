@@ -75,12 +75,8 @@ extension LedgerTransaction {
     /// for that user. A UUID compares in any case; the first such order's id, nil when none.
     func otherUsersOrder(carrying token: String, besides order: Order) throws -> String? {
         let user = LedgerValue.text(order.userId)
-        if let row = try query("""
-            SELECT o.order_id FROM orders o
-            WHERE lower(o.app_account_token) = lower(?) AND o.store = ? AND o.order_id <> ?
-              AND (o.user_id <> ? OR \(OrderBuyer.column) <> ?)
-            ORDER BY o.order_id LIMIT 1
-            """, [.text(token), .text(order.store.rawValue), .text(order.orderId), user, user]).first {
+        if let row = try query(AccountTokenSQL.otherUsersOrder,
+                               [.text(token), .text(order.store.rawValue), .text(order.orderId), user, user]).first {
             return row.string("order_id")
         }
         return try query("""

@@ -85,10 +85,8 @@ extension TransactionalLedger {
     /// buyer, never a transfer's holder; nil for none or several.
     package func user(store: Store, accountId: String) throws(LedgerError) -> String? {
         try reading { db in
-            let users = try db.query("""
-                SELECT DISTINCT \(OrderBuyer.column) AS buyer FROM orders o
-                WHERE o.store = ? AND o.app_account_token = ? AND o.user_id <> '' AND \(OrderBuyer.verified) LIMIT 2
-                """, [.text(store.rawValue), .text(accountId)]).compactMap { $0.string("buyer") }
+            let users = try db.query(AccountTokenSQL.buyers, [.text(accountId), .text(accountId), .text(store.rawValue)])
+                .compactMap { $0.string("buyer") }
             return users.count == 1 ? users[0] : nil
         }
     }

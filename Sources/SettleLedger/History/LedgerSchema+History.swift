@@ -641,5 +641,9 @@ extension LedgerSchema {
         CREATE INDEX support_actions_from_user ON support_actions(from_user) WHERE kind = 'transfer';
         CREATE INDEX orders_user_refunded ON orders(user_id, refunded_at) WHERE refunded_at IS NOT NULL;
         """,
+        // 25: orders by their account token (`AccountTokenIndex`): a store's report of a purchase
+        // the backend never saw, a token's binding and support's search read every order of the
+        // store without it.
+        accountTokenIndex,
     ]
 }

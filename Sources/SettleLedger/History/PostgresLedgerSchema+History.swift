@@ -518,5 +518,7 @@ extension PostgresLedgerSchema {
         CREATE INDEX support_actions_from_user ON support_actions(from_user) WHERE kind = 'transfer';
         CREATE INDEX orders_user_refunded ON orders(user_id, refunded_at) WHERE refunded_at IS NOT NULL;
         """,
+        // 22: as the SQLite ledger's migration 25: orders by their account token (`AccountTokenIndex`).
+        accountTokenIndex,
     ]
 }
