@@ -22,7 +22,7 @@ package enum LedgerSchema {
     package static let inListChecksVersion = 21
 
     /// What a migration needs beyond its SQL, run after it in the same transaction.
-    static let afterMigration: [Int: @Sendable (SQLiteDatabase) throws -> Void] = [
+    package static let afterMigration: [Int: @Sendable (SQLiteDatabase) throws -> Void] = [
         openStoresVersion: dropStoreLists, storeProofVersion: acceptStoreProofs, inListChecksVersion: InListChecks.rewrite,
     ]
 

@@ -10,20 +10,11 @@ final class AuditLogMigrationTests: XCTestCase {
     func testSQLiteLedgerAtSchemaNineteen_keepsItsOrders_andAuditsTheNextAction() throws {
         let world = try TestWorld()
         let path = world.folder + "/v19.sqlite3"
-        let database = try SQLiteDatabase(path: path, mode: .readWrite)
-        try database.execute("BEGIN IMMEDIATE")
-        for (index, sql) in LedgerSchema.migrations.prefix(LedgerSchema.auditLogVersion - 1).enumerated() {
-            try database.execute(sql)
-            try LedgerSchema.afterMigration[index + 1]?(database)
-        }
-        try database.execute("PRAGMA user_version = \(LedgerSchema.auditLogVersion - 1)")
-        try database.execute("""
+        try LedgerBeforeMigration.sqlite(path: path, version: LedgerSchema.auditLogVersion - 1, seed: """
             INSERT INTO orders(order_id, user_id, product_id, transaction_id, state, reason)
             VALUES ('o-old', 'u-1', 'coins', '1', 'needs_attention', 'attempts_exhausted');
             INSERT INTO history(order_id, at, kind, outcome) VALUES ('o-old', 5, 'enqueue', 'enqueued');
             """)
-        try database.execute("COMMIT")
-        try database.close()
 
         let ledger = try SQLiteLedger(path: path, time: world.time)
         XCTAssertEqual(try ledger.schemaVersion(), LedgerSchema.migrations.count)
@@ -39,17 +30,7 @@ final class AuditLogMigrationTests: XCTestCase {
     func testPostgresLedgerAtSchemaSixteen_keepsItsOrders_andAuditsTheNextAction() throws {
         let fresh = try TestPostgres.freshSchema()
         defer { TestPostgres.drop(schema: fresh.schema) }
-        let connection = try PostgresConnection(url: fresh.url)
-        defer { connection.close() }
-        try connection.execute("""
-            CREATE TABLE settle_schema (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
-            """)
-        let previous = PostgresLedgerSchema.auditLogVersion - 1
-        for (index, sql) in PostgresLedgerSchema.migrations.prefix(previous).enumerated() {
-            try connection.execute(sql)
-            try connection.execute("INSERT INTO settle_schema(version) VALUES (\(index + 1))")
-        }
-        try connection.execute("""
+        try LedgerBeforeMigration.postgres(url: fresh.url, version: PostgresLedgerSchema.auditLogVersion - 1, seed: """
             INSERT INTO orders(order_id, user_id, product_id, transaction_id) VALUES ('o-old', 'u-1', 'coins', '1');
             UPDATE orders SET state = 'rejected', reason = 'receipt_invalid' WHERE order_id = 'o-old';
             """)

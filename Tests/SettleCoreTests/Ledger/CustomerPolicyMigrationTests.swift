@@ -11,19 +11,10 @@ final class CustomerPolicyMigrationTests: XCTestCase {
     func testSQLiteLedgerBeforeCustomers_keepsItsOrders_andRecordsCustomersAfterMigrating() throws {
         let world = try TestWorld()
         let path = world.folder + "/before.sqlite3"
-        let database = try SQLiteDatabase(path: path, mode: .readWrite)
-        try database.execute("BEGIN IMMEDIATE")
-        for (index, sql) in LedgerSchema.migrations.prefix(LedgerSchema.customersVersion - 1).enumerated() {
-            try database.execute(sql)
-            try LedgerSchema.afterMigration[index + 1]?(database)
-        }
-        try database.execute("PRAGMA user_version = \(LedgerSchema.customersVersion - 1)")
-        try database.execute("""
+        try LedgerBeforeMigration.sqlite(path: path, version: LedgerSchema.customersVersion - 1, seed: """
             INSERT INTO orders(order_id, user_id, product_id, transaction_id, state, reason)
             VALUES ('o-old', 'u-1', 'coins', '1', 'needs_attention', 'attempts_exhausted');
             """)
-        try database.execute("COMMIT")
-        try database.close()
         let old = try SQLiteLedger(readOnlyPath: path)
         XCTAssertFalse(try old.knowsCustomers())
         XCTAssertEqual(try old.refundEvidence(orderId: "o-old"), .unknown(nil), "an unmigrated ledger answers as before")
@@ -38,16 +29,7 @@ final class CustomerPolicyMigrationTests: XCTestCase {
     func testPostgresLedgerBeforeCustomers_keepsItsOrders_andRecordsCustomersAfterMigrating() throws {
         let fresh = try TestPostgres.freshSchema()
         defer { TestPostgres.drop(schema: fresh.schema) }
-        let connection = try PostgresConnection(url: fresh.url)
-        defer { connection.close() }
-        try connection.execute("""
-            CREATE TABLE settle_schema (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
-            """)
-        for (index, sql) in PostgresLedgerSchema.migrations.prefix(PostgresLedgerSchema.customersVersion - 1).enumerated() {
-            try connection.execute(sql)
-            try connection.execute("INSERT INTO settle_schema(version) VALUES (\(index + 1))")
-        }
-        try connection.execute("INSERT INTO orders(order_id, user_id, product_id, transaction_id) VALUES ('o-old', 'u-1', 'coins', '1')")
+        try LedgerBeforeMigration.postgres(url: fresh.url, version: PostgresLedgerSchema.customersVersion - 1, seed: "INSERT INTO orders(order_id, user_id, product_id, transaction_id) VALUES ('o-old', 'u-1', 'coins', '1')")
         let world = try TestWorld()
         let ledger = try PostgresLedger(url: fresh.url, time: world.time)
         XCTAssertEqual(try ledger.schemaVersion(), PostgresLedgerSchema.migrations.count)

@@ -35,22 +35,15 @@ final class InListChecksTests: XCTestCase {
     func testLedgerAtSchemaTwenty_migrates_keepsItsRows_andItsChecks() throws {
         let world = try TestWorld()
         let path = world.folder + "/v20.sqlite3"
-        let database = try SQLiteDatabase(path: path, mode: .readWrite)
-        try database.execute("BEGIN IMMEDIATE")
-        for (index, sql) in LedgerSchema.migrations.prefix(LedgerSchema.inListChecksVersion - 1).enumerated() {
-            try database.execute(sql)
-            try LedgerSchema.afterMigration[index + 1]?(database)
-        }
-        try database.execute("PRAGMA user_version = \(LedgerSchema.inListChecksVersion - 1)")
-        try database.execute("""
+        try LedgerBeforeMigration.sqlite(path: path, version: LedgerSchema.inListChecksVersion - 1, seed: """
             INSERT INTO orders(order_id, user_id, product_id, transaction_id, state, reason)
             VALUES ('o-old', 'u-1', 'coins', '1', 'needs_attention', 'attempts_exhausted');
             INSERT INTO history(order_id, at, kind, outcome) VALUES ('o-old', 5, 'enqueue', 'enqueued');
             """)
-        let before = try database.query("SELECT sql FROM sqlite_schema WHERE name = 'orders'").first?.string("sql") ?? ""
+        let atTwenty = try SQLiteDatabase(path: path, mode: .readOnly)
+        let before = try atTwenty.query("SELECT sql FROM sqlite_schema WHERE name = 'orders'").first?.string("sql") ?? ""
+        try atTwenty.close()
         XCTAssertNotEqual(InListChecks.expanded(before), before, "the ledger at 20 should hold the IN list")
-        try database.execute("COMMIT")
-        try database.close()
 
         let ledger = try SQLiteLedger(path: path, time: world.time)
         XCTAssertEqual(try ledger.schemaVersion(), LedgerSchema.migrations.count)

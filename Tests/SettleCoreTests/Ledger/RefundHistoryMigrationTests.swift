@@ -19,18 +19,9 @@ final class RefundHistoryMigrationTests: XCTestCase {
     func testSQLiteLedgerAtTheSchemaBefore_countsItsTransferredRefundForTheBuyer_throughIndexesOnly() throws {
         let world = try TestWorld()
         let path = world.folder + "/before.sqlite3"
-        let database = try SQLiteDatabase(path: path, mode: .readWrite)
-        try database.execute("BEGIN IMMEDIATE")
-        for (index, sql) in LedgerSchema.migrations.prefix(LedgerSchema.refundHistoryVersion - 1).enumerated() {
-            try database.execute(sql)
-            try LedgerSchema.afterMigration[index + 1]?(database)
-        }
-        try database.execute("PRAGMA user_version = \(LedgerSchema.refundHistoryVersion - 1)")
-        try database.execute("""
+        try LedgerBeforeMigration.sqlite(path: path, version: LedgerSchema.refundHistoryVersion - 1, seed: """
             INSERT INTO orders(order_id, user_id, product_id, transaction_id) VALUES ('o-old', 'u-buyer', 'coins', '1');
             """ + transferred)
-        try database.execute("COMMIT")
-        try database.close()
 
         let ledger = try SQLiteLedger(path: path, time: world.time)
         XCTAssertEqual(try ledger.schemaVersion(), LedgerSchema.migrations.count)
@@ -69,17 +60,7 @@ final class RefundHistoryMigrationTests: XCTestCase {
     func testPostgresLedgerAtTheSchemaBefore_gainsTheIndex_andCountsItsTransferredRefundForTheBuyer() throws {
         let fresh = try TestPostgres.freshSchema()
         defer { TestPostgres.drop(schema: fresh.schema) }
-        let connection = try PostgresConnection(url: fresh.url)
-        defer { connection.close() }
-        try connection.execute("""
-            CREATE TABLE settle_schema (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
-            """)
-        let before = PostgresLedgerSchema.migrations.prefix(PostgresLedgerSchema.refundHistoryVersion - 1)
-        for (index, sql) in before.enumerated() {
-            try connection.execute(sql)
-            try connection.execute("INSERT INTO settle_schema(version) VALUES (\(index + 1))")
-        }
-        try connection.execute("""
+        try LedgerBeforeMigration.postgres(url: fresh.url, version: PostgresLedgerSchema.refundHistoryVersion - 1, seed: """
             INSERT INTO orders(order_id, user_id, product_id, transaction_id) VALUES ('o-old', 'u-buyer', 'coins', '1');
             """ + transferred)
 

@@ -11,14 +11,7 @@ final class RevenueMigrationTests: XCTestCase {
     func testSQLiteLedgerBeforeRevenue_marksItsDeliveredOrdersRecovered_withoutAPrice() throws {
         let world = try TestWorld()
         let path = world.folder + "/before-revenue.sqlite3"
-        let database = try SQLiteDatabase(path: path, mode: .readWrite)
-        try database.execute("BEGIN IMMEDIATE")
-        for (index, sql) in LedgerSchema.migrations.prefix(LedgerSchema.revenueVersion - 1).enumerated() {
-            try database.execute(sql)
-            try LedgerSchema.afterMigration[index + 1]?(database)
-        }
-        try database.execute("PRAGMA user_version = \(LedgerSchema.revenueVersion - 1)")
-        try database.execute("""
+        try LedgerBeforeMigration.sqlite(path: path, version: LedgerSchema.revenueVersion - 1, seed: """
             INSERT INTO orders(order_id, user_id, product_id, transaction_id, state, verified_transaction_id, grant_key,
                                finished_at)
             VALUES ('o-delivered', 'u-1', 'coins', '1', 'finished', '1', '1', 200000);
@@ -29,8 +22,6 @@ final class RevenueMigrationTests: XCTestCase {
             INSERT INTO history(order_id, at, kind, outcome)
             VALUES ('o-outside', 100000, 'delivery', 'already_granted');
             """)
-        try database.execute("COMMIT")
-        try database.close()
 
         let ledger = try SQLiteLedger(path: path, time: world.time)
         XCTAssertEqual(try ledger.schemaVersion(), LedgerSchema.migrations.count)
@@ -44,16 +35,7 @@ final class RevenueMigrationTests: XCTestCase {
     func testPostgresLedgerBeforeRevenue_marksItsDeliveredOrdersRecovered() throws {
         let fresh = try TestPostgres.freshSchema()
         defer { TestPostgres.drop(schema: fresh.schema) }
-        let connection = try PostgresConnection(url: fresh.url)
-        defer { connection.close() }
-        try connection.execute(
-            "CREATE TABLE settle_schema (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
-        let previous = PostgresLedgerSchema.revenueVersion - 1
-        for (index, sql) in PostgresLedgerSchema.migrations.prefix(previous).enumerated() {
-            try connection.execute(sql)
-            try connection.execute("INSERT INTO settle_schema(version) VALUES (\(index + 1))")
-        }
-        try connection.execute("""
+        try LedgerBeforeMigration.postgres(url: fresh.url, version: PostgresLedgerSchema.revenueVersion - 1, seed: """
             INSERT INTO orders(order_id, user_id, product_id, transaction_id)
             VALUES ('o-delivered', 'u-1', 'coins', '1');
             UPDATE orders SET state = 'finished', verified_transaction_id = '1', grant_key = '1', finished_at = 200000
