@@ -8,12 +8,12 @@
 /// store-reported purchase. The index changes only when an order is added or its token bound, not
 /// on a change of state.
 extension LedgerSchema {
-    package static let accountTokenIndexVersion = 25
+    package static let accountTokenIndexVersion = version(of: accountTokenIndex)
     static let accountTokenIndex = "CREATE INDEX orders_account_token ON orders(lower(app_account_token));"
 }
 
 extension PostgresLedgerSchema {
-    package static let accountTokenIndexVersion = 22
+    package static let accountTokenIndexVersion = version(of: accountTokenIndex)
     static let accountTokenIndex = "CREATE INDEX orders_account_token ON orders(lower(app_account_token));"
 }
 

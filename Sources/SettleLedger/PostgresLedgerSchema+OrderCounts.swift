@@ -17,7 +17,7 @@
 /// (an absurd negative time lands in a wrong hour, never in the last week the chart reads).
 extension PostgresLedgerSchema {
     /// The migration that keeps the counts by store and state in `order_count_deltas`.
-    package static let orderCountsVersion = 18
+    package static let orderCountsVersion = version(of: orderCountsMigration)
 
     /// The advisory lock class of the count slots (two-key form, apart from the migration lock):
     /// "sett" as an integer.

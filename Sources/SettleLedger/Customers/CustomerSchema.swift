@@ -61,10 +61,10 @@ enum CustomerSchema {
 
 extension LedgerSchema {
     /// The migration that keeps customers' refund policy and orders' usage evidence (issue 37).
-    package static let customersVersion = 22
+    package static let customersVersion = version(of: CustomerSchema.sqlite)
 }
 
 extension PostgresLedgerSchema {
     /// As the SQLite ledger's `customersVersion`.
-    package static let customersVersion = 19
+    package static let customersVersion = version(of: CustomerSchema.postgres)
 }

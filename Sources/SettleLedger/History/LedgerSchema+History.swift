@@ -637,10 +637,7 @@ extension LedgerSchema {
         // gave away by transfer, found by the buyer here rather than by a scan of support_actions
         // at every grant; and the refunded orders a buyer holds, by the buyer and the refund's time
         // (`orders_user` alone read every order of a buyer, at every grant: a whale's thousands).
-        """
-        CREATE INDEX support_actions_from_user ON support_actions(from_user) WHERE kind = 'transfer';
-        CREATE INDEX orders_user_refunded ON orders(user_id, refunded_at) WHERE refunded_at IS NOT NULL;
-        """,
+        refundHistoryMigration,
         // 25: orders by their account token (`AccountTokenIndex`): a store's report of a purchase
         // the backend never saw, a token's binding and support's search read every order of the
         // store without it.

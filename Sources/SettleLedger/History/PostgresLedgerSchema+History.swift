@@ -514,10 +514,7 @@ extension PostgresLedgerSchema {
         revenueMigration,
         // 21: as the SQLite ledger's migration 24: the transfers a buyer made, found by the buyer;
         // a buyer's refunded orders by the buyer and the refund's time.
-        """
-        CREATE INDEX support_actions_from_user ON support_actions(from_user) WHERE kind = 'transfer';
-        CREATE INDEX orders_user_refunded ON orders(user_id, refunded_at) WHERE refunded_at IS NOT NULL;
-        """,
+        refundHistoryMigration,
         // 22: as the SQLite ledger's migration 25: orders by their account token (`AccountTokenIndex`).
         accountTokenIndex,
     ]
