@@ -110,6 +110,39 @@ extension LedgerContractTests {
         }
     }
 
+    /// The evidence is read a page at a time (`AppTransactionEvidence.page`), never the whole
+    /// ledger at once: an order that names the account on the third page refuses the link as one
+    /// on the first would, and an account no order names is linked after every page was read.
+    func testLink_findsTheEvidenceBeyondTheFirstPagesOfGrantedOrders_onEveryBackEnd() throws {
+        let decoys = AppTransactionEvidence.page * 2 + 10
+        let decoyPayload = Base64URL.encode(Data(#"{"transactionId":"1","appTransactionId":"a-decoy"}"#.utf8))
+        try onEachBackEnd { b in
+            try b.execute("""
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(decoys))
+                INSERT INTO orders(order_id, user_id, product_id, transaction_id, store, signed_transaction)
+                SELECT 'o-decoy-' || (1000 + i), 'u-decoy', 'coins', 'd-' || i, 'app_store', 'e30.\(decoyPayload).c2ln' FROM n
+                """)
+            try b.execute("""
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(decoys))
+                INSERT INTO grants(grant_key, transaction_id, order_id, source, granted_at)
+                SELECT 'd-' || i, 'd-' || i, 'o-decoy-' || (1000 + i), 'settle', 0 FROM n
+                """)
+            try grantedOrder(b.store, "o-zz-alice", transaction: "840")
+            let payload = Base64URL.encode(Data(#"{"transactionId":"840","appTransactionId":"a-alice"}"#.utf8))
+            try b.execute("UPDATE orders SET signed_transaction = 'e30.\(payload).c2ln' WHERE order_id = 'o-zz-alice'")
+
+            XCTAssertThrowsError(try b.store.linkAppTransaction(account("a-alice"), userId: "u-bob", source: "link", orderId: nil), b.name) {
+                XCTAssertTrue("\($0)".contains("appTransactionId a-alice is the Apple Account of user u-1: settle granted its purchase "
+                                                + "o-zz-alice"), "\(b.name): \($0)")
+            }
+            XCTAssertThrowsError(try b.store.linkAppTransaction(account("a-decoy"), userId: "u-bob", source: "link", orderId: nil), b.name) {
+                XCTAssertTrue("\($0)".contains("is the Apple Account of user u-decoy"), "\(b.name): \($0)")
+            }
+            XCTAssertEqual(try b.store.linkAppTransaction(account("a-nobody"), userId: "u-bob", source: "link", orderId: nil).created,
+                           true, "\(b.name): an account no granted order names is linked")
+        }
+    }
+
     func testLinkAppTransaction_assignsTheAccountsPurchasesThatAppleReportedUnclaimed_toTheUser_onEveryBackEnd() throws {
         try onEachBackEnd { b in
             for id in ["831", "832"] {

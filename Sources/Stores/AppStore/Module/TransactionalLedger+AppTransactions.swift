@@ -16,6 +16,12 @@ package struct AppTransactionLink: Sendable, Equatable {
     package var assigned: [String] = []
 }
 
+/// How many granted orders `settle link` reads at a time while it looks for evidence of whose
+/// Apple Account an id is.
+enum AppTransactionEvidence {
+    static let page = 256
+}
+
 /// Who an Apple Account is, written once for both engines: each `appTransactionId` a verified
 /// AppTransaction linked to a user. Only verified AppTransactions are ever linked (the callers
 /// check Apple's signature, bundle and environment first), never a bare id.
@@ -55,20 +61,29 @@ extension LedgerTransaction {
 
     /// A user other than `other` whose granted App Store order's signed transaction names
     /// `appTransactionId`: the ledger's evidence of whose Apple Account it is. Read when a person
-    /// links an account by hand (`settle link`), a rare command: a scan of the granted orders that
-    /// carry a signed transaction.
+    /// links an account by hand (`settle link`), a rare command: the granted orders that carry a
+    /// signed transaction, read a page at a time in the order of their ids (the key's own index),
+    /// so that a ledger of a million orders is never one array in memory. The scan runs in the
+    /// link's transaction, so no grant made meanwhile escapes it.
     private func buyerOfAccount(_ appTransactionId: String, other: String) throws -> (user: String, orderId: String)? {
-        let rows = try query("""
-            SELECT o.order_id, \(OrderBuyer.column) AS buyer, o.signed_transaction FROM orders o
-            WHERE o.store = 'app_store' AND o.signed_transaction IS NOT NULL AND o.user_id <> '' AND \(OrderBuyer.verified)
-            ORDER BY o.created_at
-            """)
-        for row in rows {
-            guard let buyer = row.string("buyer"), buyer != other, let orderId = row.string("order_id"),
-                  row.string("signed_transaction").flatMap(Order.appTransactionId(namedIn:)) == appTransactionId else { continue }
-            return (buyer, orderId)
+        var after = ""
+        while true {
+            // `store || ''` keeps the planner on the order ids' index, in their order (the store's
+            // index would sort every page anew).
+            let rows = try query("""
+                SELECT o.order_id, \(OrderBuyer.column) AS buyer, o.signed_transaction FROM orders o
+                WHERE o.order_id > ? AND o.store || '' = 'app_store' AND o.signed_transaction IS NOT NULL AND o.user_id <> ''
+                  AND \(OrderBuyer.verified)
+                ORDER BY o.order_id LIMIT \(AppTransactionEvidence.page)
+                """, [.text(after)])
+            for row in rows {
+                guard let buyer = row.string("buyer"), buyer != other, let orderId = row.string("order_id"),
+                      row.string("signed_transaction").flatMap(Order.appTransactionId(namedIn:)) == appTransactionId else { continue }
+                return (buyer, orderId)
+            }
+            guard rows.count == AppTransactionEvidence.page, let last = rows.last?.string("order_id") else { return nil }
+            after = last
         }
-        return nil
     }
 
     /// Apple reported purchases of this account before anyone knew whose it is: each waits as
