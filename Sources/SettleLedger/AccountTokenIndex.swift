@@ -14,7 +14,8 @@ extension LedgerSchema {
 
 extension PostgresLedgerSchema {
     package static let accountTokenIndexVersion = version(of: accountTokenIndex)
-    static let accountTokenIndex = "CREATE INDEX orders_account_token ON orders(lower(app_account_token));"
+    /// The same SQL as the SQLite ledger's.
+    static let accountTokenIndex = LedgerSchema.accountTokenIndex
 }
 
 /// The token reads' SQL, the same on both engines. The store is compared as `store || ''` so that

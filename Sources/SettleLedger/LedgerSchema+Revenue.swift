@@ -74,20 +74,3 @@ extension PostgresLedgerSchema {
     /// The migration that keeps prices and `recovered_at`.
     package static let revenueVersion = version(of: revenueMigration)
 }
-
-extension LedgerSchema {
-    /// The version `migration` makes: its place in `migrations`, counted from 1 (a migration's
-    /// version is never a number kept by hand beside the list).
-    static func version(of migration: String) -> Int {
-        guard let index = migrations.firstIndex(of: migration) else { preconditionFailure("not a migration of the SQLite ledger") }
-        return index + 1
-    }
-}
-
-extension PostgresLedgerSchema {
-    /// The version `migration` makes: its place in `migrations`, counted from 1.
-    static func version(of migration: String) -> Int {
-        guard let index = migrations.firstIndex(of: migration) else { preconditionFailure("not a migration of the PostgreSQL ledger") }
-        return index + 1
-    }
-}

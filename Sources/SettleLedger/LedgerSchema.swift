@@ -49,3 +49,12 @@ package enum LedgerSchema {
     }
 
 }
+
+extension LedgerSchema {
+    /// The version `migration` makes: its place in `migrations`, counted from 1 (a migration's
+    /// version is never a number kept by hand beside the list).
+    static func version(of migration: String) -> Int {
+        guard let index = migrations.firstIndex(of: migration) else { preconditionFailure("not a migration of the SQLite ledger") }
+        return index + 1
+    }
+}

@@ -27,3 +27,11 @@ package enum PostgresLedgerSchema {
     /// The migration that keeps the audit log (`audit_log`, issue 36).
     package static let auditLogVersion = 17
 }
+
+extension PostgresLedgerSchema {
+    /// The version `migration` makes: its place in `migrations`, counted from 1.
+    static func version(of migration: String) -> Int {
+        guard let index = migrations.firstIndex(of: migration) else { preconditionFailure("not a migration of the PostgreSQL ledger") }
+        return index + 1
+    }
+}
