@@ -49,6 +49,11 @@ package protocol OrderLedger: LedgerBase {
     // Transitions of a claimed order
     func recordVerified(orderId: String, owner: LeaseOwner, fence: Int64?, match: Match, deliveryLeaseSeconds: Int64,
                         history: HistoryEntry) throws(LedgerError) -> VerifiedResult
+    /// `recordVerified`, for a caller that goes on without waiting for the commit (a pass's
+    /// verification worker goes back to the store): `done` gets the result once it is durable,
+    /// or the error, as `TransactionalLedger.transition(_:then:)` says.
+    func recordVerified(_ answer: VerifiedAnswer, owner: LeaseOwner, deliveryLeaseSeconds: Int64,
+                        then done: @escaping (Result<VerifiedResult, LedgerError>) -> Void)
     func recordGrantedOutside(orderId: String, owner: LeaseOwner, fence: Int64?, history: HistoryEntry) throws(LedgerError) -> GrantedOutsideResult
     @discardableResult
     func recordRejected(orderId: String, owner: LeaseOwner, fence: Int64?, reason: String, detail: String,
@@ -131,10 +136,18 @@ package protocol DaemonRegistry: LedgerBase {
     func pacerBuckets(since: Int64) throws(LedgerError) -> [PacerBucketRecord]
 }
 
-/// The ledger as the rest of settle uses it, every role at once: the one place where orders
-/// change state, whichever database holds it. `SQLiteLedger` keeps it in SQLite on one host;
-/// `PostgresLedger` in PostgreSQL, shared by any number of `settle run` processes on any
-/// number of hosts. A caller that needs one role takes that protocol.
+/// A store's confirmation of a claimed order's purchase, to be recorded (`recordVerified`).
+package struct VerifiedAnswer: Sendable {
+    package var orderId: String
+    package var fence: Int64?
+    package var match: Match
+    package var history: HistoryEntry
+
+    package init(orderId: String, fence: Int64?, match: Match, history: HistoryEntry) {
+        (self.orderId, self.fence, self.match, self.history) = (orderId, fence, match, history)
+    }
+}
+
 /// One order of `markFinished(_:owner:)`: the claim it was delivered under and its history entry.
 package struct FinishedDelivery: Sendable {
     package var orderId: String
@@ -148,6 +161,10 @@ package struct FinishedDelivery: Sendable {
     }
 }
 
+/// The ledger as the rest of settle uses it, every role at once: the one place where orders
+/// change state, whichever database holds it. `SQLiteLedger` keeps it in SQLite on one host;
+/// `PostgresLedger` in PostgreSQL, shared by any number of `settle run` processes on any
+/// number of hosts. A caller that needs one role takes that protocol.
 package protocol LedgerStore: OrderLedger, GrantLedger, SupportLedger, DaemonRegistry {}
 
 extension OrderLedger {

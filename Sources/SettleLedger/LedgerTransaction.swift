@@ -84,6 +84,13 @@ package protocol TransactionalLedger: LedgerStore {
     /// transition waiting at that moment, one fsync for all); on PostgreSQL it is its own
     /// transaction.
     func transition<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T
+    /// `transition`, for a caller that goes on without waiting for the commit: `done` gets the
+    /// result once the commit holding it finished (durable), or the error. On SQLite it joins
+    /// the group commit, waiting for company, and `done` runs on the thread that led that
+    /// commit once it gave up the lead; on PostgreSQL it commits at once and `done` runs before
+    /// this returns.
+    func transition<T>(_ body: @escaping (any LedgerTransaction) throws -> T,
+                       then done: @escaping (Result<T, LedgerError>) -> Void)
     /// Several transitions of one caller, each its own unit as `transition` (one failing leaves
     /// the others), each result apart: on SQLite submitted together, so one group commit (one
     /// fsync) holds them all; on PostgreSQL one transaction each.
@@ -150,6 +157,12 @@ extension SQLiteLedger: TransactionalLedger {
         try transition { try body(SQLiteTransaction(database: database)) }
     }
 
+    package func transition<T>(_ body: @escaping (any LedgerTransaction) throws -> T,
+                               then done: @escaping (Result<T, LedgerError>) -> Void) {
+        let database = database
+        transitionDetached({ try body(SQLiteTransaction(database: database)) }, done: done)
+    }
+
     package func transitions<T>(_ bodies: [(any LedgerTransaction) throws -> T]) -> [Result<T, LedgerError>] {
         let database = database
         return transitions(bodies.map { body in { try body(SQLiteTransaction(database: database)) } })
@@ -176,6 +189,11 @@ extension PostgresLedger: TransactionalLedger {
     package func readingStatement<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T { try reading(body) }
 
     package func transition<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T { try writing(body) }
+
+    package func transition<T>(_ body: @escaping (any LedgerTransaction) throws -> T,
+                               then done: @escaping (Result<T, LedgerError>) -> Void) {
+        done(Result { () throws(LedgerError) in try writing(body) })
+    }
 
     package func transitions<T>(_ bodies: [(any LedgerTransaction) throws -> T]) -> [Result<T, LedgerError>] {
         bodies.map { body in Result { () throws(LedgerError) in try writing(body) } }

@@ -68,9 +68,29 @@ extension TransactionalLedger {
     /// A candidate this order already holds (an earlier attempt reserved it) comes first.
     package func recordVerified(orderId: String, owner: LeaseOwner, fence: Int64?, match: Match, deliveryLeaseSeconds: Int64,
                                history: HistoryEntry) throws(LedgerError) -> VerifiedResult {
+        try transition(verifying(VerifiedAnswer(orderId: orderId, fence: fence, match: match, history: history),
+                                 owner: owner, deliveryLeaseSeconds: deliveryLeaseSeconds,
+                                 transfers: try knowsSupportActions()))
+    }
+
+    package func recordVerified(_ answer: VerifiedAnswer, owner: LeaseOwner, deliveryLeaseSeconds: Int64,
+                                then done: @escaping (Result<VerifiedResult, LedgerError>) -> Void) {
+        let transfers: Bool
+        do {
+            transfers = try knowsSupportActions()
+        } catch {
+            return done(.failure(error))
+        }
+        transition(verifying(answer, owner: owner, deliveryLeaseSeconds: deliveryLeaseSeconds, transfers: transfers),
+                   then: done)
+    }
+
+    /// The transition `recordVerified` runs.
+    private func verifying(_ answer: VerifiedAnswer, owner: LeaseOwner, deliveryLeaseSeconds: Int64,
+                           transfers: Bool) -> (any LedgerTransaction) throws -> VerifiedResult {
+        let (orderId, fence, match, history) = (answer.orderId, answer.fence, answer.match, answer.history)
         let now = time.unixSeconds
-        let transfers = try knowsSupportActions()
-        return try transition { db in
+        return { db in
             // The claim, a refund heard of meanwhile and the grant this order already holds, in one read.
             let claim = db.claimedBy(owner, fence: fence)
             guard let claimed = try db.query("""

@@ -54,6 +54,9 @@ package final class Pass: Sendable {
     package let deliveries: DeliveryQueue
     /// The stores' answers waiting to be recorded.
     package let answers: AnswerQueue
+    /// Confirmed purchases whose writes were handed to the ledger and not yet followed up
+    /// (`Reconciler.handOver`): the verification ends once none is left.
+    package let handedOver = DispatchGroup()
     private let policy: RetryPolicy
     private let time: any TimeSource
     private let shouldStop: @Sendable () -> Bool

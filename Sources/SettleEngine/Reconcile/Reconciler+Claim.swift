@@ -14,6 +14,8 @@ extension Reconciler {
     func claimAndVerify(_ pass: Pass) {
         let recording = ledger.sharesCommits ? startRecorders(pass) : nil
         defer {
+            // Writes handed over are committed and their orders queued before the deliveries can end.
+            pass.handedOver.wait()
             pass.answers.producersFinished()
             recording?.wait()
         }
@@ -109,9 +111,11 @@ extension Reconciler {
                         // Waits while the delivery queue is full: verification never runs ahead of the hooks.
                         try verify(next, pass: pass) { verified in pass.deliveries.put(verified) }
                     } else {
-                        // A recorder writes the answer down; this worker goes back to the store, once
-                        // a confirmed purchase has its place among the deliveries (waits while the
-                        // delivery queue is full: verification never runs ahead of the hooks).
+                        // The answer is written down without this worker, which goes back to the
+                        // store once a confirmed purchase has its place among the deliveries (waits
+                        // while the delivery queue is full: verification never runs ahead of the
+                        // hooks). A confirmed purchase's write is handed to the ledger's group
+                        // commit; any other answer to a recorder.
                         let verification = try ask(next, pass: pass)
                         var reserved = false
                         if case .verified = verification.outcome {
@@ -121,8 +125,12 @@ extension Reconciler {
                                     pass.deliveries.reserve()
                                 }
                         }
-                        pass.answers.put(AnswerQueue.Answer(order: next, verification: verification,
-                                                            deliveryReserved: reserved))
+                        if reserved, verification.learned == nil, case let .verified(match) = verification.outcome {
+                            handOver(next, match: match, verification: verification, pass: pass)
+                        } else {
+                            pass.answers.put(AnswerQueue.Answer(order: next, verification: verification,
+                                                                deliveryReserved: reserved))
+                        }
                     }
                 } catch let error as LedgerError {
                     // A row a backend broke fails its own writes; it must not stop every other order.

@@ -89,9 +89,51 @@ extension Reconciler {
     /// granted, delivered or taken already), and an order now `delivering` is handed off.
     private func recordVerified(_ order: Order, match: Match, verification: Verification, entry: HistoryEntry,
                                 now: Int64, pass: Pass, handOff: (DeliveryQueue.Leased) throws -> Void) throws {
-        switch try ledger.recordVerified(orderId: order.orderId, owner: owner, fence: order.fencingToken,
-                                         match: priced(match),
-                                         deliveryLeaseSeconds: deliveryLeaseSeconds, history: entry) {
+        let result = try ledger.recordVerified(orderId: order.orderId, owner: owner, fence: order.fencingToken,
+                                               match: priced(match), deliveryLeaseSeconds: deliveryLeaseSeconds,
+                                               history: entry)
+        try recorded(result, of: order, verification: verification, now: now, pass: pass, handOff: handOff)
+    }
+
+    /// A confirmed purchase whose place among the deliveries its worker kept: its write is
+    /// handed to the ledger (the worker goes back to the store at once), and once that write is
+    /// durable the order takes its place in the delivery queue, as `record` would have put it.
+    /// Whichever thread led the commit follows up; `pass.handedOver` counts those not done.
+    func handOver(_ order: Order, match: Match, verification: Verification, pass: Pass) {
+        let now = ledger.time.unixSeconds
+        let entry = HistoryEntry(at: now, kind: .verification, outcome: "verified", appleStatus: verification.appleStatus,
+                                 environment: verification.environment, durationMs: verification.durationMs)
+        let answer = VerifiedAnswer(orderId: order.orderId, fence: order.fencingToken, match: priced(match), history: entry)
+        pass.handedOver.enter()
+        ledger.recordVerified(answer, owner: owner, deliveryLeaseSeconds: deliveryLeaseSeconds) { result in
+            var reserved = true
+            defer {
+                if reserved { pass.deliveries.cancelReservation() }
+                pass.progress()
+                pass.handedOver.leave()
+            }
+            do {
+                do {
+                    try self.recorded(try result.get(), of: order, verification: verification, now: now, pass: pass) { verified in
+                        reserved = false
+                        pass.deliveries.put(reserved: verified)
+                    }
+                } catch let error as LedgerError {
+                    // A row a backend broke fails its own writes; it must not stop every other order.
+                    guard let violation = error.constraintViolation else { throw error }
+                    try self.setAside(order, violation: violation, pass: pass)
+                }
+            } catch {
+                pass.fail(error)
+            }
+        }
+    }
+
+    /// What the ledger made of a confirmed purchase, logged and counted; an order now
+    /// `delivering` is handed off.
+    private func recorded(_ result: VerifiedResult, of order: Order, verification: Verification, now: Int64,
+                          pass: Pass, handOff: (DeliveryQueue.Leased) throws -> Void) throws {
+        switch result {
         case let .delivering(verified):
             log.info("order.verified", ["order": order.orderId, "transaction": verified.verified?.transactionId,
                                         "environment": verified.verified?.environment,

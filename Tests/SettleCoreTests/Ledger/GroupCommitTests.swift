@@ -190,4 +190,176 @@ final class GroupCommitTests: XCTestCase {
         XCTAssertEqual(done.wait(timeout: .now() + 60), .success, "a full batch commits without waiting out the delay")
         XCTAssertEqual(ledger.groupCommit.batches - before, 1)
     }
+
+    // MARK: - Handed-over transitions (`transition(_:then:)`)
+
+    /// Collects a handed-over transition's result, and whether its write was visible to another
+    /// connection (committed) at the moment the result came.
+    final class Outcome: @unchecked Sendable {
+        private let lock = NSLock()
+        private var lines: [String] = []
+        let arrived = DispatchSemaphore(value: 0)
+
+        func record(_ line: String) {
+            lock.withLock { lines.append(line) }
+            arrived.signal()
+        }
+
+        var seen: [String] { lock.withLock { lines } }
+
+        /// Waits for `count` results, at most 30 s.
+        func wait(for count: Int) -> Bool {
+            (0..<count).allSatisfy { _ in arrived.wait(timeout: .now() + 30) == .success }
+        }
+    }
+
+    /// Whether another connection sees `order`'s `last_error` as `value` now.
+    func committed(_ world: TestWorld, _ order: String, _ value: String) -> Bool {
+        guard let reader = try? SQLiteDatabase(path: world.ledgerPath, mode: .readOnly) else { return false }
+        defer { try? reader.close() }
+        let row = try? reader.query("SELECT last_error FROM orders WHERE order_id = ?", [.text(order)]).first
+        return row?.string("last_error") == value
+    }
+
+    func testAHandedOverTransition_returnsAtOnce_andItsResultComesOnlyOnceItsCommitIsVisibleToOthers() throws {
+        let world = try TestWorld()
+        let ledger = try world.ledger()
+        _ = try ledger.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins, transactionId: "1"))
+        let before = ledger.groupCommit.batches
+        // A commit held open: the handed-over transition queues behind it, and its caller goes on.
+        let gate = DispatchSemaphore(value: 0)
+        let held = DispatchGroup()
+        held.enter()
+        Thread { _ = try? ledger.transition { gate.wait() }; held.leave() }.start()
+        let deadline = Date().addingTimeInterval(10)
+        while ledger.groupCommit.batches == before && Date() < deadline { usleep(1000) }
+        let outcome = Outcome()
+        ledger.transition({ db in
+            _ = try db.changedRows("UPDATE orders SET last_error = 'handed over' WHERE order_id = 'o-1'", [])
+            return "written"
+        }, then: { result in
+            let visible = self.committed(world, "o-1", "handed over")
+            outcome.record("\((try? result.get()) ?? "failed"), visible to others: \(visible)")
+        })
+        // The caller is back while the commit ahead is still open.
+        XCTAssertEqual(ledger.groupCommit.waiting, 1, "queued behind the held commit")
+        XCTAssertEqual(outcome.seen, [], "no result before its commit")
+        XCTAssertFalse(committed(world, "o-1", "handed over"))
+        gate.signal()
+        held.wait()
+        XCTAssertTrue(outcome.wait(for: 1), "its result comes")
+        XCTAssertEqual(outcome.seen, ["written, visible to others: true"])
+        XCTAssertEqual(ledger.groupCommit.batches - before, 2, "the held commit, then a commit of its own once nobody else led")
+        XCTAssertEqual(ledger.groupCommit.waiting, 0)
+    }
+
+    /// Handed-over transitions wait for company (nobody's thread waits on them); a transition
+    /// someone waits on ends the wait, and one commit holds them all. The wait is made long here
+    /// so that nothing but the waiting submitter can end it.
+    func testHandedOverTransitions_waitForCompany_andJoinTheCommitOfASubmitterWhoWaits() throws {
+        let world = try TestWorld()
+        let ledger = try world.ledger()
+        ledger.groupCommit.handedOverWait = 600
+        for i in 0..<3 { _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "\(i)")) }
+        let before = ledger.groupCommit.batches
+        let outcome = Outcome()
+        for i in 0..<2 {
+            ledger.transition({ db in
+                _ = try db.changedRows("UPDATE orders SET last_error = 'handed over' WHERE order_id = ?", [.text("o-\(i)")])
+                return i
+            }, then: { result in outcome.record("o-\((try? result.get()).map(String.init) ?? "failed")") })
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while !ledger.groupCommit.waitingForCompany && Date() < deadline { usleep(1000) }
+        XCTAssertTrue(ledger.groupCommit.waitingForCompany, "a thread of their own leads them, waiting for company")
+        XCTAssertEqual(ledger.groupCommit.waiting, 2)
+        XCTAssertEqual(ledger.groupCommit.batches - before, 0, "nothing committed yet")
+        XCTAssertEqual(outcome.seen, [])
+        // A claim (not deferrable): its submitter waits on the commit, which begins at once.
+        try ledger.transition {
+            try ledger.database.query("UPDATE orders SET last_error = 'waited' WHERE order_id = 'o-2'")
+        }
+        XCTAssertTrue(committed(world, "o-2", "waited"))
+        XCTAssertTrue(outcome.wait(for: 2))
+        XCTAssertEqual(outcome.seen.sorted(), ["o-0", "o-1"])
+        XCTAssertEqual(ledger.groupCommit.batches - before, 1, "the three in one commit")
+        XCTAssertTrue(committed(world, "o-0", "handed over") && committed(world, "o-1", "handed over"))
+    }
+
+    /// A handed-over transition that fails is rolled back alone, and its result says why; a
+    /// commit that fails as a whole gives every handed-over transition in it the commit's error.
+    func testAFailingHandedOverTransition_isRolledBackAlone_andAFailedCommit_isEveryonesError() throws {
+        let world = try TestWorld()
+        let ledger = try world.ledger()
+        for i in 0..<8 { _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "\(i)")) }
+        let outcome = Outcome()
+        for i in 0..<8 {
+            ledger.transition({ db in
+                _ = try db.changedRows("UPDATE orders SET last_error = 'handed over' WHERE order_id = ?", [.text("o-\(i)")])
+                if i == 5 { throw LedgerError.invalid("refused on purpose") }
+                return i
+            }, then: { result in
+                switch result {
+                case let .success(i): outcome.record("o-\(i)")
+                case let .failure(error): outcome.record("o-\(i): \(error)")
+                }
+            })
+        }
+        XCTAssertTrue(outcome.wait(for: 8))
+        XCTAssertEqual(outcome.seen.sorted(), ["o-0", "o-1", "o-2", "o-3", "o-4", "o-5: refused on purpose", "o-6", "o-7"])
+        for i in 0..<8 { XCTAssertEqual(committed(world, "o-\(i)", "handed over"), i != 5, "o-\(i)") }
+
+        // A commit that fails as a whole (a deferred foreign key, checked only at COMMIT): the
+        // handed-over transition learns the commit's error, and nothing of it stays.
+        try ledger.database.execute("""
+            PRAGMA foreign_keys = ON;
+            CREATE TABLE scratch_parent (id INTEGER PRIMARY KEY);
+            CREATE TABLE scratch_child (parent INTEGER REFERENCES scratch_parent(id) DEFERRABLE INITIALLY DEFERRED);
+            """)
+        let failed = Outcome()
+        ledger.transition({ db in
+            _ = try db.changedRows("UPDATE orders SET last_error = 'lost with its commit' WHERE order_id = 'o-0'", [])
+            _ = try db.changedRows("INSERT INTO scratch_child(parent) VALUES (42)", [])
+            return "written"
+        }, then: { result in
+            switch result {
+            case let .success(value): failed.record(value)
+            case let .failure(error): failed.record("failed: \(error.constraintViolation ?? "\(error)")")
+            }
+        })
+        XCTAssertTrue(failed.wait(for: 1))
+        XCTAssertEqual(failed.seen.count, 1)
+        XCTAssertTrue(failed.seen.first?.contains("FOREIGN KEY constraint failed") == true, failed.seen.first ?? "")
+        XCTAssertTrue(committed(world, "o-0", "handed over"), "the failed commit left nothing")
+    }
+
+    /// Handed-over transitions queued while a submitter leads are not stranded when that leader
+    /// is done and nobody else submits: a thread of their own leads them.
+    func testHandedOverTransitionsLeftBehindALeader_areCommittedByAThreadOfTheirOwn() throws {
+        let world = try TestWorld()
+        let ledger = try world.ledger()
+        ledger.groupCommit.handedOverWait = 0
+        for i in 0..<4 { _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "\(i)")) }
+        let before = ledger.groupCommit.batches
+        let gate = DispatchSemaphore(value: 0)
+        let held = DispatchGroup()
+        held.enter()
+        Thread { _ = try? ledger.transition { gate.wait() }; held.leave() }.start()
+        let deadline = Date().addingTimeInterval(10)
+        while ledger.groupCommit.batches == before && Date() < deadline { usleep(1000) }
+        let outcome = Outcome()
+        for i in 0..<4 {
+            ledger.transition({ db in
+                _ = try db.changedRows("UPDATE orders SET last_error = 'handed over' WHERE order_id = ?", [.text("o-\(i)")])
+                return i
+            }, then: { result in outcome.record("o-\((try? result.get()).map(String.init) ?? "failed")") })
+        }
+        XCTAssertEqual(ledger.groupCommit.waiting, 4)
+        gate.signal()
+        held.wait()
+        XCTAssertTrue(outcome.wait(for: 4), "committed although nobody else came")
+        XCTAssertEqual(outcome.seen.sorted(), ["o-0", "o-1", "o-2", "o-3"])
+        XCTAssertEqual(ledger.groupCommit.batches - before, 2)
+        for i in 0..<4 { XCTAssertTrue(committed(world, "o-\(i)", "handed over"), "o-\(i)") }
+    }
 }

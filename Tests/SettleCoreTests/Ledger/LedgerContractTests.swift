@@ -314,6 +314,49 @@ final class LedgerContractTests: XCTestCase {
         }
     }
 
+    /// A confirmed purchase handed over (the caller does not wait for the commit): the result
+    /// comes once the write is durable, seen by another connection (another host on
+    /// PostgreSQL) at that moment, and it is the result the waiting call gives, a lost claim included.
+    func testRecordVerified_handedOver_answersOnceDurable_asTheWaitingCallWould_onEveryBackEnd() throws {
+        try onEachBackEnd { b in
+            try enqueue(b.store, "o-1", transaction: nil)
+            try enqueue(b.store, "o-2", transaction: nil)
+            let first = try XCTUnwrap(try b.store.claim(orderId: "o-1", owner: me, leaseSeconds: 60)?.order, b.name)
+            let second = try XCTUnwrap(try b.store.claim(orderId: "o-2", owner: me, leaseSeconds: 60)?.order, b.name)
+            let other = try b.another()
+            defer { try? other.close() }
+            let results = LineCollector()
+            let arrived = DispatchSemaphore(value: 0)
+            let match = Match(candidates: [purchase("500")], named: false)
+            b.store.recordVerified(VerifiedAnswer(orderId: "o-1", fence: first.fencingToken, match: match, history: entry),
+                                   owner: me, deliveryLeaseSeconds: 60) { result in
+                let seen = (try? other.orderRecord("o-1"))??.order.state.rawValue ?? "unread"
+                switch result {
+                case let .success(.delivering(order)):
+                    results.append("o-1 delivering \(order.verified?.transactionId ?? "?"), seen by another: \(seen)")
+                case let .success(other): results.append("o-1 \(other)")
+                case let .failure(error): results.append("o-1 failed: \(error)")
+                }
+                arrived.signal()
+            }
+            XCTAssertEqual(arrived.wait(timeout: .now() + 30), .success, b.name)
+            // Another owner's answer about o-2 (its claim is ours): nothing changes, and it says so.
+            b.store.recordVerified(VerifiedAnswer(orderId: "o-2", fence: second.fencingToken, match: match, history: entry),
+                                   owner: remote, deliveryLeaseSeconds: 60) { result in
+                switch result {
+                case .success(.leaseLost): results.append("o-2 lease lost")
+                case let .success(other): results.append("o-2 \(other)")
+                case let .failure(error): results.append("o-2 failed: \(error)")
+                }
+                arrived.signal()
+            }
+            XCTAssertEqual(arrived.wait(timeout: .now() + 30), .success, b.name)
+            XCTAssertEqual(results.lines, ["o-1 delivering 500, seen by another: delivering", "o-2 lease lost"], b.name)
+            XCTAssertEqual(try b.store.grantHolder(of: purchase("500")), .order("o-1"), b.name)
+            XCTAssertEqual(try state(b.store, "o-2"), .verifying, "\(b.name): still ours, untouched")
+        }
+    }
+
     func testAlreadyGrantedAnswer_afterAnotherWorkerMayHaveDeliveredTheSameKey_isNeverMatchedToAnotherPurchase() throws {
         try onEachBackEnd { b in
             // Matched by product: two purchases of the coins, the order gets 500.
