@@ -6,9 +6,13 @@ import SettleLedger
 /// a batch per transaction, each worker from its home store first.
 extension Reconciler {
     /// How many due orders one claim takes: one transaction (and commit) for several orders,
-    /// few enough that the batch is worked on at once by the other verification workers
-    /// (a quarter of `schedule.concurrency`, at most 16).
-    package var claimBatchSize: Int { max(1, min(16, configuration.schedule.concurrency / 4)) }
+    /// few enough that the batch is worked on at once by the other verification workers: a
+    /// quarter of `schedule.concurrency`, at most 16; half on SQLite, where a claim (which its
+    /// worker waits on) ends the group commit's wait for company, so fewer claims make fewer and
+    /// larger commits (docs/performance.md, "Fewer claims").
+    package var claimBatchSize: Int {
+        max(1, min(16, configuration.schedule.concurrency / (ledger.sharesCommits ? 2 : 4)))
+    }
 
     /// The verification workers claim and verify until nothing is left to claim or the pass stops.
     func claimAndVerify(_ pass: Pass) {

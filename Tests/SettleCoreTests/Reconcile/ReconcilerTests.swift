@@ -232,10 +232,10 @@ final class ReconcilerTests: XCTestCase {
     }
 
     func testBreakerOpeningMidPass_withClaimsTakenInBatches_putsTheUnworkedClaimsBack_pendingAndUntouched() throws {
-        // Concurrency 8: each claim takes a batch of two, so claims wait for a worker when the breaker opens.
+        // Concurrency 8: each claim takes a batch of four (half, on SQLite), so claims wait for a worker when the breaker opens.
         try world.writeConfig(schedule: [("concurrency", .number(8))])
         let reconciler = try Reconciler.configured(try world.configuration(), ledger: ledger, environment: [:], log: .silent, modules: TestStores.modules)
-        XCTAssertEqual(reconciler.claimBatchSize, 2)
+        XCTAssertEqual(reconciler.claimBatchSize, 4)
         for i in 1...40 { try enqueueValid("o-\(i)", txn: "\(i)", answers: [.http(503)]) }
         let report = try reconciler.runPass()
         XCTAssertTrue(report.breakersOpened.contains(.appStore))
