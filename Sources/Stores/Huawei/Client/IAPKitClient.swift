@@ -67,32 +67,12 @@ package struct IAPKitClient: Sendable {
         package static let subscriptionAlreadyConfirmed = "1001880020"
     }
 
-    /// Why a call gave no usable answer, classified for the order and the store's breaker.
-    package struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
-        package enum Kind: Sendable, Equatable {
-            /// Huawei has no such purchase (1001880012).
-            case notFound
-            /// settle's setup is wrong (HTTP 401, the JWT refused, IAP not activated): the store stops.
-            case configuration
-            /// Huawei answered about this purchase and refused (high-risk account, not owned, ...).
-            case refused
-            /// Huawei as a whole did not answer usefully (no answer, 5xx, 1001880006, garbage).
-            case unavailable
-            /// Held back by the pacer, or 429 above the bucket's floor: the work waits.
-            case paced
-        }
-        package var kind: Kind
-        package var message: String
-        /// Huawei's `responseCode`, when it gave one.
-        package var code: String?
-        package var retryAfter: Double?
-
-        package init(_ kind: Kind, _ message: String, code: String? = nil, retryAfter: Double? = nil) {
-            (self.kind, self.message, self.code, self.retryAfter) = (kind, message, code, retryAfter)
-        }
-
-        package var description: String { message }
-    }
+    /// Why a call gave no usable answer: `notFound` is 1001880012 (no such purchase);
+    /// `configuration` HTTP 401, the JWT refused, IAP not activated; `refused` a high-risk
+    /// account, not owned and the like; `unavailable` no answer, 5xx, 1001880006, garbage;
+    /// `paced` held back by the pacer, or 429 above the bucket's floor; `code` is Huawei's
+    /// `responseCode`, when it gave one.
+    package typealias Failure = StoreCallFailure
 
     /// The order status query: the signed `jwsPurchaseOrder`, not yet verified.
     package func orderStatus(purchaseOrderId: String, purchaseToken: String) -> Result<String, Failure> {

@@ -14,31 +14,11 @@ package final class OneStoreClient: Sendable {
         case sandbox
     }
 
-    /// Why a call gave no usable answer, classified for the order and the store's breaker.
-    package struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
-        package enum Kind: Sendable, Equatable {
-            /// 404 `NoSuchData`: no such purchase here, under this product and market code.
-            case notFound
-            /// settle's setup is wrong (credentials refused): the store stops.
-            case configuration
-            /// ONE store answered about this purchase and refused (409 `InvalidPurchaseState` ...).
-            case refused
-            /// No useful answer: unreachable, 5xx, 429, garbage.
-            case unavailable
-            /// Held back by the pacer (`one_store.rate_limits`): the work waits, no attempt used.
-            case paced
-        }
-        package var kind: Kind
-        package var message: String
-        package var code: String?
-        package var retryAfter: Double?
-
-        package init(_ kind: Kind, _ message: String, code: String? = nil, retryAfter: Double? = nil) {
-            (self.kind, self.message, self.code, self.retryAfter) = (kind, message, code, retryAfter)
-        }
-
-        package var description: String { message }
-    }
+    /// Why a call gave no usable answer: `notFound` is 404 `NoSuchData` (no such purchase here,
+    /// under this product and market code); `configuration` credentials refused; `refused` 409
+    /// `InvalidPurchaseState` and the like; `unavailable` unreachable, 5xx, 429, garbage; `paced`
+    /// held back by the pacer (`one_store.rate_limits`).
+    package typealias Failure = StoreCallFailure
 
     package let settings: Configuration.OneStoreConfiguration
     package let http: HTTPClient
