@@ -7,6 +7,23 @@ import XCTest
 /// Transitions committed together stay independent: each sees the ones before it, a failing one
 /// is rolled back alone, and every caller learns its result only after the commit.
 final class GroupCommitTests: XCTestCase {
+    /// A transition that holds `ledger`'s commit open until the returned closure is called (which
+    /// returns once that transition is done): transitions submitted meanwhile queue behind it.
+    /// Returns once the held commit has begun (within 10 s).
+    func holdCommit(_ ledger: SQLiteLedger) -> () -> Void {
+        let before = ledger.groupCommit.batches
+        let gate = DispatchSemaphore(value: 0)
+        let held = DispatchGroup()
+        held.enter()
+        Thread { _ = try? ledger.transition { gate.wait() }; held.leave() }.start()
+        let deadline = Date().addingTimeInterval(10)
+        while ledger.groupCommit.batches == before && Date() < deadline { usleep(1000) }
+        return {
+            gate.signal()
+            held.wait()
+        }
+    }
+
     func testConcurrentTransitions_oneFailing_theOthersAllCommit_andTheFailingOneLeavesNoTrace() throws {
         let world = try TestWorld()
         let ledger = try world.ledger()
@@ -112,12 +129,8 @@ final class GroupCommitTests: XCTestCase {
         let ledger = try world.ledger()
         for i in 0..<8 { _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "\(i)")) }
         let before = ledger.groupCommit.batches
-        let gate = DispatchSemaphore(value: 0)
-        let held = DispatchGroup()
-        held.enter()
-        Thread { _ = try? ledger.transition { gate.wait() }; held.leave() }.start()
+        let release = holdCommit(ledger)
         let deadline = Date().addingTimeInterval(10)
-        while ledger.groupCommit.batches == before && Date() < deadline { usleep(1000) }
         let results = LineCollector()
         let done = DispatchGroup()
         done.enter()
@@ -137,8 +150,7 @@ final class GroupCommitTests: XCTestCase {
         }.start()
         while ledger.groupCommit.waiting < 8 && Date() < deadline { usleep(1000) }
         XCTAssertEqual(ledger.groupCommit.waiting, 8, "all eight queued at once behind the held commit")
-        gate.signal()
-        held.wait()
+        release()
         done.wait()
         XCTAssertEqual(results.lines, ["0", "1", "2", "3", "4", "refused on purpose", "6", "7"])
         XCTAssertEqual(ledger.groupCommit.batches - before, 2, "the held commit, then the caller's eight in one")
@@ -227,12 +239,7 @@ final class GroupCommitTests: XCTestCase {
         _ = try ledger.enqueue(NewOrder(orderId: "o-1", userId: "u", productId: world.coins, transactionId: "1"))
         let before = ledger.groupCommit.batches
         // A commit held open: the handed-over transition queues behind it, and its caller goes on.
-        let gate = DispatchSemaphore(value: 0)
-        let held = DispatchGroup()
-        held.enter()
-        Thread { _ = try? ledger.transition { gate.wait() }; held.leave() }.start()
-        let deadline = Date().addingTimeInterval(10)
-        while ledger.groupCommit.batches == before && Date() < deadline { usleep(1000) }
+        let release = holdCommit(ledger)
         let outcome = Outcome()
         ledger.transition({ db in
             _ = try db.changedRows("UPDATE orders SET last_error = 'handed over' WHERE order_id = 'o-1'", [])
@@ -245,8 +252,7 @@ final class GroupCommitTests: XCTestCase {
         XCTAssertEqual(ledger.groupCommit.waiting, 1, "queued behind the held commit")
         XCTAssertEqual(outcome.seen, [], "no result before its commit")
         XCTAssertFalse(committed(world, "o-1", "handed over"))
-        gate.signal()
-        held.wait()
+        release()
         XCTAssertTrue(outcome.wait(for: 1), "its result comes")
         XCTAssertEqual(outcome.seen, ["written, visible to others: true"])
         XCTAssertEqual(ledger.groupCommit.batches - before, 2, "the held commit, then a commit of its own once nobody else led")
@@ -276,7 +282,7 @@ final class GroupCommitTests: XCTestCase {
         XCTAssertEqual(ledger.groupCommit.batches - before, 0, "nothing committed yet")
         XCTAssertEqual(outcome.seen, [])
         // A claim (not deferrable): its submitter waits on the commit, which begins at once.
-        try ledger.transition {
+        _ = try ledger.transition {
             try ledger.database.query("UPDATE orders SET last_error = 'waited' WHERE order_id = 'o-2'")
         }
         XCTAssertTrue(committed(world, "o-2", "waited"))
@@ -341,12 +347,7 @@ final class GroupCommitTests: XCTestCase {
         ledger.groupCommit.handedOverWait = 0
         for i in 0..<4 { _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "\(i)")) }
         let before = ledger.groupCommit.batches
-        let gate = DispatchSemaphore(value: 0)
-        let held = DispatchGroup()
-        held.enter()
-        Thread { _ = try? ledger.transition { gate.wait() }; held.leave() }.start()
-        let deadline = Date().addingTimeInterval(10)
-        while ledger.groupCommit.batches == before && Date() < deadline { usleep(1000) }
+        let release = holdCommit(ledger)
         let outcome = Outcome()
         for i in 0..<4 {
             ledger.transition({ db in
@@ -355,8 +356,7 @@ final class GroupCommitTests: XCTestCase {
             }, then: { result in outcome.record("o-\((try? result.get()).map(String.init) ?? "failed")") })
         }
         XCTAssertEqual(ledger.groupCommit.waiting, 4)
-        gate.signal()
-        held.wait()
+        release()
         XCTAssertTrue(outcome.wait(for: 4), "committed although nobody else came")
         XCTAssertEqual(outcome.seen.sorted(), ["o-0", "o-1", "o-2", "o-3"])
         XCTAssertEqual(ledger.groupCommit.batches - before, 2)
