@@ -52,6 +52,8 @@ package final class GroupCommit: @unchecked Sendable {
     private var queue: [Item] = []
     private var leading = false
     private var batchesRun = 0
+    /// Where handed-over items are led when no submitter leads (`leadDetached`).
+    private let committer = DispatchQueue(label: "settle.ledger.group-commit")
 
     /// How many submitters wait for the batch being committed (tests look).
     package var waiting: Int { lock.withLock { queue.count } }
@@ -90,7 +92,7 @@ package final class GroupCommit: @unchecked Sendable {
     }
 
     /// Hands `item` over without waiting (its `completion` is set): it joins the batch being
-    /// gathered, or, when nobody leads, a thread of its own leads one (waiting for company as
+    /// gathered, or, when nobody leads, the committer queue leads one (waiting for company as
     /// the item's submitter would have). Durability is as for `submit`: the completion learns
     /// of the transition only after the commit that holds it.
     package func submitDetached(_ item: Item, runBatch: @escaping @Sendable ([Item]) -> Void) {
@@ -104,56 +106,70 @@ package final class GroupCommit: @unchecked Sendable {
         leadDetached(runBatch)
     }
 
-    /// The lead, taken by this thread (`own`: its submitter's item, nil on a thread leading
-    /// handed-over items): runs the batch waiting, wakes its submitters, then hands the lead to
-    /// the first submitter still waiting, or to a thread of its own when only handed-over items
-    /// wait. The handed-over items' completions run last, once this thread no longer leads, so
-    /// a completion that writes to the ledger joins a later commit like any submitter.
+    /// The lead, taken by this thread (`own`: its submitter's item, nil on the committer queue):
+    /// runs the batch waiting, wakes its submitters, then hands the lead to the first submitter
+    /// still waiting, or to the committer queue when only handed-over items wait. The handed-over
+    /// items' completions run last, once this thread no longer leads, so a completion that writes
+    /// to the ledger joins a later commit like any submitter.
     private func lead(_ own: Item?, runBatch: @escaping @Sendable ([Item]) -> Void) {
         var completions: [() -> Void] = []
         defer { for completion in completions { completion() } }
-        while true {
-            lock.lock()
-            if (own ?? queue.first)?.deferrable == true { waitForCompany(own == nil ? handedOverWait : deferredWait) }
-            let batch = queue
-            queue = []
-            batchesRun += 1
-            lock.unlock()
-            runBatch(batch)
-            // Every item is done before any submitter wakes: a woken caller's siblings are done too.
-            for done in batch {
-                done.run = nil
-                done.done = true
-            }
-            for done in batch where done !== own && !done.wokenWithFirst {
-                if let completion = done.completion {
-                    completions.append(completion)
-                    done.completion = nil
-                } else {
-                    done.wake.signal()
-                }
-            }
-            lock.lock()
-            if let next = queue.first(where: { !$0.isDetached }) {
-                // A waiting submitter leads next; its batch takes the handed-over items too.
-                lock.unlock()
-                next.wake.signal()
-                return
-            }
-            guard !queue.isEmpty else {
-                leading = false
-                return lock.unlock()
-            }
-            lock.unlock()
-            // Only handed-over items wait: a submitter goes back to its caller and a thread of
-            // their own leads them; that thread leads on.
-            guard own == nil else { return leadDetached(runBatch) }
+        lock.lock()
+        if (own ?? queue.first)?.deferrable == true { waitForCompany(own == nil ? handedOverWait : deferredWait) }
+        let batch = queue
+        queue = []
+        batchesRun += 1
+        lock.unlock()
+        runBatch(batch)
+        // Every item is done before any submitter wakes: a woken caller's siblings are done too.
+        for done in batch {
+            done.run = nil
+            done.done = true
         }
+        for done in batch where done !== own && !done.wokenWithFirst {
+            if let completion = done.completion {
+                completions.append(completion)
+                done.completion = nil
+            } else {
+                done.wake.signal()
+            }
+        }
+        lock.lock()
+        if let next = queue.first(where: { !$0.isDetached }) {
+            // A waiting submitter leads next; its batch takes the handed-over items too.
+            lock.unlock()
+            next.wake.signal()
+            return
+        }
+        // Only handed-over items wait, or none. A submitter goes back to its caller and the
+        // committer queue leads them; the committer gives the lead up while its completions run
+        // and takes it back after (`leadHandedOver`).
+        guard own != nil && !queue.isEmpty else {
+            leading = false
+            return lock.unlock()
+        }
+        lock.unlock()
+        leadDetached(runBatch)
     }
 
-    /// Leads the handed-over items waiting on a thread of its own (the lead is already taken for it).
+    /// Leads the handed-over items waiting on the committer queue (the lead is already taken
+    /// for it): one serial queue for the ledger's life, whose thread the system keeps, rather
+    /// than a thread each time.
     private func leadDetached(_ runBatch: @escaping @Sendable ([Item]) -> Void) {
-        Thread { self.lead(nil, runBatch: runBatch) }.start()
+        committer.async { self.leadHandedOver(runBatch) }
+    }
+
+    /// One batch after another while handed-over items wait and nobody else took the lead:
+    /// each batch's completions (deliveries handed on) run before the next batch, not when the
+    /// stream of handed-over items pauses.
+    private func leadHandedOver(_ runBatch: @escaping @Sendable ([Item]) -> Void) {
+        repeat {
+            lead(nil, runBatch: runBatch)
+        } while lock.withLock({
+            guard !leading && !queue.isEmpty else { return false }
+            leading = true
+            return true
+        })
     }
 }
 

@@ -277,7 +277,7 @@ final class GroupCommitTests: XCTestCase {
         }
         let deadline = Date().addingTimeInterval(10)
         while !ledger.groupCommit.waitingForCompany && Date() < deadline { usleep(1000) }
-        XCTAssertTrue(ledger.groupCommit.waitingForCompany, "a thread of their own leads them, waiting for company")
+        XCTAssertTrue(ledger.groupCommit.waitingForCompany, "the committer queue leads them, waiting for company")
         XCTAssertEqual(ledger.groupCommit.waiting, 2)
         XCTAssertEqual(ledger.groupCommit.batches - before, 0, "nothing committed yet")
         XCTAssertEqual(outcome.seen, [])
@@ -340,8 +340,8 @@ final class GroupCommitTests: XCTestCase {
     }
 
     /// Handed-over transitions queued while a submitter leads are not stranded when that leader
-    /// is done and nobody else submits: a thread of their own leads them.
-    func testHandedOverTransitionsLeftBehindALeader_areCommittedByAThreadOfTheirOwn() throws {
+    /// is done and nobody else submits: the committer queue leads them.
+    func testHandedOverTransitionsLeftBehindALeader_areCommittedByTheCommitterQueue() throws {
         let world = try TestWorld()
         let ledger = try world.ledger()
         ledger.groupCommit.handedOverWait = 0
@@ -361,5 +361,48 @@ final class GroupCommitTests: XCTestCase {
         XCTAssertEqual(outcome.seen.sorted(), ["o-0", "o-1", "o-2", "o-3"])
         XCTAssertEqual(ledger.groupCommit.batches - before, 2)
         for i in 0..<4 { XCTAssertTrue(committed(world, "o-\(i)", "handed over"), "o-\(i)") }
+    }
+
+    /// While handed-over transitions keep coming, each batch's completions run before the next
+    /// batch commits (a delivery handed on at once, not when the stream pauses), with the lead
+    /// given up: a completion that waits on a transition of its own commits it and the
+    /// handed-over ones waiting, instead of waiting on itself.
+    func testACompletion_runsBeforeTheNextHandedOverBatch_andMayWaitOnATransitionOfItsOwn() throws {
+        let world = try TestWorld()
+        let ledger = try world.ledger()
+        ledger.groupCommit.handedOverWait = 0
+        for i in 0..<3 { _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "\(i)")) }
+        let before = ledger.groupCommit.batches
+        let gate = DispatchSemaphore(value: 0)
+        let firstDone = Outcome()
+        let outcome = Outcome()
+        ledger.transition({ db in
+            gate.wait()
+            _ = try db.changedRows("UPDATE orders SET last_error = 'first' WHERE order_id = 'o-0'", [])
+            return "first"
+        }, then: { _ in
+            firstDone.record("first's completion")
+            do {
+                try ledger.transition {
+                    try ledger.database.query("UPDATE orders SET last_error = 'from a completion' WHERE order_id = 'o-2'")
+                }
+                outcome.record("the completion's own transition committed")
+            } catch {
+                outcome.record("the completion's own transition failed: \(error)")
+            }
+        })
+        let deadline = Date().addingTimeInterval(10)
+        while ledger.groupCommit.batches == before && Date() < deadline { usleep(1000) }
+        XCTAssertEqual(ledger.groupCommit.batches - before, 1, "the first one's batch runs, held at its gate")
+        ledger.transition({ db in
+            _ = try db.changedRows("UPDATE orders SET last_error = 'second' WHERE order_id = 'o-1'", [])
+            return firstDone.seen.joined(separator: ", ")
+        }, then: { result in outcome.record("second saw: \((try? result.get()) ?? "failed")") })
+        XCTAssertEqual(ledger.groupCommit.waiting, 1, "the second queues behind the first's batch")
+        gate.signal()
+        XCTAssertTrue(outcome.wait(for: 2), "no completion waits on itself")
+        XCTAssertEqual(outcome.seen.sorted(), ["second saw: first's completion", "the completion's own transition committed"])
+        XCTAssertTrue(committed(world, "o-0", "first") && committed(world, "o-1", "second")
+                          && committed(world, "o-2", "from a completion"))
     }
 }
