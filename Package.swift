@@ -18,9 +18,11 @@ let package = Package(
         // The App Store Server Notifications endpoint: a well-kept HTTP server, not a hand-written parser.
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
                        providers: [.apt(["libmicrohttpd-dev"])]),
+        // glibc's malloc.h (mallopt): part of libc, nothing to install or link.
+        .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
         // Foundation: JSON, crypto, the HTTP client (libcurl) and server (libmicrohttpd), logging,
-        // time, digests. Depends on no other settle target.
-        .target(name: "SettleBase", dependencies: ["CCurl", "COpenSSL", "CMicroHTTPD"]),
+        // time, digests, the process's malloc arenas. Depends on no other settle target.
+        .target(name: "SettleBase", dependencies: ["CCurl", "COpenSSL", "CMicroHTTPD", "CMalloc"]),
         // The domain model: orders, their states and reasons, purchases, verification outcomes,
         // resolutions, the eligibility rules; Apple's environment, signed transactions and
         // notifications as values. What the ledger stores and the stores produce. No C library, no I/O.

@@ -50,7 +50,9 @@ struct PassResult {
 /// pass takes its host's share of every store's rate from its start, as running daemons do.
 enum PassChild {
     static func run(configurationPath: String, daemons: Int = 0) throws -> Never {
-        // The stores, as `settle` registers them: their configuration sections are theirs to decode.
+        // The malloc arenas and the stores, as `settle` sets them: the stores' configuration
+        // sections are theirs to decode.
+        MallocArenas.bound()
         StoreModules.all.register()
         let configuration = try Configuration.load(path: configurationPath, environment: [:])
         let ledger = try configuration.openLedger(.migrating, time: SystemTimeSource())

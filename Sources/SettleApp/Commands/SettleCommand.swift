@@ -106,6 +106,7 @@ package enum SettleCommand {
     /// Runs settle with `context.arguments` (without the program name) and returns the exit code.
     package static func run(_ context: CommandContext) -> Int32 {
         StandardStream.ignoreSIGPIPE()
+        MallocArenas.bound()
         // The stores this run knows, before any configuration is read or ledger opened.
         context.modules.register()
         let invocation: Invocation
