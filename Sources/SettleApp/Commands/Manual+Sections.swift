@@ -29,6 +29,10 @@ extension Manual {
         .BR https_proxy ", " http_proxy ", " no_proxy
         requests to the stores go through a proxy as libcurl reads these
         .TP
+        .BR MALLOC_ARENA_MAX ", " GLIBC_TUNABLES
+        settle keeps glibc's malloc to two arenas a core unless one of these sets a bound (MALLOC_ARENA_MAX, or
+        glibc.malloc.arena_max in GLIBC_TUNABLES), which then stands
+        .TP
         .BR SETTLE_ORDER_ID ", " SETTLE_IDEMPOTENCY_KEY ", " SETTLE_EXIT_ALREADY_GRANTED ", " SETTLE_BATCH
         set by settle for the delivery and revoke commands, which get a clean environment: these, PATH, LANG, TZ and
         the names in delivery.environment, nothing else
