@@ -7,9 +7,14 @@ extension StringProtocol {
     /// Whether the text is empty or only white space and newlines: what
     /// `trimmingCharacters(in: .whitespacesAndNewlines).isEmpty` answers, without Foundation
     /// building a trimmed copy. It stops at the first other character, so a user id costs one
-    /// lookup. Asked of every order's buyer at every grant.
+    /// lookup, and an ASCII character none (`CharacterSet`'s lookup was about 1 % of the samples
+    /// of a pass under perf). Asked of every order's buyer at every grant.
     package var isBlank: Bool {
-        unicodeScalars.allSatisfy { CharacterSet.whitespacesAndNewlines.contains($0) }
+        unicodeScalars.allSatisfy { scalar in
+            // ASCII's white space and newlines: tab, line feed, vertical tab, form feed, return, space.
+            guard scalar.isASCII else { return CharacterSet.whitespacesAndNewlines.contains(scalar) }
+            return scalar == " " || (0x09...0x0D).contains(scalar.value)
+        }
     }
 }
 

@@ -43,6 +43,15 @@ final class LogLineTests: XCTestCase {
         }
     }
 
+    /// Every ASCII character alone and after a space, against Foundation's answer (ASCII skips its lookup).
+    func testIsBlank_answersAsFoundationDoes_forEveryASCIICharacter() {
+        for value in UInt8(0)...127 {
+            for text in [String(UnicodeScalar(value)), " " + String(UnicodeScalar(value)), String(UnicodeScalar(value)) + "\u{3000}"] {
+                XCTAssertEqual(text.isBlank, text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "character \(value)")
+            }
+        }
+    }
+
     func testContainsBytes_findsTheNeedleWhereContainsDoes() {
         let haystacks = ["", "\"", "{\"customer\": 1}", "xx\"customer", "\"customer\"", "\"custome\"customer\"", "ab\u{0}\"usage\"",
                          "é\"usage\"é", "\"usag\"", String(repeating: "\"", count: 50) + "usage\""]
