@@ -5,8 +5,8 @@ import Foundation
 /// arena of its own, up to eight a core, and each arena keeps much of what its threads freed.
 /// A pass runs some forty threads (store and delivery workers, the ledger's committer), so on
 /// two cores all sixteen arenas fill and peak memory grew with the pass: 48 / 57 / 67 MiB at
-/// 1 k / 10 k / 100 k due orders. Two arenas a core: 46 / 50 / 56 MiB, own CPU an order the
-/// same within the noise (docs/performance.md, "Peak memory").
+/// 1 k / 10 k / 100 k due orders. Two arenas a core: 46 / 51 / 57 MiB, own CPU an order the
+/// same within the noise (docs/performance.md, "Peak memory: glibc's arenas").
 package enum MallocArenas {
     /// Arenas a core: glibc's default is eight.
     package static let perCore = 2

@@ -24,10 +24,15 @@ final class GroupCommitTests: XCTestCase {
         }
     }
 
+    /// Orders o-0 … o-(count - 1) of one buyer, pending.
+    func enqueueOrders(_ count: Int, _ world: TestWorld, _ ledger: SQLiteLedger) throws {
+        for i in 0..<count { _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "\(i)")) }
+    }
+
     func testConcurrentTransitions_oneFailing_theOthersAllCommit_andTheFailingOneLeavesNoTrace() throws {
         let world = try TestWorld()
         let ledger = try world.ledger()
-        for i in 0..<64 { _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "\(i)")) }
+        try enqueueOrders(64, world, ledger)
         let failures = LineCollector()
         DispatchQueue.concurrentPerform(iterations: 64) { i in
             do {
@@ -90,7 +95,7 @@ final class GroupCommitTests: XCTestCase {
     func testATransitionRewritingMegabytesOfPages_failing_isRolledBackAlone_andItsBatchCommits() throws {
         let world = try TestWorld()
         let ledger = try world.ledger()
-        for i in 0..<2 { _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "\(i)")) }
+        try enqueueOrders(2, world, ledger)
         let pageSize = try XCTUnwrap(ledger.database.query("PRAGMA page_size").first?.int("page_size"))
         let pagesBefore = try XCTUnwrap(ledger.database.query("PRAGMA page_count").first?.int("page_count"))
         try ledger.database.execute("CREATE TABLE scratch (x TEXT NOT NULL)")
@@ -127,7 +132,7 @@ final class GroupCommitTests: XCTestCase {
     func testSeveralTransitionsOfOneCaller_joinOneCommit_evenWhileAnotherRuns_andEachFailsAlone() throws {
         let world = try TestWorld()
         let ledger = try world.ledger()
-        for i in 0..<8 { _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "\(i)")) }
+        try enqueueOrders(8, world, ledger)
         let before = ledger.groupCommit.batches
         let release = holdCommit(ledger)
         let deadline = Date().addingTimeInterval(10)
@@ -266,7 +271,7 @@ final class GroupCommitTests: XCTestCase {
         let world = try TestWorld()
         let ledger = try world.ledger()
         ledger.groupCommit.handedOverWait = 600
-        for i in 0..<3 { _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "\(i)")) }
+        try enqueueOrders(3, world, ledger)
         let before = ledger.groupCommit.batches
         let outcome = Outcome()
         for i in 0..<2 {
@@ -297,7 +302,7 @@ final class GroupCommitTests: XCTestCase {
     func testAFailingHandedOverTransition_isRolledBackAlone_andAFailedCommit_isEveryonesError() throws {
         let world = try TestWorld()
         let ledger = try world.ledger()
-        for i in 0..<8 { _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "\(i)")) }
+        try enqueueOrders(8, world, ledger)
         let outcome = Outcome()
         for i in 0..<8 {
             ledger.transition({ db in
@@ -345,7 +350,7 @@ final class GroupCommitTests: XCTestCase {
         let world = try TestWorld()
         let ledger = try world.ledger()
         ledger.groupCommit.handedOverWait = 0
-        for i in 0..<4 { _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "\(i)")) }
+        try enqueueOrders(4, world, ledger)
         let before = ledger.groupCommit.batches
         let release = holdCommit(ledger)
         let outcome = Outcome()
@@ -371,7 +376,7 @@ final class GroupCommitTests: XCTestCase {
         let world = try TestWorld()
         let ledger = try world.ledger()
         ledger.groupCommit.handedOverWait = 0
-        for i in 0..<3 { _ = try ledger.enqueue(NewOrder(orderId: "o-\(i)", userId: "u", productId: world.coins, transactionId: "\(i)")) }
+        try enqueueOrders(3, world, ledger)
         let before = ledger.groupCommit.batches
         let gate = DispatchSemaphore(value: 0)
         let firstDone = Outcome()
