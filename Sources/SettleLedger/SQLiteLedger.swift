@@ -58,6 +58,8 @@ package final class SQLiteLedger: @unchecked Sendable {
     private var readConnection: SQLiteDatabase?
     private let readLock = NSLock()
     package let groupCommit = GroupCommit()
+    /// The batch the group commit runs now (`runBatch`); read and written under `lock`.
+    var batchRun = BatchRun()
     package let time: any TimeSource
     package let path: String
 
@@ -118,11 +120,13 @@ package final class SQLiteLedger: @unchecked Sendable {
             // (https://www.sqlite.org/pragma.html#pragma_synchronous).
             try database.execute("PRAGMA synchronous = FULL")
             try database.execute("PRAGMA foreign_keys = ON")
-            // Each transition of a group commit runs in a savepoint, whose journal keeps the
-            // pages it changed: in memory, not in a temporary file (Debian builds SQLite with
-            // TEMP_STORE=1), which cost about 35 page-sized writes an order. Crash recovery
-            // never reads it: it only rolls back one transition inside a transaction still open
-            // (https://www.sqlite.org/tempfiles.html#statement_journals).
+            // Each statement of a group commit's transaction, and each savepoint of a batch run
+            // again (`runBatch`), journals the pages it changes: in memory, not in a temporary
+            // file (Debian builds SQLite with TEMP_STORE=1), which cost about 35 page-sized writes
+            // an order. Crash recovery never reads it: it only rolls back a statement or a
+            // transition inside a transaction still open
+            // (https://www.sqlite.org/tempfiles.html#statement_journals). A spill size with the
+            // file store measured worse (docs/performance.md, "SQLite's savepoint journals").
             try database.execute("PRAGMA temp_store = MEMORY")
             return database
         } catch {

@@ -129,6 +129,52 @@ final class GroupCommitTests: XCTestCase {
         XCTAssertEqual(errors, ["o-0: before", "o-1: after"])
     }
 
+    /// A batch runs bare first (no savepoints to journal pages into): each transition once when
+    /// none fails. When one fails, nothing of that run is kept and the batch runs again with each
+    /// transition in its own savepoint; what is committed is the second run's, once.
+    func testABatch_runsEachTransitionOnce_andOnlyAfterAFailure_runsAgainWithNothingOfTheFirstRunKept() throws {
+        let world = try TestWorld()
+        let ledger = try world.ledger()
+        try enqueueOrders(3, world, ledger)
+        final class Runs: @unchecked Sendable { var counts = [0, 0, 0] }
+        func bodies(failing: Int?) -> (Runs, [() throws -> Int]) {
+            let runs = Runs()
+            return (runs, (0..<3).map { i in {
+                runs.counts[i] += 1
+                try ledger.database.query("UPDATE orders SET attempts = attempts + 1 WHERE order_id = ?", [.text("o-\(i)")])
+                if i == failing { throw LedgerError.invalid("refused on purpose") }
+                return i
+            } })
+        }
+        func attempts() throws -> [Int64] {
+            let reader = try SQLiteDatabase(path: world.ledgerPath, mode: .readOnly)
+            return try reader.query("SELECT attempts FROM orders ORDER BY order_id").map { $0.int("attempts") ?? -1 }
+        }
+        func described(_ outcomes: [Result<Int, LedgerError>]) -> [String] {
+            outcomes.map { outcome in
+                switch outcome {
+                case let .success(value): "\(value)"
+                case let .failure(error): "\(error)"
+                }
+            }
+        }
+
+        let (cleanRuns, clean) = bodies(failing: nil)
+        XCTAssertEqual(described(ledger.transitions(clean)), ["0", "1", "2"])
+        XCTAssertEqual(cleanRuns.counts, [1, 1, 1], "no transition failed: no second run")
+        XCTAssertEqual(try attempts(), [1, 1, 1])
+
+        let (failedRuns, failing) = bodies(failing: 1)
+        XCTAssertEqual(described(ledger.transitions(failing)), ["0", "refused on purpose", "2"])
+        XCTAssertEqual(failedRuns.counts, [2, 2, 1], "the first run stopped at the failure; the second ran all three")
+        XCTAssertEqual(try attempts(), [2, 1, 2], "o-0's first run was rolled back, o-1 is rolled back alone")
+
+        let (aloneRuns, alone) = bodies(failing: 0)
+        XCTAssertEqual(described(ledger.transitions([alone[0]])), ["refused on purpose"])
+        XCTAssertEqual(aloneRuns.counts, [1, 0, 0], "a batch of one that failed has nothing to run again")
+        XCTAssertEqual(try attempts(), [2, 1, 2])
+    }
+
     func testSeveralTransitionsOfOneCaller_joinOneCommit_evenWhileAnotherRuns_andEachFailsAlone() throws {
         let world = try TestWorld()
         let ledger = try world.ledger()
