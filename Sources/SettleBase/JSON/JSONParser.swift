@@ -79,6 +79,8 @@ private struct JSONParser {
         var members: [(String, JSONValue)] = []
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+        // A store's objects have a dozen or two members: grown one by one, five reallocations.
+        members.reserveCapacity(16)
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a string key") }

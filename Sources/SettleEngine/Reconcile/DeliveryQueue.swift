@@ -47,7 +47,11 @@ package final class DeliveryQueue: @unchecked Sendable {
     private let hasOrders = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     /// Verification workers wait here for room.
     private let hasRoom = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    /// Queued orders from `head` on (those before it are taken): taking moves `head` instead of
+    /// every order behind it.
     private var orders: [Leased] = []
+    private var head = 0
+    private var queued: Int { orders.count - head }
     private var producing = true
     /// Batches taken and not yet finished: the queue is over only when none is in progress.
     private var inProgress = 0
@@ -107,7 +111,7 @@ package final class DeliveryQueue: @unchecked Sendable {
     private func waitForRoom() -> Bool {
         // Counted while it waits: others see it only then, the lock being held otherwise.
         blockedProducers += 1
-        while orders.count + reserved >= capacity && !abandoned {
+        while queued + reserved >= capacity && !abandoned {
             pthread_cond_wait(hasRoom, mutex)
         }
         blockedProducers -= 1
@@ -117,7 +121,7 @@ package final class DeliveryQueue: @unchecked Sendable {
     /// `reserve` when there is room now; false (nothing kept) when it would wait.
     package func tryReserve() -> Bool {
         locked {
-            guard orders.count + reserved < capacity && !abandoned else { return false }
+            guard queued + reserved < capacity && !abandoned else { return false }
             reserved += 1
             return true
         }
@@ -149,14 +153,21 @@ package final class DeliveryQueue: @unchecked Sendable {
         var leftOver = false
         var roomFor = 0
         let batch: [Leased]? = locked {
-            while orders.isEmpty && !abandoned && (producing || inProgress > 0) {
+            while queued == 0 && !abandoned && (producing || inProgress > 0) {
                 pthread_cond_wait(hasOrders, mutex)
             }
-            guard !abandoned, !orders.isEmpty else { return nil }
-            let batch = Array(orders.prefix(max(1, limit)))
-            orders.removeFirst(batch.count)
+            guard !abandoned, queued > 0 else { return nil }
+            let batch = Array(orders[head..<(head + min(max(1, limit), queued))])
+            head += batch.count
+            if head == orders.count {
+                orders.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= capacity {
+                orders.removeFirst(head)
+                head = 0
+            }
             inProgress += 1
-            leftOver = !orders.isEmpty
+            leftOver = queued > 0
             roomFor = min(batch.count, blockedProducers)
             return batch
         }
@@ -171,7 +182,7 @@ package final class DeliveryQueue: @unchecked Sendable {
         locked {
             inProgress -= 1
             // The last delivery of a pass whose producers are done: the idle workers may stop.
-            if inProgress == 0 && !producing && orders.isEmpty { pthread_cond_broadcast(hasOrders) }
+            if inProgress == 0 && !producing && queued == 0 { pthread_cond_broadcast(hasOrders) }
         }
     }
 
@@ -195,6 +206,6 @@ package final class DeliveryQueue: @unchecked Sendable {
 
     /// How many orders wait for a hook, and how many verification workers wait for room (tests).
     package var state: (queued: Int, waitingToPut: Int) {
-        locked { (orders.count, blockedProducers) }
+        locked { (queued, blockedProducers) }
     }
 }

@@ -69,6 +69,34 @@ final class DeliveryQueueTests: XCTestCase {
         XCTAssertNil(queue.take(limit: 5), "over once the producers are done and nothing is left")
     }
 
+    /// Takes of several sizes between puts hand the orders out first in, first out, each once,
+    /// while the queue holds at most its capacity (the taken ones' places moved past, then dropped).
+    func testTakes_betweenPuts_handOutEachOrderOnce_inTheOrderPut_andFreeTheirPlaces() throws {
+        let queue = DeliveryQueue(capacity: 4)
+        let all = try orders(9)
+        var taken: [String] = []
+        func take(_ limit: Int) -> [String] {
+            let batch = queue.take(limit: limit)?.map(\.order.orderId) ?? []
+            queue.finished()
+            taken += batch
+            return batch
+        }
+        for order in all[0..<4] { XCTAssertTrue(queue.tryReserve() && queue.put(reserved: order)) }
+        XCTAssertFalse(queue.tryReserve(), "full at its capacity")
+        XCTAssertEqual(take(3), ["o-0", "o-1", "o-2"])
+        for order in all[4..<7] { XCTAssertTrue(queue.tryReserve() && queue.put(reserved: order)) }
+        XCTAssertFalse(queue.tryReserve(), "the three places taken are free again, no more")
+        XCTAssertEqual(queue.state.queued, 4)
+        XCTAssertEqual(take(2), ["o-3", "o-4"])
+        XCTAssertEqual(take(1), ["o-5"])
+        for order in all[7..<9] { XCTAssertTrue(queue.put(order)) }
+        XCTAssertEqual(queue.state.queued, 3)
+        queue.producersFinished()
+        XCTAssertEqual(take(10), ["o-6", "o-7", "o-8"])
+        XCTAssertNil(queue.take(limit: 1))
+        XCTAssertEqual(taken, (0..<9).map { "o-\($0)" })
+    }
+
     func testAbandon_whileAVerificationWorkerWaitsForRoom_letsItGo_withoutQueueingItsOrder() throws {
         let queue = DeliveryQueue(capacity: 1)
         let all = try orders(2)
