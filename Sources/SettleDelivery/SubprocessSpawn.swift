@@ -85,19 +85,6 @@ extension Subprocess {
         func failure(_ reason: String) -> SubprocessError {
             SubprocessError(message: "cannot run \(program): \(reason)")
         }
-        if arguments.contains(where: { $0.utf8.contains(0) }) {
-            throw failure("an argument contains a NUL byte")
-        }
-        for (name, value) in environment {
-            // Only the name goes into the message: values may be secrets.
-            if name.isEmpty || name.utf8.contains(UInt8(ascii: "=")) || name.utf8.contains(0) {
-                throw failure("invalid environment variable name \"\(name)\"")
-            }
-            if value.utf8.contains(0) {
-                throw failure("environment variable \(name) contains a NUL byte")
-            }
-        }
-
         var attributes = posix_spawnattr_t()
         guard posix_spawnattr_init(&attributes) == 0 else { throw failure("out of memory") }
         defer { posix_spawnattr_destroy(&attributes) }
@@ -134,10 +121,27 @@ extension Subprocess {
         let argv = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         // Sorted only so that runs are reproducible when debugging with /proc/PID/environ.
-        let envp = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        let variables = environment.sorted { $0.key < $1.key }
+        let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { envp.forEach { free($0) } }
         if argv.dropLast().contains(nil) || envp.dropLast().contains(nil) {
             throw failure("out of memory")
+        }
+        // A C string ends at its first NUL: a copy shorter than its string had one, which would
+        // cut the argument or variable short. (Measured on the copies, not scanned apart.)
+        for (copy, argument) in zip(argv, arguments) where strlen(copy!) != argument.utf8.count {
+            throw failure("an argument contains a NUL byte")
+        }
+        for (copy, (name, value)) in zip(envp, variables) {
+            let (copy, length) = (copy!, strlen(copy!))
+            // Only the name goes into the message: values may be secrets. A name is cut by a NUL
+            // (shorter), or holds an "=" (the copy's first one comes before the one written after it).
+            if name.isEmpty || length < name.utf8.count || strchr(copy, Int32(UInt8(ascii: "=")))! - copy != name.utf8.count {
+                throw failure("invalid environment variable name \"\(name)\"")
+            }
+            if length != name.utf8.count + 1 + value.utf8.count {
+                throw failure("environment variable \(name) contains a NUL byte")
+            }
         }
 
         var pid: pid_t = 0

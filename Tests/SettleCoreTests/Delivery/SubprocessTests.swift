@@ -255,6 +255,30 @@ final class SubprocessTests: XCTestCase {
         }
     }
 
+    /// A NUL would cut an argument or a variable short in the C strings exec takes: nothing runs,
+    /// and the message names what was wrong without a value.
+    func testRun_whenAnArgumentOrVariableHoldsANulByte_orANameIsInvalid_runsNothing_andSaysWhich() throws {
+        let marker = "\(folder)/ran"
+        let path = try script("touch \(marker)\n")
+        func message(arguments: [String] = [], _ environment: [String: String]) -> String {
+            do {
+                _ = try run(path, arguments: arguments, environment: environment)
+                return "ran"
+            } catch {
+                return (error as? SubprocessError)?.message ?? "\(error)"
+            }
+        }
+        XCTAssertEqual(message(arguments: ["a\u{0}b"], [:]), "cannot run \(path): an argument contains a NUL byte")
+        XCTAssertEqual(message(["TOKEN": "secret\u{0}value"]), "cannot run \(path): environment variable TOKEN contains a NUL byte")
+        XCTAssertEqual(message(["BAD=NAME": "secret-value"]), "cannot run \(path): invalid environment variable name \"BAD=NAME\"")
+        XCTAssertEqual(message(["": "secret-value"]), "cannot run \(path): invalid environment variable name \"\"")
+        XCTAssertEqual(message(["BAD\u{0}NAME": "secret-value"]), "cannot run \(path): invalid environment variable name \"BAD\u{0}NAME\"")
+        XCTAssertEqual(message(["A": "=\u{0}"]), "cannot run \(path): environment variable A contains a NUL byte")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: marker), "nothing ran")
+        XCTAssertEqual(try run(path, arguments: ["a=b"], environment: ["A": "b=c", "Z": ""]).termination, .exited(0))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: marker), "an \"=\" in an argument or a value is no fault")
+    }
+
     // MARK: Start notification and concurrency
 
     func testRun_onStartReceivesThePidOfTheNewProcessGroupLeader() throws {
