@@ -28,11 +28,10 @@ extension Subprocess {
             rawValue = -1
         }
 
+        /// For a pipe end `Pipe.make` created: its only status flag is its access mode, which
+        /// F_SETFL ignores, so there is nothing to read first (one system call, not two).
         package func setNonBlocking() {
-            let flags = fcntl(rawValue, F_GETFL)
-            if flags >= 0 {
-                _ = fcntl(rawValue, F_SETFL, flags | O_NONBLOCK)
-            }
+            _ = fcntl(rawValue, F_SETFL, O_NONBLOCK)
         }
     }
 
