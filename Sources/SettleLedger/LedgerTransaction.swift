@@ -80,9 +80,13 @@ package protocol TransactionalLedger: LedgerStore {
     @discardableResult
     func writing<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T
     /// One transition of a claimed order, as one unit that commits before this returns. On
-    /// SQLite it joins the group commit (its own savepoint in the transaction of every
-    /// transition waiting at that moment, one fsync for all); on PostgreSQL it is its own
-    /// transaction.
+    /// SQLite it joins the group commit (one transaction for every transition waiting at that
+    /// moment, one fsync for all); on PostgreSQL it is its own transaction.
+    ///
+    /// `body` may run twice on SQLite: when another transition of its batch fails, nothing of
+    /// the batch's run is kept and the batch runs again, each in its own savepoint. So `body`
+    /// reads the ledger and writes it and nothing else (no log line, no captured state); what
+    /// the caller gets is its last run's answer.
     func transition<T>(_ body: (any LedgerTransaction) throws -> T) throws(LedgerError) -> T
     /// `transition`, for a caller that goes on without waiting for the commit: `done` gets the
     /// result once the commit holding it finished (durable), or the error. On SQLite it joins
