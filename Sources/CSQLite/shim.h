@@ -1,6 +1,9 @@
 #ifndef SETTLE_CSQLITE_SHIM_H
 #define SETTLE_CSQLITE_SHIM_H
 #include <sqlite3.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdlib.h>
 
 // SQLITE_TRANSIENT is a macro casting -1 to a function pointer, which Swift cannot import.
 static inline sqlite3_destructor_type settle_sqlite_transient(void) { return SQLITE_TRANSIENT; }
@@ -13,5 +16,63 @@ static inline sqlite3_destructor_type settle_sqlite_static(void) { return SQLITE
 // (https://www.sqlite.org/c3ref/c_config_covering_index_scan.html#sqliteconfigmemstatus).
 // Only before SQLite initializes (the first connection); SQLITE_MISUSE after, changing nothing.
 static inline int settle_sqlite_config_memstatus_off(void) { return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
+
+// SQLite's allocator, glibc's with a pool for one size (SQLITE_CONFIG_MALLOC; installed by
+// SQLiteDatabase before SQLite initializes). A write statement inside a transaction journals the
+// pages it changes in memory in pieces of 1,024 bytes (temp_store = MEMORY), a malloc and a free
+// each, about 130 an order: more than glibc's per-thread cache holds (seven a size), so each went
+// through the arena's bins. Freed pieces wait here for the next journal instead.
+//
+// Every block is glibc's: a request of 1,017 to 1,032 bytes gets a block whose usable size is 1,032
+// (x86_64 and aarch64 glibc round a request plus 8 up to 16), so any block of that usable size, from
+// malloc or realloc, can serve any such request. Where a libc rounds otherwise, nothing is pooled
+// and every block goes back to free. At most 512 blocks wait (about 520 KiB); one mutex guards them.
+// The state lives in a function-local static: a static of this header would have no definition in
+// a Swift module. Each Swift module that calls these functions has its own pool; SQLite uses the one
+// SettleLedger installed.
+enum { settle_pool_usable = 1032, settle_pool_least = 1017, settle_pool_capacity = 512 };
+typedef struct { pthread_mutex_t lock; int count; void *blocks[settle_pool_capacity]; } settle_pool_t;
+static inline settle_pool_t *settle_pool(void) {
+    static settle_pool_t pool = { PTHREAD_MUTEX_INITIALIZER, 0, { 0 } };
+    return &pool;
+}
+
+static inline void *settle_pool_malloc(int n) {
+    if (n >= settle_pool_least && n <= settle_pool_usable) {
+        settle_pool_t *pool = settle_pool();
+        void *block = 0;
+        pthread_mutex_lock(&pool->lock);
+        if (pool->count > 0) block = pool->blocks[--pool->count];
+        pthread_mutex_unlock(&pool->lock);
+        return block ? block : malloc(settle_pool_usable);
+    }
+    return malloc(n);
+}
+static inline void settle_pool_free(void *block) {
+    if (block && malloc_usable_size(block) == settle_pool_usable) {
+        settle_pool_t *pool = settle_pool();
+        pthread_mutex_lock(&pool->lock);
+        int kept = pool->count < settle_pool_capacity;
+        if (kept) pool->blocks[pool->count++] = block;
+        pthread_mutex_unlock(&pool->lock);
+        if (kept) return;
+    }
+    free(block);
+}
+static inline void *settle_pool_realloc(void *block, int n) { return realloc(block, n); }
+// At least the size asked for, as SQLite requires of xSize.
+static inline int settle_pool_size(void *block) { return block ? (int)malloc_usable_size(block) : 0; }
+// SQLite's own default: a multiple of 8.
+static inline int settle_pool_roundup(int n) { return (n + 7) & ~7; }
+static inline int settle_pool_init(void *unused) { (void)unused; return SQLITE_OK; }
+static inline void settle_pool_shutdown(void *unused) { (void)unused; }
+// Only before SQLite initializes, as SQLITE_CONFIG_MEMSTATUS; SQLITE_MISUSE after, changing nothing.
+static inline int settle_sqlite_config_pooled_malloc(void) {
+    static const sqlite3_mem_methods methods = {
+        settle_pool_malloc, settle_pool_free, settle_pool_realloc, settle_pool_size,
+        settle_pool_roundup, settle_pool_init, settle_pool_shutdown, 0
+    };
+    return sqlite3_config(SQLITE_CONFIG_MALLOC, &methods);
+}
 
 #endif

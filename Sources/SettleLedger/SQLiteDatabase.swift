@@ -41,6 +41,7 @@ package final class SQLiteDatabase {
         self.path = path
         // SQLITE_OPEN_NOMUTEX: the SQLiteLedger serialises access itself, so SQLite's own mutex is redundant.
         _ = SQLiteDatabase.memoryStatisticsOff
+        _ = SQLiteDatabase.pooledMalloc
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         flags |= mode == .readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         var db: OpaquePointer?
@@ -94,6 +95,10 @@ package final class SQLiteDatabase {
     /// SQLite: nothing here reads them, and keeping them took a global mutex around each of the
     /// ~400 mallocs and frees SQLite makes an order (a few per cent of a pass's instructions).
     private static let memoryStatisticsOff: Int32 = settle_sqlite_config_memstatus_off()
+
+    /// SQLite's allocator: glibc's, with a pool for the 1 KiB pieces its in-memory journals come
+    /// in (CSQLite's shim.h), once, before the first connection. SQLITE_OK when installed (tests look).
+    package static let pooledMalloc: Int32 = settle_sqlite_config_pooled_malloc()
 
     /// How long a statement waits for another connection's lock before SQLITE_BUSY.
     package static let busyTimeoutMilliseconds: Int32 = 5000
