@@ -24,12 +24,14 @@ static inline int settle_sqlite_config_memstatus_off(void) { return sqlite3_conf
 // through the arena's bins. Freed pieces wait here for the next journal instead.
 //
 // Every block is glibc's: a request of 1,017 to 1,032 bytes gets a block whose usable size is 1,032
-// (x86_64 and aarch64 glibc round a request plus 8 up to 16), so any block of that usable size, from
-// malloc or realloc, can serve any such request. Where a libc rounds otherwise, nothing is pooled
-// and every block goes back to free. At most 512 blocks wait (about 520 KiB); one mutex guards them.
+// (x86_64 and aarch64 glibc round a request plus 8 up to 16), or up to 31 bytes more when glibc
+// hands out a free chunk whole rather than leave a sliver. Any block of usable size 1,032 to 1,063,
+// from malloc or realloc, can serve any such request, and only those are pooled; every other block
+// goes back to free. At most 512 blocks wait (about 520 KiB); one mutex guards them.
 // The state lives in a function-local static: a static of this header would have no definition in
-// a Swift module. Each Swift module that calls these functions has its own pool; SQLite uses the one
-// SettleLedger installed.
+// a Swift module. Whether the linker makes one pool of it or one for each module that calls these
+// functions, every block in a pool is glibc's. `settle_pool_take` and `settle_pool_give` work on
+// any pool (tests use one of their own).
 enum { settle_pool_usable = 1032, settle_pool_least = 1017, settle_pool_capacity = 512 };
 typedef struct { pthread_mutex_t lock; int count; void *blocks[settle_pool_capacity]; } settle_pool_t;
 static inline settle_pool_t *settle_pool(void) {
@@ -37,9 +39,8 @@ static inline settle_pool_t *settle_pool(void) {
     return &pool;
 }
 
-static inline void *settle_pool_malloc(int n) {
+static inline void *settle_pool_take(settle_pool_t *pool, int n) {
     if (n >= settle_pool_least && n <= settle_pool_usable) {
-        settle_pool_t *pool = settle_pool();
         void *block = 0;
         pthread_mutex_lock(&pool->lock);
         if (pool->count > 0) block = pool->blocks[--pool->count];
@@ -48,9 +49,9 @@ static inline void *settle_pool_malloc(int n) {
     }
     return malloc(n);
 }
-static inline void settle_pool_free(void *block) {
-    if (block && malloc_usable_size(block) == settle_pool_usable) {
-        settle_pool_t *pool = settle_pool();
+static inline void settle_pool_give(settle_pool_t *pool, void *block) {
+    size_t usable = block ? malloc_usable_size(block) : 0;
+    if (usable >= settle_pool_usable && usable < settle_pool_usable + 32) {
         pthread_mutex_lock(&pool->lock);
         int kept = pool->count < settle_pool_capacity;
         if (kept) pool->blocks[pool->count++] = block;
@@ -59,6 +60,14 @@ static inline void settle_pool_free(void *block) {
     }
     free(block);
 }
+static inline int settle_pool_waiting(settle_pool_t *pool) {
+    pthread_mutex_lock(&pool->lock);
+    int count = pool->count;
+    pthread_mutex_unlock(&pool->lock);
+    return count;
+}
+static inline void *settle_pool_malloc(int n) { return settle_pool_take(settle_pool(), n); }
+static inline void settle_pool_free(void *block) { settle_pool_give(settle_pool(), block); }
 static inline void *settle_pool_realloc(void *block, int n) { return realloc(block, n); }
 // At least the size asked for, as SQLite requires of xSize.
 static inline int settle_pool_size(void *block) { return block ? (int)malloc_usable_size(block) : 0; }
