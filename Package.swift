@@ -113,7 +113,7 @@ let package = Package(
         .executableTarget(name: "settle-bench",
                           dependencies: ["SettleApp", "SettleBase", "SettleConfig", "SettleAppStore", "SettleLedger",
                                          "SettleEngine", "SettleSimulator", "SettleGooglePlay", "SettleAppStoreModule",
-                                         "SettleAppStoreSimulator", "SettleGooglePlaySimulator"],
+                                         "SettleAppStoreSimulator", "SettleGooglePlaySimulator", "SettleDelivery"],
                           path: "Benchmarks/settle-bench"),
         // Notifications/s the endpoint takes while passes run (scripts/notify-bench.sh).
         .executableTarget(name: "settle-notify-bench",

@@ -24,6 +24,7 @@ struct BenchReport {
              + " rows \(options.rows.sorted().joined(separator: ","))\(options.python ? "" : "; no Python")")
         emit("settle's CPU is getrusage(RUSAGE_SELF) of the process that ran the pass; hooks and the fake Apple are other processes.")
         if options.rows.contains("network") { try networkRows(runner, bench: bench, folder: folder) }
+        if options.rows.contains("spawn") { try SpawnRows(options: options, folder: folder).run { emit($0) } }
         if options.rows.contains("durability") { try durabilityRows(runner, bench: bench, folder: folder) }
         if options.rows.contains("postgres") { try postgresRows(runner, bench: bench, folder: folder) }
         if options.rows.contains("pass") { try passRows(runner, bench: bench, folder: folder) }

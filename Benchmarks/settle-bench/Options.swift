@@ -35,12 +35,12 @@ struct BenchOptions {
     var passDaemons = 0
     var rateLimit = 200
 
-    static let allRows: Set<String> = ["network", "durability", "postgres", "pass", "instructions", "jws", "status", "web", "rate", "finish", "learned", "pgstatus"]
+    static let allRows: Set<String> = ["network", "durability", "postgres", "pass", "instructions", "jws", "status", "web", "rate", "finish", "learned", "pgstatus", "spawn"]
 
     static let usage = """
     usage: settle-bench [--quick] [--orders N] [--concurrency C] [--apple-latency-ms L]
                         [--pass-sizes N,N,...] [--status-orders N] [--jws-seconds S]
-                        [--rows network,durability,postgres,pass,instructions,jws,status,web,rate,finish,learned,pgstatus] [--no-python] [--pass-timeout S]
+                        [--rows network,durability,postgres,pass,instructions,jws,status,web,rate,finish,learned,pgstatus,spawn] [--no-python] [--pass-timeout S]
                         [--fixtures DIR] [--python-dir DIR] [--pass-wrapper "valgrind --tool=callgrind"]
                         [--rate-orders N] [--rate-limit R]
     """
