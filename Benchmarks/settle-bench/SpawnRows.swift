@@ -18,7 +18,7 @@ struct SpawnRows {
         emit("\n-- the command hook's start and reap alone: \(n) runs of hook.sh from \(c) threads, settle's own CPU (hooks excluded)")
         for round in 1...3 {
             let failures = Counter()
-            let cpu = ownCPUSeconds(), start = DispatchTime.now()
+            let cpu = ownCPUSeconds(), switches = ownContextSwitches(), start = DispatchTime.now()
             DispatchQueue.concurrentPerform(iterations: c) { worker in
                 var index = worker
                 while index < n {
@@ -29,9 +29,10 @@ struct SpawnRows {
                 }
             }
             let spent = ownCPUSeconds() - cpu, wall = seconds(since: start)
+            let slept = Double(ownContextSwitches() - switches) / Double(n)
             guard failures.value == 0 else { throw BenchError("spawn row: \(failures.value) runs of hook.sh failed") }
-            emit(String(format: "  round %d: own CPU per run %.3f ms (wall %.2f s, %.0f runs a second)",
-                        round, spent * 1000 / Double(n), wall, Double(n) / wall))
+            emit(String(format: "  round %d: own CPU per run %.3f ms, %.2f voluntary context switches a run (wall %.2f s, %.0f runs a second)",
+                        round, spent * 1000 / Double(n), slept, wall, Double(n) / wall))
         }
     }
 }

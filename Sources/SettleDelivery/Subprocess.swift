@@ -85,16 +85,16 @@ package enum Subprocess {
                             standardInput: stdinPipe.readEnd, output: outputPipe.writeEnd)
         let started = monotonicNow()
 
-        // The parent must drop the child's ends at once: while we hold the write end of the
-        // output pipe ourselves, EOF could never arrive.
+        // The child's end of its stdin goes at once (else it would never see end of file). The
+        // write end of its output is `RunningChild`'s to close: at once where no pidfd tells of
+        // the exit, else once the child has exited.
         stdinPipe.readEnd.close()
-        outputPipe.writeEnd.close()
 
         onStart?(pid)
 
         let safeTimeout = timeout.isNaN ? 0 : max(0, timeout)
         var child = RunningChild(pid: pid, input: stdinPipe.writeEnd, standardInput: standardInput,
-                                 output: outputPipe.readEnd, outputLimit: outputLimit,
+                                 output: outputPipe.readEnd, outputWriter: outputPipe.writeEnd, outputLimit: outputLimit,
                                  deadline: started + safeTimeout)
         let termination = child.superviseUntilFinished()
         let output = child.collector.textAndTruncation
@@ -139,13 +139,20 @@ private struct RunningChild {
     var collector: Subprocess.OutputCollector
     /// Becomes readable when the child exits; nil on kernels without pidfd (then we poll).
     var exitNotifier: Subprocess.FileDescriptor?
+    /// Our copy of the output pipe's write end, held while the child runs when `exitNotifier`
+    /// tells of its exit. A child closes its output as it exits, a moment before it has exited:
+    /// with nobody else holding a write end, that end of file woke this thread and the pidfd woke
+    /// it again (three sleeps a run with the spawn's, measured by `settle-bench --rows spawn`).
+    /// Held, the output wakes it only for what the child writes; closed once the child has
+    /// exited, so that the end of file (or the drain's grace, for a grandchild) comes as before.
+    var outputWriter: Subprocess.FileDescriptor?
     let deadline: Double
     /// A pipe's worth; left uninitialized (read(2) fills what it returns): zeroing 64 KiB for
     /// every hook run was 4 % of a pass's instructions.
     private var readBuffer = [UInt8](unsafeUninitializedCapacity: 64 * 1024) { _, count in count = 64 * 1024 }
 
     init(pid: pid_t, input: Subprocess.FileDescriptor, standardInput: Data,
-         output: Subprocess.FileDescriptor, outputLimit: Int, deadline: Double) {
+         output: Subprocess.FileDescriptor, outputWriter: Subprocess.FileDescriptor, outputLimit: Int, deadline: Double) {
         self.pid = pid
         self.input = standardInput.isEmpty ? nil : input
         self.standardInput = standardInput
@@ -153,6 +160,13 @@ private struct RunningChild {
         self.collector = Subprocess.OutputCollector(limit: outputLimit)
         self.exitNotifier = Subprocess.openPidfd(pid)
         self.deadline = deadline
+        if exitNotifier == nil {
+            // Exit is found by polling every `exitPollInterval`: the end of file is what ends
+            // the wait early, so nobody else may hold a write end.
+            outputWriter.close()
+        } else {
+            self.outputWriter = outputWriter
+        }
         if standardInput.isEmpty {
             input.close()
         }
@@ -185,6 +199,8 @@ private struct RunningChild {
                 closeInput()
                 exitNotifier?.close()
                 exitNotifier = nil
+                outputWriter?.close()
+                outputWriter = nil
             }
             if let ended, output == nil || now >= drainUntil {
                 closeOutput()

@@ -60,6 +60,21 @@ final class SubprocessTests: XCTestCase {
         XCTAssertFalse(result.outputTruncated)
     }
 
+    /// The waiting thread sleeps while the spawn runs up to the exec, then once more until the
+    /// hook has exited: not also at its output's end of file, which comes a moment before its exit.
+    func testRun_whenHookIsSilent_theCallerSleepsOnlyForTheSpawnAndForTheExit() throws {
+        let hook = try script("sleep 0.2\nexit 3\n")
+        for _ in 0..<3 {
+            let before = Self.voluntaryContextSwitchesOfThisThread()
+            let result = try run(hook)
+            let slept = Self.voluntaryContextSwitchesOfThisThread() - before
+
+            XCTAssertEqual(result.termination, .exited(3))
+            XCTAssertEqual(result.output, "")
+            XCTAssertLessThanOrEqual(slept, 2, "the caller slept \(slept) times for one silent hook")
+        }
+    }
+
     func testOutputCollector_whenLimitCutsACharacter_dropsTheHalf() {
         var collector = Subprocess.OutputCollector(limit: 5)
         Array("abcdé!".utf8).withUnsafeBytes { collector.append($0) }
@@ -332,6 +347,12 @@ final class SubprocessTests: XCTestCase {
     }
 
     // MARK: Helpers
+
+    private static func voluntaryContextSwitchesOfThisThread() -> Int {
+        var usage = rusage()
+        getrusage(__rusage_who_t(1), &usage)  // RUSAGE_THREAD, which Glibc does not export
+        return usage.ru_nvcsw
+    }
 
     private func script(_ body: String) throws -> String {
         let path = "\(folder)/hook-\(UUID().uuidString)"
