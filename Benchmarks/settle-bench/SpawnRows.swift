@@ -17,14 +17,14 @@ struct SpawnRows {
         let environment = ["PATH": "/usr/bin:/bin", "SETTLE_ORDER_ID": "bench-order", "SETTLE_IDEMPOTENCY_KEY": "bench-key"]
         emit("\n-- the command hook's start and reap alone: \(n) runs of hook.sh from \(c) threads, settle's own CPU (hooks excluded)")
         for round in 1...3 {
-            let failures = Counter()
+            let failures = Atomic(0)
             let cpu = ownCPUSeconds(), switches = ownContextSwitches(), start = DispatchTime.now()
             DispatchQueue.concurrentPerform(iterations: c) { worker in
                 var index = worker
                 while index < n {
                     let result = try? Subprocess.run(arguments: [folder.path + "/hook.sh"], environment: environment,
                                                      standardInput: payload, timeout: 30)
-                    if result?.termination != .exited(0) { failures.add() }
+                    if result?.termination != .exited(0) { failures.add(1) }
                     index += c
                 }
             }
@@ -37,10 +37,3 @@ struct SpawnRows {
     }
 }
 
-/// A count several threads add to.
-private final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func add() { lock.withLock { count += 1 } }
-    var value: Int { lock.withLock { count } }
-}
